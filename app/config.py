@@ -1,0 +1,40 @@
+"""Settings shared by every corral process, read from CORRAL_* environment variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """One settings object for the API, the workers, the leader and the CLI."""
+
+    model_config = SettingsConfigDict(env_prefix="CORRAL_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL URL. Without it corral runs the embedded server in data_dir.",
+    )
+    data_dir: Path = Field(
+        default=Path(".corral"),
+        description="Where the embedded PostgreSQL keeps its data (created on first use).",
+    )
+    bind: str = Field(default="127.0.0.1:4646", description="host:port the HTTP API listens on.")
+    http_workers: int = Field(default=2, ge=1, description="gunicorn worker processes.")
+    http_threads: int = Field(default=16, ge=1, description="Threads per gunicorn worker.")
+    log_level: str = Field(default="info", description="debug, info, warning or error.")
+    log_format: Literal["auto", "console", "json"] = Field(
+        default="auto", description="console on a terminal and json otherwise, unless forced."
+    )
+    max_blocking_wait_s: float = Field(
+        default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries."
+    )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

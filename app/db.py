@@ -1,0 +1,92 @@
+"""Engines and sessions: every connection names its role and carries the role's timeouts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Server-side limits in milliseconds; 0 disables one."""
+
+    statement_ms: int
+    lock_ms: int
+    idle_in_transaction_ms: int
+
+
+# A hung or frozen process must never pin a row lock or the xmin horizon for long
+# (reliability reference F2): idle_in_transaction is always bounded.
+ROLE_TIMEOUTS: dict[str, Timeouts] = {
+    "api": Timeouts(statement_ms=5_000, lock_ms=2_000, idle_in_transaction_ms=10_000),
+    "worker": Timeouts(statement_ms=30_000, lock_ms=5_000, idle_in_transaction_ms=30_000),
+    "applier": Timeouts(statement_ms=30_000, lock_ms=5_000, idle_in_transaction_ms=30_000),
+    "leader": Timeouts(statement_ms=60_000, lock_ms=5_000, idle_in_transaction_ms=60_000),
+    "migrate": Timeouts(statement_ms=0, lock_ms=10_000, idle_in_transaction_ms=60_000),
+    "cli": Timeouts(statement_ms=30_000, lock_ms=5_000, idle_in_transaction_ms=30_000),
+    "test": Timeouts(statement_ms=60_000, lock_ms=10_000, idle_in_transaction_ms=60_000),
+}
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Accept libpq-style URLs and point SQLAlchemy at psycopg 3."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def libpq_url(url: str) -> str:
+    """The same URL without the SQLAlchemy driver suffix, for psycopg and psql."""
+    parsed = make_url(url).set(drivername="postgresql")
+    return parsed.render_as_string(hide_password=False)
+
+
+def connect_args(role: str) -> dict[str, object]:
+    """libpq parameters: application_name, timeouts, and keepalives that detect a dead peer."""
+    limits = ROLE_TIMEOUTS[role]
+    options = " ".join(
+        [
+            f"-c statement_timeout={limits.statement_ms}",
+            f"-c lock_timeout={limits.lock_ms}",
+            f"-c idle_in_transaction_session_timeout={limits.idle_in_transaction_ms}",
+            "-c TimeZone=UTC",
+        ]
+    )
+    return {
+        "application_name": f"corral-{role}",
+        "options": options,
+        "connect_timeout": 5,
+        "keepalives": 1,
+        "keepalives_idle": 5,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 10_000,
+    }
+
+
+def make_engine(url: str, role: str, *, pool_size: int = 5) -> Engine:
+    return create_engine(
+        sqlalchemy_url(url),
+        connect_args=connect_args(role),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+    )
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One unit of work: commit on success, roll back on any exception."""
+    with factory() as session, session.begin():
+        yield session

@@ -1,0 +1,30 @@
+"""SQLAlchemy models. Importing this package registers every table on Base.metadata."""
+
+from app.models.allocation import Allocation
+from app.models.base import Base
+from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
+from app.models.deployment import Deployment
+from app.models.evaluation import Evaluation
+from app.models.job import Job, JobVersion, PeriodicLaunch
+from app.models.namespace import Namespace, NodePool
+from app.models.node import Node, NodeHeartbeat
+from app.models.plan import Plan, PlanResult
+
+__all__ = [
+    "Allocation",
+    "Base",
+    "Deployment",
+    "Evaluation",
+    "Job",
+    "JobVersion",
+    "LeaderTerm",
+    "Namespace",
+    "Node",
+    "NodeHeartbeat",
+    "NodePool",
+    "PeriodicLaunch",
+    "Plan",
+    "PlanResult",
+    "SchedulerConfig",
+    "StateIndex",
+]

@@ -1,0 +1,179 @@
+"""Evaluations: the unit of scheduling work, and the broker's queue."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.constants import EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, JOB_TYPES, sql_in
+from app.models.base import Base, create_index_column, modify_index_column
+
+PENDING_UNLEASED = "status = 'pending' AND lease_token IS NULL"
+
+
+class Evaluation(Base):
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"
+        ),
+        CheckConstraint(f"status IN {sql_in(EVAL_STATUSES)}", name="status"),
+        CheckConstraint(f"type IN {sql_in(JOB_TYPES)}", name="type"),
+        CheckConstraint(f"triggered_by IN {sql_in(EVAL_TRIGGERS)}", name="triggered_by"),
+        CheckConstraint("priority >= 1", name="priority"),
+        CheckConstraint("delivery_count >= 0", name="delivery_count"),
+        CheckConstraint(
+            "(lease_token IS NULL) = (lease_expires_at IS NULL)", name="lease_fields_together"
+        ),
+        CheckConstraint(
+            "lease_token IS NULL OR status = 'pending'", name="lease_only_while_pending"
+        ),
+        Index("ix_evaluations_namespace_job_id", "namespace", "job_id", "create_index"),
+        # The claim statement walks this index in priority-then-age order.
+        Index(
+            "ix_evaluations_ready",
+            text("priority DESC"),
+            "create_index",
+            postgresql_where=text(PENDING_UNLEASED),
+        ),
+        # Invariant 2: at most one evaluation per job in flight, enforced here.
+        Index(
+            "uq_evaluations_in_flight_job",
+            "namespace",
+            "job_id",
+            unique=True,
+            postgresql_where=text("lease_token IS NOT NULL"),
+        ),
+        Index(
+            "ix_evaluations_lease_expiry",
+            "lease_expires_at",
+            postgresql_where=text("lease_token IS NOT NULL"),
+        ),
+        Index(
+            "ix_evaluations_blocked",
+            "namespace",
+            "job_id",
+            postgresql_where=text("status = 'blocked'"),
+        ),
+        Index(
+            "ix_evaluations_gc",
+            "modify_time",
+            postgresql_where=text(f"status IN {sql_in(EVAL_TERMINAL_STATUSES)}"),
+        ),
+        {
+            "comment": "Evaluations (Nomad fields plus broker lease fields). A pending row with no "
+            "lease is queued; with a lease it is in flight on a worker."
+        },
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, comment="Evaluation ID.")
+    namespace: Mapped[str] = mapped_column(comment="Namespace of the job.")
+    job_id: Mapped[str] = mapped_column(comment="The job to evaluate.")
+    priority: Mapped[int] = mapped_column(
+        Integer, comment="Priority (the job's unless overridden)."
+    )
+    type: Mapped[str] = mapped_column(
+        comment="Scheduler that processes it: service, batch, system, sysbatch."
+    )
+    triggered_by: Mapped[str] = mapped_column(
+        comment="What caused it: job-register, node-update, ..."
+    )
+    job_modify_index: Mapped[int] = mapped_column(
+        comment="Job modify index when the eval was created."
+    )
+    node_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("nodes.id", ondelete="SET NULL"),
+        index=True,
+        comment="Node whose change triggered it (node-update, node-drain; system blocked evals).",
+    )
+    node_modify_index: Mapped[int | None] = mapped_column(comment="Node modify index at creation.")
+    deployment_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("deployments.id", ondelete="SET NULL"),
+        index=True,
+        comment="Deployment that triggered it or that it advanced.",
+    )
+    status: Mapped[str] = mapped_column(comment="pending, blocked, complete, failed or canceled.")
+    status_description: Mapped[str] = mapped_column(
+        server_default=text("''"), comment="Why the eval has its status."
+    )
+    wait_ns: Mapped[int] = mapped_column(
+        server_default=text("0"), comment="Nomad's legacy Wait duration in nanoseconds."
+    )
+    wait_until: Mapped[datetime | None] = mapped_column(
+        comment="Not claimable before this time (delayed reschedules, disconnect timeouts)."
+    )
+    not_before: Mapped[datetime | None] = mapped_column(
+        comment="Broker back-off after a nack or a failed follow-up: not claimable before this."
+    )
+    next_eval: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="SET NULL"),
+        index=True,
+        comment="Eval created to follow this one (failed follow-up, rolling update).",
+    )
+    previous_eval: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="SET NULL"),
+        index=True,
+        comment="Eval this one follows.",
+    )
+    blocked_eval: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("evaluations.id", ondelete="SET NULL"),
+        index=True,
+        comment="Blocked eval created because this one could not place everything.",
+    )
+    failed_tg_allocs: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb"),
+        comment="Per task group placement failure metrics (AllocMetric).",
+    )
+    class_eligibility: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb"),
+        comment="Computed class -> eligible, as seen by the scheduler; drives unblocking.",
+    )
+    escaped_computed_class: Mapped[bool] = mapped_column(
+        server_default=text("false"),
+        comment="Constraints reach beyond the computed class (unique.*): any node change unblocks.",
+    )
+    quota_limit_reached: Mapped[str] = mapped_column(
+        server_default=text("''"), comment="Quota that blocked placement (kept for API parity)."
+    )
+    annotate_plan: Mapped[bool] = mapped_column(
+        server_default=text("false"), comment="Ask the scheduler to annotate its plan (job plan)."
+    )
+    queued_allocations: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb"), comment="Task group -> allocations left unplaced."
+    )
+    plan_annotations: Mapped[dict[str, Any] | None] = mapped_column(
+        comment="Desired task group updates and preemptions computed by the scheduler."
+    )
+    snapshot_index: Mapped[int] = mapped_column(
+        server_default=text("0"), comment="State index the scheduler worked from."
+    )
+    lease_token: Mapped[uuid.UUID | None] = mapped_column(
+        comment="Fencing token of the current claim; every worker write must present it."
+    )
+    lease_owner: Mapped[str | None] = mapped_column(comment="Worker holding the claim (host:pid).")
+    lease_expires_at: Mapped[datetime | None] = mapped_column(
+        comment="The claim lapses at this time unless renewed; then any worker may take it."
+    )
+    delivery_count: Mapped[int] = mapped_column(
+        Integer, server_default=text("0"), comment="How many times it was claimed (limit 3)."
+    )
+    create_index: Mapped[int] = create_index_column()
+    modify_index: Mapped[int] = modify_index_column()
+    create_time: Mapped[datetime] = mapped_column(
+        server_default=text("now()"), comment="When the eval was created."
+    )
+    modify_time: Mapped[datetime] = mapped_column(
+        server_default=text("now()"),
+        comment="When the eval last changed; eval GC measures from here.",
+    )

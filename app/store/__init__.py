@@ -1,0 +1,1 @@
+"""All database I/O lives in this package."""
