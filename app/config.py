@@ -30,9 +30,7 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "console", "json"] = Field(
         default="auto", description="console on a terminal and json otherwise, unless forced."
     )
-    max_blocking_wait_s: float = Field(
-        default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries."
-    )
+    max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
 
 
 @lru_cache(maxsize=1)

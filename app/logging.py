@@ -18,15 +18,11 @@ _SHARED_PROCESSORS: list[structlog.typing.Processor] = [
 ]
 
 
-def configure(
-    role: str, level: str = "info", fmt: Literal["auto", "console", "json"] = "auto"
-) -> None:
+def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "json"] = "auto") -> None:
     """Route structlog and stdlib logging to stderr, tagging every line with the role."""
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer()
-        if use_json
-        else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[*_SHARED_PROCESSORS, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],

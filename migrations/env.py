@@ -15,9 +15,7 @@ MIGRATION_LOCK_KEY = 0x636F7272616C  # "corral"
 def run_migrations_online() -> None:
     url = context.config.attributes.get("database_url")
     if not url:
-        raise RuntimeError(
-            "alembic needs config.attributes['database_url']; use `corral db upgrade`"
-        )
+        raise RuntimeError("alembic needs config.attributes['database_url']; use `corral db upgrade`")
     engine = make_engine(url, "migrate", pool_size=1)
     try:
         with engine.connect() as conn:

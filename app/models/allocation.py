@@ -18,17 +18,13 @@ LIVE_ALLOC = "desired_status = 'run' AND client_status IN ('pending', 'running',
 class Allocation(Base):
     __tablename__ = "allocations"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"
-        ),
+        ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
         # No cascade: a job version stays while an allocation still runs it.
         ForeignKeyConstraint(
             ["namespace", "job_id", "job_version"],
             ["job_versions.namespace", "job_versions.job_id", "job_versions.version"],
         ),
-        CheckConstraint(
-            f"desired_status IN {sql_in(ALLOC_DESIRED_STATUSES)}", name="desired_status"
-        ),
+        CheckConstraint(f"desired_status IN {sql_in(ALLOC_DESIRED_STATUSES)}", name="desired_status"),
         CheckConstraint(f"client_status IN {sql_in(ALLOC_CLIENT_STATUSES)}", name="client_status"),
         CheckConstraint(
             "cpu >= 0 AND memory_mb >= 0 AND disk_mb >= 0 AND memory_max_mb >= memory_mb",
@@ -41,9 +37,7 @@ class Allocation(Base):
             "modify_time",
             postgresql_where=text("NOT (" + LIVE_ALLOC + ")"),
         ),
-        {
-            "comment": "Allocations: the mapping of a job's task group onto a node, with its lifecycle."
-        },
+        {"comment": "Allocations: the mapping of a job's task group onto a node, with its lifecycle."},
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, comment="Allocation ID.")
@@ -63,12 +57,8 @@ class Allocation(Base):
     node_name: Mapped[str] = mapped_column(comment="Node name at placement (Nomad's NodeName).")
     task_group: Mapped[str] = mapped_column(comment="Task group of the job.")
     name: Mapped[str] = mapped_column(comment="Nomad name: '<job>.<group>[<index>]'.")
-    desired_status: Mapped[str] = mapped_column(
-        comment="What the servers want: run, stop or evict."
-    )
-    desired_description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Why desired_status was set."
-    )
+    desired_status: Mapped[str] = mapped_column(comment="What the servers want: run, stop or evict.")
+    desired_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why desired_status was set.")
     desired_transition: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"),
         comment="Pending transitions: {Migrate, Reschedule, ForceReschedule, NoShutdownDelay}.",
@@ -121,9 +111,7 @@ class Allocation(Base):
         server_default=text("'{}'::jsonb"),
         comment="Placement metrics (AllocMetric): nodes evaluated, filtered, scores.",
     )
-    cpu: Mapped[int] = mapped_column(
-        Integer, comment="CPU MHz reserved on the node (sum over tasks)."
-    )
+    cpu: Mapped[int] = mapped_column(Integer, comment="CPU MHz reserved on the node (sum over tasks).")
     memory_mb: Mapped[int] = mapped_column(Integer, comment="Memory MB reserved (sum over tasks).")
     memory_max_mb: Mapped[int] = mapped_column(Integer, comment="Memory MB the tasks may burst to.")
     disk_mb: Mapped[int] = mapped_column(Integer, comment="Ephemeral disk MB reserved.")

@@ -47,6 +47,4 @@ def created_at_column() -> Mapped[datetime]:
 
 
 def updated_at_column() -> Mapped[datetime]:
-    return mapped_column(
-        server_default=func.now(), comment="Wall-clock time of the last write to the row."
-    )
+    return mapped_column(server_default=func.now(), comment="Wall-clock time of the last write to the row.")

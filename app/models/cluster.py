@@ -29,12 +29,8 @@ class SchedulerConfig(Base):
     preemption_sysbatch: Mapped[bool] = mapped_column(
         server_default=text("false"), comment="Sysbatch jobs may preempt."
     )
-    preemption_batch: Mapped[bool] = mapped_column(
-        server_default=text("false"), comment="Batch jobs may preempt."
-    )
-    preemption_service: Mapped[bool] = mapped_column(
-        server_default=text("false"), comment="Service jobs may preempt."
-    )
+    preemption_batch: Mapped[bool] = mapped_column(server_default=text("false"), comment="Batch jobs may preempt.")
+    preemption_service: Mapped[bool] = mapped_column(server_default=text("false"), comment="Service jobs may preempt.")
     memory_oversubscription: Mapped[bool] = mapped_column(
         server_default=text("false"), comment="Tasks may set memory_max above memory."
     )
@@ -66,9 +62,7 @@ class LeaderTerm(Base):
         Integer, comment="Postgres backend pid of the holder's lock connection (for takeover)."
     )
     acquired_at: Mapped[datetime] = mapped_column(comment="When this term began.")
-    renewed_at: Mapped[datetime] = mapped_column(
-        comment="Last renewal; stale means the holder is gone."
-    )
+    renewed_at: Mapped[datetime] = mapped_column(comment="Last renewal; stale means the holder is gone.")
 
 
 class StateIndex(Base):

@@ -25,20 +25,14 @@ PENDING_UNLEASED = "status = 'pending' AND lease_token IS NULL"
 class Evaluation(Base):
     __tablename__ = "evaluations"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"
-        ),
+        ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
         CheckConstraint(f"status IN {sql_in(EVAL_STATUSES)}", name="status"),
         CheckConstraint(f"type IN {sql_in(JOB_TYPES)}", name="type"),
         CheckConstraint(f"triggered_by IN {sql_in(EVAL_TRIGGERS)}", name="triggered_by"),
         CheckConstraint("priority >= 1", name="priority"),
         CheckConstraint("delivery_count >= 0", name="delivery_count"),
-        CheckConstraint(
-            "(lease_token IS NULL) = (lease_expires_at IS NULL)", name="lease_fields_together"
-        ),
-        CheckConstraint(
-            "lease_token IS NULL OR status = 'pending'", name="lease_only_while_pending"
-        ),
+        CheckConstraint("(lease_token IS NULL) = (lease_expires_at IS NULL)", name="lease_fields_together"),
+        CheckConstraint("lease_token IS NULL OR status = 'pending'", name="lease_only_while_pending"),
         Index("ix_evaluations_namespace_job_id", "namespace", "job_id", "create_index"),
         # The claim statement walks this index in priority-then-age order.
         Index(
@@ -80,18 +74,10 @@ class Evaluation(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, comment="Evaluation ID.")
     namespace: Mapped[str] = mapped_column(comment="Namespace of the job.")
     job_id: Mapped[str] = mapped_column(comment="The job to evaluate.")
-    priority: Mapped[int] = mapped_column(
-        Integer, comment="Priority (the job's unless overridden)."
-    )
-    type: Mapped[str] = mapped_column(
-        comment="Scheduler that processes it: service, batch, system, sysbatch."
-    )
-    triggered_by: Mapped[str] = mapped_column(
-        comment="What caused it: job-register, node-update, ..."
-    )
-    job_modify_index: Mapped[int] = mapped_column(
-        comment="Job modify index when the eval was created."
-    )
+    priority: Mapped[int] = mapped_column(Integer, comment="Priority (the job's unless overridden).")
+    type: Mapped[str] = mapped_column(comment="Scheduler that processes it: service, batch, system, sysbatch.")
+    triggered_by: Mapped[str] = mapped_column(comment="What caused it: job-register, node-update, ...")
+    job_modify_index: Mapped[int] = mapped_column(comment="Job modify index when the eval was created.")
     node_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("nodes.id", ondelete="SET NULL"),
         index=True,
@@ -104,9 +90,7 @@ class Evaluation(Base):
         comment="Deployment that triggered it or that it advanced.",
     )
     status: Mapped[str] = mapped_column(comment="pending, blocked, complete, failed or canceled.")
-    status_description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Why the eval has its status."
-    )
+    status_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why the eval has its status.")
     wait_ns: Mapped[int] = mapped_column(
         server_default=text("0"), comment="Nomad's legacy Wait duration in nanoseconds."
     )
@@ -170,9 +154,7 @@ class Evaluation(Base):
     )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
-    create_time: Mapped[datetime] = mapped_column(
-        server_default=text("now()"), comment="When the eval was created."
-    )
+    create_time: Mapped[datetime] = mapped_column(server_default=text("now()"), comment="When the eval was created.")
     modify_time: Mapped[datetime] = mapped_column(
         server_default=text("now()"),
         comment="When the eval last changed; eval GC measures from here.",

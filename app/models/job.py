@@ -45,15 +45,9 @@ class Job(Base):
     id: Mapped[str] = mapped_column(primary_key=True, comment="Job ID, unique per namespace.")
     name: Mapped[str] = mapped_column(comment="Display name (defaults to the ID).")
     type: Mapped[str] = mapped_column(comment="Scheduler type: service, batch, system or sysbatch.")
-    priority: Mapped[int] = mapped_column(
-        Integer, comment="Priority 1-100; orders evals and plans."
-    )
-    status: Mapped[str] = mapped_column(
-        comment="pending (nothing placed yet), running, or dead (stopped or finished)."
-    )
-    status_description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Why the job has its status."
-    )
+    priority: Mapped[int] = mapped_column(Integer, comment="Priority 1-100; orders evals and plans.")
+    status: Mapped[str] = mapped_column(comment="pending (nothing placed yet), running, or dead (stopped or finished).")
+    status_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why the job has its status.")
     status_updated_at: Mapped[datetime] = mapped_column(
         comment="When status last changed; job GC measures its threshold from here."
     )
@@ -67,28 +61,18 @@ class Job(Base):
         comment="State index of the last change to the job specification (check-and-set)."
     )
     submit_time: Mapped[datetime] = mapped_column(comment="When the current version was submitted.")
-    datacenters: Mapped[list[str]] = mapped_column(
-        comment="Datacenters (globs allowed) to place in."
-    )
+    datacenters: Mapped[list[str]] = mapped_column(comment="Datacenters (globs allowed) to place in.")
     node_pool: Mapped[str] = mapped_column(
         ForeignKey("node_pools.name", ondelete="RESTRICT"), comment="Node pool the job targets."
     )
     parent_id: Mapped[str | None] = mapped_column(
         comment="Parent periodic or parameterized job of a launched child (soft reference)."
     )
-    periodic: Mapped[bool] = mapped_column(
-        comment="True when the job has an enabled periodic block."
-    )
-    parameterized: Mapped[bool] = mapped_column(
-        comment="True when the job is a parameterized template."
-    )
-    dispatched: Mapped[bool] = mapped_column(
-        comment="True for a child dispatched from a parameterized job."
-    )
+    periodic: Mapped[bool] = mapped_column(comment="True when the job has an enabled periodic block.")
+    parameterized: Mapped[bool] = mapped_column(comment="True when the job is a parameterized template.")
+    dispatched: Mapped[bool] = mapped_column(comment="True for a child dispatched from a parameterized job.")
     all_at_once: Mapped[bool] = mapped_column(comment="Plans must be applied whole or not at all.")
-    stable: Mapped[bool] = mapped_column(
-        comment="The current version was marked stable by a deployment."
-    )
+    stable: Mapped[bool] = mapped_column(comment="The current version was marked stable by a deployment.")
     spec: Mapped[dict[str, Any]] = mapped_column(
         comment="The current version's full Nomad job specification (API JSON, normalized)."
     )
@@ -101,25 +85,15 @@ class Job(Base):
 class JobVersion(Base):
     __tablename__ = "job_versions"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"
-        ),
+        ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
         {"comment": "Every submitted version of a job, newest tracked ones kept (Nomad keeps 6)."},
     )
 
     namespace: Mapped[str] = mapped_column(primary_key=True, comment="Namespace of the job.")
-    job_id: Mapped[str] = mapped_column(
-        primary_key=True, comment="The job this version belongs to."
-    )
-    version: Mapped[int] = mapped_column(
-        Integer, primary_key=True, comment="Version number, from 0."
-    )
-    spec: Mapped[dict[str, Any]] = mapped_column(
-        comment="The full Nomad job specification of this version."
-    )
-    job_modify_index: Mapped[int] = mapped_column(
-        comment="State index at which this version was written."
-    )
+    job_id: Mapped[str] = mapped_column(primary_key=True, comment="The job this version belongs to.")
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, comment="Version number, from 0.")
+    spec: Mapped[dict[str, Any]] = mapped_column(comment="The full Nomad job specification of this version.")
+    job_modify_index: Mapped[int] = mapped_column(comment="State index at which this version was written.")
     stable: Mapped[bool] = mapped_column(comment="Marked stable by a successful deployment.")
     version_tag: Mapped[dict[str, Any] | None] = mapped_column(
         comment="Optional {Name, Description} tag; a tagged version is never garbage collected."
@@ -131,17 +105,11 @@ class JobVersion(Base):
 class PeriodicLaunch(Base):
     __tablename__ = "periodic_launches"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"
-        ),
-        {
-            "comment": "Last launch of each periodic job, so a new leader neither skips nor repeats one."
-        },
+        ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
+        {"comment": "Last launch of each periodic job, so a new leader neither skips nor repeats one."},
     )
 
-    namespace: Mapped[str] = mapped_column(
-        primary_key=True, comment="Namespace of the periodic job."
-    )
+    namespace: Mapped[str] = mapped_column(primary_key=True, comment="Namespace of the periodic job.")
     job_id: Mapped[str] = mapped_column(primary_key=True, comment="The periodic parent job.")
     launch_time: Mapped[datetime] = mapped_column(comment="Scheduled time of the last launch.")
     create_index: Mapped[int] = create_index_column()

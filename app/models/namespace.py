@@ -17,9 +17,7 @@ class Namespace(Base):
     __table_args__ = {"comment": "Namespaces isolate jobs; every job belongs to exactly one."}
 
     name: Mapped[str] = mapped_column(primary_key=True, comment="Namespace name, e.g. 'default'.")
-    description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Free text shown to operators."
-    )
+    description: Mapped[str] = mapped_column(server_default=text("''"), comment="Free text shown to operators.")
     meta: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
     )
@@ -38,12 +36,8 @@ class NodePool(Base):
         {"comment": "Node pools group nodes; jobs target one pool ('all' means every pool)."},
     )
 
-    name: Mapped[str] = mapped_column(
-        primary_key=True, comment="Pool name; 'default' and 'all' are built in."
-    )
-    description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Free text shown to operators."
-    )
+    name: Mapped[str] = mapped_column(primary_key=True, comment="Pool name; 'default' and 'all' are built in.")
+    description: Mapped[str] = mapped_column(server_default=text("''"), comment="Free text shown to operators.")
     meta: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
     )

@@ -23,9 +23,7 @@ class Node(Base):
     __tablename__ = "nodes"
     __table_args__ = (
         CheckConstraint(f"status IN {sql_in(NODE_STATUSES)}", name="status"),
-        CheckConstraint(
-            f"scheduling_eligibility IN {sql_in(NODE_ELIGIBILITIES)}", name="scheduling_eligibility"
-        ),
+        CheckConstraint(f"scheduling_eligibility IN {sql_in(NODE_ELIGIBILITIES)}", name="scheduling_eligibility"),
         CheckConstraint(
             "cpu_shares >= 0 AND memory_mb >= 0 AND disk_mb >= 0 AND reserved_cpu >= 0 "
             "AND reserved_memory_mb >= 0 AND reserved_disk_mb >= 0",
@@ -33,9 +31,7 @@ class Node(Base):
         ),
         Index("ix_nodes_computed_class", "computed_class"),
         Index("ix_nodes_gc", "status_updated_at", postgresql_where=text("status = 'down'")),
-        {
-            "comment": "Client nodes: capacity, fingerprint and lifecycle state. Heartbeats live apart."
-        },
+        {"comment": "Client nodes: capacity, fingerprint and lifecycle state. Heartbeats live apart."},
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, comment="Node ID chosen by the client.")
@@ -44,9 +40,7 @@ class Node(Base):
     )
     name: Mapped[str] = mapped_column(comment="Node name (usually the hostname).")
     datacenter: Mapped[str] = mapped_column(comment="Datacenter the node is in.")
-    node_class: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Operator-set class."
-    )
+    node_class: Mapped[str] = mapped_column(server_default=text("''"), comment="Operator-set class.")
     node_pool: Mapped[str] = mapped_column(
         ForeignKey("node_pools.name", ondelete="RESTRICT"), comment="Node pool the node belongs to."
     )
@@ -55,9 +49,7 @@ class Node(Base):
         "and meta without unique.*); feasibility is cached per class."
     )
     status: Mapped[str] = mapped_column(comment="initializing, ready, down or disconnected.")
-    status_description: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Why the node has its status."
-    )
+    status_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why the node has its status.")
     status_updated_at: Mapped[datetime] = mapped_column(
         comment="When status last changed; node GC measures its threshold from here."
     )
@@ -107,9 +99,7 @@ class Node(Base):
     reserved_resources: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"), comment="Full ReservedResources as reported."
     )
-    http_addr: Mapped[str] = mapped_column(
-        server_default=text("''"), comment="Client HTTP address."
-    )
+    http_addr: Mapped[str] = mapped_column(server_default=text("''"), comment="Client HTTP address.")
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
     created_at: Mapped[datetime] = created_at_column()
@@ -131,9 +121,7 @@ class NodeHeartbeat(Base):
         ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True, comment="The node."
     )
     last_seen_at: Mapped[datetime] = mapped_column(comment="When the node last heartbeated.")
-    ttl_ms: Mapped[int] = mapped_column(
-        Integer, comment="TTL granted to the node at its last heartbeat."
-    )
+    ttl_ms: Mapped[int] = mapped_column(Integer, comment="TTL granted to the node at its last heartbeat.")
     expires_at: Mapped[datetime] = mapped_column(
         comment="last_seen_at + ttl + grace: after this the node is marked down."
     )

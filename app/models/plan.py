@@ -38,14 +38,10 @@ class Plan(Base):
     eval_token: Mapped[uuid.UUID] = mapped_column(
         comment="The eval's lease token at submit; the applier rejects a plan whose token is stale."
     )
-    attempt: Mapped[int] = mapped_column(
-        Integer, comment="1 for the first plan of a claim, +1 per retry."
-    )
+    attempt: Mapped[int] = mapped_column(Integer, comment="1 for the first plan of a claim, +1 per retry.")
     namespace: Mapped[str] = mapped_column(comment="Namespace of the job (for psql readers).")
     job_id: Mapped[str] = mapped_column(comment="Job the plan is for (for psql readers).")
-    priority: Mapped[int] = mapped_column(
-        Integer, comment="Job priority; the applier takes higher first."
-    )
+    priority: Mapped[int] = mapped_column(Integer, comment="Job priority; the applier takes higher first.")
     all_at_once: Mapped[bool] = mapped_column(comment="Apply whole or reject whole.")
     snapshot_index: Mapped[int] = mapped_column(comment="State index the worker planned against.")
     status: Mapped[str] = mapped_column(
@@ -60,24 +56,18 @@ class Plan(Base):
     node_preemptions: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to evict."
     )
-    deployment: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Deployment to create or update with the plan."
-    )
+    deployment: Mapped[dict[str, Any] | None] = mapped_column(comment="Deployment to create or update with the plan.")
     deployment_updates: Mapped[list[Any]] = mapped_column(
         server_default=text("'[]'::jsonb"), comment="Deployment status changes."
     )
-    annotations: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Plan annotations (job plan)."
-    )
+    annotations: Mapped[dict[str, Any] | None] = mapped_column(comment="Plan annotations (job plan).")
     created_at: Mapped[datetime] = created_at_column()
     applied_at: Mapped[datetime | None] = mapped_column(comment="When the applier decided.")
 
 
 class PlanResult(Base):
     __tablename__ = "plan_results"
-    __table_args__ = {
-        "comment": "What the applier committed of each plan, and the refresh index for the rest."
-    }
+    __table_args__ = {"comment": "What the applier committed of each plan, and the refresh index for the rest."}
 
     plan_id: Mapped[int] = mapped_column(
         BigInteger,

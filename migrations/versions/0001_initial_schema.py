@@ -23,9 +23,7 @@ def upgrade() -> None:
     op.create_table(
         "leader_terms",
         sa.Column("role", sa.Text(), nullable=False, comment="applier or leader."),
-        sa.Column(
-            "term", sa.BigInteger(), nullable=False, comment="Incremented at every election."
-        ),
+        sa.Column("term", sa.BigInteger(), nullable=False, comment="Incremented at every election."),
         sa.Column("holder", sa.Text(), nullable=False, comment="host:pid of the holder."),
         sa.Column(
             "holder_backend_pid",
@@ -231,9 +229,7 @@ def upgrade() -> None:
     op.create_table(
         "state_index",
         sa.Column("name", sa.Text(), nullable=False, comment="'_global' or a table name."),
-        sa.Column(
-            "value", sa.BigInteger(), nullable=False, comment="Latest index written to that table."
-        ),
+        sa.Column("value", sa.BigInteger(), nullable=False, comment="Latest index written to that table."),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_state_index")),
         comment="Commit-ordered state index. Writers bump '_global' (a row lock, so indexes become visible in order) and stamp it on the tables they touch.",
     )
@@ -379,9 +375,7 @@ def upgrade() -> None:
             comment="Wall-clock time of the last write to the row.",
         ),
         sa.CheckConstraint("status IN ('pending', 'running', 'dead')", name=op.f("ck_jobs_status")),
-        sa.CheckConstraint(
-            "type IN ('service', 'batch', 'system', 'sysbatch')", name=op.f("ck_jobs_type")
-        ),
+        sa.CheckConstraint("type IN ('service', 'batch', 'system', 'sysbatch')", name=op.f("ck_jobs_type")),
         sa.CheckConstraint("priority BETWEEN 1 AND 100", name=op.f("ck_jobs_priority")),
         sa.CheckConstraint("version >= 0", name=op.f("ck_jobs_version")),
         sa.ForeignKeyConstraint(
@@ -600,9 +594,7 @@ def upgrade() -> None:
         sa.Column("id", sa.UUID(), nullable=False, comment="Deployment ID."),
         sa.Column("namespace", sa.Text(), nullable=False, comment="Namespace of the job."),
         sa.Column("job_id", sa.Text(), nullable=False, comment="Job being deployed."),
-        sa.Column(
-            "job_version", sa.Integer(), nullable=False, comment="Job version being rolled out."
-        ),
+        sa.Column("job_version", sa.Integer(), nullable=False, comment="Job version being rolled out."),
         sa.Column(
             "job_modify_index",
             sa.BigInteger(),
@@ -698,9 +690,7 @@ def upgrade() -> None:
         "deployments",
         ["namespace", "job_id"],
         unique=False,
-        postgresql_where=sa.text(
-            "status IN ('running', 'paused', 'initializing', 'pending', 'blocked', 'unblocking')"
-        ),
+        postgresql_where=sa.text("status IN ('running', 'paused', 'initializing', 'pending', 'blocked', 'unblocking')"),
     )
     op.create_index(
         "ix_deployments_namespace_job_id",
@@ -780,16 +770,12 @@ def upgrade() -> None:
             nullable=False,
             comment="last_seen_at + ttl + grace: after this the node is marked down.",
         ),
-        sa.ForeignKeyConstraint(
-            ["node_id"], ["nodes.id"], name=op.f("fk_node_heartbeats_node_id"), ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["node_id"], ["nodes.id"], name=op.f("fk_node_heartbeats_node_id"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("node_id", name=op.f("pk_node_heartbeats")),
         comment="Last heartbeat per node. UNLOGGED: lost on a crash by design; the leader then grants every node the failover TTL before marking any down.",
         prefixes=["UNLOGGED"],
     )
-    op.create_index(
-        "ix_node_heartbeats_expires_at", "node_heartbeats", ["expires_at"], unique=False
-    )
+    op.create_index("ix_node_heartbeats_expires_at", "node_heartbeats", ["expires_at"], unique=False)
     op.create_table(
         "periodic_launches",
         sa.Column("namespace", sa.Text(), nullable=False, comment="Namespace of the periodic job."),
@@ -974,9 +960,7 @@ def upgrade() -> None:
             nullable=True,
             comment="Fencing token of the current claim; every worker write must present it.",
         ),
-        sa.Column(
-            "lease_owner", sa.Text(), nullable=True, comment="Worker holding the claim (host:pid)."
-        ),
+        sa.Column("lease_owner", sa.Text(), nullable=True, comment="Worker holding the claim (host:pid)."),
         sa.Column(
             "lease_expires_at",
             postgresql.TIMESTAMP(timezone=True),
@@ -1028,9 +1012,7 @@ def upgrade() -> None:
             "triggered_by IN ('job-register', 'job-deregister', 'periodic-job', 'node-drain', 'node-update', 'alloc-stop', 'scheduled', 'rolling-update', 'deployment-watcher', 'failed-follow-up', 'max-plan-attempts', 'alloc-failure', 'alloc-reschedule', 'queued-allocs', 'preemption', 'job-scaling', 'max-disconnect-timeout', 'reconnect')",
             name=op.f("ck_evaluations_triggered_by"),
         ),
-        sa.CheckConstraint(
-            "type IN ('service', 'batch', 'system', 'sysbatch')", name=op.f("ck_evaluations_type")
-        ),
+        sa.CheckConstraint("type IN ('service', 'batch', 'system', 'sysbatch')", name=op.f("ck_evaluations_type")),
         sa.CheckConstraint(
             "(lease_token IS NULL) = (lease_expires_at IS NULL)",
             name=op.f("ck_evaluations_lease_fields_together"),
@@ -1061,9 +1043,7 @@ def upgrade() -> None:
             name=op.f("fk_evaluations_next_eval"),
             ondelete="SET NULL",
         ),
-        sa.ForeignKeyConstraint(
-            ["node_id"], ["nodes.id"], name=op.f("fk_evaluations_node_id"), ondelete="SET NULL"
-        ),
+        sa.ForeignKeyConstraint(["node_id"], ["nodes.id"], name=op.f("fk_evaluations_node_id"), ondelete="SET NULL"),
         sa.ForeignKeyConstraint(
             ["previous_eval"],
             ["evaluations.id"],
@@ -1080,12 +1060,8 @@ def upgrade() -> None:
         unique=False,
         postgresql_where=sa.text("status = 'blocked'"),
     )
-    op.create_index(
-        op.f("ix_evaluations_blocked_eval"), "evaluations", ["blocked_eval"], unique=False
-    )
-    op.create_index(
-        op.f("ix_evaluations_deployment_id"), "evaluations", ["deployment_id"], unique=False
-    )
+    op.create_index(op.f("ix_evaluations_blocked_eval"), "evaluations", ["blocked_eval"], unique=False)
+    op.create_index(op.f("ix_evaluations_deployment_id"), "evaluations", ["deployment_id"], unique=False)
     op.create_index(
         "ix_evaluations_gc",
         "evaluations",
@@ -1108,9 +1084,7 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_evaluations_next_eval"), "evaluations", ["next_eval"], unique=False)
     op.create_index(op.f("ix_evaluations_node_id"), "evaluations", ["node_id"], unique=False)
-    op.create_index(
-        op.f("ix_evaluations_previous_eval"), "evaluations", ["previous_eval"], unique=False
-    )
+    op.create_index(op.f("ix_evaluations_previous_eval"), "evaluations", ["previous_eval"], unique=False)
     op.create_index(
         "ix_evaluations_ready",
         "evaluations",
@@ -1130,9 +1104,7 @@ def upgrade() -> None:
         sa.Column("id", sa.UUID(), nullable=False, comment="Allocation ID."),
         sa.Column("namespace", sa.Text(), nullable=False, comment="Namespace of the job."),
         sa.Column("job_id", sa.Text(), nullable=False, comment="Job the allocation runs."),
-        sa.Column(
-            "job_version", sa.Integer(), nullable=False, comment="Job version the allocation runs."
-        ),
+        sa.Column("job_version", sa.Integer(), nullable=False, comment="Job version the allocation runs."),
         sa.Column(
             "eval_id",
             sa.UUID(),
@@ -1152,9 +1124,7 @@ def upgrade() -> None:
             comment="Node name at placement (Nomad's NodeName).",
         ),
         sa.Column("task_group", sa.Text(), nullable=False, comment="Task group of the job."),
-        sa.Column(
-            "name", sa.Text(), nullable=False, comment="Nomad name: '<job>.<group>[<index>]'."
-        ),
+        sa.Column("name", sa.Text(), nullable=False, comment="Nomad name: '<job>.<group>[<index>]'."),
         sa.Column(
             "desired_status",
             sa.Text(),
@@ -1315,9 +1285,7 @@ def upgrade() -> None:
             "client_status IN ('pending', 'running', 'complete', 'failed', 'lost', 'unknown')",
             name=op.f("ck_allocations_client_status"),
         ),
-        sa.CheckConstraint(
-            "desired_status IN ('run', 'stop', 'evict')", name=op.f("ck_allocations_desired_status")
-        ),
+        sa.CheckConstraint("desired_status IN ('run', 'stop', 'evict')", name=op.f("ck_allocations_desired_status")),
         sa.CheckConstraint(
             "cpu >= 0 AND memory_mb >= 0 AND disk_mb >= 0 AND memory_max_mb >= memory_mb",
             name=op.f("ck_allocations_resources"),
@@ -1328,9 +1296,7 @@ def upgrade() -> None:
             name=op.f("fk_allocations_deployment_id"),
             ondelete="SET NULL",
         ),
-        sa.ForeignKeyConstraint(
-            ["eval_id"], ["evaluations.id"], name=op.f("fk_allocations_eval_id")
-        ),
+        sa.ForeignKeyConstraint(["eval_id"], ["evaluations.id"], name=op.f("fk_allocations_eval_id")),
         sa.ForeignKeyConstraint(
             ["followup_eval_id"],
             ["evaluations.id"],
@@ -1370,30 +1336,22 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_allocations")),
         comment="Allocations: the mapping of a job's task group onto a node, with its lifecycle.",
     )
-    op.create_index(
-        op.f("ix_allocations_deployment_id"), "allocations", ["deployment_id"], unique=False
-    )
+    op.create_index(op.f("ix_allocations_deployment_id"), "allocations", ["deployment_id"], unique=False)
     op.create_index(op.f("ix_allocations_eval_id"), "allocations", ["eval_id"], unique=False)
-    op.create_index(
-        op.f("ix_allocations_followup_eval_id"), "allocations", ["followup_eval_id"], unique=False
-    )
+    op.create_index(op.f("ix_allocations_followup_eval_id"), "allocations", ["followup_eval_id"], unique=False)
     op.create_index(
         "ix_allocations_gc",
         "allocations",
         ["modify_time"],
         unique=False,
-        postgresql_where=sa.text(
-            "NOT (desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown'))"
-        ),
+        postgresql_where=sa.text("NOT (desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown'))"),
     )
     op.create_index(
         "ix_allocations_live_by_node",
         "allocations",
         ["node_id"],
         unique=False,
-        postgresql_where=sa.text(
-            "desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"
-        ),
+        postgresql_where=sa.text("desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"),
     )
     op.create_index(
         "ix_allocations_namespace_job_id_job_version",
@@ -1401,9 +1359,7 @@ def upgrade() -> None:
         ["namespace", "job_id", "job_version"],
         unique=False,
     )
-    op.create_index(
-        op.f("ix_allocations_next_allocation"), "allocations", ["next_allocation"], unique=False
-    )
+    op.create_index(op.f("ix_allocations_next_allocation"), "allocations", ["next_allocation"], unique=False)
     op.create_index(op.f("ix_allocations_node_id"), "allocations", ["node_id"], unique=False)
     op.create_index(
         op.f("ix_allocations_preempted_by_allocation"),
@@ -1445,18 +1401,14 @@ def upgrade() -> None:
             nullable=False,
             comment="Namespace of the job (for psql readers).",
         ),
-        sa.Column(
-            "job_id", sa.Text(), nullable=False, comment="Job the plan is for (for psql readers)."
-        ),
+        sa.Column("job_id", sa.Text(), nullable=False, comment="Job the plan is for (for psql readers)."),
         sa.Column(
             "priority",
             sa.Integer(),
             nullable=False,
             comment="Job priority; the applier takes higher first.",
         ),
-        sa.Column(
-            "all_at_once", sa.Boolean(), nullable=False, comment="Apply whole or reject whole."
-        ),
+        sa.Column("all_at_once", sa.Boolean(), nullable=False, comment="Apply whole or reject whole."),
         sa.Column(
             "snapshot_index",
             sa.BigInteger(),
@@ -1523,13 +1475,9 @@ def upgrade() -> None:
             nullable=True,
             comment="When the applier decided.",
         ),
-        sa.CheckConstraint(
-            "status IN ('pending', 'applied', 'rejected')", name=op.f("ck_plans_status")
-        ),
+        sa.CheckConstraint("status IN ('pending', 'applied', 'rejected')", name=op.f("ck_plans_status")),
         sa.CheckConstraint("attempt >= 1", name=op.f("ck_plans_attempt")),
-        sa.ForeignKeyConstraint(
-            ["eval_id"], ["evaluations.id"], name=op.f("fk_plans_eval_id"), ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["eval_id"], ["evaluations.id"], name=op.f("fk_plans_eval_id"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_plans")),
         comment="Plans: a worker's proposed placements, stops and preemptions for one eval.",
     )
@@ -1540,9 +1488,7 @@ def upgrade() -> None:
         unique=False,
         postgresql_where=sa.text("status = 'pending'"),
     )
-    op.create_index(
-        "uq_plans_eval_attempt", "plans", ["eval_id", "eval_token", "attempt"], unique=True
-    )
+    op.create_index("uq_plans_eval_attempt", "plans", ["eval_id", "eval_token", "attempt"], unique=True)
     op.create_table(
         "plan_results",
         sa.Column(
@@ -1613,9 +1559,7 @@ def upgrade() -> None:
             nullable=False,
             comment="Wall-clock time the row was created.",
         ),
-        sa.ForeignKeyConstraint(
-            ["plan_id"], ["plans.id"], name=op.f("fk_plan_results_plan_id"), ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["plan_id"], ["plans.id"], name=op.f("fk_plan_results_plan_id"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("plan_id", name=op.f("pk_plan_results")),
         comment="What the applier committed of each plan, and the refresh index for the rest.",
     )
@@ -1630,9 +1574,7 @@ def downgrade() -> None:
         op.execute(f"DROP VIEW IF EXISTS {view}")
     op.drop_table("plan_results")
     op.drop_index("uq_plans_eval_attempt", table_name="plans")
-    op.drop_index(
-        "ix_plans_queue", table_name="plans", postgresql_where=sa.text("status = 'pending'")
-    )
+    op.drop_index("ix_plans_queue", table_name="plans", postgresql_where=sa.text("status = 'pending'"))
     op.drop_table("plans")
     op.drop_index(op.f("ix_allocations_previous_allocation"), table_name="allocations")
     op.drop_index(op.f("ix_allocations_preempted_by_allocation"), table_name="allocations")
@@ -1642,16 +1584,12 @@ def downgrade() -> None:
     op.drop_index(
         "ix_allocations_live_by_node",
         table_name="allocations",
-        postgresql_where=sa.text(
-            "desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"
-        ),
+        postgresql_where=sa.text("desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"),
     )
     op.drop_index(
         "ix_allocations_gc",
         table_name="allocations",
-        postgresql_where=sa.text(
-            "NOT (desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown'))"
-        ),
+        postgresql_where=sa.text("NOT (desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown'))"),
     )
     op.drop_index(op.f("ix_allocations_followup_eval_id"), table_name="allocations")
     op.drop_index(op.f("ix_allocations_eval_id"), table_name="allocations")
@@ -1697,9 +1635,7 @@ def downgrade() -> None:
     op.drop_index(
         "ix_deployments_active",
         table_name="deployments",
-        postgresql_where=sa.text(
-            "status IN ('running', 'paused', 'initializing', 'pending', 'blocked', 'unblocking')"
-        ),
+        postgresql_where=sa.text("status IN ('running', 'paused', 'initializing', 'pending', 'blocked', 'unblocking')"),
     )
     op.drop_table("deployments")
     op.drop_index("ix_nodes_gc", table_name="nodes", postgresql_where=sa.text("status = 'down'"))
