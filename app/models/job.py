@@ -63,7 +63,7 @@ class Job(Base):
     submit_time: Mapped[datetime] = mapped_column(comment="When the current version was submitted.")
     datacenters: Mapped[list[str]] = mapped_column(comment="Datacenters (globs allowed) to place in.")
     node_pool: Mapped[str] = mapped_column(
-        ForeignKey("node_pools.name", ondelete="RESTRICT"), comment="Node pool the job targets."
+        ForeignKey("node_pools.name", ondelete="RESTRICT"), index=True, comment="Node pool the job targets."
     )
     parent_id: Mapped[str | None] = mapped_column(
         comment="Parent periodic or parameterized job of a launched child (soft reference)."

@@ -42,7 +42,7 @@ class Node(Base):
     datacenter: Mapped[str] = mapped_column(comment="Datacenter the node is in.")
     node_class: Mapped[str] = mapped_column(server_default=text("''"), comment="Operator-set class.")
     node_pool: Mapped[str] = mapped_column(
-        ForeignKey("node_pools.name", ondelete="RESTRICT"), comment="Node pool the node belongs to."
+        ForeignKey("node_pools.name", ondelete="RESTRICT"), index=True, comment="Node pool the node belongs to."
     )
     computed_class: Mapped[str] = mapped_column(
         comment="Hash of the scheduling-relevant fingerprint (datacenter, class, pool, attributes "

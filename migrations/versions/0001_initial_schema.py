@@ -1564,6 +1564,8 @@ def upgrade() -> None:
         comment="What the applier committed of each plan, and the refresh index for the rest.",
     )
 
+    op.create_index(op.f("ix_jobs_node_pool"), "jobs", ["node_pool"], unique=False)
+    op.create_index(op.f("ix_nodes_node_pool"), "nodes", ["node_pool"], unique=False)
     _seed_rows()
     _tune_storage()
     _create_views()
@@ -1572,6 +1574,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     for view in reversed(VIEWS):
         op.execute(f"DROP VIEW IF EXISTS {view}")
+    op.drop_index(op.f("ix_nodes_node_pool"), table_name="nodes")
+    op.drop_index(op.f("ix_jobs_node_pool"), table_name="jobs")
     op.drop_table("plan_results")
     op.drop_index("uq_plans_eval_attempt", table_name="plans")
     op.drop_index("ix_plans_queue", table_name="plans", postgresql_where=sa.text("status = 'pending'"))

@@ -1,0 +1,48 @@
+"""/v1/agent: health and self-description."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.api.context import respond, state
+from app.store.index import current_index
+from app.store.schema import current_revision, head_revision
+
+bp = Blueprint("agent", __name__)
+VERSION = "0.1.0"
+
+
+@bp.get("/agent/health")
+def health() -> Response:
+    try:
+        with state().reads() as session, session.begin():
+            session.execute(text("SELECT 1"))
+            index = current_index(session, ["_global"])
+    except SQLAlchemyError as err:
+        return respond({"server": {"ok": False, "message": f"database unreachable: {err.__class__.__name__}"}}, 0, 500)
+    return respond({"server": {"ok": True, "message": "ok"}}, index)
+
+
+@bp.get("/agent/self")
+def self_() -> Response:
+    current = state()
+    with current.reads() as session, session.begin():
+        index = current_index(session, ["_global"])
+    body = {
+        "config": {
+            "Version": {"Version": VERSION, "Product": "corral"},
+            "Server": {"Enabled": True},
+            "Client": {"Enabled": False},
+            "BindAddr": current.settings.bind,
+            "Database": {
+                "Embedded": current.settings.database_url is None,
+                "SchemaRevision": current_revision(current.engine),
+                "SchemaHead": head_revision(),
+            },
+        },
+        "member": {"Name": "corral", "Status": "alive", "Tags": {"role": "server", "build": VERSION}},
+        "stats": {"state_index": index},
+    }
+    return respond(body, index)

@@ -1,0 +1,98 @@
+"""Blocking queries (?index=&wait=): one index watcher per process wakes every waiter.
+
+A reader takes the tables' index and the data in one REPEATABLE READ snapshot, so the
+index it returns covers exactly what it returned. Writers take indexes under one row lock
+(app.store.index), so any later commit carries a higher index and wakes the next call."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+import psycopg
+import structlog
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.api.params import BlockingParams
+from app.db import connect_args, libpq_url
+from app.store.index import current_index
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+
+POLL_INTERVAL_S = 0.25  # fallback when a NOTIFY is lost; notifications are only hints
+JITTER_FRACTION = 16  # Nomad adds up to wait/16 so many watchers do not return together
+
+
+class IndexWatcher:
+    """Tracks state_index in the background; waiters sleep until their tables move."""
+
+    def __init__(self, database_url: str) -> None:
+        self._url = libpq_url(database_url)
+        self._cond = threading.Condition()
+        self._indexes: dict[str, int] = {}
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def wait_beyond(self, tables: Iterable[str], index: int, deadline: float) -> None:
+        """Return once any of `tables` has an index above `index`, or at the deadline."""
+        self._ensure_running()
+        names = list(tables)
+        with self._cond:
+            while max((self._indexes.get(t, 0) for t in names), default=0) <= index:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._cond.wait(min(remaining, POLL_INTERVAL_S * 4))
+
+    def _ensure_running(self) -> None:
+        # gunicorn forks after import: a thread started in the parent does not exist here.
+        if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
+            return
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="index-watcher", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self._watch()
+            except psycopg.Error as err:
+                log.warning("index watcher lost its connection; reconnecting", error=str(err))
+                time.sleep(1.0)
+
+    def _watch(self) -> None:
+        kwargs = {k: v for k, v in connect_args("api").items() if k != "application_name"}
+        with psycopg.connect(self._url, autocommit=True, application_name="corral-api-index-watcher", **kwargs) as conn:
+            conn.execute("LISTEN corral_index")
+            while True:
+                rows = conn.execute("SELECT name, value FROM state_index").fetchall()
+                with self._cond:
+                    self._indexes = {str(name): int(value) for name, value in rows}
+                    self._cond.notify_all()
+                for _ in conn.notifies(timeout=POLL_INTERVAL_S, stop_after=1):
+                    pass
+
+
+def blocking_read(
+    factory: sessionmaker[Session],
+    watcher: IndexWatcher,
+    tables: list[str],
+    params: BlockingParams,
+    read: Callable[[Session], T],
+) -> tuple[T, int]:
+    """Run `read` in a consistent snapshot once the tables' index passes params.index."""
+    wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)  # noqa: S311
+    deadline = time.monotonic() + wait
+    while True:
+        with factory() as session, session.begin():
+            index = current_index(session, tables)
+            if params.index is None or index > params.index or time.monotonic() >= deadline:
+                return read(session), index
+        watcher.wait_beyond(tables, params.index, deadline)

@@ -1,0 +1,90 @@
+"""/v1/evaluations and /v1/evaluation/:id."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import Blueprint, Response, request
+
+from app.api import encode
+from app.api.context import read, respond
+from app.api.params import bool_arg, id_prefix_arg, integer_arg, namespace, no_filter, uuid_value
+from app.constants import EVAL_STATUSES
+from app.errors import InvalidInput
+from app.store import evals as store
+
+bp = Blueprint("evals", __name__)
+
+
+@bp.get("/evaluations")
+def list_evaluations() -> Response:
+    no_filter()
+    status = request.args.get("status") or None
+    if status is not None and status not in EVAL_STATUSES:
+        raise InvalidInput.of("status", f"must be one of {', '.join(EVAL_STATUSES)}, got {status!r}")
+    where = store.EvalFilter(
+        namespace=namespace(allow_wildcard=True),
+        job_id=request.args.get("job") or None,
+        status=status,
+        prefix=id_prefix_arg(),
+    )
+    page = store.Page(
+        per_page=integer_arg("per_page", minimum=1), next_token=_next_token(), reverse=bool_arg("reverse")
+    )
+
+    def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+        rows, token = store.list_evals(session, where, page)
+        return [encode.evaluation(e) for e in rows], token
+
+    (body, token), index = read(["evaluations"], fetch)
+    response = respond(body, index)
+    if token:
+        response.headers["X-Nomad-NextToken"] = token
+    return response
+
+
+def _next_token() -> tuple[int, uuid.UUID] | None:
+    raw = request.args.get("next_token")
+    if not raw:
+        return None
+    create_index, _, eval_id = raw.partition(".")
+    try:
+        return int(create_index), uuid.UUID(eval_id)
+    except ValueError:
+        raise InvalidInput.of("next_token", f"is not a token this server returned: {raw!r}") from None
+
+
+@bp.get("/evaluation/<eval_id>")
+def get_evaluation(eval_id: str) -> Response:
+    key = uuid_value(eval_id, "EvalID")
+    related = bool_arg("related")
+
+    def fetch(session: Any) -> dict[str, Any]:
+        evaluation = store.get_eval(session, key)
+        body = encode.evaluation(evaluation)
+        if related:
+            body["RelatedEvals"] = [_stub(e) for e in store.related_evals(session, evaluation)]
+        return body
+
+    body, index = read(["evaluations"], fetch)
+    return respond(body, index)
+
+
+def _stub(e: Any) -> dict[str, Any]:
+    full = encode.evaluation(e)
+    keys = (
+        "ID Namespace Priority Type TriggeredBy JobID NodeID DeploymentID Status StatusDescription "
+        "WaitUntil NextEval PreviousEval BlockedEval CreateIndex ModifyIndex CreateTime ModifyTime"
+    ).split()
+    return {k: full[k] for k in keys}
+
+
+@bp.get("/evaluation/<eval_id>/allocations")
+def evaluation_allocations(eval_id: str) -> Response:
+    key = uuid_value(eval_id, "EvalID")
+    body, index = read(
+        ["allocations", "evaluations"],
+        lambda s: [encode.allocation(a) for a in store.eval_allocations(s, key)],
+    )
+    return respond(body, index)

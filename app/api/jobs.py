@@ -1,0 +1,206 @@
+"""/v1/jobs and /v1/job/:id — register, stop/purge, read, versions, evaluations, allocations, summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response
+
+from app.api import encode
+from app.api.context import read, respond, write
+from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
+from app.errors import FieldProblem, InvalidInput
+from app.jobspec import JobSpecError, normalize_job, parse_hcl
+from app.store import jobs as store
+from app.store.evals import EvalFilter, Page, list_evals
+
+bp = Blueprint("jobs", __name__)
+JOB_TABLES = ["jobs", "allocations", "evaluations"]
+
+
+@bp.get("/jobs")
+def list_jobs() -> Response:
+    ns, prefix = namespace(allow_wildcard=True), prefix_arg()
+
+    def fetch(session: Any) -> list[dict[str, Any]]:
+        summaries = store.task_group_summaries(session, ns)
+        return [
+            encode.job_stub(
+                job,
+                encode.job_summary(
+                    job, summaries.get((job.namespace, job.id), {}), store.children_summary(session, job)
+                ),
+            )
+            for job in store.list_jobs(session, ns, prefix)
+        ]
+
+    body, index = read(JOB_TABLES, fetch)
+    return respond(body, index)
+
+
+@bp.route("/jobs", methods=["PUT", "POST"])
+def register() -> Response:
+    return _register(url_job_id=None)
+
+
+@bp.route("/job/<job_id>", methods=["PUT", "POST"])
+def update(job_id: str) -> Response:
+    return _register(url_job_id=job_id)
+
+
+def _register(url_job_id: str | None) -> Response:
+    body = json_body()
+    spec = _normalized_job(body)
+    if url_job_id is not None and spec["ID"] != url_job_id:
+        raise InvalidInput.of("Job.ID", f"{spec['ID']!r} does not match the job ID in the URL ({url_job_id!r})")
+    options = _register_options(body)
+    result = write(lambda session: store.register_job(session, spec, options))
+    return respond(
+        {
+            "EvalID": encode.ident(result.eval_id),
+            "EvalCreateIndex": result.eval_create_index,
+            "JobModifyIndex": result.job_modify_index,
+            "Warnings": "",
+            "Index": result.index,
+            "LastContact": 0,
+            "KnownLeader": True,
+        },
+        result.index,
+    )
+
+
+def _normalized_job(body: dict[str, Any]) -> dict[str, Any]:
+    job = body.get("Job")
+    if not isinstance(job, dict):
+        raise InvalidInput.of("Job", "is required and must be a JSON object")
+    if not job.get("Namespace"):
+        job = {**job, "Namespace": namespace(allow_wildcard=False)}
+    try:
+        return normalize_job(job)
+    except JobSpecError as err:
+        raise InvalidInput([FieldProblem(e.field, e.message) for e in err.errors]) from err
+
+
+def _register_options(body: dict[str, Any]) -> store.RegisterOptions:
+    problems = []
+    enforce = body.get("EnforceIndex", False)
+    if not isinstance(enforce, bool):
+        problems.append(FieldProblem("EnforceIndex", "must be a boolean"))
+    modify_index = body.get("JobModifyIndex", 0)
+    if isinstance(modify_index, bool) or not isinstance(modify_index, int) or modify_index < 0:
+        problems.append(FieldProblem("JobModifyIndex", "must be a non-negative integer"))
+    priority = body.get("EvalPriority", 0) or None
+    if priority is not None and (
+        isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 100
+    ):
+        problems.append(FieldProblem("EvalPriority", "must be an integer between 1 and 100"))
+    preserve = body.get("PreserveCounts", False)
+    if not isinstance(preserve, bool):
+        problems.append(FieldProblem("PreserveCounts", "must be a boolean"))
+    if problems:
+        raise InvalidInput(problems)
+    return store.RegisterOptions(
+        enforce_index=enforce, job_modify_index=modify_index, eval_priority=priority, preserve_counts=preserve
+    )
+
+
+@bp.post("/jobs/parse")
+def parse() -> Response:
+    body = json_body()
+    hcl = body.get("JobHCL")
+    if not isinstance(hcl, str) or not hcl.strip():
+        raise InvalidInput.of("JobHCL", "is required and must be a non-empty string")
+    try:
+        job = parse_hcl(hcl)
+        if body.get("Canonicalize"):
+            job = normalize_job(job)
+    except JobSpecError as err:
+        raise InvalidInput([FieldProblem(e.field, e.message) for e in err.errors]) from err
+    return respond(job, 0)
+
+
+@bp.get("/job/<job_id>")
+def get_job(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+    assert ns is not None
+    body, index = read(["jobs"], lambda s: encode.job(store.get_job(s, ns, job_id)))
+    return respond(body, index)
+
+
+@bp.delete("/job/<job_id>")
+def deregister(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+    assert ns is not None
+    purge = bool_arg("purge")
+    eval_priority = integer_arg("eval_priority", minimum=1)
+    if eval_priority is not None and eval_priority > 100:
+        raise InvalidInput.of("eval_priority", f"must be between 1 and 100, got {eval_priority}")
+    result = write(lambda s: store.deregister_job(s, ns, job_id, purge=purge, eval_priority=eval_priority))
+    return respond(
+        {
+            "EvalID": encode.ident(result.eval_id),
+            "EvalCreateIndex": result.eval_create_index,
+            "JobModifyIndex": result.job_modify_index,
+            "Index": result.index,
+        },
+        result.index,
+    )
+
+
+@bp.get("/job/<job_id>/versions")
+def versions(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+    assert ns is not None
+
+    def fetch(session: Any) -> dict[str, Any]:
+        job = store.get_job(session, ns, job_id)
+        return {"Versions": [encode.job_version(v, job) for v in store.job_versions(session, job)], "Diffs": None}
+
+    body, index = read(["jobs"], fetch)
+    return respond(body, index)
+
+
+@bp.get("/job/<job_id>/evaluations")
+def evaluations(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+
+    def fetch(session: Any) -> list[dict[str, Any]]:
+        assert ns is not None
+        store.get_job(session, ns, job_id)
+        rows, _ = list_evals(session, EvalFilter(namespace=ns, job_id=job_id), Page())
+        return [encode.evaluation(e) for e in rows]
+
+    body, index = read(["evaluations"], fetch)
+    return respond(body, index)
+
+
+@bp.get("/job/<job_id>/allocations")
+def allocations(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+    include_all = bool_arg("all")
+
+    def fetch(session: Any) -> list[dict[str, Any]]:
+        assert ns is not None
+        job = store.get_job(session, ns, job_id)
+        rows = store.job_allocations(session, job)
+        if not include_all:
+            # Without ?all, Nomad leaves out allocations of an earlier incarnation of the job.
+            rows = [a for a in rows if a.create_index >= job.create_index]
+        return [encode.allocation(a) for a in rows]
+
+    body, index = read(["allocations", "jobs"], fetch)
+    return respond(body, index)
+
+
+@bp.get("/job/<job_id>/summary")
+def summary(job_id: str) -> Response:
+    ns = namespace(allow_wildcard=False)
+
+    def fetch(session: Any) -> dict[str, Any]:
+        assert ns is not None
+        job = store.get_job(session, ns, job_id)
+        groups = store.task_group_summaries(session, ns, job_id).get((ns, job_id), {})
+        return encode.job_summary(job, groups, store.children_summary(session, job))
+
+    body, index = read(JOB_TABLES, fetch)
+    return respond(body, index)

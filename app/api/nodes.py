@@ -1,0 +1,166 @@
+"""/v1/nodes, /v1/node/:id, eligibility, and node registration for clients."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from flask import Blueprint, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.api import encode
+from app.api.context import read, respond, write
+from app.api.params import id_prefix_arg, json_body, uuid_value
+from app.api.validation import validate
+from app.errors import InvalidInput
+from app.store import nodes as store
+
+bp = Blueprint("nodes", __name__)
+NANOS = 1_000_000_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Cpu(_Strict):
+    CpuShares: int = Field(ge=0)
+
+
+class _Memory(_Strict):
+    MemoryMB: int = Field(ge=0)
+
+
+class _Disk(_Strict):
+    DiskMB: int = Field(ge=0)
+
+
+class _ReservedNetworks(_Strict):
+    ReservedHostPorts: str = ""
+
+
+class NodeResources(_Strict):
+    Cpu: _Cpu
+    Memory: _Memory
+    Disk: _Disk = _Disk(DiskMB=0)
+
+
+class ReservedResources(_Strict):
+    Cpu: _Cpu = _Cpu(CpuShares=0)
+    Memory: _Memory = _Memory(MemoryMB=0)
+    Disk: _Disk = _Disk(DiskMB=0)
+    Networks: _ReservedNetworks = _ReservedNetworks()
+
+
+class NodeBody(_Strict):
+    ID: UUID = Field(strict=False)
+    SecretID: str | None = None
+    Name: str = Field(min_length=1, max_length=256)
+    Datacenter: str = Field(default="dc1", min_length=1)
+    NodeClass: str = ""
+    NodePool: str = Field(default="default", min_length=1)
+    Status: Literal["initializing", "ready"] = "ready"
+    Attributes: dict[str, str] = {}
+    Meta: dict[str, str] = {}
+    Drivers: dict[str, Any] = {}
+    NodeResources: NodeResources
+    ReservedResources: ReservedResources = ReservedResources()
+    HTTPAddr: str = ""
+
+    @field_validator("NodePool")
+    @classmethod
+    def _not_all(cls, value: str) -> str:
+        if value == "all":
+            raise ValueError("'all' is a built-in pool that no node can join")
+        return value
+
+
+def _to_registration(node: NodeBody) -> store.NodeRegistration:
+    extra = node.NodeResources.model_extra or {}
+    reserved = node.ReservedResources
+    return store.NodeRegistration(
+        id=node.ID,
+        secret_id=node.SecretID,
+        name=node.Name,
+        datacenter=node.Datacenter,
+        node_class=node.NodeClass,
+        node_pool=node.NodePool,
+        status=node.Status,
+        attributes=node.Attributes,
+        meta=node.Meta,
+        drivers=node.Drivers,
+        cpu_shares=node.NodeResources.Cpu.CpuShares,
+        memory_mb=node.NodeResources.Memory.MemoryMB,
+        disk_mb=node.NodeResources.Disk.DiskMB,
+        reserved_cpu=reserved.Cpu.CpuShares,
+        reserved_memory_mb=reserved.Memory.MemoryMB,
+        reserved_disk_mb=reserved.Disk.DiskMB,
+        reserved_ports=reserved.Networks.ReservedHostPorts,
+        node_resources=dict(extra),
+        reserved_resources=dict(reserved.model_extra or {}),
+        http_addr=node.HTTPAddr,
+    )
+
+
+@bp.put("/node/register")
+def register() -> Response:
+    body = json_body()
+    node = validate(NodeBody, body.get("Node"), "Node")
+    result = write(lambda s: store.register_node(s, _to_registration(node)))
+    ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
+    return respond(
+        {
+            "NodeID": str(result.node_id),
+            "SecretID": result.secret_id,
+            "HeartbeatTTL": int(ttl * NANOS),
+            "EvalIDs": [str(e) for e in result.eval_ids],
+            "EvalCreateIndex": result.eval_create_index,
+            "NodeModifyIndex": result.node_modify_index,
+            "Index": result.index,
+        },
+        result.index,
+    )
+
+
+@bp.get("/nodes")
+def list_nodes() -> Response:
+    prefix = id_prefix_arg()
+    body, index = read(["nodes"], lambda s: [encode.node_stub(n) for n in store.list_nodes(s, prefix)])
+    return respond(body, index)
+
+
+@bp.get("/node/<node_id>")
+def get_node(node_id: str) -> Response:
+    key = uuid_value(node_id, "NodeID")
+    body, index = read(["nodes"], lambda s: encode.node(store.get_node(s, key)))
+    return respond(body, index)
+
+
+@bp.post("/node/<node_id>/eligibility")
+def eligibility(node_id: str) -> Response:
+    key = uuid_value(node_id, "NodeID")
+    body = json_body()
+    value = body.get("Eligibility")
+    if value not in ("eligible", "ineligible"):
+        raise InvalidInput.of("Eligibility", f"must be 'eligible' or 'ineligible', got {value!r}")
+    if body.get("NodeID") not in (None, "", node_id):
+        raise InvalidInput.of("NodeID", "does not match the node ID in the URL")
+    result = write(lambda s: store.set_eligibility(s, key, value))
+    return respond(
+        {
+            "EvalIDs": [str(e) for e in result.eval_ids],
+            "EvalCreateIndex": result.eval_create_index,
+            "NodeModifyIndex": result.node_modify_index,
+            "Index": result.index,
+        },
+        result.index,
+    )
+
+
+@bp.get("/node/<node_id>/allocations")
+def node_allocations(node_id: str) -> Response:
+    key = uuid_value(node_id, "NodeID")
+    body, index = read(
+        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)]
+    )
+    return respond(body, index)

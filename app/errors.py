@@ -1,0 +1,41 @@
+"""Domain errors. The API turns each into a 4xx naming the field and the problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    field: str
+    message: str
+
+
+class CorralError(Exception):
+    """Base class; status is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
+
+    @classmethod
+    def of(cls, field: str, message: str) -> CorralError:
+        return cls([FieldProblem(field, message)])
+
+
+class InvalidInput(CorralError):
+    status = 400
+
+
+class NotFound(CorralError):
+    status = 404
+
+
+class Conflict(CorralError):
+    status = 409
+
+
+class Forbidden(CorralError):
+    status = 403

@@ -1,0 +1,124 @@
+"""Defaults that depend on the job type or on other fields, applied as Nomad does.
+
+Type-independent defaults are plain field defaults in ``model.py``.
+"""
+
+from __future__ import annotations
+
+from app.jobspec.durations import HOUR, MINUTE, SECOND
+from app.jobspec.model import (
+    Job,
+    MigrateStrategy,
+    ReschedulePolicy,
+    RestartPolicy,
+    Task,
+    TaskGroup,
+    UpdateStrategy,
+    overlay,
+)
+
+SERVICE = "service"
+BATCH = "batch"
+SYSTEM = "system"
+SYSBATCH = "sysbatch"
+JOB_TYPES = (SERVICE, BATCH, SYSTEM, SYSBATCH)
+
+# Job types whose groups roll out through an update block / get rescheduled / migrate.
+UPDATABLE_TYPES = (SERVICE, SYSTEM)
+RESCHEDULABLE_TYPES = (SERVICE, BATCH)
+MIGRATABLE_TYPES = (SERVICE,)
+# Job types that are launched by a timer or by dispatch rather than kept running.
+LAUNCHABLE_TYPES = (BATCH, SYSBATCH)
+
+
+def _restart_defaults(job_type: str) -> RestartPolicy:
+    # Long-running types retry a few times in a short window; run-to-completion types
+    # are given a day.
+    if job_type in (SERVICE, SYSTEM):
+        return RestartPolicy.model_validate(
+            {"Attempts": 2, "Interval": 30 * MINUTE, "Delay": 15 * SECOND, "Mode": "fail"}
+        )
+    return RestartPolicy.model_validate({"Attempts": 3, "Interval": 24 * HOUR, "Delay": 15 * SECOND, "Mode": "fail"})
+
+
+def _reschedule_defaults(job_type: str) -> ReschedulePolicy:
+    if job_type == BATCH:
+        return ReschedulePolicy.model_validate(
+            {
+                "Attempts": 1,
+                "Interval": 24 * HOUR,
+                "Delay": 5 * SECOND,
+                "DelayFunction": "constant",
+                "MaxDelay": 0,
+                "Unlimited": False,
+            }
+        )
+    return ReschedulePolicy.model_validate(
+        {
+            "Attempts": 0,
+            "Interval": 0,
+            "Delay": 30 * SECOND,
+            "DelayFunction": "exponential",
+            "MaxDelay": HOUR,
+            "Unlimited": True,
+        }
+    )
+
+
+def effective_type(job: Job) -> str:
+    """The job's type, or service when it is invalid (the error is reported elsewhere)."""
+    return job.type if job.type in JOB_TYPES else SERVICE
+
+
+def apply_defaults(job: Job) -> Job:
+    """Return a copy of ``job`` with every default Nomad would fill in."""
+    job = job.model_copy(deep=True)
+    job_type = effective_type(job)
+    if job.name is None:
+        job.name = job.id
+    if job.update is None and job_type == SERVICE:
+        job.update = UpdateStrategy()
+    # Job-level policies are canonicalised first so that the output is complete and a
+    # second normalisation merges the very same values into the groups.
+    if job.reschedule is not None and job_type in RESCHEDULABLE_TYPES:
+        job.reschedule = overlay(_reschedule_defaults(job_type), job.reschedule)
+    for group in job.task_groups:
+        _group_defaults(group, job, job_type)
+    return job
+
+
+def _group_defaults(group: TaskGroup, job: Job, job_type: str) -> None:
+    if job_type in UPDATABLE_TYPES and job.update is not None:
+        group.update = job.update.model_copy(deep=True) if group.update is None else overlay(job.update, group.update)
+
+    restart = _restart_defaults(job_type)
+    group.restart_policy = restart if group.restart_policy is None else overlay(restart, group.restart_policy)
+
+    if job_type in RESCHEDULABLE_TYPES:
+        reschedule = job.reschedule or _reschedule_defaults(job_type)
+        group.reschedule_policy = (
+            reschedule.model_copy(deep=True)
+            if group.reschedule_policy is None
+            else overlay(reschedule, group.reschedule_policy)
+        )
+
+    if job_type in MIGRATABLE_TYPES:
+        migrate = job.migrate or MigrateStrategy()
+        group.migrate = migrate.model_copy(deep=True) if group.migrate is None else overlay(migrate, group.migrate)
+
+    for task in group.tasks:
+        _task_defaults(task, group)
+
+
+def _task_defaults(task: Task, group: TaskGroup) -> None:
+    if group.restart_policy is not None:
+        task.restart_policy = (
+            group.restart_policy.model_copy(deep=True)
+            if task.restart_policy is None
+            else overlay(group.restart_policy, task.restart_policy)
+        )
+    resources = task.resources
+    # Asking for whole cores replaces the CPU share; Nomad then leaves CPU at zero
+    # unless the client set it (which the rules reject).
+    if resources.cores > 0 and "cpu" not in resources.explicit_fields():
+        resources.cpu = 0

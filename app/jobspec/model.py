@@ -1,0 +1,247 @@
+"""Pydantic models describing the shape of a Nomad API job.
+
+The models check types only. Ranges, allowed values and cross-field rules live in the
+rule modules so that their messages stay under our control and so that every problem
+can be reported in one pass. Field defaults here are Nomad's type-independent defaults;
+``defaults.py`` adds the ones that depend on the job type or on other fields.
+
+``None`` never means anything to Nomad's API beyond "not set", so nulls sent for declared
+fields are dropped before validation (the default applies) and declared fields still
+``None`` afterwards are left out of the output. Unknown keys ride along untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_pascal
+from pydantic_core import PydanticCustomError
+
+from app.jobspec.durations import HOUR, MINUTE, SECOND, DurationError, duration_ns
+
+# Error type used for failures whose message we wrote ourselves; shape.py passes the
+# message through verbatim instead of translating it.
+CUSTOM_ERROR = "jobspec"
+
+
+def _coerce_duration(value: object) -> int:
+    try:
+        return duration_ns(value)
+    except DurationError as exc:
+        raise PydanticCustomError(CUSTOM_ERROR, "{message}", {"message": str(exc)}) from None
+
+
+Duration = Annotated[int, BeforeValidator(_coerce_duration)]
+
+
+class NomadObject(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, alias_generator=to_pascal)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_declared_nulls(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        declared = {field.alias for field in cls.model_fields.values()}
+        return {key: value for key, value in data.items() if value is not None or key not in declared}
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_blocks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name, field in type(self).model_fields.items():
+            key = field.alias or name
+            if key in data and data[key] is None:
+                del data[key]
+        return data
+
+    def explicit_fields(self) -> set[str]:
+        """Declared fields the client actually sent (unknown keys excluded)."""
+        return self.model_fields_set & type(self).model_fields.keys()
+
+
+Model = TypeVar("Model", bound=NomadObject)
+
+
+def overlay(base: Model, explicit: Model) -> Model:
+    """Nomad's ``Merge``: what the client set on ``explicit`` wins over ``base``."""
+    updates = {name: copy.deepcopy(getattr(explicit, name)) for name in explicit.explicit_fields()}
+    merged = base.model_copy(update=updates, deep=True)
+    merged.__pydantic_extra__ = copy.deepcopy(
+        {**(base.__pydantic_extra__ or {}), **(explicit.__pydantic_extra__ or {})}
+    )
+    return merged
+
+
+class Constraint(NomadObject):
+    l_target: str = ""
+    r_target: str = ""
+    operand: str = "="
+
+
+class Affinity(NomadObject):
+    l_target: str = ""
+    r_target: str = ""
+    operand: str = "="
+    weight: int = 50
+
+
+class SpreadTarget(NomadObject):
+    value: str = ""
+    percent: int = 0
+
+
+class Spread(NomadObject):
+    attribute: str = ""
+    weight: int = 50
+    spread_target: list[SpreadTarget] = Field(default_factory=list)
+
+
+class Port(NomadObject):
+    label: str = ""
+    value: int = 0
+    to: int = 0
+    host_network: str = "default"
+
+
+class Network(NomadObject):
+    mode: str = "host"
+    reserved_ports: list[Port] = Field(default_factory=list)
+    dynamic_ports: list[Port] = Field(default_factory=list)
+
+
+class Resources(NomadObject):
+    # CPU's default of 100 is withdrawn by defaults.py when Cores is requested instead.
+    cpu: int = Field(default=100, alias="CPU")
+    memory_mb: int = Field(default=300, alias="MemoryMB")
+    memory_max_mb: int = Field(default=0, alias="MemoryMaxMB")
+    cores: int = 0
+
+
+class EphemeralDisk(NomadObject):
+    size_mb: int = Field(default=300, alias="SizeMB")
+
+
+class UpdateStrategy(NomadObject):
+    stagger: Duration = 30 * SECOND
+    max_parallel: int = 1
+    health_check: str = "checks"
+    min_healthy_time: Duration = 10 * SECOND
+    healthy_deadline: Duration = 5 * MINUTE
+    progress_deadline: Duration = 10 * MINUTE
+    auto_revert: bool = False
+    auto_promote: bool = False
+    canary: int = 0
+
+
+class MigrateStrategy(NomadObject):
+    max_parallel: int = 1
+    health_check: str = "checks"
+    min_healthy_time: Duration = 10 * SECOND
+    healthy_deadline: Duration = 5 * MINUTE
+
+
+class RestartPolicy(NomadObject):
+    # Service-job values; defaults.py overlays what the client sent on the table for the
+    # job's type, so these only matter for a model built outside that path.
+    attempts: int = 2
+    interval: Duration = 30 * MINUTE
+    delay: Duration = 15 * SECOND
+    mode: str = "fail"
+
+
+class ReschedulePolicy(NomadObject):
+    # Service-job values; see RestartPolicy.
+    attempts: int = 0
+    interval: Duration = 0
+    delay: Duration = 30 * SECOND
+    delay_function: str = "exponential"
+    max_delay: Duration = HOUR
+    unlimited: bool = True
+
+
+class PeriodicConfig(NomadObject):
+    enabled: bool = True
+    spec: str = ""
+    specs: list[str] = Field(default_factory=list)
+    spec_type: str = "cron"
+    prohibit_overlap: bool = False
+    time_zone: str = "UTC"
+
+
+class ParameterizedJobConfig(NomadObject):
+    payload: str = "optional"
+    meta_required: list[str] = Field(default_factory=list)
+    meta_optional: list[str] = Field(default_factory=list)
+
+
+class DisconnectStrategy(NomadObject):
+    # Nomad gives these no defaults worth inventing here; unset ones stay absent.
+    lost_after: Duration | None = None
+    stop_on_client_after: Duration | None = None
+    replace: bool | None = None
+    reconcile: str | None = None
+
+
+class Task(NomadObject):
+    name: str = ""
+    driver: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    meta: dict[str, str] = Field(default_factory=dict)
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    resources: Resources = Field(default_factory=Resources)
+    restart_policy: RestartPolicy | None = None
+    kill_timeout: Duration = 5 * SECOND
+    shutdown_delay: Duration = 0
+
+
+class TaskGroup(NomadObject):
+    name: str = ""
+    count: int = 1
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    spreads: list[Spread] = Field(default_factory=list)
+    tasks: list[Task] = Field(default_factory=list)
+    networks: list[Network] = Field(default_factory=list)
+    ephemeral_disk: EphemeralDisk = Field(default_factory=EphemeralDisk)
+    restart_policy: RestartPolicy | None = None
+    reschedule_policy: ReschedulePolicy | None = None
+    update: UpdateStrategy | None = None
+    migrate: MigrateStrategy | None = None
+    disconnect: DisconnectStrategy | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+
+class Job(NomadObject):
+    id: str = Field(default="", alias="ID")
+    name: str | None = None
+    namespace: str = "default"
+    region: str = "global"
+    type: str = "service"
+    priority: int = 50
+    datacenters: list[str] = Field(default_factory=lambda: ["*"])
+    node_pool: str = "default"
+    all_at_once: bool = False
+    stop: bool = False
+    meta: dict[str, str] = Field(default_factory=dict)
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    spreads: list[Spread] = Field(default_factory=list)
+    task_groups: list[TaskGroup] = Field(default_factory=list)
+    update: UpdateStrategy | None = None
+    # Job-wide policies that Nomad merges into every group's own.
+    reschedule: ReschedulePolicy | None = None
+    migrate: MigrateStrategy | None = None
+    periodic: PeriodicConfig | None = None
+    parameterized_job: ParameterizedJobConfig | None = None

@@ -1,0 +1,213 @@
+"""Rules for the job, its groups and tasks; runs on a job whose defaults are filled in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from app.jobspec.checks import (
+    Problems,
+    at_least,
+    between,
+    not_inherited,
+    one_of,
+    required,
+    unique_names,
+)
+from app.jobspec.constraints import check_affinities, check_constraints, check_spreads
+from app.jobspec.defaults import (
+    JOB_TYPES,
+    LAUNCHABLE_TYPES,
+    MIGRATABLE_TYPES,
+    RESCHEDULABLE_TYPES,
+    UPDATABLE_TYPES,
+)
+from app.jobspec.errors import FieldError
+from app.jobspec.model import Job, NomadObject, ParameterizedJobConfig, Task, TaskGroup
+from app.jobspec.periodic import check_periodic
+from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
+from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
+
+MAX_ID_LENGTH = 128
+PAYLOAD_MODES = ("optional", "required", "forbidden")
+
+Policy = TypeVar("Policy", bound=NomadObject)
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """A block that only some job types may carry."""
+
+    name: str
+    allowed_types: tuple[str, ...]
+
+
+_UPDATE = _Gate("update block", UPDATABLE_TYPES)
+_RESCHEDULE = _Gate("reschedule policy", RESCHEDULABLE_TYPES)
+_MIGRATE = _Gate("migrate block", MIGRATABLE_TYPES)
+_PERIODIC = _Gate("periodic block", LAUNCHABLE_TYPES)
+_PARAMETERIZED = _Gate("parameterized block", LAUNCHABLE_TYPES)
+
+
+def check_job(job: Job, *, type_trusted: bool = True) -> Problems:
+    """Yield every rule violation in ``job``.
+
+    ``type_trusted`` is false when the client's Type was unusable; rules that depend on
+    the type are then skipped rather than judged against a type the client never chose.
+    """
+    yield from _check_id(job.id)
+    yield from one_of(job.type, JOB_TYPES, "Job.Type")
+    job_type = job.type if type_trusted and job.type in JOB_TYPES else None
+    yield from between(job.priority, 1, 100, "Job.Priority")
+    yield from _check_datacenters(job.datacenters)
+    yield from check_constraints(job.constraints, "Job.Constraints")
+    yield from check_affinities(job.affinities, "Job.Affinities")
+    yield from check_spreads(job.spreads, "Job.Spreads")
+
+    yield from _policy(job.update, _UPDATE, job_type, check_update, "Job.Update")
+    yield from _policy(job.reschedule, _RESCHEDULE, job_type, check_reschedule, "Job.Reschedule")
+    yield from _policy(job.migrate, _MIGRATE, job_type, check_migrate, "Job.Migrate")
+    yield from _check_launch(job, job_type)
+
+    if not job.task_groups:
+        yield FieldError("Job.TaskGroups", "must contain at least one task group")
+    yield from unique_names(
+        ((group.name, f"Job.TaskGroups[{index}].Name") for index, group in enumerate(job.task_groups)),
+        "within the job",
+    )
+    for index, group in enumerate(job.task_groups):
+        yield from _check_group(group, f"Job.TaskGroups[{index}]", job, job_type)
+
+
+def _check_id(job_id: str) -> Problems:
+    path = "Job.ID"
+    if not job_id:
+        yield FieldError(path, "is required")
+        return
+    if " " in job_id:
+        yield FieldError(path, "must not contain spaces")
+    if "\x00" in job_id:
+        yield FieldError(path, "must not contain null characters")
+    if len(job_id) > MAX_ID_LENGTH:
+        yield FieldError(path, f"must be at most {MAX_ID_LENGTH} characters, got {len(job_id)}")
+
+
+def _check_datacenters(datacenters: list[str]) -> Problems:
+    if not datacenters:
+        yield FieldError("Job.Datacenters", "must contain at least one datacenter")
+    for index, datacenter in enumerate(datacenters):
+        if not datacenter:
+            yield FieldError(f"Job.Datacenters[{index}]", "must not be empty")
+
+
+def _check_launch(job: Job, job_type: str | None) -> Problems:
+    yield from _policy(job.periodic, _PERIODIC, job_type, check_periodic, "Job.Periodic")
+    yield from _policy(
+        job.parameterized_job,
+        _PARAMETERIZED,
+        job_type,
+        _check_parameterized,
+        "Job.ParameterizedJob",
+    )
+    if job.periodic is not None and job.parameterized_job is not None:
+        yield FieldError("Job.Periodic", "cannot be combined with ParameterizedJob")
+
+
+def _check_parameterized(config: ParameterizedJobConfig, path: str) -> Problems:
+    yield from one_of(config.payload, PAYLOAD_MODES, f"{path}.Payload")
+
+
+def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) -> Problems:
+    yield from required(group.name, f"{path}.Name")
+    yield from at_least(group.count, 0, f"{path}.Count")
+    yield from check_constraints(group.constraints, f"{path}.Constraints")
+    yield from check_affinities(group.affinities, f"{path}.Affinities")
+    yield from check_spreads(group.spreads, f"{path}.Spreads")
+    yield from check_networks(group.networks, f"{path}.Networks")
+    yield from check_ephemeral_disk(group.ephemeral_disk, f"{path}.EphemeralDisk")
+    if group.restart_policy is not None:
+        yield from check_restart(group.restart_policy, f"{path}.RestartPolicy")
+    yield from _policy(
+        group.update,
+        _UPDATE,
+        job_type,
+        check_update,
+        f"{path}.Update",
+        inherited=(job.update, "Job.Update"),
+    )
+    yield from _policy(
+        group.reschedule_policy,
+        _RESCHEDULE,
+        job_type,
+        check_reschedule,
+        f"{path}.ReschedulePolicy",
+        inherited=(job.reschedule, "Job.Reschedule"),
+    )
+    yield from _policy(
+        group.migrate,
+        _MIGRATE,
+        job_type,
+        check_migrate,
+        f"{path}.Migrate",
+        inherited=(job.migrate, "Job.Migrate"),
+    )
+
+    if not group.tasks:
+        yield FieldError(f"{path}.Tasks", "must contain at least one task")
+    yield from unique_names(
+        ((task.name, f"{path}.Tasks[{index}].Name") for index, task in enumerate(group.tasks)),
+        "within the group",
+    )
+    for index, task in enumerate(group.tasks):
+        yield from _check_task(task, f"{path}.Tasks[{index}]", group, f"{path}.RestartPolicy")
+
+
+def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str) -> Problems:
+    yield from required(task.name, f"{path}.Name")
+    yield from required(task.driver, f"{path}.Driver")
+    yield from check_constraints(task.constraints, f"{path}.Constraints")
+    yield from check_affinities(task.affinities, f"{path}.Affinities")
+    yield from check_resources(task.resources, f"{path}.Resources")
+    yield from _inheriting(
+        task.restart_policy,
+        check_restart,
+        f"{path}.RestartPolicy",
+        (group.restart_policy, group_restart_path),
+    )
+
+
+def _policy(
+    block: Policy | None,
+    gate: _Gate,
+    job_type: str | None,
+    check: Callable[[Policy, str], Problems],
+    path: str,
+    inherited: tuple[Policy | None, str] = (None, ""),
+) -> Problems:
+    """Check a policy block that only some job types may carry."""
+    if block is None:
+        return
+    if not _allowed(gate.allowed_types, job_type):
+        yield FieldError(path, f"{gate.name} is not allowed for {job_type} jobs")
+        return
+    yield from _inheriting(block, check, path, inherited)
+
+
+def _inheriting(
+    block: Policy | None,
+    check: Callable[[Policy, str], Problems],
+    path: str,
+    inherited: tuple[Policy | None, str],
+) -> Problems:
+    """Check ``block``, leaving out what is already reported for the block it merged in."""
+    if block is None:
+        return
+    parent, parent_path = inherited
+    parent_problems = check(parent, parent_path) if parent is not None else iter(())
+    yield from not_inherited(check(block, path), path, parent_problems, parent_path)
+
+
+def _allowed(allowed_types: tuple[str, ...], job_type: str | None) -> bool:
+    # An untrusted type allows everything so that only the type itself is reported.
+    return job_type is None or job_type in allowed_types

@@ -1,0 +1,26 @@
+"""Which PostgreSQL to use: CORRAL_DATABASE_URL, or the embedded server in CORRAL_DATA_DIR."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.config import Settings
+from app.db import sqlalchemy_url
+from app.store.embedded import EmbeddedPostgres
+
+
+@dataclass
+class Database:
+    url: str
+    embedded: EmbeddedPostgres | None
+
+    def close(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+
+
+def open_database(settings: Settings) -> Database:
+    if settings.database_url:
+        return Database(sqlalchemy_url(settings.database_url), None)
+    embedded = EmbeddedPostgres(settings.data_dir)
+    return Database(sqlalchemy_url(embedded.start()), embedded)

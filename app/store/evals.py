@@ -1,0 +1,135 @@
+"""Evaluation rows: creation alongside state changes, and reads for the API."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Select, Text, cast, select
+from sqlalchemy.orm import Session
+
+from app.errors import NotFound
+from app.ids import new_id
+from app.models import Allocation, Evaluation
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What a state change asks the schedulers to look at."""
+
+    namespace: str
+    job_id: str
+    job_type: str
+    priority: int
+    triggered_by: str
+    job_modify_index: int
+    node_id: uuid.UUID | None = None
+    node_modify_index: int | None = None
+
+
+def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluation:
+    """Add a pending evaluation in the caller's transaction (invariant 5: together with the
+    state change that implies it)."""
+    evaluation = Evaluation(
+        id=new_id(),
+        namespace=request.namespace,
+        job_id=request.job_id,
+        priority=request.priority,
+        type=request.job_type,
+        triggered_by=request.triggered_by,
+        job_modify_index=request.job_modify_index,
+        node_id=request.node_id,
+        node_modify_index=request.node_modify_index,
+        status="pending",
+        create_index=index,
+        modify_index=index,
+    )
+    session.add(evaluation)
+    return evaluation
+
+
+@dataclass(frozen=True)
+class EvalFilter:
+    namespace: str | None = None
+    job_id: str | None = None
+    status: str | None = None
+    prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    per_page: int | None = None
+    next_token: tuple[int, uuid.UUID] | None = None
+    reverse: bool = False
+
+
+def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequence[Evaluation], str | None]:
+    """Evaluations by create index (keyset pagination), and the token for the next page."""
+    stmt: Select[tuple[Evaluation]] = select(Evaluation)
+    if where.namespace is not None:
+        stmt = stmt.where(Evaluation.namespace == where.namespace)
+    if where.job_id is not None:
+        stmt = stmt.where(Evaluation.job_id == where.job_id)
+    if where.status is not None:
+        stmt = stmt.where(Evaluation.status == where.status)
+    if where.prefix:
+        stmt = stmt.where(cast(Evaluation.id, Text).startswith(where.prefix.lower()))
+    return paginate(session, stmt, page)
+
+
+def paginate(session: Session, stmt: Select[tuple[Evaluation]], page: Page) -> tuple[Sequence[Evaluation], str | None]:
+    key = (Evaluation.create_index, Evaluation.id)
+    if page.next_token is not None:
+        token = page.next_token
+        stmt = stmt.where(key[0] <= token[0] if page.reverse else key[0] >= token[0]).where(
+            ~((key[0] == token[0]) & ((key[1] > token[1]) if page.reverse else (key[1] < token[1])))
+        )
+    order = [k.desc() for k in key] if page.reverse else list(key)
+    stmt = stmt.order_by(*order)
+    if page.per_page:
+        stmt = stmt.limit(page.per_page + 1)
+    rows = session.scalars(stmt).all()
+    if page.per_page and len(rows) > page.per_page:
+        nxt = rows[page.per_page]
+        return rows[: page.per_page], f"{nxt.create_index}.{nxt.id}"
+    return rows, None
+
+
+def get_eval(session: Session, eval_id: uuid.UUID) -> Evaluation:
+    evaluation = session.get(Evaluation, eval_id)
+    if evaluation is None:
+        raise NotFound.of("EvalID", f"evaluation {eval_id} not found")
+    return evaluation
+
+
+def related_evals(session: Session, evaluation: Evaluation) -> Sequence[Evaluation]:
+    """The chain through previous/next/blocked links, as Nomad's ?related=true returns it."""
+    seen: dict[uuid.UUID, Evaluation] = {evaluation.id: evaluation}
+    frontier = [evaluation]
+    while frontier:
+        links = {
+            link
+            for e in frontier
+            for link in (e.previous_eval, e.next_eval, e.blocked_eval)
+            if link is not None and link not in seen
+        }
+        referrers = session.scalars(
+            select(Evaluation).where(
+                Evaluation.previous_eval.in_([e.id for e in frontier])
+                | Evaluation.next_eval.in_([e.id for e in frontier])
+                | Evaluation.blocked_eval.in_([e.id for e in frontier])
+            )
+        ).all()
+        found = list(session.scalars(select(Evaluation).where(Evaluation.id.in_(links))).all()) if links else []
+        frontier = [e for e in [*found, *referrers] if e.id not in seen]
+        seen.update((e.id, e) for e in frontier)
+    del seen[evaluation.id]
+    return sorted(seen.values(), key=lambda e: e.create_index)
+
+
+def eval_allocations(session: Session, eval_id: uuid.UUID) -> Sequence[Allocation]:
+    get_eval(session, eval_id)
+    return session.scalars(
+        select(Allocation).where(Allocation.eval_id == eval_id).order_by(Allocation.create_index)
+    ).all()

@@ -1,0 +1,317 @@
+"""Job writes (register, stop, purge) and reads. Each write commits with its evaluation."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, exists, func, select
+from sqlalchemy.orm import Session
+
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.models import Allocation, Job, JobVersion, Namespace, NodePool, SchedulerConfig
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
+from app.store.sql import query
+
+TRACKED_VERSIONS = 6
+
+# Fields the servers own. A client that sends back what it read must not change them,
+# and they never count as a change of the specification.
+SERVER_FIELDS = (
+    "Status",
+    "StatusDescription",
+    "Stable",
+    "Version",
+    "SubmitTime",
+    "CreateIndex",
+    "ModifyIndex",
+    "JobModifyIndex",
+)
+
+
+@dataclass(frozen=True)
+class RegisterOptions:
+    enforce_index: bool = False
+    job_modify_index: int = 0
+    eval_priority: int | None = None
+    preserve_counts: bool = False
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    eval_id: uuid.UUID | None
+    eval_create_index: int
+    job_modify_index: int
+    index: int
+
+
+def register_job(session: Session, spec: dict[str, Any], options: RegisterOptions) -> WriteResult:
+    """Write a (normalized) job and its job-register evaluation in one transaction."""
+    index = next_index(session, ["jobs", "evaluations"])
+    spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
+    namespace, job_id = spec["Namespace"], spec["ID"]
+    _check_registration_allowed(session)
+    _check_references(session, spec)
+    existing = session.get(Job, (namespace, job_id), with_for_update=True)
+    live = existing if existing is not None and existing.purged_at is None else None
+    _check_enforce_index(live, options)
+    if live is not None and options.preserve_counts:
+        spec = _preserve_counts(spec, live.spec)
+    job = _upsert_job(session, existing, spec, index)
+    if job.periodic or (job.parameterized and not job.dispatched):
+        return WriteResult(None, 0, job.job_modify_index, index)
+    evaluation = insert_eval(
+        session,
+        EvalRequest(
+            namespace=namespace,
+            job_id=job_id,
+            job_type=job.type,
+            priority=options.eval_priority or job.priority,
+            triggered_by="job-register",
+            job_modify_index=job.job_modify_index,
+        ),
+        index,
+    )
+    return WriteResult(evaluation.id, index, job.job_modify_index, index)
+
+
+def _check_registration_allowed(session: Session) -> None:
+    config = session.get(SchedulerConfig, 1)
+    if config is not None and config.reject_job_registration:
+        raise Forbidden.of(
+            "Job",
+            "job registration is disabled by the scheduler configuration (RejectJobRegistration)",
+        )
+
+
+def _check_references(session: Session, spec: dict[str, Any]) -> None:
+    if session.get(Namespace, spec["Namespace"]) is None:
+        raise InvalidInput.of("Job.Namespace", f"namespace {spec['Namespace']!r} does not exist")
+    if session.get(NodePool, spec["NodePool"]) is None:
+        raise InvalidInput.of("Job.NodePool", f"node pool {spec['NodePool']!r} does not exist")
+
+
+def _check_enforce_index(live: Job | None, options: RegisterOptions) -> None:
+    if not options.enforce_index:
+        return
+    if options.job_modify_index == 0 and live is not None:
+        raise Conflict.of(
+            "JobModifyIndex",
+            f"job already exists with job modify index {live.job_modify_index}; 0 means it must not exist",
+        )
+    if options.job_modify_index != 0:
+        if live is None:
+            raise Conflict.of("JobModifyIndex", f"job does not exist but index {options.job_modify_index} was enforced")
+        if live.job_modify_index != options.job_modify_index:
+            raise Conflict.of(
+                "JobModifyIndex",
+                f"job exists with conflicting job modify index {live.job_modify_index}, not {options.job_modify_index}",
+            )
+
+
+def _preserve_counts(spec: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    counts = {g["Name"]: g.get("Count") for g in current.get("TaskGroups", [])}
+    spec = copy.deepcopy(spec)
+    for group in spec.get("TaskGroups", []):
+        if group["Name"] in counts:
+            group["Count"] = counts[group["Name"]]
+    return spec
+
+
+def _upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], index: int) -> Job:
+    now = datetime.now(UTC)
+    if existing is None:
+        job = Job(namespace=spec["Namespace"], id=spec["ID"], create_index=index, created_at=now)
+        session.add(job)
+        _apply_spec(job, spec, version=0, index=index, now=now)
+        job.status, job.status_updated_at = "pending", now
+    elif existing.purged_at is not None:
+        # A purged job still owns its old allocations until GC; re-registering revives the
+        # row. Version numbers continue so the old versions those allocations run stay valid.
+        job = existing
+        job.purged_at = None
+        _apply_spec(job, spec, version=job.version + 1, index=index, now=now)
+        job.create_index, job.status, job.status_updated_at = index, "pending", now
+    else:
+        job = existing
+        if job.spec == spec:
+            job.modify_index = index
+            return job
+        _apply_spec(job, spec, version=job.version + 1, index=index, now=now)
+        if job.status == "dead":
+            job.status, job.status_updated_at = "pending", now
+    session.flush()
+    _insert_version(session, job, now)
+    return job
+
+
+def _apply_spec(job: Job, spec: dict[str, Any], *, version: int, index: int, now: datetime) -> None:
+    job.spec = spec
+    job.name = spec.get("Name") or spec["ID"]
+    job.type = spec["Type"]
+    job.priority = spec["Priority"]
+    job.stop = bool(spec.get("Stop", False))
+    job.version = version
+    job.job_modify_index = index
+    job.modify_index = index
+    job.submit_time = now
+    job.updated_at = now
+    job.datacenters = list(spec.get("Datacenters") or [])
+    job.node_pool = spec["NodePool"]
+    job.parent_id = spec.get("ParentID") or None
+    job.periodic = bool((spec.get("Periodic") or {}).get("Enabled"))
+    job.parameterized = spec.get("ParameterizedJob") is not None
+    job.dispatched = bool(spec.get("Dispatched", False))
+    job.all_at_once = bool(spec.get("AllAtOnce", False))
+    job.stable = False
+
+
+def _insert_version(session: Session, job: Job, now: datetime) -> None:
+    session.add(
+        JobVersion(
+            namespace=job.namespace,
+            job_id=job.id,
+            version=job.version,
+            spec=job.spec,
+            job_modify_index=job.job_modify_index,
+            stable=False,
+            submit_time=now,
+        )
+    )
+    session.flush()
+    _prune_versions(session, job)
+
+
+def _prune_versions(session: Session, job: Job) -> None:
+    """Keep the newest TRACKED_VERSIONS; older ones go unless tagged or still run by an allocation."""
+    keep = (
+        select(JobVersion.version)
+        .where(JobVersion.namespace == job.namespace, JobVersion.job_id == job.id)
+        .order_by(JobVersion.version.desc())
+        .limit(TRACKED_VERSIONS)
+    )
+    in_use = exists().where(
+        Allocation.namespace == JobVersion.namespace,
+        Allocation.job_id == JobVersion.job_id,
+        Allocation.job_version == JobVersion.version,
+    )
+    session.execute(
+        delete(JobVersion).where(
+            JobVersion.namespace == job.namespace,
+            JobVersion.job_id == job.id,
+            JobVersion.version.not_in(keep.scalar_subquery()),
+            JobVersion.version_tag.is_(None),
+            ~in_use,
+        )
+    )
+
+
+def deregister_job(
+    session: Session, namespace: str, job_id: str, *, purge: bool, eval_priority: int | None
+) -> WriteResult:
+    """Stop a job (a new version with Stop=true) and, with purge, hide it until GC; one
+    job-deregister evaluation commits with it."""
+    index = next_index(session, ["jobs", "evaluations"])
+    job = get_job(session, namespace, job_id, for_update=True)
+    now = datetime.now(UTC)
+    if not job.stop:
+        _apply_spec(job, {**job.spec, "Stop": True}, version=job.version + 1, index=index, now=now)
+        session.flush()
+        _insert_version(session, job, now)
+    job.modify_index = index
+    if purge:
+        job.purged_at = now
+    if not _has_live_allocations(session, job):
+        job.status, job.status_updated_at = "dead", now
+    if job.periodic or (job.parameterized and not job.dispatched):
+        return WriteResult(None, 0, job.job_modify_index, index)
+    evaluation = insert_eval(
+        session,
+        EvalRequest(
+            namespace=namespace,
+            job_id=job_id,
+            job_type=job.type,
+            priority=eval_priority or job.priority,
+            triggered_by="job-deregister",
+            job_modify_index=job.job_modify_index,
+        ),
+        index,
+    )
+    return WriteResult(evaluation.id, index, job.job_modify_index, index)
+
+
+def _has_live_allocations(session: Session, job: Job) -> bool:
+    return bool(
+        session.scalar(
+            select(
+                exists().where(
+                    Allocation.namespace == job.namespace,
+                    Allocation.job_id == job.id,
+                    Allocation.desired_status == "run",
+                    Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES),
+                )
+            )
+        )
+    )
+
+
+def get_job(session: Session, namespace: str, job_id: str, *, for_update: bool = False) -> Job:
+    job = session.get(Job, (namespace, job_id), with_for_update=for_update or None)
+    if job is None or job.purged_at is not None:
+        raise NotFound.of("JobID", f"job {job_id!r} not found in namespace {namespace!r}")
+    return job
+
+
+def list_jobs(session: Session, namespace: str | None, prefix: str | None) -> Sequence[Job]:
+    stmt = select(Job).where(Job.purged_at.is_(None))
+    if namespace is not None:
+        stmt = stmt.where(Job.namespace == namespace)
+    if prefix:
+        stmt = stmt.where(Job.id.startswith(prefix, autoescape=True))
+    return session.scalars(stmt.order_by(Job.namespace, Job.id)).all()
+
+
+def job_versions(session: Session, job: Job) -> Sequence[JobVersion]:
+    return session.scalars(
+        select(JobVersion)
+        .where(JobVersion.namespace == job.namespace, JobVersion.job_id == job.id)
+        .order_by(JobVersion.version.desc())
+    ).all()
+
+
+def job_allocations(session: Session, job: Job) -> Sequence[Allocation]:
+    return session.scalars(
+        select(Allocation)
+        .where(Allocation.namespace == job.namespace, Allocation.job_id == job.id)
+        .order_by(Allocation.create_index)
+    ).all()
+
+
+def children_summary(session: Session, job: Job) -> dict[str, int]:
+    rows = session.execute(
+        select(Job.status, func.count())
+        .where(Job.namespace == job.namespace, Job.parent_id == job.id, Job.purged_at.is_(None))
+        .group_by(Job.status)
+    ).all()
+    counts = {str(status): int(n) for status, n in rows}
+    return {"Pending": counts.get("pending", 0), "Running": counts.get("running", 0), "Dead": counts.get("dead", 0)}
+
+
+SUMMARY_COLUMNS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
+
+
+def task_group_summaries(
+    session: Session, namespace: str | None, job_id: str | None = None
+) -> dict[tuple[str, str], dict[str, dict[str, int]]]:
+    """(namespace, job) -> task group -> Nomad summary counts."""
+    result: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    rows = session.execute(query("task_group_summaries"), {"namespace": namespace, "job_id": job_id})
+    for ns, jid, group, *counts in rows:
+        result.setdefault((ns, jid), {})[group] = dict(zip(SUMMARY_COLUMNS, map(int, counts), strict=True))
+    return result

@@ -1,0 +1,233 @@
+"""Node registration, eligibility, and the node-update evaluations they imply."""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Text, and_, cast, func, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.errors import Forbidden, InvalidInput, NotFound
+from app.ids import secret_hash
+from app.models import Allocation, Job, Node, NodeHeartbeat, NodePool
+from app.scheduler.computed_class import computed_class
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
+
+# Nomad's heartbeat defaults: TTL scales with the fleet so the servers see at most
+# 50 heartbeats/s, never below 10 s; the server waits a further 10 s grace.
+MIN_HEARTBEAT_TTL = timedelta(seconds=10)
+MAX_HEARTBEATS_PER_SECOND = 50
+HEARTBEAT_GRACE = timedelta(seconds=10)
+
+# Changes to these mean feasibility may have changed: Nomad re-evaluates the node's jobs.
+FINGERPRINT_FIELDS = ("datacenter", "name", "node_class", "node_pool", "attributes", "meta", "drivers")
+
+
+@dataclass(frozen=True)
+class NodeRegistration:
+    id: uuid.UUID
+    secret_id: str | None
+    name: str
+    datacenter: str
+    node_class: str
+    node_pool: str
+    status: str
+    attributes: dict[str, Any]
+    meta: dict[str, Any]
+    drivers: dict[str, Any]
+    cpu_shares: int
+    memory_mb: int
+    disk_mb: int
+    reserved_cpu: int = 0
+    reserved_memory_mb: int = 0
+    reserved_disk_mb: int = 0
+    reserved_ports: str = ""
+    node_resources: dict[str, Any] = field(default_factory=dict)
+    reserved_resources: dict[str, Any] = field(default_factory=dict)
+    http_addr: str = ""
+
+
+@dataclass(frozen=True)
+class NodeWriteResult:
+    node_id: uuid.UUID
+    secret_id: str | None
+    heartbeat_ttl: timedelta | None
+    eval_ids: list[uuid.UUID]
+    eval_create_index: int
+    node_modify_index: int
+    index: int
+
+
+def register_node(session: Session, reg: NodeRegistration) -> NodeWriteResult:
+    index = next_index(session, ["nodes", "node_pools", "evaluations"])
+    existing = session.get(Node, reg.id, with_for_update=True)
+    if existing is not None and (reg.secret_id is None or secret_hash(reg.secret_id) != existing.secret_hash):
+        raise Forbidden.of("Node.SecretID", "does not match the secret of the registered node")
+    secret = reg.secret_id or str(uuid.uuid4())
+    _ensure_pool(session, reg.node_pool, index)
+    now = datetime.now(UTC)
+    before = _fingerprint(existing) if existing is not None else None
+    was_ready = existing is not None and existing.status == "ready"
+    node = existing or Node(id=reg.id, create_index=index, created_at=now, scheduling_eligibility="eligible")
+    _apply_registration(node, reg, secret, index, now)
+    if existing is None:
+        session.add(node)
+    session.flush()
+    ttl = _grant_heartbeat(session, node.id, now)
+    eval_ids: list[uuid.UUID] = []
+    if node.status == "ready" and (not was_ready or before != _fingerprint(node)):
+        eval_ids = create_node_evals(session, node, index)
+    return NodeWriteResult(node.id, secret, ttl, eval_ids, index if eval_ids else 0, index, index)
+
+
+def _ensure_pool(session: Session, name: str, index: int) -> None:
+    session.execute(
+        pg_insert(NodePool)
+        .values(name=name, create_index=index, modify_index=index)
+        .on_conflict_do_nothing(index_elements=["name"])
+    )
+
+
+def _fingerprint(node: Node) -> tuple[Any, ...]:
+    return tuple(getattr(node, name) for name in FINGERPRINT_FIELDS)
+
+
+def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: int, now: datetime) -> None:
+    if node.status != reg.status:
+        node.status_updated_at = now
+    node.secret_hash = secret_hash(secret)
+    node.name, node.datacenter, node.node_class, node.node_pool = (
+        reg.name,
+        reg.datacenter,
+        reg.node_class,
+        reg.node_pool,
+    )
+    node.status = reg.status
+    node.attributes, node.meta, node.drivers = reg.attributes, reg.meta, reg.drivers
+    node.cpu_shares, node.memory_mb, node.disk_mb = reg.cpu_shares, reg.memory_mb, reg.disk_mb
+    node.reserved_cpu, node.reserved_memory_mb = reg.reserved_cpu, reg.reserved_memory_mb
+    node.reserved_disk_mb, node.reserved_ports = reg.reserved_disk_mb, reg.reserved_ports
+    node.node_resources, node.reserved_resources = reg.node_resources, reg.reserved_resources
+    node.http_addr = reg.http_addr
+    node.computed_class = computed_class(
+        datacenter=reg.datacenter,
+        node_class=reg.node_class,
+        node_pool=reg.node_pool,
+        attributes=reg.attributes,
+        meta=reg.meta,
+        devices=reg.node_resources.get("Devices"),
+    )
+    node.modify_index = index
+    node.updated_at = now
+
+
+def _grant_heartbeat(session: Session, node_id: uuid.UUID, now: datetime) -> timedelta:
+    fleet = session.scalar(select(func.count()).select_from(Node).where(Node.status != "down")) or 1
+    base = max(MIN_HEARTBEAT_TTL, timedelta(seconds=fleet / MAX_HEARTBEATS_PER_SECOND))
+    # Spread the fleet's heartbeats so a restart does not make them arrive in lockstep.
+    ttl = base + base * random.Random().random()  # noqa: S311 - jitter, not security
+    values = {
+        "node_id": node_id,
+        "last_seen_at": now,
+        "ttl_ms": int(ttl.total_seconds() * 1000),
+        "expires_at": now + ttl + HEARTBEAT_GRACE,
+    }
+    session.execute(
+        pg_insert(NodeHeartbeat).values(**values).on_conflict_do_update(index_elements=["node_id"], set_=values)
+    )
+    return ttl
+
+
+def create_node_evals(session: Session, node: Node, index: int) -> list[uuid.UUID]:
+    """One node-update evaluation per job with work on the node, plus one per system job
+    that could run there (seed: eval triggers, node-update)."""
+    jobs = {(j.namespace, j.id): j for j in [*_jobs_with_allocs_on(session, node), *_system_jobs_for(session, node)]}
+    created = []
+    for job in sorted(jobs.values(), key=lambda j: (j.namespace, j.id)):
+        evaluation = insert_eval(
+            session,
+            EvalRequest(
+                namespace=job.namespace,
+                job_id=job.id,
+                job_type=job.type,
+                priority=job.priority,
+                triggered_by="node-update",
+                job_modify_index=job.job_modify_index,
+                node_id=node.id,
+                node_modify_index=node.modify_index,
+            ),
+            index,
+        )
+        created.append(evaluation.id)
+    return created
+
+
+def _jobs_with_allocs_on(session: Session, node: Node) -> Sequence[Job]:
+    client_terminal = Allocation.client_status.in_(ALLOC_CLIENT_TERMINAL_STATUSES)
+    server_terminal = Allocation.desired_status != "run"
+    relevant = or_(
+        and_(Job.type.in_(["service", "system"]), ~(client_terminal & server_terminal)),
+        and_(Job.type == "batch", ~client_terminal),
+    )
+    return session.scalars(
+        select(Job)
+        .join(Allocation, and_(Allocation.namespace == Job.namespace, Allocation.job_id == Job.id))
+        .where(Allocation.node_id == node.id, relevant)
+        .distinct()
+    ).all()
+
+
+def _system_jobs_for(session: Session, node: Node) -> list[Job]:
+    candidates = session.scalars(
+        select(Job).where(
+            Job.type == "system",
+            Job.stop.is_(False),
+            Job.purged_at.is_(None),
+            Job.node_pool.in_([node.node_pool, "all"]),
+        )
+    ).all()
+    return [j for j in candidates if any(fnmatch.fnmatchcase(node.datacenter, dc) for dc in j.datacenters)]
+
+
+def set_eligibility(session: Session, node_id: uuid.UUID, eligibility: str) -> NodeWriteResult:
+    index = next_index(session, ["nodes", "evaluations"])
+    node = get_node(session, node_id, for_update=True)
+    if eligibility == "eligible" and node.drain:
+        raise InvalidInput.of("Eligibility", "cannot mark a draining node eligible; cancel the drain first")
+    became_eligible = node.scheduling_eligibility == "ineligible" and eligibility == "eligible"
+    node.scheduling_eligibility = eligibility
+    node.modify_index = index
+    node.updated_at = datetime.now(UTC)
+    session.flush()
+    eval_ids = create_node_evals(session, node, index) if became_eligible and node.status == "ready" else []
+    return NodeWriteResult(node.id, None, None, eval_ids, index if eval_ids else 0, index, index)
+
+
+def get_node(session: Session, node_id: uuid.UUID, *, for_update: bool = False) -> Node:
+    node = session.get(Node, node_id, with_for_update=for_update or None)
+    if node is None:
+        raise NotFound.of("NodeID", f"node {node_id} not found")
+    return node
+
+
+def list_nodes(session: Session, prefix: str | None) -> Sequence[Node]:
+    stmt = select(Node).order_by(Node.name, Node.id)
+    if prefix:
+        stmt = stmt.where(cast(Node.id, Text).startswith(prefix.lower()))
+    return session.scalars(stmt).all()
+
+
+def node_allocations(session: Session, node_id: uuid.UUID) -> Sequence[Allocation]:
+    get_node(session, node_id)
+    return session.scalars(
+        select(Allocation).where(Allocation.node_id == node_id).order_by(Allocation.create_index)
+    ).all()

@@ -1,0 +1,32 @@
+"""Hand-written SQL from sql/queries, loaded by name (`-- name: <name>` headers)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from sqlalchemy import TextClause, text
+
+from app.store.schema import SQL_DIR
+
+_HEADER = re.compile(r"^-- name: (\S+)\s*$", re.MULTILINE)
+
+
+@cache
+def _queries() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for path in sorted((SQL_DIR / "queries").glob("*.sql")):
+        parts = _HEADER.split(path.read_text())
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in found:
+                raise ValueError(f"query {name!r} is defined twice (in {path.name})")
+            found[name] = body.strip()
+    return found
+
+
+def query(name: str) -> TextClause:
+    """The named statement as a SQLAlchemy text clause."""
+    try:
+        return text(_queries()[name])
+    except KeyError:
+        raise KeyError(f"no SQL query named {name!r} in {SQL_DIR / 'queries'}") from None

@@ -1,0 +1,90 @@
+"""Test databases: one PostgreSQL per xdist worker (embedded, or CORRAL_TEST_DATABASE_URL),
+a template migrated once with `alembic upgrade head`, and a fresh clone per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from app.db import libpq_url, make_engine, sqlalchemy_url
+from app.store.embedded import EmbeddedPostgres
+from app.store.schema import upgrade
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """libpq URL of a server the tests may create and drop databases on."""
+    external = os.environ.get("CORRAL_TEST_DATABASE_URL")
+    if external:
+        yield libpq_url(external)
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+    url = server.start()
+    try:
+        yield libpq_url(url)
+    finally:
+        server.stop()
+
+
+def _with_database(admin_url: str, name: str) -> str:
+    return sqlalchemy_url(make_url(admin_url).set(database=name).render_as_string(hide_password=False))
+
+
+@pytest.fixture(scope="session")
+def template_name(pg_admin_url: str, worker_id: str) -> Iterator[str]:
+    name = f"corral_template_{worker_id}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    upgrade(_with_database(pg_admin_url, name))
+    yield name
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
+    """A database of its own for one test, cloned from the migrated template."""
+    name = f"corral_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_name))
+        )
+    yield _with_database(pg_admin_url, name)
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def empty_database_url(pg_admin_url: str) -> Iterator[str]:
+    """A database with no schema at all, for migration tests."""
+    name = f"corral_empty_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield _with_database(pg_admin_url, name)
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    eng = make_engine(database_url, "test")
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def pg(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A plain autocommit psycopg connection, as an operator in psql would have."""
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as conn:
+        yield conn
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
