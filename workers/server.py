@@ -34,6 +34,9 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
             "proc_name": "corral-server",
             "worker_tmp_dir": "/dev/shm",
         }
+        if "control_socket_disable" in self.cfg.settings:
+            # Several servers on one host would fight over the default socket path.
+            options["control_socket_disable"] = True
         for key, value in options.items():
             self.cfg.set(key, value)
 

@@ -39,13 +39,13 @@ class _ReservedNetworks(_Strict):
     ReservedHostPorts: str = ""
 
 
-class NodeResources(_Strict):
+class NodeResourcesBody(_Strict):
     Cpu: _Cpu
     Memory: _Memory
     Disk: _Disk = _Disk(DiskMB=0)
 
 
-class ReservedResources(_Strict):
+class ReservedResourcesBody(_Strict):
     Cpu: _Cpu = _Cpu(CpuShares=0)
     Memory: _Memory = _Memory(MemoryMB=0)
     Disk: _Disk = _Disk(DiskMB=0)
@@ -63,8 +63,8 @@ class NodeBody(_Strict):
     Attributes: dict[str, str] = {}
     Meta: dict[str, str] = {}
     Drivers: dict[str, Any] = {}
-    NodeResources: NodeResources
-    ReservedResources: ReservedResources = ReservedResources()
+    NodeResources: NodeResourcesBody
+    ReservedResources: ReservedResourcesBody = ReservedResourcesBody()
     HTTPAddr: str = ""
 
     @field_validator("NodePool")

@@ -20,7 +20,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
-class PreemptionConfig(_Strict):
+class PreemptionConfigBody(_Strict):
     SystemSchedulerEnabled: bool = True
     SysBatchSchedulerEnabled: bool = False
     BatchSchedulerEnabled: bool = False
@@ -29,7 +29,7 @@ class PreemptionConfig(_Strict):
 
 class SchedulerConfigBody(_Strict):
     SchedulerAlgorithm: Literal["binpack", "spread"] = "binpack"
-    PreemptionConfig: PreemptionConfig = PreemptionConfig()
+    PreemptionConfig: PreemptionConfigBody = PreemptionConfigBody()
     MemoryOversubscriptionEnabled: bool = False
     RejectJobRegistration: bool = False
     PauseEvalBroker: bool = False

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 
 from app.jobspec.durations import format_duration
-from app.jobspec.errors import FieldError
+from app.jobspec.errors import FieldError, quote
 
 Problems = Iterator[FieldError]
-
-
-def quote(text: str) -> str:
-    """Quote a client-supplied string so empty or odd values stay visible in messages."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def required(value: str, path: str) -> Problems:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.jobspec.checks import Problems, between, one_of, quote, required
-from app.jobspec.errors import FieldError
+from app.jobspec.checks import Problems, between, one_of, required
+from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import Affinity, Constraint, Spread
 
 # Operands that compare an attribute with a value.

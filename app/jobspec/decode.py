@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,13 @@ _EXPECTED = {
     "model_attributes_type": "an object",
 }
 _KEY_MARKER = "[key]"
+# Stand-ins for ill-typed list items; rule errors they cause are suppressed like others
+# under a discarded path.
+_BLANKS: dict[str, Callable[[], object]] = {
+    "model_type": dict,
+    "dict_type": dict,
+    "string_type": str,
+}
 # Every retry removes at least one offending value, and removing values cannot create new
 # type errors, so a second round already succeeds; the bound only guards against surprises.
 _MAX_ROUNDS = 8
@@ -60,7 +67,7 @@ def decode_job(payload: object) -> Decoded:
             details = exc.errors()
         decoded.errors.extend(_field_error(detail) for detail in details)
         for detail in details:
-            removed = _discard(data, detail["loc"])
+            removed = _discard(data, detail)
             if removed is None:
                 return decoded
             decoded.discarded.append(join_path(ROOT, removed))
@@ -81,16 +88,18 @@ def _field_error(detail: ErrorDetails) -> FieldError:
     return FieldError(path, detail["msg"])
 
 
-def _discard(data: Any, location: Sequence[str | int]) -> list[str | int] | None:
-    """Remove the offending value, or the nearest object member holding it.
+def _discard(data: Any, detail: ErrorDetails) -> list[str | int] | None:
+    """Remove the offending value so the rest of the payload can be typed.
 
-    List items are never removed on their own: that would shift the indexes of their
-    siblings and make later error paths point at the wrong item, so the whole list goes.
-    Returns the removed path, or ``None`` when the payload itself is unusable.
+    An object member is simply dropped. A list item is swapped for a blank of the right
+    type rather than removed, which would shift its siblings' indexes and make later
+    error paths point at the wrong item; if no blank fits, the whole list goes.
+    Returns the path cleared, or ``None`` when the payload itself is unusable.
     """
-    parts = list(location)
+    parts = list(detail["loc"])
     if parts and parts[-1] == _KEY_MARKER:
         parts.pop()
+    blank = _BLANKS.get(detail["type"])
     while parts:
         parent = _lookup(data, parts[:-1])
         if parent is _MISSING:
@@ -99,6 +108,10 @@ def _discard(data: Any, location: Sequence[str | int]) -> list[str | int] | None
         if isinstance(parent, dict):
             parent.pop(parts[-1], None)
             return parts
+        if isinstance(parent, list) and blank is not None:
+            parent[int(parts[-1])] = blank()
+            return parts
+        blank = None
         parts.pop()
     return None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.jobspec.errors import JobSpecError, json_type
+from app.jobspec.errors import JobSpecError, json_type, quote
 
 NANOSECOND = 1
 MICROSECOND = 1_000 * NANOSECOND
@@ -41,9 +41,9 @@ def duration_ns(value: object) -> int:
         raise DurationError(f"must be {_EXPECTED}, got {json_type(value)}")
     nanos = value if isinstance(value, int) else _parse_go_duration(value)
     if nanos < 0:
-        raise DurationError(f"must not be negative, got {value!r}")
+        raise DurationError(f"must not be negative, got {_show(value)}")
     if nanos > MAX_DURATION:
-        raise DurationError(f"is too large, got {value!r}")
+        raise DurationError(f"is too large, got {_show(value)}")
     return nanos
 
 
@@ -70,8 +70,12 @@ def format_duration(nanos: int) -> str:
     return "".join(parts)
 
 
+def _show(value: int | str) -> str:
+    return quote(value) if isinstance(value, str) else str(value)
+
+
 def _parse_go_duration(text: str) -> int:
-    invalid = DurationError(f"must be {_EXPECTED}, got {text!r}")
+    invalid = DurationError(f"must be {_EXPECTED}, got {quote(text)}")
     body = text
     sign = 1
     if body[:1] in ("+", "-"):

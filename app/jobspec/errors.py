@@ -35,6 +35,11 @@ class JobSpecError(Exception):
         return cls([FieldError(field, message)])
 
 
+def quote(text: str) -> str:
+    """Quote a client-supplied string so empty or odd values stay visible in messages."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def json_type(value: object) -> str:
     """Name ``value``'s type the way a JSON client would think of it."""
     # bool first: it is a subclass of int, and clients must be told they sent a boolean.
@@ -66,7 +71,7 @@ def join_path(root: str, location: Sequence[str | int]) -> str:
         else:
             # Map keys such as Meta entries may hold dots or spaces; quoting keeps the path
             # unambiguous.
-            path += f"[{json.dumps(part)}]"
+            path += f"[{quote(part)}]"
     return path
 
 

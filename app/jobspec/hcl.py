@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import hcl2
 
@@ -50,6 +50,8 @@ _ACRONYMS = {
 
 Body = Mapping[str, Any]
 Converter = Callable[[Body, str], dict[str, Any] | None]
+# Structured blocks always convert to an object; only a converter may drop a block.
+FieldsConverter = Callable[[Body, str], dict[str, Any]]
 Labeled = tuple[list[str], Body]
 
 
@@ -82,9 +84,7 @@ def parse_hcl(text: str) -> dict[str, Any]:
         raise JobSpecError.single(
             "Job", f"job block must have exactly one label (the job ID), got {len(labels)}"
         )
-    job = _JOB(body, "Job") or {}
-    job.setdefault("Name", labels[0])
-    return {"ID": labels[0], **job}
+    return {"ID": labels[0], "Name": labels[0], **_JOB(body, "Job")}
 
 
 def _describe(exc: Exception) -> str:
@@ -111,7 +111,7 @@ def _is_block_item(item: object) -> bool:
     return len(item) == 1 and _is_block_item(next(iter(item.values())))
 
 
-def _is_block_list(value: object) -> bool:
+def _is_block_list(value: object) -> TypeGuard[list[dict[str, Any]]]:
     return isinstance(value, list) and bool(value) and all(_is_block_item(i) for i in value)
 
 
@@ -136,17 +136,21 @@ def _attributes(body: Body) -> list[tuple[str, Any]]:
     return [(name, value) for name, value in body.items() if name not in _METADATA_KEYS]
 
 
-def _fields(renames: Mapping[str, str | _Block]) -> Converter:
+def _fields(renames: Mapping[str, str | _Block]) -> FieldsConverter:
     """A converter for a structured block: renamed attributes, nested blocks by table."""
 
     def convert(body: Body, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, value in _attributes(body):
             rule = renames.get(name)
-            if isinstance(rule, _Block):
+            is_body = isinstance(value, dict) or _is_block_list(value)
+            if isinstance(rule, _Block) and is_body:
                 _add_block(out, rule, name, value, path)
             elif rule is None and _is_block_list(value):
                 _add_block(out, _unknown_block(name, value), name, value, path)
+            elif isinstance(rule, _Block):
+                # Not a block at all; pass it on for normalize_job to reject by its path.
+                out[rule.key] = value
             else:
                 out[rule or _pascal(name)] = value
         return out
@@ -269,11 +273,9 @@ def _network(body: Body, path: str) -> dict[str, Any]:
     )
     reserved: list[dict[str, Any]] = []
     dynamic: list[dict[str, Any]] = []
-    for index, (labels, port_body) in enumerate(_block_items(body.get("port"))):
+    for labels, port_body in _block_items(body.get("port")):
         if len(labels) != 1:
-            raise JobSpecError.single(
-                f"{path}.Ports[{index}]", f"port block takes one label, got {len(labels)}"
-            )
+            raise JobSpecError.single(path, f"port block takes one label, got {len(labels)}")
         port = {"Label": labels[0], **_PORT(port_body, path)}
         (reserved if "Value" in port else dynamic).append(port)
     if reserved:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.jobspec.checks import Problems, one_of, quote
-from app.jobspec.errors import FieldError
+from app.jobspec.checks import Problems, one_of
+from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import PeriodicConfig
 
 SPEC_TYPES = ("cron",)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.jobspec.checks import Problems, at_least, between, quote, required
-from app.jobspec.errors import FieldError
+from app.jobspec.checks import Problems, at_least, between, required
+from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import EphemeralDisk, Network, Resources
 
 MIN_CPU = 1
