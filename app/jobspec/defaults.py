@@ -82,6 +82,9 @@ def apply_defaults(job: Job) -> Job:
     # second normalisation merges the very same values into the groups.
     if job.reschedule is not None and job_type in RESCHEDULABLE_TYPES:
         job.reschedule = overlay(_reschedule_defaults(job_type), job.reschedule)
+    # Nomad reads an empty time zone as UTC; spelling it out keeps the output explicit.
+    if job.periodic is not None and not job.periodic.time_zone:
+        job.periodic.time_zone = "UTC"
     for group in job.task_groups:
         _group_defaults(group, job, job_type)
     return job

@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 
 import hcl2
 
-from app.jobspec.errors import JobSpecError
+from app.jobspec.errors import JobSpecError, quote
 
 # python-hcl2 keeps quotes and drops block markers by default, which would make blocks
 # indistinguishable from object-valued attributes; ask for the opposite.
@@ -88,11 +88,18 @@ def parse_hcl(text: str) -> dict[str, Any]:
 
 
 def _describe(exc: Exception) -> str:
+    """A one-line account of a parse failure, without lark's list of expected tokens."""
+    token = getattr(exc, "token", None)
+    if token is not None and getattr(token, "type", None) == "$END":
+        summary = "unexpected end of file"
+    elif token is not None:
+        summary = f"unexpected {quote(str(token).strip())}"
+    else:
+        text = str(exc).strip()
+        summary = text.splitlines()[0] if text else type(exc).__name__
     line = getattr(exc, "line", None)
     column = getattr(exc, "column", None)
-    summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(line, int) and isinstance(column, int) and line > 0:
-        # lark's own first line already names the position for some errors; avoid repeats.
         summary = re.sub(r"\s*at line \d+, column \d+\.?$", "", summary)
         return f"{summary} at line {line}, column {column}"
     return summary
