@@ -37,6 +37,13 @@ class IndexWatcher:
         self._indexes: dict[str, int] = {}
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """End the background thread (used when an app or a test database goes away)."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
     def wait_beyond(self, tables: Iterable[str], index: int, deadline: float) -> None:
         """Return once any of `tables` has an index above `index`, or at the deadline."""
@@ -60,18 +67,20 @@ class IndexWatcher:
                 self._thread.start()
 
     def _run(self) -> None:
-        while True:
+        while not self._stopped.is_set():
             try:
                 self._watch()
             except psycopg.Error as err:
+                if self._stopped.is_set():
+                    return
                 log.warning("index watcher lost its connection; reconnecting", error=str(err))
-                time.sleep(1.0)
+                self._stopped.wait(1.0)
 
     def _watch(self) -> None:
         kwargs = {k: v for k, v in connect_args("api").items() if k != "application_name"}
         with psycopg.connect(self._url, autocommit=True, application_name="corral-api-index-watcher", **kwargs) as conn:
             conn.execute("LISTEN corral_index")
-            while True:
+            while not self._stopped.is_set():
                 rows = conn.execute("SELECT name, value FROM state_index").fetchall()
                 with self._cond:
                     self._indexes = {str(name): int(value) for name, value in rows}

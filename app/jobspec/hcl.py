@@ -185,7 +185,7 @@ def _add_block(out: dict[str, Any], block: _Block, name: str, value: object, pat
         converted.append((label, result))
     if block.keyed:
         out.setdefault(block.key, {}).update({label: result for label, result in converted})
-    elif block.many or len(converted) > 1:
+    elif converted and (block.many or len(converted) > 1):
         out.setdefault(block.key, []).extend(result for _, result in converted)
     elif converted:
         out[block.key] = converted[0][1]

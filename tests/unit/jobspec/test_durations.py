@@ -64,7 +64,7 @@ def test_durations_in_both_forms_become_nanoseconds() -> None:
                 Tasks=[task(KillTimeout="1m30s", ShutdownDelay=SECOND)],
             )
         ],
-        Update={"MinHealthyTime": "30s", "HealthyDeadline": 600 * SECOND},
+        Update={"MinHealthyTime": "30s", "HealthyDeadline": 360 * SECOND},
     )
     out = normalize_job(payload)
     restart = out["TaskGroups"][0]["RestartPolicy"]
@@ -74,7 +74,7 @@ def test_durations_in_both_forms_become_nanoseconds() -> None:
     assert first_task["KillTimeout"] == 90 * SECOND
     assert first_task["ShutdownDelay"] == SECOND
     assert out["Update"]["MinHealthyTime"] == 30 * SECOND
-    assert out["Update"]["HealthyDeadline"] == 600 * SECOND
+    assert out["Update"]["HealthyDeadline"] == 360 * SECOND
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,139 @@
+"""Node registration and eligibility, scheduler configuration with check-and-set, agent endpoints."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from flask.testing import FlaskClient
+
+from tests.integration.conftest import minimal_job, node_body
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def test_register_node_returns_secret_and_heartbeat(client: FlaskClient, pg: Conn) -> None:
+    node_id = str(uuid.uuid4())
+    resp = client.put("/v1/node/register", json={"Node": node_body(node_id)})
+    assert resp.status_code == 200, resp.json
+    body = resp.json
+    assert body is not None and body["NodeID"] == node_id and body["SecretID"]
+    assert body["HeartbeatTTL"] >= 10_000_000_000
+    node = client.get(f"/v1/node/{node_id}").json
+    assert node is not None
+    assert node["Status"] == "ready" and node["SecretID"] == "" and node["ComputedClass"].startswith("v1:")
+    assert node["NodeResources"]["Cpu"]["CpuShares"] == 4000
+    assert pg.execute("SELECT count(*) FROM node_heartbeats").fetchone() == (1,)
+    usage = pg.execute("SELECT cpu_capacity, memory_mb_capacity, live_allocs FROM v_node_usage").fetchall()
+    assert usage == [(3900, 7936, 0)]
+
+
+def test_reregister_needs_the_secret(client: FlaskClient) -> None:
+    node_id = str(uuid.uuid4())
+    secret = client.put("/v1/node/register", json={"Node": node_body(node_id)}).json["SecretID"]  # type: ignore[index]
+    stolen = client.put("/v1/node/register", json={"Node": node_body(node_id, SecretID="guess")})
+    assert stolen.status_code == 403
+    assert stolen.json["errors"][0]["field"] == "Node.SecretID"  # type: ignore[index]
+    again = client.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=secret, Name="renamed")})
+    assert again.status_code == 200
+    assert client.get(f"/v1/node/{node_id}").json["Name"] == "renamed"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"ID": "nope"}, "Node.ID"),
+        ({"Name": ""}, "Node.Name"),
+        ({"NodePool": "all"}, "Node.NodePool"),
+        ({"Status": "down"}, "Node.Status"),
+        ({"NodeResources": {"Cpu": {"CpuShares": -1}, "Memory": {"MemoryMB": 1}}}, "Node.NodeResources.Cpu.CpuShares"),
+        ({"NodeResources": {"Cpu": {"CpuShares": "lots"}, "Memory": {"MemoryMB": 1}}}, "Node.NodeResources.Cpu.CpuShares"),
+        ({"NodeResources": {"Cpu": {"CpuShares": 1}}}, "Node.NodeResources.Memory"),
+    ],
+)
+def test_bad_node_registration_is_400(client: FlaskClient, pg: Conn, change: dict[str, object], field: str) -> None:
+    resp = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()), **change)})
+    assert resp.status_code == 400, resp.json
+    assert field in [e["field"] for e in resp.json["errors"]]  # type: ignore[index]
+    assert pg.execute("SELECT count(*) FROM nodes").fetchone() == (0,)
+
+
+def test_new_ready_node_gets_an_eval_per_matching_system_job(client: FlaskClient, pg: Conn) -> None:
+    client.put("/v1/jobs", json={"Job": minimal_job("sys", Type="system", Datacenters=["dc*"])})
+    client.put("/v1/jobs", json={"Job": minimal_job("other-dc", Type="system", Datacenters=["eu-*"])})
+    client.put("/v1/jobs", json={"Job": minimal_job("svc")})
+    body = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}).json
+    assert body is not None and len(body["EvalIDs"]) == 1
+    evaluation = client.get(f"/v1/evaluation/{body['EvalIDs'][0]}").json
+    assert evaluation is not None
+    assert (evaluation["JobID"], evaluation["TriggeredBy"], evaluation["NodeID"]) == ("sys", "node-update", body["NodeID"])
+
+
+def test_eligibility_toggle_creates_evals_only_when_becoming_eligible(client: FlaskClient, pg: Conn) -> None:
+    client.put("/v1/jobs", json={"Job": minimal_job("sys", Type="system")})
+    node_id = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}).json["NodeID"]  # type: ignore[index]
+    off = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"}).json
+    assert off is not None and off["EvalIDs"] == []
+    assert client.get(f"/v1/node/{node_id}").json["SchedulingEligibility"] == "ineligible"  # type: ignore[index]
+    on = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "eligible"}).json
+    assert on is not None and len(on["EvalIDs"]) == 1
+    bad = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "sometimes"})
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Eligibility"  # type: ignore[index]
+    pg.execute("UPDATE nodes SET drain_strategy = '{}'::jsonb WHERE id = %s", (node_id,))
+    draining = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "eligible"})
+    assert draining.status_code == 400
+    assert client.post(f"/v1/node/{uuid.uuid4()}/eligibility", json={"Eligibility": "eligible"}).status_code == 404
+
+
+def test_node_list_and_prefix(client: FlaskClient) -> None:
+    ids = sorted(str(uuid.uuid4()) for _ in range(3))
+    for node_id in ids:
+        client.put("/v1/node/register", json={"Node": node_body(node_id)})
+    assert len(client.get("/v1/nodes").json) == 3  # type: ignore[arg-type]
+    assert [n["ID"] for n in client.get(f"/v1/nodes?prefix={ids[1][:13]}").json] == [ids[1]]  # type: ignore[union-attr]
+
+
+def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
+    got = client.get("/v1/operator/scheduler/configuration").json
+    assert got is not None
+    config = got["SchedulerConfig"]
+    assert config["SchedulerAlgorithm"] == "binpack"
+    assert config["PreemptionConfig"] == {
+        "SystemSchedulerEnabled": True,
+        "SysBatchSchedulerEnabled": False,
+        "BatchSchedulerEnabled": False,
+        "ServiceSchedulerEnabled": False,
+    }
+    new = {"SchedulerAlgorithm": "spread", "PauseEvalBroker": True}
+    stale = client.put(f"/v1/operator/scheduler/configuration?cas={config['ModifyIndex'] + 5}", json=new).json
+    assert stale is not None and stale["Updated"] is False
+    fresh = client.put(f"/v1/operator/scheduler/configuration?cas={config['ModifyIndex']}", json=new).json
+    assert fresh is not None and fresh["Updated"] is True
+    after = client.get("/v1/operator/scheduler/configuration").json["SchedulerConfig"]  # type: ignore[index]
+    assert after["SchedulerAlgorithm"] == "spread" and after["PauseEvalBroker"] is True
+    assert after["ModifyIndex"] > config["ModifyIndex"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"SchedulerAlgorithm": "random"}, "SchedulerConfig.SchedulerAlgorithm"),
+        ({"PauseEvalBroker": "yes"}, "SchedulerConfig.PauseEvalBroker"),
+        ({"PreemptionConfig": {"SystemSchedulerEnabled": 1}}, "SchedulerConfig.PreemptionConfig.SystemSchedulerEnabled"),
+    ],
+)
+def test_bad_scheduler_configuration_is_400(client: FlaskClient, body: dict[str, object], field: str) -> None:
+    resp = client.put("/v1/operator/scheduler/configuration", json=body)
+    assert resp.status_code == 400
+    assert resp.json["errors"][0]["field"] == field  # type: ignore[index]
+
+
+def test_agent_health_and_self(client: FlaskClient) -> None:
+    health = client.get("/v1/agent/health")
+    assert health.status_code == 200 and health.json == {"server": {"ok": True, "message": "ok"}}
+    me = client.get("/v1/agent/self").json
+    assert me is not None
+    database = me["config"]["Database"]
+    assert database["SchemaRevision"] == database["SchemaHead"]
