@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
@@ -47,7 +48,7 @@ def libpq_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def connect_args(role: str) -> dict[str, object]:
+def connect_args(role: str) -> dict[str, Any]:
     """libpq parameters: application_name, timeouts, and keepalives that detect a dead peer."""
     limits = ROLE_TIMEOUTS[role]
     options = " ".join(

@@ -51,7 +51,7 @@ def _spawn(role: str, args: list[str], env: dict[str, str], lock: threading.Lock
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads touch state before exec
+        preexec_fn=_die_with_parent,
         start_new_session=True,  # Ctrl-C reaches the agent only; it stops children in order
     )
     child = Child(role, process)

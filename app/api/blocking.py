@@ -97,7 +97,7 @@ def blocking_read(
     read: Callable[[Session], T],
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index."""
-    wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)  # noqa: S311
+    wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)
     deadline = time.monotonic() + wait
     while True:
         with factory() as session, session.begin():

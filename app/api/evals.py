@@ -73,10 +73,26 @@ def get_evaluation(eval_id: str) -> Response:
 
 def _stub(e: Any) -> dict[str, Any]:
     full = encode.evaluation(e)
-    keys = (
-        "ID Namespace Priority Type TriggeredBy JobID NodeID DeploymentID Status StatusDescription "
-        "WaitUntil NextEval PreviousEval BlockedEval CreateIndex ModifyIndex CreateTime ModifyTime"
-    ).split()
+    keys = [
+        "ID",
+        "Namespace",
+        "Priority",
+        "Type",
+        "TriggeredBy",
+        "JobID",
+        "NodeID",
+        "DeploymentID",
+        "Status",
+        "StatusDescription",
+        "WaitUntil",
+        "NextEval",
+        "PreviousEval",
+        "BlockedEval",
+        "CreateIndex",
+        "ModifyIndex",
+        "CreateTime",
+        "ModifyTime",
+    ]
     return {k: full[k] for k in keys}
 
 

@@ -29,9 +29,7 @@ _OPTIONS = hcl2.SerializationOptions(
 )
 _BLOCK_MARKER = "__is_block__"
 # Bookkeeping keys python-hcl2 may add to a block body; they are not attributes.
-_METADATA_KEYS = frozenset(
-    {_BLOCK_MARKER, "__comments__", "__inline_comments__", "__start_line__", "__end_line__"}
-)
+_METADATA_KEYS = frozenset({_BLOCK_MARKER, "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 _ACRONYMS = {
     "id": "ID",
     "cpu": "CPU",
@@ -81,9 +79,7 @@ def parse_hcl(text: str) -> dict[str, Any]:
         raise JobSpecError.single("Job", f"must contain exactly one job block, found {len(jobs)}")
     labels, body = jobs[0]
     if len(labels) != 1:
-        raise JobSpecError.single(
-            "Job", f"job block must have exactly one label (the job ID), got {len(labels)}"
-        )
+        raise JobSpecError.single("Job", f"job block must have exactly one label (the job ID), got {len(labels)}")
     return {"ID": labels[0], "Name": labels[0], **_JOB(body, "Job")}
 
 

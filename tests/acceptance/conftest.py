@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -48,11 +49,9 @@ class Corral:
         return self.process.wait(timeout)
 
     def kill_all(self) -> None:
-        for proc in [*self.descendants()]:
-            try:
+        for proc in self.descendants():
+            with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
-            except psutil.NoSuchProcess:
-                pass
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()

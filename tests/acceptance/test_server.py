@@ -13,7 +13,9 @@ pytestmark = pytest.mark.acceptance
 
 
 def test_server_refuses_an_unmigrated_database(corral: type[Corral], empty_database_url: str) -> None:
-    server = corral(["server"], env={"CORRAL_DATABASE_URL": empty_database_url, "CORRAL_BIND": f"127.0.0.1:{free_port()}"})
+    server = corral(
+        ["server"], env={"CORRAL_DATABASE_URL": empty_database_url, "CORRAL_BIND": f"127.0.0.1:{free_port()}"}
+    )
     assert server.wait(60) != 0
     assert "corral db upgrade" in server.output
 

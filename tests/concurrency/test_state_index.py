@@ -32,7 +32,9 @@ def test_chained_blocking_reads_never_miss_a_commit(engine: Engine, database_url
 
     def writer(n: int) -> None:
         for i in range(JOBS_PER_WRITER):
-            spec = normalize_job({"ID": f"w{n}-{i}", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
+            spec = normalize_job(
+                {"ID": f"w{n}-{i}", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]}
+            )
             with writes() as session, session.begin():
                 register_job(session, spec, RegisterOptions())
 

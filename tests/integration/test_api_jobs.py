@@ -116,7 +116,9 @@ def test_enforce_index_check_and_set(client: FlaskClient) -> None:
     assert again.status_code == 409
     assert again.json["errors"][0]["field"] == "JobModifyIndex"  # type: ignore[index]
     index = created.json["JobModifyIndex"]  # type: ignore[index]
-    stale = client.put("/v1/jobs", json={"Job": minimal_job(Priority=60), "EnforceIndex": True, "JobModifyIndex": index + 1})
+    stale = client.put(
+        "/v1/jobs", json={"Job": minimal_job(Priority=60), "EnforceIndex": True, "JobModifyIndex": index + 1}
+    )
     assert stale.status_code == 409
     ok = client.put("/v1/jobs", json={"Job": minimal_job(Priority=60), "EnforceIndex": True, "JobModifyIndex": index})
     assert ok.status_code == 200

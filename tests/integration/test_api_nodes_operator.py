@@ -49,7 +49,10 @@ def test_reregister_needs_the_secret(client: FlaskClient) -> None:
         ({"NodePool": "all"}, "Node.NodePool"),
         ({"Status": "down"}, "Node.Status"),
         ({"NodeResources": {"Cpu": {"CpuShares": -1}, "Memory": {"MemoryMB": 1}}}, "Node.NodeResources.Cpu.CpuShares"),
-        ({"NodeResources": {"Cpu": {"CpuShares": "lots"}, "Memory": {"MemoryMB": 1}}}, "Node.NodeResources.Cpu.CpuShares"),
+        (
+            {"NodeResources": {"Cpu": {"CpuShares": "lots"}, "Memory": {"MemoryMB": 1}}},
+            "Node.NodeResources.Cpu.CpuShares",
+        ),
         ({"NodeResources": {"Cpu": {"CpuShares": 1}}}, "Node.NodeResources.Memory"),
     ],
 )
@@ -68,7 +71,11 @@ def test_new_ready_node_gets_an_eval_per_matching_system_job(client: FlaskClient
     assert body is not None and len(body["EvalIDs"]) == 1
     evaluation = client.get(f"/v1/evaluation/{body['EvalIDs'][0]}").json
     assert evaluation is not None
-    assert (evaluation["JobID"], evaluation["TriggeredBy"], evaluation["NodeID"]) == ("sys", "node-update", body["NodeID"])
+    assert (evaluation["JobID"], evaluation["TriggeredBy"], evaluation["NodeID"]) == (
+        "sys",
+        "node-update",
+        body["NodeID"],
+    )
 
 
 def test_eligibility_toggle_creates_evals_only_when_becoming_eligible(client: FlaskClient, pg: Conn) -> None:
@@ -121,7 +128,10 @@ def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
     [
         ({"SchedulerAlgorithm": "random"}, "SchedulerConfig.SchedulerAlgorithm"),
         ({"PauseEvalBroker": "yes"}, "SchedulerConfig.PauseEvalBroker"),
-        ({"PreemptionConfig": {"SystemSchedulerEnabled": 1}}, "SchedulerConfig.PreemptionConfig.SystemSchedulerEnabled"),
+        (
+            {"PreemptionConfig": {"SystemSchedulerEnabled": 1}},
+            "SchedulerConfig.PreemptionConfig.SystemSchedulerEnabled",
+        ),
     ],
 )
 def test_bad_scheduler_configuration_is_400(client: FlaskClient, body: dict[str, object], field: str) -> None:

@@ -9,8 +9,14 @@ from alembic import command
 from sqlalchemy import create_engine
 
 from app.db import libpq_url, sqlalchemy_url
-from app.store.schema import alembic_config, current_revision, ensure_current, head_revision, upgrade
-from app.store.schema import SchemaNotCurrentError
+from app.store.schema import (
+    SchemaNotCurrentError,
+    alembic_config,
+    current_revision,
+    ensure_current,
+    head_revision,
+    upgrade,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -61,8 +67,10 @@ def test_every_foreign_key_column_is_indexed(pg: psycopg.Connection[tuple[object
 
 
 def test_the_foreign_key_index_check_can_fail(pg: psycopg.Connection[tuple[object, ...]]) -> None:
-    pg.execute("CREATE TABLE probe_child (id int PRIMARY KEY, job_ns text, job_id text, "
-               "FOREIGN KEY (job_ns, job_id) REFERENCES jobs (namespace, id))")
+    pg.execute(
+        "CREATE TABLE probe_child (id int PRIMARY KEY, job_ns text, job_id text, "
+        "FOREIGN KEY (job_ns, job_id) REFERENCES jobs (namespace, id))"
+    )
     with pytest.raises(AssertionError):
         test_every_foreign_key_column_is_indexed(pg)
 

@@ -43,7 +43,12 @@ BATCH_RESCHEDULE = {
     "MaxDelay": 0,
     "Unlimited": False,
 }
-SERVICE_MIGRATE = {"MaxParallel": 1, "HealthCheck": "checks", "MinHealthyTime": 10 * SECOND, "HealthyDeadline": 5 * MINUTE}
+SERVICE_MIGRATE = {
+    "MaxParallel": 1,
+    "HealthCheck": "checks",
+    "MinHealthyTime": 10 * SECOND,
+    "HealthyDeadline": 5 * MINUTE,
+}
 
 
 def minimal() -> dict[str, Any]:
@@ -135,7 +140,9 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
                 Services=[{"Name": "web", "PortLabel": "http", "Checks": [{"Interval": 10 * SECOND}]}],
                 Volumes={"data": {"Type": "host"}},
                 EphemeralDisk={"SizeMB": 500, "Sticky": True},
-                Networks=[{"Mode": "bridge", "DNS": {"Servers": ["1.1.1.1"]}, "DynamicPorts": [{"Label": "h", "X": 1}]}],
+                Networks=[
+                    {"Mode": "bridge", "DNS": {"Servers": ["1.1.1.1"]}, "DynamicPorts": [{"Label": "h", "X": 1}]}
+                ],
                 Tasks=[
                     task(
                         Templates=[{"EmbeddedTmpl": "hi", "DestPath": "local/x"}],
@@ -241,7 +248,11 @@ def test_job_migrate_is_merged_into_groups() -> None:
 
 
 def test_task_restart_policy_merges_over_the_group_one() -> None:
-    payload = job(TaskGroups=[group(RestartPolicy={"Attempts": 4}, Tasks=[task(), task(Name="b", RestartPolicy={"Delay": "20s"})])])
+    payload = job(
+        TaskGroups=[
+            group(RestartPolicy={"Attempts": 4}, Tasks=[task(), task(Name="b", RestartPolicy={"Delay": "20s"})])
+        ]
+    )
     out_group = normalize_job(payload)["TaskGroups"][0]
     assert out_group["Tasks"][0]["RestartPolicy"] == {**SERVICE_RESTART, "Attempts": 4}
     assert out_group["Tasks"][1]["RestartPolicy"] == {**SERVICE_RESTART, "Attempts": 4, "Delay": 20 * SECOND}
@@ -254,7 +265,9 @@ def test_cores_replace_the_cpu_default() -> None:
 
 def test_network_and_port_defaults() -> None:
     payload = job(
-        TaskGroups=[group(Networks=[{"ReservedPorts": [{"Label": "http", "Value": 80}], "DynamicPorts": [{"Label": "db"}]}])]
+        TaskGroups=[
+            group(Networks=[{"ReservedPorts": [{"Label": "http", "Value": 80}], "DynamicPorts": [{"Label": "db"}]}])
+        ]
     )
     network = normalize_job(payload)["TaskGroups"][0]["Networks"][0]
     assert network == {

@@ -226,7 +226,12 @@ def test_rich_job_normalizes() -> None:
     assert work["Disconnect"] == {"LostAfter": 3600 * SECOND, "Replace": True}
     extract = work["Tasks"][0]
     assert extract["Resources"]["CPU"] == 0
-    assert extract["RestartPolicy"] == {"Attempts": 1, "Interval": 24 * 3600 * SECOND, "Delay": 15 * SECOND, "Mode": "fail"}
+    assert extract["RestartPolicy"] == {
+        "Attempts": 1,
+        "Interval": 24 * 3600 * SECOND,
+        "Delay": 15 * SECOND,
+        "Mode": "fail",
+    }
     assert (extract["KillTimeout"], extract["ShutdownDelay"]) == (45 * SECOND, 2 * SECOND)
     assert normalize_job(out) == out
 
@@ -367,7 +372,9 @@ def test_missing_group_label_is_left_for_validation() -> None:
 
 
 def test_invalid_values_surface_in_normalize() -> None:
-    converted = parse_hcl('job "j" {\n priority = "high"\n group "g" {\n count = 1.5\n task "t" { driver = "x" }\n }\n}')
+    converted = parse_hcl(
+        'job "j" {\n priority = "high"\n group "g" {\n count = 1.5\n task "t" { driver = "x" }\n }\n}'
+    )
     with pytest.raises(JobSpecError) as caught:
         normalize_job(converted)
     assert caught.value.errors == [

@@ -78,7 +78,11 @@ def affinities(draw: st.DrawFn) -> dict[str, Any]:
 def spreads(draw: st.DrawFn) -> dict[str, Any]:
     values = draw(st.lists(NAMES, max_size=3, unique=True))
     targets = [{"Value": value, "Percent": draw(st.integers(0, 33))} for value in values]
-    return {"Attribute": "${node.datacenter}", **draw(optional_fields({"Weight": st.integers(0, 100)})), "SpreadTarget": targets}
+    return {
+        "Attribute": "${node.datacenter}",
+        **draw(optional_fields({"Weight": st.integers(0, 100)})),
+        "SpreadTarget": targets,
+    }
 
 
 @st.composite
@@ -139,7 +143,7 @@ def update_strategies(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def reschedule_policies(draw: st.DrawFn) -> dict[str, Any]:
-    return draw(
+    policy = draw(
         optional_fields(
             {
                 "Attempts": st.integers(0, 5),
@@ -151,6 +155,10 @@ def reschedule_policies(draw: st.DrawFn) -> dict[str, Any]:
             }
         )
     )
+    if policy.get("DelayFunction") not in (None, "constant"):
+        # A growing delay needs a cap of its own: the batch default cap is 0.
+        policy["MaxDelay"] = "1h"
+    return policy
 
 
 @st.composite

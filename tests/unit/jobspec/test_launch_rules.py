@@ -25,7 +25,9 @@ def test_cron_specs_are_accepted(spec: str) -> None:
 
 
 def test_several_specs_and_time_zones_are_accepted() -> None:
-    out = normalize_job(job(Type="sysbatch", Periodic={"Specs": ["0 * * * *", "30 * * * *"], "TimeZone": "America/New_York"}))
+    out = normalize_job(
+        job(Type="sysbatch", Periodic={"Specs": ["0 * * * *", "30 * * * *"], "TimeZone": "America/New_York"})
+    )
     assert out["Periodic"]["Specs"] == ["0 * * * *", "30 * * * *"]
     assert out["Periodic"]["TimeZone"] == "America/New_York"
 
@@ -34,10 +36,18 @@ def test_several_specs_and_time_zones_are_accepted() -> None:
     ("payload", "path", "message"),
     [
         (periodic(), "Job.Periodic.Spec", "is required when periodic is enabled (or set Specs)"),
-        (periodic(Spec="* * * *"), "Job.Periodic.Spec", 'must be a cron expression with 5 or 6 fields, got 4 in "* * * *"'),
+        (
+            periodic(Spec="* * * *"),
+            "Job.Periodic.Spec",
+            'must be a cron expression with 5 or 6 fields, got 4 in "* * * *"',
+        ),
         (periodic(Spec="* * * * * * *"), "Job.Periodic.Spec", "must be a cron expression with 5 or 6 fields, got 7"),
         (periodic(Spec="* * * * $"), "Job.Periodic.Spec", 'has invalid characters in cron field "$"'),
-        (periodic(Specs=["* * * * *", "nope"]), "Job.Periodic.Specs[1]", "must be a cron expression with 5 or 6 fields, got 1"),
+        (
+            periodic(Specs=["* * * * *", "nope"]),
+            "Job.Periodic.Specs[1]",
+            "must be a cron expression with 5 or 6 fields, got 1",
+        ),
         (periodic(Spec="* * * * *", Specs=["* * * * *"]), "Job.Periodic.Specs", "cannot be combined with Spec"),
         (periodic(Spec="@daily", SpecType="test"), "Job.Periodic.SpecType", 'must be one of cron, got "test"'),
         (
@@ -46,17 +56,33 @@ def test_several_specs_and_time_zones_are_accepted() -> None:
             'must be an IANA time zone such as "UTC" or "Europe/Berlin", got "Mars/Olympus"',
         ),
         (periodic(Spec="@daily", TimeZone="../etc"), "Job.Periodic.TimeZone", "must be an IANA time zone"),
-        (periodic(Spec="@daily", ProhibitOverlap="yes"), "Job.Periodic.ProhibitOverlap", "must be a boolean, got string"),
+        (
+            periodic(Spec="@daily", ProhibitOverlap="yes"),
+            "Job.Periodic.ProhibitOverlap",
+            "must be a boolean, got string",
+        ),
         (periodic(Specs="@daily"), "Job.Periodic.Specs", "must be a list, got string"),
         (job(Periodic={"Spec": "@daily"}), "Job.Periodic", "periodic block is not allowed for service jobs"),
-        (job(Type="system", Periodic={"Spec": "@daily"}), "Job.Periodic", "periodic block is not allowed for system jobs"),
+        (
+            job(Type="system", Periodic={"Spec": "@daily"}),
+            "Job.Periodic",
+            "periodic block is not allowed for system jobs",
+        ),
         (
             job(Type="batch", Periodic={"Spec": "@daily"}, ParameterizedJob={}),
             "Job.Periodic",
             "cannot be combined with ParameterizedJob",
         ),
-        (job(Type="batch", ParameterizedJob={"Payload": "maybe"}), "Job.ParameterizedJob.Payload", "must be one of optional, required, forbidden"),
-        (job(Type="batch", ParameterizedJob={"MetaRequired": "a"}), "Job.ParameterizedJob.MetaRequired", "must be a list, got string"),
+        (
+            job(Type="batch", ParameterizedJob={"Payload": "maybe"}),
+            "Job.ParameterizedJob.Payload",
+            "must be one of optional, required, forbidden",
+        ),
+        (
+            job(Type="batch", ParameterizedJob={"MetaRequired": "a"}),
+            "Job.ParameterizedJob.MetaRequired",
+            "must be a list, got string",
+        ),
         (job(ParameterizedJob={}), "Job.ParameterizedJob", "parameterized block is not allowed for service jobs"),
     ],
 )

@@ -47,9 +47,13 @@ def test_special_operands_with_their_targets_are_accepted() -> None:
 @pytest.mark.parametrize(
     ("item", "path", "message"),
     [
-        (constraint(Operand="~="), "Operand", "must be one of =, ==, is, !=, not, <, <=, >, >=, regexp, version, "
-         'semver, set_contains, set_contains_all, set_contains_any, is_set, is_not_set, distinct_hosts, '
-         'distinct_property, got "~="'),
+        (
+            constraint(Operand="~="),
+            "Operand",
+            "must be one of =, ==, is, !=, not, <, <=, >, >=, regexp, version, "
+            "semver, set_contains, set_contains_all, set_contains_any, is_set, is_not_set, distinct_hosts, "
+            'distinct_property, got "~="',
+        ),
         (constraint(LTarget=""), "LTarget", 'is required for operand "="'),
         (constraint(RTarget=""), "RTarget", 'is required for operand "="'),
         ({"LTarget": OS}, "RTarget", 'is required for operand "="'),
@@ -59,8 +63,16 @@ def test_special_operands_with_their_targets_are_accepted() -> None:
         (constraint(Operand="version", RTarget="newest"), "RTarget", "must be a version constraint"),
         (constraint(Operand="semver", RTarget=">= 1.0,, < 2"), "RTarget", "must be a version constraint"),
         ({"Operand": "distinct_property"}, "LTarget", 'is required for operand "distinct_property"'),
-        ({"Operand": "distinct_property", "LTarget": "${meta.rack}", "RTarget": "0"}, "RTarget", "must be a whole number of at least 1"),
-        ({"Operand": "distinct_property", "LTarget": "${meta.rack}", "RTarget": "x"}, "RTarget", "must be a whole number of at least 1"),
+        (
+            {"Operand": "distinct_property", "LTarget": "${meta.rack}", "RTarget": "0"},
+            "RTarget",
+            "must be a whole number of at least 1",
+        ),
+        (
+            {"Operand": "distinct_property", "LTarget": "${meta.rack}", "RTarget": "x"},
+            "RTarget",
+            "must be a whole number of at least 1",
+        ),
         ({"Operand": "is_set"}, "LTarget", 'is required for operand "is_set"'),
         ({"Operand": "is_not_set"}, "LTarget", 'is required for operand "is_not_set"'),
         ({"Operand": "is_set", "LTarget": OS, "RTarget": "x"}, "RTarget", 'must be empty for operand "is_set"'),
@@ -70,8 +82,16 @@ def test_special_operands_with_their_targets_are_accepted() -> None:
     ("where", "prefix"),
     [
         pytest.param(lambda c: job(Constraints=[c]), "Job.Constraints[0]", id="Job.Constraints[0]"),
-        pytest.param(lambda c: job(TaskGroups=[group(Constraints=[constraint(), c])]), "Job.TaskGroups[0].Constraints[1]", id="Job.TaskGroups[0].Constraints[1]"),
-        pytest.param(lambda c: job(TaskGroups=[group(Tasks=[task(Constraints=[c])])]), "Job.TaskGroups[0].Tasks[0].Constraints[0]", id="Job.TaskGroups[0].Tasks[0].Constraints[0]"),
+        pytest.param(
+            lambda c: job(TaskGroups=[group(Constraints=[constraint(), c])]),
+            "Job.TaskGroups[0].Constraints[1]",
+            id="Job.TaskGroups[0].Constraints[1]",
+        ),
+        pytest.param(
+            lambda c: job(TaskGroups=[group(Tasks=[task(Constraints=[c])])]),
+            "Job.TaskGroups[0].Tasks[0].Constraints[0]",
+            id="Job.TaskGroups[0].Tasks[0].Constraints[0]",
+        ),
     ],
 )
 def test_constraint_rules(item: dict[str, Any], path: str, message: str, where: Any, prefix: str) -> None:
@@ -105,8 +125,16 @@ def affinity(**fields: Any) -> dict[str, Any]:
     ("where", "prefix"),
     [
         pytest.param(lambda a: job(Affinities=[a]), "Job.Affinities[0]", id="Job.Affinities[0]"),
-        pytest.param(lambda a: job(TaskGroups=[group(Affinities=[a])]), "Job.TaskGroups[0].Affinities[0]", id="Job.TaskGroups[0].Affinities[0]"),
-        pytest.param(lambda a: job(TaskGroups=[group(Tasks=[task(Affinities=[a])])]), "Job.TaskGroups[0].Tasks[0].Affinities[0]", id="Job.TaskGroups[0].Tasks[0].Affinities[0]"),
+        pytest.param(
+            lambda a: job(TaskGroups=[group(Affinities=[a])]),
+            "Job.TaskGroups[0].Affinities[0]",
+            id="Job.TaskGroups[0].Affinities[0]",
+        ),
+        pytest.param(
+            lambda a: job(TaskGroups=[group(Tasks=[task(Affinities=[a])])]),
+            "Job.TaskGroups[0].Tasks[0].Affinities[0]",
+            id="Job.TaskGroups[0].Tasks[0].Affinities[0]",
+        ),
     ],
 )
 def test_affinity_rules(item: dict[str, Any], path: str, message: str, where: Any, prefix: str) -> None:
@@ -134,7 +162,11 @@ def spread(**fields: Any) -> dict[str, Any]:
             "SpreadTarget",
             "percentages must add up to at most 100, got 110",
         ),
-        (spread(SpreadTarget=[{"Value": "dc1", "Percent": 101}]), "SpreadTarget[0].Percent", "must be between 0 and 100"),
+        (
+            spread(SpreadTarget=[{"Value": "dc1", "Percent": 101}]),
+            "SpreadTarget[0].Percent",
+            "must be between 0 and 100",
+        ),
         (spread(SpreadTarget=[{"Percent": 10}]), "SpreadTarget[0].Value", "is required"),
         (spread(SpreadTarget=[{"Value": "a"}, {"Value": "a"}]), "SpreadTarget[1].Value", 'duplicate target "a"'),
     ],
@@ -143,7 +175,11 @@ def spread(**fields: Any) -> dict[str, Any]:
     ("where", "prefix"),
     [
         pytest.param(lambda s: job(Spreads=[s]), "Job.Spreads[0]", id="Job.Spreads[0]"),
-        pytest.param(lambda s: job(TaskGroups=[group(Spreads=[s])]), "Job.TaskGroups[0].Spreads[0]", id="Job.TaskGroups[0].Spreads[0]"),
+        pytest.param(
+            lambda s: job(TaskGroups=[group(Spreads=[s])]),
+            "Job.TaskGroups[0].Spreads[0]",
+            id="Job.TaskGroups[0].Spreads[0]",
+        ),
     ],
 )
 def test_spread_rules(item: dict[str, Any], path: str, message: str, where: Any, prefix: str) -> None:

@@ -33,7 +33,11 @@ def with_network(**network: Any) -> dict[str, Any]:
             f"{TASK}.Resources.MemoryMaxMB",
             "must be at least MemoryMB (512) when set, got 256",
         ),
-        (with_resources(MemoryMaxMB=-1), f"{TASK}.Resources.MemoryMaxMB", "must be at least MemoryMB (300) when set, got -1"),
+        (
+            with_resources(MemoryMaxMB=-1),
+            f"{TASK}.Resources.MemoryMaxMB",
+            "must be at least MemoryMB (300) when set, got -1",
+        ),
         (with_resources(Cores=-1), f"{TASK}.Resources.Cores", "must not be negative, got -1"),
         (
             with_resources(Cores=2, CPU=500),

@@ -1,0 +1,57 @@
+"""compose.yaml cannot run here (no Docker engine), so its structure is checked instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    return loaded
+
+
+def test_services_and_roles(compose: dict[str, Any]) -> None:
+    assert set(compose["services"]) == {"postgres", "migrate", "server", "worker", "applier", "leader"}
+    assert "version" not in compose
+    for role in ("server", "worker", "applier", "leader"):
+        assert compose["services"][role]["command"] == ["corral", role]
+    assert compose["services"]["migrate"]["command"] == ["corral", "db", "upgrade"]
+
+
+def test_replicas_and_standbys(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["worker"]["deploy"]["replicas"] >= 2
+    assert services["applier"]["deploy"]["replicas"] == 2
+    assert services["leader"]["deploy"]["replicas"] == 2
+    for scaled in ("worker", "applier", "leader"):
+        assert "container_name" not in services[scaled] and "ports" not in services[scaled]
+
+
+def test_startup_order_uses_conditions(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert services["migrate"]["restart"] == "no"
+    for role in ("server", "worker", "applier", "leader"):
+        assert services[role]["depends_on"] == {"migrate": {"condition": "service_completed_successfully"}}
+
+
+def test_healthchecks(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert "pg_isready -h 127.0.0.1" in " ".join(services["postgres"]["healthcheck"]["test"])
+    assert "/v1/agent/health" in " ".join(services["server"]["healthcheck"]["test"])
+
+
+def test_every_role_talks_to_the_compose_postgres(compose: dict[str, Any]) -> None:
+    for name in ("migrate", "server", "worker", "applier", "leader"):
+        env = compose["services"][name]["environment"]
+        assert env["CORRAL_DATABASE_URL"].startswith("postgresql://corral:corral@postgres:5432/")
+    assert compose["services"]["server"]["environment"]["CORRAL_BIND"] == "0.0.0.0:4646"
+    assert "pgdata" in compose["volumes"]
