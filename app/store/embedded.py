@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import structlog
 from psycopg import sql
@@ -71,13 +71,11 @@ def _forget_dead_handles(pgdata: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Running, not merely present: where PID 1 does not reap, exited processes linger as zombies."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _create_database(admin_uri: str) -> None:
