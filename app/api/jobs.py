@@ -24,11 +24,13 @@ def list_jobs() -> Response:
 
     def fetch(session: Any) -> list[dict[str, Any]]:
         summaries = store.task_group_summaries(session, ns)
+        children = store.children_summaries(session, ns)
+        no_children = {"Pending": 0, "Running": 0, "Dead": 0}
         return [
             encode.job_stub(
                 job,
                 encode.job_summary(
-                    job, summaries.get((job.namespace, job.id), {}), store.children_summary(session, job)
+                    job, summaries.get((job.namespace, job.id), {}), children.get((job.namespace, job.id), no_children)
                 ),
             )
             for job in store.list_jobs(session, ns, prefix)
@@ -43,7 +45,7 @@ def register() -> Response:
     return _register(url_job_id=None)
 
 
-@bp.route("/job/<job_id>", methods=["PUT", "POST"])
+@bp.route("/job/<path:job_id>", methods=["PUT", "POST"])
 def update(job_id: str) -> Response:
     return _register(url_job_id=job_id)
 
@@ -119,7 +121,7 @@ def parse() -> Response:
     return respond(job, 0)
 
 
-@bp.get("/job/<job_id>")
+@bp.get("/job/<path:job_id>")
 def get_job(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
@@ -127,7 +129,7 @@ def get_job(job_id: str) -> Response:
     return respond(body, index)
 
 
-@bp.delete("/job/<job_id>")
+@bp.delete("/job/<path:job_id>")
 def deregister(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
@@ -147,7 +149,7 @@ def deregister(job_id: str) -> Response:
     )
 
 
-@bp.get("/job/<job_id>/versions")
+@bp.get("/job/<path:job_id>/versions")
 def versions(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
@@ -160,7 +162,7 @@ def versions(job_id: str) -> Response:
     return respond(body, index)
 
 
-@bp.get("/job/<job_id>/evaluations")
+@bp.get("/job/<path:job_id>/evaluations")
 def evaluations(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
 
@@ -174,7 +176,7 @@ def evaluations(job_id: str) -> Response:
     return respond(body, index)
 
 
-@bp.get("/job/<job_id>/allocations")
+@bp.get("/job/<path:job_id>/allocations")
 def allocations(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     include_all = bool_arg("all")
@@ -192,7 +194,7 @@ def allocations(job_id: str) -> Response:
     return respond(body, index)
 
 
-@bp.get("/job/<job_id>/summary")
+@bp.get("/job/<path:job_id>/summary")
 def summary(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
 

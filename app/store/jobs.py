@@ -293,14 +293,23 @@ def job_allocations(session: Session, job: Job) -> Sequence[Allocation]:
     ).all()
 
 
+def children_summaries(session: Session, namespace: str | None) -> dict[tuple[str, str], dict[str, int]]:
+    """(namespace, parent job) -> counts of its periodic or dispatched children by status."""
+    stmt = select(Job.namespace, Job.parent_id, Job.status, func.count()).where(
+        Job.parent_id.is_not(None), Job.purged_at.is_(None)
+    )
+    if namespace is not None:
+        stmt = stmt.where(Job.namespace == namespace)
+    result: dict[tuple[str, str], dict[str, int]] = {}
+    for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, Job.status)):
+        counts = result.setdefault((ns, parent), {"Pending": 0, "Running": 0, "Dead": 0})
+        counts[str(status).capitalize()] = int(n)
+    return result
+
+
 def children_summary(session: Session, job: Job) -> dict[str, int]:
-    rows = session.execute(
-        select(Job.status, func.count())
-        .where(Job.namespace == job.namespace, Job.parent_id == job.id, Job.purged_at.is_(None))
-        .group_by(Job.status)
-    ).all()
-    counts = {str(status): int(n) for status, n in rows}
-    return {"Pending": counts.get("pending", 0), "Running": counts.get("running", 0), "Dead": counts.get("dead", 0)}
+    found = children_summaries(session, job.namespace).get((job.namespace, job.id))
+    return found or {"Pending": 0, "Running": 0, "Dead": 0}
 
 
 SUMMARY_COLUMNS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")

@@ -211,3 +211,14 @@ def test_parse_hcl(client: FlaskClient) -> None:
     assert resp.json["ID"] == "cache" and resp.json["Priority"] == 50  # type: ignore[index]
     bad = client.post("/v1/jobs/parse", json={"JobHCL": "job {"})
     assert bad.status_code == 400
+
+
+def test_job_ids_with_slashes_and_children_counts(client: FlaskClient, pg: Conn) -> None:
+    client.put("/v1/jobs", json={"Job": minimal_job("nightly", Type="batch", Periodic={"Spec": "0 3 * * *"})})
+    child = minimal_job("nightly/periodic-1795000000", Type="batch", ParentID="nightly")
+    assert client.put("/v1/jobs", json={"Job": child}).status_code == 200
+    assert client.get("/v1/job/nightly/periodic-1795000000").json["ParentID"] == "nightly"  # type: ignore[index]
+    assert client.get("/v1/job/nightly%2Fperiodic-1795000000/versions").status_code == 200
+    stub = next(j for j in client.get("/v1/jobs").json if j["ID"] == "nightly")  # type: ignore[union-attr]
+    assert stub["JobSummary"]["Children"] == {"Pending": 1, "Running": 0, "Dead": 0}
+    assert client.get("/v1/job/nightly/summary").json["Children"]["Pending"] == 1  # type: ignore[index]

@@ -147,7 +147,6 @@ def reschedule_policies(draw: st.DrawFn) -> dict[str, Any]:
         optional_fields(
             {
                 "Attempts": st.integers(0, 5),
-                "Interval": duration(3600),
                 "Delay": duration(60),
                 "DelayFunction": st.sampled_from(["constant", "exponential", "fibonacci"]),
                 "MaxDelay": duration(3600),
@@ -158,6 +157,8 @@ def reschedule_policies(draw: st.DrawFn) -> dict[str, Any]:
     if policy.get("DelayFunction") not in (None, "constant"):
         # A growing delay needs a cap of its own: the batch default cap is 0.
         policy["MaxDelay"] = "1h"
+    # Limited attempts need a window; the service default window is 0.
+    policy["Interval"] = draw(duration(3600))
     return policy
 
 
