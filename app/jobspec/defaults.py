@@ -5,10 +5,13 @@ Type-independent defaults are plain field defaults in ``model.py``.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from app.jobspec.durations import HOUR, MINUTE, SECOND
 from app.jobspec.model import (
     Job,
     MigrateStrategy,
+    NomadObject,
     ReschedulePolicy,
     RestartPolicy,
     Task,
@@ -29,6 +32,8 @@ RESCHEDULABLE_TYPES = (SERVICE, BATCH)
 MIGRATABLE_TYPES = (SERVICE,)
 # Job types that are launched by a timer or by dispatch rather than kept running.
 LAUNCHABLE_TYPES = (BATCH, SYSBATCH)
+
+Block = TypeVar("Block", bound=NomadObject)
 
 
 def _restart_defaults(job_type: str) -> RestartPolicy:
@@ -65,15 +70,11 @@ def _reschedule_defaults(job_type: str) -> ReschedulePolicy:
     )
 
 
-def effective_type(job: Job) -> str:
-    """The job's type, or service when it is invalid (the error is reported elsewhere)."""
-    return job.type if job.type in JOB_TYPES else SERVICE
-
-
 def apply_defaults(job: Job) -> Job:
     """Return a copy of ``job`` with every default Nomad would fill in."""
     job = job.model_copy(deep=True)
-    job_type = effective_type(job)
+    # An invalid type is reported by the rules; defaults then follow Nomad's own default.
+    job_type = job.type if job.type in JOB_TYPES else SERVICE
     if job.name is None:
         job.name = job.id
     if job.update is None and job_type == SERVICE:
@@ -92,22 +93,15 @@ def apply_defaults(job: Job) -> Job:
 
 def _group_defaults(group: TaskGroup, job: Job, job_type: str) -> None:
     if job_type in UPDATABLE_TYPES and job.update is not None:
-        group.update = job.update.model_copy(deep=True) if group.update is None else overlay(job.update, group.update)
+        group.update = _merged(job.update, group.update)
 
-    restart = _restart_defaults(job_type)
-    group.restart_policy = restart if group.restart_policy is None else overlay(restart, group.restart_policy)
+    group.restart_policy = _merged(_restart_defaults(job_type), group.restart_policy)
 
     if job_type in RESCHEDULABLE_TYPES:
-        reschedule = job.reschedule or _reschedule_defaults(job_type)
-        group.reschedule_policy = (
-            reschedule.model_copy(deep=True)
-            if group.reschedule_policy is None
-            else overlay(reschedule, group.reschedule_policy)
-        )
+        group.reschedule_policy = _merged(job.reschedule or _reschedule_defaults(job_type), group.reschedule_policy)
 
     if job_type in MIGRATABLE_TYPES:
-        migrate = job.migrate or MigrateStrategy()
-        group.migrate = migrate.model_copy(deep=True) if group.migrate is None else overlay(migrate, group.migrate)
+        group.migrate = _merged(job.migrate or MigrateStrategy(), group.migrate)
 
     for task in group.tasks:
         _task_defaults(task, group)
@@ -115,13 +109,14 @@ def _group_defaults(group: TaskGroup, job: Job, job_type: str) -> None:
 
 def _task_defaults(task: Task, group: TaskGroup) -> None:
     if group.restart_policy is not None:
-        task.restart_policy = (
-            group.restart_policy.model_copy(deep=True)
-            if task.restart_policy is None
-            else overlay(group.restart_policy, task.restart_policy)
-        )
+        task.restart_policy = _merged(group.restart_policy, task.restart_policy)
     resources = task.resources
     # Asking for whole cores replaces the CPU share; Nomad then leaves CPU at zero
     # unless the client set it (which the rules reject).
     if resources.cores > 0 and "cpu" not in resources.explicit_fields():
         resources.cpu = 0
+
+
+def _merged(inherited: Block, own: Block | None) -> Block:
+    """The block a group or task ends up with: its own settings over the inherited ones."""
+    return inherited.model_copy(deep=True) if own is None else overlay(inherited, own)

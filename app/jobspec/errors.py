@@ -51,7 +51,7 @@ def json_type(value: object) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return "list"
     if isinstance(value, dict):
         return "object"

@@ -302,7 +302,7 @@ def children_summaries(session: Session, namespace: str | None) -> dict[tuple[st
         stmt = stmt.where(Job.namespace == namespace)
     result: dict[tuple[str, str], dict[str, int]] = {}
     for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, Job.status)):
-        counts = result.setdefault((ns, parent), {"Pending": 0, "Running": 0, "Dead": 0})
+        counts = result.setdefault((ns, str(parent)), {"Pending": 0, "Running": 0, "Dead": 0})
         counts[str(status).capitalize()] = int(n)
     return result
 

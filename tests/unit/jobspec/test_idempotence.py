@@ -123,8 +123,7 @@ def restart_policies(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def update_strategies(draw: st.DrawFn) -> dict[str, Any]:
-    canary = draw(st.integers(0, 3))
-    return draw(
+    update = draw(
         optional_fields(
             {
                 "MaxParallel": st.integers(0, 5),
@@ -133,12 +132,15 @@ def update_strategies(draw: st.DrawFn) -> dict[str, Any]:
                 "HealthyDeadline": duration(300),
                 "ProgressDeadline": st.sampled_from([0, "15m"]),
                 "AutoRevert": st.booleans(),
-                "AutoPromote": st.just(canary > 0),
-                "Canary": st.just(canary),
                 "Stagger": duration(60),
             }
         )
     )
+    if draw(st.booleans()):
+        # Always together: a merge must never pair auto-promotion with another block's 0 canaries.
+        canary = draw(st.integers(0, 3))
+        update |= {"Canary": canary, "AutoPromote": canary > 0}
+    return update
 
 
 @st.composite
