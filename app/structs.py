@@ -291,6 +291,8 @@ class Node:
     meta: Mapping[str, str] = field(default_factory=dict)
     healthy_drivers: frozenset[str] = frozenset()
     reserved_ports: frozenset[int] = frozenset()
+    min_dynamic_port: int = 20000
+    max_dynamic_port: int = 32000
 
     @property
     def allocatable(self) -> Resources:
@@ -315,13 +317,24 @@ class Allocation:
     desired_status: str
     client_status: str
     resources: Resources
-    host_ports: tuple[int, ...] = ()
+    ports: tuple[Port, ...] = ()
     previous_allocation: uuid.UUID | None = None
     deployment_id: uuid.UUID | None = None
     followup_eval_id: uuid.UUID | None = None
     reschedule_tracker: Mapping[str, Any] | None = None
+    desired_transition: Mapping[str, Any] = field(default_factory=dict)
+    node_name: str = ""
     create_index: int = 0
     modify_index: int = 0
+
+    @property
+    def host_ports(self) -> frozenset[int]:
+        return frozenset(p.value for p in self.ports if p.value)
+
+    @property
+    def index(self) -> int:
+        """The N in '<job>.<group>[N]'."""
+        return int(self.name[self.name.rindex("[") + 1 : -1])
 
     @property
     def server_terminal(self) -> bool:
@@ -365,13 +378,26 @@ class SchedulerConfiguration:
 
 
 @dataclass(frozen=True)
+class NodeUsage:
+    """What the live (non-terminal) allocations on one node hold: the fit function's input."""
+
+    resources: Resources = Resources()
+    ports: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
 class Snapshot:
-    """Everything one scheduling pass may look at, read in one consistent transaction."""
+    """Everything one scheduling pass may look at, read in one consistent transaction.
+
+    allocations are the job's own (terminal ones included, for reconciliation); usage sums
+    every live allocation on each node, this job's included."""
 
     index: int
     job: Job | None
     nodes: tuple[Node, ...]
     allocations: tuple[Allocation, ...]
+    usage: Mapping[uuid.UUID, NodeUsage] = field(default_factory=dict)
+    job_versions: Mapping[int, Job] = field(default_factory=dict)
     config: SchedulerConfiguration = SchedulerConfiguration()
 
 
@@ -398,6 +424,38 @@ class Plan:
     @property
     def is_noop(self) -> bool:
         return not (self.node_update or self.node_allocation or self.node_preemptions)
+
+
+@dataclass(frozen=True)
+class PlacementMetrics:
+    """Nomad's AllocMetric for one task group: why placements failed or how a node was chosen."""
+
+    nodes_evaluated: int = 0
+    nodes_filtered: int = 0
+    nodes_in_pool: int = 0
+    nodes_available: Mapping[str, int] = field(default_factory=dict)
+    class_filtered: Mapping[str, int] = field(default_factory=dict)
+    constraint_filtered: Mapping[str, int] = field(default_factory=dict)
+    nodes_exhausted: int = 0
+    class_exhausted: Mapping[str, int] = field(default_factory=dict)
+    dimension_exhausted: Mapping[str, int] = field(default_factory=dict)
+    coalesced_failures: int = 0
+
+
+@dataclass(frozen=True)
+class SchedulerResult:
+    """What one scheduling pass decided, beyond the plan itself."""
+
+    plan: Plan
+    failed_tg_allocs: Mapping[str, PlacementMetrics] = field(default_factory=dict)
+    queued_allocations: Mapping[str, int] = field(default_factory=dict)
+    class_eligibility: Mapping[str, bool] = field(default_factory=dict)
+    escaped_computed_class: bool = False
+
+    @property
+    def blocked(self) -> bool:
+        """Some placements failed: the worker creates (or keeps) a blocked evaluation."""
+        return bool(self.failed_tg_allocs)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,35 @@
+"""The one fit check. The scheduler ranks with it and the plan applier re-checks every
+plan with it, so the two can never disagree about whether an allocation fits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.structs import Node, NodeUsage, Resources
+
+# Nomad's dimension names, as they appear in DimensionExhausted.
+CPU, MEMORY, DISK, PORTS = "cpu", "memory", "disk", "network: port collision"
+
+
+def exhausted_dimension(node: Node, usage: NodeUsage, ask: Resources, ports: Iterable[int] = ()) -> str | None:
+    """None when `ask` (and the host `ports` it needs) fits on `node` on top of `usage`;
+    otherwise the first dimension that does not fit."""
+    free = node.allocatable - usage.resources
+    if ask.cpu > free.cpu:
+        return CPU
+    if ask.memory_mb > free.memory_mb:
+        return MEMORY
+    if ask.disk_mb > free.disk_mb:
+        return DISK
+    wanted = [p for p in ports if p]
+    if len(set(wanted)) != len(wanted) or any(p in usage.ports or p in node.reserved_ports for p in wanted):
+        return PORTS
+    return None
+
+
+def add_usage(usage: NodeUsage, resources: Resources, ports: Iterable[int] = ()) -> NodeUsage:
+    return NodeUsage(usage.resources + resources, usage.ports | frozenset(p for p in ports if p))
+
+
+def remove_usage(usage: NodeUsage, resources: Resources, ports: Iterable[int] = ()) -> NodeUsage:
+    return NodeUsage(usage.resources - resources, usage.ports - frozenset(ports))
