@@ -9,9 +9,11 @@ from app.models.job import Job, JobVersion, PeriodicLaunch
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
+from app.models.usage import ClassUnblock, NodeUsage
 
 __all__ = [
     "Allocation",
+    "ClassUnblock",
     "Base",
     "Deployment",
     "Evaluation",
@@ -21,6 +23,7 @@ __all__ = [
     "Namespace",
     "Node",
     "NodeHeartbeat",
+    "NodeUsage",
     "NodePool",
     "PeriodicLaunch",
     "Plan",

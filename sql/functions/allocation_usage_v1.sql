@@ -1,0 +1,90 @@
+-- node_usage = sum of live allocations per node, kept by statement-level triggers on
+-- allocations (transition tables: one aggregated write per statement, not one per row).
+-- A statement that raises a node's usage past its allocatable capacity fails: invariant 1
+-- ("no node is ever overcommitted") is enforced by the database, whoever writes.
+
+CREATE OR REPLACE FUNCTION corral_alloc_live_v1(desired text, client text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT desired = 'run' AND client IN ('pending', 'running', 'unknown')
+$$;
+
+-- Add per-node deltas; refuse growth beyond capacity (shrinking is always allowed, so a
+-- node that reports less capacity can still have its work stopped).
+CREATE OR REPLACE FUNCTION corral_add_usage_v1(
+    node_ids uuid[], cpus bigint[], mems bigint[], disks bigint[], counts bigint[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    over uuid;
+BEGIN
+    WITH delta AS (
+        SELECT * FROM unnest(node_ids, cpus, mems, disks, counts) AS d(node_id, cpu, memory_mb, disk_mb, live_allocs)
+    ), applied AS (
+        INSERT INTO node_usage AS u (node_id, cpu, memory_mb, disk_mb, live_allocs)
+        SELECT node_id, cpu, memory_mb, disk_mb, live_allocs FROM delta
+        ON CONFLICT (node_id) DO UPDATE SET
+            cpu = u.cpu + excluded.cpu,
+            memory_mb = u.memory_mb + excluded.memory_mb,
+            disk_mb = u.disk_mb + excluded.disk_mb,
+            live_allocs = u.live_allocs + excluded.live_allocs
+        RETURNING u.node_id, u.cpu, u.memory_mb, u.disk_mb
+    )
+    SELECT a.node_id INTO over
+    FROM applied a JOIN delta d USING (node_id) JOIN nodes n ON n.id = a.node_id
+    WHERE (d.cpu > 0 AND a.cpu > n.cpu_shares - n.reserved_cpu)
+       OR (d.memory_mb > 0 AND a.memory_mb > n.memory_mb - n.reserved_memory_mb)
+       OR (d.disk_mb > 0 AND a.disk_mb > n.disk_mb - n.reserved_disk_mb)
+    LIMIT 1;
+    IF over IS NOT NULL THEN
+        RAISE EXCEPTION 'allocations would overcommit node %', over USING ERRCODE = 'check_violation',
+            HINT = 'corral invariant 1: live allocations must fit in node capacity minus reserved';
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION corral_usage_after_insert_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    FROM (SELECT node_id, sum(cpu) AS cpu, sum(memory_mb) AS mem, sum(disk_mb) AS disk, count(*) AS n
+          FROM new_rows WHERE corral_alloc_live_v1(desired_status, client_status) GROUP BY node_id) d
+    HAVING count(*) > 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION corral_usage_after_update_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    FROM (SELECT node_id, sum(cpu) AS cpu, sum(mem) AS mem, sum(disk) AS disk, sum(n) AS n
+          FROM (SELECT node_id, cpu::bigint, memory_mb::bigint AS mem, disk_mb::bigint AS disk, 1::bigint AS n
+                FROM new_rows WHERE corral_alloc_live_v1(desired_status, client_status)
+                UNION ALL
+                SELECT node_id, -cpu, -memory_mb, -disk_mb, -1
+                FROM old_rows WHERE corral_alloc_live_v1(desired_status, client_status)) x
+          GROUP BY node_id) d
+    WHERE d.cpu <> 0 OR d.mem <> 0 OR d.disk <> 0 OR d.n <> 0
+    HAVING count(*) > 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION corral_usage_after_delete_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    FROM (SELECT node_id, -sum(cpu) AS cpu, -sum(memory_mb) AS mem, -sum(disk_mb) AS disk, -count(*) AS n
+          FROM old_rows WHERE corral_alloc_live_v1(desired_status, client_status) GROUP BY node_id) d
+    HAVING count(*) > 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER allocations_usage_insert AFTER INSERT ON allocations
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION corral_usage_after_insert_v1();
+CREATE TRIGGER allocations_usage_update AFTER UPDATE ON allocations
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION corral_usage_after_update_v1();
+CREATE TRIGGER allocations_usage_delete AFTER DELETE ON allocations
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION corral_usage_after_delete_v1();
