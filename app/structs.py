@@ -115,6 +115,9 @@ class Task:
     constraints: tuple[Constraint, ...] = ()
     affinities: tuple[Affinity, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
+    # Env and meta changes are destructive updates in Nomad, so the scheduler must see them.
+    env: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,8 @@ def _task(raw: Mapping[str, Any]) -> Task:
         constraints=_constraints(raw.get("Constraints")),
         affinities=_affinities(raw.get("Affinities")),
         config=raw.get("Config") or {},
+        env=raw.get("Env") or {},
+        meta=raw.get("Meta") or {},
     )
 
 

@@ -45,7 +45,8 @@ $$;
 CREATE OR REPLACE FUNCTION corral_usage_after_insert_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    PERFORM corral_add_usage_v1(
+        array_agg(node_id), array_agg(cpu)::bigint[], array_agg(mem)::bigint[], array_agg(disk)::bigint[], array_agg(n)::bigint[])
     FROM (SELECT node_id, sum(cpu) AS cpu, sum(memory_mb) AS mem, sum(disk_mb) AS disk, count(*) AS n
           FROM new_rows WHERE corral_alloc_live_v1(desired_status, client_status) GROUP BY node_id) d
     HAVING count(*) > 0;
@@ -56,7 +57,8 @@ $$;
 CREATE OR REPLACE FUNCTION corral_usage_after_update_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    PERFORM corral_add_usage_v1(
+        array_agg(node_id), array_agg(cpu)::bigint[], array_agg(mem)::bigint[], array_agg(disk)::bigint[], array_agg(n)::bigint[])
     FROM (SELECT node_id, sum(cpu) AS cpu, sum(mem) AS mem, sum(disk) AS disk, sum(n) AS n
           FROM (SELECT node_id, cpu::bigint, memory_mb::bigint AS mem, disk_mb::bigint AS disk, 1::bigint AS n
                 FROM new_rows WHERE corral_alloc_live_v1(desired_status, client_status)
@@ -73,7 +75,8 @@ $$;
 CREATE OR REPLACE FUNCTION corral_usage_after_delete_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM corral_add_usage_v1(array_agg(node_id), array_agg(cpu), array_agg(mem), array_agg(disk), array_agg(n))
+    PERFORM corral_add_usage_v1(
+        array_agg(node_id), array_agg(cpu)::bigint[], array_agg(mem)::bigint[], array_agg(disk)::bigint[], array_agg(n)::bigint[])
     FROM (SELECT node_id, -sum(cpu) AS cpu, -sum(memory_mb) AS mem, -sum(disk_mb) AS disk, -count(*) AS n
           FROM old_rows WHERE corral_alloc_live_v1(desired_status, client_status) GROUP BY node_id) d
     HAVING count(*) > 0;
