@@ -13,8 +13,8 @@ from app.models.usage import ClassUnblock, NodeUsage
 
 __all__ = [
     "Allocation",
-    "ClassUnblock",
     "Base",
+    "ClassUnblock",
     "Deployment",
     "Evaluation",
     "Job",
@@ -23,8 +23,8 @@ __all__ = [
     "Namespace",
     "Node",
     "NodeHeartbeat",
-    "NodeUsage",
     "NodePool",
+    "NodeUsage",
     "PeriodicLaunch",
     "Plan",
     "PlanResult",

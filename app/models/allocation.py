@@ -33,6 +33,11 @@ class Allocation(Base):
         Index("ix_allocations_namespace_job_id_job_version", "namespace", "job_id", "job_version"),
         Index("ix_allocations_live_by_node", "node_id", postgresql_where=text(LIVE_ALLOC)),
         Index(
+            "ix_allocations_live_ports",
+            "node_id",
+            postgresql_where=text(LIVE_ALLOC + " AND host_ports <> '{}'"),
+        ),
+        Index(
             "ix_allocations_gc",
             "modify_time",
             postgresql_where=text("NOT (" + LIVE_ALLOC + ")"),

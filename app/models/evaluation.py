@@ -55,6 +55,13 @@ class Evaluation(Base):
             postgresql_where=text("lease_token IS NOT NULL"),
         ),
         Index(
+            "uq_evaluations_blocked_job",
+            "namespace",
+            "job_id",
+            unique=True,
+            postgresql_where=text("status = 'blocked'"),
+        ),
+        Index(
             "ix_evaluations_blocked",
             "namespace",
             "job_id",

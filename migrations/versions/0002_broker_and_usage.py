@@ -17,6 +17,8 @@ down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+LIVE = "desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"
+
 
 def upgrade() -> None:
     op.create_table(
@@ -54,9 +56,20 @@ def upgrade() -> None:
         "WHERE corral_alloc_live_v1(desired_status, client_status) GROUP BY node_id"
     )
     op.execute("INSERT INTO state_index (name, value) VALUES ('class_unblocks', 1)")
+    # One blocked evaluation per job, enforced (Nomad dedups them after the fact).
+    op.create_index(
+        "uq_evaluations_blocked_job", "evaluations", ["namespace", "job_id"], unique=True,
+        postgresql_where=sa.text("status = 'blocked'"),
+    )
+    op.create_index(
+        "ix_allocations_live_ports", "allocations", ["node_id"],
+        postgresql_where=sa.text(f"{LIVE} AND host_ports <> '{{}}'"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_allocations_live_ports", table_name="allocations")
+    op.drop_index("uq_evaluations_blocked_job", table_name="evaluations")
     for table in ("insert", "update", "delete"):
         op.execute(f"DROP TRIGGER IF EXISTS allocations_usage_{table} ON allocations")
         op.execute(f"DROP FUNCTION IF EXISTS corral_usage_after_{table}_v1()")

@@ -1,0 +1,101 @@
+"""Which nodes can run a task group at all, before resources: readiness, datacenter, pool,
+drivers and constraints. Results are cached per computed node class, except for the
+constraints that read unique.* values, which "escape" the class and are checked per node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from app.scheduler import operators
+from app.scheduler.targets import escapes_class, resolve
+from app.structs import Constraint, Job, Node, TaskGroup
+
+MISSING_DRIVERS = "missing drivers"
+
+
+def constraint_text(constraint: Constraint) -> str:
+    """Nomad's Constraint.String(), the key of ConstraintFiltered."""
+    return f"{constraint.ltarget} {constraint.operand} {constraint.rtarget}"
+
+
+def satisfies(constraint: Constraint, node: Node) -> bool:
+    left, right = resolve(constraint.ltarget, node), resolve(constraint.rtarget, node)
+    return operators.check(constraint.operand, left, right)
+
+
+def in_datacenters(node: Node, datacenters: Iterable[str]) -> bool:
+    patterns = tuple(datacenters) or ("*",)
+    return any(fnmatchcase(node.datacenter, pattern) for pattern in patterns)
+
+
+def in_pool(node: Node, pool: str) -> bool:
+    return pool == "all" or node.node_pool == pool
+
+
+def in_job_scope(node: Node, job: Job) -> bool:
+    """The node is one the job may use at all: its datacenters and node pool."""
+    return in_datacenters(node, job.datacenters) and in_pool(node, job.node_pool)
+
+
+def group_constraints(group: TaskGroup) -> tuple[Constraint, ...]:
+    """Group constraints plus every task's: Nomad checks them together for the group."""
+    return group.constraints + tuple(c for task in group.tasks for c in task.constraints)
+
+
+@dataclass(frozen=True)
+class _Split:
+    cached: tuple[Constraint, ...]
+    escaped: tuple[Constraint, ...]
+
+
+def _split(constraints: Iterable[Constraint]) -> _Split:
+    node_level = [c for c in constraints if c.operand not in operators.PLACEMENT_OPERANDS]
+    escaped = tuple(c for c in node_level if escapes_class(c.ltarget) or escapes_class(c.rtarget))
+    return _Split(tuple(c for c in node_level if c not in escaped), escaped)
+
+
+def _first_failure(constraints: Iterable[Constraint], node: Node) -> str | None:
+    for constraint in constraints:
+        if not satisfies(constraint, node):
+            return constraint_text(constraint)
+    return None
+
+
+class Feasibility:
+    """Per-pass checker; `check` returns None when feasible, else the reason for metrics."""
+
+    def __init__(self, job: Job) -> None:
+        self._job = _split(job.constraints)
+        self._groups = {g.name: _split(group_constraints(g)) for g in job.task_groups}
+        self._drivers = {g.name: g.drivers for g in job.task_groups}
+        self._job_cache: dict[str, str | None] = {}
+        self._group_cache: dict[tuple[str, str], str | None] = {}
+        self.escaped = bool(self._job.escaped) or any(s.escaped for s in self._groups.values())
+
+    def check(self, node: Node, group: TaskGroup) -> str | None:
+        return self._check_job(node) or self._check_group(node, group.name)
+
+    def _check_job(self, node: Node) -> str | None:
+        key = node.computed_class
+        if key not in self._job_cache:
+            self._job_cache[key] = _first_failure(self._job.cached, node)
+        return self._job_cache[key] or _first_failure(self._job.escaped, node)
+
+    def _check_group(self, node: Node, name: str) -> str | None:
+        key = (name, node.computed_class)
+        if key not in self._group_cache:
+            drivers_ok = self._drivers[name] <= node.healthy_drivers
+            reason = None if drivers_ok else MISSING_DRIVERS
+            self._group_cache[key] = reason or _first_failure(self._groups[name].cached, node)
+        return self._group_cache[key] or _first_failure(self._groups[name].escaped, node)
+
+    def class_eligibility(self) -> dict[str, bool]:
+        """Per computed class seen: eligible for the job and for at least one group."""
+        out: dict[str, bool] = {}
+        for computed, job_reason in self._job_cache.items():
+            out[computed] = job_reason is None and any(
+                reason is None for (_, cls), reason in self._group_cache.items() if cls == computed
+            )
+        return out

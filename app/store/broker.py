@@ -1,0 +1,324 @@
+"""The evaluation broker, in Postgres: claim with a lease and fencing token, renew, complete
+(coalescing the job's other pending evaluations), nack with Nomad's back-off, and fail with a
+follow-up after the delivery limit."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.ids import new_id
+from app.models import ClassUnblock, Evaluation, Job
+from app.store.index import next_index
+from app.store.sql import query
+from app.structs import Evaluation as EvalStruct
+from app.structs import PlacementMetrics
+
+DELIVERY_LIMIT = 3
+NACK_INITIAL_DELAY = timedelta(seconds=1)
+NACK_SUBSEQUENT_DELAY = timedelta(seconds=20)
+FOLLOW_UP_BASELINE = timedelta(minutes=1)
+FOLLOW_UP_RANGE = timedelta(minutes=5)
+BLOCKED_TRIGGERS = ("queued-allocs", "max-plan-attempts")
+
+
+class LeaseLost(Exception):
+    """The evaluation's lease expired and another worker may own it now: stop, write nothing."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    evaluation: EvalStruct
+    token: uuid.UUID
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a scheduling pass ended, for complete()."""
+
+    snapshot_index: int
+    status: str = "complete"
+    description: str = ""
+    failed_tg_allocs: dict[str, PlacementMetrics] = field(default_factory=dict)
+    queued_allocations: dict[str, int] = field(default_factory=dict)
+    class_eligibility: dict[str, bool] = field(default_factory=dict)
+    escaped_computed_class: bool = False
+    max_plan_attempts: bool = False
+
+
+def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float) -> Claim | None:
+    """Take the next evaluation: a lapsed lease first (rescue), else the best ready one."""
+    params = {"types": list(types), "owner": owner, "lease_s": lease_s, "delivery_limit": DELIVERY_LIMIT}
+    for name in ("claim_expired", "claim_ready"):
+        token = uuid.uuid4()
+        try:
+            with engine.begin() as conn:
+                row = conn.execute(query(name), {**params, "token": token}).mappings().first()
+        except IntegrityError:
+            # Another worker claimed an evaluation of the same job at the same moment.
+            return None
+        if row is not None:
+            return Claim(_eval_struct(row), token, int(row["delivery_count"]))
+    return None
+
+
+def _eval_struct(row: Any) -> EvalStruct:
+    return EvalStruct(
+        id=row["id"],
+        namespace=row["namespace"],
+        job_id=row["job_id"],
+        type=row["type"],
+        priority=row["priority"],
+        triggered_by=row["triggered_by"],
+        job_modify_index=row["job_modify_index"],
+        status=row["status"],
+        node_id=row["node_id"],
+        deployment_id=row["deployment_id"],
+        annotate_plan=row["annotate_plan"],
+    )
+
+
+def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
+    """Extend the lease; False means it lapsed and was (or may be) taken over."""
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL synchronous_commit = off"))  # a lost renewal is re-sent
+        row = conn.execute(query("renew_lease"), {"id": held.evaluation.id, "token": held.token, "lease_s": lease_s})
+        return row.first() is not None
+
+
+def complete(session: Session, held: Claim, outcome: Outcome) -> None:
+    """Record the pass (fenced by the token), cancel the job's pending evals it already served,
+    and keep exactly one blocked evaluation for what could not be placed."""
+    index = next_index(session, ["evaluations"])
+    ev = held.evaluation
+    reblock = outcome.failed_tg_allocs and ev.triggered_by == "queued-allocs" and not outcome.max_plan_attempts
+    status = "blocked" if reblock else outcome.status
+    _finish(session, held, index, status=status, outcome=outcome)
+    session.execute(
+        query("coalesce_pending"),
+        {
+            "eval_id": str(ev.id),
+            "namespace": ev.namespace,
+            "job_id": ev.job_id,
+            "index": index,
+            "snapshot_index": outcome.snapshot_index,
+        },
+    )
+    if reblock:
+        _release_if_missed(session, ev.id, outcome, index)
+    elif outcome.failed_tg_allocs or outcome.max_plan_attempts:
+        _upsert_blocked(session, ev, outcome, index)
+    elif status == "complete":
+        _cancel_blocked(session, ev, index)
+
+
+def _finish(session: Session, held: Claim, index: int, *, status: str, outcome: Outcome) -> None:
+    done = session.execute(
+        update(Evaluation)
+        .where(
+            Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"
+        )
+        .values(
+            status=status,
+            status_description=outcome.description,
+            lease_token=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            snapshot_index=outcome.snapshot_index,
+            failed_tg_allocs={g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()},
+            queued_allocations=outcome.queued_allocations,
+            class_eligibility=outcome.class_eligibility,
+            escaped_computed_class=outcome.escaped_computed_class,
+            modify_index=index,
+            modify_time=datetime.now(UTC),
+        )
+        .returning(Evaluation.id)
+    ).first()
+    if done is None:
+        raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before completion")
+
+
+def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: int) -> None:
+    trigger = "max-plan-attempts" if outcome.max_plan_attempts else "queued-allocs"
+    blocked = session.scalars(
+        select(Evaluation)
+        .where(Evaluation.namespace == ev.namespace, Evaluation.job_id == ev.job_id, Evaluation.status == "blocked")
+        .with_for_update()
+    ).first()
+    if blocked is None:
+        blocked = Evaluation(
+            id=new_id(),
+            namespace=ev.namespace,
+            job_id=ev.job_id,
+            priority=ev.priority,
+            type=ev.type,
+            job_modify_index=ev.job_modify_index,
+            status="blocked",
+            create_index=index,
+        )
+        session.add(blocked)
+    blocked.triggered_by = trigger
+    blocked.previous_eval = ev.id
+    blocked.failed_tg_allocs = {g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}
+    blocked.queued_allocations = outcome.queued_allocations
+    blocked.class_eligibility = outcome.class_eligibility
+    blocked.escaped_computed_class = outcome.escaped_computed_class
+    blocked.snapshot_index = outcome.snapshot_index
+    blocked.status_description = (
+        "created due to placement conflicts" if outcome.max_plan_attempts else "created to place remaining allocations"
+    )
+    blocked.modify_index = index
+    blocked.modify_time = datetime.now(UTC)
+    session.flush()
+    session.execute(update(Evaluation).where(Evaluation.id == ev.id).values(blocked_eval=blocked.id))
+    if not outcome.max_plan_attempts:
+        _release_if_missed(session, blocked.id, outcome, index)
+
+
+def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, index: int) -> None:
+    """Capacity that appeared after the snapshot would never wake this eval: requeue it now."""
+    missed = session.execute(
+        query("missed_unblock"),
+        {
+            "snapshot_index": outcome.snapshot_index,
+            "escaped": outcome.escaped_computed_class,
+            "eligibility": json.dumps(outcome.class_eligibility),
+        },
+    ).scalar_one()
+    if missed:
+        session.execute(
+            update(Evaluation)
+            .where(Evaluation.id == eval_id, Evaluation.status == "blocked")
+            .values(status="pending", status_description="capacity changed while scheduling", modify_index=index)
+        )
+
+
+def _cancel_blocked(session: Session, ev: EvalStruct, index: int) -> None:
+    session.execute(
+        update(Evaluation)
+        .where(Evaluation.namespace == ev.namespace, Evaluation.job_id == ev.job_id, Evaluation.status == "blocked")
+        .values(
+            status="canceled",
+            status_description=f"evaluation {ev.id} successful",
+            modify_index=index,
+            modify_time=datetime.now(UTC),
+        )
+    )
+
+
+def nack(session: Session, held: Claim, reason: str) -> None:
+    """Give the evaluation back: Nomad's back-off, or failure plus follow-up at the limit."""
+    index = next_index(session, ["evaluations"])
+    row = session.execute(
+        select(Evaluation.delivery_count)
+        .where(
+            Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"
+        )
+        .with_for_update()
+    ).first()
+    if row is None:
+        raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before nack")
+    if row.delivery_count >= DELIVERY_LIMIT:
+        fail_with_follow_up(session, held.evaluation.id, index)
+        return
+    session.execute(
+        update(Evaluation)
+        .where(Evaluation.id == held.evaluation.id)
+        .values(
+            lease_token=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            not_before=datetime.now(UTC) + nack_delay(row.delivery_count),
+            status_description=f"nacked: {reason}"[:500],
+            modify_index=index,
+        )
+    )
+
+
+def nack_delay(deliveries: int) -> timedelta:
+    """Nomad: 1 s after the first delivery, then (n-1) x 20 s."""
+    return NACK_INITIAL_DELAY if deliveries <= 1 else NACK_SUBSEQUENT_DELAY * (deliveries - 1)
+
+
+def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uuid.UUID | None:
+    """Fail an evaluation that hit the delivery limit and, unless its job is gone, create the
+    failed-follow-up evaluation in the same transaction."""
+    failed = session.get(Evaluation, eval_id, with_for_update=True)
+    if failed is None:
+        return None
+    failed.status = "failed"
+    failed.status_description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
+    failed.lease_token = failed.lease_owner = failed.lease_expires_at = None
+    failed.modify_index, failed.modify_time = index, datetime.now(UTC)
+    job = session.get(Job, (failed.namespace, failed.job_id))
+    if job is None or job.purged_at is not None:
+        return None
+    delay = FOLLOW_UP_BASELINE + FOLLOW_UP_RANGE * random.Random().random()
+    follow_up = Evaluation(
+        id=new_id(),
+        namespace=failed.namespace,
+        job_id=failed.job_id,
+        priority=failed.priority,
+        type=failed.type,
+        triggered_by="failed-follow-up",
+        job_modify_index=job.job_modify_index,
+        status="pending",
+        previous_eval=failed.id,
+        wait_ns=int(delay.total_seconds() * 1e9),
+        not_before=datetime.now(UTC) + delay,
+        create_index=index,
+        modify_index=index,
+    )
+    session.add(follow_up)
+    session.flush()
+    failed.next_eval = follow_up.id
+    return follow_up.id
+
+
+def reap_over_limit(session: Session, batch: int = 500) -> int:
+    """Leader duty: leases that lapsed on the last allowed delivery become failed + follow-up."""
+    index = next_index(session, ["evaluations"])
+    rows = session.execute(
+        query("release_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT, "batch": batch}
+    ).all()
+    for row in rows:
+        fail_with_follow_up(session, row.id, index)
+    return len(rows)
+
+
+def unblock_capacity(session: Session, computed_classes: Iterable[str], index: int) -> None:
+    """Capacity appeared on nodes of these classes: remember when, and release blocked evals."""
+    for computed_class in sorted(set(computed_classes)):
+        session.merge(ClassUnblock(computed_class=computed_class, unblock_index=index))
+        session.execute(query("unblock_class"), {"computed_class": computed_class, "index": index})
+
+
+def sweep_max_plan_blocked(session: Session) -> int:
+    index = next_index(session, ["evaluations"])
+    return int(session.execute(query("sweep_max_plan_blocked"), {"index": index}).rowcount)  # type: ignore[attr-defined]
+
+
+def metrics_json(m: PlacementMetrics) -> dict[str, Any]:
+    """Nomad's AllocMetric JSON shape."""
+    return {
+        "NodesEvaluated": m.nodes_evaluated,
+        "NodesFiltered": m.nodes_filtered,
+        "NodesInPool": m.nodes_in_pool,
+        "NodesAvailable": dict(m.nodes_available),
+        "ClassFiltered": dict(m.class_filtered),
+        "ConstraintFiltered": dict(m.constraint_filtered),
+        "NodesExhausted": m.nodes_exhausted,
+        "ClassExhausted": dict(m.class_exhausted),
+        "DimensionExhausted": dict(m.dimension_exhausted),
+        "CoalescedFailures": m.coalesced_failures,
+    }

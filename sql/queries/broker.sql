@@ -1,0 +1,96 @@
+-- name: claim_ready
+-- Claim the best ready evaluation: priority, then age. One short statement; the lease and
+-- fencing token are the claim, no transaction stays open while scheduling. A job with an
+-- evaluation in flight is skipped (and the unique index uq_evaluations_in_flight_job makes
+-- a racing second claim fail instead of running two passes of one job).
+WITH candidate AS MATERIALIZED (
+    SELECT e.id
+    FROM evaluations e
+    WHERE e.status = 'pending' AND e.lease_token IS NULL
+      AND e.type = ANY(:types)
+      AND (e.wait_until IS NULL OR e.wait_until <= now())
+      AND (e.not_before IS NULL OR e.not_before <= now())
+      AND NOT EXISTS (
+          SELECT 1 FROM evaluations f
+          WHERE f.namespace = e.namespace AND f.job_id = e.job_id AND f.lease_token IS NOT NULL
+      )
+      AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+    ORDER BY e.priority DESC, e.create_index
+    LIMIT 1
+    FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE evaluations e
+SET lease_token = :token, lease_owner = :owner, lease_expires_at = now() + make_interval(secs => :lease_s),
+    delivery_count = e.delivery_count + 1
+FROM candidate c
+WHERE e.id = c.id
+RETURNING e.id, e.namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
+          e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
+
+-- name: claim_expired
+-- Rescue an evaluation whose worker stopped renewing its lease: any worker may take it over
+-- (a new token fences the old worker out) while it is under the delivery limit.
+WITH candidate AS MATERIALIZED (
+    SELECT e.id
+    FROM evaluations e
+    WHERE e.lease_token IS NOT NULL AND e.lease_expires_at < now() AND e.status = 'pending'
+      AND e.delivery_count < :delivery_limit AND e.type = ANY(:types)
+      AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+    ORDER BY e.lease_expires_at
+    LIMIT 1
+    FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE evaluations e
+SET lease_token = :token, lease_owner = :owner, lease_expires_at = now() + make_interval(secs => :lease_s),
+    delivery_count = e.delivery_count + 1
+FROM candidate c
+WHERE e.id = c.id
+RETURNING e.id, e.namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
+          e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
+
+-- name: renew_lease
+UPDATE evaluations SET lease_expires_at = now() + make_interval(secs => :lease_s)
+WHERE id = :id AND lease_token = :token AND status = 'pending'
+RETURNING id;
+
+-- name: coalesce_pending
+-- The pass that just completed read state at :snapshot_index, so every pending evaluation of
+-- the job created before that is already served: cancel them instead of scheduling each.
+UPDATE evaluations
+SET status = 'canceled', status_description = 'coalesced into evaluation ' || :eval_id,
+    modify_index = :index, modify_time = now()
+WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
+  AND id <> CAST(:eval_id AS uuid) AND create_index <= :snapshot_index
+  AND (wait_until IS NULL OR wait_until <= now());
+
+-- name: release_expired_over_limit
+-- Leases that lapsed on their last allowed delivery: handed to the failure path.
+SELECT id, lease_token FROM evaluations
+WHERE lease_token IS NOT NULL AND lease_expires_at < now() AND status = 'pending'
+  AND delivery_count >= :delivery_limit
+ORDER BY lease_expires_at
+LIMIT :batch
+FOR UPDATE SKIP LOCKED;
+
+-- name: unblock_class
+-- Capacity appeared in a class: release blocked evals that did not rule that class out.
+UPDATE evaluations
+SET status = 'pending', modify_index = :index, modify_time = now(),
+    status_description = 'unblocked: capacity changed in class ' || :computed_class
+WHERE status = 'blocked'
+  AND (escaped_computed_class OR COALESCE(class_eligibility ->> :computed_class, 'true') <> 'false');
+
+-- name: sweep_max_plan_blocked
+-- Nomad retries max-plan-attempts blocked evaluations every minute whatever the class.
+UPDATE evaluations
+SET status = 'pending', modify_index = :index, modify_time = now(),
+    status_description = 'unblocked by the periodic sweep of max-plan-attempts evaluations'
+WHERE status = 'blocked' AND triggered_by = 'max-plan-attempts';
+
+-- name: missed_unblock
+-- True when a class this eval could use got capacity after its snapshot.
+SELECT EXISTS (
+    SELECT 1 FROM class_unblocks u
+    WHERE u.unblock_index > :snapshot_index
+      AND (CAST(:escaped AS boolean) OR COALESCE(CAST(:eligibility AS jsonb) ->> u.computed_class, 'true') <> 'false')
+);
