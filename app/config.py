@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "console", "json"] = Field(
         default="auto", description="console on a terminal and json otherwise, unless forced."
     )
+    eval_lease_s: float = Field(
+        default=60.0, gt=0, description="Lease a worker holds on an evaluation; renewed every third of it."
+    )
+    poll_interval_s: float = Field(default=0.5, gt=0, description="Fallback polling when no NOTIFY arrives (jittered).")
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
 
 

@@ -61,7 +61,13 @@ def _spawn(role: str, args: list[str], env: dict[str, str], lock: threading.Lock
     return child
 
 
-ROLES: list[tuple[str, list[str]]] = [("server", ["server"])]
+ROLES: list[tuple[str, list[str]]] = [
+    ("server", ["server"]),
+    ("worker1", ["worker"]),
+    ("worker2", ["worker"]),
+    ("applier", ["applier"]),
+    ("leader", ["leader"]),
+]
 
 
 def run_dev_agent(settings: Settings) -> int:

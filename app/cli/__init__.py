@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
-from app.config import get_settings
+from app.config import Settings, get_settings
 from app.logging import configure
 
 
@@ -39,25 +41,79 @@ def agent(dev: bool) -> None:
 def server() -> None:
     """Serve the HTTP API (gunicorn, gthread workers) on CORRAL_BIND (default 127.0.0.1:4646).
     Exits with an error if the database schema is not at the current revision."""
-    from app.db import make_engine
-    from app.store.database import open_database
-    from app.store.schema import SchemaNotCurrentError, ensure_current
     from workers.server import run_server
 
     settings = get_settings()
     configure("server", settings.log_level, settings.log_format)
-    database = open_database(settings)
+    with _database(settings, "api") as url:
+        run_server(settings, url)
+
+
+@main.command()
+@click.option(
+    "--schedulers",
+    default="service,batch,system,sysbatch",
+    show_default=True,
+    help="Comma-separated evaluation types this worker serves.",
+)
+def worker(schedulers: str) -> None:
+    """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
+    you like, on any host. SIGTERM finishes the current evaluation, then exits."""
+    from workers.runtime import stop_on_signals
+    from workers.worker import ALL_SCHEDULERS, run_worker
+
+    chosen = tuple(s.strip() for s in schedulers.split(",") if s.strip())
+    unknown = sorted(set(chosen) - set(ALL_SCHEDULERS))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown scheduler(s) {unknown}; choose from {', '.join(ALL_SCHEDULERS)}", param_hint="--schedulers"
+        )
+    settings = get_settings()
+    configure("worker", settings.log_level, settings.log_format)
+    stop = stop_on_signals()
+    with _database(settings, "worker") as url:
+        run_worker(settings, url, chosen, stop)
+
+
+@main.command()
+def applier() -> None:
+    """Run the plan applier: the single writer of placements. Start two or more; one holds the
+    role (advisory lock + term) and the others stand by and take over if it dies or freezes."""
+    from workers.applier import run_applier
+    from workers.runtime import stop_on_signals
+
+    settings = get_settings()
+    configure("applier", settings.log_level, settings.log_format)
+    stop = stop_on_signals()
+    with _database(settings, "applier") as url:
+        run_applier(settings, url, stop)
+
+
+@main.command()
+def leader() -> None:
+    """Run the leader's periodic duties (failed-evaluation follow-ups, the blocked-evaluation
+    sweep). Start two or more; one holds the role and the others stand by."""
+    from workers.leader import run_leader
+    from workers.runtime import stop_on_signals
+
+    settings = get_settings()
+    configure("leader", settings.log_level, settings.log_format)
+    stop = stop_on_signals()
+    with _database(settings, "leader") as url:
+        run_leader(settings, url, stop)
+
+
+@contextmanager
+def _database(settings: Settings, role: str) -> Iterator[str]:
+    """The database URL for a role, refusing a schema that is not at head with a clear message."""
+    from app.store.schema import SchemaNotCurrentError
+    from workers.runtime import database_for
+
     try:
-        engine = make_engine(database.url, "api", pool_size=1)
-        try:
-            ensure_current(engine)
-        except SchemaNotCurrentError as err:
-            raise click.ClickException(str(err)) from err
-        finally:
-            engine.dispose()
-        run_server(settings, database.url)
-    finally:
-        database.close()
+        with database_for(settings, role) as url:
+            yield url
+    except SchemaNotCurrentError as err:
+        raise click.ClickException(str(err)) from err
 
 
 from app.cli.db import db  # noqa: E402

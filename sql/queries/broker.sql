@@ -94,3 +94,13 @@ SELECT EXISTS (
     WHERE u.unblock_index > :snapshot_index
       AND (CAST(:escaped AS boolean) OR COALESCE(CAST(:eligibility AS jsonb) ->> u.computed_class, 'true') <> 'false')
 );
+
+-- name: any_expired_over_limit
+SELECT EXISTS (
+    SELECT 1 FROM evaluations
+    WHERE lease_token IS NOT NULL AND lease_expires_at < now() AND status = 'pending'
+      AND delivery_count >= :delivery_limit
+);
+
+-- name: any_max_plan_blocked
+SELECT EXISTS (SELECT 1 FROM evaluations WHERE status = 'blocked' AND triggered_by = 'max-plan-attempts');

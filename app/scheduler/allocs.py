@@ -1,0 +1,62 @@
+"""Building the allocations a plan creates."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from app.structs import Allocation, Job, Node, Port, TaskGroup
+
+
+def alloc_name(job: Job, group: TaskGroup, index: int) -> str:
+    return f"{job.id}.{group.name}[{index}]"
+
+
+def free_indexes(used: Iterable[int]) -> Iterator[int]:
+    """The lowest indexes not in use, in order."""
+    taken = set(used)
+    index = 0
+    while True:
+        if index not in taken:
+            yield index
+        index += 1
+
+
+def index_of(alloc: Allocation) -> int:
+    """The name's index, or -1 for a malformed name (never reused, stopped last)."""
+    try:
+        return alloc.index
+    except ValueError:
+        return -1
+
+
+def new_allocation(
+    *,
+    alloc_id: uuid.UUID,
+    job: Job,
+    group: TaskGroup,
+    name: str,
+    node: Node,
+    eval_id: uuid.UUID,
+    ports: tuple[Port, ...],
+    previous: Allocation | None = None,
+    reschedule_tracker: Mapping[str, Any] | None = None,
+) -> Allocation:
+    return Allocation(
+        id=alloc_id,
+        namespace=job.namespace,
+        job_id=job.id,
+        job_version=job.version,
+        task_group=group.name,
+        name=name,
+        node_id=node.id,
+        node_name=node.name,
+        eval_id=eval_id,
+        desired_status="run",
+        client_status="pending",
+        resources=group.resources,
+        ports=ports,
+        previous_allocation=previous.id if previous else None,
+        reschedule_tracker=reschedule_tracker,
+    )

@@ -1,0 +1,86 @@
+"""What one scheduling pass shares: the seeded randomness, node lookups, the plan being
+built, feasibility caches, and the result assembly common to both schedulers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from app.scheduler import ports
+from app.scheduler.allocs import new_allocation
+from app.scheduler.feasible import Feasibility, in_job_scope, in_pool
+from app.scheduler.metrics import Failures, NodePool
+from app.scheduler.place import NodeRanker
+from app.scheduler.planstate import PlanState
+from app.scheduler.reconcile import Stop
+from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, Rng, seed_for, shuffled
+from app.structs import Allocation, Evaluation, Job, Node, SchedulerResult, Snapshot, TaskGroup
+
+
+class Pass:
+    def __init__(self, evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> None:
+        self.evaluation = evaluation
+        self.snapshot = snapshot
+        self.now_ns = now_ns
+        self.seed = seed_for(evaluation.id, snapshot.index)
+        self.ids = IdSource(self.seed)
+        self.port_rng = Rng(self.seed, PORTS)
+        self.nodes = {node.id: node for node in snapshot.nodes}
+        self.state = PlanState(snapshot.usage, (a for a in snapshot.allocations if not a.terminal), self.nodes)
+        self.failures = Failures()
+        self.queued: Counter[str] = Counter()
+        self.feasibility: Feasibility | None = None
+
+    def ordered_nodes(self, nodes: Iterable[Node]) -> list[Node]:
+        """Sorted first so the input order never matters, then shuffled by the pass seed."""
+        return shuffled(sorted(nodes, key=lambda n: n.id), Rng(self.seed, NODE_ORDER))
+
+    def ranker(self, job: Job, candidates: list[Node]) -> NodeRanker:
+        self.feasibility = Feasibility(job)
+        in_pool_count = sum(1 for n in self.snapshot.nodes if in_pool(n, job.node_pool))
+        return NodeRanker(
+            self.state, self.feasibility, NodePool(in_pool_count, candidates), self.snapshot.config.algorithm
+        )
+
+    def candidates(self, job: Job) -> list[Node]:
+        """Nodes that may receive new allocations: ready, eligible, not draining, in scope."""
+        return self.ordered_nodes(n for n in self.snapshot.nodes if n.ready_for_placement and in_job_scope(n, job))
+
+    def apply_stops(self, stops: Iterable[Stop]) -> None:
+        for stop in stops:
+            self.state.stop(stop.alloc, stop.description, stop.client_status)
+
+    def build(
+        self,
+        job: Job,
+        group: TaskGroup,
+        name: str,
+        node: Node,
+        previous: Allocation | None = None,
+        tracker: dict[str, object] | None = None,
+    ) -> Allocation:
+        usage = self.state.usage(node.id)
+        return new_allocation(
+            alloc_id=self.ids.next(),
+            job=job,
+            group=group,
+            name=name,
+            node=node,
+            eval_id=self.evaluation.id,
+            ports=ports.assign(group, node, usage, self.port_rng),
+            previous=previous,
+            reschedule_tracker=tracker,
+        )
+
+    def result(self, job: Job | None) -> SchedulerResult:
+        priority = job.priority if job else self.evaluation.priority
+        plan = self.state.plan(self.evaluation.id, priority, self.snapshot.index, bool(job and job.all_at_once))
+        queued = {g.name: self.queued[g.name] for g in job.task_groups} if job else {}
+        feasibility = self.feasibility
+        return SchedulerResult(
+            plan=plan,
+            failed_tg_allocs=self.failures.result(),
+            queued_allocations=queued,
+            class_eligibility=feasibility.class_eligibility() if feasibility else {},
+            escaped_computed_class=feasibility.escaped if feasibility else False,
+        )

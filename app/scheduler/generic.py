@@ -1,0 +1,90 @@
+"""The service and batch scheduler: reconcile each group, then stop, update in place, and
+place through the stack."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+from app.scheduler import reasons
+from app.scheduler.context import Pass
+from app.scheduler.feasible import in_job_scope
+from app.scheduler.place import GroupAsk, Stack
+from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group, stop_all
+from app.scheduler.reschedule import next_tracker
+from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
+
+
+def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
+    run = Pass(evaluation, snapshot, now_ns)
+    job = snapshot.job
+    if job is None or job.stop:
+        reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED
+        run.apply_stops(stop_all(snapshot.allocations, run.nodes, reason))
+        return run.result(job)
+    by_group: dict[str, list[Allocation]] = defaultdict(list)
+    for alloc in snapshot.allocations:
+        by_group[alloc.task_group].append(alloc)
+    for name, allocs in sorted(by_group.items()):
+        if job.group(name) is None:  # the group was removed from the job
+            run.apply_stops(stop_all(allocs, run.nodes, reasons.NOT_NEEDED))
+    candidates = run.candidates(job)
+    ranker = run.ranker(job, candidates)
+    ctx = _context(run, job, evaluation.type == "batch")
+    changes = {g.name: reconcile_group(g, by_group.get(g.name, ()), ctx) for g in job.task_groups}
+    for change in changes.values():
+        run.apply_stops(change.stops)
+    for group in job.task_groups:
+        _update_in_place(run, job, changes[group.name])
+    stack = Stack(candidates, ranker, batch=evaluation.type == "batch")
+    for group in job.task_groups:
+        ask = GroupAsk.of(job, group)
+        for placement in changes[group.name].placements:
+            _place(run, stack, job, ask, placement)
+    return run.result(job)
+
+
+def _context(run: Pass, job: Job, batch: bool) -> ReconcileContext:
+    feasibility = run.feasibility
+    assert feasibility is not None
+
+    def node_accepts(alloc: Allocation) -> bool:
+        node = run.nodes.get(alloc.node_id)
+        group = job.group(alloc.task_group)
+        return (
+            node is not None
+            and group is not None
+            and in_job_scope(node, job)
+            and feasibility.check(node, group) is None
+        )
+
+    return ReconcileContext(run.nodes, batch, run.now_ns, job, run.snapshot.job_versions, node_accepts)
+
+
+def _update_in_place(run: Pass, job: Job, changes: GroupChanges) -> None:
+    for alloc in changes.inplace:
+        group = job.group(alloc.task_group)
+        assert group is not None
+        run.state.update_in_place(
+            replace(alloc, job_version=job.version, eval_id=run.evaluation.id, resources=group.resources)
+        )
+
+
+def _place(run: Pass, stack: Stack, job: Job, ask: GroupAsk, placement: Placement) -> None:
+    group, previous = ask.group, placement.previous
+    if group.name in run.failures:  # Nomad stops trying a group after its first failure
+        run.failures.coalesce(group.name)
+        run.queued[group.name] += 1
+        return
+    if previous is not None and placement.stop_previous:
+        run.state.stop(previous, placement.stop_previous)
+    penalty = frozenset({previous.node_id}) if previous is not None and placement.reschedule else frozenset()
+    node, metrics = stack.select(ask, penalty)
+    if node is None:
+        if previous is not None and placement.stop_previous:
+            run.state.unstop(previous)
+        run.failures.record(group.name, metrics)
+        run.queued[group.name] += 1
+        return
+    tracker = next_tracker(previous, run.now_ns) if previous is not None and placement.reschedule else None
+    run.state.place(run.build(job, group, placement.name, node, previous, tracker))

@@ -1,0 +1,163 @@
+"""Choosing a node for one placement: Nomad's generic stack. Nodes are walked in the pass's
+shuffled order from where the previous selection stopped; each is checked for feasibility,
+co-location rules and fit, scored, and the walk stops once enough nodes were scored."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from app.scheduler import ports
+from app.scheduler.distinct import DistinctRules, distinct_rules
+from app.scheduler.feasible import Feasibility
+from app.scheduler.fit import PORTS, exhausted_dimension
+from app.scheduler.metrics import MetricsBuilder, NodePool
+from app.scheduler.planstate import PlanState
+from app.scheduler.rank import SpreadRule, affinity_score, anti_affinity, fit_score, spread_rules, spread_score
+from app.structs import Affinity, Job, Node, Resources, TaskGroup
+
+BATCH_LIMIT = 2
+SPREAD_AFFINITY_LIMIT = 100  # Nomad's NodeLimitForFeasibilityChecks
+MAX_SKIP = 3  # options scoring <= 0 that may be passed over in favour of later ones
+RESCHEDULE_PENALTY = -1.0
+
+
+@dataclass(frozen=True)
+class GroupAsk:
+    """Everything about a group the per-node checks need, computed once per pass."""
+
+    group: TaskGroup
+    resources: Resources
+    static_ports: tuple[int, ...]
+    dynamic_ports: int
+    distinct: DistinctRules
+    affinities: tuple[Affinity, ...]
+    spreads: tuple[SpreadRule, ...]
+
+    @classmethod
+    def of(cls, job: Job, group: TaskGroup) -> GroupAsk:
+        task_affinities = tuple(a for t in group.tasks for a in t.affinities)
+        return cls(
+            group=group,
+            resources=group.resources,
+            static_ports=ports.static_ports(group),
+            dynamic_ports=ports.dynamic_count(group),
+            distinct=distinct_rules(job, group),
+            affinities=job.affinities + group.affinities + task_affinities,
+            spreads=spread_rules(job.spreads + group.spreads, group.count),
+        )
+
+
+class NodeRanker:
+    """Checks and scores one node for one group; shared by the generic and system schedulers."""
+
+    def __init__(self, state: PlanState, feasibility: Feasibility, pool: NodePool, algorithm: str) -> None:
+        self.state = state
+        self.feasibility = feasibility
+        self.pool = pool
+        self.algorithm = algorithm
+        self._allocatable_cache: dict[uuid.UUID, Resources] = {}
+
+    def _allocatable(self, node: Node) -> Resources:
+        found = self._allocatable_cache.get(node.id)
+        if found is None:
+            found = self._allocatable_cache[node.id] = node.allocatable
+        return found
+
+    def metrics(self) -> MetricsBuilder:
+        return MetricsBuilder(self.pool)
+
+    def consider(
+        self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
+    ) -> float | None:
+        """The node's final score, or None (with the reason recorded) when it cannot take the group."""
+        metrics.evaluated += 1
+        reason = self.feasibility.check(node, ask.group) or ask.distinct.violation(node, ask.group.name, self.state)
+        if reason is not None:
+            metrics.filter(node, reason)
+            return None
+        usage = self.state.usage(node.id)
+        dimension = exhausted_dimension(node, usage, ask.resources, ask.static_ports)
+        if (
+            dimension is None
+            and ask.dynamic_ports
+            and ask.dynamic_ports > ports.dynamic_free(node, usage, ask.static_ports)
+        ):
+            dimension = PORTS
+        if dimension is not None:
+            metrics.exhaust(node, dimension)
+            return None
+        return self._score(node, ask, usage.resources + ask.resources, penalty, anti)
+
+    def _score(
+        self, node: Node, ask: GroupAsk, used_after: Resources, penalty: frozenset[uuid.UUID], anti: bool
+    ) -> float:
+        scores = [fit_score(self._allocatable(node), used_after, self.algorithm)]
+        if anti:
+            collision = anti_affinity(self.state.count_on(node.id, ask.group.name), ask.group.count)
+            if collision is not None:
+                scores.append(collision)
+        if node.id in penalty:
+            scores.append(RESCHEDULE_PENALTY)
+        if ask.affinities:
+            affinity = affinity_score(ask.affinities, node)
+            if affinity is not None:
+                scores.append(affinity)
+        if ask.spreads:
+            group = ask.group.name
+            spread = spread_score(ask.spreads, node, lambda target: self.state.property_counts(target, group))
+            if spread is not None:
+                scores.append(spread)
+        return sum(scores) / len(scores)
+
+
+def score_limit(ask: GroupAsk, batch: bool, candidates: int) -> int:
+    """How many nodes that can take the group are scored before picking the best."""
+    if ask.affinities or ask.spreads:
+        return max(ask.group.count, SPREAD_AFFINITY_LIMIT)
+    if batch or candidates <= 0:
+        return BATCH_LIMIT
+    return max(BATCH_LIMIT, math.ceil(math.log2(candidates)))
+
+
+class Stack:
+    """Walks the shuffled candidate list lazily; the cursor persists between selections,
+    so consecutive placements start at different nodes and each costs O(limit) when nodes fit."""
+
+    def __init__(self, nodes: list[Node], ranker: NodeRanker, batch: bool) -> None:
+        self._nodes = nodes
+        self._ranker = ranker
+        self._batch = batch
+        self._cursor = 0
+
+    def select(self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()) -> tuple[Node | None, MetricsBuilder]:
+        metrics = self._ranker.metrics()
+        limit = score_limit(ask, self._batch, len(self._nodes))
+        best: tuple[float, Node] | None = None
+        taken = 0
+        skipped: list[tuple[float, Node]] = []
+        for node in self._walk():
+            score = self._ranker.consider(node, ask, metrics, penalty)
+            if score is None:
+                continue
+            if score <= 0 and len(skipped) < MAX_SKIP:
+                skipped.append((score, node))
+                continue
+            taken += 1
+            if best is None or score > best[0]:
+                best = (score, node)
+            if taken >= limit:
+                break
+        for option in skipped[: max(0, limit - taken)]:  # fall back to the passed-over options
+            if best is None or option[0] > best[0]:
+                best = option
+        return (best[1] if best else None), metrics
+
+    def _walk(self) -> Iterator[Node]:
+        """One lap over the nodes from the cursor, advancing it as nodes are consumed."""
+        for _ in range(len(self._nodes)):
+            node = self._nodes[self._cursor]
+            self._cursor = (self._cursor + 1) % len(self._nodes)
+            yield node

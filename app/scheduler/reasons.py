@@ -1,0 +1,11 @@
+"""Descriptions written on stopped allocations (Nomad's wording where it has one)."""
+
+NOT_NEEDED = "alloc not needed due to job update"
+JOB_STOPPED = "alloc not needed since job was stopped"
+JOB_MISSING = "alloc not needed since job was deregistered"
+LOST = "alloc is lost since its node is down"
+MIGRATING = "alloc is being migrated"
+RESCHEDULED = "alloc was rescheduled because it failed"
+UPDATING = "alloc is being updated due to job update"
+NODE_TAINTED = "alloc not needed as node is tainted"
+NODE_INFEASIBLE = "alloc not needed as node is no longer feasible for the job"

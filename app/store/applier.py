@@ -1,0 +1,255 @@
+"""The plan applier's transaction: re-check each node of a plan against current state with the
+scheduler's own fit function, commit what fits (partial commit), and answer with a refresh
+index for the rest. Runs only on the lock holder's connection, fenced by its term."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import RowMapping, insert, update
+from sqlalchemy.orm import Session
+
+from app.models import Allocation as AllocRow
+from app.models import Plan as PlanRow
+from app.models import PlanResult as PlanResultRow
+from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
+from app.store.broker import unblock_capacity
+from app.store.index import next_index
+from app.store.plan_codec import alloc_from_json, stop_from_json
+from app.store.snapshot import node_from_row
+from app.store.sql import query
+from app.structs import Allocation, AllocationStop, Node, NodeUsage, Resources
+
+ROLE = "applier"
+
+
+class Deposed(Exception):
+    """This process no longer holds the applier term: it must stop writing."""
+
+
+@dataclass
+class Verdict:
+    accepted: dict[uuid.UUID, list[Allocation]] = field(default_factory=dict)
+    stops: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
+    rejected: list[uuid.UUID] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Touched:
+    node_id: uuid.UUID
+    live: bool
+    resources: Resources
+    ports: frozenset[int]
+
+
+def apply_next(session: Session, term: int) -> int | None:
+    """Apply the next pending plan; returns its id, or None when the queue is empty."""
+    plan = session.execute(query("next_plan")).mappings().first()
+    if plan is None:
+        return None
+    index = next_index(session, ["plans", "allocations", "evaluations"])
+    if session.execute(query("fence_term"), {"role": ROLE, "term": term}).first() is None:
+        raise Deposed(f"applier term {term} is no longer current")
+    owned = session.execute(query("eval_still_owned"), {"eval_id": plan["eval_id"], "token": plan["eval_token"]})
+    if owned.first() is None:
+        _record(session, plan["id"], Verdict(), index, term, status="rejected", refresh=0)
+        return int(plan["id"])
+    verdict = evaluate(session, plan)
+    _write(session, plan, verdict, index)
+    status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
+    _record(session, plan["id"], verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
+    return int(plan["id"])
+
+
+def evaluate(session: Session, plan: RowMapping) -> Verdict:
+    placements = {
+        uuid.UUID(n): [
+            alloc_from_json(a, namespace=plan["namespace"], job_id=plan["job_id"], node_id=uuid.UUID(n)) for a in allocs
+        ]
+        for n, allocs in plan["node_allocation"].items()
+    }
+    stops: dict[uuid.UUID, list[AllocationStop]] = defaultdict(list)
+    for source in (plan["node_update"], plan["node_preemptions"]):
+        for n, items in source.items():
+            stops[uuid.UUID(n)].extend(stop_from_json(s) for s in items)
+    node_ids = list({*placements, *stops})
+    nodes = {r["id"]: node_from_row(r) for r in session.execute(query("plan_nodes"), {"ids": node_ids}).mappings()}
+    usage = _usage(session, node_ids)
+    touched = _touched(
+        session,
+        [a.id for allocs in placements.values() for a in allocs]
+        + [s.alloc_id for items in stops.values() for s in items],
+    )
+    verdict = Verdict()
+    for node_id in node_ids:
+        new = placements.get(node_id, [])
+        if not new or _fits(nodes.get(node_id), usage.get(node_id, NodeUsage()), new, stops.get(node_id, []), touched):
+            verdict.accepted[node_id] = new
+            verdict.stops[node_id] = stops.get(node_id, [])
+        else:
+            verdict.rejected.append(node_id)
+    if plan["all_at_once"] and verdict.rejected:
+        return Verdict(rejected=node_ids)
+    verdict.accepted = {n: a for n, a in verdict.accepted.items() if a}
+    verdict.stops = {n: s for n, s in verdict.stops.items() if s}
+    return verdict
+
+
+def _fits(
+    node: Node | None,
+    usage: NodeUsage,
+    new: list[Allocation],
+    stops: list[AllocationStop],
+    touched: dict[uuid.UUID, Touched],
+) -> bool:
+    """Nomad's per-node check: the node must exist and be ready; new work needs an eligible
+    node unless it only updates allocations already there; everything must fit."""
+    if node is None or node.status != "ready":
+        return False
+    in_place = all(a.id in touched and touched[a.id].node_id == node.id for a in new)
+    if not in_place and (node.eligibility != "eligible" or node.draining):
+        return False
+    # Work leaving the node (stops, and the old shape of in-place updates) frees room first.
+    leaving = [touched[s.alloc_id] for s in stops if s.alloc_id in touched] + [
+        touched[a.id] for a in new if a.id in touched
+    ]
+    for old in leaving:
+        if old.live and old.node_id == node.id:
+            usage = remove_usage(usage, old.resources, old.ports)
+    for alloc in new:
+        if exhausted_dimension(node, usage, alloc.resources, alloc.host_ports) is not None:
+            return False
+        usage = add_usage(usage, alloc.resources, alloc.host_ports)
+    return True
+
+
+def _usage(session: Session, node_ids: list[uuid.UUID]) -> dict[uuid.UUID, NodeUsage]:
+    ports: dict[uuid.UUID, set[int]] = defaultdict(set)
+    for node_id, host_ports in session.execute(query("plan_node_ports"), {"ids": node_ids}):
+        ports[node_id].update(host_ports)
+    usage = {n: NodeUsage(ports=frozenset(p)) for n, p in ports.items()}
+    for r in session.execute(query("plan_node_usage"), {"ids": node_ids}).mappings():
+        usage[r["node_id"]] = NodeUsage(
+            Resources(cpu=int(r["cpu"]), memory_mb=int(r["memory_mb"]), disk_mb=int(r["disk_mb"])),
+            frozenset(ports.get(r["node_id"], ())),
+        )
+    return usage
+
+
+def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]:
+    if not ids:
+        return {}
+    rows = session.execute(query("plan_touched_allocs"), {"ids": ids}).mappings()
+    return {
+        r["id"]: Touched(
+            node_id=r["node_id"],
+            live=r["desired_status"] == "run" and r["client_status"] in ("pending", "running", "unknown"),
+            resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+            ports=frozenset(r["host_ports"]),
+        )
+        for r in rows
+    }
+
+
+def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> None:
+    now = datetime.now(UTC)
+    stops = [s for items in verdict.stops.values() for s in items]
+    for stop in stops:
+        values: dict[str, Any] = {
+            "desired_status": stop.desired_status,
+            "desired_description": stop.description,
+            "modify_index": index,
+            "alloc_modify_index": index,
+            "modify_time": now,
+        }
+        if stop.client_status:
+            values["client_status"] = stop.client_status
+        session.execute(update(AllocRow).where(AllocRow.id == stop.alloc_id).values(**values))
+    existing = {
+        r.id
+        for r in session.query(AllocRow.id).filter(
+            AllocRow.id.in_([a.id for allocs in verdict.accepted.values() for a in allocs])
+        )
+    }
+    fresh = [a for allocs in verdict.accepted.values() for a in allocs if a.id not in existing]
+    for alloc in (a for allocs in verdict.accepted.values() for a in allocs if a.id in existing):
+        session.execute(
+            update(AllocRow)
+            .where(AllocRow.id == alloc.id)
+            .values(
+                job_version=alloc.job_version,
+                eval_id=alloc.eval_id,
+                cpu=alloc.resources.cpu,
+                memory_mb=alloc.resources.memory_mb,
+                memory_max_mb=alloc.resources.memory_max_mb,
+                disk_mb=alloc.resources.disk_mb,
+                modify_index=index,
+                alloc_modify_index=index,
+                modify_time=now,
+            )
+        )
+    if fresh:
+        session.execute(insert(AllocRow), [_row(a, plan, index, now) for a in fresh])
+        replaced = [(a.previous_allocation, a.id) for a in fresh if a.previous_allocation]
+        for previous, successor in replaced:
+            session.execute(update(AllocRow).where(AllocRow.id == previous).values(next_allocation=successor))
+    freed = [n for n, items in verdict.stops.items() if items]
+    if freed:
+        classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
+        unblock_capacity(session, [r["computed_class"] for r in classes], index)
+
+
+def _row(a: Allocation, plan: RowMapping, index: int, now: datetime) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "namespace": plan["namespace"],
+        "job_id": plan["job_id"],
+        "job_version": a.job_version,
+        "eval_id": a.eval_id,
+        "node_id": a.node_id,
+        "node_name": a.node_name,
+        "task_group": a.task_group,
+        "name": a.name,
+        "desired_status": "run",
+        "client_status": "pending",
+        "cpu": a.resources.cpu,
+        "memory_mb": a.resources.memory_mb,
+        "memory_max_mb": max(a.resources.memory_max_mb, a.resources.memory_mb),
+        "disk_mb": a.resources.disk_mb,
+        "host_ports": sorted(a.host_ports),
+        "allocated_resources": {
+            "Shared": {
+                "DiskMB": a.resources.disk_mb,
+                "Ports": [
+                    {"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports
+                ],
+            }
+        },
+        "previous_allocation": a.previous_allocation,
+        "create_index": index,
+        "modify_index": index,
+        "alloc_modify_index": index,
+        "create_time": now,
+        "modify_time": now,
+    }
+
+
+def _record(
+    session: Session, plan_id: int, verdict: Verdict, index: int, term: int, *, status: str, refresh: int
+) -> None:
+    session.execute(update(PlanRow).where(PlanRow.id == plan_id).values(status=status, applied_at=datetime.now(UTC)))
+    session.add(
+        PlanResultRow(
+            plan_id=plan_id,
+            node_update={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.stops.items()},
+            node_allocation={str(n): [str(a.id) for a in allocs] for n, allocs in verdict.accepted.items()},
+            rejected_nodes=[str(n) for n in verdict.rejected],
+            refresh_index=refresh,
+            alloc_index=index,
+            applier_term=term,
+        )
+    )

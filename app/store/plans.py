@@ -1,0 +1,86 @@
+"""Worker side of plans: submit (fenced by the eval token, idempotent per attempt) and await the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from app.models import Evaluation
+from app.models import Plan as PlanRow
+from app.models import PlanResult as PlanResultRow
+from app.store.broker import Claim, LeaseLost
+from app.store.index import next_index
+from app.store.plan_codec import plan_columns
+from app.structs import Plan
+
+
+@dataclass(frozen=True)
+class AppliedPlan:
+    """The applier's verdict as the worker needs it."""
+
+    placed: int
+    stopped: int
+    rejected_nodes: int
+    refresh_index: int
+    fenced: bool
+
+    @property
+    def progress(self) -> bool:
+        return self.placed > 0 or self.stopped > 0
+
+    @property
+    def partial(self) -> bool:
+        return self.refresh_index != 0
+
+
+def submit(session: Session, held: Claim, attempt: int, plan: Plan, job_id: str, namespace: str) -> int:
+    next_index(session, ["plans"])
+    owns = session.scalar(
+        select(Evaluation.id).where(
+            Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"
+        )
+    )
+    if owns is None:
+        raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before plan submit")
+    plan_id = session.scalar(
+        insert(PlanRow)
+        .values(
+            eval_id=held.evaluation.id,
+            eval_token=held.token,
+            attempt=attempt,
+            namespace=namespace,
+            job_id=job_id,
+            priority=plan.priority,
+            all_at_once=plan.all_at_once,
+            snapshot_index=plan.snapshot_index,
+            **plan_columns(plan),
+        )
+        .on_conflict_do_nothing(index_elements=["eval_id", "eval_token", "attempt"])
+        .returning(PlanRow.id)
+    )
+    if plan_id is None:  # a retry of a submit whose commit we did not see
+        plan_id = session.scalar(
+            select(PlanRow.id).where(
+                PlanRow.eval_id == held.evaluation.id, PlanRow.eval_token == held.token, PlanRow.attempt == attempt
+            )
+        )
+    assert plan_id is not None
+    return int(plan_id)
+
+
+def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
+    with Session(engine) as session:
+        row = session.get(PlanResultRow, plan_id)
+        if row is None:
+            return None
+        status = session.scalar(select(PlanRow.status).where(PlanRow.id == plan_id))
+        return AppliedPlan(
+            placed=sum(len(v) for v in row.node_allocation.values()),
+            stopped=sum(len(v) for v in row.node_update.values()),
+            rejected_nodes=len(row.rejected_nodes),
+            refresh_index=row.refresh_index,
+            fenced=status == "rejected" and not row.rejected_nodes and row.refresh_index == 0,
+        )

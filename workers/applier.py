@@ -1,0 +1,67 @@
+"""`corral applier`: the single writer of placements. One process holds the role; others stand by."""
+
+from __future__ import annotations
+
+import threading
+
+import structlog
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import make_engine
+from app.store.applier import Deposed, apply_next
+from app.store.leadership import Leadership
+from workers.runtime import Wakeup
+
+log = structlog.get_logger(__name__)
+RENEW_EVERY_S = 1.0
+
+
+def run_applier(settings: Settings, database_url: str, stop: threading.Event) -> None:
+    engine = make_engine(database_url, "applier", pool_size=2)
+    wakeup = Wakeup(database_url, "applier", settings.poll_interval_s)
+    try:
+        while not stop.is_set():
+            lead = Leadership(engine, "applier")
+            try:
+                if lead.try_acquire():
+                    _serve(engine, lead, wakeup, stop)
+                else:
+                    stop.wait(1.0)
+            except (Deposed, DBAPIError) as err:
+                log.warning("gave up the applier role", error=str(err).splitlines()[0])
+            finally:
+                lead.close()
+    finally:
+        wakeup.close()
+        engine.dispose()
+
+
+def _serve(engine: Engine, lead: Leadership, wakeup: Wakeup, stop: threading.Event) -> None:
+    deposed = threading.Event()
+    renewer = threading.Thread(target=_renew, args=(engine, lead, stop, deposed), daemon=True)
+    renewer.start()
+    assert lead.term is not None
+    while not stop.is_set() and not deposed.is_set():
+        with Session(bind=lead.connection) as session, session.begin():
+            plan_id = apply_next(session, lead.term)
+        if plan_id is None:
+            wakeup.wait()
+        else:
+            log.debug("applied plan", plan_id=plan_id)
+    if deposed.is_set():
+        raise Deposed("term renewal failed")
+
+
+def _renew(engine: Engine, lead: Leadership, stop: threading.Event, deposed: threading.Event) -> None:
+    with engine.connect() as conn:
+        while not stop.wait(RENEW_EVERY_S):
+            try:
+                if not lead.renew(conn):
+                    deposed.set()
+                    return
+            except DBAPIError:
+                deposed.set()
+                return

@@ -1,0 +1,86 @@
+"""`corral leader`: periodic cluster duties on APScheduler intervals, run only by the holder of
+the leader role. Every tick is fenced by the term and safe to run twice."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import structlog
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import make_engine
+from app.store import broker
+from app.store.leadership import Leadership
+from app.store.sql import query
+
+log = structlog.get_logger(__name__)
+RENEW_EVERY_S = 1.0
+# name -> (seconds between runs, duty)
+DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
+    "reap-failed-evaluations": (5.0, broker.reap_over_limit),
+    "sweep-max-plan-blocked": (60.0, broker.sweep_max_plan_blocked),
+}
+
+
+def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:
+    engine = make_engine(database_url, "leader", pool_size=2)
+    try:
+        while not stop.is_set():
+            lead = Leadership(engine, "leader")
+            try:
+                if lead.try_acquire():
+                    _lead(engine, lead, stop)
+                else:
+                    stop.wait(1.0)
+            except DBAPIError as err:
+                log.warning("gave up the leader role", error=str(err).splitlines()[0])
+            finally:
+                lead.close()
+    finally:
+        engine.dispose()
+
+
+def _lead(engine: Engine, lead: Leadership, stop: threading.Event) -> None:
+    deposed = threading.Event()
+    # One thread: every duty runs on the lock holder's connection, one at a time.
+    scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(1)}, timezone="UTC")
+    for name, (seconds, duty) in DUTIES.items():
+        scheduler.add_job(
+            _tick,
+            "interval",
+            seconds=seconds,
+            args=(lead, name, duty, deposed),
+            id=name,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=int(seconds),
+        )
+    scheduler.start()
+    try:
+        with engine.connect() as conn:
+            while not stop.wait(RENEW_EVERY_S) and not deposed.is_set():
+                if not lead.renew(conn):
+                    log.warning("leader term moved on; stepping down", term=lead.term)
+                    return
+    finally:
+        scheduler.shutdown(wait=True)
+
+
+def _tick(lead: Leadership, name: str, duty: Callable[[Session], int], deposed: threading.Event) -> None:
+    try:
+        with Session(bind=lead.connection) as session, session.begin():
+            changed = duty(session)
+            fenced = session.execute(query("fence_term"), {"role": "leader", "term": lead.term}).first()
+            if fenced is None:
+                deposed.set()
+                raise RuntimeError("leader term moved on; rolling back")
+        if changed:
+            log.info("leader duty", duty=name, changed=changed)
+    except Exception:
+        log.exception("leader duty failed", duty=name)

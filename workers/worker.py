@@ -1,0 +1,148 @@
+"""`corral worker`: claim an evaluation, snapshot, schedule, submit the plan, wait for the
+verdict, retry on a partial commit, and complete — every write fenced by the lease token."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import structlog
+from sqlalchemy import Engine
+
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker, transaction
+from app.scheduler import process
+from app.store import broker, plans
+from app.store.broker import Claim, LeaseLost, Outcome
+from app.store.leadership import holder_name
+from app.store.snapshot import SnapshotLoader
+from app.structs import SchedulerResult
+from workers.runtime import Wakeup
+
+log = structlog.get_logger(__name__)
+ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch")
+ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's plan retry limits
+
+
+class LeaseKeeper:
+    """Renews the claim every third of the lease while the worker works on it."""
+
+    def __init__(self, engine: Engine, held: Claim, lease_s: float) -> None:
+        self.lost = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(engine, held, lease_s), daemon=True)
+        self._thread.start()
+
+    def _run(self, engine: Engine, held: Claim, lease_s: float) -> None:
+        while not self._done.wait(lease_s / 3):
+            try:
+                if not broker.renew(engine, held, lease_s):
+                    self.lost.set()
+                    return
+            except Exception:  # a blip: the next renewal may succeed before the lease lapses
+                log.warning("lease renewal failed", eval_id=str(held.evaluation.id))
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+
+
+class Worker:
+    def __init__(self, settings: Settings, database_url: str, schedulers: tuple[str, ...]) -> None:
+        self.settings = settings
+        self.schedulers = schedulers
+        self.engine = make_engine(database_url, "worker", pool_size=3)
+        self.sessions = make_sessionmaker(self.engine)
+        self.loader = SnapshotLoader(self.engine)
+        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s)
+        self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("worker started", schedulers=list(self.schedulers), owner=self.owner)
+        try:
+            while not stop.is_set():
+                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s)
+                if held is None:
+                    self.wakeup.wait()
+                else:
+                    self.handle(held)
+        finally:
+            self.wakeup.close()
+            self.engine.dispose()
+
+    def handle(self, held: Claim) -> None:
+        ev = held.evaluation
+        bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
+        keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
+        try:
+            outcome = self.schedule(held, keeper)
+            with transaction(self.sessions) as session:
+                broker.complete(session, held, outcome)
+            bound.info("evaluation done", status=outcome.status, queued=outcome.queued_allocations or None)
+        except LeaseLost as err:
+            bound.warning("lease lost; another worker owns the evaluation now", reason=str(err))
+        except Exception as err:
+            bound.exception("scheduling failed; nacking")
+            self._nack(held, err)
+        finally:
+            keeper.stop()
+
+    def schedule(self, held: Claim, keeper: LeaseKeeper) -> Outcome:
+        limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
+        while True:
+            snapshot = self.loader.load(held.evaluation)
+            result = process(held.evaluation, snapshot, now_ns=time.time_ns())
+            if result.plan.is_noop:
+                return _outcome(result, snapshot.index)
+            attempt += 1
+            applied = self._submit_and_wait(held, attempt, result, keeper)
+            if not applied.partial:
+                return _outcome(result, snapshot.index)
+            failures = 0 if applied.progress else failures + 1
+            if failures >= limit:
+                return Outcome(
+                    snapshot_index=snapshot.index,
+                    status="failed",
+                    max_plan_attempts=True,
+                    description=f"maximum attempts reached ({limit})",
+                )
+
+    def _submit_and_wait(
+        self, held: Claim, attempt: int, result: SchedulerResult, keeper: LeaseKeeper
+    ) -> plans.AppliedPlan:
+        ev = held.evaluation
+        with transaction(self.sessions) as session:
+            plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace)
+        while True:
+            if keeper.lost.is_set():
+                raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {plan_id}")
+            applied = plans.result(self.engine, plan_id)
+            if applied is not None:
+                if applied.fenced:
+                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
+                return applied
+            self.wakeup.wait(0.05)
+
+    def _nack(self, held: Claim, err: Exception) -> None:
+        try:
+            with transaction(self.sessions) as session:
+                broker.nack(session, held, f"{type(err).__name__}: {err}")
+        except LeaseLost:
+            pass
+        except Exception:
+            log.exception("nack failed; the lease will lapse and another worker will rescue the evaluation")
+
+
+def _outcome(result: SchedulerResult, snapshot_index: int) -> Outcome:
+    return Outcome(
+        snapshot_index=snapshot_index,
+        failed_tg_allocs=dict(result.failed_tg_allocs),
+        queued_allocations=dict(result.queued_allocations),
+        class_eligibility=dict(result.class_eligibility),
+        escaped_computed_class=result.escaped_computed_class,
+    )
+
+
+def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:
+    Worker(settings, database_url, schedulers).run(stop)
