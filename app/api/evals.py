@@ -5,11 +5,21 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
 from app.api import encode
 from app.api.context import read, respond
-from app.api.params import bool_arg, id_prefix_arg, integer_arg, namespace, no_filter, uuid_value
+from app.api.params import (
+    MAX_BIGINT,
+    MAX_PER_PAGE,
+    arg,
+    bool_arg,
+    id_prefix_arg,
+    integer_arg,
+    namespace,
+    no_filter,
+    uuid_value,
+)
 from app.constants import EVAL_STATUSES
 from app.errors import InvalidInput
 from app.store import evals as store
@@ -20,17 +30,19 @@ bp = Blueprint("evals", __name__)
 @bp.get("/evaluations")
 def list_evaluations() -> Response:
     no_filter()
-    status = request.args.get("status") or None
+    status = arg("status") or None
     if status is not None and status not in EVAL_STATUSES:
         raise InvalidInput.of("status", f"must be one of {', '.join(EVAL_STATUSES)}, got {status!r}")
     where = store.EvalFilter(
         namespace=namespace(allow_wildcard=True),
-        job_id=request.args.get("job") or None,
+        job_id=arg("job") or None,
         status=status,
         prefix=id_prefix_arg(),
     )
     page = store.Page(
-        per_page=integer_arg("per_page", minimum=1), next_token=_next_token(), reverse=bool_arg("reverse")
+        per_page=integer_arg("per_page", minimum=1, maximum=MAX_PER_PAGE),
+        next_token=_next_token(),
+        reverse=bool_arg("reverse"),
     )
 
     def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
@@ -45,14 +57,17 @@ def list_evaluations() -> Response:
 
 
 def _next_token() -> tuple[int, uuid.UUID] | None:
-    raw = request.args.get("next_token")
+    raw = arg("next_token")
     if not raw:
         return None
     create_index, _, eval_id = raw.partition(".")
     try:
-        return int(create_index), uuid.UUID(eval_id)
+        token = int(create_index), uuid.UUID(eval_id)
     except ValueError:
         raise InvalidInput.of("next_token", f"is not a token this server returned: {raw!r}") from None
+    if not 0 <= token[0] <= MAX_BIGINT:
+        raise InvalidInput.of("next_token", f"is not a token this server returned: {raw!r}")
+    return token
 
 
 @bp.get("/evaluation/<eval_id>")

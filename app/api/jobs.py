@@ -106,7 +106,7 @@ def _register_options(body: dict[str, Any]) -> store.RegisterOptions:
     )
 
 
-@bp.post("/jobs/parse")
+@bp.route("/jobs/parse", methods=["PUT", "POST"])
 def parse() -> Response:
     body = json_body()
     hcl = body.get("JobHCL")

@@ -102,7 +102,7 @@ def _to_registration(node: NodeBody) -> store.NodeRegistration:
     )
 
 
-@bp.put("/node/register")
+@bp.route("/node/register", methods=["PUT", "POST"])
 def register() -> Response:
     body = json_body()
     node = validate(NodeBody, body.get("Node"), "Node")
@@ -136,7 +136,7 @@ def get_node(node_id: str) -> Response:
     return respond(body, index)
 
 
-@bp.post("/node/<node_id>/eligibility")
+@bp.route("/node/<node_id>/eligibility", methods=["PUT", "POST"])
 def eligibility(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
     body = json_body()

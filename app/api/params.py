@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -9,16 +11,38 @@ from typing import Any
 from flask import request
 
 from app.constants import DEFAULT_NAMESPACE
-from app.errors import InvalidInput
+from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, parse_duration
+from app.jobspec.errors import join_path, json_type
 
 NANOS = 1_000_000_000
 DEFAULT_WAIT_S = 300.0
+# Postgres BIGINT: indexes and tokens beyond it cannot name anything in the database.
+MAX_BIGINT = 2**63 - 1
+MAX_PER_PAGE = 2**31 - 1
+# A Nomad job nests a dozen levels at most; far deeper JSON is an attack, not a job.
+MAX_BODY_DEPTH = 64
+NUL = "\x00"
+
+
+def arg(name: str) -> str | None:
+    """A query parameter; a NUL character (which no database text can hold) is a 400."""
+    value = request.args.get(name)
+    if value is not None and NUL in value:
+        raise InvalidInput.of(name, "must not contain NUL characters (\\u0000)")
+    return value
+
+
+def path_value(value: str, field: str) -> str:
+    """An ID taken from the URL path, checked like a query parameter."""
+    if NUL in value:
+        raise InvalidInput.of(field, "must not contain NUL characters (\\u0000)")
+    return value
 
 
 def namespace(*, allow_wildcard: bool) -> str | None:
     """The ?namespace= value; None means every namespace ('*')."""
-    value = request.args.get("namespace") or DEFAULT_NAMESPACE
+    value = arg("namespace") or DEFAULT_NAMESPACE
     if value == "*":
         if not allow_wildcard:
             raise InvalidInput.of("namespace", "'*' is only allowed on list endpoints")
@@ -28,13 +52,13 @@ def namespace(*, allow_wildcard: bool) -> str | None:
 
 def uuid_value(value: str, field: str) -> uuid.UUID:
     try:
-        return uuid.UUID(value)
+        return uuid.UUID(path_value(value, field))
     except ValueError:
         raise InvalidInput.of(field, f"must be a UUID, got {value!r}") from None
 
 
-def integer_arg(name: str, *, minimum: int = 0) -> int | None:
-    raw = request.args.get(name)
+def integer_arg(name: str, *, minimum: int = 0, maximum: int = MAX_BIGINT) -> int | None:
+    raw = arg(name)
     if raw is None or raw == "":
         return None
     try:
@@ -43,11 +67,13 @@ def integer_arg(name: str, *, minimum: int = 0) -> int | None:
         raise InvalidInput.of(name, f"must be an integer, got {raw!r}") from None
     if value < minimum:
         raise InvalidInput.of(name, f"must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise InvalidInput.of(name, f"must be at most {maximum}, got {value}")
     return value
 
 
 def bool_arg(name: str) -> bool:
-    raw = request.args.get(name)
+    raw = arg(name)
     if raw is None or raw == "":
         return False
     if raw.lower() in ("true", "1", "yes"):
@@ -58,7 +84,7 @@ def bool_arg(name: str) -> bool:
 
 
 def prefix_arg() -> str | None:
-    return request.args.get("prefix") or None
+    return arg("prefix") or None
 
 
 def id_prefix_arg() -> str | None:
@@ -77,7 +103,7 @@ class BlockingParams:
 
 def blocking_params(max_wait_s: float) -> BlockingParams:
     index = integer_arg("index")
-    raw_wait = request.args.get("wait")
+    raw_wait = arg("wait")
     wait_s = DEFAULT_WAIT_S
     if raw_wait:
         try:
@@ -87,16 +113,76 @@ def blocking_params(max_wait_s: float) -> BlockingParams:
     return BlockingParams(index=index if index else None, wait_s=min(wait_s, max_wait_s))
 
 
+class _NonFinite(float):
+    """What NaN, Infinity or an overflowing number parse to, so the walk can name their path."""
+
+
+def _non_finite(text: str) -> float:
+    return _NonFinite("nan")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else _NonFinite("nan")
+
+
 def json_body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if body is None:
-        raise InvalidInput.of("body", "must be a JSON object (is Content-Type application/json and the JSON valid?)")
+    """The request body as a JSON object, whatever its Content-Type (Nomad's Go client sends
+    none). NUL characters, NaN/Infinity and absurd nesting are refused with the path they are at."""
+    raw = request.get_data(cache=True)
+    try:
+        body = json.loads(raw, parse_constant=_non_finite, parse_float=_float)
+    except RecursionError:
+        raise InvalidInput.of("body", f"is nested too deeply (at most {MAX_BODY_DEPTH} levels)") from None
+    except ValueError as err:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
+        raise InvalidInput.of("body", f"must be valid JSON: {err}") from None
     if not isinstance(body, dict):
-        raise InvalidInput.of("body", f"must be a JSON object, got {type(body).__name__}")
+        raise InvalidInput.of("body", f"must be a JSON object, got {json_type(body)}")
+    problems = _check_values(body)
+    if problems:
+        raise InvalidInput(problems)
     return body
+
+
+def _check_values(body: dict[str, Any]) -> list[FieldProblem]:
+    """Walk the parsed body without recursion, collecting what no part of corral can store."""
+    problems: list[FieldProblem] = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
+    while stack and len(problems) < 20:
+        value, location = stack.pop()
+        if len(location) > MAX_BODY_DEPTH:
+            return [FieldProblem(_field(location), f"is nested too deeply (at most {MAX_BODY_DEPTH} levels)")]
+        if isinstance(value, dict):
+            for key, item in value.items():
+                problem = _text_problem(key)
+                if problem:
+                    problems.append(FieldProblem(_field(location), f"keys {problem}"))
+                else:
+                    stack.append((item, (*location, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*location, index)) for index, item in enumerate(value))
+        elif isinstance(value, str) and (problem := _text_problem(value)):
+            problems.append(FieldProblem(_field(location), problem))
+        elif isinstance(value, _NonFinite):
+            problems.append(FieldProblem(_field(location), "must be a finite number (NaN and Infinity are not JSON)"))
+    return problems
+
+
+def _text_problem(text: str) -> str | None:
+    if NUL in text:
+        return "must not contain NUL characters (\\u0000)"
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return "must be valid Unicode (a lone surrogate such as \\ud800 is not)"
+    return None
+
+
+def _field(location: tuple[str | int, ...]) -> str:
+    return join_path("", location).lstrip(".") or "body"
 
 
 def no_filter() -> None:
     """Refuse ?filter= rather than silently return unfiltered results."""
-    if request.args.get("filter"):
+    if arg("filter"):
         raise InvalidInput.of("filter", "filter expressions are not supported yet; use job, status and prefix")

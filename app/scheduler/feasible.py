@@ -84,11 +84,12 @@ class Feasibility:
         return self._job_cache[key] or _first_failure(self._job.escaped, node)
 
     def _check_group(self, node: Node, name: str) -> str | None:
+        # Driver health is per node (it is not part of the computed class), and cheap.
+        if not self._drivers[name] <= node.healthy_drivers:
+            return MISSING_DRIVERS
         key = (name, node.computed_class)
         if key not in self._group_cache:
-            drivers_ok = self._drivers[name] <= node.healthy_drivers
-            reason = None if drivers_ok else MISSING_DRIVERS
-            self._group_cache[key] = reason or _first_failure(self._groups[name].cached, node)
+            self._group_cache[key] = _first_failure(self._groups[name].cached, node)
         return self._group_cache[key] or _first_failure(self._groups[name].escaped, node)
 
     def class_eligibility(self) -> dict[str, bool]:

@@ -1,0 +1,172 @@
+"""The plan applier's transaction: per-node re-check with the shared fit function, partial
+commits, AllAtOnce, and fencing by evaluation token and by leader term."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.db import make_sessionmaker, transaction
+from app.store import broker, plans
+from app.store.applier import Deposed, apply_next
+from app.store.leadership import Leadership
+from app.structs import Allocation, AllocationStop, Plan, Resources
+from tests.integration.fixtures import insert_node
+from tests.integration.test_broker import claim, register
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def alloc(held: broker.Claim, node: str, index: int, cpu: int = 500, alloc_id: uuid.UUID | None = None) -> Allocation:
+    return Allocation(
+        id=alloc_id or uuid.uuid4(),
+        namespace="default",
+        job_id=held.evaluation.job_id,
+        job_version=0,
+        task_group="g",
+        name=f"{held.evaluation.job_id}.g[{index}]",
+        node_id=uuid.UUID(node),
+        eval_id=held.evaluation.id,
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
+    )
+
+
+def submit(engine: Engine, held: broker.Claim, plan: Plan, attempt: int = 1) -> int:
+    with transaction(make_sessionmaker(engine)) as session:
+        return plans.submit(session, held, attempt, plan, held.evaluation.job_id, "default")
+
+
+@pytest.fixture
+def term(engine: Engine) -> tuple[Leadership, int]:
+    lead = Leadership(engine, "applier")
+    assert lead.try_acquire() and lead.term is not None
+    yield lead, lead.term
+    lead.close()
+
+
+def apply(lead: Leadership, term: int) -> int | None:
+    with Session(bind=lead.connection) as session, session.begin():
+        return apply_next(session, term)
+
+
+def test_partial_commit_rejects_only_the_full_node(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    roomy, full = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="full")
+    plan = Plan(
+        held.evaluation.id,
+        50,
+        0,
+        node_allocation={
+            uuid.UUID(roomy): (alloc(held, roomy, 0), alloc(held, roomy, 1)),
+            uuid.UUID(full): (alloc(held, full, 2), alloc(held, full, 3)),
+        },
+    )
+    plan_id = submit(engine, held, plan)
+    assert apply(*term) == plan_id
+    result = plans.result(engine, plan_id)
+    assert result is not None and result.placed == 2 and result.rejected_nodes == 1 and result.partial
+    usage = dict(pg.execute("SELECT n.name, u.cpu FROM node_usage u JOIN nodes n ON n.id = u.node_id").fetchall())
+    assert usage == {"roomy": 1000}
+    assert apply(*term) is None
+
+
+def test_all_at_once_commits_nothing_when_one_node_fails(
+    engine: Engine, pg: Conn, term: tuple[Leadership, int]
+) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    roomy, full = insert_node(pg, cpu=2000), insert_node(pg, cpu=100)
+    plan = Plan(
+        held.evaluation.id,
+        50,
+        0,
+        all_at_once=True,
+        node_allocation={uuid.UUID(roomy): (alloc(held, roomy, 0),), uuid.UUID(full): (alloc(held, full, 1),)},
+    )
+    plan_id = submit(engine, held, plan)
+    apply(*term)
+    result = plans.result(engine, plan_id)
+    assert result is not None and result.placed == 0 and result.rejected_nodes == 2
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+
+
+def test_plan_of_a_lost_lease_is_refused(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg)
+    plan_id = submit(
+        engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    )
+    pg.execute("UPDATE evaluations SET lease_token = gen_random_uuid()")  # another worker took it over
+    apply(*term)
+    result = plans.result(engine, plan_id)
+    assert result is not None and result.fenced
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+
+
+def test_a_deposed_applier_cannot_commit(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg)
+    submit(engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)}))
+    pg.execute("UPDATE leader_terms SET term = term + 1 WHERE role = 'applier'")
+    with pytest.raises(Deposed):
+        apply(*term)
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+    assert pg.execute("SELECT status FROM plans").fetchone() == ("pending",)
+
+
+def test_ineligible_and_down_nodes(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg, cpu=2000)
+    first = alloc(held, node, 0)
+    submit(engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (first,)}), attempt=1)
+    apply(*term)
+    pg.execute("UPDATE nodes SET scheduling_eligibility = 'ineligible'")
+    bigger = Allocation(**{**first.__dict__, "resources": Resources(cpu=900, memory_mb=64, disk_mb=10)})
+    plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger, alloc(held, node, 1))})
+    rejected = submit(engine, held, plan, attempt=2)
+    apply(*term)
+    assert plans.result(engine, rejected).rejected_nodes == 1  # type: ignore[union-attr]
+    in_place = submit(
+        engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger,)}), attempt=3
+    )
+    apply(*term)
+    assert plans.result(engine, in_place).rejected_nodes == 0  # type: ignore[union-attr]
+    assert pg.execute("SELECT cpu FROM node_usage").fetchone() == (900,)
+    pg.execute("UPDATE nodes SET status = 'down', scheduling_eligibility = 'eligible'")
+    stop = Plan(
+        held.evaluation.id,
+        50,
+        0,
+        node_update={uuid.UUID(node): (AllocationStop(first.id, "stop", "node down", "lost"),)},
+    )
+    stopped = submit(engine, held, stop, attempt=4)
+    apply(*term)
+    assert plans.result(engine, stopped).stopped == 1  # type: ignore[union-attr]
+    assert pg.execute("SELECT desired_status, client_status FROM allocations").fetchone() == ("stop", "lost")
+    assert pg.execute("SELECT cpu, live_allocs FROM node_usage").fetchone() == (0, 0)
+
+
+def test_resubmitting_the_same_attempt_is_idempotent(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg)
+    plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    assert submit(engine, held, plan) == submit(engine, held, plan)
+    assert pg.execute("SELECT count(*) FROM plans").fetchone() == (1,)
