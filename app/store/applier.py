@@ -185,7 +185,7 @@ def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> 
                 eval_id=alloc.eval_id,
                 cpu=alloc.resources.cpu,
                 memory_mb=alloc.resources.memory_mb,
-                memory_max_mb=alloc.resources.memory_max_mb,
+                memory_max_mb=max(alloc.resources.memory_max_mb, alloc.resources.memory_mb),
                 disk_mb=alloc.resources.disk_mb,
                 modify_index=index,
                 alloc_modify_index=index,
