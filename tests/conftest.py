@@ -4,8 +4,11 @@ a template migrated once with `alembic upgrade head`, and a fresh clone per test
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -17,21 +20,43 @@ from sqlalchemy.engine import make_url
 from app.db import libpq_url, make_engine, sqlalchemy_url
 from app.store.embedded import EmbeddedPostgres
 from app.store.schema import upgrade
+from tests.processes import Corral
+
+
+@contextmanager
+def shared_tmp_dir(prefix: str) -> Iterator[Path]:
+    """A directory outside pytest's temp root. The embedded server runs as its own
+    unprivileged user, and pytest resets its root to mode 0700 whenever a session starts,
+    which would lock that user out of a data directory kept there."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_admin_url() -> Iterator[str]:
     """libpq URL of a server the tests may create and drop databases on."""
     external = os.environ.get("CORRAL_TEST_DATABASE_URL")
     if external:
         yield libpq_url(external)
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
-    url = server.start()
-    try:
-        yield libpq_url(url)
-    finally:
-        server.stop()
+    with shared_tmp_dir("corral-test-pg-") as data_dir:
+        server = EmbeddedPostgres(data_dir)
+        url = server.start()
+        try:
+            yield libpq_url(url)
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """Working directory for processes that may start their own embedded server."""
+    with shared_tmp_dir("corral-test-work-") as path:
+        yield path
 
 
 def _with_database(admin_url: str, name: str) -> str:
@@ -88,3 +113,20 @@ def pg(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def corral(workdir: Path) -> Iterator[type[Corral]]:
+    started: list[Corral] = []
+
+    class Tracked(Corral):
+        def __init__(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+            # Only what the test passes: a CORRAL_* variable of the caller must not leak in.
+            inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+            merged = {**inherited, "CORRAL_LOG_FORMAT": "console", **(env or {})}
+            super().__init__(args, cwd or workdir, merged)
+            started.append(self)
+
+    yield Tracked
+    for proc in started:
+        proc.kill_all()

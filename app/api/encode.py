@@ -162,19 +162,16 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
 
 
 def node(row: Node) -> dict[str, Any]:
+    # The objects as the client sent them, with the amounts the columns hold merged in.
     resources = dict(row.node_resources)
-    resources.update(
-        {"Cpu": {"CpuShares": row.cpu_shares}, "Memory": {"MemoryMB": row.memory_mb}, "Disk": {"DiskMB": row.disk_mb}}
-    )
+    resources["Cpu"] = {**_object(resources.get("Cpu")), "CpuShares": row.cpu_shares}
+    resources["Memory"] = {**_object(resources.get("Memory")), "MemoryMB": row.memory_mb}
+    resources["Disk"] = {**_object(resources.get("Disk")), "DiskMB": row.disk_mb}
     reserved = dict(row.reserved_resources)
-    reserved.update(
-        {
-            "Cpu": {"CpuShares": row.reserved_cpu},
-            "Memory": {"MemoryMB": row.reserved_memory_mb},
-            "Disk": {"DiskMB": row.reserved_disk_mb},
-            "Networks": {"ReservedHostPorts": row.reserved_ports},
-        }
-    )
+    reserved["Cpu"] = {**_object(reserved.get("Cpu")), "CpuShares": row.reserved_cpu}
+    reserved["Memory"] = {**_object(reserved.get("Memory")), "MemoryMB": row.reserved_memory_mb}
+    reserved["Disk"] = {**_object(reserved.get("Disk")), "DiskMB": row.reserved_disk_mb}
+    reserved["Networks"] = {**_object(reserved.get("Networks")), "ReservedHostPorts": row.reserved_ports}
     return {
         **node_stub(row),
         "SecretID": "",
@@ -187,6 +184,10 @@ def node(row: Node) -> dict[str, Any]:
         "DrainStrategy": row.drain_strategy,
         "StatusUpdatedAt": int(row.status_updated_at.timestamp()),
     }
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def node_stub(row: Node) -> dict[str, Any]:

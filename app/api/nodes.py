@@ -17,6 +17,9 @@ from app.store import nodes as store
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
+# The columns behind these amounts are INTEGER (int32).
+MAX_INT32 = 2**31 - 1
+MAX_PORT = 65535
 
 
 class _Strict(BaseModel):
@@ -24,19 +27,31 @@ class _Strict(BaseModel):
 
 
 class _Cpu(_Strict):
-    CpuShares: int = Field(ge=0)
+    CpuShares: int = Field(ge=0, le=MAX_INT32)
 
 
 class _Memory(_Strict):
-    MemoryMB: int = Field(ge=0)
+    MemoryMB: int = Field(ge=0, le=MAX_INT32)
 
 
 class _Disk(_Strict):
-    DiskMB: int = Field(ge=0)
+    DiskMB: int = Field(ge=0, le=MAX_INT32)
 
 
 class _ReservedNetworks(_Strict):
     ReservedHostPorts: str = ""
+
+    @field_validator("ReservedHostPorts")
+    @classmethod
+    def _port_list(cls, value: str) -> str:
+        """Nomad's syntax, '22,80,8000-8100': the scheduler parses it on every snapshot."""
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            low, dash, high = part.partition("-")
+            if not low.isdigit() or (dash and not high.isdigit()):
+                raise ValueError(f"must be ports or ranges like '22,80,8000-8100', got {part!r}")
+            if not int(low) <= int(high or low) <= MAX_PORT:
+                raise ValueError(f"port range {part!r} must be ascending and within 0-{MAX_PORT}")
+        return value
 
 
 class NodeResourcesBody(_Strict):
@@ -75,8 +90,9 @@ class NodeBody(_Strict):
         return value
 
 
-def _to_registration(node: NodeBody) -> store.NodeRegistration:
-    extra = node.NodeResources.model_extra or {}
+def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistration:
+    """`raw` is the validated Node object as sent: NodeResources and ReservedResources are
+    stored whole (CPU cores, devices, host volumes and networks...), the amounts also in columns."""
     reserved = node.ReservedResources
     return store.NodeRegistration(
         id=node.ID,
@@ -96,8 +112,8 @@ def _to_registration(node: NodeBody) -> store.NodeRegistration:
         reserved_memory_mb=reserved.Memory.MemoryMB,
         reserved_disk_mb=reserved.Disk.DiskMB,
         reserved_ports=reserved.Networks.ReservedHostPorts,
-        node_resources=dict(extra),
-        reserved_resources=dict(reserved.model_extra or {}),
+        node_resources=dict(raw["NodeResources"]),
+        reserved_resources=dict(raw.get("ReservedResources") or {}),
         http_addr=node.HTTPAddr,
     )
 
@@ -105,8 +121,10 @@ def _to_registration(node: NodeBody) -> store.NodeRegistration:
 @bp.route("/node/register", methods=["PUT", "POST"])
 def register() -> Response:
     body = json_body()
-    node = validate(NodeBody, body.get("Node"), "Node")
-    result = write(lambda s: store.register_node(s, _to_registration(node)))
+    raw = body.get("Node")
+    node = validate(NodeBody, raw, "Node")
+    assert isinstance(raw, dict)  # validation passed, so it is an object
+    result = write(lambda s: store.register_node(s, _to_registration(node, raw)))
     ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
     return respond(
         {

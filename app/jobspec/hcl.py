@@ -5,7 +5,8 @@ PascalCase keys, repeated blocks become lists, and block labels become the field
 name (a group's label is its Name, a port's its Label). Nothing is validated or
 defaulted here; ``normalize_job`` does that. Interpolations such as ``${attr.x}`` and
 duration strings are passed through as strings, since only Nomad can evaluate the
-former and ``normalize_job`` converts the latter.
+former and ``normalize_job`` converts the latter. HCL variables (``variable`` and
+``locals`` blocks, ``var.x`` and ``local.x`` references) are refused until supported.
 """
 
 from __future__ import annotations
@@ -77,10 +78,47 @@ def parse_hcl(text: str) -> dict[str, Any]:
     jobs = _block_items(document.get("job"))
     if len(jobs) != 1:
         raise JobSpecError.single("Job", f"must contain exactly one job block, found {len(jobs)}")
+    _refuse_variables(document)
     labels, body = jobs[0]
     if len(labels) != 1:
         raise JobSpecError.single("Job", f"job block must have exactly one label (the job ID), got {len(labels)}")
     return {"ID": labels[0], "Name": labels[0], **_JOB(body, "Job")}
+
+
+_UNSUPPORTED_VARIABLES = "HCL variables are not supported yet"
+# A ${...} interpolation (not the $${...} escape) that mentions var.x or local.x.
+_VARIABLE_REFERENCE = re.compile(r"(?<!\$)\$\{[^}]*?(?<![\w.])(?P<ref>(?:var|local)\.[A-Za-z_][\w-]*)")
+
+
+def _refuse_variables(document: Mapping[str, Any]) -> None:
+    """Until variables are evaluated, refuse them rather than pass "${var.x}" through as text."""
+    for labels, _ in _block_items(document.get("variable")):
+        name = f"var.{labels[0]}" if labels else "Job"
+        raise JobSpecError.single(name, f"{_UNSUPPORTED_VARIABLES} (variable block)")
+    if "variables" in document:
+        raise JobSpecError.single("Job", f"{_UNSUPPORTED_VARIABLES} (variables block)")
+    for _, body in _block_items(document.get("locals")):
+        names = [name for name, _ in _attributes(body)]
+        raise JobSpecError.single(f"local.{names[0]}" if names else "Job", f"{_UNSUPPORTED_VARIABLES} (locals block)")
+    reference = _find_reference(document)
+    if reference is not None:
+        raise JobSpecError.single(reference, f"{_UNSUPPORTED_VARIABLES} (referenced as ${{{reference}}})")
+
+
+def _find_reference(value: object) -> str | None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            match = _VARIABLE_REFERENCE.search(item)
+            if match:
+                return match["ref"]
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def _describe(exc: Exception) -> str:

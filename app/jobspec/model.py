@@ -125,6 +125,8 @@ class Resources(NomadObject):
     memory_mb: int = Field(default=300, alias="MemoryMB")
     memory_max_mb: int = Field(default=0, alias="MemoryMaxMB")
     cores: int = 0
+    # Deprecated in Nomad (EphemeralDisk replaced it) but still accepted; left out unless sent.
+    disk_mb: int | None = Field(default=None, alias="DiskMB")
 
 
 class EphemeralDisk(NomadObject):

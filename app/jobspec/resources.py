@@ -10,12 +10,21 @@ from app.jobspec.model import EphemeralDisk, Network, Resources
 
 MIN_CPU = 1
 MIN_MEMORY_MB = 10
+# Nomad keeps these amounts in Go ints; corral in INTEGER columns and int casts.
+MAX_AMOUNT = 2**31 - 1
 MAX_PORT = 65535
 # -1 asks the driver to map the container port to the same number as the host port.
 MIN_PORT_TO = -1
 
 
 def check_resources(resources: Resources, path: str) -> Problems:
+    yield from _at_most(resources.cpu, f"{path}.CPU")
+    yield from _at_most(resources.memory_mb, f"{path}.MemoryMB")
+    yield from _at_most(resources.memory_max_mb, f"{path}.MemoryMaxMB")
+    yield from _at_most(resources.cores, f"{path}.Cores")
+    if resources.disk_mb is not None:
+        yield from at_least(resources.disk_mb, 0, f"{path}.DiskMB")
+        yield from _at_most(resources.disk_mb, f"{path}.DiskMB")
     yield from at_least(resources.cores, 0, f"{path}.Cores")
     if resources.cores > 0 and resources.cpu > 0:
         yield FieldError(
@@ -33,8 +42,14 @@ def check_resources(resources: Resources, path: str) -> Problems:
         )
 
 
+def _at_most(value: int, path: str) -> Problems:
+    if value > MAX_AMOUNT:
+        yield FieldError(path, f"must be at most {MAX_AMOUNT}, got {value}")
+
+
 def check_ephemeral_disk(disk: EphemeralDisk, path: str) -> Problems:
     yield from at_least(disk.size_mb, 1, f"{path}.SizeMB")
+    yield from _at_most(disk.size_mb, f"{path}.SizeMB")
 
 
 def check_networks(networks: Sequence[Network], path: str) -> Problems:

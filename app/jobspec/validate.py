@@ -30,6 +30,8 @@ from app.jobspec.policies import check_migrate, check_reschedule, check_restart,
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
 
 MAX_ID_LENGTH = 128
+# Nomad's job_max_count server default: no task group may ask for more allocations.
+MAX_GROUP_COUNT = 50_000
 PAYLOAD_MODES = ("optional", "required", "forbidden")
 
 Policy = TypeVar("Policy", bound=NomadObject)
@@ -121,6 +123,8 @@ def _check_parameterized(config: ParameterizedJobConfig, path: str) -> Problems:
 def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) -> Problems:
     yield from required(group.name, f"{path}.Name")
     yield from at_least(group.count, 0, f"{path}.Count")
+    if group.count > MAX_GROUP_COUNT:
+        yield FieldError(f"{path}.Count", f"must be at most {MAX_GROUP_COUNT} (Nomad's job_max_count), got {group.count}")
     yield from check_constraints(group.constraints, f"{path}.Constraints")
     yield from check_affinities(group.affinities, f"{path}.Affinities")
     yield from check_spreads(group.spreads, f"{path}.Spreads")

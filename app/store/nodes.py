@@ -29,7 +29,19 @@ MAX_HEARTBEATS_PER_SECOND = 50
 HEARTBEAT_GRACE = timedelta(seconds=10)
 
 # Changes to these mean feasibility may have changed: Nomad re-evaluates the node's jobs.
-FINGERPRINT_FIELDS = ("datacenter", "name", "node_class", "node_pool", "attributes", "meta", "drivers")
+# "column.Key" names a key of a JSONB column (the NodeResources object as the client sent it).
+FINGERPRINT_FIELDS = (
+    "datacenter",
+    "name",
+    "node_class",
+    "node_pool",
+    "attributes",
+    "meta",
+    "drivers",
+    "node_resources.Devices",
+    "node_resources.HostVolumes",
+    "node_resources.HostNetworks",
+)
 
 
 @dataclass(frozen=True)
@@ -98,7 +110,15 @@ def _ensure_pool(session: Session, name: str, index: int) -> None:
 
 
 def _fingerprint(node: Node) -> tuple[Any, ...]:
-    return tuple(getattr(node, name) for name in FINGERPRINT_FIELDS)
+    return tuple(_fingerprint_value(node, name) for name in FINGERPRINT_FIELDS)
+
+
+def _fingerprint_value(node: Node, name: str) -> Any:
+    column, _, key = name.partition(".")
+    value = getattr(node, column)
+    if not key:
+        return value
+    return value.get(key) if isinstance(value, dict) else None
 
 
 def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: int, now: datetime) -> None:

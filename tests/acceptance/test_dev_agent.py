@@ -11,7 +11,7 @@ import psutil
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Corral, free_port, postgres_running_in, wait_healthy
+from tests.processes import Corral, free_port, postgres_running_in, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -22,12 +22,12 @@ def socket_url(data_dir: Path) -> str:
     return f"postgresql://postgres@/corral?host={data_dir / 'postgres'}"
 
 
-def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], tmp_path: Path) -> None:
+def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     agent = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
     wait_healthy(base, agent)
-    data_dir = tmp_path / ".corral"
+    data_dir = workdir / ".corral"
     assert (data_dir / "postgres" / "PG_VERSION").exists()
     children = agent.descendants()
     assert children, "the agent runs its roles as child processes"
@@ -36,11 +36,26 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
     assert registered["EvalID"]
     evaluation = httpx.get(f"{base}/v1/evaluation/{registered['EvalID']}").json()
     assert evaluation["TriggeredBy"] == "job-register"
+    # No node can run it yet: a worker schedules it and the job waits as one blocked evaluation.
+    assert wait_for(lambda: httpx.get(f"{base}/v1/evaluation/{registered['EvalID']}").json()["Status"] == "complete")
     with psycopg.connect(socket_url(data_dir)) as conn:
-        assert conn.execute("SELECT id::text, state FROM v_eval_queue").fetchall() == [(registered["EvalID"], "ready")]
-        assert conn.execute("SELECT job_id, task_group, desired FROM v_job_summary").fetchall() == [("web", "g", 1)]
+        assert conn.execute("SELECT job_id, task_group, desired, queued FROM v_job_summary").fetchall() == [
+            ("web", "g", 1, 1)
+        ]
+        assert conn.execute("SELECT job_id, failed_task_groups FROM v_blocked_evals").fetchall() == [("web", "g")]
         roles = {r[0] for r in conn.execute("SELECT application_name FROM pg_stat_activity").fetchall()}
-        assert "corral-api" in roles
+        assert {"corral-api", "corral-worker", "corral-applier", "corral-leader"} <= roles
+
+    node = {
+        "Node": {
+            "ID": "5b6c1c1e-3f0a-4a52-9a57-4f3cbb7c0d11",
+            "Name": "n1",
+            "Drivers": {"mock": {"Healthy": True}},
+            "NodeResources": {"Cpu": {"CpuShares": 1000}, "Memory": {"MemoryMB": 1024}},
+        }
+    }
+    httpx.put(f"{base}/v1/node/register", json=node).raise_for_status()
+    assert wait_for(lambda: len(httpx.get(f"{base}/v1/job/web/allocations").json()) == 1)
 
     bad = httpx.put(f"{base}/v1/jobs", json={"Job": {"ID": "x", "TaskGroups": []}})
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"].startswith("Job.TaskGroups")
@@ -53,7 +68,7 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
     assert "server |" in agent.output, "role logs are merged with a role prefix"
 
 
-def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], tmp_path: Path) -> None:
+def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {"CORRAL_BIND": f"127.0.0.1:{port}"}
@@ -73,4 +88,4 @@ def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corr
     assert [j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()] == ["web"]
     second.process.send_signal(signal.SIGINT)
     assert second.wait(60) == 0
-    assert postgres_running_in(tmp_path / ".corral") == []
+    assert postgres_running_in(workdir / ".corral") == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -55,7 +57,41 @@ def test_named_queries_load_and_are_unique() -> None:
     assert all(body for body in queries.values())
 
 
+VIEW_FILE = re.compile(r"(?P<view>v_[a-z0-9_]+)_v(?P<version>[1-9][0-9]*)\.sql")
+
+
+def _view_files() -> list[Path]:
+    return sorted((ROOT / "sql" / "views").glob("*.sql"))
+
+
+def test_view_files_are_versioned() -> None:
+    """Revisions run exact files; an unversioned name could change under an old revision."""
+    assert _view_files()
+    for path in _view_files():
+        match = VIEW_FILE.fullmatch(path.name)
+        assert match, f"{path.name} is not named <view>_v<N>.sql"
+        assert f"CREATE OR REPLACE VIEW {match['view']} " in path.read_text(), (
+            f"{path.name} must create the view {match['view']} (the version is in the file name only)"
+        )
+
+
 def test_every_view_file_is_documented() -> None:
     readme = (ROOT / "sql" / "README.md").read_text()
-    for view in (ROOT / "sql" / "views").glob("*.sql"):
-        assert view.stem in readme, f"{view.stem} missing from sql/README.md"
+    for path in _view_files():
+        match = VIEW_FILE.fullmatch(path.name)
+        assert match, f"{path.name} is not named <view>_v<N>.sql"
+        assert f"`{match['view']}`" in readme, f"view {match['view']} missing from sql/README.md"
+        assert path.name in readme, f"{path.name} missing from sql/README.md"
+
+
+def test_initial_revision_runs_the_versioned_view_files() -> None:
+    """0001 names the exact _v1 files it runs, one per view, and each one exists."""
+    path = ROOT / "migrations" / "versions" / "0001_initial_schema.py"
+    spec = importlib.util.spec_from_file_location("corral_revision_0001", path)
+    assert spec is not None and spec.loader is not None
+    revision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision)
+    assert set(revision.VIEW_FILES) == set(revision.VIEWS)
+    for view, name in revision.VIEW_FILES.items():
+        assert name == f"{view}_v1.sql"
+        assert (ROOT / "sql" / "views" / name).is_file()

@@ -381,3 +381,34 @@ def test_invalid_values_surface_in_normalize() -> None:
         FieldError("Job.Priority", "must be an integer, got string"),
         FieldError("Job.TaskGroups[0].Count", "must be an integer, got number"),
     ]
+
+
+UNSUPPORTED = "HCL variables are not supported yet"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('variable "image" {\n  default = "redis"\n}\njob "x" {\n}\n', "var.image"),
+        ('locals {\n  region = "eu"\n}\njob "x" {\n}\n', "local.region"),
+        ('job "x" {\n  group "g" {\n    count = var.count\n  }\n}\n', "var.count"),
+        ('job "x" {\n  datacenters = ["${var.dc}"]\n}\n', "var.dc"),
+        (
+            'job "x" {\n  group "g" {\n    task "t" {\n      driver = "docker"\n'
+            '      config {\n        image = "redis:${local.tag}"\n      }\n    }\n  }\n}\n',
+            "local.tag",
+        ),
+    ],
+)
+def test_variables_are_refused_until_supported(text: str, field: str) -> None:
+    with pytest.raises(JobSpecError) as caught:
+        parse_hcl(text)
+    assert len(caught.value.errors) == 1
+    error = caught.value.errors[0]
+    assert error.field == field
+    assert UNSUPPORTED in error.message
+
+
+def test_runtime_interpolations_are_not_mistaken_for_variables() -> None:
+    out = parse_hcl('job "x" {\n  meta {\n    a = "${attr.kernel.name}"\n    b = "${node.unique.name}"\n  }\n}\n')
+    assert out["Meta"] == {"a": "${attr.kernel.name}", "b": "${node.unique.name}"}

@@ -177,3 +177,10 @@ def test_error_string_joins_all_problems() -> None:
     with pytest.raises(JobSpecError) as caught:
         normalize_job(job(ID="", Priority=0))
     assert str(caught.value) == "Job.ID: is required; Job.Priority: must be between 1 and 100, got 0"
+
+
+def test_group_count_is_bounded_by_nomads_job_max_count() -> None:
+    assert normalize_job(job(TaskGroups=[group(Count=50_000)]))["TaskGroups"][0]["Count"] == 50_000
+    assert messages_at(job(TaskGroups=[group(Count=3_000_000_000)]), "Job.TaskGroups[0].Count") == [
+        "must be at most 50000 (Nomad's job_max_count), got 3000000000"
+    ]

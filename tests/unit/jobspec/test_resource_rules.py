@@ -133,3 +133,34 @@ def test_valid_resources_and_ports_pass() -> None:
 def test_cores_alone_are_accepted() -> None:
     out = normalize_job(with_resources(Cores=4, MemoryMB=1024))
     assert out["TaskGroups"][0]["Tasks"][0]["Resources"]["Cores"] == 4
+
+
+INT32_MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize("key", ["CPU", "MemoryMB", "MemoryMaxMB", "Cores", "DiskMB"])
+def test_task_resources_are_bounded_to_int32(key: str) -> None:
+    assert f"must be at most {INT32_MAX}, got {INT32_MAX + 1}" in " ".join(
+        messages_at(with_resources(**{key: INT32_MAX + 1}), f"{TASK}.Resources.{key}")
+    )
+
+
+def test_ephemeral_disk_is_bounded_to_int32() -> None:
+    payload = job(TaskGroups=[group(EphemeralDisk={"SizeMB": INT32_MAX + 1})])
+    assert messages_at(payload, "Job.TaskGroups[0].EphemeralDisk.SizeMB") == [
+        f"must be at most {INT32_MAX}, got {INT32_MAX + 1}"
+    ]
+
+
+def test_disk_mb_is_passed_through_only_when_sent() -> None:
+    assert "DiskMB" not in normalize_job(job())["TaskGroups"][0]["Tasks"][0]["Resources"]
+    assert normalize_job(with_resources(DiskMB=500))["TaskGroups"][0]["Tasks"][0]["Resources"]["DiskMB"] == 500
+
+
+@pytest.mark.parametrize(
+    ("port", "field"),
+    [({"Label": "a", "Value": 2**40}, "Value"), ({"Label": "a", "Value": 80, "To": 2**40}, "To")],
+)
+def test_port_values_beyond_int32_are_rejected(port: dict[str, Any], field: str) -> None:
+    payload = job(TaskGroups=[group(Networks=[{"ReservedPorts": [port]}])])
+    assert messages_at(payload, f"Job.TaskGroups[0].Networks[0].ReservedPorts[0].{field}")

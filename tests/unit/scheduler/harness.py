@@ -32,6 +32,7 @@ from app.structs import (
 NS = uuid.UUID("00000000-0000-4000-8000-000000000000")
 NOW = 1_700_000_000 * 10**9
 HOUR = 3600 * 10**9
+NO_RESOURCES = Resources()
 
 
 def uid(name: str) -> uuid.UUID:
@@ -53,7 +54,7 @@ def node(
     attrs: Mapping[str, str] | None = None,
     meta: Mapping[str, str] | None = None,
     drivers: Iterable[str] = ("mock", "raw_exec"),
-    reserved: Resources = Resources(),
+    reserved: Resources = NO_RESOURCES,
     reserved_ports: Iterable[int] = (),
     min_port: int = 20000,
     max_port: int = 32000,

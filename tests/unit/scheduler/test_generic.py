@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 from app.scheduler import reasons
-from app.structs import Constraint, ReschedulePolicy
+from app.structs import Constraint, Job, ReschedulePolicy
 
 from .harness import HOUR, NOW, alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
 
@@ -103,7 +104,7 @@ def test_allocations_on_draining_node_without_migrate_stay() -> None:
     assert run(snapshot(j, [*NODES, draining], [alloc(j, draining, 0)])).plan.is_noop
 
 
-def _versions(change: dict[str, object], group_change: dict[str, object] | None = None) -> tuple:
+def _versions(change: dict[str, Any], group_change: dict[str, Any] | None = None) -> tuple[Job, Job]:
     old = job(groups=[group(count=1, tasks=[task()])])
     new_task = dataclasses.replace(task(), **change)
     new_group = dataclasses.replace(group(count=1, tasks=[new_task]), **(group_change or {}))
@@ -126,7 +127,9 @@ def _versions(change: dict[str, object], group_change: dict[str, object] | None 
         ({"name": "renamed"}, None, False),
     ],
 )
-def test_in_place_versus_destructive(change: dict[str, object], group_change: dict | None, inplace: bool) -> None:
+def test_in_place_versus_destructive(
+    change: dict[str, Any], group_change: dict[str, Any] | None, inplace: bool
+) -> None:
     old, new = _versions(change, group_change)
     existing = alloc(old, NODES[0], 0)
     result = run(snapshot(new, NODES, [existing], versions=[old]))

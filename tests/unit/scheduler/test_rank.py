@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from app.scheduler.place import GroupAsk, score_limit
-from app.scheduler.rank import anti_affinity, affinity_score, fit_score, spread_rules, spread_score
-from app.structs import Affinity, Resources, Spread, SpreadTarget
+from app.scheduler.rank import affinity_score, anti_affinity, fit_score, spread_rules, spread_score
+from app.structs import Affinity, Allocation, Node, Resources, Spread, SpreadTarget
 
 from .harness import alloc, group, job, node, placed, run, snapshot, task
 
@@ -74,7 +74,7 @@ def test_score_limit(kind: str, count: int, candidates: int, expected: int) -> N
     assert score_limit(GroupAsk.of(j, j.task_groups[0]), kind == "batch", candidates) == expected
 
 
-def _two_nodes() -> tuple:
+def _two_nodes() -> tuple[Node, Node, Allocation]:
     full, empty = node("full"), node("empty")
     filler = alloc(job("other"), full, 0)
     filler = filler.__class__(**{**filler.__dict__, "resources": Resources(cpu=3000, memory_mb=6000)})

@@ -59,7 +59,9 @@ def test_lost_allocations_are_not_replaced_elsewhere() -> None:
 
 def test_stops_on_nodes_that_became_infeasible_or_left_scope() -> None:
     n1, n2, n3 = node("a"), node("b", attrs={"kernel.name": "windows"}), node("c", dc="dc2")
-    j = job("agent", type="system", datacenters=("dc1",), constraints=(Constraint("${attr.kernel.name}", "=", "linux"),))
+    j = job(
+        "agent", type="system", datacenters=("dc1",), constraints=(Constraint("${attr.kernel.name}", "=", "linux"),)
+    )
     existing = [alloc(j, n1), alloc(j, n2), alloc(j, n3)]
     stops = stopped(run(snapshot(j, [n1, n2, n3], existing)))
     assert stops[existing[1].id].description == reasons.NODE_INFEASIBLE

@@ -10,7 +10,7 @@ SELECT
     tg.name AS task_group,
     tg.desired,
     COALESCE((
-        SELECT (e.queued_allocations ->> tg.name)::int
+        SELECT (e.queued_allocations ->> tg.name)::bigint
         FROM evaluations e
         WHERE e.namespace = j.namespace AND e.job_id = j.id
           AND e.status IN ('complete', 'blocked')
@@ -25,7 +25,7 @@ SELECT
     count(a.id) FILTER (WHERE a.client_status = 'unknown') AS unknown
 FROM jobs j
 CROSS JOIN LATERAL (
-    SELECT g ->> 'Name' AS name, COALESCE((g ->> 'Count')::int, 1) AS desired
+    SELECT g ->> 'Name' AS name, COALESCE((g ->> 'Count')::bigint, 1) AS desired
     FROM jsonb_array_elements(j.spec -> 'TaskGroups') g
 ) tg
 LEFT JOIN allocations a

@@ -1,0 +1,204 @@
+"""Hypothesis throws arbitrary and mutated JSON and query strings at the API: never a 5xx (invariant 7)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.integration.conftest import minimal_job, node_body
+
+pytestmark = pytest.mark.integration
+
+FUZZ = settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+NODE_ID = "5f0c6d1e-0000-4000-8000-000000000001"
+# A client may choose its secret at first registration; knowing it lets mutations re-register.
+NODE_SECRET = "fuzz-secret"
+
+# Field names the validators look at, so arbitrary objects still reach them.
+KEYS = [
+    "Job", "Node", "ID", "Name", "Type", "Priority", "Namespace", "Datacenters", "NodePool", "TaskGroups",
+    "Count", "Tasks", "Driver", "Config", "Env", "Meta", "Resources", "CPU", "MemoryMB", "MemoryMaxMB",
+    "Cores", "DiskMB", "Networks", "ReservedPorts", "DynamicPorts", "Value", "To", "Label", "Constraints",
+    "LTarget", "RTarget", "Operand", "Update", "Periodic", "Spec", "RestartPolicy", "Interval", "Delay",
+    "EnforceIndex", "JobModifyIndex", "EvalPriority", "PreserveCounts", "NodeResources", "ReservedResources",
+    "Cpu", "CpuShares", "Memory", "Disk", "ReservedHostPorts", "Attributes", "Drivers", "Status", "SecretID",
+    "Eligibility", "NodeID", "SchedulerAlgorithm", "PreemptionConfig", "SystemSchedulerEnabled",
+    "MemoryOversubscriptionEnabled", "RejectJobRegistration", "PauseEvalBroker", "JobHCL",
+]  # fmt: skip
+NASTY_TEXT = ["", "\x00", "a\x00b", "*", "all", "default", "%", "_", "\\", "💥", "\u202e", "é" * 300, "1s", "-1"]
+
+texts = st.text(max_size=20) | st.sampled_from(NASTY_TEXT)
+# JSON may also carry lone surrogates (\ud800), which no UTF-8 database text can hold.
+body_texts = texts | st.sampled_from(["\ud800", "a\udfffb"])
+keys = st.sampled_from(KEYS) | body_texts
+integers = (
+    st.integers(min_value=-5, max_value=100)
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.sampled_from([2**31 - 1, 2**31, 2**63 - 1, 2**63, -(2**63) - 1, 10**40])
+)
+floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([float("nan"), float("inf"), 1e308, 0.5])
+scalars = st.none() | st.booleans() | integers | floats | body_texts
+json_values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=5),
+    max_leaves=25,
+)
+
+
+def valid_job() -> dict[str, Any]:
+    job = minimal_job("fuzz", Meta={"team": "a"})
+    task = job["TaskGroups"][0]["Tasks"][0]
+    task.update(Env={"X": "1"}, Resources={"CPU": 100, "MemoryMB": 64}, Config={"run_for": "1s"})
+    job["TaskGroups"][0]["Networks"] = [{"ReservedPorts": [{"Label": "http", "Value": 8080}]}]
+    return {"Job": job}
+
+
+def valid_node() -> dict[str, Any]:
+    return {
+        "Node": node_body(
+            NODE_ID, SecretID=NODE_SECRET, ReservedResources={"Networks": {"ReservedHostPorts": "22,80-90"}}
+        )
+    }
+
+
+VALID_CONFIG: dict[str, Any] = {
+    "SchedulerAlgorithm": "spread",
+    "PreemptionConfig": {"SystemSchedulerEnabled": True, "BatchSchedulerEnabled": False},
+    "MemoryOversubscriptionEnabled": True,
+}
+VALID_ELIGIBILITY: dict[str, Any] = {"Eligibility": "ineligible", "NodeID": NODE_ID}
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(_paths(item, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_paths(item, (*prefix, index)))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, valid: dict[str, Any]) -> Any:
+    """The valid body with one to three of its values replaced, removed, or joined by a stray key."""
+    doc: Any = copy.deepcopy(valid)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from(_paths(doc)))
+        replacement = draw(json_values)
+        if not path:
+            doc = replacement
+            continue
+        parent = doc
+        for part in path[:-1]:
+            parent = parent[part]
+        action = draw(st.sampled_from(["replace", "replace", "delete", "add"]))
+        if action == "replace":
+            parent[path[-1]] = replacement
+        elif action == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(keys)] = replacement
+        else:
+            parent.append(replacement)
+    return doc
+
+
+def send(client: FlaskClient, method: str, url: str, body: Any, content_type: str | None) -> None:
+    # Nomad's Go client sends no Content-Type; NaN and Infinity go out as the bare tokens.
+    headers = {"Content-Type": content_type} if content_type else {}
+    resp = client.open(url, method=method, data=json.dumps(body, allow_nan=True).encode(), headers=headers)
+    assert resp.status_code < 500, (url, body, resp.json)
+    assert resp.is_json, (url, body, resp.data[:200])
+
+
+@pytest.fixture
+def fuzz_client(client: FlaskClient) -> FlaskClient:
+    """The API with a registered node, so eligibility and re-registration reach the database."""
+    assert client.put("/v1/node/register", json=valid_node()).status_code == 200
+    return client
+
+
+content_types = st.sampled_from([None, "application/json", "text/plain"])
+
+
+@FUZZ
+@given(body=json_values, wrap=st.sampled_from(["", "Job", "Node"]), content_type=content_types)
+def test_arbitrary_bodies_never_5xx(fuzz_client: FlaskClient, body: Any, wrap: str, content_type: str | None) -> None:
+    payload = {wrap: body} if wrap else body
+    send(fuzz_client, "PUT", "/v1/jobs", payload, content_type)
+    send(fuzz_client, "PUT", "/v1/node/register", payload, content_type)
+    send(fuzz_client, "PUT", "/v1/operator/scheduler/configuration", payload, content_type)
+    send(fuzz_client, "PUT", f"/v1/node/{NODE_ID}/eligibility", payload, content_type)
+
+
+@FUZZ
+@given(
+    job=mutated(valid_job()),
+    node=mutated(valid_node()),
+    config=mutated(VALID_CONFIG),
+    eligibility=mutated(VALID_ELIGIBILITY),
+    content_type=content_types,
+)
+def test_mutated_valid_bodies_never_5xx(
+    fuzz_client: FlaskClient, job: Any, node: Any, config: Any, eligibility: Any, content_type: str | None
+) -> None:
+    send(fuzz_client, "PUT", "/v1/jobs", job, content_type)
+    send(fuzz_client, "POST", "/v1/job/fuzz", job, content_type)
+    send(fuzz_client, "PUT", "/v1/node/register", node, content_type)
+    send(fuzz_client, "PUT", "/v1/operator/scheduler/configuration", config, content_type)
+    send(fuzz_client, "PUT", f"/v1/node/{NODE_ID}/eligibility", eligibility, content_type)
+
+
+QUERY_KEYS = ["job", "prefix", "namespace", "per_page", "next_token", "status", "reverse", "filter", "all", "wait"]
+query_values = (
+    texts
+    | integers.map(str)
+    | st.builds(lambda n, u: f"{n}.{u}", integers, st.uuids())
+    | st.sampled_from(["*", "true", "0", "1ms", "5m"])
+)
+
+
+@FUZZ
+@given(
+    params=st.dictionaries(st.sampled_from(QUERY_KEYS) | texts, query_values, max_size=5),
+    index=st.none() | integers,
+)
+def test_arbitrary_query_strings_never_5xx(fuzz_client: FlaskClient, params: dict[str, str], index: int | None) -> None:
+    if index is not None:
+        # A blocking query would wait for a change: keep the wait short.
+        params = {**params, "index": str(index), "wait": "10ms"}
+    query = urlencode(params)
+    for url in ("/v1/jobs", "/v1/evaluations", "/v1/allocations", "/v1/nodes"):
+        resp = fuzz_client.get(f"{url}?{query}")
+        assert resp.status_code < 500, (url, params, resp.json)
+        assert resp.is_json
+
+
+@FUZZ
+@given(job_id=texts | st.uuids().map(str), suffix=st.sampled_from(["", "/summary", "/versions", "/allocations"]))
+def test_arbitrary_path_ids_never_5xx(fuzz_client: FlaskClient, job_id: str, suffix: str) -> None:
+    ident = quote(job_id, safe="")
+    for url in (f"/v1/job/{ident}{suffix}", f"/v1/node/{ident}", f"/v1/evaluation/{ident}", f"/v1/allocation/{ident}"):
+        resp = fuzz_client.get(url)
+        assert resp.status_code < 500, (url, resp.json)
+
+
+def test_the_fuzz_bodies_start_out_valid(fuzz_client: FlaskClient) -> None:
+    """Mutations start from bodies the API accepts, so they probe the edges, not the door."""
+    for method, url, body in [
+        ("PUT", "/v1/jobs", valid_job()),
+        ("PUT", "/v1/node/register", valid_node()),
+        ("PUT", "/v1/operator/scheduler/configuration", VALID_CONFIG),
+        ("PUT", f"/v1/node/{NODE_ID}/eligibility", VALID_ELIGIBILITY),
+    ]:
+        resp = fuzz_client.open(url, method=method, data=json.dumps(body).encode())
+        assert resp.status_code == 200, (url, resp.json)
