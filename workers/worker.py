@@ -22,6 +22,7 @@ from workers.runtime import Wakeup
 
 log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch")
+RESCUE_EVERY_S = 1.0
 ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's plan retry limits
 
 
@@ -60,11 +61,16 @@ class Worker:
 
     def run(self, stop: threading.Event) -> None:
         log.info("worker started", schedulers=list(self.schedulers), owner=self.owner)
+        next_rescue = 0.0
         try:
             while not stop.is_set():
-                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s)
+                rescue = time.monotonic() >= next_rescue
+                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue)
+                if rescue:
+                    next_rescue = time.monotonic() + RESCUE_EVERY_S
                 if held is None:
                     self.wakeup.wait()
+                    next_rescue = 0.0  # idle: look for lapsed leases on the next round
                 else:
                     self.handle(held)
         finally:

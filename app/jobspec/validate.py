@@ -124,7 +124,9 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
     yield from required(group.name, f"{path}.Name")
     yield from at_least(group.count, 0, f"{path}.Count")
     if group.count > MAX_GROUP_COUNT:
-        yield FieldError(f"{path}.Count", f"must be at most {MAX_GROUP_COUNT} (Nomad's job_max_count), got {group.count}")
+        yield FieldError(
+            f"{path}.Count", f"must be at most {MAX_GROUP_COUNT} (Nomad's job_max_count), got {group.count}"
+        )
     yield from check_constraints(group.constraints, f"{path}.Constraints")
     yield from check_affinities(group.affinities, f"{path}.Affinities")
     yield from check_spreads(group.spreads, f"{path}.Spreads")

