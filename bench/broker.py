@@ -69,7 +69,9 @@ def run_corral(url: str, n: int, processes: int, seconds: float) -> float:
     load_evaluations(url, n)
     queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
     began = time.monotonic()
-    workers = [multiprocessing.Process(target=corral_worker, args=(url, began + seconds, queue)) for _ in range(processes)]
+    workers = [
+        multiprocessing.Process(target=corral_worker, args=(url, began + seconds, queue)) for _ in range(processes)
+    ]
     for w in workers:
         w.start()
     total = sum(queue.get() for _ in workers)
@@ -100,9 +102,24 @@ def run_bare(url: str, n: int, clients: int, seconds: float) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(BARE_SCRIPT)
     out = subprocess.run(
-        [pgbench(), "-n", "-M", "prepared", "-f", script.name, "-c", str(clients), "-j", str(clients), "-T", str(int(seconds)),
-         libpq_url(url)],
-        capture_output=True, text=True, check=False,
+        [
+            pgbench(),
+            "-n",
+            "-M",
+            "prepared",
+            "-f",
+            script.name,
+            "-c",
+            str(clients),
+            "-j",
+            str(clients),
+            "-T",
+            str(int(seconds)),
+            libpq_url(url),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     Path(script.name).unlink()
     match = re.search(r"tps = ([\d.]+)", out.stdout)

@@ -41,9 +41,20 @@ def main(count: int, nodes: int) -> None:
         add_nodes(url, nodes, cpu=4000, memory_mb=16384)
         roles = [start("applier", url), start("worker", url)]
         time.sleep(3)  # let both roles connect and elect before the clock starts
-        spec = normalize_job({"ID": "c1m", "Type": "batch", "Datacenters": ["dc1"], "TaskGroups": [
-            {"Name": "g", "Count": count, "Tasks": [{"Name": "t", "Driver": "mock",
-                                                     "Resources": {"CPU": 100, "MemoryMB": 64}}]}]})
+        spec = normalize_job(
+            {
+                "ID": "c1m",
+                "Type": "batch",
+                "Datacenters": ["dc1"],
+                "TaskGroups": [
+                    {
+                        "Name": "g",
+                        "Count": count,
+                        "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": 64}}],
+                    }
+                ],
+            }
+        )
         engine = make_engine(url, "cli")
         began = time.monotonic()
         with transaction(make_sessionmaker(engine)) as session:
@@ -56,8 +67,10 @@ def main(count: int, nodes: int) -> None:
             proc.wait(30)
         engine.dispose()
         rate = done / elapsed
-        print(f"placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: {rate:,.0f} placements/s; "
-              f"ratio to Nomad C1M ({C1M_RATE:,.0f}/s) = {rate / C1M_RATE:.2f}")
+        print(
+            f"placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: {rate:,.0f} placements/s; "
+            f"ratio to Nomad C1M ({C1M_RATE:,.0f}/s) = {rate / C1M_RATE:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ SELECT
         AS ineligible_classes,
     (SELECT string_agg(g, ',' ORDER BY g) FROM jsonb_object_keys(e.failed_tg_allocs) g)
         AS failed_task_groups,
-    (SELECT COALESCE(sum(q.value::text::bigint), 0) FROM jsonb_each(e.queued_allocations) q)
+    (SELECT COALESCE(sum(q.value::text::bigint), 0)::bigint FROM jsonb_each(e.queued_allocations) q)
         AS queued_allocations,
     e.previous_eval,
     e.snapshot_index,

@@ -1,0 +1,121 @@
+"""Seed 002's flapping storm: 100 nodes, each running 10 system jobs and 40 service jobs, all go
+down once and come back. Nomad creates ~10,000 evaluations and processes them one by one
+(cancelling superseded ones later, in batches). Prints how many evaluations were created, how
+many scheduling passes ran, how many were coalesced, and the time to quiet.
+
+Usage: uv run python -m bench.storm [nodes] [workers]
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from app.db import libpq_url, make_engine, make_sessionmaker, transaction
+from app.jobspec import normalize_job
+from app.store.jobs import RegisterOptions, register_job
+from app.store.node_status import set_node_status
+from bench.common import add_nodes, bench_database
+
+CORRAL = str(Path(sys.executable).parent / "corral")
+SYSTEM_JOBS, SERVICE_JOBS = 10, 40
+
+
+def start(role: str, url: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CORRAL_DATABASE_URL": url, "CORRAL_LOG_LEVEL": "warning", "CORRAL_POLL_INTERVAL_S": "0.1"}
+    return subprocess.Popen([CORRAL, role], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def query(url: str, sql: str) -> tuple[object, ...]:
+    with psycopg.connect(libpq_url(url)) as conn:
+        row = conn.execute(sql).fetchone()
+    assert row is not None
+    return row
+
+
+def wait_quiet(url: str, limit_s: float = 900) -> float:
+    began = time.monotonic()
+    while time.monotonic() - began < limit_s:
+        pending = query(
+            url, "SELECT count(*) FROM evaluations WHERE status = 'pending' AND triggered_by <> 'failed-follow-up'"
+        )[0]
+        plans = query(url, "SELECT count(*) FROM plans WHERE status = 'pending'")[0]
+        if pending == 0 and plans == 0:
+            return time.monotonic() - began
+        time.sleep(0.1)
+    raise RuntimeError("did not quiet down")
+
+
+def job(job_id: str, job_type: str, count: int) -> dict[str, object]:
+    return normalize_job(
+        {
+            "ID": job_id,
+            "Type": job_type,
+            "Datacenters": ["dc1"],
+            "TaskGroups": [
+                {
+                    "Name": "g",
+                    "Count": count,
+                    "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 20, "MemoryMB": 16}}],
+                }
+            ],
+        }
+    )
+
+
+def main(nodes: int, workers: int) -> None:
+    with bench_database() as url:
+        add_nodes(url, nodes, cpu=4000, memory_mb=16384)
+        roles = [start("applier", url), start("leader", url)] + [start("worker", url) for _ in range(workers)]
+        engine = make_engine(url, "cli")
+        sessions = make_sessionmaker(engine)
+        for i in range(SYSTEM_JOBS):
+            with transaction(sessions) as session:
+                register_job(session, job(f"system-{i}", "system", 1), RegisterOptions())
+        for i in range(SERVICE_JOBS):
+            with transaction(sessions) as session:
+                register_job(session, job(f"service-{i}", "service", nodes), RegisterOptions())
+        wait_quiet(url)
+        placed = query(url, "SELECT count(*) FROM allocations WHERE desired_status = 'run'")[0]
+        before = query(url, "SELECT count(*), max(create_index) FROM evaluations")
+        node_ids = [r[0] for r in psycopg.connect(libpq_url(url)).execute("SELECT id FROM nodes ORDER BY name")]
+        began = time.monotonic()
+        for status in ("down", "ready"):  # the wave: every node goes down, then every node comes back
+            for node_id in node_ids:
+                with transaction(sessions) as session:
+                    set_node_status(session, node_id, status)
+        quiet_after = wait_quiet(url)
+        total = time.monotonic() - began
+        created, passes, coalesced = query(
+            url,
+            "SELECT count(*), count(*) FILTER (WHERE status IN ('complete', 'failed', 'blocked') "
+            "OR (status = 'pending')), count(*) FILTER (WHERE status = 'canceled' AND status_description LIKE "
+            f"'coalesced%') FROM evaluations WHERE create_index > {before[1]}",
+        )
+        for proc in roles:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        engine.dispose()
+        jobs = SYSTEM_JOBS + SERVICE_JOBS
+        print(
+            f"{nodes} nodes x ({SYSTEM_JOBS} system + {SERVICE_JOBS} service jobs), {placed} allocations, "
+            f"{workers} workers"
+        )
+        print(
+            f"wave (all nodes down, then up): {created} evaluations created "
+            f"(Nomad: {nodes * jobs * 2}), {passes} scheduling passes, {coalesced} coalesced"
+        )
+        print(
+            f"passes per job per wave: {int(passes) / (jobs * 2):.2f} (target ~1); "
+            f"quiet {total:.1f} s after the first node went down ({quiet_after:.1f} s after the last event)"
+        )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100, int(sys.argv[2]) if len(sys.argv) > 2 else 2)
