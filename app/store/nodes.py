@@ -19,6 +19,7 @@ from app.errors import Forbidden, InvalidInput, NotFound
 from app.ids import secret_hash
 from app.models import Allocation, Job, Node, NodeHeartbeat, NodePool
 from app.scheduler.computed_class import computed_class
+from app.store.broker import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 
@@ -88,6 +89,7 @@ def register_node(session: Session, reg: NodeRegistration) -> NodeWriteResult:
     _ensure_pool(session, reg.node_pool, index)
     now = datetime.now(UTC)
     before = _fingerprint(existing) if existing is not None else None
+    capacity_before = _capacity(existing) if existing is not None else None
     was_ready = existing is not None and existing.status == "ready"
     node = existing or Node(id=reg.id, create_index=index, created_at=now, scheduling_eligibility="eligible")
     _apply_registration(node, reg, secret, index, now)
@@ -98,7 +100,18 @@ def register_node(session: Session, reg: NodeRegistration) -> NodeWriteResult:
     eval_ids: list[uuid.UUID] = []
     if node.status == "ready" and (not was_ready or before != _fingerprint(node)):
         eval_ids = create_node_evals(session, node, index)
+    if node.status == "ready" and (not was_ready or before != _fingerprint(node) or capacity_before != _capacity(node)):
+        # Same transaction as the change: no blocked evaluation can miss this capacity.
+        unblock_capacity(session, [node.computed_class], index)
     return NodeWriteResult(node.id, secret, ttl, eval_ids, index if eval_ids else 0, index, index)
+
+
+def _capacity(node: Node) -> tuple[int, ...]:
+    return (
+        node.cpu_shares - node.reserved_cpu,
+        node.memory_mb - node.reserved_memory_mb,
+        node.disk_mb - node.reserved_disk_mb,
+    )
 
 
 def _ensure_pool(session: Session, name: str, index: int) -> None:
@@ -229,6 +242,8 @@ def set_eligibility(session: Session, node_id: uuid.UUID, eligibility: str) -> N
     node.updated_at = datetime.now(UTC)
     session.flush()
     eval_ids = create_node_evals(session, node, index) if became_eligible and node.status == "ready" else []
+    if became_eligible and node.status == "ready":
+        unblock_capacity(session, [node.computed_class], index)
     return NodeWriteResult(node.id, None, None, eval_ids, index if eval_ids else 0, index, index)
 
 

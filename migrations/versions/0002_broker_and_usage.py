@@ -58,11 +58,16 @@ def upgrade() -> None:
     op.execute("INSERT INTO state_index (name, value) VALUES ('class_unblocks', 1)")
     # One blocked evaluation per job, enforced (Nomad dedups them after the fact).
     op.create_index(
-        "uq_evaluations_blocked_job", "evaluations", ["namespace", "job_id"], unique=True,
+        "uq_evaluations_blocked_job",
+        "evaluations",
+        ["namespace", "job_id"],
+        unique=True,
         postgresql_where=sa.text("status = 'blocked'"),
     )
     op.create_index(
-        "ix_allocations_live_ports", "allocations", ["node_id"],
+        "ix_allocations_live_ports",
+        "allocations",
+        ["node_id"],
         postgresql_where=sa.text(f"{LIVE} AND host_ports <> '{{}}'"),
     )
 

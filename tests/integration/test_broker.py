@@ -229,3 +229,31 @@ def test_missed_unblock_requeues_at_block_time(engine: Engine, pg: Conn) -> None
         broker.complete(session, held, outcome)
     row = pg.execute("SELECT status, triggered_by FROM evaluations WHERE triggered_by = 'queued-allocs'").fetchone()
     assert row == ("pending", "queued-allocs")
+
+
+def test_node_registration_and_eligibility_release_blocked_evals(engine: Engine, pg: Conn) -> None:
+    from app.store.nodes import NodeRegistration, register_node, set_eligibility
+    from app.structs import PlacementMetrics
+
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    with transaction(make_sessionmaker(engine)) as session:
+        broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
+    node = NodeRegistration(
+        id=uuid.uuid4(), secret_id=None, name="n1", datacenter="dc1", node_class="", node_pool="default",
+        status="ready", attributes={}, meta={}, drivers={}, cpu_shares=1000, memory_mb=1024, disk_mb=1000,
+    )
+    with transaction(make_sessionmaker(engine)) as session:
+        register_node(session, node)
+    assert pg.execute("SELECT status FROM evaluations WHERE triggered_by = 'queued-allocs'").fetchone() == ("pending",)
+    held = claim(engine)
+    assert held is not None
+    with transaction(make_sessionmaker(engine)) as session:
+        broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
+    assert pg.execute("SELECT status FROM evaluations WHERE triggered_by = 'queued-allocs'").fetchone() == ("blocked",)
+    with transaction(make_sessionmaker(engine)) as session:
+        set_eligibility(session, node.id, "ineligible")
+    with transaction(make_sessionmaker(engine)) as session:
+        set_eligibility(session, node.id, "eligible")
+    assert pg.execute("SELECT status FROM evaluations WHERE triggered_by = 'queued-allocs'").fetchone() == ("pending",)
