@@ -4,30 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import CursorResult, text
 from sqlalchemy.orm import Session
 
 from app.store.sql import query
 
 
-def next_index(session: Session, tables: Iterable[str]) -> int:
-    """Take the next index for a write touching `tables`.
+def next_index(session: Session, tables: Iterable[str], *, notify: bool = True) -> int:
+    """Take the next index for a write touching `tables`, in one round trip.
 
     It must be the first write of the transaction: every writer locks the '_global' row
     first and everything else after it, one lock order, so writers cannot deadlock.
-    Both rules are enforced, not just documented.
-    """
+    Both rules are enforced, not just documented. `notify` wakes listeners (blocking
+    queries, idle workers, the applier); writes nobody waits for can skip it, since
+    listeners also poll."""
     names = sorted(set(tables))
-    if session.execute(text("SELECT pg_current_xact_id_if_assigned()")).scalar_one() is not None:
+    row = session.execute(query("take_index"), {"tables": names, "notify": notify}).one()
+    if not row.first_write:
         raise RuntimeError("next_index must be the first write of the transaction")
-    index = session.execute(query("bump_global")).scalar_one()
-    stamped = session.execute(query("stamp_tables"), {"index": index, "tables": names})
-    assert isinstance(stamped, CursorResult)
-    if stamped.rowcount != len(names):
+    if row.stamped != len(names):
         # An unknown name would silently never wake the blocking queries that watch it.
-        raise RuntimeError(f"next_index: some of {names} are not state index names (stamped {stamped.rowcount})")
-    session.execute(query("notify_change"))
-    return int(index)
+        raise RuntimeError(f"next_index: some of {names} are not state index names (stamped {row.stamped})")
+    return int(row.taken)
 
 
 def current_index(session: Session, tables: Iterable[str]) -> int:

@@ -18,3 +18,23 @@ SELECT name, value FROM state_index;
 -- name: notify_change
 -- A wake-up hint for blocking queries; correctness never depends on it.
 SELECT pg_notify('corral_index', '');
+
+-- name: take_index
+-- bump_global + stamp_tables + notify_change in one round trip, refusing to run unless it is
+-- the transaction's first write (the '_global' row is every writer's first lock: one lock
+-- order, no deadlocks). The guard is materialized first, before any row is written.
+WITH guard AS MATERIALIZED (
+    SELECT pg_current_xact_id_if_assigned() IS NULL AS first_write
+), bumped AS (
+    UPDATE state_index SET value = value + 1
+    WHERE name = '_global' AND (SELECT first_write FROM guard)
+    RETURNING value
+), stamped AS (
+    UPDATE state_index s SET value = b.value FROM bumped b
+    WHERE s.name = ANY(:tables)
+    RETURNING s.name
+)
+SELECT (SELECT first_write FROM guard) AS first_write,
+       (SELECT value FROM bumped) AS taken,
+       (SELECT count(*) FROM stamped) AS stamped,
+       CASE WHEN CAST(:notify AS boolean) THEN pg_notify('corral_index', '') END AS notified;
