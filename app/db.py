@@ -71,13 +71,15 @@ def connect_args(role: str) -> dict[str, Any]:
     }
 
 
-def make_engine(url: str, role: str, *, pool_size: int = 5) -> Engine:
+def make_engine(url: str, role: str, *, pool_size: int = 5, pre_ping: bool = True) -> Engine:
+    """pre_ping costs a round trip per checkout; hot loops turn it off and survive a dead
+    connection by retrying (SQLAlchemy discards connections that failed with a disconnect)."""
     return create_engine(
         sqlalchemy_url(url),
         connect_args=connect_args(role),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         pool_recycle=1800,
     )
 

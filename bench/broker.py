@@ -51,7 +51,7 @@ def load_evaluations(url: str, n: int) -> None:
 
 
 def corral_worker(url: str, stop_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    engine = make_engine(url, "worker", pool_size=2)
+    engine = make_engine(url, "worker", pool_size=2, pre_ping=False)
     sessions = make_sessionmaker(engine)
     done = 0
     while time.monotonic() < stop_at:

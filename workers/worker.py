@@ -9,6 +9,7 @@ import uuid
 
 import structlog
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, transaction
@@ -53,7 +54,7 @@ class Worker:
     def __init__(self, settings: Settings, database_url: str, schedulers: tuple[str, ...]) -> None:
         self.settings = settings
         self.schedulers = schedulers
-        self.engine = make_engine(database_url, "worker", pool_size=3)
+        self.engine = make_engine(database_url, "worker", pool_size=3, pre_ping=False)
         self.sessions = make_sessionmaker(self.engine)
         self.loader = SnapshotLoader(self.engine)
         self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s)
@@ -65,7 +66,14 @@ class Worker:
         try:
             while not stop.is_set():
                 rescue = time.monotonic() >= next_rescue
-                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue)
+                try:
+                    held = broker.claim(
+                        self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue
+                    )
+                except DBAPIError as err:
+                    log.warning("claim failed; retrying", error=str(err).splitlines()[0])
+                    stop.wait(1.0)
+                    continue
                 if rescue:
                     next_rescue = time.monotonic() + RESCUE_EVERY_S
                 if held is None:

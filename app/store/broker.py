@@ -104,51 +104,32 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
     # NOTIFY in every commit costs about half the commit rate.
     index = next_index(session, ["evaluations"], notify=False)
     ev = held.evaluation
-    reblock = outcome.failed_tg_allocs and ev.triggered_by == "queued-allocs" and not outcome.max_plan_attempts
-    status = "blocked" if reblock else outcome.status
-    _finish(session, held, index, status=status, outcome=outcome)
-    session.execute(
-        query("coalesce_pending"),
+    failing = bool(outcome.failed_tg_allocs) or outcome.max_plan_attempts
+    reblock = bool(outcome.failed_tg_allocs) and ev.triggered_by == "queued-allocs" and not outcome.max_plan_attempts
+    row = session.execute(
+        query("complete_eval"),
         {
-            "eval_id": str(ev.id),
+            "status": "blocked" if reblock else outcome.status,
+            "description": outcome.description,
+            "snapshot_index": outcome.snapshot_index,
+            "failed": json.dumps({g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}),
+            "queued": json.dumps(outcome.queued_allocations),
+            "eligibility": json.dumps(outcome.class_eligibility),
+            "escaped": outcome.escaped_computed_class,
+            "index": index,
+            "eval_id": ev.id,
+            "token": held.token,
             "namespace": ev.namespace,
             "job_id": ev.job_id,
-            "index": index,
-            "snapshot_index": outcome.snapshot_index,
+            "cancel_blocked": not failing and outcome.status == "complete",
         },
-    )
+    ).one()
+    if not row.finished:
+        raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
     if reblock:
         _release_if_missed(session, ev.id, outcome, index)
-    elif outcome.failed_tg_allocs or outcome.max_plan_attempts:
+    elif failing:
         _upsert_blocked(session, ev, outcome, index)
-    elif status == "complete":
-        _cancel_blocked(session, ev, index)
-
-
-def _finish(session: Session, held: Claim, index: int, *, status: str, outcome: Outcome) -> None:
-    done = session.execute(
-        update(Evaluation)
-        .where(
-            Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"
-        )
-        .values(
-            status=status,
-            status_description=outcome.description,
-            lease_token=None,
-            lease_owner=None,
-            lease_expires_at=None,
-            snapshot_index=outcome.snapshot_index,
-            failed_tg_allocs={g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()},
-            queued_allocations=outcome.queued_allocations,
-            class_eligibility=outcome.class_eligibility,
-            escaped_computed_class=outcome.escaped_computed_class,
-            modify_index=index,
-            modify_time=datetime.now(UTC),
-        )
-        .returning(Evaluation.id)
-    ).first()
-    if done is None:
-        raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before completion")
 
 
 def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: int) -> None:
@@ -204,19 +185,6 @@ def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, i
             .where(Evaluation.id == eval_id, Evaluation.status == "blocked")
             .values(status="pending", status_description="capacity changed while scheduling", modify_index=index)
         )
-
-
-def _cancel_blocked(session: Session, ev: EvalStruct, index: int) -> None:
-    session.execute(
-        update(Evaluation)
-        .where(Evaluation.namespace == ev.namespace, Evaluation.job_id == ev.job_id, Evaluation.status == "blocked")
-        .values(
-            status="canceled",
-            status_description=f"evaluation {ev.id} successful",
-            modify_index=index,
-            modify_time=datetime.now(UTC),
-        )
-    )
 
 
 def nack(session: Session, held: Claim, reason: str) -> None:

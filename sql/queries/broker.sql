@@ -104,3 +104,35 @@ SELECT EXISTS (
 
 -- name: any_max_plan_blocked
 SELECT EXISTS (SELECT 1 FROM evaluations WHERE status = 'blocked' AND triggered_by = 'max-plan-attempts');
+
+-- name: complete_eval
+-- The hot path of every pass, in one statement: record the outcome (fenced by the token),
+-- cancel the job's pending evaluations this pass already served (coalescing), and on success
+-- cancel the job's blocked evaluation.
+WITH finished AS (
+    UPDATE evaluations
+    SET status = :status, status_description = :description, lease_token = NULL, lease_owner = NULL,
+        lease_expires_at = NULL, snapshot_index = :snapshot_index,
+        failed_tg_allocs = CAST(:failed AS jsonb), queued_allocations = CAST(:queued AS jsonb),
+        class_eligibility = CAST(:eligibility AS jsonb), escaped_computed_class = :escaped,
+        modify_index = :index, modify_time = now()
+    WHERE id = :eval_id AND lease_token = :token AND status = 'pending'
+    RETURNING id
+), coalesced AS (
+    UPDATE evaluations
+    SET status = 'canceled', status_description = 'coalesced into evaluation ' || CAST(:eval_id AS text),
+        modify_index = :index, modify_time = now()
+    WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
+      AND id <> :eval_id AND create_index <= :snapshot_index
+      AND (wait_until IS NULL OR wait_until <= now())
+      AND EXISTS (SELECT 1 FROM finished)
+    RETURNING id
+), unblocked AS (
+    UPDATE evaluations
+    SET status = 'canceled', status_description = 'evaluation ' || CAST(:eval_id AS text) || ' successful',
+        modify_index = :index, modify_time = now()
+    WHERE namespace = :namespace AND job_id = :job_id AND status = 'blocked'
+      AND CAST(:cancel_blocked AS boolean) AND EXISTS (SELECT 1 FROM finished)
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM finished) AS finished, (SELECT count(*) FROM coalesced) AS coalesced;
