@@ -189,3 +189,37 @@ def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (4,)
     for proc in (rescuer, applier, frozen):
         assert proc.process.poll() is None
+
+
+def test_a_frozen_applier_is_replaced_and_cannot_commit(
+    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+) -> None:
+    """An advisory lock alone never frees up while its holder is frozen: the standby must see
+    the term go stale, terminate the holder's backend, and take over with a new term."""
+    add_nodes(pg, 3)
+    env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}
+    first = corral(["applier"], env=env)
+    assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
+    standby = corral(["applier"], env=env)
+    holder = pg.execute("SELECT holder, term FROM leader_terms WHERE role = 'applier'").fetchone()
+    assert holder is not None and str(holder[0]).endswith(f":{first.process.pid}")
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        assert wait_for(
+            lambda: (
+                pg.execute("SELECT holder FROM leader_terms WHERE role = 'applier'").fetchone()
+                == (f"{str(holder[0]).rsplit(':', 1)[0]}:{standby.process.pid}",)
+            ),
+            timeout=60,
+        )
+        register(engine, "web", count=3)
+        worker = corral(["worker"], env=env)
+        assert wait_for(lambda: quiet(pg))
+        assert pg.execute("SELECT DISTINCT applier_term FROM plan_results").fetchall() == [(int(holder[1]) + 1,)]
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    # Thawed, the old holder finds its session gone and its term stale: it writes nothing.
+    time.sleep(2)
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (3,)
+    assert_invariants(pg, count=3)
+    assert worker.process.poll() is None and standby.process.poll() is None

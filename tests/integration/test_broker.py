@@ -241,8 +241,19 @@ def test_node_registration_and_eligibility_release_blocked_evals(engine: Engine,
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
     node = NodeRegistration(
-        id=uuid.uuid4(), secret_id=None, name="n1", datacenter="dc1", node_class="", node_pool="default",
-        status="ready", attributes={}, meta={}, drivers={}, cpu_shares=1000, memory_mb=1024, disk_mb=1000,
+        id=uuid.uuid4(),
+        secret_id=None,
+        name="n1",
+        datacenter="dc1",
+        node_class="",
+        node_pool="default",
+        status="ready",
+        attributes={},
+        meta={},
+        drivers={},
+        cpu_shares=1000,
+        memory_mb=1024,
+        disk_mb=1000,
     )
     with transaction(make_sessionmaker(engine)) as session:
         register_node(session, node)
