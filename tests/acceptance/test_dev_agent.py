@@ -51,7 +51,7 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
             "ID": "5b6c1c1e-3f0a-4a52-9a57-4f3cbb7c0d11",
             "Name": "n1",
             "Drivers": {"mock": {"Healthy": True}},
-            "NodeResources": {"Cpu": {"CpuShares": 1000}, "Memory": {"MemoryMB": 1024}},
+            "NodeResources": {"Cpu": {"CpuShares": 1000}, "Memory": {"MemoryMB": 1024}, "Disk": {"DiskMB": 10000}},
         }
     }
     httpx.put(f"{base}/v1/node/register", json=node).raise_for_status()

@@ -26,7 +26,7 @@ def test_list_filters_by_job_and_status(client: FlaskClient, pg: Conn) -> None:
     pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (a,))
     assert [e["ID"] for e in client.get("/v1/evaluations?job=b").json] == [b]  # type: ignore[union-attr]
     assert [e["ID"] for e in client.get("/v1/evaluations?status=complete").json] == [a]  # type: ignore[union-attr]
-    assert [e["ID"] for e in client.get(f"/v1/evaluations?prefix={b[:12]}").json] == [b]  # type: ignore[union-attr]
+    assert [e["ID"] for e in client.get(f"/v1/evaluations?prefix={b[:24]}").json] == [b]  # type: ignore[union-attr]
 
 
 def test_pagination_walks_every_eval_once(client: FlaskClient) -> None:
