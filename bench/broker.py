@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from app.db import libpq_url, make_engine, make_sessionmaker, transaction
+from app.db import libpq_url, make_engine
 from app.store import broker
 from app.store.broker import Outcome
 from bench.common import bench_database, pgbench
@@ -52,14 +52,12 @@ def load_evaluations(url: str, n: int) -> None:
 
 def corral_worker(url: str, stop_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     engine = make_engine(url, "worker", pool_size=2, pre_ping=False)
-    sessions = make_sessionmaker(engine)
     done = 0
     while time.monotonic() < stop_at:
         held = broker.claim(engine, TYPES, "bench", 60, rescue=False)
         if held is None:
             break
-        with transaction(sessions) as session:
-            broker.complete(session, held, Outcome(snapshot_index=0))
+        broker.complete_success(engine, held, Outcome(snapshot_index=0))
         done += 1
     out.put(done)
     engine.dispose()

@@ -91,8 +91,11 @@ class Worker:
         keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
         try:
             outcome = self.schedule(held, keeper)
-            with transaction(self.sessions) as session:
-                broker.complete(session, held, outcome)
+            if outcome.failed_tg_allocs or outcome.max_plan_attempts:
+                with transaction(self.sessions) as session:
+                    broker.complete(session, held, outcome)
+            else:
+                broker.complete_success(self.engine, held, outcome)
             bound.info("evaluation done", status=outcome.status, queued=outcome.queued_allocations or None)
         except LeaseLost as err:
             bound.warning("lease lost; another worker owns the evaluation now", reason=str(err))

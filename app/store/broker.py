@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
+import psycopg.rows
 from sqlalchemy import Engine, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -19,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.ids import new_id
 from app.models import ClassUnblock, Evaluation, Job
 from app.store.index import next_index
-from app.store.sql import query
+from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
 from app.structs import PlacementMetrics
 
@@ -63,14 +65,28 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
     for name in ("claim_expired", "claim_ready") if rescue else ("claim_ready",):
         token = uuid.uuid4()
         try:
-            with engine.begin() as conn:
-                row = conn.execute(query(name), {**params, "token": token}).mappings().first()
-        except IntegrityError:
+            row = _claim_statement(engine, name, {**params, "token": token})
+        except (IntegrityError, psycopg.errors.UniqueViolation):
             # Another worker claimed an evaluation of the same job at the same moment.
             return None
         if row is not None:
             return Claim(_eval_struct(row), token, int(row["delivery_count"]))
     return None
+
+
+def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """One statement, autocommitted: one round trip and no transaction left open. Driven on the
+    raw psycopg connection: this runs for every evaluation, on every worker."""
+    with engine.connect() as conn:
+        pg = conn.connection.driver_connection
+        assert pg is not None
+        pg.autocommit = True
+        try:
+            cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
+            row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
+            return row
+        finally:
+            pg.autocommit = False
 
 
 def _eval_struct(row: Any) -> EvalStruct:
@@ -95,6 +111,37 @@ def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
         conn.execute(text("SET LOCAL synchronous_commit = off"))  # a lost renewal is re-sent
         row = conn.execute(query("renew_lease"), {"id": held.evaluation.id, "token": held.token, "lease_s": lease_s})
         return row.first() is not None
+
+
+def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
+    """complete() for the common case, a pass that placed everything: the index bump and the
+    completion go to the server as one pipelined batch (one network round trip)."""
+    if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete":
+        raise ValueError("complete_success is only for passes without placement failures")
+    ev = held.evaluation
+    with engine.connect() as conn:
+        pg = conn.connection.driver_connection
+        assert pg is not None
+        with pg.pipeline():
+            pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
+            done = pg.execute(
+                psycopg_query("complete_eval_success"),
+                {
+                    "description": outcome.description,
+                    "snapshot_index": outcome.snapshot_index,
+                    "queued": json.dumps(outcome.queued_allocations),
+                    "eligibility": json.dumps(outcome.class_eligibility),
+                    "escaped": outcome.escaped_computed_class,
+                    "eval_id": ev.id,
+                    "token": held.token,
+                    "namespace": ev.namespace,
+                    "job_id": ev.job_id,
+                },
+            )
+            pg.commit()
+        finished = done.fetchone()
+    if finished is None or not finished[0]:
+        raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
 
 
 def complete(session: Session, held: Claim, outcome: Outcome) -> None:

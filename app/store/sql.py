@@ -30,3 +30,12 @@ def query(name: str) -> TextClause:
         return text(_queries()[name])
     except KeyError:
         raise KeyError(f"no SQL query named {name!r} in {SQL_DIR / 'queries'}") from None
+
+
+@cache
+def psycopg_query(name: str) -> str:
+    """The named statement in psycopg's %(name)s style, for the few hot paths that drive a raw
+    psycopg connection (pipeline mode) instead of SQLAlchemy."""
+    from sqlalchemy.dialects import postgresql
+
+    return str(query(name).compile(dialect=postgresql.psycopg.dialect()))  # type: ignore[no-untyped-call]

@@ -136,3 +136,32 @@ WITH finished AS (
     RETURNING id
 )
 SELECT (SELECT count(*) FROM finished) AS finished, (SELECT count(*) FROM coalesced) AS coalesced;
+
+-- name: complete_eval_success
+-- complete_eval for a pass that placed everything, pipelined right after take_index in the same
+-- transaction: the index comes from the '_global' row this transaction just bumped.
+WITH taken AS (SELECT value AS index FROM state_index WHERE name = '_global'), finished AS (
+    UPDATE evaluations
+    SET status = 'complete', status_description = :description, lease_token = NULL, lease_owner = NULL,
+        lease_expires_at = NULL, snapshot_index = :snapshot_index, failed_tg_allocs = '{}',
+        queued_allocations = CAST(:queued AS jsonb), class_eligibility = CAST(:eligibility AS jsonb),
+        escaped_computed_class = :escaped, modify_index = (SELECT index FROM taken), modify_time = now()
+    WHERE id = :eval_id AND lease_token = :token AND status = 'pending'
+    RETURNING id
+), coalesced AS (
+    UPDATE evaluations
+    SET status = 'canceled', status_description = 'coalesced into evaluation ' || CAST(:eval_id AS text),
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
+      AND id <> :eval_id AND create_index <= :snapshot_index
+      AND (wait_until IS NULL OR wait_until <= now())
+      AND EXISTS (SELECT 1 FROM finished)
+    RETURNING id
+), unblocked AS (
+    UPDATE evaluations
+    SET status = 'canceled', status_description = 'evaluation ' || CAST(:eval_id AS text) || ' successful',
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    WHERE namespace = :namespace AND job_id = :job_id AND status = 'blocked' AND EXISTS (SELECT 1 FROM finished)
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM finished) AS finished;

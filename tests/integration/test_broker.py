@@ -268,3 +268,23 @@ def test_node_registration_and_eligibility_release_blocked_evals(engine: Engine,
     with transaction(make_sessionmaker(engine)) as session:
         set_eligibility(session, node.id, "eligible")
     assert pg.execute("SELECT status FROM evaluations WHERE triggered_by = 'queued-allocs'").fetchone() == ("pending",)
+
+
+def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    register(engine, "web")
+    register(engine, "other")
+    index = pg.execute("SELECT value FROM state_index WHERE name = '_global'").fetchone()
+    assert index is not None
+    stale = broker.Claim(held.evaluation, uuid.uuid4(), held.delivery_count)
+    with pytest.raises(LeaseLost):
+        broker.complete_success(engine, stale, Outcome(snapshot_index=int(index[0])))
+    broker.complete_success(engine, held, Outcome(snapshot_index=int(index[0])))
+    rows = sorted(pg.execute("SELECT job_id, status FROM evaluations").fetchall())
+    assert rows == [("other", "pending"), ("web", "canceled"), ("web", "complete")]
+    after = pg.execute("SELECT value FROM state_index WHERE name = 'evaluations'").fetchone()
+    assert after is not None and after[0] > index[0]
+    with pytest.raises(ValueError):
+        broker.complete_success(engine, held, Outcome(snapshot_index=0, max_plan_attempts=True))
