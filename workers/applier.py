@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 import structlog
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -24,16 +25,20 @@ def run_applier(settings: Settings, database_url: str, stop: threading.Event) ->
     wakeup = Wakeup(database_url, "applier", settings.poll_interval_s)
     try:
         while not stop.is_set():
-            lead = Leadership(engine, "applier")
+            lead: Leadership | None = None
             try:
+                lead = Leadership(engine, "applier")
                 if lead.try_acquire():
                     _serve(engine, lead, wakeup, stop)
                 else:
                     stop.wait(1.0)
-            except (Deposed, DBAPIError) as err:
+            except (Deposed, DBAPIError, psycopg.Error) as err:
+                # Lost the term or the database: drop the role, then stand for election again.
                 log.warning("gave up the applier role", error=str(err).splitlines()[0])
+                stop.wait(1.0)
             finally:
-                lead.close()
+                if lead is not None:
+                    lead.close()
     finally:
         wakeup.close()
         engine.dispose()

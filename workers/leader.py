@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import psycopg
 import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -32,16 +33,19 @@ def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> 
     engine = make_engine(database_url, "leader", pool_size=2)
     try:
         while not stop.is_set():
-            lead = Leadership(engine, "leader")
+            lead: Leadership | None = None
             try:
+                lead = Leadership(engine, "leader")
                 if lead.try_acquire():
                     _lead(engine, lead, stop)
                 else:
                     stop.wait(1.0)
-            except DBAPIError as err:
+            except (DBAPIError, psycopg.Error) as err:
                 log.warning("gave up the leader role", error=str(err).splitlines()[0])
+                stop.wait(1.0)
             finally:
-                lead.close()
+                if lead is not None:
+                    lead.close()
     finally:
         engine.dispose()
 
@@ -70,6 +74,8 @@ def _lead(engine: Engine, lead: Leadership, stop: threading.Event) -> None:
                     return
     finally:
         scheduler.shutdown(wait=True)
+    if deposed.is_set():
+        raise DBAPIError("leader duty", None, RuntimeError("stepped down"))
 
 
 def _tick(lead: Leadership, name: str, duty: Callable[[Session], int], deposed: threading.Event) -> None:
@@ -82,5 +88,10 @@ def _tick(lead: Leadership, name: str, duty: Callable[[Session], int], deposed: 
                 raise RuntimeError("leader term moved on; rolling back")
         if changed:
             log.info("leader duty", duty=name, changed=changed)
+    except (DBAPIError, psycopg.Error):
+        # The lock connection may be gone (and with it the advisory lock): step down and stand
+        # for election again rather than carry on over a silently replaced connection.
+        log.exception("leader duty failed on the database; stepping down", duty=name)
+        deposed.set()
     except Exception:
         log.exception("leader duty failed", duty=name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,18 +52,32 @@ class Wakeup:
     poll interval. Notifications are hints only: callers always re-check the database."""
 
     def __init__(self, database_url: str, role: str, poll_s: float) -> None:
-        args = {k: v for k, v in connect_args(role).items() if k != "application_name"}
-        self._conn = psycopg.connect(
-            libpq_url(database_url), autocommit=True, application_name=f"corral-{role}-listen", **args
-        )
-        self._conn.execute("LISTEN corral_index")
+        self._url = libpq_url(database_url)
+        self._role = role
         self._poll_s = poll_s
         self._random = random.Random()
+        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+
+    def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        args = {k: v for k, v in connect_args(self._role).items() if k != "application_name"}
+        conn = psycopg.connect(self._url, autocommit=True, application_name=f"corral-{self._role}-listen", **args)
+        conn.execute("LISTEN corral_index")
+        return conn
 
     def wait(self, timeout: float | None = None) -> None:
         limit = timeout if timeout is not None else self._poll_s * (0.5 + self._random.random())
-        for _ in self._conn.notifies(timeout=limit, stop_after=1):
-            pass
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = self._connect()
+            for _ in self._conn.notifies(timeout=limit, stop_after=1):
+                pass
+        except psycopg.Error as err:
+            # Without the listener we still poll: sleep the interval and reconnect next time.
+            log.warning("listener lost; polling until it reconnects", error=str(err).splitlines()[0])
+            self.close()
+            time.sleep(limit)
 
     def close(self) -> None:
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 
+import psycopg
 import structlog
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -25,6 +26,10 @@ log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch")
 RESCUE_EVERY_S = 1.0
 ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's plan retry limits
+
+
+class ShuttingDown(Exception):
+    """SIGTERM arrived while an evaluation was waiting on something that may never come."""
 
 
 class LeaseKeeper:
@@ -70,7 +75,7 @@ class Worker:
                     held = broker.claim(
                         self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue
                     )
-                except DBAPIError as err:
+                except (DBAPIError, psycopg.Error) as err:
                     log.warning("claim failed; retrying", error=str(err).splitlines()[0])
                     stop.wait(1.0)
                     continue
@@ -80,17 +85,17 @@ class Worker:
                     self.wakeup.wait()
                     next_rescue = 0.0  # idle: look for lapsed leases on the next round
                 else:
-                    self.handle(held)
+                    self.handle(held, stop)
         finally:
             self.wakeup.close()
             self.engine.dispose()
 
-    def handle(self, held: Claim) -> None:
+    def handle(self, held: Claim, stop: threading.Event) -> None:
         ev = held.evaluation
         bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
         keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
         try:
-            outcome = self.schedule(held, keeper)
+            outcome = self.schedule(held, keeper, stop)
             if outcome.failed_tg_allocs or outcome.max_plan_attempts:
                 with transaction(self.sessions) as session:
                     broker.complete(session, held, outcome)
@@ -99,13 +104,16 @@ class Worker:
             bound.info("evaluation done", status=outcome.status, queued=outcome.queued_allocations or None)
         except LeaseLost as err:
             bound.warning("lease lost; another worker owns the evaluation now", reason=str(err))
+        except ShuttingDown as err:
+            bound.info("giving the evaluation back before exiting", reason=str(err))
+            self._nack(held, err)
         except Exception as err:
             bound.exception("scheduling failed; nacking")
             self._nack(held, err)
         finally:
             keeper.stop()
 
-    def schedule(self, held: Claim, keeper: LeaseKeeper) -> Outcome:
+    def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
         limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
         while True:
             snapshot = self.loader.load(held.evaluation)
@@ -113,7 +121,7 @@ class Worker:
             if result.plan.is_noop:
                 return _outcome(result, snapshot.index)
             attempt += 1
-            applied = self._submit_and_wait(held, attempt, result, keeper)
+            applied = self._submit_and_wait(held, attempt, result, keeper, stop)
             if not applied.partial:
                 return _outcome(result, snapshot.index)
             failures = 0 if applied.progress else failures + 1
@@ -126,7 +134,7 @@ class Worker:
                 )
 
     def _submit_and_wait(
-        self, held: Claim, attempt: int, result: SchedulerResult, keeper: LeaseKeeper
+        self, held: Claim, attempt: int, result: SchedulerResult, keeper: LeaseKeeper, stop: threading.Event
     ) -> plans.AppliedPlan:
         ev = held.evaluation
         with transaction(self.sessions) as session:
@@ -134,6 +142,10 @@ class Worker:
         while True:
             if keeper.lost.is_set():
                 raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {plan_id}")
+            if stop.is_set():
+                # Shutting down with no verdict yet: give the evaluation back (the nack clears
+                # the token, so the applier will refuse this plan) instead of holding it.
+                raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
             applied = plans.result(self.engine, plan_id)
             if applied is not None:
                 if applied.fenced:

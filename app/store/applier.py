@@ -139,7 +139,9 @@ def _fits(
     node unless it only updates allocations already there; everything must fit."""
     if node is None or node.status != "ready":
         return False
-    in_place = all(a.alloc_id in touched and touched[a.alloc_id].node_id == node.id for a in new)
+    in_place = all(
+        a.alloc_id in touched and touched[a.alloc_id].node_id == node.id and touched[a.alloc_id].live for a in new
+    )
     if not in_place and (node.eligibility != "eligible" or node.draining):
         return False
     # Work leaving the node (stops, and the old shape of in-place updates) frees room first.

@@ -123,7 +123,7 @@ def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
         pg = conn.connection.driver_connection
         assert pg is not None
         with pg.pipeline():
-            pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
+            taken = pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
             done = pg.execute(
                 psycopg_query("complete_eval_success"),
                 {
@@ -139,7 +139,10 @@ def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
                 },
             )
             pg.commit()
+        guard = taken.fetchone()
         finished = done.fetchone()
+    if guard is None or not guard[0] or guard[2] != 1:
+        raise RuntimeError("take_index refused: it must be the first write of the transaction")
     if finished is None or not finished[0]:
         raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
 
@@ -230,7 +233,12 @@ def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, i
         session.execute(
             update(Evaluation)
             .where(Evaluation.id == eval_id, Evaluation.status == "blocked")
-            .values(status="pending", status_description="capacity changed while scheduling", modify_index=index)
+            .values(
+                status="pending",
+                status_description="capacity changed while scheduling",
+                modify_index=index,
+                delivery_count=0,
+            )
         )
 
 

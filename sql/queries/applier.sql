@@ -6,11 +6,17 @@ ORDER BY priority DESC, id
 LIMIT 1;
 
 -- name: fence_term
--- Every applier commit starts here: a deposed holder's term no longer matches.
-UPDATE leader_terms SET renewed_at = now() WHERE role = :role AND term = :term RETURNING term;
+-- Every leader-only commit checks its term. FOR KEY SHARE, not an UPDATE: the renewer (another
+-- connection) must be able to bump renewed_at while a long apply runs, or the holder would look
+-- stale and be replaced mid-apply. A takeover terminates the old holder's session first.
+SELECT term FROM leader_terms WHERE role = :role AND term = :term FOR KEY SHARE;
 
 -- name: eval_still_owned
-SELECT 1 FROM evaluations WHERE id = :eval_id AND lease_token = :token AND status = 'pending';
+-- Locked until the plan commits: a lease that lapses meanwhile cannot be rescued (the claim
+-- skips locked rows) and a lapsed lease is not honoured.
+SELECT 1 FROM evaluations
+WHERE id = :eval_id AND lease_token = :token AND status = 'pending' AND lease_expires_at > now()
+FOR UPDATE;
 
 -- name: plan_nodes
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,

@@ -75,7 +75,7 @@ FOR UPDATE SKIP LOCKED;
 -- name: unblock_class
 -- Capacity appeared in a class: release blocked evals that did not rule that class out.
 UPDATE evaluations
-SET status = 'pending', modify_index = :index, modify_time = now(),
+SET status = 'pending', modify_index = :index, modify_time = now(), delivery_count = 0,
     status_description = 'unblocked: capacity changed in class ' || :computed_class
 WHERE status = 'blocked'
   AND (escaped_computed_class OR COALESCE(class_eligibility ->> :computed_class, 'true') <> 'false');
@@ -83,7 +83,7 @@ WHERE status = 'blocked'
 -- name: sweep_max_plan_blocked
 -- Nomad retries max-plan-attempts blocked evaluations every minute whatever the class.
 UPDATE evaluations
-SET status = 'pending', modify_index = :index, modify_time = now(),
+SET status = 'pending', modify_index = :index, modify_time = now(), delivery_count = 0,
     status_description = 'unblocked by the periodic sweep of max-plan-attempts evaluations'
 WHERE status = 'blocked' AND triggered_by = 'max-plan-attempts';
 

@@ -155,10 +155,24 @@ def test_workers_and_applier_killed_at_random(
             thread.join(timeout=60)
     assert wait_for(lambda: quiet(pg), timeout=180), "the pipeline did not settle"
     assert len(kills) >= 5 and any(k.startswith("applier") for k in kills), kills
+    # Now cut every corral session at once (a failover or a restart looks like this to them):
+    # no role may die, and new work still gets scheduled.
+    pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'corral-%'")
+    add_nodes(pg, 1)
+    register(engine, "after-cut", count=NODE_CPU // TASK_CPU)
+    assert wait_for(
+        lambda: (
+            quiet(pg)
+            and pg.execute("SELECT count(*) FROM allocations WHERE job_id = 'after-cut'").fetchone()
+            == (NODE_CPU // TASK_CPU,)
+        ),
+        timeout=120,
+    )
+    assert all(proc.process.poll() is None for proc in running.values())
     assert in_flight_violations == []
     assert_invariants(pg)
     placed = pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone()
-    assert placed == (NODES * NODE_CPU // TASK_CPU,)  # every slot filled, nothing more
+    assert placed == ((NODES + 1) * NODE_CPU // TASK_CPU,)  # every slot filled, nothing more
 
 
 def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
@@ -223,3 +237,21 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (3,)
     assert_invariants(pg, count=3)
     assert worker.process.poll() is None and standby.process.poll() is None
+
+
+def test_sigterm_while_waiting_for_the_applier_gives_the_eval_back(
+    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+) -> None:
+    add_nodes(pg, 1)
+    env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}
+    register(engine, "web", count=2)
+    worker = corral(["worker"], env=env)
+    assert wait_for(lambda: pg.execute("SELECT count(*) FROM plans").fetchone() == (1,))
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    row = pg.execute("SELECT status, lease_token, status_description FROM evaluations").fetchone()
+    assert row is not None and row[0] == "pending" and row[1] is None and "nacked" in str(row[2])
+    corral(["applier"], env=env)
+    corral(["worker"], env=env)
+    assert wait_for(lambda: quiet(pg) and pg.execute("SELECT count(*) FROM allocations").fetchone() == (2,))
+    assert pg.execute("SELECT status FROM plans ORDER BY id").fetchall()[0] == ("rejected",)

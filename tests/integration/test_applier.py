@@ -170,3 +170,18 @@ def test_resubmitting_the_same_attempt_is_idempotent(engine: Engine, pg: Conn) -
     plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
     assert submit(engine, held, plan) == submit(engine, held, plan)
     assert pg.execute("SELECT count(*) FROM plans").fetchone() == (1,)
+
+
+def test_plan_whose_lease_lapsed_is_refused(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg)
+    plan_id = submit(
+        engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    )
+    pg.execute("UPDATE evaluations SET lease_expires_at = now() - interval '1 second'")  # same token, lapsed
+    apply(*term)
+    result = plans.result(engine, plan_id)
+    assert result is not None and result.fenced
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)

@@ -288,3 +288,23 @@ def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> No
     assert after is not None and after[0] > index[0]
     with pytest.raises(ValueError):
         broker.complete_success(engine, held, Outcome(snapshot_index=0, max_plan_attempts=True))
+
+
+def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn) -> None:
+    from app.store.index import next_index
+    from app.structs import PlacementMetrics
+
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    with transaction(make_sessionmaker(engine)) as session:
+        broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
+    pg.execute("UPDATE evaluations SET delivery_count = 3 WHERE status = 'blocked'")
+    with transaction(make_sessionmaker(engine)) as session:
+        broker.unblock_capacity(session, ["v1:any"], next_index(session, ["evaluations"]))
+    assert pg.execute(
+        "SELECT status, delivery_count FROM evaluations WHERE triggered_by = 'queued-allocs'"
+    ).fetchone() == (
+        "pending",
+        0,
+    )
