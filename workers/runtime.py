@@ -47,6 +47,9 @@ def database_for(settings: Settings, role: str) -> Iterator[str]:
         database.close()
 
 
+DEBOUNCE_S = 0.005
+
+
 class Wakeup:
     """LISTEN for state changes; wait() returns early on a notification, else after a jittered
     poll interval. Notifications are hints only: callers always re-check the database."""
@@ -69,8 +72,13 @@ class Wakeup:
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = self._connect()
+            woke = False
             for _ in self._conn.notifies(timeout=limit, stop_after=1):
-                pass
+                woke = True
+            if woke:
+                # Debounce: a burst of commits (say, 500 node-update evaluations) is one wake-up.
+                for _ in self._conn.notifies(timeout=DEBOUNCE_S):
+                    pass
         except psycopg.Error as err:
             # Without the listener we still poll: sleep the interval and reconnect next time.
             log.warning("listener lost; polling until it reconnects", error=str(err).splitlines()[0])
