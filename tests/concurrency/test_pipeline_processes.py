@@ -125,9 +125,14 @@ def test_workers_and_applier_killed_at_random(
 
     def chaos() -> None:
         while not done.wait(rng.uniform(0.3, 1.2)):
-            # Every third kill takes down whichever applier is active; the rest hit workers.
-            active = pg_applier_holder() if len(kills) % 3 == 2 else None
-            victim = active or rng.choice([n for n in running if n.startswith("worker")])
+            # Every third kill takes down whichever applier is active (waiting until one holds the
+            # role again); the rest hit workers.
+            if len(kills) % 3 == 2:
+                victim = pg_applier_holder()
+                if victim is None:
+                    continue
+            else:
+                victim = rng.choice([n for n in running if n.startswith("worker")])
             running[victim].process.send_signal(signal.SIGKILL)
             running[victim].wait(30)
             kills.append(victim)
@@ -141,6 +146,7 @@ def test_workers_and_applier_killed_at_random(
         pid = int(str(row[0]).rsplit(":", 1)[1])
         return next((n for n, p in running.items() if p.process.pid == pid), None)
 
+    assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
     threads = [threading.Thread(target=watch_in_flight), threading.Thread(target=chaos)]
     for thread in threads:
         thread.start()
