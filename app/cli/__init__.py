@@ -58,7 +58,8 @@ def server() -> None:
 )
 def worker(schedulers: str) -> None:
     """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
-    you like, on any host. SIGTERM finishes the current evaluation, then exits."""
+    you like, on any host. SIGTERM finishes the current evaluation (or gives it back, if its plan
+    is still waiting for the applier), then exits."""
     from workers.runtime import stop_on_signals
     from workers.worker import ALL_SCHEDULERS, run_worker
 
