@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 
 import psycopg
 import structlog
@@ -116,18 +117,20 @@ class Worker:
     def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
         limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
         while True:
+            scheduled_at = datetime.now(UTC)
             snapshot = self.loader.load(held.evaluation)
             result = process(held.evaluation, snapshot, now_ns=time.time_ns())
             if result.plan.is_noop:
-                return _outcome(result, snapshot.index)
+                return _outcome(result, snapshot.index, scheduled_at)
             attempt += 1
             applied = self._submit_and_wait(held, attempt, result, keeper, stop)
             if not applied.partial:
-                return _outcome(result, snapshot.index)
+                return _outcome(result, snapshot.index, scheduled_at)
             failures = 0 if applied.progress else failures + 1
             if failures >= limit:
                 return Outcome(
                     snapshot_index=snapshot.index,
+                    scheduled_at=scheduled_at,
                     status="failed",
                     max_plan_attempts=True,
                     description=f"maximum attempts reached ({limit})",
@@ -163,9 +166,10 @@ class Worker:
             log.exception("nack failed; the lease will lapse and another worker will rescue the evaluation")
 
 
-def _outcome(result: SchedulerResult, snapshot_index: int) -> Outcome:
+def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:
     return Outcome(
         snapshot_index=snapshot_index,
+        scheduled_at=scheduled_at,
         failed_tg_allocs=dict(result.failed_tg_allocs),
         queued_allocations=dict(result.queued_allocations),
         class_eligibility=dict(result.class_eligibility),

@@ -56,6 +56,8 @@ class Outcome:
     class_eligibility: dict[str, bool] = field(default_factory=dict)
     escaped_computed_class: bool = False
     max_plan_attempts: bool = False
+    # When the pass read its snapshot: a delayed evaluation due only after that was not served.
+    scheduled_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, rescue: bool = True) -> Claim | None:
@@ -136,6 +138,7 @@ def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
                     "token": held.token,
                     "namespace": ev.namespace,
                     "job_id": ev.job_id,
+                    "scheduled_at": outcome.scheduled_at,
                 },
             )
             pg.commit()
@@ -172,6 +175,7 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
             "namespace": ev.namespace,
             "job_id": ev.job_id,
             "cancel_blocked": not failing and outcome.status == "complete",
+            "scheduled_at": outcome.scheduled_at,
         },
     ).one()
     if not row.finished:

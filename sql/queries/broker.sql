@@ -53,16 +53,6 @@ UPDATE evaluations SET lease_expires_at = now() + make_interval(secs => :lease_s
 WHERE id = :id AND lease_token = :token AND status = 'pending'
 RETURNING id;
 
--- name: coalesce_pending
--- The pass that just completed read state at :snapshot_index, so every pending evaluation of
--- the job created before that is already served: cancel them instead of scheduling each.
-UPDATE evaluations
-SET status = 'canceled', status_description = 'coalesced into evaluation ' || :eval_id,
-    modify_index = :index, modify_time = now()
-WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
-  AND id <> CAST(:eval_id AS uuid) AND create_index <= :snapshot_index
-  AND (wait_until IS NULL OR wait_until <= now());
-
 -- name: release_expired_over_limit
 -- Leases that lapsed on their last allowed delivery: handed to the failure path.
 SELECT id, lease_token FROM evaluations
@@ -124,7 +114,7 @@ WITH finished AS (
         modify_index = :index, modify_time = now()
     WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
       AND id <> :eval_id AND create_index <= :snapshot_index
-      AND (wait_until IS NULL OR wait_until <= now())
+      AND (wait_until IS NULL OR wait_until <= CAST(:scheduled_at AS timestamptz))
       AND EXISTS (SELECT 1 FROM finished)
     RETURNING id
 ), unblocked AS (
@@ -154,7 +144,7 @@ WITH taken AS (SELECT value AS index FROM state_index WHERE name = '_global'), f
         modify_index = (SELECT index FROM taken), modify_time = now()
     WHERE namespace = :namespace AND job_id = :job_id AND status = 'pending' AND lease_token IS NULL
       AND id <> :eval_id AND create_index <= :snapshot_index
-      AND (wait_until IS NULL OR wait_until <= now())
+      AND (wait_until IS NULL OR wait_until <= CAST(:scheduled_at AS timestamptz))
       AND EXISTS (SELECT 1 FROM finished)
     RETURNING id
 ), unblocked AS (

@@ -308,3 +308,21 @@ def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn
         "pending",
         0,
     )
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_delayed_eval_due_after_the_pass_started_is_not_coalesced(engine: Engine, pg: Conn, fast: bool) -> None:
+    from datetime import UTC, datetime
+
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    delayed = register(engine, "web")
+    pg.execute("UPDATE evaluations SET wait_until = now() - interval '1 second' WHERE id = %s", (delayed,))
+    outcome = Outcome(snapshot_index=10**9, scheduled_at=datetime.now(UTC) - timedelta(seconds=10))
+    if fast:
+        broker.complete_success(engine, held, outcome)
+    else:
+        with transaction(make_sessionmaker(engine)) as session:
+            broker.complete(session, held, outcome)
+    assert pg.execute("SELECT status FROM evaluations WHERE id = %s", (delayed,)).fetchone() == ("pending",)
