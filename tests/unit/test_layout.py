@@ -53,7 +53,8 @@ def test_the_purity_check_can_fail(tmp_path: Path) -> None:
 
 def test_named_queries_load_and_are_unique() -> None:
     queries = _queries()
-    assert {"take_index", "read_tables", "task_group_summaries", "claim_ready", "complete_eval", "next_plan"} <= set(queries)
+    expected = {"take_index", "read_tables", "task_group_summaries", "claim_ready", "complete_eval", "next_plan"}
+    assert expected <= set(queries)
     assert all(body for body in queries.values())
 
 
