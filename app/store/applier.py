@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
+import structlog
 from psycopg.types.json import Jsonb
 from sqlalchemy import RowMapping, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import Allocation as AllocRow
@@ -26,6 +29,7 @@ from app.store.sql import query
 from app.structs import AllocationStop, Node, NodeUsage, Resources
 
 ROLE = "applier"
+log = structlog.get_logger(__name__)
 
 
 class Deposed(Exception):
@@ -90,7 +94,15 @@ def apply_next(session: Session, term: int) -> int | None:
         _record(session, plan["id"], Verdict(), index, term, status="rejected", refresh=0)
         return int(plan["id"])
     verdict = evaluate(session, plan)
-    _write(session, plan, verdict, index)
+    try:
+        with session.begin_nested():
+            _write(session, plan, verdict, index)
+    except (IntegrityError, psycopg.errors.IntegrityError):
+        # The database refused the writes (the overcommit trigger, a constraint): our own check
+        # let something through it should not have. Refuse the whole plan, so the worker re-plans
+        # from fresh state, instead of failing this plan again on every retry.
+        log.error("database refused plan writes; rejecting the plan", plan_id=plan["id"], exc_info=True)
+        verdict = Verdict(rejected=list({*verdict.accepted, *verdict.stops, *verdict.rejected}))
     status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
     _record(session, plan["id"], verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
     return int(plan["id"])

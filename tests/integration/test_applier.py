@@ -185,3 +185,24 @@ def test_plan_whose_lease_lapsed_is_refused(engine: Engine, pg: Conn, term: tupl
     result = plans.result(engine, plan_id)
     assert result is not None and result.fenced
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+
+
+def test_plan_the_database_refuses_is_rejected_not_retried_forever(
+    engine: Engine, pg: Conn, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.store.applier as applier
+
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg, cpu=600)
+    plan = Plan(
+        held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0), alloc(held, node, 1))}
+    )
+    plan_id = submit(engine, held, plan)
+    monkeypatch.setattr(applier, "_fits", lambda *args: True)  # a broken fit check lets an overcommit through
+    assert apply(*term) == plan_id
+    result = plans.result(engine, plan_id)
+    assert result is not None and result.placed == 0 and result.rejected_nodes == 1 and result.partial
+    assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+    assert apply(*term) is None  # the queue moved on
