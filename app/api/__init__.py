@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask
+from flask import Flask, Response
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import agent, allocs, errors, evals, jobs, nodes, operator
+from app.api.context import state
 from app.api.params import path_value
+from app.store.index import current_index
 
 # How each URL path variable is named in error messages, as in Nomad's bodies.
 PATH_FIELDS = {"job_id": "JobID", "node_id": "NodeID", "eval_id": "EvalID", "alloc_id": "AllocID"}
@@ -18,6 +21,20 @@ def register(app: Flask) -> None:
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.url_value_preprocessor(_check_path_values)
     errors.install(app)
+    app.after_request(_index_header)
+
+
+def _index_header(response: Response) -> Response:
+    """Nomad clients read X-Nomad-Index from every response; 4xx answers have not read any
+    state, so they report the current index. Best effort: never turn an answer into an error."""
+    if "X-Nomad-Index" in response.headers or response.status_code >= 500:
+        return response
+    try:
+        with state().reads() as session, session.begin():
+            response.headers["X-Nomad-Index"] = str(current_index(session, ["_global"]))
+    except SQLAlchemyError:
+        pass
+    return response
 
 
 def _check_path_values(endpoint: str | None, values: dict[str, Any] | None) -> None:

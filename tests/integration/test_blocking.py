@@ -61,3 +61,14 @@ def test_every_read_carries_x_nomad_index(client: FlaskClient, path: str) -> Non
     resp = client.get(path)
     assert resp.status_code == 200
     assert int(resp.headers["X-Nomad-Index"]) >= 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("get", "/v1/job/missing", 404), ("put", "/v1/jobs", 400), ("get", "/v1/evaluations?status=odd", 400)],
+)
+def test_errors_carry_x_nomad_index_too(client: FlaskClient, method: str, path: str, status: int) -> None:
+    client.put("/v1/jobs", json={"Job": minimal_job()})
+    resp = getattr(client, method)(path, json={"Job": {}} if method == "put" else None)
+    assert resp.status_code == status
+    assert int(resp.headers["X-Nomad-Index"]) >= 2
