@@ -3,16 +3,16 @@ built, feasibility caches, and the result assembly common to both schedulers."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from app.scheduler import ports
+from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
 from app.scheduler.feasible import Feasibility, in_job_scope, in_pool
 from app.scheduler.metrics import Failures, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
-from app.scheduler.reconcile import Stop
+from app.scheduler.reconcile import Stop, stop_all
 from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, Rng, seed_for, shuffled
 from app.structs import Allocation, Evaluation, Job, Node, SchedulerResult, Snapshot, TaskGroup
 
@@ -49,6 +49,23 @@ class Pass:
     def apply_stops(self, stops: Iterable[Stop]) -> None:
         for stop in stops:
             self.state.stop(stop.alloc, stop.description, stop.client_status)
+
+    def stop_unwanted(self) -> dict[str, list[Allocation]] | None:
+        """Stop what the job no longer wants, the same for every scheduler type: everything when
+        the job is missing or stopped (then None), else the allocations of removed groups.
+        Returns the job's allocations by group."""
+        job = self.snapshot.job
+        if job is None or job.stop:
+            reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED
+            self.apply_stops(stop_all(self.snapshot.allocations, self.nodes, reason))
+            return None
+        by_group: dict[str, list[Allocation]] = defaultdict(list)
+        for alloc in self.snapshot.allocations:
+            by_group[alloc.task_group].append(alloc)
+        for name, allocs in sorted(by_group.items()):
+            if job.group(name) is None:  # the group was removed from the job
+                self.apply_stops(stop_all(allocs, self.nodes, reasons.NOT_NEEDED))
+        return by_group
 
     def build(
         self,

@@ -3,31 +3,22 @@ place through the stack."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 
-from app.scheduler import reasons
 from app.scheduler.context import Pass
 from app.scheduler.feasible import in_job_scope
 from app.scheduler.place import GroupAsk, Stack
-from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group, stop_all
+from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group
 from app.scheduler.reschedule import next_tracker
 from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
 
 
 def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
     run = Pass(evaluation, snapshot, now_ns)
+    by_group = run.stop_unwanted()
     job = snapshot.job
-    if job is None or job.stop:
-        reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED
-        run.apply_stops(stop_all(snapshot.allocations, run.nodes, reason))
+    if by_group is None or job is None:
         return run.result(job)
-    by_group: dict[str, list[Allocation]] = defaultdict(list)
-    for alloc in snapshot.allocations:
-        by_group[alloc.task_group].append(alloc)
-    for name, allocs in sorted(by_group.items()):
-        if job.group(name) is None:  # the group was removed from the job
-            run.apply_stops(stop_all(allocs, run.nodes, reasons.NOT_NEEDED))
     candidates = run.candidates(job)
     ranker = run.ranker(job, candidates)
     ctx = _context(run, job, evaluation.type == "batch")

@@ -22,17 +22,10 @@ SYSTEM_INDEX = 0  # every system allocation is "<job>.<group>[0]"
 
 def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
     run = Pass(evaluation, snapshot, now_ns)
+    by_group = run.stop_unwanted()
     job = snapshot.job
-    if job is None or job.stop:
-        reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED
-        run.apply_stops(stop_all(snapshot.allocations, run.nodes, reason))
+    if by_group is None or job is None:
         return run.result(job)
-    by_group: dict[str, list[Allocation]] = defaultdict(list)
-    for alloc in snapshot.allocations:
-        by_group[alloc.task_group].append(alloc)
-    for name, allocs in sorted(by_group.items()):
-        if job.group(name) is None:
-            run.apply_stops(stop_all(allocs, run.nodes, reasons.NOT_NEEDED))
     nodes = run.ordered_nodes(snapshot.nodes)
     ranker = run.ranker(job, [n for n in nodes if n.ready_for_placement and in_job_scope(n, job)])
     for group in job.task_groups:

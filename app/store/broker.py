@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.ids import new_id
 from app.models import ClassUnblock, Evaluation, Job
+from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
@@ -194,17 +195,19 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
         .with_for_update()
     ).first()
     if blocked is None:
-        blocked = Evaluation(
-            id=new_id(),
-            namespace=ev.namespace,
-            job_id=ev.job_id,
-            priority=ev.priority,
-            type=ev.type,
-            job_modify_index=ev.job_modify_index,
-            status="blocked",
-            create_index=index,
+        blocked = insert_eval(
+            session,
+            EvalRequest(
+                namespace=ev.namespace,
+                job_id=ev.job_id,
+                job_type=ev.type,
+                priority=ev.priority,
+                triggered_by=trigger,
+                job_modify_index=ev.job_modify_index,
+                status="blocked",
+            ),
+            index,
         )
-        session.add(blocked)
     blocked.triggered_by = trigger
     blocked.previous_eval = ev.id
     blocked.failed_tg_allocs = {g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}

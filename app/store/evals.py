@@ -26,6 +26,7 @@ class EvalRequest:
     job_modify_index: int
     node_id: uuid.UUID | None = None
     node_modify_index: int | None = None
+    status: str = "pending"
 
 
 def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluation:
@@ -41,7 +42,7 @@ def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluatio
         job_modify_index=request.job_modify_index,
         node_id=request.node_id,
         node_modify_index=request.node_modify_index,
-        status="pending",
+        status=request.status,
         create_index=index,
         modify_index=index,
     )

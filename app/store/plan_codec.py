@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from app.structs import Allocation, AllocationStop, Plan, Port, Resources
+from app.structs import Allocation, AllocationStop, Plan
 
 
 def alloc_to_json(a: Allocation) -> dict[str, Any]:
@@ -26,34 +26,6 @@ def alloc_to_json(a: Allocation) -> dict[str, Any]:
         "Ports": [{"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports],
         "PreviousAllocation": str(a.previous_allocation) if a.previous_allocation else None,
     }
-
-
-def alloc_from_json(raw: Mapping[str, Any], *, namespace: str, job_id: str, node_id: uuid.UUID) -> Allocation:
-    res = raw["Resources"]
-    previous = raw.get("PreviousAllocation")
-    return Allocation(
-        id=uuid.UUID(raw["ID"]),
-        namespace=namespace,
-        job_id=job_id,
-        job_version=raw["JobVersion"],
-        task_group=raw["TaskGroup"],
-        name=raw["Name"],
-        node_id=node_id,
-        node_name=raw.get("NodeName", ""),
-        eval_id=uuid.UUID(raw["EvalID"]),
-        desired_status="run",
-        client_status="pending",
-        resources=Resources(
-            cpu=res["CPU"],
-            memory_mb=res["MemoryMB"],
-            disk_mb=res["DiskMB"],
-            memory_max_mb=res.get("MemoryMaxMB", res["MemoryMB"]),
-        ),
-        ports=tuple(
-            Port(p["Label"], p["Value"], p.get("To", 0), p.get("HostNetwork", "default")) for p in raw["Ports"]
-        ),
-        previous_allocation=uuid.UUID(previous) if previous else None,
-    )
 
 
 def stop_to_json(s: AllocationStop) -> dict[str, Any]:
