@@ -35,6 +35,27 @@ class Settings(BaseSettings):
     )
     poll_interval_s: float = Field(default=0.5, gt=0, description="Fallback polling when no NOTIFY arrives (jittered).")
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
+    # Garbage collection (Nomad's defaults). The leader queues one core evaluation per
+    # collector every interval; the thresholds travel in the evaluation to the worker.
+    eval_gc_interval_s: float = Field(default=300.0, gt=0, description="How often evaluation GC runs.")
+    eval_gc_threshold_s: float = Field(default=3600.0, ge=0, description="Age of a terminal evaluation before GC.")
+    batch_eval_gc_threshold_s: float = Field(
+        default=86400.0, ge=0, description="Age of a terminal batch-job evaluation before GC."
+    )
+    job_gc_interval_s: float = Field(default=300.0, gt=0, description="How often job GC runs.")
+    job_gc_threshold_s: float = Field(default=14400.0, ge=0, description="Age of a dead job before GC.")
+    node_gc_interval_s: float = Field(default=300.0, gt=0, description="How often node GC runs.")
+    node_gc_threshold_s: float = Field(default=86400.0, ge=0, description="Time a node stays down before GC.")
+    deployment_gc_interval_s: float = Field(default=300.0, gt=0, description="How often deployment GC runs.")
+    deployment_gc_threshold_s: float = Field(
+        default=3600.0, ge=0, description="Age of a finished deployment before GC."
+    )
+    gc_batch_size: int = Field(
+        default=2000, ge=1, le=50000, description="Most parent rows GC deletes in one transaction."
+    )
+    force_gc_wait_s: float = Field(
+        default=600.0, gt=0, description="How long PUT /v1/system/gc waits for the collection to finish."
+    )
 
 
 @lru_cache(maxsize=1)

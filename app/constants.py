@@ -4,6 +4,11 @@ from __future__ import annotations
 
 JOB_TYPES = ("service", "batch", "system", "sysbatch")
 JOB_STATUSES = ("pending", "running", "dead")
+# Core evaluations run garbage collection instead of a scheduler (Nomad's `_core` type).
+CORE_EVAL_TYPE = "_core"
+EVAL_TYPES = (*JOB_TYPES, CORE_EVAL_TYPE)
+CORE_JOBS = ("eval-gc", "job-gc", "node-gc", "deployment-gc", "force-gc")
+CORE_PRIORITY = 200  # above any job (1-100), as in Nomad
 
 EVAL_STATUSES = ("pending", "blocked", "complete", "failed", "canceled")
 EVAL_TERMINAL_STATUSES = ("complete", "failed", "canceled")

@@ -39,3 +39,15 @@ class Conflict(CorralError):
 
 class Forbidden(CorralError):
     status = 403
+
+
+class StillRunning(CorralError):
+    """The work was accepted and carries on, but not within the time the caller waits."""
+
+    status = 504
+
+
+class Failed(CorralError):
+    """The work ran and failed; the message says why."""
+
+    status = 500

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import make_engine
-from app.store import broker
+from app.store import broker, gc
 from app.store.leadership import Leadership
 from app.store.sql import query
 
@@ -29,6 +29,22 @@ DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
 }
 
 
+def duties(settings: Settings) -> dict[str, tuple[float, Callable[[Session], int]]]:
+    """The fixed duties plus one garbage-collection tick per collector, on its interval."""
+    thresholds = gc.Thresholds.from_settings(settings)
+    intervals = {
+        "eval-gc": settings.eval_gc_interval_s,
+        "job-gc": settings.job_gc_interval_s,
+        "node-gc": settings.node_gc_interval_s,
+        "deployment-gc": settings.deployment_gc_interval_s,
+    }
+
+    def tick(kind: str) -> Callable[[Session], int]:
+        return lambda session: int(gc.enqueue_core(session, kind, thresholds) is not None)
+
+    return DUTIES | {kind: (seconds, tick(kind)) for kind, seconds in intervals.items()}
+
+
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:
     engine = make_engine(database_url, "leader", pool_size=2)
     try:
@@ -37,7 +53,7 @@ def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> 
             try:
                 lead = Leadership(engine, "leader")
                 if lead.try_acquire():
-                    _lead(engine, lead, stop)
+                    _lead(engine, lead, stop, duties(settings))
                 else:
                     stop.wait(1.0)
             except (DBAPIError, psycopg.Error) as err:
@@ -50,11 +66,16 @@ def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> 
         engine.dispose()
 
 
-def _lead(engine: Engine, lead: Leadership, stop: threading.Event) -> None:
+def _lead(
+    engine: Engine,
+    lead: Leadership,
+    stop: threading.Event,
+    schedule: dict[str, tuple[float, Callable[[Session], int]]],
+) -> None:
     deposed = threading.Event()
     # One thread: every duty runs on the lock holder's connection, one at a time.
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(1)}, timezone="UTC")
-    for name, (seconds, duty) in DUTIES.items():
+    for name, (seconds, duty) in schedule.items():
         scheduler.add_job(
             _tick,
             "interval",
@@ -63,7 +84,7 @@ def _lead(engine: Engine, lead: Leadership, stop: threading.Event) -> None:
             id=name,
             max_instances=1,
             coalesce=True,
-            misfire_grace_time=int(seconds),
+            misfire_grace_time=max(1, int(seconds)),
         )
     scheduler.start()
     try:

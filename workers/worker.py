@@ -14,9 +14,10 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.config import Settings
+from app.constants import CORE_EVAL_TYPE
 from app.db import make_engine, make_sessionmaker, transaction
 from app.scheduler import process
-from app.store import broker, plans
+from app.store import broker, gc, plans
 from app.store.broker import Claim, LeaseLost, Outcome
 from app.store.leadership import holder_name
 from app.store.snapshot import SnapshotLoader
@@ -24,7 +25,7 @@ from app.structs import SchedulerResult
 from workers.runtime import Wakeup
 
 log = structlog.get_logger(__name__)
-ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch")
+ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch", CORE_EVAL_TYPE)
 RESCUE_EVERY_S = 1.0
 ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's plan retry limits
 
@@ -96,7 +97,10 @@ class Worker:
         bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
         keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
         try:
-            outcome = self.schedule(held, keeper, stop)
+            if ev.type == CORE_EVAL_TYPE:
+                outcome = self.collect_garbage(held, keeper, stop)
+            else:
+                outcome = self.schedule(held, keeper, stop)
             if outcome.failed_tg_allocs or outcome.max_plan_attempts:
                 with transaction(self.sessions) as session:
                     broker.complete(session, held, outcome)
@@ -135,6 +139,21 @@ class Worker:
                     max_plan_attempts=True,
                     description=f"maximum attempts reached ({limit})",
                 )
+
+    def collect_garbage(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
+        """A core evaluation: run its collectors batch by batch while the lease holds."""
+        ev = held.evaluation
+
+        def still_ours() -> None:
+            if keeper.lost.is_set():
+                raise LeaseLost(f"evaluation {ev.id}: lease lapsed during garbage collection")
+            if stop.is_set():
+                raise ShuttingDown(f"stopping during garbage collection {ev.job_id}")
+
+        started = datetime.now(UTC)
+        report = gc.run_core_eval(self.sessions, ev.id, self.owner, self.settings.gc_batch_size, still_ours)
+        removed = sum(report.removed.values())
+        return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")
 
     def _submit_and_wait(
         self, held: Claim, attempt: int, result: SchedulerResult, keeper: LeaseKeeper, stop: threading.Event

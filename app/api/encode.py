@@ -92,7 +92,7 @@ def job_stub(row: Job, summary: dict[str, Any]) -> dict[str, Any]:
 def evaluation(row: Evaluation) -> dict[str, Any]:
     return {
         "ID": str(row.id),
-        "Namespace": row.namespace,
+        "Namespace": row.namespace or "-",  # core evaluations belong to no namespace, as in Nomad
         "Priority": row.priority,
         "Type": row.type,
         "TriggeredBy": row.triggered_by,

@@ -52,7 +52,7 @@ def server() -> None:
 @main.command()
 @click.option(
     "--schedulers",
-    default="service,batch,system,sysbatch",
+    default="service,batch,system,sysbatch,_core",
     show_default=True,
     help="Comma-separated evaluation types this worker serves.",
 )
@@ -93,7 +93,8 @@ def applier() -> None:
 @main.command()
 def leader() -> None:
     """Run the leader's periodic duties (failed-evaluation follow-ups, the blocked-evaluation
-    sweep). Start two or more; one holds the role and the others stand by."""
+    sweep, and one garbage-collection core evaluation per collector on its CORRAL_*_GC_INTERVAL_S).
+    Start two or more; one holds the role and the others stand by."""
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 
@@ -119,7 +120,10 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 
 from app.cli.db import db  # noqa: E402
 
+from app.cli.system import system  # noqa: E402
+
 main.add_command(db)
+main.add_command(system)
 
 if __name__ == "__main__":
     main()

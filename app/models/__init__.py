@@ -5,6 +5,7 @@ from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
 from app.models.deployment import Deployment
 from app.models.evaluation import Evaluation
+from app.models.gc import GcRun
 from app.models.job import Job, JobVersion, PeriodicLaunch
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
@@ -17,6 +18,7 @@ __all__ = [
     "ClassUnblock",
     "Deployment",
     "Evaluation",
+    "GcRun",
     "Job",
     "JobVersion",
     "LeaderTerm",

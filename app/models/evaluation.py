@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, JOB_TYPES, sql_in
+from app.constants import CORE_JOBS, EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, EVAL_TYPES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
 
 PENDING_UNLEASED = "status = 'pending' AND lease_token IS NULL"
@@ -27,7 +27,12 @@ class Evaluation(Base):
     __table_args__ = (
         ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
         CheckConstraint(f"status IN {sql_in(EVAL_STATUSES)}", name="status"),
-        CheckConstraint(f"type IN {sql_in(JOB_TYPES)}", name="type"),
+        CheckConstraint(f"type IN {sql_in(EVAL_TYPES)}", name="type"),
+        CheckConstraint(
+            "(type = '_core') = (namespace IS NULL) AND (core_params IS NULL OR type = '_core') "
+            f"AND (type <> '_core' OR job_id IN {sql_in(CORE_JOBS)})",
+            name="core_fields",
+        ),
         CheckConstraint(f"triggered_by IN {sql_in(EVAL_TRIGGERS)}", name="triggered_by"),
         CheckConstraint("priority >= 1", name="priority"),
         CheckConstraint("delivery_count >= 0", name="delivery_count"),
@@ -67,6 +72,13 @@ class Evaluation(Base):
             "job_id",
             postgresql_where=text("status = 'blocked'"),
         ),
+        # A scheduled collector is queued at most once: a second tick (or leader) adds nothing.
+        Index(
+            "uq_evaluations_core_queued",
+            "job_id",
+            unique=True,
+            postgresql_where=text("type = '_core' AND status = 'pending' AND job_id <> 'force-gc'"),
+        ),
         Index(
             "ix_evaluations_gc",
             "modify_time",
@@ -79,10 +91,14 @@ class Evaluation(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, comment="Evaluation ID.")
-    namespace: Mapped[str] = mapped_column(comment="Namespace of the job.")
-    job_id: Mapped[str] = mapped_column(comment="The job to evaluate.")
+    namespace: Mapped[str | None] = mapped_column(comment="Namespace of the job (NULL for _core).")
+    job_id: Mapped[str] = mapped_column(
+        comment="The job to evaluate; for _core evaluations the collector (eval-gc, job-gc, ..., force-gc)."
+    )
     priority: Mapped[int] = mapped_column(Integer, comment="Priority (the job's unless overridden).")
-    type: Mapped[str] = mapped_column(comment="Scheduler that processes it: service, batch, system, sysbatch.")
+    type: Mapped[str] = mapped_column(
+        comment="Scheduler that processes it: service, batch, system, sysbatch, or _core (GC)."
+    )
     triggered_by: Mapped[str] = mapped_column(comment="What caused it: job-register, node-update, ...")
     job_modify_index: Mapped[int] = mapped_column(comment="Job modify index when the eval was created.")
     node_id: Mapped[uuid.UUID | None] = mapped_column(
@@ -148,6 +164,9 @@ class Evaluation(Base):
     )
     snapshot_index: Mapped[int] = mapped_column(
         server_default=text("0"), comment="State index the scheduler worked from."
+    )
+    core_params: Mapped[dict[str, Any] | None] = mapped_column(
+        comment="For _core evaluations: the GC age thresholds (seconds) chosen by whoever created it."
     )
     lease_token: Mapped[uuid.UUID | None] = mapped_column(
         comment="Fencing token of the current claim; every worker write must present it."

@@ -293,6 +293,8 @@ def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uui
     failed.status_description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
     failed.lease_token = failed.lease_owner = failed.lease_expires_at = None
     failed.modify_index, failed.modify_time = index, datetime.now(UTC)
+    if failed.namespace is None:  # a core evaluation: the next tick queues a fresh one
+        return None
     job = session.get(Job, (failed.namespace, failed.job_id))
     if job is None or job.purged_at is not None:
         return None

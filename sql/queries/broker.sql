@@ -24,7 +24,7 @@ SET lease_token = :token, lease_owner = :owner, lease_expires_at = now() + make_
     delivery_count = e.delivery_count + 1
 FROM candidate c
 WHERE e.id = c.id
-RETURNING e.id, e.namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
+RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
           e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
 
 -- name: claim_expired
@@ -45,7 +45,7 @@ SET lease_token = :token, lease_owner = :owner, lease_expires_at = now() + make_
     delivery_count = e.delivery_count + 1
 FROM candidate c
 WHERE e.id = c.id
-RETURNING e.id, e.namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
+RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
           e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
 
 -- name: renew_lease

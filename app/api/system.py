@@ -1,0 +1,87 @@
+"""/v1/system/gc (forced garbage collection) and the GC run log."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from flask import Blueprint, Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.api.context import read, respond, state, write
+from app.api.params import integer_arg
+from app.errors import Failed, StillRunning
+from app.models import Evaluation, GcRun
+from app.store import gc
+from app.store.index import current_index
+
+bp = Blueprint("system", __name__)
+TABLES = ["evaluations", "gc_runs"]
+
+
+@bp.route("/system/gc", methods=["PUT", "POST"])
+def force_gc() -> Response:
+    """Queue a force-gc core evaluation and answer once a worker has run it: every collector,
+    thresholds ignored, nodes last."""
+    eval_id = write(lambda s: gc.enqueue_core(s, "force-gc", gc.Thresholds.forced()))
+    if eval_id is None:  # force-gc is never deduplicated; a None here is a schema bug
+        raise Failed.of("EvalID", "the force-gc evaluation was not created")
+    run, index = _wait_for_run(eval_id, time.monotonic() + state().settings.force_gc_wait_s)
+    if run.status != "complete":
+        raise Failed.of("EvalID", f"garbage collection {eval_id} {run.status}: {run.error}")
+    return respond(encode_run(run), index)
+
+
+@bp.route("/system/gc/runs", methods=["GET"])
+def gc_runs() -> Response:
+    limit = integer_arg("limit", minimum=1, maximum=1000) or 20
+    runs, index = read(TABLES, lambda s: [encode_run(r) for r in gc.recent_runs(s, limit)])
+    return respond(runs, index)
+
+
+def _wait_for_run(eval_id: uuid.UUID, deadline: float) -> tuple[GcRun, int]:
+    current = state()
+    while True:
+        with current.reads() as session, session.begin():
+            index = current_index(session, TABLES)
+            run = _finished_run(session, eval_id)
+            if run is not None:
+                return run, index
+        if time.monotonic() >= deadline:
+            raise StillRunning.of(
+                "EvalID",
+                f"garbage collection is still running as evaluation {eval_id}; "
+                f"follow it with GET /v1/evaluation/{eval_id} or GET /v1/system/gc/runs",
+            )
+        current.watcher.wait_beyond(TABLES, index, deadline)
+
+
+def _finished_run(session: Session, eval_id: uuid.UUID) -> GcRun | None:
+    status = session.scalar(select(Evaluation.status).where(Evaluation.id == eval_id))
+    run = gc.run_for_eval(session, eval_id)
+    if status in ("pending", None) or run is None or run.status == "running":
+        return None
+    session.expunge(run)
+    return run
+
+
+def encode_run(run: GcRun) -> dict[str, Any]:
+    finished = run.finished_at
+    return {
+        "ID": run.id,
+        "Kind": run.kind,
+        "Status": run.status,
+        "EvalID": str(run.eval_id) if run.eval_id else None,
+        "Removed": run.removed,
+        "RowsRemoved": sum(int(v) for v in run.removed.values()),
+        "Batches": run.batches,
+        "LongestBatchMs": run.longest_batch_ms,
+        "Thresholds": run.thresholds,
+        "Worker": run.worker,
+        "Error": run.error,
+        "StartedAt": run.started_at.isoformat(),
+        "FinishedAt": finished.isoformat() if finished else None,
+        "DurationMs": round((finished - run.started_at).total_seconds() * 1000) if finished else None,
+    }

@@ -1,0 +1,55 @@
+"""`corral system`: cluster-wide maintenance through the REST API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from app.cli.rest import call
+from app.config import get_settings
+
+
+@click.group()
+def system() -> None:
+    """Cluster-wide maintenance (talks to the API at CORRAL_ADDR or NOMAD_ADDR)."""
+
+
+@system.command("gc")
+@click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+def force_gc(as_json: bool) -> None:
+    """Collect everything terminal now, ignoring thresholds (nodes last), and wait for it.
+
+    Prints what was removed. Fails (exit 1) if the collection failed or is still running
+    after CORRAL_FORCE_GC_WAIT_S on the server."""
+    run = call("PUT", "/v1/system/gc", timeout_s=get_settings().force_gc_wait_s + 30)
+    if as_json:
+        click.echo(json.dumps(run, indent=2))
+        return
+    click.echo(f"Garbage collection {run['EvalID']} complete in {run['DurationMs']} ms ({run['Batches']} batches)")
+    _print_removed(run)
+
+
+@system.command("gc-runs")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="How many runs to show.")
+def gc_runs(limit: int) -> None:
+    """List recent garbage-collection runs, newest first, with what each removed."""
+    runs = call("GET", "/v1/system/gc/runs", params={"limit": limit})
+    click.echo(f"{'ID':>6}  {'Kind':<13} {'Status':<11} {'Started':<20} {'Ms':>7} {'Rows':>9}  Removed")
+    for run in runs:
+        removed = ", ".join(f"{k}={v}" for k, v in sorted(run["Removed"].items())) or "-"
+        started = run["StartedAt"][:19].replace("T", " ")
+        duration = run["DurationMs"] if run["DurationMs"] is not None else "-"
+        click.echo(
+            f"{run['ID']:>6}  {run['Kind']:<13} {run['Status']:<11} {started:<20} {duration:>7} "
+            f"{run['RowsRemoved']:>9}  {removed}"
+        )
+
+
+def _print_removed(run: dict[str, Any]) -> None:
+    if not run["Removed"]:
+        click.echo("Nothing to collect.")
+        return
+    for kind, count in sorted(run["Removed"].items()):
+        click.echo(f"  {kind:<18} {count:>9}")
