@@ -119,7 +119,6 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 
 
 from app.cli.db import db  # noqa: E402
-
 from app.cli.system import system  # noqa: E402
 
 main.add_command(db)

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, Text, cast, select, tuple_
+from sqlalchemy import Select, Text, cast, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
@@ -69,7 +69,8 @@ def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequenc
     """Evaluations by create index (keyset pagination), and the token for the next page."""
     stmt: Select[Evaluation] = select(Evaluation)
     if where.namespace is not None:
-        stmt = stmt.where(Evaluation.namespace == where.namespace)
+        # Core (GC) evaluations belong to no namespace; they show in every namespace's list.
+        stmt = stmt.where(or_(Evaluation.namespace == where.namespace, Evaluation.namespace.is_(None)))
     if where.job_id is not None:
         stmt = stmt.where(Evaluation.job_id == where.job_id)
     if where.status is not None:

@@ -101,12 +101,15 @@ class Report:
     removed: Counter[str] = field(default_factory=Counter)
     batches: int = 0
     longest_batch_ms: int = 0
+    largest_batch: int = 0  # most rows one transaction deleted
 
     def add(self, counts: dict[str, int], elapsed_s: float) -> int:
         self.removed.update({k: v for k, v in counts.items() if v})
+        rows = sum(counts.values())
         self.batches += 1
         self.longest_batch_ms = max(self.longest_batch_ms, round(elapsed_s * 1000))
-        return sum(counts.values())
+        self.largest_batch = max(self.largest_batch, rows)
+        return rows
 
 
 class Collector:

@@ -1,0 +1,53 @@
+"""The airtight check: every foreign key and every soft reference resolves."""
+
+from __future__ import annotations
+
+import psycopg
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+# References the schema cannot declare (arrays, optional parents, markers keyed by class).
+SOFT_REFERENCES = {
+    "jobs.parent_id": "SELECT count(*) FROM jobs c WHERE c.parent_id IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM jobs p WHERE p.namespace = c.namespace AND p.id = c.parent_id)",
+    "plans.job_id": "SELECT count(*) FROM plans c WHERE NOT EXISTS "
+    "(SELECT 1 FROM jobs p WHERE p.namespace = c.namespace AND p.id = c.job_id)",
+    "allocations.preempted_allocations": "SELECT count(*) FROM allocations c, unnest(c.preempted_allocations) v "
+    "WHERE NOT EXISTS (SELECT 1 FROM allocations p WHERE p.id = v)",
+    "class_unblocks.computed_class": "SELECT count(*) FROM class_unblocks c WHERE NOT EXISTS "
+    "(SELECT 1 FROM nodes n WHERE n.computed_class = c.computed_class)",
+    "gc_runs.status": "SELECT count(*) FROM gc_runs g WHERE g.status = 'running' AND (g.eval_id IS NULL OR "
+    "NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.id = g.eval_id AND e.status = 'pending'))",
+}
+
+FOREIGN_KEYS = """
+SELECT c.conname, child.relname, parent.relname,
+       array_agg(ca.attname ORDER BY k.ord), array_agg(pa.attname ORDER BY k.ord)
+FROM pg_constraint c
+JOIN pg_class child ON child.oid = c.conrelid
+JOIN pg_class parent ON parent.oid = c.confrelid
+JOIN pg_namespace n ON n.oid = child.relnamespace AND n.nspname = current_schema()
+CROSS JOIN LATERAL unnest(c.conkey, c.confkey) WITH ORDINALITY AS k(child_col, parent_col, ord)
+JOIN pg_attribute ca ON ca.attrelid = c.conrelid AND ca.attnum = k.child_col
+JOIN pg_attribute pa ON pa.attrelid = c.confrelid AND pa.attnum = k.parent_col
+WHERE c.contype = 'f'
+GROUP BY c.conname, child.relname, parent.relname
+"""
+
+
+def orphans(pg: Conn) -> list[str]:
+    """Names of the references with dangling rows (empty when airtight)."""
+    found = []
+    for name, child, parent, child_cols, parent_cols in pg.execute(FOREIGN_KEYS).fetchall():
+        present = " AND ".join(f"c.{col} IS NOT NULL" for col in child_cols)  # type: ignore[union-attr]
+        match = " AND ".join(f"p.{p} = c.{c}" for c, p in zip(child_cols, parent_cols, strict=True))  # type: ignore[call-overload]
+        sql = f"SELECT count(*) FROM {child} c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {match})"
+        if _count(pg, sql):
+            found.append(str(name))
+    found.extend(name for name, sql in SOFT_REFERENCES.items() if _count(pg, sql))
+    return found
+
+
+def _count(pg: Conn, sql: str) -> int:
+    row = pg.execute(sql).fetchone()  # type: ignore[call-overload]
+    return int(str(row[0])) if row else 0
