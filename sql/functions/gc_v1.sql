@@ -50,6 +50,8 @@ LANGUAGE sql STABLE AS $$
        AND CASE
            WHEN j.id IS NULL OR j.stop OR j.purged_at IS NOT NULL THEN true
            WHEN j.type IN ('batch', 'sysbatch') AND NOT allow_batch AND a.create_index >= j.job_modify_index THEN false
+           -- Only a failed, unreplaced allocation can still be needed; skip the policy lookup otherwise.
+           WHEN a.client_status <> 'failed' OR a.desired_status <> 'run' OR a.next_allocation IS NOT NULL THEN true
            ELSE NOT corral_alloc_reschedule_pending_v1(a, j.spec, now())
        END
 $$;

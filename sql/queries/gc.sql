@@ -53,7 +53,10 @@ SELECT (SELECT count(*) FROM gone) AS evaluations,
 -- every child committed before it and none can appear after it.
 SELECT j.namespace, j.id
 FROM jobs j
-WHERE corral_job_collectable_v1(j, now() - make_interval(secs => :threshold_s))
+-- The cheap column tests first: most jobs are live and never reach the function's subqueries.
+WHERE (j.stop OR j.purged_at IS NOT NULL OR j.type IN ('batch', 'sysbatch'))
+  AND greatest(j.submit_time, j.status_updated_at, j.updated_at, j.purged_at) < now() - make_interval(secs => :threshold_s)
+  AND corral_job_collectable_v1(j, now() - make_interval(secs => :threshold_s))
 ORDER BY j.namespace, j.id
 LIMIT :limit
 FOR UPDATE OF j SKIP LOCKED;

@@ -1,0 +1,139 @@
+"""Forced GC throughput and its interference with the broker.
+
+Fills a fresh database with terminal evaluations (default 1,000,000), each with an applied
+plan, its plan result and a finished allocation, spread over jobs of which a quarter are
+stopped. Then measures the broker's claim latency on its own (a claim + complete loop in a
+separate process over other, pending evaluations), and again while a forced GC runs.
+
+Prints rows deleted per second (target >= 50,000/s), the longest GC transaction, and the
+claim p99 during GC against the same loop without GC (target ratio <= 2.0).
+
+Usage: uv run python -m bench.gc [evaluations] [batch size]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import sys
+import time
+
+import psycopg
+
+from app.db import libpq_url, make_engine, make_sessionmaker
+from app.store import broker, gc
+from app.store.broker import Outcome
+from bench.common import bench_database
+from bench.gc_fill import fill_terminal
+
+EVALS_PER_JOB = 100
+BASELINE_S = 10.0
+PENDING = 100_000
+
+
+def load_pending(url: str, n: int) -> None:
+    """n live jobs with one pending evaluation each: work for the claim loop, untouched by GC."""
+    with psycopg.connect(libpq_url(url)) as conn:
+        conn.execute(
+            "INSERT INTO jobs (namespace, id, name, type, priority, status, status_updated_at, stop, version, "
+            "job_modify_index, submit_time, datacenters, node_pool, periodic, parameterized, dispatched, all_at_once, "
+            "stable, spec, create_index, modify_index) SELECT 'default', 'claim-' || i, 'claim-' || i, 'service', 50, "
+            "'pending', now(), false, 0, 1, now(), '{dc1}', 'default', false, false, false, false, false, '{}', 1, 1 "
+            "FROM generate_series(1, %s) i",
+            (n,),
+        )
+        conn.execute(
+            "INSERT INTO evaluations (id, namespace, job_id, priority, type, triggered_by, job_modify_index, status, "
+            "create_index, modify_index) SELECT gen_random_uuid(), 'default', 'claim-' || i, 50, 'service', "
+            "'job-register', 1, 'pending', 1000000 + i, 1000000 + i FROM generate_series(1, %s) i",
+            (n,),
+        )
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def claim_loop(url: str, stop: multiprocessing.Event, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """Claim and complete evaluations until told to stop; report each claim's latency."""
+    engine = make_engine(url, "worker", pool_size=2, pre_ping=False)
+    latencies: list[float] = []
+    began = time.monotonic()
+    while not stop.is_set():
+        started = time.perf_counter()
+        held = broker.claim(engine, ["service"], "bench", 60, rescue=False)
+        latencies.append(time.perf_counter() - started)
+        if held is None:
+            break
+        broker.complete_success(engine, held, Outcome(snapshot_index=0))
+    out.put((latencies, time.monotonic() - began))
+    engine.dispose()
+
+
+def measure_claims(url: str, during: object | None) -> tuple[list[float], float, object]:
+    """Run the claim loop for BASELINE_S, or for as long as `during()` takes."""
+    stop = multiprocessing.Event()
+    out: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    loop = multiprocessing.Process(target=claim_loop, args=(url, stop, out))
+    loop.start()
+    time.sleep(0.5)  # let it connect and warm up
+    result: object = None
+    if during is None:
+        time.sleep(BASELINE_S)
+    else:
+        result = during()  # type: ignore[operator]
+    stop.set()
+    latencies, elapsed = out.get()
+    loop.join()
+    return latencies, elapsed, result
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) >= 100 else max(values)
+
+
+def main(evaluations: int, batch_size: int) -> None:
+    jobs = max(1, evaluations // EVALS_PER_JOB)
+    with bench_database() as url:
+        began = time.monotonic()
+        rows = fill_terminal(url, jobs=jobs, evals_per_job=EVALS_PER_JOB)
+        load_pending(url, PENDING)
+        print(
+            f"filled {rows:,} terminal rows ({jobs * EVALS_PER_JOB:,} evaluations) in {time.monotonic() - began:.0f} s"
+        )
+
+        base, base_s, _ = measure_claims(url, None)
+        engine = make_engine(url, "worker", pool_size=2)
+        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size)
+
+        def forced_gc() -> tuple[gc.Report, float]:
+            started = time.monotonic()
+            report = collector.run("force-gc")
+            return report, time.monotonic() - started
+
+        during, during_s, result = measure_claims(url, forced_gc)
+        report, gc_s = result  # type: ignore[misc]
+        engine.dispose()
+
+    deleted = sum(report.removed.values())
+    print(f"forced GC: {deleted:,} rows in {gc_s:.1f} s = {deleted / gc_s:,.0f} rows/s (target >= 50,000)")
+    print("  removed: " + ", ".join(f"{k}={v:,}" for k, v in sorted(report.removed.items())))
+    print(
+        f"  {report.batches:,} transactions of at most {batch_size:,} parent rows; "
+        f"largest {report.largest_batch:,} rows; longest {report.longest_batch_ms} ms"
+    )
+    base_p99, during_p99 = p99(base) * 1000, p99(during) * 1000
+    print(
+        f"claim latency without GC: p50 {statistics.median(base) * 1000:.2f} ms, p99 {base_p99:.2f} ms "
+        f"({len(base) / base_s:,.0f} claims/s)"
+    )
+    print(
+        f"claim latency during GC:  p50 {statistics.median(during) * 1000:.2f} ms, p99 {during_p99:.2f} ms "
+        f"({len(during) / during_s:,.0f} claims/s)"
+    )
+    print(f"p99 ratio during/without: {during_p99 / base_p99:.2f} (target <= 2.0)")
+
+
+if __name__ == "__main__":
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 2000,
+    )
