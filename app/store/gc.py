@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -30,7 +31,10 @@ SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")
 # Forced GC runs every collector; evaluations go before jobs so a big stopped job is trimmed
 # in bounded batches before its row goes, and nodes go last, once their allocations are gone.
 FORCED_ORDER = ("eval-gc", "job-gc", "deployment-gc", "node-gc")
-JOB_BATCH_DIVISOR = 20  # a job owns a handful of rows (versions, evals, plans, allocations)
+JOB_BATCH_DIVISOR = 20
+# A batch that loses a deadlock (its cascades touch rows other writers update) just runs again.
+DEADLOCK_RETRIES = 5
+RETRYABLE = ("40P01", "40001")  # a job owns a handful of rows (versions, evals, plans, allocations)
 
 
 @dataclass(frozen=True)
@@ -181,13 +185,24 @@ class Collector:
             pass
 
     def _batch(self, tables: list[str], step: Callable[[Session], dict[str, int]]) -> int:
-        self.still_ours()
-        started = time.monotonic()
-        with transaction(self.sessions) as session:
-            # Deletes are state changes: they take an index like any write (first, as always).
-            next_index(session, tables, notify=False)
-            counts = step(session)
-        return self.report.add(counts, time.monotonic() - started)
+        """One batch in its own transaction. It deliberately does not hold the state index
+        (which would stall every other writer for the whole batch): row locks and re-checks
+        keep it safe, and the index is bumped right after, so blocking queries still wake."""
+        for attempt in range(1, DEADLOCK_RETRIES + 1):
+            self.still_ours()
+            started = time.monotonic()
+            try:
+                with transaction(self.sessions) as session:
+                    counts = step(session)
+                break
+            except OperationalError as err:
+                if getattr(err.orig, "sqlstate", None) not in RETRYABLE or attempt == DEADLOCK_RETRIES:
+                    raise
+        rows = self.report.add(counts, time.monotonic() - started)
+        if rows:
+            with transaction(self.sessions) as session:
+                next_index(session, tables)
+        return rows
 
 
 def _counts(session: Session, name: str, params: dict[str, Any]) -> dict[str, int]:

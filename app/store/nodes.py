@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Text, and_, cast, func, or_, select
+from sqlalchemy import Text, and_, cast, exists, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -211,22 +211,24 @@ def _jobs_with_allocs_on(session: Session, node: Node) -> Sequence[Job]:
         and_(Job.type.in_(["service", "system"]), ~(client_terminal & server_terminal)),
         and_(Job.type == "batch", ~client_terminal),
     )
-    return session.scalars(
-        select(Job)
-        .join(Allocation, and_(Allocation.namespace == Job.namespace, Allocation.job_id == Job.id))
-        .where(Allocation.node_id == node.id, relevant)
-        .distinct()
-    ).all()
+    has_work = exists().where(
+        Allocation.namespace == Job.namespace, Allocation.job_id == Job.id, Allocation.node_id == node.id, relevant
+    )
+    # Key-share locks: a job that garbage collection is deleting right now is skipped once the
+    # delete commits, instead of failing this write with a foreign-key error on its evaluation.
+    return session.scalars(select(Job).where(has_work).with_for_update(key_share=True)).all()
 
 
 def _system_jobs_for(session: Session, node: Node) -> list[Job]:
     candidates = session.scalars(
-        select(Job).where(
+        select(Job)
+        .where(
             Job.type == "system",
             Job.stop.is_(False),
             Job.purged_at.is_(None),
             Job.node_pool.in_([node.node_pool, "all"]),
         )
+        .with_for_update(key_share=True)
     ).all()
     return [j for j in candidates if any(fnmatch.fnmatchcase(node.datacenter, dc) for dc in j.datacenters)]
 
