@@ -21,6 +21,7 @@ contains an allocation whose eviction is not needed.
 from __future__ import annotations
 
 import math
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,15 @@ class PreemptionAsk:
     resources: Resources
     static_ports: tuple[int, ...] = ()
     dynamic_ports: int = 0
+
+
+@dataclass(frozen=True)
+class PreemptionScope:
+    """What a pass that may preempt knows: the evictable work per node, and who is placing."""
+
+    running: Mapping[uuid.UUID, tuple[RunningAllocation, ...]]
+    priority: int
+    job: tuple[str, str]  # namespace, job id: a job never preempts itself
 
 
 def eligible(placing_priority: int, victim_priority: int) -> bool:
