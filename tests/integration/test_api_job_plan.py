@@ -116,3 +116,11 @@ def test_bad_plan_input_is_400(client: FlaskClient, url: str, body: dict[str, An
     resp = client.post(url, json=body)
     assert resp.status_code == 400, resp.json
     assert field in {e["field"] for e in resp.json["errors"]}  # type: ignore[index]
+
+
+def test_plan_of_a_periodic_parent_places_nothing(client: FlaskClient, pg: Conn) -> None:
+    add_node(pg)
+    spec = job("nightly", 50, 100) | {"Type": "batch", "Periodic": {"Enabled": True, "Spec": "0 3 * * *"}}
+    body = client.post("/v1/job/nightly/plan", json={"Job": spec}).json
+    assert body is not None and body["FailedTGAllocs"] is None
+    assert set(body["Annotations"]["DesiredTGUpdates"]["g"].values()) == {0}
