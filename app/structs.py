@@ -331,6 +331,8 @@ class Allocation:
     node_name: str = ""
     create_index: int = 0
     modify_index: int = 0
+    # Set on an allocation whose placement evicted others (Nomad's PreemptedAllocations).
+    preempted_allocations: tuple[uuid.UUID, ...] = ()
 
     @property
     def host_ports(self) -> frozenset[int]:
@@ -353,6 +355,16 @@ class Allocation:
     def terminal(self) -> bool:
         """Terminal allocations no longer hold resources on their node."""
         return self.server_terminal or self.client_terminal
+
+
+@dataclass(frozen=True)
+class RunningAllocation:
+    """A live allocation of another job, with what preemption needs to know about its job:
+    the job's priority and its group's migrate.max_parallel (how many may go at once)."""
+
+    alloc: Allocation
+    job_priority: int
+    max_parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -381,6 +393,14 @@ class SchedulerConfiguration:
     memory_oversubscription: bool = False
     pause_eval_broker: bool = False
 
+    def preemption_enabled(self, scheduler_type: str) -> bool:
+        return {
+            "system": self.preempt_system,
+            "sysbatch": self.preempt_sysbatch,
+            "batch": self.preempt_batch,
+            "service": self.preempt_service,
+        }.get(scheduler_type, False)
+
 
 @dataclass(frozen=True)
 class NodeUsage:
@@ -404,6 +424,9 @@ class Snapshot:
     usage: Mapping[uuid.UUID, NodeUsage] = field(default_factory=dict)
     job_versions: Mapping[int, Job] = field(default_factory=dict)
     config: SchedulerConfiguration = SchedulerConfiguration()
+    # Live allocations of other jobs that preemption may evict, per node: loaded only when
+    # preemption is enabled for the job's type, and only those at least PRIORITY_DELTA below it.
+    preemptible: Mapping[uuid.UUID, tuple[RunningAllocation, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -412,6 +435,7 @@ class AllocationStop:
     desired_status: str
     description: str
     client_status: str | None = None
+    preempted_by: uuid.UUID | None = None  # for evictions: the allocation that took the room
 
 
 @dataclass(frozen=True)

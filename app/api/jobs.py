@@ -52,7 +52,7 @@ def update(job_id: str) -> Response:
 
 def _register(url_job_id: str | None) -> Response:
     body = json_body()
-    spec = _normalized_job(body)
+    spec = normalized_job(body)
     if url_job_id is not None and spec["ID"] != url_job_id:
         raise InvalidInput.of("Job.ID", f"{spec['ID']!r} does not match the job ID in the URL ({url_job_id!r})")
     options = _register_options(body)
@@ -71,7 +71,7 @@ def _register(url_job_id: str | None) -> Response:
     )
 
 
-def _normalized_job(body: dict[str, Any]) -> dict[str, Any]:
+def normalized_job(body: dict[str, Any]) -> dict[str, Any]:
     job = body.get("Job")
     if not isinstance(job, dict):
         raise InvalidInput.of("Job", "is required and must be a JSON object")

@@ -119,9 +119,13 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 
 
 from app.cli.db import db  # noqa: E402
+from app.cli.job import job  # noqa: E402
+from app.cli.operator import operator  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
 main.add_command(db)
+main.add_command(job)
+main.add_command(operator)
 main.add_command(system)
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from app.cli.rest import call
+from app.cli import http
 from app.config import get_settings
 
 
@@ -23,7 +23,7 @@ def force_gc(as_json: bool) -> None:
 
     Prints what was removed. Fails (exit 1) if the collection failed or is still running
     after CORRAL_FORCE_GC_WAIT_S on the server."""
-    run = call("PUT", "/v1/system/gc", timeout_s=get_settings().force_gc_wait_s + 30)
+    run = http.request("PUT", "/v1/system/gc", timeout_s=get_settings().force_gc_wait_s + 30)
     if as_json:
         click.echo(json.dumps(run, indent=2))
         return
@@ -35,7 +35,7 @@ def force_gc(as_json: bool) -> None:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="How many runs to show.")
 def gc_runs(limit: int) -> None:
     """List recent garbage-collection runs, newest first, with what each removed."""
-    runs = call("GET", "/v1/system/gc/runs", params={"limit": limit})
+    runs = http.get("/v1/system/gc/runs", params={"limit": limit})
     click.echo(f"{'ID':>6}  {'Kind':<13} {'Status':<11} {'Started':<20} {'Ms':>7} {'Rows':>9}  Removed")
     for run in runs:
         removed = ", ".join(f"{k}={v}" for k, v in sorted(run["Removed"].items())) or "-"

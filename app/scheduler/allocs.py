@@ -42,6 +42,7 @@ def new_allocation(
     ports: tuple[Port, ...],
     previous: Allocation | None = None,
     reschedule_tracker: Mapping[str, Any] | None = None,
+    preempted: tuple[uuid.UUID, ...] = (),
 ) -> Allocation:
     return Allocation(
         id=alloc_id,
@@ -59,4 +60,5 @@ def new_allocation(
         ports=ports,
         previous_allocation=previous.id if previous else None,
         reschedule_tracker=reschedule_tracker,
+        preempted_allocations=preempted,
     )

@@ -12,9 +12,10 @@ from app.scheduler.feasible import Feasibility, in_job_scope, in_pool
 from app.scheduler.metrics import Failures, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
+from app.scheduler.preemption import PreemptionScope
 from app.scheduler.reconcile import Stop, stop_all
 from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, Rng, seed_for, shuffled
-from app.structs import Allocation, Evaluation, Job, Node, SchedulerResult, Snapshot, TaskGroup
+from app.structs import Allocation, Evaluation, Job, Node, RunningAllocation, SchedulerResult, Snapshot, TaskGroup
 
 
 class Pass:
@@ -39,8 +40,18 @@ class Pass:
         self.feasibility = Feasibility(job)
         in_pool_count = sum(1 for n in self.snapshot.nodes if in_pool(n, job.node_pool))
         return NodeRanker(
-            self.state, self.feasibility, NodePool(in_pool_count, candidates), self.snapshot.config.algorithm
+            self.state,
+            self.feasibility,
+            NodePool(in_pool_count, candidates),
+            self.snapshot.config.algorithm,
+            self.preemption(job),
         )
+
+    def preemption(self, job: Job) -> PreemptionScope | None:
+        """Read per pass, so a configuration change applies from the next evaluation on."""
+        if not self.snapshot.config.preemption_enabled(job.type):
+            return None
+        return PreemptionScope(self.snapshot.preemptible, job.priority, (job.namespace, job.id))
 
     def candidates(self, job: Job) -> list[Node]:
         """Nodes that may receive new allocations: ready, eligible, not draining, in scope."""
@@ -75,10 +86,15 @@ class Pass:
         node: Node,
         previous: Allocation | None = None,
         tracker: dict[str, object] | None = None,
+        victims: tuple[RunningAllocation, ...] = (),
     ) -> Allocation:
+        """A new allocation on `node`; its victims are evicted first, so it may use their ports."""
+        alloc_id = self.ids.next()
+        if victims:
+            self.state.preempt(victims, alloc_id)
         usage = self.state.usage(node.id)
         return new_allocation(
-            alloc_id=self.ids.next(),
+            alloc_id=alloc_id,
             job=job,
             group=group,
             name=name,
@@ -87,6 +103,7 @@ class Pass:
             ports=ports.assign(group, node, usage, self.port_rng),
             previous=previous,
             reschedule_tracker=tracker,
+            preempted=tuple(v.alloc.id for v in victims),
         )
 
     def result(self, job: Job | None) -> SchedulerResult:

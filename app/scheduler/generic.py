@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from app.scheduler.context import Pass
 from app.scheduler.feasible import in_job_scope
-from app.scheduler.place import GroupAsk, Stack
+from app.scheduler.place import GroupAsk, Stack, Victims
 from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group
 from app.scheduler.reschedule import next_tracker
 from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
@@ -71,11 +71,15 @@ def _place(run: Pass, stack: Stack, job: Job, ask: GroupAsk, placement: Placemen
         run.state.stop(previous, placement.stop_previous)
     penalty = frozenset({previous.node_id}) if previous is not None and placement.reschedule else frozenset()
     node, metrics = stack.select(ask, penalty)
+    victims: Victims = ()
     if node is None:
-        if previous is not None and placement.stop_previous:
-            run.state.unstop(previous)
-        run.failures.record(group.name, metrics)
-        run.queued[group.name] += 1
-        return
+        option = stack.select_preempting(ask, penalty)
+        if option is None:
+            if previous is not None and placement.stop_previous:
+                run.state.unstop(previous)
+            run.failures.record(group.name, metrics)
+            run.queued[group.name] += 1
+            return
+        node, victims = option
     tracker = next_tracker(previous, run.now_ns) if previous is not None and placement.reschedule else None
-    run.state.place(run.build(job, group, placement.name, node, previous, tracker))
+    run.state.place(run.build(job, group, placement.name, node, previous, tracker, victims))

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from app.scheduler import ports
 from app.scheduler.distinct import DistinctRules, distinct_rules
 from app.scheduler.feasible import Feasibility
-from app.scheduler.fit import PORTS, exhausted_dimension
+from app.scheduler.fit import remove_usage
 from app.scheduler.metrics import MetricsBuilder, NodePool
 from app.scheduler.planstate import PlanState
+from app.scheduler.preemption import PreemptionAsk, PreemptionScope, exhausted_for, preemption_score, select_victims
 from app.scheduler.rank import SpreadRule, affinity_score, anti_affinity, fit_score, spread_rules, spread_score
-from app.structs import Affinity, Job, Node, Resources, TaskGroup
+from app.structs import Affinity, Job, Node, Resources, RunningAllocation, TaskGroup
+
+Victims = tuple[RunningAllocation, ...]
+# A scored option: the node's final score and the allocations its placement would evict.
+Option = tuple[float, Victims]
 
 BATCH_LIMIT = 2
 SPREAD_AFFINITY_LIMIT = 100  # Nomad's NodeLimitForFeasibilityChecks
@@ -36,6 +41,10 @@ class GroupAsk:
     affinities: tuple[Affinity, ...]
     spreads: tuple[SpreadRule, ...]
 
+    @property
+    def fit(self) -> PreemptionAsk:
+        return PreemptionAsk(self.resources, self.static_ports, self.dynamic_ports)
+
     @classmethod
     def of(cls, job: Job, group: TaskGroup) -> GroupAsk:
         task_affinities = tuple(a for t in group.tasks for a in t.affinities)
@@ -53,11 +62,19 @@ class GroupAsk:
 class NodeRanker:
     """Checks and scores one node for one group; shared by the generic and system schedulers."""
 
-    def __init__(self, state: PlanState, feasibility: Feasibility, pool: NodePool, algorithm: str) -> None:
+    def __init__(
+        self,
+        state: PlanState,
+        feasibility: Feasibility,
+        pool: NodePool,
+        algorithm: str,
+        preemption: PreemptionScope | None = None,
+    ) -> None:
         self.state = state
         self.feasibility = feasibility
         self.pool = pool
         self.algorithm = algorithm
+        self.preemption = preemption  # None: preemption is disabled for this job's type
         self._allocatable_cache: dict[uuid.UUID, Resources] = {}
 
     def _allocatable(self, node: Node) -> Resources:
@@ -73,28 +90,60 @@ class NodeRanker:
         self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
     ) -> float | None:
         """The node's final score, or None (with the reason recorded) when it cannot take the group."""
-        metrics.evaluated += 1
-        reason = self.feasibility.check(node, ask.group) or ask.distinct.violation(node, ask.group.name, self.state)
-        if reason is not None:
-            metrics.filter(node, reason)
+        if not self._feasible(node, ask, metrics):
             return None
         usage = self.state.usage(node.id)
-        dimension = exhausted_dimension(node, usage, ask.resources, ask.static_ports)
-        if (
-            dimension is None
-            and ask.dynamic_ports
-            and ask.dynamic_ports > ports.dynamic_free(node, usage, ask.static_ports)
-        ):
-            dimension = PORTS
+        dimension = exhausted_for(node, usage, ask.fit)
         if dimension is not None:
             metrics.exhaust(node, dimension)
             return None
         return self._score(node, ask, usage.resources + ask.resources, penalty, anti)
 
+    def consider_preempting(
+        self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
+    ) -> Option | None:
+        """Like consider, but a node that is full may still take the group by evicting
+        lower-priority work; the option's score then includes Nomad's preemption score."""
+        scope = self.preemption
+        if scope is None or not self._feasible(node, ask, metrics):
+            return None
+        usage = self.state.usage(node.id)
+        running = [r for r in scope.running.get(node.id, ()) if not self.state.is_preempted(r.alloc.id)]
+        victims = select_victims(
+            node,
+            usage,
+            ask.fit,
+            running,
+            priority=scope.priority,
+            job=scope.job,
+            preempted=self.state.preempted_counts(),
+        )
+        if victims is None:
+            metrics.exhaust(node, exhausted_for(node, usage, ask.fit) or "preemption")
+            return None
+        for victim in victims:
+            usage = remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports)
+        extra = (preemption_score(victims),) if victims else ()
+        return self._score(node, ask, usage.resources + ask.resources, penalty, anti, extra), victims
+
+    def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder) -> bool:
+        metrics.evaluated += 1
+        reason = self.feasibility.check(node, ask.group) or ask.distinct.violation(node, ask.group.name, self.state)
+        if reason is not None:
+            metrics.filter(node, reason)
+            return False
+        return True
+
     def _score(
-        self, node: Node, ask: GroupAsk, used_after: Resources, penalty: frozenset[uuid.UUID], anti: bool
+        self,
+        node: Node,
+        ask: GroupAsk,
+        used_after: Resources,
+        penalty: frozenset[uuid.UUID],
+        anti: bool,
+        extra: tuple[float, ...] = (),
     ) -> float:
-        scores = [fit_score(self._allocatable(node), used_after, self.algorithm)]
+        scores = [fit_score(self._allocatable(node), used_after, self.algorithm), *extra]
         if anti:
             collision = anti_affinity(self.state.count_on(node.id, ask.group.name), ask.group.count)
             if collision is not None:
@@ -134,26 +183,44 @@ class Stack:
 
     def select(self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()) -> tuple[Node | None, MetricsBuilder]:
         metrics = self._ranker.metrics()
-        limit = score_limit(ask, self._batch, len(self._nodes))
-        best: tuple[float, Node] | None = None
-        taken = 0
-        skipped: list[tuple[float, Node]] = []
-        for node in self._walk():
+
+        def rank(node: Node) -> Option | None:
             score = self._ranker.consider(node, ask, metrics, penalty)
-            if score is None:
+            return None if score is None else (score, ())
+
+        best = self._best(ask, rank)
+        return (best[0] if best else None), metrics
+
+    def select_preempting(
+        self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()
+    ) -> tuple[Node, Victims] | None:
+        """Nomad's second try when nothing fits and preemption is enabled for the job's type.
+        Its metrics are discarded: a failure is reported with the first try's reasons."""
+        metrics = self._ranker.metrics()
+        return self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty))
+
+    def _best(self, ask: GroupAsk, rank: Callable[[Node], Option | None]) -> tuple[Node, Victims] | None:
+        limit = score_limit(ask, self._batch, len(self._nodes))
+        best: tuple[float, Node, Victims] | None = None
+        taken = 0
+        skipped: list[tuple[float, Node, Victims]] = []
+        for node in self._walk():
+            option = rank(node)
+            if option is None:
                 continue
+            score, victims = option
             if score <= 0 and len(skipped) < MAX_SKIP:
-                skipped.append((score, node))
+                skipped.append((score, node, victims))
                 continue
             taken += 1
             if best is None or score > best[0]:
-                best = (score, node)
+                best = (score, node, victims)
             if taken >= limit:
                 break
-        for option in skipped[: max(0, limit - taken)]:  # fall back to the passed-over options
-            if best is None or option[0] > best[0]:
-                best = option
-        return (best[1] if best else None), metrics
+        for fallback in skipped[: max(0, limit - taken)]:  # fall back to the passed-over options
+            if best is None or fallback[0] > best[0]:
+                best = fallback
+        return (best[1], best[2]) if best else None
 
     def _walk(self) -> Iterator[Node]:
         """One lap over the nodes from the cursor, advancing it as nodes are consumed."""

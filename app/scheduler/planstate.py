@@ -9,8 +9,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from app.scheduler.fit import add_usage, remove_usage
+from app.scheduler.preemption import JobGroup, job_group
 from app.scheduler.targets import resolve
-from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan
+from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, RunningAllocation
 
 _EMPTY = NodeUsage()
 # (target, group) -> counts of this job's live allocations per property value; group None = whole job.
@@ -28,6 +29,9 @@ class PlanState:
         self._properties: dict[PropertyKey, Counter[str]] = {}
         self._stops: dict[uuid.UUID, tuple[Allocation, AllocationStop]] = {}
         self._placed: dict[uuid.UUID, list[Allocation]] = {}
+        self._evicted: dict[uuid.UUID, AllocationStop] = {}
+        self._evicted_nodes: dict[uuid.UUID, list[AllocationStop]] = {}
+        self._evicted_counts: Counter[JobGroup] = Counter()
         for alloc in live:
             self._add_live(alloc)
 
@@ -57,6 +61,13 @@ class PlanState:
     def is_stopped(self, alloc_id: uuid.UUID) -> bool:
         return alloc_id in self._stops
 
+    def is_preempted(self, alloc_id: uuid.UUID) -> bool:
+        return alloc_id in self._evicted
+
+    def preempted_counts(self) -> Counter[JobGroup]:
+        """Evictions this plan already makes per job group (for the max_parallel penalty)."""
+        return self._evicted_counts
+
     # --- what the pass decides ------------------------------------------------------------
     def stop(self, alloc: Allocation, description: str, client_status: str | None = None) -> None:
         if alloc.id in self._stops:
@@ -71,6 +82,18 @@ class PlanState:
         if self._stops.pop(alloc.id, None) is not None and not alloc.terminal:
             self._add_live(alloc)
             self._usage[alloc.node_id] = add_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
+
+    def preempt(self, victims: Iterable[RunningAllocation], by: uuid.UUID) -> None:
+        """Evict other jobs' allocations to make room for allocation `by` (Nomad's AppendPreemptedAlloc)."""
+        for victim in victims:
+            alloc = victim.alloc
+            if alloc.id in self._evicted:
+                continue
+            stop = AllocationStop(alloc.id, "evict", f"Preempted by alloc ID {by}", preempted_by=by)
+            self._evicted[alloc.id] = stop
+            self._evicted_nodes.setdefault(alloc.node_id, []).append(stop)
+            self._evicted_counts[job_group(victim)] += 1
+            self._usage[alloc.node_id] = remove_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
 
     def place(self, alloc: Allocation) -> None:
         self._placed.setdefault(alloc.node_id, []).append(alloc)
@@ -92,6 +115,7 @@ class PlanState:
             all_at_once=all_at_once,
             node_update={node: tuple(stops) for node, stops in updates.items()},
             node_allocation={node: tuple(allocs) for node, allocs in self._placed.items()},
+            node_preemptions={node: tuple(stops) for node, stops in self._evicted_nodes.items()},
         )
 
     # --- bookkeeping --------------------------------------------------------------------

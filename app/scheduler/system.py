@@ -12,7 +12,7 @@ from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name
 from app.scheduler.context import Pass
 from app.scheduler.feasible import in_job_scope
-from app.scheduler.place import GroupAsk, NodeRanker
+from app.scheduler.place import GroupAsk, NodeRanker, Victims
 from app.scheduler.reconcile import LOST_NODE_STATUSES, Stop, node_lost, stop_all
 from app.scheduler.updates import destructive
 from app.structs import Allocation, Evaluation, Job, Node, SchedulerResult, Snapshot, TaskGroup
@@ -119,12 +119,18 @@ def _place_on(scope: _GroupScope, node: Node, previous: Allocation | None, stop_
     if stop_previous is not None and previous is not None:
         run.state.stop(previous, stop_previous)
     metrics = scope.ranker.metrics()
+    victims: Victims = ()
     if scope.ranker.consider(node, scope.ask, metrics, frozenset(), anti=False) is None:
-        if stop_previous is not None and previous is not None:
-            run.state.unstop(previous)
-        if metrics.exhausted:  # filtered nodes simply do not run the group; exhausted ones are failures
-            run.failures.record(group.name, metrics)
-            run.queued[group.name] += 1
-        return
+        option = None
+        if metrics.exhausted:  # a full node may still take the group by evicting lower-priority work
+            option = scope.ranker.consider_preempting(node, scope.ask, scope.ranker.metrics(), frozenset(), anti=False)
+        if option is None:
+            if stop_previous is not None and previous is not None:
+                run.state.unstop(previous)
+            if metrics.exhausted:  # filtered nodes simply do not run the group; exhausted ones are failures
+                run.failures.record(group.name, metrics)
+                run.queued[group.name] += 1
+            return
+        victims = option[1]
     name = alloc_name(scope.job, group, SYSTEM_INDEX)
-    run.state.place(run.build(scope.job, group, name, node, previous))
+    run.state.place(run.build(scope.job, group, name, node, previous, victims=victims))

@@ -22,6 +22,7 @@ from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
 from app.store.broker import unblock_capacity
+from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 from app.store.plan_codec import stop_from_json
 from app.store.snapshot import node_from_row
@@ -55,7 +56,12 @@ class Placement:
 class Verdict:
     accepted: dict[uuid.UUID, list[Placement]] = field(default_factory=dict)
     stops: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
+    preemptions: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
     rejected: list[uuid.UUID] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> set[uuid.UUID]:
+        return {*self.accepted, *self.stops, *self.preemptions, *self.rejected}
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def apply_next(session: Session, term: int) -> int | None:
         # let something through it should not have. Refuse the whole plan, so the worker re-plans
         # from fresh state, instead of failing this plan again on every retry.
         log.error("database refused plan writes; rejecting the plan", plan_id=plan["id"], exc_info=True)
-        verdict = Verdict(rejected=list({*verdict.accepted, *verdict.stops, *verdict.rejected}))
+        verdict = Verdict(rejected=list(verdict.nodes))
     status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
     _record(session, plan["id"], verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
     return int(plan["id"])
@@ -113,31 +119,48 @@ def evaluate(session: Session, plan: RowMapping) -> Verdict:
         node_id: [_placement(a, node_id) for a in allocs]
         for node_id, allocs in ((uuid.UUID(n), allocs) for n, allocs in plan["node_allocation"].items())
     }
-    stops: dict[uuid.UUID, list[AllocationStop]] = defaultdict(list)
-    for source in (plan["node_update"], plan["node_preemptions"]):
-        for n, items in source.items():
-            stops[uuid.UUID(n)].extend(stop_from_json(s) for s in items)
-    node_ids = list({*placements, *stops})
+    stops = _stops(plan["node_update"])
+    evictions = _stops(plan["node_preemptions"])
+    node_ids = list({*placements, *stops, *evictions})
     nodes = {r["id"]: node_from_row(r) for r in session.execute(query("plan_nodes"), {"ids": node_ids}).mappings()}
     usage = _usage(session, node_ids)
     touched = _touched(
         session,
         [a.alloc_id for allocs in placements.values() for a in allocs]
-        + [s.alloc_id for items in stops.values() for s in items],
+        + [s.alloc_id for items in (*stops.values(), *evictions.values()) for s in items],
     )
     verdict = Verdict()
     for node_id in node_ids:
-        new = placements.get(node_id, [])
-        if not new or _fits(nodes.get(node_id), usage.get(node_id, NodeUsage()), new, stops.get(node_id, []), touched):
+        new, leaving, victims = placements.get(node_id, []), stops.get(node_id, []), evictions.get(node_id, [])
+        if _victims_still_there(node_id, victims, touched) and (
+            not new or _fits(nodes.get(node_id), usage.get(node_id, NodeUsage()), new, [*leaving, *victims], touched)
+        ):
             verdict.accepted[node_id] = new
-            verdict.stops[node_id] = stops.get(node_id, [])
+            verdict.stops[node_id] = leaving
+            verdict.preemptions[node_id] = victims
         else:
             verdict.rejected.append(node_id)
     if plan["all_at_once"] and verdict.rejected:
         return Verdict(rejected=node_ids)
     verdict.accepted = {n: a for n, a in verdict.accepted.items() if a}
     verdict.stops = {n: s for n, s in verdict.stops.items() if s}
+    verdict.preemptions = {n: s for n, s in verdict.preemptions.items() if s}
     return verdict
+
+
+def _stops(column: dict[str, list[dict[str, Any]]]) -> dict[uuid.UUID, list[AllocationStop]]:
+    stops: dict[uuid.UUID, list[AllocationStop]] = defaultdict(list)
+    for n, items in column.items():
+        stops[uuid.UUID(n)].extend(stop_from_json(s) for s in items)
+    return stops
+
+
+def _victims_still_there(node_id: uuid.UUID, victims: list[AllocationStop], touched: dict[uuid.UUID, Touched]) -> bool:
+    """A preemption is only valid against the state it was computed from: every victim must
+    still be live on this node. Otherwise the scheduler re-plans this node from fresh state."""
+    return all(
+        v.alloc_id in touched and touched[v.alloc_id].live and touched[v.alloc_id].node_id == node_id for v in victims
+    )
 
 
 def _fits(
@@ -200,7 +223,10 @@ def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]
 
 def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> None:
     now = datetime.now(UTC)
-    for stop in (s for items in verdict.stops.values() for s in items):
+    # Stops and evictions first: the usage triggers must see the room freed before the
+    # preemptors are inserted, or they would refuse the placement as an overcommit.
+    evictions = [s for items in verdict.preemptions.values() for s in items]
+    for stop in (*(s for items in verdict.stops.values() for s in items), *evictions):
         values: dict[str, Any] = {
             "desired_status": stop.desired_status,
             "desired_description": stop.description,
@@ -239,10 +265,39 @@ def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> 
                     .where(AllocRow.id == uuid.UUID(alloc.raw["PreviousAllocation"]))
                     .values(next_allocation=alloc.alloc_id)
                 )
+    if evictions:
+        _record_preemptions(session, evictions, index)
+    # Evictions are not freed capacity: their room went to the preemptor.
     freed = [n for n, items in verdict.stops.items() if items]
     if freed:
         classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
         unblock_capacity(session, [r["computed_class"] for r in classes], index)
+
+
+def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:
+    """Link each victim to its preemptor, and give every job that lost work one `preemption`
+    evaluation in this same transaction, so the evicted work is placed again (or waits as a
+    blocked evaluation until capacity returns)."""
+    linked = [s for s in evictions if s.preempted_by is not None]
+    if linked:
+        session.execute(
+            query("mark_preempted_by"),
+            {"victims": [s.alloc_id for s in linked], "bys": [s.preempted_by for s in linked]},
+        )
+    jobs = session.execute(query("preempted_jobs"), {"ids": [s.alloc_id for s in evictions]}).mappings()
+    for job in jobs:
+        insert_eval(
+            session,
+            EvalRequest(
+                namespace=job["namespace"],
+                job_id=job["id"],
+                job_type=job["type"],
+                priority=job["priority"],
+                triggered_by="preemption",
+                job_modify_index=job["job_modify_index"],
+            ),
+            index,
+        )
 
 
 COPY_COLUMNS = (
@@ -264,6 +319,7 @@ COPY_COLUMNS = (
     "host_ports",
     "allocated_resources",
     "previous_allocation",
+    "preempted_allocations",
     "create_index",
     "modify_index",
     "alloc_modify_index",
@@ -299,6 +355,7 @@ def _copy_allocations(session: Session, plan: RowMapping, fresh: list[Placement]
                     list(a.ports),
                     Jsonb({"Shared": {"DiskMB": a.resources.disk_mb, "Ports": raw["Ports"]}}),
                     raw.get("PreviousAllocation"),
+                    raw.get("PreemptedAllocations") or [],
                     index,
                     index,
                     index,
@@ -317,6 +374,7 @@ def _record(
             plan_id=plan_id,
             node_update={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.stops.items()},
             node_allocation={str(n): [a.raw["ID"] for a in allocs] for n, allocs in verdict.accepted.items()},
+            node_preemptions={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.preemptions.items()},
             rejected_nodes=[str(n) for n in verdict.rejected],
             refresh_index=refresh,
             alloc_index=index,

@@ -57,7 +57,7 @@ def register_job(session: Session, spec: dict[str, Any], options: RegisterOption
     spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
     namespace, job_id = spec["Namespace"], spec["ID"]
     _check_registration_allowed(session)
-    _check_references(session, spec)
+    check_references(session, spec)
     existing = session.get(Job, (namespace, job_id), with_for_update=True)
     live = existing if existing is not None and existing.purged_at is None else None
     _check_enforce_index(live, options)
@@ -90,7 +90,7 @@ def _check_registration_allowed(session: Session) -> None:
         )
 
 
-def _check_references(session: Session, spec: dict[str, Any]) -> None:
+def check_references(session: Session, spec: dict[str, Any]) -> None:
     if session.get(Namespace, spec["Namespace"]) is None:
         raise InvalidInput.of("Job.Namespace", f"namespace {spec['Namespace']!r} does not exist")
     if session.get(NodePool, spec["NodePool"]) is None:

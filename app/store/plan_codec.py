@@ -25,6 +25,7 @@ def alloc_to_json(a: Allocation) -> dict[str, Any]:
         },
         "Ports": [{"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports],
         "PreviousAllocation": str(a.previous_allocation) if a.previous_allocation else None,
+        "PreemptedAllocations": [str(p) for p in a.preempted_allocations],
     }
 
 
@@ -34,11 +35,19 @@ def stop_to_json(s: AllocationStop) -> dict[str, Any]:
         "DesiredStatus": s.desired_status,
         "Description": s.description,
         "ClientStatus": s.client_status,
+        "PreemptedByAllocation": str(s.preempted_by) if s.preempted_by else None,
     }
 
 
 def stop_from_json(raw: Mapping[str, Any]) -> AllocationStop:
-    return AllocationStop(uuid.UUID(raw["AllocID"]), raw["DesiredStatus"], raw["Description"], raw.get("ClientStatus"))
+    by = raw.get("PreemptedByAllocation")
+    return AllocationStop(
+        uuid.UUID(raw["AllocID"]),
+        raw["DesiredStatus"],
+        raw["Description"],
+        raw.get("ClientStatus"),
+        uuid.UUID(by) if by else None,
+    )
 
 
 def plan_columns(plan: Plan) -> dict[str, Any]:

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, RowMapping
 
+from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.sql import query
-from app.structs import Allocation, Evaluation, Job, Node, NodeUsage, Port, Resources, SchedulerConfiguration, Snapshot
+from app.structs import (
+    Allocation,
+    Evaluation,
+    Job,
+    Node,
+    NodeUsage,
+    Port,
+    Resources,
+    RunningAllocation,
+    SchedulerConfiguration,
+    Snapshot,
+)
 
 
 class SnapshotLoader:
@@ -21,23 +34,64 @@ class SnapshotLoader:
 
     def load(self, evaluation: Evaluation) -> Snapshot:
         with self._engine.connect() as conn, conn.begin():
-            indexes = {str(n): int(v) for n, v in conn.execute(query("snapshot_indexes"))}
-            nodes = self._nodes_at(conn, indexes["nodes"])
-            job, allocations, versions = _job_state(conn, evaluation)
-            return Snapshot(
-                index=indexes["_global"],
-                job=job,
-                nodes=nodes,
-                allocations=allocations,
-                usage=_usage(conn),
-                job_versions=versions,
-                config=_config(conn),
-            )
+            return read_snapshot(conn, evaluation, self._nodes_at)
 
     def _nodes_at(self, conn: Connection, index: int) -> tuple[Node, ...]:
         if self._nodes is None or self._nodes[0] != index:
             self._nodes = (index, tuple(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings()))
         return self._nodes[1]
+
+
+def read_snapshot(
+    conn: Connection,
+    evaluation: Evaluation,
+    nodes_at: Callable[[Connection, int], tuple[Node, ...]] | None = None,
+    candidate: Job | None = None,
+) -> Snapshot:
+    """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
+    job replaces the stored one: `job plan` schedules a job that is not registered yet."""
+    indexes = {str(n): int(v) for n, v in conn.execute(query("snapshot_indexes"))}
+    nodes = nodes_at(conn, indexes["nodes"]) if nodes_at else _all_nodes(conn)
+    job, allocations, versions = _job_state(conn, evaluation)
+    if candidate is not None:
+        job = candidate
+        missing = sorted({a.job_version for a in allocations} - {job.version} - set(versions))
+        if missing:  # the stored job's own version is now an old one
+            versions = {**versions, **_versions(conn, evaluation, missing)}
+    config = _config(conn)
+    return Snapshot(
+        index=indexes["_global"],
+        job=job,
+        nodes=nodes,
+        allocations=allocations,
+        usage=_usage(conn),
+        job_versions=versions,
+        config=config,
+        preemptible=_preemptible(conn, job) if job and config.preemption_enabled(job.type) else {},
+    )
+
+
+def _all_nodes(conn: Connection) -> tuple[Node, ...]:
+    return tuple(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings())
+
+
+def _preemptible(conn: Connection, job: Job) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
+    """Other jobs' live work far enough below this job's priority to be evicted, per node."""
+    if job.priority - PRIORITY_DELTA < 1:
+        return {}
+    params = {"max_priority": job.priority - PRIORITY_DELTA, "namespace": job.namespace, "job_id": job.id}
+    by_node: dict[uuid.UUID, list[RunningAllocation]] = defaultdict(list)
+    for r in conn.execute(query("snapshot_preemptible"), params).mappings():
+        by_node[r["node_id"]].append(RunningAllocation(allocation_from_row(r), r["job_priority"], r["max_parallel"]))
+    return {node_id: tuple(items) for node_id, items in by_node.items()}
+
+
+def _versions(conn: Connection, ev: Evaluation, versions: list[int]) -> dict[int, Job]:
+    params = {"namespace": ev.namespace, "job_id": ev.job_id, "versions": versions}
+    return {
+        int(v["version"]): Job.from_spec(v["spec"], version=v["version"], job_modify_index=v["job_modify_index"])
+        for v in conn.execute(query("snapshot_job_versions"), params).mappings()
+    }
 
 
 def _job_state(conn: Connection, ev: Evaluation) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
@@ -52,11 +106,7 @@ def _job_state(conn: Connection, ev: Evaluation) -> tuple[Job | None, tuple[Allo
         row["spec"], version=row["version"], job_modify_index=row["job_modify_index"], create_index=row["create_index"]
     )
     older = sorted({a.job_version for a in allocations if a.job_version != job.version})
-    versions = {
-        int(v["version"]): Job.from_spec(v["spec"], version=v["version"], job_modify_index=v["job_modify_index"])
-        for v in conn.execute(query("snapshot_job_versions"), {**params, "versions": older}).mappings()
-    }
-    return job, allocations, versions
+    return job, allocations, _versions(conn, ev, older)
 
 
 def _usage(conn: Connection) -> dict[uuid.UUID, NodeUsage]:

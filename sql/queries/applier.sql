@@ -35,3 +35,16 @@ WHERE node_id = ANY(:ids) AND host_ports <> '{}'
 -- name: plan_touched_allocs
 SELECT id, node_id, desired_status, client_status, cpu, memory_mb, disk_mb, host_ports
 FROM allocations WHERE id = ANY(:ids);
+
+-- name: preempted_jobs
+-- The jobs that lose allocations to a plan's preemptions: each gets one `preemption` evaluation.
+SELECT DISTINCT j.namespace, j.id, j.type, j.priority, j.job_modify_index
+FROM allocations a JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
+WHERE a.id = ANY(:ids)
+ORDER BY j.namespace, j.id;
+
+-- name: mark_preempted_by
+-- After the preemptors exist (the foreign key needs them): who evicted each victim.
+UPDATE allocations a SET preempted_by_allocation = v.by
+FROM unnest(CAST(:victims AS uuid[]), CAST(:bys AS uuid[])) AS v(victim, by)
+WHERE a.id = v.victim;

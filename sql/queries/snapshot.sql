@@ -32,3 +32,19 @@ WHERE namespace = :namespace AND job_id = :job_id AND version = ANY(:versions);
 SELECT scheduler_algorithm, preemption_system, preemption_sysbatch, preemption_batch, preemption_service,
        memory_oversubscription, pause_eval_broker
 FROM scheduler_config WHERE id = 1;
+
+-- name: snapshot_preemptible
+-- Live allocations of other jobs that a job of priority (:max_priority + 10) may evict, with
+-- their job's priority and their group's migrate.max_parallel (Nomad's default is 1). Read only
+-- when preemption is enabled for the job's type.
+SELECT a.id, a.namespace, a.job_id, a.job_version, a.task_group, a.name, a.node_id, a.node_name, a.eval_id,
+       a.desired_status, a.client_status, a.cpu, a.memory_mb, a.memory_max_mb, a.disk_mb, a.allocated_resources,
+       a.previous_allocation, a.deployment_id, a.followup_eval_id, a.reschedule_tracker, a.desired_transition,
+       a.create_index, a.modify_index, j.priority AS job_priority,
+       COALESCE((SELECT (g -> 'Migrate' ->> 'MaxParallel')::int
+                 FROM jsonb_array_elements(j.spec -> 'TaskGroups') g
+                 WHERE g ->> 'Name' = a.task_group LIMIT 1), 1) AS max_parallel
+FROM allocations a JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
+WHERE a.desired_status = 'run' AND a.client_status IN ('pending', 'running', 'unknown')
+  AND j.priority <= :max_priority
+  AND NOT (a.namespace = :namespace AND a.job_id = :job_id);

@@ -34,7 +34,7 @@ def test_system_gc_collects_and_reports_and_gc_runs_lists_it(corral: type[Corral
 def test_system_gc_names_an_unreachable_api(corral: type[Corral]) -> None:
     gc = corral(["system", "gc"], env={"CORRAL_ADDR": f"http://127.0.0.1:{free_port()}"})
     assert gc.wait(60) == 1
-    assert "cannot reach the corral API" in gc.output
+    assert "cannot reach corral" in gc.output
 
 
 def test_gc_runs_limit_out_of_range_is_a_usage_error(corral: type[Corral]) -> None:

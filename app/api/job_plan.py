@@ -1,0 +1,85 @@
+"""POST /v1/job/:id/plan: a scheduler dry run in Nomad's JobPlanResponse shape."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flask import Blueprint, Response
+
+from app.api.context import respond, state
+from app.api.jobs import normalized_job
+from app.api.params import json_body
+from app.errors import InvalidInput
+from app.jobspec.diff import job_diff
+from app.scheduler.annotate import DesiredUpdates
+from app.store import jobs as job_store
+from app.store.broker import metrics_json
+from app.store.job_plan import DryRun, dry_run
+from app.structs import Allocation
+
+bp = Blueprint("job_plan", __name__)
+
+
+@bp.route("/job/<path:job_id>/plan", methods=["PUT", "POST"])
+def plan(job_id: str) -> Response:
+    body = json_body()
+    spec = normalized_job(body)
+    if spec["ID"] != job_id:
+        raise InvalidInput.of("Job.ID", f"{spec['ID']!r} does not match the job ID in the URL ({job_id!r})")
+    want_diff = body.get("Diff", False)
+    if not isinstance(want_diff, bool):
+        raise InvalidInput.of("Diff", "must be a boolean")
+    with state().reads() as session, session.begin():
+        job_store.check_references(session, spec)
+    dry = dry_run(state().engine, spec, time.time_ns())
+    return respond(plan_response(dry, spec if want_diff else None), dry.snapshot.index)
+
+
+def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> dict[str, Any]:
+    failed = dry.result.failed_tg_allocs
+    return {
+        "Annotations": {
+            "DesiredTGUpdates": {group: _updates(u) for group, u in sorted(dry.updates.items())},
+            "PreemptedAllocs": [_stub(a) for a in dry.preempted] or None,
+        },
+        "FailedTGAllocs": {group: metrics_json(m) for group, m in failed.items()} or None,
+        "JobModifyIndex": dry.job_modify_index,
+        "CreatedEvals": None,
+        "Diff": job_diff(dry.current_spec, diff_against) if diff_against is not None else None,
+        "NextPeriodicLaunch": None,
+        "Warnings": "",
+        "Index": dry.snapshot.index,
+    }
+
+
+def _updates(u: DesiredUpdates) -> dict[str, int]:
+    return {
+        "Ignore": u.ignore,
+        "Place": u.place,
+        "Migrate": u.migrate,
+        "Stop": u.stop,
+        "InPlaceUpdate": u.in_place_update,
+        "DestructiveUpdate": u.destructive_update,
+        "Canary": u.canary,
+        "Preemptions": u.preemptions,
+    }
+
+
+def _stub(a: Allocation) -> dict[str, Any]:
+    """Nomad's AllocListStub, as far as the scheduler's view of the allocation goes."""
+    return {
+        "ID": str(a.id),
+        "EvalID": str(a.eval_id),
+        "Name": a.name,
+        "Namespace": a.namespace,
+        "NodeID": str(a.node_id),
+        "NodeName": a.node_name,
+        "JobID": a.job_id,
+        "JobVersion": a.job_version,
+        "TaskGroup": a.task_group,
+        "DesiredStatus": a.desired_status,
+        "ClientStatus": a.client_status,
+        "CreateIndex": a.create_index,
+        "ModifyIndex": a.modify_index,
+    }

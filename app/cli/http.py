@@ -1,0 +1,68 @@
+"""The CLI's client for corral's REST API. The address comes from CORRAL_ADDR, then NOMAD_ADDR
+(so Nomad users' environments work unchanged), then the dev agent's default; a token from
+CORRAL_TOKEN or NOMAD_TOKEN is sent as X-Nomad-Token. Failures become click errors that name
+the request and the HTTP problem, so every command reports them the same way."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+import httpx
+
+DEFAULT_ADDR = "http://127.0.0.1:4646"
+TIMEOUT_S = 30.0
+
+
+class ApiError(click.ClickException):
+    """An HTTP request that failed; status is 0 when the server could not be reached."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def address() -> str:
+    return (os.environ.get("CORRAL_ADDR") or os.environ.get("NOMAD_ADDR") or DEFAULT_ADDR).rstrip("/")
+
+
+def get(path: str, params: dict[str, Any] | None = None) -> Any:
+    return request("GET", path, params=params)
+
+
+def put(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
+    return request("PUT", path, params=params, body=body)
+
+
+def post(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
+    return request("POST", path, params=params, body=body)
+
+
+def request(
+    method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, timeout_s: float = TIMEOUT_S
+) -> Any:
+    url = address() + path
+    headers = {}
+    token = os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN")
+    if token:
+        headers["X-Nomad-Token"] = token
+    try:
+        response = httpx.request(method, url, params=params, json=body, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as err:
+        raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
+    if response.status_code >= 400:
+        raise ApiError(f"{method} {path}: {response.status_code} {_problem(response)}", response.status_code)
+    return response.json()
+
+
+def _problem(response: httpx.Response) -> str:
+    """The API's problem+json detail (which names the field), or the raw body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason_phrase + (f": {response.text.strip()}" if response.text.strip() else "")
+    if isinstance(body, dict):
+        title, detail = body.get("title") or response.reason_phrase, body.get("detail")
+        return f"{title}: {detail}" if detail else str(title)
+    return str(body)

@@ -1,0 +1,113 @@
+"""`corral operator scheduler get-config | set-config`, through the REST API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from app.cli import http
+
+CONFIG_PATH = "/v1/operator/scheduler/configuration"
+F = TypeVar("F", bound=Callable[..., Any])
+# flag name -> (path into SchedulerConfig, help)
+BOOL_FLAGS = {
+    "memory-oversubscription": (
+        ("MemoryOversubscriptionEnabled",),
+        "Allow tasks to use memory beyond their reservation.",
+    ),
+    "reject-job-registration": (("RejectJobRegistration",), "Refuse job registrations (HTTP 403)."),
+    "pause-eval-broker": (("PauseEvalBroker",), "Stop handing evaluations to workers."),
+    "preempt-batch-scheduler": (("PreemptionConfig", "BatchSchedulerEnabled"), "Preemption for batch jobs."),
+    "preempt-service-scheduler": (("PreemptionConfig", "ServiceSchedulerEnabled"), "Preemption for service jobs."),
+    "preempt-sysbatch-scheduler": (("PreemptionConfig", "SysBatchSchedulerEnabled"), "Preemption for sysbatch jobs."),
+    "preempt-system-scheduler": (("PreemptionConfig", "SystemSchedulerEnabled"), "Preemption for system jobs."),
+}
+
+
+@click.group()
+def operator() -> None:
+    """Cluster-wide operator settings (through CORRAL_ADDR, else NOMAD_ADDR)."""
+
+
+@operator.group()
+def scheduler() -> None:
+    """The scheduler configuration: algorithm, preemption per scheduler type, and the
+    broker and registration switches. Changes apply from the next evaluation on."""
+
+
+@scheduler.command("get-config")
+@click.option("-json", "--json", "as_json", is_flag=True, help="Print the configuration as JSON.")
+def get_config(as_json: bool) -> None:
+    """Show the current scheduler configuration."""
+    config = http.get(CONFIG_PATH)["SchedulerConfig"]
+    if as_json:
+        click.echo(json.dumps(config, indent=2))
+        return
+    preemption = config["PreemptionConfig"]
+    rows = [
+        ("Scheduler Algorithm", config["SchedulerAlgorithm"]),
+        ("Memory Oversubscription", config["MemoryOversubscriptionEnabled"]),
+        ("Reject Job Registration", config["RejectJobRegistration"]),
+        ("Pause Eval Broker", config["PauseEvalBroker"]),
+        ("", None),
+        ("Preemption Service Scheduler", preemption["ServiceSchedulerEnabled"]),
+        ("Preemption SysBatch Scheduler", preemption["SysBatchSchedulerEnabled"]),
+        ("Preemption System Scheduler", preemption["SystemSchedulerEnabled"]),
+        ("Preemption Batch Scheduler", preemption["BatchSchedulerEnabled"]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        click.echo(f"{name:<{width}} = {_text(value)}" if name else "")
+
+
+def _text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _bool_flags(command: F) -> F:
+    for flag, (_, help_text) in reversed(BOOL_FLAGS.items()):
+        command = click.option(f"-{flag}", f"--{flag}", flag.replace("-", "_"), type=click.BOOL, help=help_text)(
+            command
+        )
+    return command
+
+
+@scheduler.command("set-config")
+@click.option(
+    "-scheduler-algorithm",
+    "--scheduler-algorithm",
+    "scheduler_algorithm",
+    type=click.Choice(["binpack", "spread"]),
+    help="How nodes are scored: pack them full, or spread work out.",
+)
+@_bool_flags
+@click.option(
+    "-check-index",
+    "--check-index",
+    "check_index",
+    type=click.IntRange(min=0),
+    help="Update only if the configuration's ModifyIndex still equals this (check-and-set).",
+)
+def set_config(scheduler_algorithm: str | None, check_index: int | None, **flags: bool | None) -> None:
+    """Change the scheduler configuration. Only the flags given change; booleans take
+    true or false, e.g. -preempt-service-scheduler=true."""
+    config = http.get(CONFIG_PATH)["SchedulerConfig"]
+    if scheduler_algorithm is not None:
+        config["SchedulerAlgorithm"] = scheduler_algorithm
+    for flag, (path, _) in BOOL_FLAGS.items():
+        value = flags.get(flag.replace("-", "_"))
+        if value is not None:
+            target = config
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+    params = {"cas": check_index} if check_index is not None else None
+    result = http.put(CONFIG_PATH, config, params=params)
+    if not result.get("Updated", False):
+        click.echo("Scheduler configuration could not be atomically updated, please try again", err=True)
+        sys.exit(1)
+    click.echo("Scheduler configuration updated!")

@@ -1,0 +1,79 @@
+"""`job plan`: run the scheduler on a proposed job against one read-only snapshot. Nothing is
+written: the transaction is READ ONLY, so a dry run cannot leave a trace even by mistake."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from app.scheduler import process
+from app.scheduler.annotate import DesiredUpdates, desired_updates
+from app.store.jobs import SERVER_FIELDS
+from app.store.snapshot import read_snapshot
+from app.store.sql import query
+from app.structs import Allocation, Evaluation, Job, Plan, SchedulerResult, Snapshot
+
+
+@dataclass(frozen=True)
+class DryRun:
+    snapshot: Snapshot
+    result: SchedulerResult
+    updates: dict[str, DesiredUpdates]
+    current_spec: dict[str, Any] | None  # the registered job's specification, if there is one
+    job_modify_index: int  # of the registered job: what `job run -check-index` must quote
+    preempted: tuple[Allocation, ...]
+
+    @property
+    def changes(self) -> bool:
+        return any(u.changes for u in self.updates.values())
+
+
+def dry_run(engine: Engine, spec: dict[str, Any], now_ns: int) -> DryRun:
+    spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
+    readonly = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    with readonly.connect() as conn, conn.begin():
+        row = conn.execute(query("snapshot_job"), {"namespace": spec["Namespace"], "job_id": spec["ID"]}).mappings()
+        current = row.first()
+        live = current if current is not None and current["purged_at"] is None else None
+        unchanged = live is not None and live["spec"] == spec
+        version = int(current["version"]) + (0 if unchanged else 1) if current is not None else 0
+        job_modify_index = int(live["job_modify_index"]) if live is not None else 0
+        candidate = Job.from_spec(spec, version=version, job_modify_index=job_modify_index)
+        evaluation = Evaluation(
+            id=uuid.uuid4(),
+            namespace=candidate.namespace,
+            job_id=candidate.id,
+            type=candidate.type,
+            priority=candidate.priority,
+            triggered_by="job-register",
+            job_modify_index=job_modify_index,
+            annotate_plan=True,
+        )
+        snapshot = read_snapshot(conn, evaluation, candidate=candidate)
+    if _launches_children_only(spec):  # the parent runs nothing itself, as at registration
+        result = SchedulerResult(plan=Plan(evaluation.id, candidate.priority, snapshot.index))
+    else:
+        result = process(evaluation, snapshot, now_ns=now_ns)
+    return DryRun(
+        snapshot=snapshot,
+        result=result,
+        updates=desired_updates(snapshot, result),
+        current_spec=dict(live["spec"]) if live is not None else None,
+        job_modify_index=job_modify_index,
+        preempted=_victims(snapshot, result),
+    )
+
+
+def _launches_children_only(spec: dict[str, Any]) -> bool:
+    periodic = bool((spec.get("Periodic") or {}).get("Enabled"))
+    parameterized = spec.get("ParameterizedJob") is not None and not spec.get("Dispatched", False)
+    return periodic or parameterized
+
+
+def _victims(snapshot: Snapshot, result: SchedulerResult) -> tuple[Allocation, ...]:
+    running = {r.alloc.id: r.alloc for items in snapshot.preemptible.values() for r in items}
+    evicted = [s.alloc_id for items in result.plan.node_preemptions.values() for s in items]
+    return tuple(running[a] for a in evicted if a in running)
