@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -133,15 +133,23 @@ class Collector:
         self.batch_size = batch_size
         self.still_ours = still_ours
         self.report = Report()
+        self.as_of: datetime | None = None
 
     def run(self, kind: str) -> Report:
+        with self.sessions() as session:
+            # Database time: thresholds are measured on the same clock that stamped the rows.
+            self.as_of = session.execute(text("SELECT now()")).scalar_one()
         for collector in FORCED_ORDER if kind == "force-gc" else (kind,):
             getattr(self, "_" + collector.replace("-", "_"))()
         self._batch(["gc_runs"], lambda s: _counts(s, "gc_prune_runs", {}))
         return self.report
 
     def _eval_gc(self) -> None:
-        params = {"threshold_s": self.thresholds.eval_s, "batch_threshold_s": self.thresholds.batch_eval_s}
+        params = {
+            "threshold_s": self.thresholds.eval_s,
+            "batch_threshold_s": self.thresholds.batch_eval_s,
+            "as_of": self.as_of,
+        }
         self._until_done(["allocations"], "gc_allocations", params)
         self._until_done(["evaluations"], "gc_evaluations", params)
 
@@ -161,16 +169,16 @@ class Collector:
             pass
 
     def _age(self, seconds: float) -> dict[str, Any]:
-        return {"threshold_s": seconds}
+        return {"threshold_s": seconds, "as_of": self.as_of}
 
     def _locked_then_deleted(self, session: Session, kind: str, limit: int) -> dict[str, int]:
         """Two statements: lock candidates, then re-check and delete them with a fresh snapshot,
         which sees every child committed before the lock and no child can follow it."""
         threshold = self.thresholds.job_s if kind == "jobs" else self.thresholds.node_s
-        locked = session.execute(query(f"gc_lock_{kind}"), {"threshold_s": threshold, "limit": limit}).all()
+        params: dict[str, Any] = self._age(threshold)
+        locked = session.execute(query(f"gc_lock_{kind}"), {**params, "limit": limit}).all()
         if not locked:
             return {}
-        params: dict[str, Any] = {"threshold_s": threshold}
         if kind == "jobs":
             params |= {"namespaces": [r.namespace for r in locked], "ids": [r.id for r in locked]}
         else:
@@ -193,6 +201,9 @@ class Collector:
             started = time.monotonic()
             try:
                 with transaction(self.sessions) as session:
+                    # A GC commit lost in a crash is redone by the next run: no need to make
+                    # other writers' commits queue behind this batch's WAL flush.
+                    session.execute(text("SET LOCAL synchronous_commit = off"))
                     counts = step(session)
                 break
             except OperationalError as err:

@@ -1,7 +1,8 @@
 -- Garbage collection: each statement is one bounded batch (at most :limit parent rows),
 -- children deleted before parents, every cascaded kind counted. Eligibility lives in the
 -- corral_*_collectable_v1 functions (sql/functions/gc_v1.sql). Cutoffs are ages in seconds
--- (:threshold_s) measured from the transaction's now(); 0 means "everything terminal".
+-- (:threshold_s) measured back from :as_of, the time the run started (so a run never chases
+-- work that finished after it began); 0 means "everything terminal when the run started".
 
 -- name: gc_allocations
 -- Eval GC, first half: terminal allocations nobody needs any more (Nomad deletes these even
@@ -11,10 +12,10 @@ WITH victim AS MATERIALIZED (
     FROM allocations a
     JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
     WHERE NOT corral_alloc_live_v1(a.desired_status, a.client_status)
-      AND a.modify_time < now() - make_interval(secs => :threshold_s)
+      AND a.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
       AND corral_alloc_collectable_v1(
           a, j,
-          now() - make_interval(secs => CASE WHEN j.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END),
+          CAST(:as_of AS timestamptz) - make_interval(secs => CASE WHEN j.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END),
           false)
     ORDER BY a.modify_time
     LIMIT :limit
@@ -31,7 +32,7 @@ WITH victim AS MATERIALIZED (
     SELECT e.id
     FROM evaluations e
     WHERE e.status IN ('complete', 'failed', 'canceled')
-      AND e.modify_time < now() - make_interval(secs => CASE WHEN e.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END)
+      AND e.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => CASE WHEN e.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END)
       AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.eval_id = e.id)
     ORDER BY e.modify_time
     LIMIT :limit
@@ -55,8 +56,8 @@ SELECT j.namespace, j.id
 FROM jobs j
 -- The cheap column tests first: most jobs are live and never reach the function's subqueries.
 WHERE (j.stop OR j.purged_at IS NOT NULL OR j.type IN ('batch', 'sysbatch'))
-  AND greatest(j.submit_time, j.status_updated_at, j.updated_at, j.purged_at) < now() - make_interval(secs => :threshold_s)
-  AND corral_job_collectable_v1(j, now() - make_interval(secs => :threshold_s))
+  AND greatest(j.submit_time, j.status_updated_at, j.updated_at, j.purged_at) < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
+  AND corral_job_collectable_v1(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ORDER BY j.namespace, j.id
 LIMIT :limit
 FOR UPDATE OF j SKIP LOCKED;
@@ -67,7 +68,7 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v1(j, now() - make_interval(secs => :threshold_s))
+      AND corral_job_collectable_v1(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), allocs AS (
     DELETE FROM allocations a USING victim v WHERE a.namespace = v.namespace AND a.job_id = v.id RETURNING 1
 ), results AS (
@@ -102,7 +103,7 @@ WITH victim AS MATERIALIZED (
     SELECT d.id
     FROM deployments d
     WHERE d.status NOT IN ('running', 'paused', 'initializing', 'pending', 'blocked', 'unblocking')
-      AND d.modify_time < now() - make_interval(secs => :threshold_s)
+      AND d.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
       AND NOT EXISTS (
           SELECT 1 FROM allocations a
           WHERE a.deployment_id = d.id AND corral_alloc_live_v1(a.desired_status, a.client_status))
@@ -119,7 +120,7 @@ SELECT count(*) AS deployments FROM gone;
 -- a node takes a key-share lock on it, so none can land between step 1 and step 2.
 SELECT n.id
 FROM nodes n
-WHERE n.status = 'down' AND n.status_updated_at < now() - make_interval(secs => :threshold_s)
+WHERE n.status = 'down' AND n.status_updated_at < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
 ORDER BY n.status_updated_at
 LIMIT :limit
 FOR UPDATE OF n SKIP LOCKED;
