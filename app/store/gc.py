@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, text, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -32,9 +32,10 @@ SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")
 # in bounded batches before its row goes, and nodes go last, once their allocations are gone.
 FORCED_ORDER = ("eval-gc", "job-gc", "deployment-gc", "node-gc")
 JOB_BATCH_DIVISOR = 20
-# A batch that loses a deadlock (its cascades touch rows other writers update) just runs again.
+# A batch that loses a deadlock or times out on a row lock (its cascades touch rows other
+# writers update) just runs again.
 DEADLOCK_RETRIES = 5
-RETRYABLE = ("40P01", "40001")  # a job owns a handful of rows (versions, evals, plans, allocations)
+RETRYABLE = ("40P01", "40001", "55P03")  # a job owns a handful of rows (versions, evals, plans, allocations)
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ class Collector:
                     session.execute(text("SET LOCAL synchronous_commit = off"))
                     counts = step(session)
                 break
-            except OperationalError as err:
+            except (OperationalError, DBAPIError) as err:
                 if getattr(err.orig, "sqlstate", None) not in RETRYABLE or attempt == DEADLOCK_RETRIES:
                     raise
         rows = self.report.add(counts, time.monotonic() - started)
