@@ -9,11 +9,12 @@ from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api import encode
-from app.api.context import read, respond, write
+from app.api.context import read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
 from app.store import nodes as store
+from app.store.heartbeat_ttl import HeartbeatPolicy
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -124,7 +125,8 @@ def register() -> Response:
     raw = body.get("Node")
     node = validate(NodeBody, raw, "Node")
     assert isinstance(raw, dict)  # validation passed, so it is an object
-    result = write(lambda s: store.register_node(s, _to_registration(node, raw)))
+    policy = HeartbeatPolicy.of(state().settings)
+    result = write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
     ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
     return respond(
         {

@@ -1,0 +1,78 @@
+"""Client heartbeats: granting TTLs (Nomad's formula) into the UNLOGGED node_heartbeats table,
+and the leader duty that marks nodes whose TTL and grace have passed as down."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import get_settings
+from app.errors import Forbidden
+from app.models import Node
+from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
+from app.store.index import next_index
+from app.store.node_status import STATUS_TABLES, apply_node_status, set_node_status
+from app.store.nodes import get_node
+from app.store.sql import query
+
+EXPIRY_BATCH = 500
+MISSED = "node heartbeat missed its TTL"
+
+
+def record(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat:
+    """Record a heartbeat in one statement. Losing one on a crash costs nothing (the leader
+    grants the failover TTL), so it does not wait for the WAL flush."""
+    session.execute(text("SET LOCAL synchronous_commit = off"))
+    beat = grant(session, node_id, secret, policy)
+    if beat is None:
+        get_node(session, node_id)  # 404 for an unknown node, else the secret was wrong
+        raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")
+    return beat
+
+
+def heartbeat(
+    sessions: sessionmaker[Session], node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy, wanted: str | None
+) -> Beat:
+    """A heartbeat and the status change it implies: a node that was down or disconnected
+    comes back as initializing, and becomes ready once the client says it has re-sent its
+    allocations' state (Nomad's rule). The status change is a logged write of its own."""
+    with sessions() as session, session.begin():
+        beat = record(session, node_id, secret, policy)
+    target = _next_status(beat.status, wanted)
+    if target is None:
+        return beat
+    with sessions() as session, session.begin():
+        set_node_status(session, node_id, target, f"node heartbeat ({beat.status} -> {target})")
+        node = get_node(session, node_id)
+        return Beat(node.status, beat.ttl, node.modify_index)
+
+
+def _next_status(current: str, wanted: str | None) -> str | None:
+    if current in ("down", "disconnected"):
+        return "initializing"
+    if current == "initializing" and wanted == "ready":
+        return "ready"
+    return None
+
+
+def expire(session: Session, failover_ttl_s: float, batch: int = EXPIRY_BATCH) -> int:
+    """Mark nodes whose heartbeat deadline passed as down (node-update evaluations and all),
+    then grant the failover TTL to live nodes with no heartbeat row. Idle ticks write nothing
+    logged, so they wake no blocking query."""
+    expired = [row.node_id for row in session.execute(query("expired_heartbeats"), {"batch": batch})]
+    if expired:
+        index = next_index(session, STATUS_TABLES)
+        for node_id in expired:
+            node = session.get(Node, node_id, with_for_update=True)
+            if node is not None:
+                apply_node_status(session, node, "down", MISSED, index)
+            session.execute(query("forget_heartbeat"), {"node_id": node_id})
+    session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
+    return len(expired)
+
+
+def expire_heartbeats(session: Session) -> int:
+    """Leader duty (workers/leader.py)."""
+    return expire(session, get_settings().failover_heartbeat_ttl_s)

@@ -1,0 +1,145 @@
+"""The client protocol on the server: heartbeats (TTL, authentication, expiry to down and the
+way back through initializing) and allocation status batches (capacity, alloc-failure evals)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app import create_app
+from app.config import Settings
+from app.store.heartbeats import expire
+from tests.integration.conftest import minimal_job, node_body
+from tests.integration.fixtures import insert_allocation
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+NANOS = 1_000_000_000
+
+
+@pytest.fixture
+def fast(database_url: str) -> Iterator[FlaskClient]:
+    settings = Settings(database_url=database_url, heartbeat_min_ttl_s=2, heartbeat_grace_s=1)
+    app = create_app(settings, database_url)
+    yield app.test_client()
+    app.extensions["corral"].watcher.stop()
+    app.extensions["corral"].engine.dispose()
+
+
+def register(client: FlaskClient, node_id: str | None = None) -> tuple[str, str]:
+    node_id = node_id or str(uuid.uuid4())
+    body = client.put("/v1/node/register", json={"Node": node_body(node_id)}).json
+    assert body is not None
+    return node_id, str(body["SecretID"])
+
+
+def beat(client: FlaskClient, node_id: str, secret: str, **body: Any) -> Any:
+    return client.put(f"/v1/node/{node_id}/heartbeat", json=body, headers={"X-Nomad-Token": secret})
+
+
+def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    answer = beat(fast, node_id, secret)
+    assert answer.status_code == 200
+    # Nomad's formula for a small fleet: the minimum TTL, spread up to twice it.
+    assert 2 * NANOS <= answer.json["HeartbeatTTL"] <= 4 * NANOS
+    assert answer.json["NodeStatus"] == "ready"
+    ttl_ms, slack = pg.execute(
+        "SELECT ttl_ms, extract(epoch FROM expires_at - last_seen_at) * 1000 - ttl_ms FROM node_heartbeats"
+    ).fetchone()  # type: ignore[misc]
+    assert abs(ttl_ms * 1_000_000 - answer.json["HeartbeatTTL"]) <= 1_000_000 and round(slack) == 1000  # grace
+    wrong = beat(fast, node_id, "not-the-secret")
+    assert wrong.status_code == 403 and wrong.json["errors"][0]["field"] == "X-Nomad-Token"
+    missing = fast.put(f"/v1/node/{node_id}/heartbeat", json={})
+    assert missing.status_code == 403
+    unknown = beat(fast, str(uuid.uuid4()), secret)
+    assert unknown.status_code == 404
+    bad = beat(fast, node_id, secret, Status="down")
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Status"
+
+
+def test_expired_node_goes_down_and_returns_through_initializing(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    fast.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id)
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 0  # not yet expired
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
+    assert pg.execute("SELECT count(*) FROM node_heartbeats").fetchone() == (0,)
+    node_update = pg.execute(
+        "SELECT job_id FROM evaluations WHERE triggered_by = 'node-update' AND node_id = %s", (node_id,)
+    ).fetchall()
+    assert node_update == [("web",)]
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("running",)
+
+    back = beat(fast, node_id, secret, Status="ready")
+    assert back.json["NodeStatus"] == "initializing", "ready only after the client has re-sent its allocations"
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "ready"
+
+
+def test_failover_ttl_for_live_nodes_without_a_heartbeat_row(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    register(fast)
+    pg.execute("DELETE FROM node_heartbeats")  # what a crash does to an UNLOGGED table
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 0
+    remaining = pg.execute("SELECT extract(epoch FROM expires_at - now()) FROM node_heartbeats").fetchone()
+    assert remaining is not None and 290 < remaining[0] <= 300
+
+
+def updates(client: FlaskClient, node_id: str, secret: str, *allocs: dict[str, Any]) -> Any:
+    return client.put(
+        f"/v1/node/{node_id}/allocations", json={"Allocs": list(allocs)}, headers={"X-Nomad-Token": secret}
+    )
+
+
+def test_alloc_updates_free_capacity_and_ask_for_a_reschedule(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    a, b = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, node_id, eval_id)
+    running = {"ID": a, "ClientStatus": "running", "TaskStates": {"t": {"State": "running"}}}
+    answer = updates(client, node_id, secret, running)
+    assert answer.status_code == 200 and answer.json["EvalIDs"] == []
+    assert pg.execute("SELECT live_allocs FROM node_usage").fetchone() == (2,)
+
+    failed = {"ID": a, "ClientStatus": "failed", "ClientDescription": "exit 1", "TaskStates": {"t": {"State": "dead"}}}
+    done = {"ID": b, "ClientStatus": "complete"}
+    answer = updates(client, node_id, secret, failed, done)
+    assert answer.status_code == 200 and len(answer.json["EvalIDs"]) == 1
+    trigger = pg.execute("SELECT triggered_by, job_id FROM evaluations WHERE id = %s", (answer.json["EvalIDs"][0],))
+    assert trigger.fetchone() == ("alloc-failure", "web")
+    assert pg.execute("SELECT live_allocs FROM node_usage").fetchone() == (0,)
+    assert pg.execute("SELECT client_status, task_states FROM allocations WHERE id = %s", (a,)).fetchone() == (
+        "failed",
+        {"t": {"State": "dead"}},
+    )
+    # Finished is final: a late "running" cannot resurrect it.
+    updates(client, node_id, secret, {"ID": a, "ClientStatus": "running"})
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (a,)).fetchone() == ("failed",)
+
+
+def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    other, other_secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    mine, theirs = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, other, eval_id)
+    wrong = updates(
+        client, node_id, secret, {"ID": mine, "ClientStatus": "running"}, {"ID": theirs, "ClientStatus": "failed"}
+    )
+    assert wrong.status_code == 403 and wrong.json["errors"][0]["field"] == "Allocs[1].ID"
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (mine,)).fetchone() == ("running",)
+    bad = updates(client, node_id, secret, {"ID": mine, "ClientStatus": "lost"})
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Allocs[0].ClientStatus"
+    assert updates(client, node_id, other_secret, {"ID": mine, "ClientStatus": "running"}).status_code == 403
