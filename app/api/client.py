@@ -20,6 +20,7 @@ from app.errors import FieldProblem, Forbidden, InvalidInput, NotFound
 from app.store import allocs as alloc_store
 from app.store import client_allocs
 from app.store import nodes as node_store
+from app.store.client_gc import request_client_gc
 from app.store.heartbeat_ttl import HeartbeatPolicy
 from app.store.heartbeats import heartbeat as record_heartbeat
 
@@ -50,7 +51,8 @@ def heartbeat(node_id: str) -> Response:
     current = state()
     beat = record_heartbeat(current.writes, key, secret, HeartbeatPolicy.of(current.settings), body.Status)
     ttl_ns = int(beat.ttl.total_seconds() * NANOS)
-    return respond({"HeartbeatTTL": ttl_ns, "NodeStatus": beat.status, "Index": beat.modify_index}, beat.modify_index)
+    answer = {"HeartbeatTTL": ttl_ns, "NodeStatus": beat.status, "ForceGCIndex": beat.force_gc_index}
+    return respond({**answer, "Index": beat.modify_index}, beat.modify_index)
 
 
 class _AllocUpdateBody(BaseModel):
@@ -59,6 +61,7 @@ class _AllocUpdateBody(BaseModel):
     ClientStatus: Literal[client_allocs.CLIENT_REPORTABLE]  # type: ignore[valid-type]
     ClientDescription: str = Field(default="", max_length=4096)
     TaskStates: dict[str, dict[str, Any]] = {}
+    Destroyed: bool = False  # client-side GC removed its directory and driver resources
 
 
 class _AllocUpdatesBody(BaseModel):
@@ -73,12 +76,23 @@ def update_allocations(node_id: str) -> Response:
     secret = node_secret()
     body = validate(_AllocUpdatesBody, json_body(), "")
     updates = [
-        client_allocs.AllocUpdate(u.ID, u.ClientStatus, u.ClientDescription, dict(u.TaskStates)) for u in body.Allocs
+        client_allocs.AllocUpdate(u.ID, u.ClientStatus, u.ClientDescription, dict(u.TaskStates), u.Destroyed)
+        for u in body.Allocs
     ]
     result = write(lambda s: client_allocs.update_allocations(s, key, secret, updates))
     return respond(
         {"Index": result.index, "EvalIDs": [str(e) for e in result.eval_ids], "Updated": result.updated}, result.index
     )
+
+
+@bp.route("/client/gc", methods=["GET", "PUT", "POST"])
+def client_gc() -> Response:
+    """Nomad's client GC endpoint: every terminal allocation on the node (or, without
+    ?node_id=, on every node) is destroyed by its client at its next heartbeat."""
+    raw = arg("node_id")
+    node_id = uuid_value(raw, "node_id") if raw else None
+    result = write(lambda s: request_client_gc(s, node_id))
+    return respond({"Index": result.index, "Nodes": result.nodes}, result.index)
 
 
 @bp.get("/client/fs/logs/<alloc_id>")

@@ -120,6 +120,9 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 from app.cli.db import db  # noqa: E402
 
 main.add_command(db)
+from app.cli.client import client  # noqa: E402
+
+main.add_command(client)
 
 if __name__ == "__main__":
     main()

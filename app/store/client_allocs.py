@@ -31,6 +31,7 @@ class AllocUpdate:
     client_status: str
     client_description: str = ""
     task_states: dict[str, Any] = field(default_factory=dict)
+    destroyed: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) ->
     alloc.client_description = update.client_description
     alloc.task_states = update.task_states
     alloc.modify_index, alloc.modify_time = index, now
+    if update.destroyed and alloc.client_gc_time is None:
+        alloc.client_gc_time = now
     return before
 
 

@@ -32,6 +32,7 @@ class Beat:
     status: str
     ttl: timedelta
     modify_index: int
+    force_gc_index: int = 0
 
 
 def grant(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat | None:
@@ -46,4 +47,4 @@ def grant(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPo
     row = session.execute(query("heartbeat"), params).first()
     if row is None:
         return None
-    return Beat(row.status, timedelta(milliseconds=row.ttl_ms), row.modify_index)
+    return Beat(row.status, timedelta(milliseconds=row.ttl_ms), row.modify_index, row.gc_force_index)

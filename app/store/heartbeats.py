@@ -46,7 +46,7 @@ def heartbeat(
     with sessions() as session, session.begin():
         set_node_status(session, node_id, target, f"node heartbeat ({beat.status} -> {target})")
         node = get_node(session, node_id)
-        return Beat(node.status, beat.ttl, node.modify_index)
+        return Beat(node.status, beat.ttl, node.modify_index, node.gc_force_index)
 
 
 def _next_status(current: str, wanted: str | None) -> str | None:

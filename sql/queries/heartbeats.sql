@@ -3,7 +3,7 @@
 -- fleet (Nomad: max(min_ttl, nodes / per_second), then up to 2x so the fleet does not beat in
 -- lockstep) and record it. No row back means an unknown node or a wrong secret.
 WITH node AS (
-    SELECT id, status, modify_index FROM nodes WHERE id = :node_id AND secret_hash = :secret_hash
+    SELECT id, status, modify_index, gc_force_index FROM nodes WHERE id = :node_id AND secret_hash = :secret_hash
 ), ttl AS (
     SELECT greatest(CAST(:min_ttl_s AS double precision),
                     (SELECT count(*) FROM node_heartbeats) / CAST(:per_second AS double precision))
@@ -16,7 +16,7 @@ WITH node AS (
         SET last_seen_at = EXCLUDED.last_seen_at, ttl_ms = EXCLUDED.ttl_ms, expires_at = EXCLUDED.expires_at
     RETURNING ttl_ms
 )
-SELECT node.status, node.modify_index, (SELECT ttl_ms FROM upsert) AS ttl_ms FROM node;
+SELECT node.status, node.modify_index, node.gc_force_index, (SELECT ttl_ms FROM upsert) AS ttl_ms FROM node;
 
 -- name: expired_heartbeats
 -- Live nodes whose heartbeat deadline has passed, oldest first. Not locked here: a row lock
