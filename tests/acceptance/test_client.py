@@ -1,0 +1,118 @@
+"""Real `corral client` processes against a real cluster: raw_exec work runs and completes, a
+killed client's node goes down and its allocations are replaced once, tasks restart per their
+policy, and client-side GC keeps the newest allocations."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.cluster import Cluster, job, mock_task
+from tests.processes import Corral, wait_for
+
+pytestmark = pytest.mark.acceptance
+
+
+@pytest.fixture
+def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+    running = Cluster(corral, database_url, workdir)
+    yield running
+    running.close()
+
+
+def test_raw_exec_batch_job_runs_sleep_and_completes(cluster: Cluster) -> None:
+    cluster.client("c1")
+    task = {
+        "Name": "t",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", "echo started; sleep 1; echo done >&2"]},
+        "Resources": {"CPU": 10, "MemoryMB": 10},
+    }
+    cluster.register(job("sleepy", [task], kind="batch"))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("sleepy")] == ["complete"], 60)
+    alloc = cluster.allocs("sleepy")[0]
+    events = [e["Type"] for e in alloc["TaskStates"]["t"]["Events"]]
+    assert events[0] == "Started" and "Terminated" in events
+    assert alloc["TaskStates"]["t"]["Failed"] is False
+    out = cluster.http.get(f"/v1/client/fs/logs/{alloc['ID']}", params={"task": "t", "type": "stdout", "plain": "true"})
+    err = cluster.http.get(f"/v1/client/fs/logs/{alloc['ID']}", params={"task": "t", "type": "stderr", "plain": "true"})
+    assert (out.text, err.text) == ("started\n", "done\n")
+
+
+def test_jobs_go_only_to_nodes_with_their_driver(cluster: Cluster) -> None:
+    cluster.client("mock-only", "--driver", "mock")
+    cluster.register(job("needs-exec", [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "true"}}]))
+    cluster.settle()
+    assert cluster.allocs("needs-exec") == []
+    blocked = cluster.pg.execute("SELECT count(*) FROM evaluations WHERE job_id = 'needs-exec' AND status = 'blocked'")
+    assert blocked.fetchone() == (1,)
+
+
+def test_killed_client_goes_down_and_its_allocations_are_replaced_once(cluster: Cluster) -> None:
+    doomed = cluster.client("doomed")
+    cluster.register(job("web", [mock_task()], count=2))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 2, 60)
+    survivor = cluster.client("survivor")
+    doomed_id = cluster.node_id("doomed")
+    doomed.process.send_signal(signal.SIGKILL)
+    doomed.process.wait()
+    assert wait_for(lambda: cluster.node_status("doomed") == "down", 60)
+
+    def replaced() -> bool:
+        live = [a for a in cluster.allocs("web") if a["ClientStatus"] == "running"]
+        return len(live) == 2 and all(a["NodeName"] == "survivor" for a in live)
+
+    assert wait_for(replaced, 60)
+    cluster.settle()
+    allocs = cluster.allocs("web")
+    lost = [a for a in allocs if a["NodeID"] == doomed_id]
+    assert len(allocs) == 4 and {a["ClientStatus"] for a in lost} == {"lost"}
+    replacements = [a for a in allocs if a["NodeName"] == "survivor"]
+    assert sorted(a["PreviousAllocation"] for a in replacements) == sorted(a["ID"] for a in lost)
+    assert survivor.process.poll() is None
+
+
+def test_failing_task_restarts_per_policy_then_fails(cluster: Cluster) -> None:
+    cluster.client("c1")
+    restart = {"Attempts": 2, "Interval": 3_600_000_000_000, "Delay": 200_000_000, "Mode": "fail"}
+    no_reschedule = {"Attempts": 0, "Unlimited": False, "Interval": 3_600_000_000_000}
+    failing = job(
+        "flaky",
+        [mock_task(run_for="100ms", exit_code=3)],
+        kind="batch",
+        RestartPolicy=restart,
+        ReschedulePolicy=no_reschedule,
+    )
+    cluster.register(failing)
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("flaky")] == ["failed"], 60)
+    state = cluster.allocs("flaky")[0]["TaskStates"]["t"]
+    assert state["Restarts"] == 2 and state["Failed"] is True
+    assert [e["Type"] for e in state["Events"]].count("Restarting") == 2
+    failure = cluster.pg.execute(
+        "SELECT count(*) FROM evaluations WHERE job_id = 'flaky' AND triggered_by = 'alloc-failure'"
+    )
+    assert failure.fetchone() == (1,)
+
+
+def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: Cluster, workdir: Path) -> None:
+    cluster.client("c1", "--gc-max-allocs", "50", "--cpu-total-compute", "4000", "--memory-total-mb", "4096")
+    cluster.register(job("many", [mock_task(run_for="10ms")], count=60, kind="batch"))
+
+    def finished() -> bool:
+        allocs = cluster.allocs("many")
+        return len(allocs) == 60 and all(a["ClientStatus"] == "complete" for a in allocs)
+
+    assert wait_for(finished, 120)
+    gone = lambda: cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()  # noqa: E731
+    assert wait_for(lambda: gone() == (10,), 60)
+    allocs = cluster.allocs("many")
+    by_finish = sorted(allocs, key=lambda a: a["TaskStates"]["t"]["FinishedAt"])
+    destroyed = {
+        str(r[0]) for r in cluster.pg.execute("SELECT id FROM allocations WHERE client_gc_time IS NOT NULL").fetchall()
+    }
+    assert destroyed == {a["ID"] for a in by_finish[:10]}
+    on_disk = {p.name for p in (workdir / "c1" / ".corral-client" / "allocs").iterdir()}
+    assert on_disk == {a["ID"] for a in by_finish[10:]}
