@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name, free_indexes, index_of
-from app.scheduler.reschedule import attempts_left
+from app.scheduler.reschedule import attempts_left, due
 from app.scheduler.updates import destructive
 from app.structs import Allocation, Job, Node, TaskGroup
 
@@ -117,12 +117,13 @@ def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext)
 def _classify_finished(
     group: TaskGroup, alloc: Allocation, replaced: bool, ctx: ReconcileContext, classes: _Classes
 ) -> None:
-    """Completed batch work counts as done; failed work is rescheduled while the policy allows,
-    and otherwise keeps its slot (so it is not replaced behind the policy's back)."""
+    """Completed batch work counts as done; failed work is rescheduled while the policy allows
+    and once its delay has passed, and otherwise keeps its slot (so it is not replaced behind
+    the policy's back, nor early: its delayed evaluation comes back for it)."""
     if alloc.client_status == "complete" and ctx.batch:
         classes.untainted.append(alloc)
     elif alloc.client_status == "failed" and not replaced:
-        if attempts_left(group.reschedule, alloc, ctx.now_ns):
+        if attempts_left(group.reschedule, alloc, ctx.now_ns) and due(alloc, ctx.now_ns):
             classes.reschedule.append(alloc)
         else:
             classes.untainted.append(alloc)

@@ -15,14 +15,19 @@ from sqlalchemy.orm import Session
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.errors import Forbidden
 from app.ids import secret_hash
-from app.models import Allocation, Job, Node
+from app.models import Allocation, Evaluation, Job, JobVersion, Node
+from app.scheduler.reschedule import attempts_left_after, failed_tracker
 from app.store.broker import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 from app.store.nodes import get_node
+from app.structs import Job as JobStruct
+from app.structs import ReschedulePolicy
 
 # What a client may report; lost and unknown are the servers' verdicts.
 CLIENT_REPORTABLE = ("pending", "running", "complete", "failed")
+# Nomad's batchedFailedAllocWindowSize: failures due within 5 s of each other share one evaluation.
+RESCHEDULE_BATCH_NS = 5_000_000_000
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def update_allocations(session: Session, node_id: uuid.UUID, secret: str, update
     rows = _locked(session, [u.id for u in updates])
     now = datetime.now(UTC)
     freed, updated = False, 0
-    failed: set[tuple[str, str]] = set()
+    failed: dict[tuple[str, str], list[Allocation]] = {}
     reconnected: set[tuple[str, str]] = set()
     for position, update in enumerate(updates):
         alloc = rows.get(update.id)
@@ -70,14 +75,14 @@ def update_allocations(session: Session, node_id: uuid.UUID, secret: str, update
         terminal = alloc.client_status in ALLOC_CLIENT_TERMINAL_STATUSES
         freed |= terminal and before not in ALLOC_CLIENT_TERMINAL_STATUSES and alloc.desired_status == "run"
         if alloc.client_status == "failed" and before != "failed" and _reschedulable(alloc):
-            failed.add(key)
+            failed.setdefault(key, []).append(alloc)
         if before == "unknown" and not terminal:
             reconnected.add(key)
     session.flush()
     if freed:
         unblock_capacity(session, [node.computed_class], index)
-    eval_ids = _evals(session, failed, "alloc-failure", node, index)
-    eval_ids += _evals(session, reconnected, "reconnect", node, index)
+    eval_ids = _reschedule_evals(session, failed, node, index, now)
+    eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", node, index)]
     return UpdateResult(index, eval_ids, updated)
 
 
@@ -108,7 +113,55 @@ def _reschedulable(alloc: Allocation) -> bool:
     return alloc.desired_status == "run" and alloc.followup_eval_id is None
 
 
-def _evals(session: Session, jobs: set[tuple[str, str]], trigger: str, node: Node, index: int) -> list[uuid.UUID]:
+def _reschedule_evals(
+    session: Session, failed: dict[tuple[str, str], list[Allocation]], node: Node, index: int, now: datetime
+) -> list[uuid.UUID]:
+    """Choose each failed allocation's reschedule delay under its group's policy, record it in
+    its tracker, and create one delayed alloc-failure evaluation per job and 5 s window of due
+    times (Nomad batches them the same way); each allocation points at its evaluation."""
+    now_ns = int(now.timestamp() * 1e9)
+    created = []
+    for key, allocs in sorted(failed.items()):
+        due = []
+        for alloc in allocs:
+            policy = _policy(session, alloc)
+            if policy is None or not attempts_left_after(policy, alloc.reschedule_tracker, now_ns):
+                continue
+            alloc.reschedule_tracker = failed_tracker(policy, alloc.reschedule_tracker, now_ns)
+            due.append((int(alloc.reschedule_tracker["NextRescheduleTime"]), alloc))
+        for window in _windows(sorted(due, key=lambda d: (d[0], str(d[1].id)))):
+            evaluation = next(iter(_evals(session, {key}, "alloc-failure", node, index)), None)
+            if evaluation is None:
+                break  # the job is gone
+            last = window[-1][0]
+            if last > now_ns:
+                evaluation.wait_until = datetime.fromtimestamp(last / 1e9, UTC)
+            session.flush()
+            for _, alloc in window:
+                alloc.followup_eval_id = evaluation.id
+            created.append(evaluation.id)
+    return created
+
+
+def _windows(due: list[tuple[int, Allocation]]) -> list[list[tuple[int, Allocation]]]:
+    windows: list[list[tuple[int, Allocation]]] = []
+    for item in due:
+        if windows and item[0] - windows[-1][0][0] <= RESCHEDULE_BATCH_NS:
+            windows[-1].append(item)
+        else:
+            windows.append([item])
+    return windows
+
+
+def _policy(session: Session, alloc: Allocation) -> ReschedulePolicy | None:
+    version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
+    if version is None:
+        return None
+    group = JobStruct.from_spec(version.spec).group(alloc.task_group)
+    return None if group is None else group.reschedule
+
+
+def _evals(session: Session, jobs: set[tuple[str, str]], trigger: str, node: Node, index: int) -> list[Evaluation]:
     created = []
     for namespace, job_id in sorted(jobs):
         job = session.get(Job, (namespace, job_id))
@@ -124,5 +177,5 @@ def _evals(session: Session, jobs: set[tuple[str, str]], trigger: str, node: Nod
             node_id=node.id,
             node_modify_index=node.modify_index,
         )
-        created.append(insert_eval(session, request, index).id)
+        created.append(insert_eval(session, request, index))
     return created

@@ -52,7 +52,8 @@ class Cluster:
         return str(row[0])
 
     def register(self, job: dict[str, Any]) -> None:
-        self.http.put("/v1/jobs", json={"Job": job}).raise_for_status()
+        answer = self.http.put("/v1/jobs", json={"Job": job})
+        assert answer.status_code == 200, answer.text
 
     def allocs(self, job_id: str) -> list[dict[str, Any]]:
         return list(self.http.get(f"/v1/job/{job_id}/allocations").json())

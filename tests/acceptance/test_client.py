@@ -116,3 +116,42 @@ def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: 
     assert destroyed == {a["ID"] for a in by_finish[:10]}
     on_disk = {p.name for p in (workdir / "c1" / ".corral-client" / "allocs").iterdir()}
     assert on_disk == {a["ID"] for a in by_finish[10:]}
+
+
+def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_node(cluster: Cluster) -> None:
+    cluster.client("c1")
+    cluster.client("c2")
+    restart = {"Attempts": 1, "Interval": 3_600_000_000_000, "Delay": 100_000_000, "Mode": "fail"}
+    reschedule = {
+        "Attempts": 1,
+        "Interval": 3_600_000_000_000,
+        "Delay": 5_000_000_000,
+        "DelayFunction": "constant",
+        "Unlimited": False,
+    }
+    failing = job(
+        "crashy", [mock_task(run_for="200ms", exit_code=1)], RestartPolicy=restart, ReschedulePolicy=reschedule
+    )
+    cluster.register(failing)
+
+    def both_failed() -> bool:
+        return [a["ClientStatus"] for a in cluster.allocs("crashy")] == ["failed", "failed"]
+
+    assert wait_for(both_failed, 90)
+    cluster.settle()
+    first, second = sorted(cluster.allocs("crashy"), key=lambda a: a["CreateIndex"])
+    assert all(a["TaskStates"]["t"]["Restarts"] == 1 for a in (first, second))
+    assert second["PreviousAllocation"] == first["ID"] and second["NodeID"] != first["NodeID"]
+    (event,) = second["RescheduleTracker"]["Events"]
+    assert event["Delay"] == 5_000_000_000 and event["PrevNodeID"] == first["NodeID"]
+    # The replacement was placed by the delayed evaluation, not before the delay was up.
+    placed_after = cluster.pg.execute(
+        "SELECT r.create_time >= e.wait_until, e.triggered_by FROM allocations r, allocations f "
+        "JOIN evaluations e ON e.id = f.followup_eval_id WHERE r.id = %s AND f.id = %s",
+        (second["ID"], first["ID"]),
+    ).fetchone()
+    assert placed_after == (True, "alloc-failure")
+    # One reschedule per hour: the second failure is final.
+    assert cluster.pg.execute("SELECT followup_eval_id FROM allocations WHERE id = %s", (second["ID"],)).fetchone() == (
+        None,
+    )

@@ -3,6 +3,7 @@ way back through initializing) and allocation status batches (capacity, alloc-fa
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -143,3 +144,49 @@ def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: Flas
     bad = updates(client, node_id, secret, {"ID": mine, "ClientStatus": "lost"})
     assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Allocs[0].ClientStatus"
     assert updates(client, node_id, other_secret, {"ID": mine, "ClientStatus": "running"}).status_code == 403
+
+
+def test_failures_get_delayed_reschedule_evals_grouped_per_job(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})  # service defaults: 30 s, exponential, unlimited
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    a, b, c = (insert_allocation(pg, node_id, eval_id) for _ in range(3))
+    history = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": 0, "Delay": 30 * NANOS}]})
+    pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (history, b))
+    failed = [{"ID": x, "ClientStatus": "failed"} for x in (a, b, c)]
+    answer = updates(client, node_id, secret, *failed)
+    assert len(answer.json["EvalIDs"]) == 2, "a and c are due together, b 30 s later: two windows"
+    rows = pg.execute(
+        "SELECT a.id, a.reschedule_tracker->'NextDelay', e.triggered_by, "
+        "round(extract(epoch FROM e.wait_until - now())) FROM allocations a "
+        "JOIN evaluations e ON e.id = a.followup_eval_id"
+    ).fetchall()
+    found = {str(r[0]): (r[1], r[2]) for r in rows}
+    assert found == {
+        a: (30 * NANOS, "alloc-failure"),
+        b: (60 * NANOS, "alloc-failure"),
+        c: (30 * NANOS, "alloc-failure"),
+    }
+    waits = sorted(int(r[3]) for r in rows)
+    assert 25 <= waits[0] <= 30 and 55 <= waits[2] <= 60
+
+
+def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    once = {
+        "Attempts": 1,
+        "Interval": 3600 * NANOS,
+        "Delay": 5 * NANOS,
+        "DelayFunction": "constant",
+        "Unlimited": False,
+    }
+    client.put(
+        "/v1/jobs",
+        json={"Job": minimal_job("web", TaskGroups=[{**minimal_job()["TaskGroups"][0], "ReschedulePolicy": once}])},
+    )
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id)
+    recent = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": time.time_ns(), "Delay": 5 * NANOS}]})
+    pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (recent, alloc))
+    answer = updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "failed"})
+    assert answer.json["EvalIDs"] == []

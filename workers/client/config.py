@@ -78,7 +78,9 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
     except TypeError as err:
         raise ConfigError(f"gc: {err}") from err
     config = replace(ClientConfig(), **values, gc=gc)
-    config = replace(config, data_dir=Path(config.data_dir).resolve(), drivers=tuple(config.drivers), meta=dict(config.meta))
+    config = replace(
+        config, data_dir=Path(config.data_dir).resolve(), drivers=tuple(config.drivers), meta=dict(config.meta)
+    )
     bad = sorted(set(config.drivers) - set(DRIVERS))
     if bad:
         raise ConfigError(f"drivers: unknown driver(s) {', '.join(bad)}; choose from {', '.join(DRIVERS)}")
