@@ -121,8 +121,10 @@ from app.cli.db import db  # noqa: E402
 
 main.add_command(db)
 from app.cli.client import client  # noqa: E402
+from app.cli.node import node  # noqa: E402
 
 main.add_command(client)
+main.add_command(node)
 
 if __name__ == "__main__":
     main()

@@ -4,11 +4,11 @@ and the leader duty that marks nodes whose TTL and grace have passed as down."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import get_settings
 from app.errors import Forbidden
 from app.models import Node
 from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
@@ -57,13 +57,15 @@ def _next_status(current: str, wanted: str | None) -> str | None:
     return None
 
 
-def expire(session: Session, failover_ttl_s: float, batch: int = EXPIRY_BATCH) -> int:
+def expire(
+    session: Session, failover_ttl_s: float, take_index: Callable[[], int] | None = None, batch: int = EXPIRY_BATCH
+) -> int:
     """Mark nodes whose heartbeat deadline passed as down (node-update evaluations and all),
     then grant the failover TTL to live nodes with no heartbeat row. Idle ticks write nothing
     logged, so they wake no blocking query."""
     expired = [row.node_id for row in session.execute(query("expired_heartbeats"), {"batch": batch})]
     if expired:
-        index = next_index(session, STATUS_TABLES)
+        index = take_index() if take_index is not None else next_index(session, STATUS_TABLES)
         for node_id in expired:
             node = session.get(Node, node_id, with_for_update=True)
             if node is not None:
@@ -71,8 +73,3 @@ def expire(session: Session, failover_ttl_s: float, batch: int = EXPIRY_BATCH) -
             session.execute(query("forget_heartbeat"), {"node_id": node_id})
     session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
     return len(expired)
-
-
-def expire_heartbeats(session: Session) -> int:
-    """Leader duty (workers/leader.py)."""
-    return expire(session, get_settings().failover_heartbeat_ttl_s)

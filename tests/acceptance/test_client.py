@@ -155,3 +155,37 @@ def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_nod
     assert cluster.pg.execute("SELECT followup_eval_id FROM allocations WHERE id = %s", (second["ID"],)).fetchone() == (
         None,
     )
+
+
+def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corral: type[Corral]) -> None:
+    cluster.client("old")
+    cluster.register(job("web", [mock_task()], count=3, Migrate={"MaxParallel": 1}))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 3, 60)
+    cluster.client("new")
+    old = cluster.node_id("old")
+    drained = corral(["node", "drain", "-enable", "-no-deadline", old], env={"CORRAL_ADDR": cluster.base})
+    assert drained.wait(60) == 0, drained.output
+    peak = 0
+
+    def moved() -> bool:
+        nonlocal peak
+        allocs = cluster.allocs("web")
+        by_id = {a["ID"]: a for a in allocs}
+        replaced = {a["PreviousAllocation"] for a in allocs if a["ClientStatus"] == "running"}
+        # Asked to migrate and no running replacement yet: what max_parallel limits.
+        in_flight = [a for a in allocs if a["DesiredTransition"].get("Migrate") and a["ID"] not in replaced]
+        peak = max(peak, len(in_flight))
+        live = [a for a in by_id.values() if a["ClientStatus"] == "running" and a["DesiredStatus"] == "run"]
+        return len(live) == 3 and all(a["NodeName"] == "new" for a in live)
+
+    assert wait_for(moved, 90)
+    assert peak <= 1
+    assert wait_for(lambda: cluster.http.get(f"/v1/node/{old}").json()["DrainStrategy"] is None, 60)
+    node = cluster.http.get(f"/v1/node/{old}").json()
+    assert node["SchedulingEligibility"] == "ineligible" and node["LastDrain"]["Status"] == "complete"
+    assert node["Drain"] is False
+    replacements = [a for a in cluster.allocs("web") if a["NodeName"] == "new"]
+    # One migration at a time: each replacement was placed by its own node-drain evaluation.
+    evals = {a["EvalID"] for a in replacements}
+    triggers = {cluster.http.get(f"/v1/evaluation/{e}").json()["TriggeredBy"] for e in evals}
+    assert len(evals) == 3 and triggers == {"node-drain"}
