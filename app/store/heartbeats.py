@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.errors import Forbidden
 from app.models import Node
+from app.store import disconnect
 from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
 from app.store.index import next_index
 from app.store.node_status import STATUS_TABLES, apply_node_status, set_node_status
@@ -69,7 +70,17 @@ def expire(
         for node_id in expired:
             node = session.get(Node, node_id, with_for_update=True)
             if node is not None:
-                apply_node_status(session, node, "down", MISSED, index)
+                _went_silent(session, node, index)
             session.execute(query("forget_heartbeat"), {"node_id": node_id})
     session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
     return len(expired)
+
+
+def _went_silent(session: Session, node: Node, index: int) -> None:
+    """Disconnected if the node runs allocations allowed a disconnect window, else down."""
+    found = disconnect.windows(session, node.id)
+    if not found:
+        apply_node_status(session, node, "down", MISSED, index)
+        return
+    apply_node_status(session, node, "disconnected", MISSED + "; allocations wait out their disconnect window", index)
+    disconnect.mark_unknown(session, node, found, index)

@@ -1,4 +1,4 @@
-"""The leader's node duty, one tick: heartbeat expiry, then drain progress, in one transaction
+"""The leader's node duty, one tick: heartbeat expiry, disconnect windows, then drain progress, in one transaction
 that takes its state index only if something is written (idle ticks wake nobody)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
-from app.store import drain, heartbeats
+from app.store import disconnect, drain, heartbeats
 from app.store.index import next_index
 
 NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
@@ -28,4 +28,5 @@ def node_lifecycle(session: Session) -> int:
     """Leader duty (workers/leader.py)."""
     take_index = LazyIndex(session)
     changed = heartbeats.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
+    changed += disconnect.expire_unknown(session, take_index)
     return changed + drain.advance(session, take_index)

@@ -189,3 +189,46 @@ def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corra
     evals = {a["EvalID"] for a in replacements}
     triggers = {cluster.http.get(f"/v1/evaluation/{e}").json()["TriggeredBy"] for e in evals}
     assert len(evals) == 3 and triggers == {"node-drain"}
+
+
+def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(cluster: Cluster) -> None:
+    away = cluster.client("away")
+    cluster.register(job("web", [mock_task()], count=2, Disconnect={"LostAfter": "10m"}))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 2, 60)
+    originals = {a["ID"] for a in cluster.allocs("web")}
+    cluster.client("stays")
+    away.process.send_signal(signal.SIGSTOP)  # a partition: the client is alive but silent
+    try:
+        assert wait_for(lambda: cluster.node_status("away") == "disconnected", 60)
+
+        def replaced() -> bool:
+            allocs = cluster.allocs("web")
+            unknown = {a["ID"] for a in allocs if a["ClientStatus"] == "unknown"}
+            running_elsewhere = [a for a in allocs if a["NodeName"] == "stays" and a["ClientStatus"] == "running"]
+            return unknown == originals and len(running_elsewhere) == 2
+
+        assert wait_for(replaced, 60)
+    finally:
+        away.process.send_signal(signal.SIGCONT)
+    assert wait_for(lambda: cluster.node_status("away") == "ready", 60)
+
+    def one_per_slot() -> bool:
+        live = [a for a in cluster.allocs("web") if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"]
+        return {a["ID"] for a in live} == originals
+
+    assert wait_for(one_per_slot, 60), [
+        (a["ID"][:8], a["PreviousAllocation"][:8], a["NodeName"], a["DesiredStatus"], a["ClientStatus"])
+        for a in cluster.allocs("web")
+    ]
+    cluster.settle()
+    allocs = cluster.allocs("web")
+    assert {a["ID"] for a in allocs if a["DesiredStatus"] == "run"} == originals
+    dropped = [a for a in allocs if a["ID"] not in originals]
+    assert len(dropped) == 2 and {a["DesiredDescription"] for a in dropped} == {
+        "alloc not needed as node is reconnected"
+    }
+    assert not [a for a in allocs if a["ClientStatus"] == "lost"]
+    reconnect = cluster.pg.execute(
+        "SELECT count(*) FROM evaluations WHERE job_id = 'web' AND triggered_by = 'reconnect'"
+    )
+    assert reconnect.fetchone()[0] >= 1  # type: ignore[index]

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app import create_app
 from app.config import Settings
 from app.store.heartbeats import expire
+from app.store.node_duties import node_lifecycle
 from tests.integration.conftest import minimal_job, node_body
 from tests.integration.fixtures import insert_allocation
 
@@ -190,3 +191,49 @@ def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: C
     pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (recent, alloc))
     answer = updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "failed"})
     assert answer.json["EvalIDs"] == []
+
+
+def disconnecting_job(client: FlaskClient, pg: Conn, node_id: str) -> str:
+    group = {**minimal_job()["TaskGroups"][0], "Count": 1, "Disconnect": {"LostAfter": "1h"}}
+    client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    return insert_allocation(pg, node_id, eval_id)
+
+
+def test_silent_node_with_a_disconnect_window_is_disconnected_and_can_reconnect(
+    fast: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    node_id, secret = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("disconnected",)
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("unknown",)
+    timeout = pg.execute(
+        "SELECT round(extract(epoch FROM wait_until - now()) / 60) FROM evaluations "
+        "WHERE triggered_by = 'max-disconnect-timeout'"
+    ).fetchall()
+    assert timeout == [(60,)]
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "initializing"
+    answer = updates(fast, node_id, secret, {"ID": alloc, "ClientStatus": "running"})
+    trigger = pg.execute("SELECT triggered_by FROM evaluations WHERE id = %s", (answer.json["EvalIDs"][0],))
+    assert trigger.fetchone() == ("reconnect",)
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "ready"
+
+
+def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    node_id, _ = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        expire(session, 300)
+    with Session(engine) as session, session.begin():
+        assert node_lifecycle(session) == 0, "still within lost_after"
+    pg.execute("UPDATE nodes SET status_updated_at = now() - interval '2 hours'")
+    with Session(engine) as session, session.begin():
+        assert node_lifecycle(session) == 1
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("lost",)
+    assert pg.execute(
+        "SELECT count(*) FROM evaluations WHERE triggered_by = 'max-disconnect-timeout' AND wait_until IS NULL"
+    ).fetchone() == (1,)
