@@ -22,11 +22,13 @@ FAST = {
 
 
 class Cluster:
-    def __init__(self, corral: type[Corral], database_url: str, workdir: Path) -> None:
+    def __init__(
+        self, corral: type[Corral], database_url: str, workdir: Path, settings: dict[str, str] | None = None
+    ) -> None:
         self.corral, self.workdir = corral, workdir
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
-        self.env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", **FAST}
+        self.env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", **FAST, **(settings or {})}
         self.server = corral(["server"], env=self.env)
         for role in ("worker", "applier", "leader"):
             corral([role], env=self.env)

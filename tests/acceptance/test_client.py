@@ -8,6 +8,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.acceptance.cluster import Cluster, job, mock_task
@@ -232,3 +233,38 @@ def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(clu
         "SELECT count(*) FROM evaluations WHERE job_id = 'web' AND triggered_by = 'reconnect'"
     )
     assert reconnect.fetchone()[0] >= 1  # type: ignore[index]
+
+
+def test_restarted_client_reattaches_to_its_task_and_stop_kills_the_process_group(
+    corral: type[Corral], database_url: str, workdir: Path
+) -> None:
+    # A TTL far longer than a restart: the node must not be marked down meanwhile.
+    cluster = Cluster(corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "60"})
+    first = cluster.client("c1")
+    script = "sleep 300 & echo $! > child.pid; wait"
+    task = {
+        "Name": "t",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", script]},
+        "KillTimeout": 2_000_000_000,
+        "Resources": {"CPU": 10, "MemoryMB": 10},
+    }
+    cluster.register(job("long", [task]))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("long")] == ["running"], 60)
+    alloc_id = cluster.allocs("long")[0]["ID"]
+    pid_file = workdir / "c1" / ".corral-client" / "allocs" / alloc_id / "t" / "child.pid"
+    assert wait_for(pid_file.exists, 30)
+    child = psutil.Process(int(pid_file.read_text()))
+    first.process.send_signal(signal.SIGTERM)
+    assert first.wait(30) == 0
+    assert child.is_running(), "tasks outlive their client, as in Nomad"
+
+    second = cluster.client("c1")
+    assert wait_for(lambda: "restored allocations" in second.output, 30)
+    assert cluster.allocs("long")[0]["ClientStatus"] == "running" and len(cluster.allocs("long")) == 1
+    cluster.http.delete("/v1/job/long").raise_for_status()
+    assert wait_for(lambda: cluster.allocs("long")[0]["ClientStatus"] == "complete", 60)
+    assert wait_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE, 30)
+    events = [e["Type"] for e in cluster.allocs("long")[0]["TaskStates"]["t"]["Events"]]
+    assert "Killing" in events and "Killed" in events
+    cluster.close()
