@@ -93,7 +93,8 @@ def applier() -> None:
 @main.command()
 def leader() -> None:
     """Run the leader's periodic duties (failed-evaluation follow-ups, the blocked-evaluation
-    sweep). Start two or more; one holds the role and the others stand by."""
+    sweep, node heartbeat expiry, disconnect windows and drains). Start two or more; one holds
+    the role and the others stand by."""
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 
