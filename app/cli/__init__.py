@@ -121,10 +121,11 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 from app.cli.db import db  # noqa: E402
 
 main.add_command(db)
-from app.cli.client import client  # noqa: E402
+from app.cli.client import client, fleet  # noqa: E402
 from app.cli.node import node  # noqa: E402
 
 main.add_command(client)
+main.add_command(fleet)
 main.add_command(node)
 
 if __name__ == "__main__":

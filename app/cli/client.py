@@ -138,3 +138,28 @@ def client(config_file: Path | None, **options: Any) -> None:
     settings = get_settings()
     configure("client", settings.log_level, settings.log_format)
     run_client(config, stop_on_signals())
+
+
+@click.command()
+@click.option("--nodes", type=click.IntRange(1), default=100, show_default=True, help="How many mock nodes.")
+@click.option(
+    "--server", default=None, help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646]."
+)
+@click.option("--name-prefix", default="sim", show_default=True, help="Node names are <prefix>-00000, ...")
+@click.option("-dc", "--datacenter", default="dc1", show_default=True, help="Datacenter of every node.")
+@click.option("--cpu", type=click.IntRange(1), default=4000, show_default=True, help="MHz per node.")
+@click.option("--memory", type=click.IntRange(1), default=8192, show_default=True, help="Memory MB per node.")
+@click.option("--threads", type=click.IntRange(1), default=16, show_default=True, help="HTTP concurrency.")
+def fleet(
+    nodes: int, server: str | None, name_prefix: str, datacenter: str, cpu: int, memory: int, threads: int
+) -> None:
+    """Simulate a fleet for tests and benchmarks: register NODES mock nodes, heartbeat each
+    within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
+    start_error) and report their status, all from one process."""
+    from workers.client.fleet import FleetConfig, run_fleet
+    from workers.runtime import stop_on_signals
+
+    settings = get_settings()
+    configure("fleet", settings.log_level, settings.log_format)
+    config = FleetConfig(server or default_address(), nodes, name_prefix, datacenter, cpu, memory, threads)
+    run_fleet(config, stop_on_signals())
