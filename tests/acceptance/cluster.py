@@ -13,9 +13,11 @@ import psycopg
 from app.db import libpq_url
 from tests.processes import Corral, free_port, wait_for, wait_healthy
 
+# Short enough that a killed client's node goes down within seconds, long enough that a
+# client on a busy test machine does not miss one.
 FAST = {
-    "CORRAL_HEARTBEAT_MIN_TTL_S": "1",
-    "CORRAL_HEARTBEAT_GRACE_S": "1",
+    "CORRAL_HEARTBEAT_MIN_TTL_S": "2",
+    "CORRAL_HEARTBEAT_GRACE_S": "2",
     "CORRAL_POLL_INTERVAL_S": "0.2",
     "CORRAL_EVAL_LEASE_S": "5",
 }
