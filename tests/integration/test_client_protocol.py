@@ -237,3 +237,26 @@ def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, en
     assert pg.execute(
         "SELECT count(*) FROM evaluations WHERE triggered_by = 'max-disconnect-timeout' AND wait_until IS NULL"
     ).fetchone() == (1,)
+
+
+def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    other, other_secret = register(fast)
+    assert beat(fast, node_id, secret).json["ForceGCIndex"] == 0
+    one = fast.put(f"/v1/client/gc?node_id={node_id}")
+    assert one.status_code == 200 and one.json["Nodes"] == 1
+    assert beat(fast, node_id, secret).json["ForceGCIndex"] == one.json["Index"]
+    assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
+    every = fast.put("/v1/client/gc")
+    assert every.json["Nodes"] == 2 and beat(fast, other, other_secret).json["ForceGCIndex"] == every.json["Index"]
+    assert fast.put(f"/v1/client/gc?node_id={uuid.uuid4()}").status_code == 404
+    assert fast.put("/v1/client/gc?node_id=nope").json["errors"][0]["field"] == "node_id"
+
+
+def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id, client_status="complete")
+    updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})
+    assert pg.execute("SELECT client_gc_time IS NOT NULL FROM allocations").fetchone() == (True,)
