@@ -67,3 +67,23 @@ def test_drain_input_is_checked_and_cancel_can_mark_eligible(client: FlaskClient
         "eligible",
         "canceled",
     )
+
+
+def test_forced_drain_moves_everything_at_once_and_system_jobs_go_last(
+    client: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    node_id = str(uuid.uuid4())
+    client.put("/v1/node/register", json={"Node": node_body(node_id)})
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})  # migrate.max_parallel defaults to 1
+    client.put("/v1/jobs", json={"Job": minimal_job("sys", Type="system")})
+    web_eval = str(pg.execute("SELECT id FROM evaluations WHERE job_id = 'web'").fetchone()[0])  # type: ignore[index]
+    sys_eval = str(pg.execute("SELECT id FROM evaluations WHERE job_id = 'sys'").fetchone()[0])  # type: ignore[index]
+    web = [insert_allocation(pg, node_id, web_eval) for _ in range(3)]
+    system = insert_allocation(pg, node_id, sys_eval, job_id="sys")
+    client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": -1}})
+    assert tick(engine) == 3, "past the deadline: all at once, max_parallel or not"
+    migrating = "SELECT id::text FROM allocations WHERE (desired_transition->>'Migrate')::boolean"
+    assert {r[0] for r in pg.execute(migrating).fetchall()} == set(web)
+    pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = ANY(%s)", (web,))
+    assert tick(engine) == 1  # then the system job's allocation
+    assert {r[0] for r in pg.execute(migrating).fetchall()} == {*web, system}
