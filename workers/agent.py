@@ -70,6 +70,21 @@ ROLES: list[tuple[str, list[str]]] = [
 ]
 
 
+def dev_client_args(settings: Settings) -> list[str]:
+    """One client with both drivers, so a quick-start job is placed, runs and completes."""
+    return [
+        "client",
+        "--server",
+        f"http://{settings.bind}",
+        "--data-dir",
+        str(settings.data_dir / "client"),
+        "--driver",
+        "raw_exec",
+        "--driver",
+        "mock",
+    ]
+
+
 def run_dev_agent(settings: Settings) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -80,7 +95,8 @@ def run_dev_agent(settings: Settings) -> int:
         upgrade(database.url)
         env = {**os.environ, "CORRAL_DATABASE_URL": database.url, "PYTHONUNBUFFERED": "1"}
         lock = threading.Lock()
-        children = [_spawn(role, args, env, lock) for role, args in ROLES]
+        roles = [*ROLES, ("client", dev_client_args(settings))]
+        children = [_spawn(role, args, env, lock) for role, args in roles]
         log.info("dev agent running", api=f"http://{settings.bind}", roles=[c.role for c in children])
         return _supervise(children, stop)
     finally:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import make_engine
-from app.store import broker, gc
+from app.store import broker, gc, node_duties
 from app.store.leadership import Leadership
 from app.store.sql import query
 
@@ -26,6 +26,7 @@ RENEW_EVERY_S = 1.0
 DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
     "reap-failed-evaluations": (5.0, broker.reap_over_limit),
     "sweep-max-plan-blocked": (60.0, broker.sweep_max_plan_blocked),
+    "node-lifecycle": (1.0, node_duties.node_lifecycle),
 }
 
 

@@ -9,11 +9,13 @@ from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api import encode
-from app.api.context import read, respond, write
+from app.api.context import read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
 from app.store import nodes as store
+from app.store.drain import DrainSpec, set_drain
+from app.store.heartbeat_ttl import HeartbeatPolicy
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -124,7 +126,8 @@ def register() -> Response:
     raw = body.get("Node")
     node = validate(NodeBody, raw, "Node")
     assert isinstance(raw, dict)  # validation passed, so it is an object
-    result = write(lambda s: store.register_node(s, _to_registration(node, raw)))
+    policy = HeartbeatPolicy.of(state().settings)
+    result = write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
     ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
     return respond(
         {
@@ -182,3 +185,35 @@ def node_allocations(node_id: str) -> Response:
         ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)]
     )
     return respond(body, index)
+
+
+class _DrainSpecBody(_Strict):
+    Deadline: int = Field(default=0, ge=-1, le=2**63 - 1)
+    IgnoreSystemJobs: bool = False
+
+
+class _DrainBody(_Strict):
+    NodeID: str = ""
+    DrainSpec: _DrainSpecBody | None = None
+    MarkEligible: bool = False
+    Meta: dict[str, str] = {}
+
+
+@bp.route("/node/<node_id>/drain", methods=["PUT", "POST"])
+def drain(node_id: str) -> Response:
+    """Start (DrainSpec), or cancel (no DrainSpec; MarkEligible makes the node eligible again)."""
+    key = uuid_value(node_id, "NodeID")
+    body = validate(_DrainBody, json_body(), "")
+    if body.NodeID not in ("", node_id):
+        raise InvalidInput.of("NodeID", "does not match the node ID in the URL")
+    spec = None if body.DrainSpec is None else DrainSpec(body.DrainSpec.Deadline, body.DrainSpec.IgnoreSystemJobs)
+    index, evals = write(lambda s: set_drain(s, key, spec, body.MarkEligible, body.Meta))
+    return respond(
+        {
+            "EvalIDs": [str(e) for e in evals],
+            "EvalCreateIndex": index if evals else 0,
+            "NodeModifyIndex": index,
+            "Index": index,
+        },
+        index,
+    )

@@ -25,9 +25,7 @@ TABLES = ["evaluations", "gc_runs"]
 def force_gc() -> Response:
     """Queue a force-gc core evaluation and answer once a worker has run it: every collector,
     thresholds ignored, nodes last."""
-    eval_id = write(lambda s: gc.enqueue_core(s, "force-gc", gc.Thresholds.forced()))
-    if eval_id is None:  # force-gc is never deduplicated; a None here is a schema bug
-        raise Failed.of("EvalID", "the force-gc evaluation was not created")
+    eval_id = write(gc.enqueue_forced)
     run, index = _wait_for_run(eval_id, time.monotonic() + state().settings.force_gc_wait_s)
     if run.status != "complete":
         raise Failed.of("EvalID", f"garbage collection {eval_id} {run.status}: {run.error}")

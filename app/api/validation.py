@@ -14,7 +14,7 @@ M = TypeVar("M", bound=BaseModel)
 def field_path(root: str, loc: tuple[int | str, ...]) -> str:
     path = root
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else part
     return path
 
 

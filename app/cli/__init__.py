@@ -93,8 +93,9 @@ def applier() -> None:
 @main.command()
 def leader() -> None:
     """Run the leader's periodic duties (failed-evaluation follow-ups, the blocked-evaluation
-    sweep, and one garbage-collection core evaluation per collector on its CORRAL_*_GC_INTERVAL_S).
-    Start two or more; one holds the role and the others stand by."""
+    sweep, node heartbeat expiry, disconnect windows and drains, and one garbage-collection core
+    evaluation per collector on its CORRAL_*_GC_INTERVAL_S). Start two or more; one holds the role
+    and the others stand by."""
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 
@@ -118,8 +119,10 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
         raise click.ClickException(str(err)) from err
 
 
+from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.job import job  # noqa: E402
+from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
@@ -127,6 +130,9 @@ main.add_command(db)
 main.add_command(job)
 main.add_command(operator)
 main.add_command(system)
+main.add_command(client)
+main.add_command(fleet)
+main.add_command(node)
 
 if __name__ == "__main__":
     main()

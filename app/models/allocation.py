@@ -127,6 +127,10 @@ class Allocation(Base):
         server_default=text("'{}'::jsonb"),
         comment="Nomad AllocatedResources: per-task resources and shared networks/ports.",
     )
+    client_gc_time: Mapped[datetime | None] = mapped_column(
+        comment="When the client destroyed the allocation's directory and driver resources "
+        "(client-side GC); NULL while it keeps them."
+    )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
     alloc_modify_index: Mapped[int] = mapped_column(

@@ -100,6 +100,11 @@ class Node(Base):
         server_default=text("'{}'::jsonb"), comment="Full ReservedResources as reported."
     )
     http_addr: Mapped[str] = mapped_column(server_default=text("''"), comment="Client HTTP address.")
+    gc_force_index: Mapped[int] = mapped_column(
+        server_default=text("0"),
+        comment="State index of the latest forced GC asked of this node's client (system gc, "
+        "PUT /v1/client/gc); the client destroys every terminal allocation when it sees a newer one.",
+    )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
     created_at: Mapped[datetime] = created_at_column()

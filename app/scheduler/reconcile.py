@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name, free_indexes, index_of
-from app.scheduler.reschedule import attempts_left
+from app.scheduler.reschedule import attempts_left, due
 from app.scheduler.updates import destructive
 from app.structs import Allocation, Job, Node, TaskGroup
 
@@ -70,10 +70,15 @@ class _Classes:
     lost: list[Allocation] = field(default_factory=list)
     migrate: list[Allocation] = field(default_factory=list)
     reschedule: list[Allocation] = field(default_factory=list)
+    # `unknown` on a disconnected node: replaced now (disconnecting) or kept waiting (no replace).
+    disconnecting: list[Allocation] = field(default_factory=list)
+    waiting: list[Allocation] = field(default_factory=list)
+    # Original or replacement, whichever `disconnect.reconcile` drops now that the node is back.
+    reconnected: list[Allocation] = field(default_factory=list)
 
     def slots(self) -> list[Allocation]:
         """Every allocation that currently holds one of the group's `count` slots."""
-        return self.lost + self.reschedule + self.migrate + self.untainted
+        return self.lost + self.reschedule + self.migrate + self.disconnecting + self.waiting + self.untainted
 
 
 def reconcile_group(group: TaskGroup, allocs: Iterable[Allocation], ctx: ReconcileContext) -> GroupChanges:
@@ -91,6 +96,10 @@ def reconcile_group(group: TaskGroup, allocs: Iterable[Allocation], ctx: Reconci
     for alloc in classes.reschedule:
         if alloc.id not in dropped:
             changes.placements.append(Placement(alloc.name, alloc, reasons.RESCHEDULED, reschedule=True))
+    for alloc in classes.disconnecting:
+        if alloc.id not in dropped:
+            changes.placements.append(Placement(alloc.name, alloc))  # the original stays, unknown
+    changes.stops.extend(Stop(alloc, reasons.RECONNECTED) for alloc in classes.reconnected)
     kept = [a for a in classes.untainted if a.id not in dropped]
     _updates(group, kept, ctx, changes)
     _fill(group, [a for a in classes.slots() if a.id not in dropped], ctx, changes)
@@ -99,12 +108,18 @@ def reconcile_group(group: TaskGroup, allocs: Iterable[Allocation], ctx: Reconci
 
 def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext) -> _Classes:
     replaced = {a.previous_allocation for a in allocs if a.previous_allocation}
+    live_replacements = {a.previous_allocation: a for a in allocs if a.previous_allocation and not a.terminal}
+    losers = _reconnect_losers(group, allocs, live_replacements, ctx)
     classes = _Classes()
     for alloc in allocs:
         if alloc.server_terminal:
             continue
-        if alloc.client_terminal:
+        if alloc.id in losers:
+            classes.reconnected.append(alloc)
+        elif alloc.client_terminal:
             _classify_finished(group, alloc, alloc.id in replaced, ctx, classes)
+        elif _disconnected(group, alloc):
+            _classify_unknown(group, alloc, alloc.id in live_replacements, ctx, classes)
         elif node_lost(alloc, ctx.nodes):
             classes.lost.append(alloc)
         elif alloc.desired_transition.get("Migrate"):
@@ -114,15 +129,56 @@ def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext)
     return classes
 
 
+def _disconnected(group: TaskGroup, alloc: Allocation) -> bool:
+    """An allocation the leader marked unknown when its node stopped heartbeating, within the
+    group's disconnect window (past it, the leader marks it lost)."""
+    return group.disconnect is not None and alloc.client_status == "unknown"
+
+
+def _classify_unknown(
+    group: TaskGroup, alloc: Allocation, has_replacement: bool, ctx: ReconcileContext, classes: _Classes
+) -> None:
+    """Replaced while its node is disconnected (if the group allows); once the node is back
+    but has not reported the allocation yet, it waits, with its replacement if it has one."""
+    assert group.disconnect is not None
+    node = ctx.nodes.get(alloc.node_id)
+    away = node is not None and node.status == "disconnected"
+    if has_replacement:
+        return  # its replacement holds the slot until the node reports or the window ends
+    if away and group.disconnect.replace:
+        classes.disconnecting.append(alloc)
+    else:
+        classes.waiting.append(alloc)
+
+
+def _reconnect_losers(
+    group: TaskGroup, allocs: list[Allocation], replacements: Mapping[uuid.UUID, Allocation], ctx: ReconcileContext
+) -> set[uuid.UUID]:
+    """An original whose node came back, running again next to its replacement: keep one, as
+    `disconnect.reconcile` says. best_score and longest_running keep the original here: it has
+    run longest, and scores are not kept after placement."""
+    losers: set[uuid.UUID] = set()
+    keep_replacement = group.disconnect is not None and group.disconnect.reconcile == "keep_replacement"
+    for original in allocs:
+        replacement = replacements.get(original.id)
+        if replacement is None or original.terminal or original.client_status == "unknown":
+            continue
+        if node_lost(original, ctx.nodes):
+            continue
+        losers.add(original.id if keep_replacement else replacement.id)
+    return losers
+
+
 def _classify_finished(
     group: TaskGroup, alloc: Allocation, replaced: bool, ctx: ReconcileContext, classes: _Classes
 ) -> None:
-    """Completed batch work counts as done; failed work is rescheduled while the policy allows,
-    and otherwise keeps its slot (so it is not replaced behind the policy's back)."""
+    """Completed batch work counts as done; failed work is rescheduled while the policy allows
+    and once its delay has passed, and otherwise keeps its slot (so it is not replaced behind
+    the policy's back, nor early: its delayed evaluation comes back for it)."""
     if alloc.client_status == "complete" and ctx.batch:
         classes.untainted.append(alloc)
     elif alloc.client_status == "failed" and not replaced:
-        if attempts_left(group.reschedule, alloc, ctx.now_ns):
+        if attempts_left(group.reschedule, alloc, ctx.now_ns) and due(alloc, ctx.now_ns):
             classes.reschedule.append(alloc)
         else:
             classes.untainted.append(alloc)

@@ -24,6 +24,7 @@ from app.constants import CORE_PRIORITY
 from app.db import transaction
 from app.ids import new_id
 from app.models import Evaluation, GcRun
+from app.store import client_gc
 from app.store.index import next_index
 from app.store.sql import query
 
@@ -85,7 +86,22 @@ class Thresholds:
 def enqueue_core(session: Session, kind: str, thresholds: Thresholds) -> uuid.UUID | None:
     """Queue a core evaluation for one collector (or force-gc). Returns None when the same
     scheduled collector is already queued: ticks are idempotent."""
-    index = next_index(session, ["evaluations"])
+    return _enqueue(session, kind, thresholds, next_index(session, ["evaluations"]))
+
+
+def enqueue_forced(session: Session) -> uuid.UUID:
+    """Queue a force-gc evaluation and, in the same transaction, ask every live node's client
+    to destroy its terminal allocations at its next heartbeat (seed 000: a forced GC reaches
+    the clients too)."""
+    index = next_index(session, ["evaluations", "nodes"])
+    eval_id = _enqueue(session, "force-gc", Thresholds.forced(), index)
+    if eval_id is None:  # force-gc is never deduplicated; a None here is a schema bug
+        raise RuntimeError("the force-gc evaluation was not created")
+    client_gc.mark_client_gc(session, index)
+    return eval_id
+
+
+def _enqueue(session: Session, kind: str, thresholds: Thresholds, index: int) -> uuid.UUID | None:
     row = session.execute(
         query("gc_enqueue_core"),
         {

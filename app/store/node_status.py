@@ -10,9 +10,12 @@ from sqlalchemy.orm import Session
 
 from app.constants import NODE_STATUSES
 from app.errors import InvalidInput
+from app.models import Node
 from app.store.broker import unblock_capacity
 from app.store.index import next_index
 from app.store.nodes import create_node_evals, get_node
+
+STATUS_TABLES = ("nodes", "evaluations")
 
 
 def set_node_status(session: Session, node_id: uuid.UUID, status: str, description: str = "") -> list[uuid.UUID]:
@@ -20,8 +23,14 @@ def set_node_status(session: Session, node_id: uuid.UUID, status: str, descripti
     work on it; coming (back) up re-plans system jobs and releases evaluations blocked on capacity."""
     if status not in NODE_STATUSES:
         raise InvalidInput.of("Status", f"must be one of {', '.join(NODE_STATUSES)}, got {status!r}")
-    index = next_index(session, ["nodes", "evaluations"])
+    index = next_index(session, STATUS_TABLES)
     node = get_node(session, node_id, for_update=True)
+    return apply_node_status(session, node, status, description, index)
+
+
+def apply_node_status(session: Session, node: Node, status: str, description: str, index: int) -> list[uuid.UUID]:
+    """set_node_status for a caller that already took the index (and locked the node), so one
+    transaction can change many nodes."""
     before = node.status
     if before == status:
         return []

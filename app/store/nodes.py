@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,17 +16,14 @@ from sqlalchemy.orm import Session
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ids import secret_hash
-from app.models import Allocation, Job, Node, NodeHeartbeat, NodePool
+from app.models import Allocation, Job, Node, NodePool
 from app.scheduler.computed_class import computed_class
 from app.store.broker import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
+from app.store.heartbeat_ttl import HeartbeatPolicy, grant
 from app.store.index import next_index
 
-# Nomad's heartbeat defaults: TTL scales with the fleet so the servers see at most
-# 50 heartbeats/s, never below 10 s; the server waits a further 10 s grace.
-MIN_HEARTBEAT_TTL = timedelta(seconds=10)
-MAX_HEARTBEATS_PER_SECOND = 50
-HEARTBEAT_GRACE = timedelta(seconds=10)
+DEFAULT_HEARTBEAT = HeartbeatPolicy()
 
 # Changes to these mean feasibility may have changed: Nomad re-evaluates the node's jobs.
 # "column.Key" names a key of a JSONB column (the NodeResources object as the client sent it).
@@ -80,7 +76,9 @@ class NodeWriteResult:
     index: int
 
 
-def register_node(session: Session, reg: NodeRegistration) -> NodeWriteResult:
+def register_node(
+    session: Session, reg: NodeRegistration, heartbeat: HeartbeatPolicy = DEFAULT_HEARTBEAT
+) -> NodeWriteResult:
     index = next_index(session, ["nodes", "node_pools", "evaluations"])
     existing = session.get(Node, reg.id, with_for_update=True)
     if existing is not None and (reg.secret_id is None or secret_hash(reg.secret_id) != existing.secret_hash):
@@ -96,7 +94,9 @@ def register_node(session: Session, reg: NodeRegistration) -> NodeWriteResult:
     if existing is None:
         session.add(node)
     session.flush()
-    ttl = _grant_heartbeat(session, node.id, now)
+    beat = grant(session, node.id, secret, heartbeat)
+    assert beat is not None  # the row was just written with this secret
+    ttl = beat.ttl
     eval_ids: list[uuid.UUID] = []
     if node.status == "ready" and (not was_ready or before != _fingerprint(node)):
         eval_ids = create_node_evals(session, node, index)
@@ -161,23 +161,6 @@ def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: i
     )
     node.modify_index = index
     node.updated_at = now
-
-
-def _grant_heartbeat(session: Session, node_id: uuid.UUID, now: datetime) -> timedelta:
-    fleet = session.scalar(select(func.count()).select_from(Node).where(Node.status != "down")) or 1
-    base = max(MIN_HEARTBEAT_TTL, timedelta(seconds=fleet / MAX_HEARTBEATS_PER_SECOND))
-    # Spread the fleet's heartbeats so a restart does not make them arrive in lockstep.
-    ttl = base + base * random.Random().random()
-    values = {
-        "node_id": node_id,
-        "last_seen_at": now,
-        "ttl_ms": int(ttl.total_seconds() * 1000),
-        "expires_at": now + ttl + HEARTBEAT_GRACE,
-    }
-    session.execute(
-        pg_insert(NodeHeartbeat).values(**values).on_conflict_do_update(index_elements=["node_id"], set_=values)
-    )
-    return ttl
 
 
 def create_node_evals(session: Session, node: Node, index: int) -> list[uuid.UUID]:

@@ -26,6 +26,7 @@ def alloc_to_json(a: Allocation) -> dict[str, Any]:
         "Ports": [{"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports],
         "PreviousAllocation": str(a.previous_allocation) if a.previous_allocation else None,
         "PreemptedAllocations": [str(p) for p in a.preempted_allocations],
+        "RescheduleTracker": dict(a.reschedule_tracker) if a.reschedule_tracker else None,
     }
 
 

@@ -36,26 +36,35 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
     assert registered["EvalID"]
     evaluation = httpx.get(f"{base}/v1/evaluation/{registered['EvalID']}").json()
     assert evaluation["TriggeredBy"] == "job-register"
-    # No node can run it yet: a worker schedules it and the job waits as one blocked evaluation.
+    # The dev agent's own client (raw_exec and mock) runs it.
     assert wait_for(lambda: httpx.get(f"{base}/v1/evaluation/{registered['EvalID']}").json()["Status"] == "complete")
+
+    def running() -> bool:
+        allocs = httpx.get(f"{base}/v1/job/web/allocations").json()
+        return [a["ClientStatus"] for a in allocs] == ["running"]
+
+    assert wait_for(running)
     with psycopg.connect(socket_url(data_dir)) as conn:
         assert conn.execute("SELECT job_id, task_group, desired, queued FROM v_job_summary").fetchall() == [
-            ("web", "g", 1, 1)
+            ("web", "g", 1, 0)
         ]
-        assert conn.execute("SELECT job_id, failed_task_groups FROM v_blocked_evals").fetchall() == [("web", "g")]
+        assert conn.execute("SELECT status FROM nodes").fetchall() == [("ready",)]
         roles = {r[0] for r in conn.execute("SELECT application_name FROM pg_stat_activity").fetchall()}
         assert {"corral-api", "corral-worker", "corral-applier", "corral-leader"} <= roles
 
-    node = {
-        "Node": {
-            "ID": "5b6c1c1e-3f0a-4a52-9a57-4f3cbb7c0d11",
-            "Name": "n1",
-            "Drivers": {"mock": {"Healthy": True}},
-            "NodeResources": {"Cpu": {"CpuShares": 1000}, "Memory": {"MemoryMB": 1024}, "Disk": {"DiskMB": 10000}},
+    batch = {
+        "Job": {
+            "ID": "hello",
+            "Type": "batch",
+            "TaskGroups": [
+                {"Name": "g", "Tasks": [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "true"}}]}
+            ],
         }
     }
-    httpx.put(f"{base}/v1/node/register", json=node).raise_for_status()
-    assert wait_for(lambda: len(httpx.get(f"{base}/v1/job/web/allocations").json()) == 1)
+    httpx.put(f"{base}/v1/jobs", json=batch).raise_for_status()
+    assert wait_for(
+        lambda: [a["ClientStatus"] for a in httpx.get(f"{base}/v1/job/hello/allocations").json()] == ["complete"]
+    )
 
     bad = httpx.put(f"{base}/v1/jobs", json={"Job": {"ID": "x", "TaskGroups": []}})
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"].startswith("Job.TaskGroups")

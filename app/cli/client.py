@@ -1,0 +1,165 @@
+"""`corral client`: run the node agent on this machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.config import get_settings
+from app.logging import configure
+
+
+def default_address() -> str:
+    return os.environ.get("CORRAL_ADDR") or os.environ.get("NOMAD_ADDR") or "http://127.0.0.1:4646"
+
+
+def _meta(values: tuple[str, ...]) -> dict[str, str]:
+    meta = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"must be key=value, got {item!r}", param_hint="--meta")
+        meta[key] = value
+    return meta
+
+
+@click.command()
+@click.option(
+    "-config",
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON file with any of the settings below (snake_case keys; GC settings under "gc"). Flags win.',
+)
+@click.option(
+    "--server",
+    "server",
+    default=None,
+    help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646].",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the client keeps its identity and allocation directories [default: .corral-client].",
+)
+@click.option("--name", default=None, help="Node name [default: the hostname].")
+@click.option("-dc", "--datacenter", default=None, help="Datacenter [default: dc1].")
+@click.option("--node-class", default=None, help="Node class.")
+@click.option("--node-pool", default=None, help="Node pool [default: default].")
+@click.option("--meta", multiple=True, help="Node metadata key=value; repeatable.")
+@click.option(
+    "--driver",
+    "drivers",
+    multiple=True,
+    type=click.Choice(["raw_exec", "mock"]),
+    help="Task driver to enable; repeatable [default: raw_exec and mock].",
+)
+@click.option("--reserved-cpu", type=click.IntRange(0), default=None, help="CPU MHz held back from scheduling.")
+@click.option("--reserved-memory", type=click.IntRange(0), default=None, help="Memory MB held back.")
+@click.option("--reserved-disk", type=click.IntRange(0), default=None, help="Disk MB held back.")
+@click.option("--reserved-ports", default=None, help="Host ports held back, e.g. '22,8000-8100'.")
+@click.option(
+    "--cpu-total-compute",
+    type=click.IntRange(1),
+    default=None,
+    help="Advertise this many MHz instead of the fingerprinted total.",
+)
+@click.option("--memory-total-mb", type=click.IntRange(1), default=None, help="Advertise this much memory.")
+@click.option(
+    "--http-bind",
+    default=None,
+    help="host:port of the client's log endpoint the servers proxy to [default: 127.0.0.1:0, a free port].",
+)
+@click.option(
+    "--gc-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds between GC runs [default: 60].",
+)
+@click.option(
+    "--gc-disk-usage-threshold",
+    type=click.FloatRange(0, 100),
+    default=None,
+    help="Disk usage percent GC keeps below [default: 80].",
+)
+@click.option(
+    "--gc-inode-usage-threshold",
+    type=click.FloatRange(0, 100),
+    default=None,
+    help="Inode usage percent GC keeps below [default: 70].",
+)
+@click.option(
+    "--gc-max-allocs",
+    type=click.IntRange(1),
+    default=None,
+    help="Allocations tracked before GC removes terminal ones [default: 50].",
+)
+@click.option(
+    "--gc-parallel-destroys",
+    type=click.IntRange(1),
+    default=None,
+    help="Allocations destroyed in parallel [default: 2].",
+)
+def client(config_file: Path | None, **options: Any) -> None:
+    """Run the node agent: register this machine (fingerprinted CPU, memory, disk, kernel and
+    OS attributes), heartbeat, run the allocations placed here with the raw_exec and mock
+    drivers, report their status, and garbage-collect finished ones. Tasks keep running when
+    the client stops; a restarted client re-attaches to them."""
+    from workers.client.agent import run_client
+    from workers.client.config import ConfigError, build, load_file
+    from workers.runtime import stop_on_signals
+
+    gc = {key.removeprefix("gc_"): options.pop(key) for key in list(options) if key.startswith("gc_")}
+    flags = {
+        "server": options["server"] or (None if config_file else default_address()),
+        "data_dir": options["data_dir"],
+        "name": options["name"],
+        "datacenter": options["datacenter"],
+        "node_class": options["node_class"],
+        "node_pool": options["node_pool"],
+        "meta": _meta(options["meta"]),
+        "drivers": options["drivers"],
+        "reserved_cpu": options["reserved_cpu"],
+        "reserved_memory_mb": options["reserved_memory"],
+        "reserved_disk_mb": options["reserved_disk"],
+        "reserved_ports": options["reserved_ports"],
+        "cpu_total_mhz": options["cpu_total_compute"],
+        "memory_total_mb": options["memory_total_mb"],
+        "http_bind": options["http_bind"],
+    }
+    try:
+        config = build(load_file(config_file) if config_file else {}, flags, gc)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from err
+    settings = get_settings()
+    configure("client", settings.log_level, settings.log_format)
+    run_client(config, stop_on_signals())
+
+
+@click.command()
+@click.option("--nodes", type=click.IntRange(1), default=100, show_default=True, help="How many mock nodes.")
+@click.option(
+    "--server", default=None, help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646]."
+)
+@click.option("--name-prefix", default="sim", show_default=True, help="Node names are <prefix>-00000, ...")
+@click.option("-dc", "--datacenter", default="dc1", show_default=True, help="Datacenter of every node.")
+@click.option("--cpu", type=click.IntRange(1), default=4000, show_default=True, help="MHz per node.")
+@click.option("--memory", type=click.IntRange(1), default=8192, show_default=True, help="Memory MB per node.")
+@click.option("--threads", type=click.IntRange(1), default=16, show_default=True, help="HTTP concurrency.")
+def fleet(
+    nodes: int, server: str | None, name_prefix: str, datacenter: str, cpu: int, memory: int, threads: int
+) -> None:
+    """Simulate a fleet for tests and benchmarks: register NODES mock nodes, heartbeat each
+    within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
+    start_error) and report their status, all from one process."""
+    from workers.client.fleet import FleetConfig, run_fleet
+    from workers.runtime import stop_on_signals
+
+    settings = get_settings()
+    configure("fleet", settings.log_level, settings.log_format)
+    config = FleetConfig(server or default_address(), nodes, name_prefix, datacenter, cpu, memory, threads)
+    run_fleet(config, stop_on_signals())

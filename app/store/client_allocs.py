@@ -1,0 +1,183 @@
+"""Allocation status reported by clients, in batches (Nomad's Node.UpdateAlloc): client status,
+task states and description. An allocation turning terminal frees capacity; a failure asks the
+scheduler to reschedule (alloc-failure); an `unknown` allocation reported again is a reconnect."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.errors import Forbidden
+from app.ids import secret_hash
+from app.models import Allocation, Evaluation, Job, JobVersion, Node
+from app.scheduler.reschedule import attempts_left_after, failed_tracker
+from app.store.broker import unblock_capacity
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
+from app.store.nodes import get_node
+from app.structs import Job as JobStruct
+from app.structs import ReschedulePolicy
+
+# What a client may report; lost and unknown are the servers' verdicts.
+CLIENT_REPORTABLE = ("pending", "running", "complete", "failed")
+# Nomad's batchedFailedAllocWindowSize: failures due within 5 s of each other share one evaluation.
+RESCHEDULE_BATCH_NS = 5_000_000_000
+
+
+@dataclass(frozen=True)
+class AllocUpdate:
+    id: uuid.UUID
+    client_status: str
+    client_description: str = ""
+    task_states: dict[str, Any] = field(default_factory=dict)
+    destroyed: bool = False
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    index: int
+    eval_ids: list[uuid.UUID]
+    updated: int
+
+
+def authenticate(session: Session, node_id: uuid.UUID, secret: str) -> Node:
+    node = get_node(session, node_id)
+    if secret_hash(secret) != node.secret_hash:
+        raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")
+    return node
+
+
+def update_allocations(session: Session, node_id: uuid.UUID, secret: str, updates: list[AllocUpdate]) -> UpdateResult:
+    node = authenticate(session, node_id, secret)
+    index = next_index(session, ["allocations", "evaluations"])
+    rows = _locked(session, [u.id for u in updates])
+    now = datetime.now(UTC)
+    freed, updated = False, 0
+    failed: dict[tuple[str, str], list[Allocation]] = {}
+    reconnected: set[tuple[str, str]] = set()
+    for position, update in enumerate(updates):
+        alloc = rows.get(update.id)
+        if alloc is None:
+            continue  # garbage-collected on the server meanwhile: nothing left to update
+        if alloc.node_id != node_id:
+            raise Forbidden.of(f"Allocs[{position}].ID", f"allocation {alloc.id} is not on node {node_id}")
+        before = _apply(alloc, update, index, now)
+        if before is None:
+            continue
+        updated += 1
+        key = (alloc.namespace, alloc.job_id)
+        terminal = alloc.client_status in ALLOC_CLIENT_TERMINAL_STATUSES
+        freed |= terminal and before not in ALLOC_CLIENT_TERMINAL_STATUSES and alloc.desired_status == "run"
+        if alloc.client_status == "failed" and before != "failed" and _reschedulable(alloc):
+            failed.setdefault(key, []).append(alloc)
+        if before == "unknown" and not terminal:
+            reconnected.add(key)
+    session.flush()
+    if freed:
+        unblock_capacity(session, [node.computed_class], index)
+    eval_ids = _reschedule_evals(session, failed, node, index, now)
+    eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", node, index)]
+    return UpdateResult(index, eval_ids, updated)
+
+
+def _locked(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Allocation]:
+    """One lock order (by id), so two batches touching the same allocations cannot deadlock."""
+    stmt = select(Allocation).where(Allocation.id.in_(sorted(set(ids)))).order_by(Allocation.id).with_for_update()
+    return {a.id: a for a in session.scalars(stmt)}
+
+
+def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) -> str | None:
+    """Write the client's view; returns the previous client status, or None when ignored: a
+    client cannot bring back an allocation that is already terminal (lost, or finished)."""
+    before = alloc.client_status
+    if before in ALLOC_CLIENT_TERMINAL_STATUSES and update.client_status != before:
+        return None
+    alloc.client_status = update.client_status
+    alloc.client_description = update.client_description
+    alloc.task_states = update.task_states
+    alloc.modify_index, alloc.modify_time = index, now
+    if update.destroyed and alloc.client_gc_time is None:
+        alloc.client_gc_time = now
+    return before
+
+
+def _reschedulable(alloc: Allocation) -> bool:
+    """Nomad asks for a reschedule only for work the servers still want and that no delayed
+    evaluation already covers."""
+    return alloc.desired_status == "run" and alloc.followup_eval_id is None
+
+
+def _reschedule_evals(
+    session: Session, failed: dict[tuple[str, str], list[Allocation]], node: Node, index: int, now: datetime
+) -> list[uuid.UUID]:
+    """Choose each failed allocation's reschedule delay under its group's policy, record it in
+    its tracker, and create one delayed alloc-failure evaluation per job and 5 s window of due
+    times (Nomad batches them the same way); each allocation points at its evaluation."""
+    now_ns = int(now.timestamp() * 1e9)
+    created = []
+    for key, allocs in sorted(failed.items()):
+        due = []
+        for alloc in allocs:
+            policy = _policy(session, alloc)
+            if policy is None or not attempts_left_after(policy, alloc.reschedule_tracker, now_ns):
+                continue
+            alloc.reschedule_tracker = failed_tracker(policy, alloc.reschedule_tracker, now_ns)
+            due.append((int(alloc.reschedule_tracker["NextRescheduleTime"]), alloc))
+        for window in _windows(sorted(due, key=lambda d: (d[0], str(d[1].id)))):
+            evaluation = next(iter(_evals(session, {key}, "alloc-failure", node, index)), None)
+            if evaluation is None:
+                break  # the job is gone
+            last = window[-1][0]
+            if last > now_ns:
+                evaluation.wait_until = datetime.fromtimestamp(last / 1e9, UTC)
+            session.flush()
+            for _, alloc in window:
+                alloc.followup_eval_id = evaluation.id
+            created.append(evaluation.id)
+    return created
+
+
+def _windows(due: list[tuple[int, Allocation]]) -> list[list[tuple[int, Allocation]]]:
+    windows: list[list[tuple[int, Allocation]]] = []
+    for item in due:
+        if windows and item[0] - windows[-1][0][0] <= RESCHEDULE_BATCH_NS:
+            windows[-1].append(item)
+        else:
+            windows.append([item])
+    return windows
+
+
+def _policy(session: Session, alloc: Allocation) -> ReschedulePolicy | None:
+    version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
+    if version is None:
+        return None
+    group = JobStruct.from_spec(version.spec).group(alloc.task_group)
+    return None if group is None else group.reschedule
+
+
+def _evals(session: Session, jobs: set[tuple[str, str]], trigger: str, node: Node, index: int) -> list[Evaluation]:
+    created = []
+    for namespace, job_id in sorted(jobs):
+        # Key-share: the job GC locks jobs before its re-check, so a job it is deleting is seen
+        # gone here (no evaluation is created) instead of failing the batch on the foreign key.
+        job = session.get(Job, (namespace, job_id), with_for_update={"key_share": True})
+        if job is None or job.purged_at is not None:
+            continue
+        request = EvalRequest(
+            namespace=namespace,
+            job_id=job_id,
+            job_type=job.type,
+            priority=job.priority,
+            triggered_by=trigger,
+            job_modify_index=job.job_modify_index,
+            node_id=node.id,
+            node_modify_index=node.modify_index,
+        )
+        created.append(insert_eval(session, request, index))
+    return created

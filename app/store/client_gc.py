@@ -1,0 +1,38 @@
+"""Forced client-side GC (`system gc`): the hook by which the servers ask clients to destroy
+every terminal allocation. A client compares the node's gc_force_index, which its heartbeat
+answer carries, with the last one it served."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from app.models import Node
+from app.store.index import next_index
+from app.store.nodes import get_node
+
+
+@dataclass(frozen=True)
+class ClientGcResult:
+    index: int
+    nodes: int
+
+
+def request_client_gc(session: Session, node_id: uuid.UUID | None = None) -> ClientGcResult:
+    """Ask one node's client, or every node's, to run a forced GC. Takes its own index; a caller
+    that already took one (the lead's `PUT /v1/system/gc`) uses mark_client_gc instead."""
+    if node_id is not None:
+        get_node(session, node_id)  # 404 before any write
+    index = next_index(session, ["nodes"])
+    return ClientGcResult(index, mark_client_gc(session, index, node_id))
+
+
+def mark_client_gc(session: Session, index: int, node_id: uuid.UUID | None = None) -> int:
+    """Within the caller's transaction: stamp the nodes; returns how many were asked."""
+    stmt = update(Node).values(gc_force_index=index, modify_index=index).where(Node.status != "down")
+    if node_id is not None:
+        stmt = stmt.where(Node.id == node_id)
+    return int(session.execute(stmt).rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,32 @@
+"""The leader's node duty, one tick: heartbeat expiry, disconnect windows, then drain progress, in one transaction
+that takes its state index only if something is written (idle ticks wake nobody)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.config import get_settings
+from app.store import disconnect, drain, heartbeats
+from app.store.index import next_index
+
+NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
+
+
+class LazyIndex:
+    """next_index on first use, then the same index: it must be the transaction's first write."""
+
+    def __init__(self, session: Session) -> None:
+        self._session, self._index = session, 0
+
+    def __call__(self) -> int:
+        if not self._index:
+            self._index = next_index(self._session, NODE_DUTY_TABLES)
+        return self._index
+
+
+def node_lifecycle(session: Session) -> int:
+    """Leader duty (workers/leader.py)."""
+    take_index = LazyIndex(session)
+    changed = heartbeats.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
+    changed += disconnect.expire_unknown(session, take_index)
+    return changed + drain.advance(session, take_index)

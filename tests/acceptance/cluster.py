@@ -1,0 +1,95 @@
+"""A whole cluster as real processes on one test database: API, worker, applier, leader, and
+as many `corral client` processes as a test asks for, with short heartbeat TTLs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from app.db import libpq_url
+from tests.processes import Corral, free_port, wait_for, wait_healthy
+
+# Short enough that a killed client's node goes down within seconds, long enough that a
+# client on a busy test machine does not miss one.
+FAST = {
+    "CORRAL_HEARTBEAT_MIN_TTL_S": "2",
+    "CORRAL_HEARTBEAT_GRACE_S": "2",
+    "CORRAL_POLL_INTERVAL_S": "0.2",
+    "CORRAL_EVAL_LEASE_S": "5",
+}
+
+
+class Cluster:
+    def __init__(
+        self, corral: type[Corral], database_url: str, workdir: Path, settings: dict[str, str] | None = None
+    ) -> None:
+        self.corral, self.workdir = corral, workdir
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        self.env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", **FAST, **(settings or {})}
+        self.server = corral(["server"], env=self.env)
+        for role in ("worker", "applier", "leader"):
+            corral([role], env=self.env)
+        wait_healthy(self.base, self.server)
+        self.pg = psycopg.connect(libpq_url(database_url), autocommit=True)
+        self.http = httpx.Client(base_url=self.base, timeout=30)
+
+    def client(self, name: str, *args: str) -> Corral:
+        # Its own working directory: the client keeps its state in ./.corral-client there.
+        home = self.workdir / name
+        home.mkdir(exist_ok=True)
+        process = self.corral(["client", "--name", name, *args], env={**self.env, "CORRAL_ADDR": self.base}, cwd=home)
+        assert wait_for(lambda: self.node_status(name) == "ready", 60), process.output
+        return process
+
+    def node_status(self, name: str) -> str | None:
+        row = self.pg.execute("SELECT status FROM nodes WHERE name = %s", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def node_id(self, name: str) -> str:
+        row = self.pg.execute("SELECT id FROM nodes WHERE name = %s", (name,)).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def register(self, job: dict[str, Any]) -> None:
+        answer = self.http.put("/v1/jobs", json={"Job": job})
+        assert answer.status_code == 200, answer.text
+
+    def allocs(self, job_id: str) -> list[dict[str, Any]]:
+        return list(self.http.get(f"/v1/job/{job_id}/allocations").json())
+
+    def quiet(self) -> bool:
+        """No evaluation or plan is waiting to be worked on right now."""
+        row = self.pg.execute(
+            "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' "
+            "AND (wait_until IS NULL OR wait_until <= now())), (SELECT count(*) FROM plans WHERE status = 'pending')"
+        ).fetchone()
+        return row == (0, 0)
+
+    def settle(self) -> None:
+        """Wait until the pipeline has nothing left to do, twice in a row a poll interval apart."""
+        assert wait_for(self.quiet, 60)
+        time.sleep(float(FAST["CORRAL_POLL_INTERVAL_S"]) * 3)
+        assert wait_for(self.quiet, 60)
+
+    def close(self) -> None:
+        self.http.close()
+        self.pg.close()
+
+
+def mock_task(name: str = "t", **config: Any) -> dict[str, Any]:
+    return {"Name": name, "Driver": "mock", "Config": config, "Resources": {"CPU": 10, "MemoryMB": 10}}
+
+
+def job(
+    job_id: str, tasks: list[dict[str, Any]], *, count: int = 1, kind: str = "service", **group: Any
+) -> dict[str, Any]:
+    return {
+        "ID": job_id,
+        "Type": kind,
+        "TaskGroups": [{"Name": "g", "Count": count, "Tasks": tasks, "EphemeralDisk": {"SizeMB": 10}, **group}],
+    }

@@ -1,0 +1,262 @@
+"""The client protocol on the server: heartbeats (TTL, authentication, expiry to down and the
+way back through initializing) and allocation status batches (capacity, alloc-failure evals)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app import create_app
+from app.config import Settings
+from app.store.heartbeats import expire
+from app.store.node_duties import node_lifecycle
+from tests.integration.conftest import minimal_job, node_body
+from tests.integration.fixtures import insert_allocation
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+NANOS = 1_000_000_000
+
+
+@pytest.fixture
+def fast(database_url: str) -> Iterator[FlaskClient]:
+    settings = Settings(database_url=database_url, heartbeat_min_ttl_s=2, heartbeat_grace_s=1)
+    app = create_app(settings, database_url)
+    yield app.test_client()
+    app.extensions["corral"].watcher.stop()
+    app.extensions["corral"].engine.dispose()
+
+
+def register(client: FlaskClient, node_id: str | None = None) -> tuple[str, str]:
+    node_id = node_id or str(uuid.uuid4())
+    body = client.put("/v1/node/register", json={"Node": node_body(node_id)}).json
+    assert body is not None
+    return node_id, str(body["SecretID"])
+
+
+def beat(client: FlaskClient, node_id: str, secret: str, **body: Any) -> Any:
+    return client.put(f"/v1/node/{node_id}/heartbeat", json=body, headers={"X-Nomad-Token": secret})
+
+
+def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    answer = beat(fast, node_id, secret)
+    assert answer.status_code == 200
+    # Nomad's formula for a small fleet: the minimum TTL, spread up to twice it.
+    assert 2 * NANOS <= answer.json["HeartbeatTTL"] <= 4 * NANOS
+    assert answer.json["NodeStatus"] == "ready"
+    ttl_ms, slack = pg.execute(
+        "SELECT ttl_ms, extract(epoch FROM expires_at - last_seen_at) * 1000 - ttl_ms FROM node_heartbeats"
+    ).fetchone()  # type: ignore[misc]
+    assert abs(ttl_ms * 1_000_000 - answer.json["HeartbeatTTL"]) <= 1_000_000 and 999 <= slack <= 1000  # grace
+    wrong = beat(fast, node_id, "not-the-secret")
+    assert wrong.status_code == 403 and wrong.json["errors"][0]["field"] == "X-Nomad-Token"
+    missing = fast.put(f"/v1/node/{node_id}/heartbeat", json={})
+    assert missing.status_code == 403
+    unknown = beat(fast, str(uuid.uuid4()), secret)
+    assert unknown.status_code == 404
+    bad = beat(fast, node_id, secret, Status="down")
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Status"
+
+
+def test_expired_node_goes_down_and_returns_through_initializing(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    fast.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id)
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 0  # not yet expired
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
+    assert pg.execute("SELECT count(*) FROM node_heartbeats").fetchone() == (0,)
+    node_update = pg.execute(
+        "SELECT job_id FROM evaluations WHERE triggered_by = 'node-update' AND node_id = %s", (node_id,)
+    ).fetchall()
+    assert node_update == [("web",)]
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("running",)
+
+    back = beat(fast, node_id, secret, Status="ready")
+    assert back.json["NodeStatus"] == "initializing", "ready only after the client has re-sent its allocations"
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "ready"
+
+
+def test_failover_ttl_for_live_nodes_without_a_heartbeat_row(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    register(fast)
+    pg.execute("DELETE FROM node_heartbeats")  # what a crash does to an UNLOGGED table
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 0
+    remaining = pg.execute("SELECT extract(epoch FROM expires_at - now()) FROM node_heartbeats").fetchone()
+    assert remaining is not None and 290 < remaining[0] <= 300
+
+
+def updates(client: FlaskClient, node_id: str, secret: str, *allocs: dict[str, Any]) -> Any:
+    return client.put(
+        f"/v1/node/{node_id}/allocations", json={"Allocs": list(allocs)}, headers={"X-Nomad-Token": secret}
+    )
+
+
+def test_alloc_updates_free_capacity_and_ask_for_a_reschedule(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    a, b = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, node_id, eval_id)
+    running = {"ID": a, "ClientStatus": "running", "TaskStates": {"t": {"State": "running"}}}
+    answer = updates(client, node_id, secret, running)
+    assert answer.status_code == 200 and answer.json["EvalIDs"] == []
+    assert pg.execute("SELECT live_allocs FROM node_usage").fetchone() == (2,)
+
+    failed = {"ID": a, "ClientStatus": "failed", "ClientDescription": "exit 1", "TaskStates": {"t": {"State": "dead"}}}
+    done = {"ID": b, "ClientStatus": "complete"}
+    answer = updates(client, node_id, secret, failed, done)
+    assert answer.status_code == 200 and len(answer.json["EvalIDs"]) == 1
+    trigger = pg.execute("SELECT triggered_by, job_id FROM evaluations WHERE id = %s", (answer.json["EvalIDs"][0],))
+    assert trigger.fetchone() == ("alloc-failure", "web")
+    assert pg.execute("SELECT live_allocs FROM node_usage").fetchone() == (0,)
+    assert pg.execute("SELECT client_status, task_states FROM allocations WHERE id = %s", (a,)).fetchone() == (
+        "failed",
+        {"t": {"State": "dead"}},
+    )
+    # Finished is final: a late "running" cannot resurrect it.
+    updates(client, node_id, secret, {"ID": a, "ClientStatus": "running"})
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (a,)).fetchone() == ("failed",)
+
+
+def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    other, other_secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    mine, theirs = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, other, eval_id)
+    wrong = updates(
+        client, node_id, secret, {"ID": mine, "ClientStatus": "running"}, {"ID": theirs, "ClientStatus": "failed"}
+    )
+    assert wrong.status_code == 403 and wrong.json["errors"][0]["field"] == "Allocs[1].ID"
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (mine,)).fetchone() == ("running",)
+    bad = updates(client, node_id, secret, {"ID": mine, "ClientStatus": "lost"})
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Allocs[0].ClientStatus"
+    assert updates(client, node_id, other_secret, {"ID": mine, "ClientStatus": "running"}).status_code == 403
+
+
+def test_failures_get_delayed_reschedule_evals_grouped_per_job(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})  # service defaults: 30 s, exponential, unlimited
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    a, b, c = (insert_allocation(pg, node_id, eval_id) for _ in range(3))
+    history = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": 0, "Delay": 30 * NANOS}]})
+    pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (history, b))
+    failed = [{"ID": x, "ClientStatus": "failed"} for x in (a, b, c)]
+    answer = updates(client, node_id, secret, *failed)
+    assert len(answer.json["EvalIDs"]) == 2, "a and c are due together, b 30 s later: two windows"
+    rows = pg.execute(
+        "SELECT a.id, a.reschedule_tracker->'NextDelay', e.triggered_by, "
+        "round(extract(epoch FROM e.wait_until - now())) FROM allocations a "
+        "JOIN evaluations e ON e.id = a.followup_eval_id"
+    ).fetchall()
+    found = {str(r[0]): (r[1], r[2]) for r in rows}
+    assert found == {
+        a: (30 * NANOS, "alloc-failure"),
+        b: (60 * NANOS, "alloc-failure"),
+        c: (30 * NANOS, "alloc-failure"),
+    }
+    waits = sorted(int(r[3]) for r in rows)
+    assert 25 <= waits[0] <= 30 and 55 <= waits[2] <= 60
+
+
+def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    once = {
+        "Attempts": 1,
+        "Interval": 3600 * NANOS,
+        "Delay": 5 * NANOS,
+        "DelayFunction": "constant",
+        "Unlimited": False,
+    }
+    client.put(
+        "/v1/jobs",
+        json={"Job": minimal_job("web", TaskGroups=[{**minimal_job()["TaskGroups"][0], "ReschedulePolicy": once}])},
+    )
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id)
+    recent = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": time.time_ns(), "Delay": 5 * NANOS}]})
+    pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (recent, alloc))
+    answer = updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "failed"})
+    assert answer.json["EvalIDs"] == []
+
+
+def disconnecting_job(client: FlaskClient, pg: Conn, node_id: str) -> str:
+    group = {**minimal_job()["TaskGroups"][0], "Count": 1, "Disconnect": {"LostAfter": "1h"}}
+    client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    return insert_allocation(pg, node_id, eval_id)
+
+
+def test_silent_node_with_a_disconnect_window_is_disconnected_and_can_reconnect(
+    fast: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    node_id, secret = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("disconnected",)
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("unknown",)
+    timeout = pg.execute(
+        "SELECT round(extract(epoch FROM wait_until - now()) / 60) FROM evaluations "
+        "WHERE triggered_by = 'max-disconnect-timeout'"
+    ).fetchall()
+    assert timeout == [(60,)]
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "initializing"
+    answer = updates(fast, node_id, secret, {"ID": alloc, "ClientStatus": "running"})
+    trigger = pg.execute("SELECT triggered_by FROM evaluations WHERE id = %s", (answer.json["EvalIDs"][0],))
+    assert trigger.fetchone() == ("reconnect",)
+    assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "ready"
+
+
+def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
+    node_id, _ = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        expire(session, 300)
+    with Session(engine) as session, session.begin():
+        assert node_lifecycle(session) == 0, "still within lost_after"
+    pg.execute("UPDATE nodes SET status_updated_at = now() - interval '2 hours'")
+    with Session(engine) as session, session.begin():
+        assert node_lifecycle(session) == 1
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("lost",)
+    assert pg.execute(
+        "SELECT count(*) FROM evaluations WHERE triggered_by = 'max-disconnect-timeout' AND wait_until IS NULL"
+    ).fetchone() == (1,)
+
+
+def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(fast)
+    other, other_secret = register(fast)
+    assert beat(fast, node_id, secret).json["ForceGCIndex"] == 0
+    one = fast.put(f"/v1/client/gc?node_id={node_id}")
+    assert one.status_code == 200 and one.json["Nodes"] == 1
+    assert beat(fast, node_id, secret).json["ForceGCIndex"] == one.json["Index"]
+    assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
+    every = fast.put("/v1/client/gc")
+    assert every.json["Nodes"] == 2 and beat(fast, other, other_secret).json["ForceGCIndex"] == every.json["Index"]
+    assert fast.put(f"/v1/client/gc?node_id={uuid.uuid4()}").status_code == 404
+    assert fast.put("/v1/client/gc?node_id=nope").json["errors"][0]["field"] == "node_id"
+
+
+def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> None:
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    alloc = insert_allocation(pg, node_id, eval_id, client_status="complete")
+    updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})
+    assert pg.execute("SELECT client_gc_time IS NOT NULL FROM allocations").fetchone() == (True,)

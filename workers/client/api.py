@@ -1,0 +1,75 @@
+"""The REST calls a client makes to the servers; it never talks to Postgres."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+NANOS = 1_000_000_000
+WATCH_WAIT_S = 30.0
+
+
+class NodeGone(Exception):
+    """The servers no longer know this node (or its secret): register again."""
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    ttl_s: float
+    status: str
+    force_gc_index: int
+
+
+class ServerApi:
+    def __init__(self, address: str, timeout_s: float = 10.0) -> None:
+        self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s)
+        self.node_id: uuid.UUID | None = None
+        self.secret = ""
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _auth(self) -> dict[str, str]:
+        return {"X-Nomad-Token": self.secret}
+
+    def register(self, node: dict[str, Any]) -> float:
+        reply = self._http.put("/v1/node/register", json={"Node": node})
+        reply.raise_for_status()
+        return float(reply.json()["HeartbeatTTL"]) / NANOS
+
+    def heartbeat(self, status: str) -> Heartbeat:
+        reply = self._http.put(f"/v1/node/{self.node_id}/heartbeat", json={"Status": status}, headers=self._auth())
+        if reply.status_code in (403, 404):
+            raise NodeGone(reply.text)
+        reply.raise_for_status()
+        body = reply.json()
+        return Heartbeat(body["HeartbeatTTL"] / NANOS, body["NodeStatus"], int(body.get("ForceGCIndex", 0)))
+
+    def node_allocations(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[dict[str, Any]], int]:
+        """Blocking query: returns once the node's allocations may have changed past `index`."""
+        reply = self._http.get(
+            f"/v1/node/{self.node_id}/allocations",
+            params={"index": index, "wait": f"{int(wait_s)}s"},
+            timeout=wait_s + wait_s / 16 + 10,
+        )
+        if reply.status_code == 404:
+            raise NodeGone(reply.text)
+        reply.raise_for_status()
+        return list(reply.json()), int(reply.headers.get("X-Nomad-Index", "0"))
+
+    def allocation(self, alloc_id: str) -> dict[str, Any] | None:
+        reply = self._http.get(f"/v1/allocation/{alloc_id}")
+        if reply.status_code == 404:
+            return None
+        reply.raise_for_status()
+        found: dict[str, Any] = reply.json()
+        return found
+
+    def update_allocations(self, updates: list[dict[str, Any]]) -> None:
+        reply = self._http.put(f"/v1/node/{self.node_id}/allocations", json={"Allocs": updates}, headers=self._auth())
+        if reply.status_code == 404 or (reply.status_code == 403 and "X-Nomad-Token" in reply.text):
+            raise NodeGone(reply.text)
+        reply.raise_for_status()

@@ -1,0 +1,80 @@
+"""Nomad-style node attributes and resources from the machine the client runs on."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from workers.client.config import ClientConfig
+
+DEFAULT_MHZ = 1000.0
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    attributes: dict[str, str]
+    cpu_mhz: int
+    memory_mb: int
+    disk_mb: int
+
+
+def cpu_mhz_per_core() -> float:
+    """Nominal MHz of one core: /proc/cpuinfo, else psutil, else a modest guess."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("cpu mhz"):
+                return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    freq = psutil.cpu_freq()
+    return float(freq.max or freq.current) if freq and (freq.max or freq.current) else DEFAULT_MHZ
+
+
+def local_ip() -> str:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.connect(("10.255.255.255", 1))  # no packet is sent; it picks the outbound address
+            return str(sock.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def fingerprint(config: ClientConfig) -> Fingerprint:
+    cores = os.cpu_count() or 1
+    mhz = cpu_mhz_per_core()
+    memory_mb = psutil.virtual_memory().total // (1024 * 1024)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    disk_mb = shutil.disk_usage(config.data_dir).free // (1024 * 1024)
+    total_mhz = config.cpu_total_mhz or int(mhz * cores)
+    attributes = {
+        "kernel.name": platform.system().lower(),
+        "kernel.version": platform.release(),
+        "kernel.arch": platform.machine(),
+        "cpu.arch": platform.machine(),
+        "cpu.numcores": str(cores),
+        "cpu.frequency": str(int(mhz)),
+        "cpu.totalcompute": str(total_mhz),
+        "memory.totalbytes": str((config.memory_total_mb or memory_mb) * 1024 * 1024),
+        "os.name": _os_name(),
+        "unique.hostname": socket.gethostname(),
+        "unique.network.ip-address": local_ip(),
+        "unique.storage.volume": str(config.data_dir.resolve()),
+        "nomad.version": "corral",
+    }
+    return Fingerprint(attributes, total_mhz, config.memory_total_mb or memory_mb, config.disk_total_mb or disk_mb)
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("ID="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return platform.system().lower()

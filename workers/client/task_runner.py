@@ -1,0 +1,152 @@
+"""One task of an allocation: start it through its driver, wait, and restart it per its
+restart policy; Nomad-shaped TaskState for the servers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from workers.client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
+from workers.client.restarts import RestartTracker
+
+log = structlog.get_logger(__name__)
+NANOS = 1_000_000_000
+WAIT_SLICE_S = 1.0
+MAX_EVENTS = 10
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        spec: TaskSpec,
+        driver: Driver,
+        tracker: RestartTracker,
+        task_dir: Path,
+        logs: Path,
+        on_change: Callable[[], None],
+        saved: dict[str, Any] | None = None,
+    ) -> None:
+        self.spec, self.driver, self.tracker = spec, driver, tracker
+        self.task_dir, self.logs, self.on_change = task_dir, logs, on_change
+        saved = saved or {}
+        self.state: dict[str, Any] = saved.get("state") or {
+            "State": "pending",
+            "Failed": False,
+            "Restarts": 0,
+            "StartedAt": None,
+            "FinishedAt": None,
+            "Events": [],
+        }
+        self._saved_handle: dict[str, Any] | None = saved.get("handle")
+        self.handle: Handle | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name=f"task-{spec.name}", daemon=True)
+
+    @property
+    def dead(self) -> bool:
+        return bool(self.state["State"] == "dead")
+
+    def saved(self) -> dict[str, Any]:
+        with self._lock:
+            handle = self.handle.state() if self.handle is not None else None
+            return {"state": self.state, "handle": handle}
+
+    def start(self) -> None:
+        if not self.dead:
+            self.thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _event(self, kind: str, message: str = "", **extra: Any) -> None:
+        event = {"Type": kind, "Time": now_ns(), "DisplayMessage": message, **extra}
+        self.state["Events"] = [*self.state["Events"], event][-MAX_EVENTS:]
+
+    def _set(self, **fields: Any) -> None:
+        with self._lock:
+            self.state = {**self.state, **fields}
+        self.on_change()
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as err:  # a bug must still leave the task dead and reported
+            log.exception("task runner failed", task=self.spec.name)
+            self._event("Task Setup Failure", str(err))
+            self._set(State="dead", Failed=True, FinishedAt=now_ns())
+
+    def _loop(self) -> None:
+        handle = self._reattach()
+        while True:
+            if handle is None:
+                if self._stop.is_set():
+                    return self._finish(failed=False, message="Task stopped before it started")
+                handle = self._start()
+                if handle is None:
+                    code, start_failed = KILLED, True
+                else:
+                    code, start_failed = self._wait(handle), False
+            else:
+                code, start_failed = self._wait(handle), False
+            with self._lock:
+                self.handle = None
+            handle = None
+            if self._stop.is_set():
+                self._event("Killed", "Task successfully killed", ExitCode=code)
+                return self._finish(failed=False, message="")
+            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            decision = self.tracker.after_exit(time.time(), code, start_failed)
+            if decision.action == "complete":
+                return self._finish(failed=False, message=decision.reason)
+            if decision.action == "fail":
+                self._event("Not Restarting", decision.reason)
+                return self._finish(failed=True, message=decision.reason)
+            self._event("Restarting", f"Task restarting in {decision.delay_s:g}s", RestartReason=decision.reason)
+            self._set(State="pending")
+            if self._stop.wait(decision.delay_s):
+                return self._finish(failed=False, message="")
+            self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
+
+    def _reattach(self) -> Handle | None:
+        if self._saved_handle is None or self.state["State"] != "running":
+            return None
+        handle = self.driver.reattach(self.spec, self.task_dir, self._saved_handle)
+        with self._lock:
+            self.handle = handle
+        return handle
+
+    def _start(self) -> Handle | None:
+        try:
+            handle = self.driver.start(self.spec, self.task_dir, self.logs)
+        except StartError as err:
+            self._event("Driver Failure", str(err))
+            self.on_change()
+            return None
+        with self._lock:
+            self.handle = handle
+        self._event("Started", "Task started by client")
+        self._set(State="running", StartedAt=self.state.get("StartedAt") or now_ns())
+        return handle
+
+    def _wait(self, handle: Handle) -> int:
+        while not self._stop.is_set():
+            code = handle.wait(WAIT_SLICE_S)
+            if code is not None:
+                return code
+        self._event("Killing", "Sent interrupt", KillTimeout=int(self.spec.kill_timeout_s * NANOS))
+        return handle.kill(self.spec.kill_timeout_s)
+
+    def _finish(self, *, failed: bool, message: str) -> None:
+        if message:
+            self._event("Finished" if not failed else "Failed", message)
+        self._set(State="dead", Failed=failed, FinishedAt=now_ns())
