@@ -15,10 +15,12 @@ from sqlalchemy.orm import Session
 
 from app.models import Allocation, Evaluation, Job, Node
 from app.store.evals import EvalRequest, insert_eval
+from app.store.node_status import apply_node_status
 from app.store.sql import query
 
 EXPIRY_BATCH = 1000
 LOST_DESCRIPTION = "alloc is lost since its node stayed disconnected past disconnect.lost_after"
+SETTLED_DESCRIPTION = "node stayed disconnected past every allocation's disconnect window"
 
 
 def windows(session: Session, node_id: uuid.UUID) -> list[tuple[uuid.UUID, str, str, int]]:
@@ -65,6 +67,20 @@ def expire_unknown(session: Session, take_index: Callable[[], int]) -> int:
         if node is not None:
             _eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
     return len(rows)
+
+
+def settle_disconnected(session: Session, take_index: Callable[[], int]) -> int:
+    """Leader duty: a disconnected node nothing waits for any more (its unknown allocations are
+    lost, stopped or replaced) becomes down, with the node-update evaluations that implies."""
+    ids = session.scalars(query("disconnected_settled"), {"batch": EXPIRY_BATCH}).all()
+    if not ids:
+        return 0
+    index = take_index()
+    for node_id in ids:
+        node = session.get(Node, node_id, with_for_update=True, populate_existing=True)
+        if node is not None and node.status == "disconnected":  # not reconnected meanwhile
+            apply_node_status(session, node, "down", SETTLED_DESCRIPTION, index)
+    return len(ids)
 
 
 def _eval(session: Session, namespace: str, job_id: str, trigger: str, node: Node, index: int) -> Evaluation | None:

@@ -1,5 +1,6 @@
-"""The leader's node duty, one tick: heartbeat expiry, disconnect windows, then drain progress, in one transaction
-that takes its state index only if something is written (idle ticks wake nobody)."""
+"""The leader's node duty, one tick: heartbeat expiry, disconnect windows (a disconnected node
+whose windows are all over goes down), then drain progress, in one transaction that takes its
+state index only if something is written (idle ticks wake nobody)."""
 
 from __future__ import annotations
 
@@ -29,4 +30,5 @@ def node_lifecycle(session: Session) -> int:
     take_index = LazyIndex(session)
     changed = heartbeats.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
     changed += disconnect.expire_unknown(session, take_index)
+    changed += disconnect.settle_disconnected(session, take_index)
     return changed + drain.advance(session, take_index)

@@ -28,3 +28,17 @@ WHERE a.client_status = 'unknown' AND a.desired_status = 'run'
   AND n.status_updated_at + make_interval(secs => w.lost_after_ns / 1e9) <= now()
 ORDER BY a.id
 LIMIT :batch;
+
+-- name: disconnected_settled
+-- Disconnected nodes with nothing left waiting for them (no allocation still unknown and
+-- wanted): their windows are over, so they go down like any silent node and node GC can reach
+-- them one day. The caller takes the state index, then locks and re-checks each node.
+SELECT n.id
+FROM nodes n
+WHERE n.status = 'disconnected'
+  AND NOT EXISTS (
+      SELECT 1 FROM allocations a
+      WHERE a.node_id = n.id AND a.client_status = 'unknown' AND a.desired_status = 'run'
+  )
+ORDER BY n.id
+LIMIT :batch;

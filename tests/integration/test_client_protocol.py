@@ -232,11 +232,35 @@ def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, en
         assert node_lifecycle(session) == 0, "still within lost_after"
     pg.execute("UPDATE nodes SET status_updated_at = now() - interval '2 hours'")
     with Session(engine) as session, session.begin():
-        assert node_lifecycle(session) == 1
+        assert node_lifecycle(session) == 2, "one allocation lost, then its node settled"
     assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("lost",)
+    assert pg.execute("SELECT status, status_description FROM nodes").fetchone() == (
+        "down",
+        "node stayed disconnected past every allocation's disconnect window",
+    )
     assert pg.execute(
         "SELECT count(*) FROM evaluations WHERE triggered_by = 'max-disconnect-timeout' AND wait_until IS NULL"
     ).fetchone() == (1,)
+
+
+def test_disconnected_node_stays_while_an_allocation_still_waits_for_it(
+    fast: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    node_id, _ = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        expire(session, 300)
+    with Session(engine) as session, session.begin():
+        node_lifecycle(session)
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("disconnected",)
+    pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = %s", (alloc,))  # e.g. the job stopped
+    replans = "SELECT count(*) FROM evaluations WHERE triggered_by = 'node-update'"
+    before = pg.execute(replans).fetchone()[0]  # type: ignore[index]
+    with Session(engine) as session, session.begin():
+        assert node_lifecycle(session) == 1
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
+    assert pg.execute(replans).fetchone()[0] == before + 1, "going down re-plans the node's job"  # type: ignore[index]
 
 
 def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClient, pg: Conn) -> None:
