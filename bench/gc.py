@@ -53,6 +53,9 @@ def load_pending(url: str, n: int) -> None:
         )
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
+        # Start both measurements from the same quiet state: no checkpoint or autovacuum of the
+        # fill's millions of rows may land in the baseline window.
+        conn.execute("CHECKPOINT")
 
 
 def claim_loop(url: str, rate: float, stop: multiprocessing.Event, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]

@@ -12,7 +12,8 @@ WITH victim AS MATERIALIZED (
     FROM allocations a
     JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
     WHERE NOT corral_alloc_live_v1(a.desired_status, a.client_status)
-      AND a.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
+      -- The looser of the two cutoffs, as a plain range: it walks ix_allocations_gc in order.
+      AND a.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => least(:threshold_s, :batch_threshold_s))
       AND corral_alloc_collectable_v1(
           a, j,
           CAST(:as_of AS timestamptz) - make_interval(secs => CASE WHEN j.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END),
@@ -32,8 +33,14 @@ WITH victim AS MATERIALIZED (
     SELECT e.id
     FROM evaluations e
     WHERE e.status IN ('complete', 'failed', 'canceled')
+      -- The looser cutoff as a plain range, so the batch walks ix_evaluations_gc in order instead
+      -- of scanning and sorting every evaluation; the exact per-type cutoff follows.
+      AND e.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => least(:threshold_s, :batch_threshold_s))
       AND e.modify_time < CAST(:as_of AS timestamptz) - make_interval(secs => CASE WHEN e.type = 'batch' THEN :batch_threshold_s ELSE :threshold_s END)
-      AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.eval_id = e.id)
+      -- OFFSET 0 keeps this a per-row probe of the eval_id index. As an anti join the planner
+      -- would hash the whole allocations table per batch whenever its statistics still count
+      -- the rows the allocation pass just deleted (seconds per batch at a million rows).
+      AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.eval_id = e.id OFFSET 0)
     ORDER BY e.modify_time
     LIMIT :limit
     FOR UPDATE OF e SKIP LOCKED
