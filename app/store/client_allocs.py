@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.errors import Forbidden
 from app.ids import secret_hash
-from app.models import Allocation, Evaluation, Job, JobVersion, Node
+from app.models import Allocation, Evaluation, JobVersion, Node
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
 from app.store.broker import unblock_capacity
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evals import insert_node_eval
 from app.store.index import next_index
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
@@ -162,22 +162,5 @@ def _policy(session: Session, alloc: Allocation) -> ReschedulePolicy | None:
 
 
 def _evals(session: Session, jobs: set[tuple[str, str]], trigger: str, node: Node, index: int) -> list[Evaluation]:
-    created = []
-    for namespace, job_id in sorted(jobs):
-        # Key-share: the job GC locks jobs before its re-check, so a job it is deleting is seen
-        # gone here (no evaluation is created) instead of failing the batch on the foreign key.
-        job = session.get(Job, (namespace, job_id), with_for_update={"key_share": True})
-        if job is None or job.purged_at is not None:
-            continue
-        request = EvalRequest(
-            namespace=namespace,
-            job_id=job_id,
-            job_type=job.type,
-            priority=job.priority,
-            triggered_by=trigger,
-            job_modify_index=job.job_modify_index,
-            node_id=node.id,
-            node_modify_index=node.modify_index,
-        )
-        created.append(insert_eval(session, request, index))
-    return created
+    created = (insert_node_eval(session, namespace, job_id, trigger, node, index) for namespace, job_id in sorted(jobs))
+    return [e for e in created if e is not None]

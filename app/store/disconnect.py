@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from app.models import Allocation, Evaluation, Job, Node
-from app.store.evals import EvalRequest, insert_eval
+from app.models import Allocation, Node
+from app.store.evals import insert_node_eval
 from app.store.node_status import apply_node_status
 from app.store.sql import query
 
@@ -44,7 +44,7 @@ def mark_unknown(
         due[(namespace, job_id)] = max(due.get((namespace, job_id), 0), lost_after)
     created = []
     for (namespace, job_id), lost_after in sorted(due.items()):
-        evaluation = _eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
+        evaluation = insert_node_eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
         if evaluation is not None:
             evaluation.wait_until = now + timedelta(microseconds=lost_after / 1000)
             created.append(evaluation.id)
@@ -65,7 +65,7 @@ def expire_unknown(session: Session, take_index: Callable[[], int]) -> int:
     for namespace, job_id, node_id in sorted({(r.namespace, r.job_id, r.node_id) for r in rows}):
         node = session.get(Node, node_id)
         if node is not None:
-            _eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
+            insert_node_eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
     return len(rows)
 
 
@@ -81,20 +81,3 @@ def settle_disconnected(session: Session, take_index: Callable[[], int]) -> int:
         if node is not None and node.status == "disconnected":  # not reconnected meanwhile
             apply_node_status(session, node, "down", SETTLED_DESCRIPTION, index)
     return len(ids)
-
-
-def _eval(session: Session, namespace: str, job_id: str, trigger: str, node: Node, index: int) -> Evaluation | None:
-    job = session.get(Job, (namespace, job_id))
-    if job is None or job.purged_at is not None:
-        return None
-    request = EvalRequest(
-        namespace=namespace,
-        job_id=job_id,
-        job_type=job.type,
-        priority=job.priority,
-        triggered_by=trigger,
-        job_modify_index=job.job_modify_index,
-        node_id=node.id,
-        node_modify_index=node.modify_index,
-    )
-    return insert_eval(session, request, index)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import NotFound
 from app.ids import new_id
-from app.models import Allocation, Evaluation
+from app.models import Allocation, Evaluation, Job, Node
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,29 @@ def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluatio
     )
     session.add(evaluation)
     return evaluation
+
+
+def insert_node_eval(
+    session: Session, namespace: str, job_id: str, trigger: str, node: Node, index: int
+) -> Evaluation | None:
+    """An evaluation a node event asks of one job (alloc-failure, reconnect,
+    max-disconnect-timeout), or None when the job is gone. Key-share: the job GC locks jobs
+    before its re-check, so a job it is deleting is seen gone here instead of failing the
+    caller's transaction on the foreign key."""
+    job = session.get(Job, (namespace, job_id), with_for_update={"key_share": True})
+    if job is None or job.purged_at is not None:
+        return None
+    request = EvalRequest(
+        namespace=namespace,
+        job_id=job_id,
+        job_type=job.type,
+        priority=job.priority,
+        triggered_by=trigger,
+        job_modify_index=job.job_modify_index,
+        node_id=node.id,
+        node_modify_index=node.modify_index,
+    )
+    return insert_eval(session, request, index)
 
 
 @dataclass(frozen=True)
