@@ -223,20 +223,24 @@ class Collector:
                 pass
 
     def _job_batch(self, session: Session, limit: int, jobs: list[tuple[str, str]]) -> dict[str, int]:
-        """Lock the jobs, then delete what the locked, still collectable ones own, kind by kind,
-        at most `limit` rows in all. Stops at the first kind that may have more rows left."""
+        """Lock the jobs, re-check them, then delete what the still collectable ones own, kind
+        by kind, at most `limit` rows in all. Stops at the first kind that may have more left."""
         keys = {"namespaces": [ns for ns, _ in jobs], "ids": [job_id for _, job_id in jobs]}
         locked = session.execute(query("gc_lock_jobs"), keys).all()
         if not locked:
             return {}
-        params = self._age(self.thresholds.job_s) | {
-            "namespaces": [r.namespace for r in locked],
-            "ids": [r.id for r in locked],
-        }
+        age = self._age(self.thresholds.job_s)
+        keys = {"namespaces": [r.namespace for r in locked], "ids": [r.id for r in locked]}
+        victims = session.execute(query("gc_recheck_jobs"), age | keys).all()
+        if not victims:
+            return {}
+        params = age | {"namespaces": [r.namespace for r in victims], "ids": [r.id for r in victims]}
         removed: Counter[str] = Counter()
         budget = limit
         for name, kind, width in JOB_STAGES:
-            cap = budget // width
+            # A plan with its result, or a job with its version and launch record, is the
+            # smallest unit: a batch of fewer rows than that still takes one.
+            cap = budget // width or int(budget == limit)
             if cap < 1:
                 break
             row = dict(session.execute(query(name), params | {"limit": cap}).mappings().one())

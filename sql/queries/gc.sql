@@ -74,28 +74,36 @@ ORDER BY s.namespace, s.id;
 
 -- name: gc_lock_jobs
 -- Job GC, step 2 (first statement of every job batch): lock the candidates still there.
--- Anyone adding an evaluation, allocation, deployment or child job to a locked job waits on
--- this lock (their foreign-key check key-shares the job), and a job somebody is adding to is
--- skipped. Every statement after it re-checks with a fresh snapshot, so it sees every child
--- committed before the lock and none can follow it.
+-- Anyone adding an evaluation, allocation, deployment, version or child job to a locked job
+-- waits on this lock (their foreign-key check key-shares the job), re-registering it waits
+-- too, and a job somebody is adding to is skipped.
 SELECT j.namespace, j.id
 FROM jobs j
 WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
 ORDER BY j.namespace, j.id
 FOR UPDATE OF j SKIP LOCKED;
 
+-- name: gc_recheck_jobs
+-- Job GC, step 3: re-check the locked jobs with a fresh snapshot, which sees every child
+-- committed before the lock; none can follow it while this batch holds the lock. Only the
+-- jobs returned lose anything in this batch.
+SELECT j.namespace, j.id
+FROM jobs j
+WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
+  AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
+ORDER BY j.namespace, j.id;
+
 -- name: gc_job_allocations
--- Job GC, step 3 (this statement and the five after it, in one batch until its row budget
--- is spent): the locked jobs that are still collectable lose their children in row-bounded
--- statements, allocations first, then plans, evaluations, deployments and old versions; the
--- job row goes last with its current version and periodic launch record. A job that becomes
--- live between two batches fails the re-check and keeps the rest: every child deleted so far
--- was finished with on its own.
+-- Job GC, step 4 (this statement and the five after it, in the same batch until its row
+-- budget is spent): the locked, re-checked jobs lose their children in row-bounded statements,
+-- allocations first, then plans, evaluations, deployments and old versions; the job row goes
+-- last with its current version and periodic launch record. A later kind is only reached once
+-- the earlier ones are exhausted. A job that becomes live between two batches fails the next
+-- re-check and keeps the rest: every child deleted so far was finished with on its own.
 WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), doomed AS MATERIALIZED (
     SELECT a.id
     FROM victim v
@@ -117,7 +125,6 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), doomed AS MATERIALIZED (
     SELECT p.id
     FROM victim v
@@ -136,7 +143,6 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), doomed AS MATERIALIZED (
     SELECT e.id
     FROM victim v
@@ -153,7 +159,6 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), doomed AS MATERIALIZED (
     SELECT d.id
     FROM victim v
@@ -170,7 +175,6 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), doomed AS MATERIALIZED (
     SELECT jv.namespace, jv.job_id, jv.version
     FROM victim v
@@ -192,7 +196,6 @@ WITH victim AS MATERIALIZED (
     SELECT j.namespace, j.id, j.version
     FROM jobs j
     WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
-      AND corral_job_collectable_v2(j, CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
 ), bare AS MATERIALIZED (
     SELECT j.namespace, j.id, j.parent_id
     FROM victim v
