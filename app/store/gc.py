@@ -225,11 +225,11 @@ class Collector:
     def _job_batch(self, session: Session, limit: int, jobs: list[tuple[str, str]]) -> dict[str, int]:
         """Lock the jobs, re-check them, then delete what the still collectable ones own, kind
         by kind, at most `limit` rows in all. Stops at the first kind that may have more left."""
+        age = self._age(self.thresholds.job_s)
         keys = {"namespaces": [ns for ns, _ in jobs], "ids": [job_id for _, job_id in jobs]}
-        locked = session.execute(query("gc_lock_jobs"), keys).all()
+        locked = session.execute(query("gc_lock_jobs"), age | keys).all()
         if not locked:
             return {}
-        age = self._age(self.thresholds.job_s)
         keys = {"namespaces": [r.namespace for r in locked], "ids": [r.id for r in locked]}
         victims = session.execute(query("gc_recheck_jobs"), age | keys).all()
         if not victims:

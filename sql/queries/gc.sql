@@ -73,13 +73,18 @@ JOIN jobs j ON j.namespace = s.namespace AND j.id = s.id
 ORDER BY s.namespace, s.id;
 
 -- name: gc_lock_jobs
--- Job GC, step 2 (first statement of every job batch): lock the candidates still there.
--- Anyone adding an evaluation, allocation, deployment, version or child job to a locked job
--- waits on this lock (their foreign-key check key-shares the job), re-registering it waits
--- too, and a job somebody is adding to is skipped.
+-- Job GC, step 2 (first statement of every job batch): lock the candidates still there that
+-- pass the cheap column tests (a live job, such as a parent revisited after its last child
+-- went, is never locked). Anyone adding an evaluation, allocation, deployment, version or
+-- child job to a locked job waits on this lock (their foreign-key check key-shares the job),
+-- re-registering it waits too, and a job somebody is adding to is skipped.
 SELECT j.namespace, j.id
 FROM jobs j
 WHERE (j.namespace, j.id) IN (SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])))
+  AND (j.stop OR j.purged_at IS NOT NULL OR j.type IN ('batch', 'sysbatch'))
+  AND (j.stop OR j.purged_at IS NOT NULL OR NOT (j.periodic OR (j.parameterized AND NOT j.dispatched)))
+  AND greatest(j.submit_time, j.status_updated_at, j.updated_at, j.purged_at)
+      < CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s)
 ORDER BY j.namespace, j.id
 FOR UPDATE OF j SKIP LOCKED;
 
