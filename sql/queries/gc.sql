@@ -117,9 +117,11 @@ WITH victim AS MATERIALIZED (
 ), gone AS (
     DELETE FROM allocations a USING doomed d
     WHERE a.id = d.id
-      -- Re-checked on the row as it is when locked (a client update may have won the race).
-      AND corral_alloc_done_v1(a.desired_status, a.client_status, a.modify_time,
-                               CAST(:as_of AS timestamptz) - make_interval(secs => :threshold_s))
+      -- Re-checked on the row as it is when locked, should a client update have won the race.
+      -- Only for being finished: a terminal allocation its client touched since (say, to
+      -- report its directory destroyed) is no reason to keep a dead job's allocation.
+      AND NOT corral_alloc_live_v1(a.desired_status, a.client_status)
+      AND a.client_status NOT IN ('running', 'unknown')
     RETURNING 1
 )
 SELECT count(*) AS allocations FROM gone;
@@ -153,6 +155,8 @@ WITH victim AS MATERIALIZED (
     FROM victim v
     JOIN evaluations e ON e.namespace = v.namespace AND e.job_id = v.id
     WHERE NOT EXISTS (SELECT 1 FROM plans p WHERE p.eval_id = e.id)
+      -- Reached once the allocations are gone; should one have stayed, its evaluation stays.
+      AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.eval_id = e.id)
     LIMIT :limit
 ), gone AS (
     DELETE FROM evaluations e USING doomed d WHERE e.id = d.id RETURNING 1
@@ -168,6 +172,7 @@ WITH victim AS MATERIALIZED (
     SELECT d.id
     FROM victim v
     JOIN deployments d ON d.namespace = v.namespace AND d.job_id = v.id
+    WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.deployment_id = d.id)
     LIMIT :limit
 ), gone AS (
     DELETE FROM deployments d USING doomed x WHERE d.id = x.id RETURNING 1
@@ -185,6 +190,9 @@ WITH victim AS MATERIALIZED (
     FROM victim v
     JOIN job_versions jv ON jv.namespace = v.namespace AND jv.job_id = v.id
     WHERE jv.version <> v.version
+      AND NOT EXISTS (
+          SELECT 1 FROM allocations a
+          WHERE a.namespace = jv.namespace AND a.job_id = jv.job_id AND a.job_version = jv.version)
     LIMIT :limit
 ), gone AS (
     DELETE FROM job_versions jv USING doomed d

@@ -573,6 +573,27 @@ def test_a_job_revived_while_job_gc_trims_it_keeps_the_rest(client: FlaskClient,
     assert orphans(pg) == []
 
 
+def test_an_allocation_that_outlives_its_delete_keeps_what_it_references(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    """Should one allocation of a job being collected stay (its client's update won the race
+    for the row; here a test-only trigger skips its delete), the later statements leave its
+    evaluation, version and job alone instead of failing the run on a foreign key."""
+    eval_id = stopped_job_with_work(client, pg, allocations=5)
+    pg.execute(
+        "CREATE FUNCTION keep_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; "
+        "CREATE TRIGGER keep_one BEFORE DELETE ON allocations FOR EACH ROW "
+        "WHEN (OLD.name = 'web.g[1]') EXECUTE FUNCTION keep_row()"
+    )
+    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    assert report.removed["allocations"] == 4
+    assert count(pg, "allocations") == 1
+    assert count(pg, "evaluations", f"id = '{eval_id}'") == 1
+    assert count(pg, "job_versions", "job_id = 'web' AND version = 0") == 1
+    assert count(pg, "jobs", "id = 'web'") == 1
+    assert orphans(pg) == []
+
+
 TIMEOUT_TRIGGER = """
 CREATE FUNCTION cancel_big_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
