@@ -51,7 +51,10 @@ class Settings(BaseSettings):
         default=3600.0, ge=0, description="Age of a finished deployment before GC."
     )
     gc_batch_size: int = Field(
-        default=2000, ge=1, le=50000, description="Most parent rows GC deletes in one transaction."
+        default=2000,
+        ge=1,
+        le=50000,
+        description="Most rows GC deletes in one transaction (eval, deployment and node GC: parent rows).",
     )
     force_gc_wait_s: float = Field(
         default=600.0, gt=0, description="How long PUT /v1/system/gc waits for the collection to finish."

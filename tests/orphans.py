@@ -6,14 +6,16 @@ import psycopg
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
-# References the schema cannot declare (arrays, optional parents, markers keyed by class).
+# References the schema cannot declare (optional parents, markers keyed by class, the run log).
+# jobs.parent_id is a real foreign key now, checked with the others below.
+# Not checked, by decision: allocations.preempted_allocations (the ids of the allocations a
+# preemptor evicted) is history, as Nomad's PreemptedAllocations: once GC collects a victim the
+# id stays on the live preemptor, and GC never rewrites live allocations to drop it. Its
+# counterpart allocations.preempted_by_allocation is a foreign key (ON DELETE SET NULL).
+# gc_runs.eval_id is history too (kept after GC collects the evaluation).
 SOFT_REFERENCES = {
-    "jobs.parent_id": "SELECT count(*) FROM jobs c WHERE c.parent_id IS NOT NULL AND NOT EXISTS "
-    "(SELECT 1 FROM jobs p WHERE p.namespace = c.namespace AND p.id = c.parent_id)",
     "plans.job_id": "SELECT count(*) FROM plans c WHERE NOT EXISTS "
     "(SELECT 1 FROM jobs p WHERE p.namespace = c.namespace AND p.id = c.job_id)",
-    "allocations.preempted_allocations": "SELECT count(*) FROM allocations c, unnest(c.preempted_allocations) v "
-    "WHERE NOT EXISTS (SELECT 1 FROM allocations p WHERE p.id = v)",
     "class_unblocks.computed_class": "SELECT count(*) FROM class_unblocks c WHERE NOT EXISTS "
     "(SELECT 1 FROM nodes n WHERE n.computed_class = c.computed_class)",
     "gc_runs.status": "SELECT count(*) FROM gc_runs g WHERE g.status = 'running' AND (g.eval_id IS NULL OR "

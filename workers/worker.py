@@ -151,7 +151,14 @@ class Worker:
                 raise ShuttingDown(f"stopping during garbage collection {ev.job_id}")
 
         started = datetime.now(UTC)
-        report = gc.run_core_eval(self.sessions, ev.id, self.owner, self.settings.gc_batch_size, still_ours)
+        report = gc.run_core_eval(
+            self.sessions,
+            ev.id,
+            self.owner,
+            self.settings.gc_batch_size,
+            gc.Thresholds.from_settings(self.settings),
+            still_ours,
+        )
         removed = sum(report.removed.values())
         return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")
 

@@ -50,18 +50,28 @@ def _wait_for_run(eval_id: uuid.UUID, deadline: float) -> tuple[GcRun, int]:
         if time.monotonic() >= deadline:
             raise StillRunning.of(
                 "EvalID",
-                f"garbage collection is still running as evaluation {eval_id}; "
-                f"follow it with GET /v1/evaluation/{eval_id} or GET /v1/system/gc/runs",
+                f"garbage collection is still running as evaluation {eval_id}; it carries on: "
+                f"follow it with `corral system gc-runs` (GET /v1/system/gc/runs) or GET /v1/evaluation/{eval_id}",
             )
         current.watcher.wait_beyond(TABLES, index, deadline)
 
 
 def _finished_run(session: Session, eval_id: uuid.UUID) -> GcRun | None:
+    """The run's final record once the evaluation is no longer pending, else None. Found by
+    evaluation id, which gc_runs keeps even after a concurrent GC collected the evaluation
+    itself (then it was terminal, so its latest run is final)."""
     status = session.scalar(select(Evaluation.status).where(Evaluation.id == eval_id))
-    run = gc.run_for_eval(session, eval_id)
-    if status in ("pending", None) or run is None or run.status == "running":
+    if status == "pending":  # queued, running, or nacked and waiting to be retried
         return None
+    run = gc.run_for_eval(session, eval_id)
+    if run is None:
+        why = "its record is gone" if status is None else f"its evaluation is {status} and never ran"
+        raise Failed.of("EvalID", f"garbage collection {eval_id}: {why}")
     session.expunge(run)
+    if run.status == "running":
+        # The evaluation ended (the lease reaper failed it) while its worker was gone; the next
+        # GC run records that too.
+        run.status, run.error = "interrupted", f"its evaluation is {status or 'gone'}; the worker running it stopped"
     return run
 
 
@@ -76,6 +86,7 @@ def encode_run(run: GcRun) -> dict[str, Any]:
         "RowsRemoved": sum(int(v) for v in run.removed.values()),
         "Batches": run.batches,
         "LongestBatchMs": run.longest_batch_ms,
+        "Timeouts": run.timeouts,
         "Thresholds": run.thresholds,
         "Worker": run.worker,
         "Error": run.error,

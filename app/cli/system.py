@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import click
+import httpx
 
 from app.cli import http
 from app.config import get_settings
@@ -22,8 +23,19 @@ def force_gc(as_json: bool) -> None:
     """Collect everything terminal now, ignoring thresholds (nodes last), and wait for it.
 
     Prints what was removed. Fails (exit 1) if the collection failed or is still running
-    after CORRAL_FORCE_GC_WAIT_S on the server."""
-    run = http.request("PUT", "/v1/system/gc", timeout_s=get_settings().force_gc_wait_s + 30)
+    after CORRAL_FORCE_GC_WAIT_S on the server; it then carries on, and `corral system gc-runs`
+    shows how it ends."""
+    wait_s = get_settings().force_gc_wait_s + 30
+    try:
+        run = http.request("PUT", "/v1/system/gc", timeout_s=wait_s)
+    except http.ApiError as err:
+        if err.status == 504 or isinstance(err.__cause__, httpx.TimeoutException):
+            waited = "the server's CORRAL_FORCE_GC_WAIT_S" if err.status == 504 else f"{wait_s:.0f} s"
+            raise click.ClickException(
+                f"garbage collection did not finish within {waited}; it carries on in the background. "
+                f"Run `corral system gc-runs` to see when it completes and what it removed. ({err.message})"
+            ) from err
+        raise
     if as_json:
         click.echo(json.dumps(run, indent=2))
         return

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Identity, Index, Integer, text
+from sqlalchemy import BigInteger, CheckConstraint, Identity, Index, Integer, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import CORE_JOBS, sql_in
@@ -29,9 +29,9 @@ class GcRun(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True, comment="Run number.")
     eval_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"),
         index=True,
-        comment="The _core evaluation that ran it (gone once GC'd).",
+        comment="The _core evaluation that ran it. History, not a foreign key: kept after GC collects "
+        "that evaluation, so whoever waits on it still finds its run.",
     )
     kind: Mapped[str] = mapped_column(comment="eval-gc, job-gc, node-gc, deployment-gc or force-gc.")
     status: Mapped[str] = mapped_column(comment="running, complete, failed or interrupted.")
@@ -47,6 +47,11 @@ class GcRun(Base):
         Integer,
         server_default=text("0"),
         comment="Duration of the longest batch transaction (lock hold), in milliseconds.",
+    )
+    timeouts: Mapped[int] = mapped_column(
+        Integer,
+        server_default=text("0"),
+        comment="Batches cancelled by statement_timeout (57014) and retried with half the rows.",
     )
     worker: Mapped[str] = mapped_column(comment="Worker that ran it (host:pid:tag).")
     error: Mapped[str | None] = mapped_column(comment="Why the run failed, if it did.")

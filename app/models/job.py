@@ -34,6 +34,15 @@ class Job(Base):
         CheckConstraint("version >= 0", name="version"),
         Index("ix_jobs_parent", "namespace", "parent_id"),
         Index("ix_jobs_gc", "status_updated_at", postgresql_where=text("status = 'dead'")),
+        # Job GC's candidates, walked in key order once per run (sql/queries/gc.sql).
+        Index(
+            "ix_jobs_gc_candidates",
+            "namespace",
+            "id",
+            postgresql_where=text("stop OR purged_at IS NOT NULL OR type IN ('batch', 'sysbatch')"),
+        ),
+        # A parent outlives its children: job GC cannot delete it under a child being registered.
+        ForeignKeyConstraint(["namespace", "parent_id"], ["jobs.namespace", "jobs.id"]),
         {"comment": "Jobs: the desired state users submit. spec holds the current Nomad job JSON."},
     )
 
@@ -66,7 +75,8 @@ class Job(Base):
         ForeignKey("node_pools.name", ondelete="RESTRICT"), index=True, comment="Node pool the job targets."
     )
     parent_id: Mapped[str | None] = mapped_column(
-        comment="Parent periodic or parameterized job of a launched child (soft reference)."
+        comment="Parent periodic or parameterized job of a launched child (foreign key: a parent "
+        "outlives its children)."
     )
     periodic: Mapped[bool] = mapped_column(comment="True when the job has an enabled periodic block.")
     parameterized: Mapped[bool] = mapped_column(comment="True when the job is a parameterized template.")

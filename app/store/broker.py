@@ -14,7 +14,8 @@ from typing import Any
 
 import psycopg
 import psycopg.rows
-from sqlalchemy import Engine, select, text, update
+from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -336,7 +337,15 @@ def reap_over_limit(session: Session, batch: int = 500) -> int:
 def unblock_capacity(session: Session, computed_classes: Iterable[str], index: int) -> None:
     """Capacity appeared on nodes of these classes: remember when, and release blocked evals."""
     for computed_class in sorted(set(computed_classes)):
-        session.merge(ClassUnblock(computed_class=computed_class, unblock_index=index))
+        # One atomic upsert: node GC may delete the marker of a class that had no node left at
+        # any moment, and a read-then-write (merge) would then update a row that is gone.
+        marker = pg_insert(ClassUnblock).values(computed_class=computed_class, unblock_index=index)
+        session.execute(
+            marker.on_conflict_do_update(
+                index_elements=[ClassUnblock.computed_class],
+                set_={"unblock_index": func.greatest(ClassUnblock.unblock_index, marker.excluded.unblock_index)},
+            )
+        )
         session.execute(query("unblock_class"), {"computed_class": computed_class, "index": index})
 
 

@@ -98,10 +98,13 @@ def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) ->
     before = alloc.client_status
     if before in ALLOC_CLIENT_TERMINAL_STATUSES and update.client_status != before:
         return None
+    changed = update.client_status != before or update.task_states != alloc.task_states
     alloc.client_status = update.client_status
     alloc.client_description = update.client_description
     alloc.task_states = update.task_states
-    alloc.modify_index, alloc.modify_time = index, now
+    alloc.modify_index = index
+    if changed:  # a report that only says "destroyed" must not make the allocation young for GC
+        alloc.modify_time = now
     if update.destroyed and alloc.client_gc_time is None:
         alloc.client_gc_time = now
     return before

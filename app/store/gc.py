@@ -10,11 +10,13 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
+import structlog
 from sqlalchemy import select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,15 +30,33 @@ from app.store import client_gc
 from app.store.index import next_index
 from app.store.sql import query
 
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
 SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")
 # Forced GC runs every collector; evaluations go before jobs so a big stopped job is trimmed
 # in bounded batches before its row goes, and nodes go last, once their allocations are gone.
 FORCED_ORDER = ("eval-gc", "job-gc", "deployment-gc", "node-gc")
+# Jobs judged per candidate window (and locked per job batch): batch size / 20.
 JOB_BATCH_DIVISOR = 20
+# Job GC deletes a job's children kind by kind, each statement bounded by the rows left in the
+# batch's budget: (statement, the kind it deletes, rows per deleted row of that kind).
+JOB_STAGES = (
+    ("gc_job_allocations", "allocations", 1),
+    ("gc_job_plans", "plans", 2),  # each with its plan result
+    ("gc_job_evaluations", "evaluations", 1),
+    ("gc_job_deployments", "deployments", 1),
+    ("gc_job_versions", "job_versions", 1),
+    ("gc_delete_jobs", "jobs", 3),  # with its current version and periodic launch record
+)
+JOB_TABLES = ["jobs", "evaluations", "allocations", "deployments", "plans"]
 # A batch that loses a deadlock or times out on a row lock (its cascades touch rows other
 # writers update) just runs again.
 DEADLOCK_RETRIES = 5
-RETRYABLE = ("40P01", "40001", "55P03")  # a job owns a handful of rows (versions, evals, plans, allocations)
+RETRYABLE = ("40P01", "40001", "55P03")
+# A batch cancelled by statement_timeout runs again with half the rows, down to one row; a
+# one-row batch that still times out fails the run (logged in gc_runs, never silently).
+STATEMENT_TIMEOUT = "57014"
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,12 @@ class Thresholds:
         }
 
     @classmethod
+    def from_params(cls, params: dict[str, Any] | None, defaults: Thresholds) -> Thresholds:
+        """The thresholds a core evaluation carries; none (NULL core_params, e.g. one queued by
+        hand) means the configured ones, never the forced zeros."""
+        return defaults if params is None else cls.from_json(params)
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> Thresholds:
         return cls(
             eval_s=float(data["eval"]),
@@ -85,7 +111,10 @@ class Thresholds:
 
 def enqueue_core(session: Session, kind: str, thresholds: Thresholds) -> uuid.UUID | None:
     """Queue a core evaluation for one collector (or force-gc). Returns None when the same
-    scheduled collector is already queued: ticks are idempotent."""
+    scheduled collector is already queued: ticks are idempotent, and such an idle tick writes
+    nothing (it takes no index, so it wakes no blocking query)."""
+    if session.execute(query("gc_core_queued"), {"kind": kind}).scalar_one():
+        return None
     return _enqueue(session, kind, thresholds, next_index(session, ["evaluations"]))
 
 
@@ -123,6 +152,7 @@ class Report:
     batches: int = 0
     longest_batch_ms: int = 0
     largest_batch: int = 0  # most rows one transaction deleted
+    timeouts: int = 0  # batches cancelled by statement_timeout and retried with half the rows
 
     def add(self, counts: dict[str, int], elapsed_s: float) -> int:
         self.removed.update({k: v for k, v in counts.items() if v})
@@ -148,9 +178,11 @@ class Collector:
         self.sessions = sessions
         self.thresholds = thresholds
         self.batch_size = batch_size
+        self.limit = batch_size  # rows per batch; halved for the rest of the run on a statement timeout
         self.still_ours = still_ours
         self.report = Report()
         self.as_of: datetime | None = None
+        self._parents: set[tuple[str, str]] = set()
 
     def run(self, kind: str) -> Report:
         with self.sessions() as session:
@@ -158,7 +190,7 @@ class Collector:
             self.as_of = session.execute(text("SELECT now()")).scalar_one()
         for collector in FORCED_ORDER if kind == "force-gc" else (kind,):
             getattr(self, "_" + collector.replace("-", "_"))()
-        self._batch(["gc_runs"], lambda s: _counts(s, "gc_prune_runs", {}))
+        self._prune_runs()
         return self.report
 
     def _eval_gc(self) -> None:
@@ -176,61 +208,155 @@ class Collector:
         )
 
     def _job_gc(self) -> None:
-        limit = max(1, self.batch_size // JOB_BATCH_DIVISOR)
-        tables = ["jobs", "evaluations", "allocations", "deployments"]
-        while self._batch(tables, lambda s: self._locked_then_deleted(s, "jobs", limit)):
-            pass
+        """Walk the candidate jobs once, window by window in key order (the scan per run is
+        bounded by the candidates, not by candidates times batches); collect each window's
+        collectable jobs; then revisit parents whose last child went."""
+        after = ("", "")
+        while True:
+            window = self._transaction(partial(self._job_window, after=after))
+            if not window:
+                break
+            self._collect_jobs([(r.namespace, r.id) for r in window if r.collectable])
+            after = (window[-1].namespace, window[-1].id)
+        while self._parents:
+            parents = sorted(self._parents)
+            self._parents.clear()
+            self._collect_jobs(parents)
+
+    def _job_window(self, session: Session, limit: int, after: tuple[str, str]) -> Sequence[Any]:
+        params = self._age(self.thresholds.job_s) | {
+            "after_namespace": after[0],
+            "after_id": after[1],
+            "limit": _jobs_per_batch(limit),
+        }
+        return session.execute(query("gc_job_candidates"), params).all()
+
+    def _collect_jobs(self, jobs: list[tuple[str, str]]) -> None:
+        size = _jobs_per_batch(self.limit)
+        for start in range(0, len(jobs), size):
+            chunk = jobs[start : start + size]
+            while self._batch(JOB_TABLES, partial(self._job_batch, jobs=chunk)):
+                pass
+
+    def _job_batch(self, session: Session, limit: int, jobs: list[tuple[str, str]]) -> dict[str, int]:
+        """Lock the jobs, re-check them, then delete what the still collectable ones own, kind
+        by kind, at most `limit` rows in all. Stops at the first kind that may have more left."""
+        age = self._age(self.thresholds.job_s)
+        keys = {"namespaces": [ns for ns, _ in jobs], "ids": [job_id for _, job_id in jobs]}
+        locked = session.execute(query("gc_lock_jobs"), age | keys).all()
+        if not locked:
+            return {}
+        keys = {"namespaces": [r.namespace for r in locked], "ids": [r.id for r in locked]}
+        victims = session.execute(query("gc_recheck_jobs"), age | keys).all()
+        if not victims:
+            return {}
+        params = age | {"namespaces": [r.namespace for r in victims], "ids": [r.id for r in victims]}
+        removed: Counter[str] = Counter()
+        budget = limit
+        for name, kind, width in JOB_STAGES:
+            # A plan with its result, or a job with its version and launch record, is the
+            # smallest unit: a batch of fewer rows than that still takes one.
+            cap = budget // width or int(budget == limit)
+            if cap < 1:
+                break
+            row = dict(session.execute(query(name), params | {"limit": cap}).mappings().one())
+            parents = zip(row.pop("parent_namespaces", []), row.pop("parent_ids", []), strict=True)
+            self._parents.update((str(ns), str(job_id)) for ns, job_id in parents)
+            counts = {str(k): int(v) for k, v in row.items()}
+            removed.update(counts)
+            budget -= sum(counts.values())
+            if counts[kind] >= cap:
+                break
+        return dict(removed)
 
     def _node_gc(self) -> None:
-        while self._batch(["nodes", "evaluations"], lambda s: self._locked_then_deleted(s, "nodes", self.batch_size)):
+        while self._batch(["nodes", "evaluations"], self._nodes):
             pass
+        while self._batch(["class_unblocks"], self._class_unblocks):
+            pass
+
+    def _nodes(self, session: Session, limit: int) -> dict[str, int]:
+        """Lock empty nodes down past the threshold, then re-check and delete them with a fresh
+        snapshot, which sees every allocation committed before the lock (none can follow it)."""
+        params = self._age(self.thresholds.node_s)
+        locked = session.execute(query("gc_lock_nodes"), params | {"limit": limit}).all()
+        if not locked:
+            return {}
+        return _counts(session, "gc_delete_nodes", params | {"ids": [r.id for r in locked]})
+
+    def _class_unblocks(self, session: Session, limit: int) -> dict[str, int]:
+        locked = session.execute(query("gc_lock_class_unblocks"), {"limit": limit}).scalars().all()
+        if not locked:
+            return {}
+        return _counts(session, "gc_delete_class_unblocks", {"classes": list(locked)})
+
+    def _prune_runs(self) -> None:
+        marked = 0
+
+        def step(session: Session, _limit: int) -> dict[str, int]:
+            nonlocal marked
+            counts = _counts(session, "gc_prune_runs", {})
+            marked = counts.pop("interrupted")
+            return counts
+
+        if not self._batch(["gc_runs"], step) and marked:
+            self._bump(["gc_runs"])
 
     def _age(self, seconds: float) -> dict[str, Any]:
         return {"threshold_s": seconds, "as_of": self.as_of}
 
-    def _locked_then_deleted(self, session: Session, kind: str, limit: int) -> dict[str, int]:
-        """Two statements: lock candidates, then re-check and delete them with a fresh snapshot,
-        which sees every child committed before the lock and no child can follow it."""
-        threshold = self.thresholds.job_s if kind == "jobs" else self.thresholds.node_s
-        params: dict[str, Any] = self._age(threshold)
-        locked = session.execute(query(f"gc_lock_{kind}"), {**params, "limit": limit}).all()
-        if not locked:
-            return {}
-        if kind == "jobs":
-            params |= {"namespaces": [r.namespace for r in locked], "ids": [r.id for r in locked]}
-        else:
-            params |= {"ids": [r.id for r in locked]}
-        counts = _counts(session, f"gc_delete_{kind}", params)
-        # Locked candidates that failed the re-check are not progress; stop if none went.
-        return counts if counts.get(kind) else {}
-
     def _until_done(self, tables: list[str], name: str, params: dict[str, Any]) -> None:
-        params = {**params, "limit": self.batch_size}
-        while self._batch(tables, lambda s: _counts(s, name, params)):
+        while self._batch(tables, lambda s, limit: _counts(s, name, params | {"limit": limit})):
             pass
 
-    def _batch(self, tables: list[str], step: Callable[[Session], dict[str, int]]) -> int:
+    def _batch(self, tables: list[str], step: Callable[[Session, int], dict[str, int]]) -> int:
         """One batch in its own transaction. It deliberately does not hold the state index
         (which would stall every other writer for the whole batch): row locks and re-checks
         keep it safe, and the index is bumped right after, so blocking queries still wake."""
-        for attempt in range(1, DEADLOCK_RETRIES + 1):
-            self.still_ours()
+        started = 0.0
+
+        def timed(session: Session, limit: int) -> dict[str, int]:
+            nonlocal started
             started = time.monotonic()
-            try:
-                with transaction(self.sessions) as session:
-                    # A GC commit lost in a crash is redone by the next run: no need to make
-                    # other writers' commits queue behind this batch's WAL flush.
-                    session.execute(text("SET LOCAL synchronous_commit = off"))
-                    counts = step(session)
-                break
-            except (OperationalError, DBAPIError) as err:
-                if getattr(err.orig, "sqlstate", None) not in RETRYABLE or attempt == DEADLOCK_RETRIES:
-                    raise
+            # A GC commit lost in a crash is redone by the next run: no need to make other
+            # writers' commits queue behind this batch's WAL flush.
+            session.execute(text("SET LOCAL synchronous_commit = off"))
+            return step(session, limit)
+
+        counts = self._transaction(timed)
         rows = self.report.add(counts, time.monotonic() - started)
         if rows:
-            with transaction(self.sessions) as session:
-                next_index(session, tables)
+            self._bump(tables)
         return rows
+
+    def _bump(self, tables: list[str]) -> None:
+        with transaction(self.sessions) as session:
+            next_index(session, tables)
+
+    def _transaction(self, step: Callable[[Session, int], T]) -> T:
+        """Run `step(session, limit)` in its own transaction. Deadlocks and lock timeouts run it
+        again; a statement timeout runs it again with half the rows (for the rest of the run),
+        and fails the run once even one row is too many."""
+        attempt = 0
+        while True:
+            self.still_ours()
+            try:
+                with transaction(self.sessions) as session:
+                    return step(session, self.limit)
+            except (OperationalError, DBAPIError) as err:
+                code = getattr(err.orig, "sqlstate", None)
+                if code == STATEMENT_TIMEOUT and self.limit > 1:
+                    self.limit = max(1, self.limit // 2)
+                    self.report.timeouts += 1
+                    log.warning("GC batch hit the statement timeout; retrying with fewer rows", rows=self.limit)
+                    continue
+                attempt += 1
+                if code not in RETRYABLE or attempt >= DEADLOCK_RETRIES:
+                    raise
+
+
+def _jobs_per_batch(limit: int) -> int:
+    return max(1, limit // JOB_BATCH_DIVISOR)
 
 
 def _counts(session: Session, name: str, params: dict[str, Any]) -> dict[str, int]:
@@ -245,10 +371,9 @@ class CoreEval:
     thresholds: Thresholds
 
 
-def load_core_eval(session: Session, eval_id: uuid.UUID) -> CoreEval:
+def load_core_eval(session: Session, eval_id: uuid.UUID, defaults: Thresholds) -> CoreEval:
     row = session.execute(select(Evaluation.job_id, Evaluation.core_params).where(Evaluation.id == eval_id)).one()
-    params = row.core_params or Thresholds.forced().to_json()
-    return CoreEval(eval_id, str(row.job_id), Thresholds.from_json(params))
+    return CoreEval(eval_id, str(row.job_id), Thresholds.from_params(row.core_params, defaults))
 
 
 def run_core_eval(
@@ -256,26 +381,28 @@ def run_core_eval(
     eval_id: uuid.UUID,
     worker: str,
     batch_size: int,
+    defaults: Thresholds,
     still_ours: Callable[[], None] = lambda: None,
 ) -> Report:
-    """Run a claimed core evaluation and log it in gc_runs (the log row commits on its own, so
-    a run that dies shows as `running` until the next run of that evaluation marks it
-    `interrupted`)."""
+    """Run a claimed core evaluation and log it in gc_runs. The log row commits on its own, so
+    a run that dies shows as `running` until the next run of that evaluation, or the next GC
+    run once the evaluation is no longer pending, marks it `interrupted`. `defaults` are the
+    configured thresholds, for an evaluation that carries none."""
     with transaction(sessions) as session:
-        core = load_core_eval(session, eval_id)
+        core = load_core_eval(session, eval_id, defaults)
         run_id = _start_run(session, core, worker)
     collector = Collector(sessions, core.thresholds, batch_size, still_ours)
     try:
         report = collector.run(core.kind)
     except BaseException as err:
-        _finish_run(sessions, run_id, collector.report, "failed", f"{type(err).__name__}: {err}")
+        _finish_run(sessions, run_id, core.kind, collector.report, "failed", f"{type(err).__name__}: {err}")
         raise
-    _finish_run(sessions, run_id, report, "complete", None)
+    _finish_run(sessions, run_id, core.kind, report, "complete", None)
     return report
 
 
 def _start_run(session: Session, core: CoreEval, worker: str) -> int:
-    next_index(session, ["gc_runs"])
+    # No index: a run's start wakes nobody (see _finish_run).
     session.execute(
         update(GcRun)
         .where(GcRun.eval_id == core.id, GcRun.status == "running")
@@ -287,9 +414,15 @@ def _start_run(session: Session, core: CoreEval, worker: str) -> int:
     return int(run.id)
 
 
-def _finish_run(sessions: sessionmaker[Session], run_id: int, report: Report, status: str, error: str | None) -> None:
+def _finish_run(
+    sessions: sessionmaker[Session], run_id: int, kind: str, report: Report, status: str, error: str | None
+) -> None:
+    """Record the outcome. A scheduled run that removed nothing (an idle tick) logs it without
+    taking an index, so it wakes no blocking query; a forced run always does (its caller
+    waits on it), and so does a failure."""
     with transaction(sessions) as session:
-        next_index(session, ["gc_runs"])
+        if report.removed or status != "complete" or kind == "force-gc":
+            next_index(session, ["gc_runs"])
         session.execute(
             update(GcRun)
             .where(GcRun.id == run_id)
@@ -299,6 +432,7 @@ def _finish_run(sessions: sessionmaker[Session], run_id: int, report: Report, st
                 removed=dict(report.removed),
                 batches=report.batches,
                 longest_batch_ms=report.longest_batch_ms,
+                timeouts=report.timeouts,
                 finished_at=datetime.now(UTC),
             )
         )

@@ -61,6 +61,7 @@ def register_job(session: Session, spec: dict[str, Any], options: RegisterOption
     existing = session.get(Job, (namespace, job_id), with_for_update=True)
     live = existing if existing is not None and existing.purged_at is None else None
     _check_enforce_index(live, options)
+    _check_parent(session, spec, live)
     if live is not None and options.preserve_counts:
         spec = _preserve_counts(spec, live.spec)
     job = _upsert_job(session, existing, spec, index)
@@ -95,6 +96,26 @@ def check_references(session: Session, spec: dict[str, Any]) -> None:
         raise InvalidInput.of("Job.Namespace", f"namespace {spec['Namespace']!r} does not exist")
     if session.get(NodePool, spec["NodePool"]) is None:
         raise InvalidInput.of("Job.NodePool", f"node pool {spec['NodePool']!r} does not exist")
+
+
+def _check_parent(session: Session, spec: dict[str, Any], live: Job | None) -> None:
+    """A child names an existing parent (jobs.parent_id is a foreign key). The parent is
+    key-share locked: job GC locks a parent FOR UPDATE SKIP LOCKED before it re-checks for
+    children, so it either skips this parent or has deleted it before we look (then 400)."""
+    parent_id = spec.get("ParentID") or None
+    if parent_id is None or (live is not None and live.parent_id == parent_id):
+        return  # unchanged: the foreign key already keeps that parent
+    if parent_id == spec["ID"]:
+        raise InvalidInput.of("Job.ParentID", "a job cannot be its own parent")
+    parent = session.execute(
+        select(Job.purged_at)
+        .where(Job.namespace == spec["Namespace"], Job.id == parent_id)
+        .with_for_update(key_share=True)
+    ).first()
+    if parent is None or parent.purged_at is not None:
+        raise InvalidInput.of(
+            "Job.ParentID", f"parent job {parent_id!r} does not exist in namespace {spec['Namespace']!r}"
+        )
 
 
 def _check_enforce_index(live: Job | None, options: RegisterOptions) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 import pytest
 
 from bench.gc_fill import fill_terminal
@@ -29,6 +32,24 @@ def test_system_gc_collects_and_reports_and_gc_runs_lists_it(corral: type[Corral
     assert runs.wait(60) == 0, runs.output
     rows = [line.split() for line in runs.output.splitlines()[1:]]
     assert rows[0][1:3] == ["force-gc", "complete"]
+
+    # Forced collections at once: each later run collects the earlier ones' finished
+    # evaluations, and every caller still gets its own run's answer.
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: httpx.put(f"http://127.0.0.1:{port}/v1/system/gc", timeout=120), range(3)))
+    assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
+    assert len({a.json()["ID"] for a in answers}) == 3
+
+
+def test_system_gc_that_outlasts_the_server_wait_says_what_to_do(corral: type[Corral], database_url: str) -> None:
+    port = free_port()
+    env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_FORCE_GC_WAIT_S": "1"}
+    server = corral(["server"], env=env)  # and no worker: the collection waits in the queue
+    wait_healthy(f"http://127.0.0.1:{port}", server)
+    gc = corral(["system", "gc"], env={"CORRAL_ADDR": f"http://127.0.0.1:{port}"})
+    assert gc.wait(60) == 1, gc.output
+    assert "carries on in the background" in gc.output
+    assert "corral system gc-runs" in gc.output
 
 
 def test_system_gc_names_an_unreachable_api(corral: type[Corral]) -> None:

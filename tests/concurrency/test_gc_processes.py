@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db import make_sessionmaker, transaction
-from app.errors import NotFound
+from app.errors import InvalidInput, NotFound
 from app.jobspec import normalize_job
 from app.store import gc
 from app.store.jobs import RegisterOptions, deregister_job, register_job
@@ -71,7 +71,7 @@ FAST_GC = {
 }
 
 
-def spec(job_id: str, job_type: str, count: int, version: int = 0) -> dict[str, object]:
+def spec(job_id: str, job_type: str, count: int, version: int = 0, parent: str | None = None) -> dict[str, object]:
     task = {"Name": "t", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": 32}}
     return normalize_job(
         {
@@ -80,6 +80,7 @@ def spec(job_id: str, job_type: str, count: int, version: int = 0) -> dict[str, 
             "Datacenters": ["dc1"],
             "Meta": {"version": str(version)},
             "TaskGroups": [{"Name": "g", "Count": count, "Tasks": [task]}],
+            **({"ParentID": parent} if parent else {}),
         }
     )
 
@@ -93,6 +94,7 @@ class Workload:
         self.rng = random.Random(seed)
         self.jobs: dict[str, str] = {}  # id -> type, for jobs not stopped
         self.stopped: set[str] = set()
+        self.children = self.refused_children = 0
 
     def step(self, i: int) -> None:
         action = self.rng.random()
@@ -114,6 +116,20 @@ class Workload:
                 assert self.jobs[job_id] == "batch", f"service job {job_id} vanished"
             del self.jobs[job_id]
             self.stopped.add(job_id)
+        elif action < 0.8:
+            # A child of a live parent (which then outlives it), or of a stopped one that job
+            # GC may be deleting right now: either the parent is kept for the child, or (once
+            # gone) the registration is refused cleanly.
+            parent = self.rng.choice(sorted(self.jobs) + sorted(self.stopped)[-3:])
+            child = f"{parent}/child-{i:03}"
+            try:
+                self._write(lambda s: register_job(s, spec(child, "batch", 1, parent=parent), RegisterOptions()))
+            except InvalidInput as err:
+                assert "Job.ParentID" in str(err), err
+                self.refused_children += 1
+            else:
+                self.jobs[child] = "batch"
+                self.children += 1
         self.client_updates()
 
     def client_updates(self) -> None:
@@ -198,6 +214,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
     ).fetchall()
     removed = pg.execute("SELECT coalesce(sum(rows_removed), 0) FROM v_gc_runs").fetchone()
     assert removed is not None and int(str(removed[0])) > 0, "GC never removed anything: the race was not exercised"
+    assert workload.children > 0, "no child job was registered: the parent race was not exercised"
     for proc in processes:
         assert proc.process.poll() is None, proc.output
         assert "Traceback" not in proc.output, proc.output

@@ -282,5 +282,7 @@ def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> No
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
     eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
     alloc = insert_allocation(pg, node_id, eval_id, client_status="complete")
+    pg.execute("UPDATE allocations SET modify_time = now() - interval '1 hour'")
     updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})
-    assert pg.execute("SELECT client_gc_time IS NOT NULL FROM allocations").fetchone() == (True,)
+    row = pg.execute("SELECT client_gc_time IS NOT NULL, modify_time < now() - interval '59 minutes' FROM allocations")
+    assert row.fetchone() == (True, True), "recorded, and not made young for the server's GC"

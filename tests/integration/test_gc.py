@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
+from app import create_app
 from app.config import Settings
-from app.db import make_sessionmaker
+from app.db import make_engine, make_sessionmaker, transaction
+from app.jobspec import normalize_job
 from app.store import gc
+from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
 from tests.integration.conftest import minimal_job
 from tests.integration.fixtures import insert_allocation, insert_node
 from tests.orphans import orphans
+from tests.processes import wait_for
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -188,22 +194,117 @@ def test_job_gc_takes_a_stopped_job_with_everything_it_owns(client: FlaskClient,
     assert orphans(pg) == []
 
 
-@pytest.mark.parametrize("reason", ["pending-eval", "tagged-version", "child-job", "running-service"])
+KEEPERS = (
+    "pending-eval",
+    "blocked-eval",
+    "tagged-version",
+    "child-job",
+    "running-service",
+    "still-running-allocation",
+    "active-deployment",
+)
+
+
+@pytest.mark.parametrize("reason", KEEPERS)
 def test_job_gc_keeps_jobs_something_still_needs(client: FlaskClient, pg: Conn, engine: Engine, reason: str) -> None:
-    register(client)
+    """Each reason alone keeps the job from a forced job GC; once it is gone, the same GC
+    takes the job (so the test fails if the reason is ignored or the setup was never collectable)."""
+    eval_id = register(client)
     if reason != "running-service":
         assert client.delete("/v1/job/web").status_code == 200
-    if reason != "pending-eval":
-        pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id = 'web'")
-    if reason == "tagged-version":
+    pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id = 'web'")
+    release: Callable[[], None]
+    if reason == "pending-eval":
+        pg.execute("UPDATE evaluations SET status = 'pending' WHERE id = %s", (eval_id,))
+        release = lambda: finish_eval(pg, eval_id, hours_ago=0)  # noqa: E731
+    elif reason == "blocked-eval":
+        pg.execute("UPDATE evaluations SET status = 'blocked' WHERE id = %s", (eval_id,))
+        release = lambda: finish_eval(pg, eval_id, hours_ago=0)  # noqa: E731
+    elif reason == "tagged-version":
         pg.execute(
             "UPDATE job_versions SET version_tag = '{\"Name\": \"golden\"}' WHERE job_id = 'web' AND version = 0"
         )
-    if reason == "child-job":
+        release = lambda: pg.execute("UPDATE job_versions SET version_tag = NULL")  # noqa: E731
+    elif reason == "child-job":
         register(client, "web/periodic-1", ParentID="web")
         pg.execute("UPDATE evaluations SET status = 'complete'")
+
+        def release() -> None:
+            assert client.delete("/v1/job/web%2Fperiodic-1").status_code == 200
+            pg.execute("UPDATE evaluations SET status = 'complete'")
+
+    elif reason == "running-service":
+
+        def release() -> None:
+            assert client.delete("/v1/job/web").status_code == 200
+            pg.execute("UPDATE evaluations SET status = 'complete'")
+
+    elif reason == "still-running-allocation":
+        # Stopped by the server, not yet by its client: it still holds the node.
+        alloc = insert_allocation(pg, insert_node(pg), eval_id)
+        stop_alloc(pg, alloc, client_status="running")
+        release = lambda: stop_alloc(pg, alloc)  # noqa: E731
+    elif reason == "active-deployment":
+        deployment = insert_deployment(pg, "running", 2)
+        release = lambda: pg.execute(  # noqa: E731
+            "UPDATE deployments SET status = 'cancelled' WHERE id = %s", (deployment,)
+        )
     collect(engine, "job-gc", gc.Thresholds.forced())
     assert count(pg, "jobs", "id = 'web'") == 1
+    assert count(pg, "job_versions", "job_id = 'web'") >= 1
+    release()
+    collect(engine, "job-gc", gc.Thresholds.forced())
+    assert count(pg, "jobs") == 0, reason
+    assert orphans(pg) == []
+
+
+def test_job_gc_keeps_a_job_while_an_evaluation_is_younger_than_the_threshold(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    eval_id = register(client)
+    assert client.delete("/v1/job/web").status_code == 200
+    pg.execute(
+        "UPDATE jobs SET submit_time = now() - interval '5 hours', status_updated_at = now() - interval '5 hours', "
+        "updated_at = now() - interval '5 hours'"
+    )
+    pg.execute("UPDATE evaluations SET status = 'complete', modify_time = now() - interval '5 hours'")
+    finish_eval(pg, eval_id, hours_ago=1)  # one evaluation 1 h old, under the 4 h job threshold
+    collect(engine, "job-gc")
+    assert count(pg, "jobs", "id = 'web'") == 1
+    finish_eval(pg, eval_id, hours_ago=5)
+    collect(engine, "job-gc")
+    assert count(pg, "jobs", "id = 'web'") == 0
+
+
+def test_forced_gc_keeps_a_running_service_job_and_everything_its_work_needs(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    first = register(client)
+    current = register(client, Meta={"v": "2"})
+    node = insert_node(pg)
+    running = [insert_allocation(pg, node, current) for _ in range(2)]
+    old = insert_allocation(pg, node, first)
+    pg.execute("UPDATE allocations SET job_version = 0 WHERE id = %s", (old,))
+    stop_alloc(pg, old)
+    deployment = insert_deployment(pg, "successful", 30)
+    pg.execute("UPDATE evaluations SET status = 'complete', modify_time = now() - interval '30 days'")
+    pg.execute("UPDATE allocations SET modify_time = now() - interval '30 days'")
+    pg.execute("UPDATE jobs SET submit_time = now() - interval '30 days', updated_at = now() - interval '30 days'")
+    report = collect(engine, "force-gc", gc.Thresholds.forced())
+    assert report.removed["allocations"] == 1 and report.removed["deployments"] == 1  # the old work went
+    assert count(pg, "jobs", "id = 'web' AND NOT stop") == 1
+    assert count(pg, "job_versions", "job_id = 'web' AND version = 1") == 1
+    assert {str(r[0]) for r in pg.execute("SELECT id FROM allocations")} == set(running)
+    assert count(pg, "evaluations", f"id = '{current}'") == 1  # the evaluation its allocations name
+    assert count(pg, "deployments", f"id = '{deployment}'") == 0
+    assert orphans(pg) == []
+    # Stopped and finished, the same forced GC takes it all.
+    assert client.delete("/v1/job/web").status_code == 200
+    pg.execute("UPDATE evaluations SET status = 'complete'")
+    pg.execute("UPDATE allocations SET desired_status = 'stop', client_status = 'complete'")
+    collect(engine, "force-gc", gc.Thresholds.forced())
+    for table in ("jobs", "job_versions", "allocations", "evaluations"):
+        assert count(pg, table) == 0, table
 
 
 def test_dead_batch_job_is_collected_with_its_completed_work(client: FlaskClient, pg: Conn, engine: Engine) -> None:
@@ -332,3 +433,522 @@ def core_worker(database_url: str) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+# --- Reschedule policy -------------------------------------------------------------------
+
+
+def test_failed_allocation_is_kept_while_its_last_reschedule_is_within_the_interval(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    policy = {
+        "Attempts": 2,
+        "Interval": 3600 * 10**9,
+        "Delay": 5 * 10**9,
+        "DelayFunction": "constant",
+        "Unlimited": False,
+    }
+    group = {"Name": "g", "Count": 1, "ReschedulePolicy": policy, "Tasks": [{"Name": "t", "Driver": "mock"}]}
+    eval_id = register(client, "web", TaskGroups=[group])
+    failed = insert_allocation(pg, insert_node(pg), eval_id, client_status="failed")
+    finish_eval(pg, eval_id, hours_ago=2)
+
+    def rescheduled(minutes_ago: int) -> None:
+        pg.execute(
+            "UPDATE allocations SET reschedule_tracker = jsonb_build_object('Events', jsonb_build_array("
+            "jsonb_build_object('RescheduleTime', "
+            "(extract(epoch FROM now() - %s * interval '1 minute') * 1e9)::bigint))), "
+            "modify_time = now() - interval '2 hours' WHERE id = %s",
+            (minutes_ago, failed),
+        )
+
+    rescheduled(minutes_ago=30)  # within the 1 h interval: the policy may still use it
+    collect(engine, "eval-gc")
+    assert count(pg, "allocations", f"id = '{failed}'") == 1
+    rescheduled(minutes_ago=90)  # the interval has passed: nothing will count it any more
+    collect(engine, "eval-gc")
+    assert count(pg, "allocations", f"id = '{failed}'") == 0
+
+
+def test_forced_gc_collects_a_dead_batch_job_whose_failed_allocation_could_still_reschedule(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    """Batch jobs default to one reschedule attempt a day. Once nothing runs and no evaluation
+    is pending or blocked, nothing will reschedule that allocation: the job is dead and goes."""
+    node = insert_node(pg)
+    dead = register(client, "etl", Type="batch")
+    failed = insert_allocation(pg, node, dead, job_id="etl", client_status="failed")
+    live = register(client, "etl-live", Type="batch")
+    insert_allocation(pg, node, live, job_id="etl-live", client_status="failed")
+    insert_allocation(pg, node, live, job_id="etl-live", client_status="running")
+    pg.execute("UPDATE evaluations SET status = 'complete'")
+    collect(engine, "force-gc", gc.Thresholds.forced())
+    assert count(pg, "jobs", "id = 'etl'") == 0
+    assert count(pg, "allocations", f"id = '{failed}'") == 0
+    assert count(pg, "jobs", "id = 'etl-live'") == 1  # still running: not dead
+    assert count(pg, "allocations", "job_id = 'etl-live'") == 2
+    assert orphans(pg) == []
+
+
+# --- Job GC in row-bounded batches -------------------------------------------------------
+
+
+def stopped_job_with_work(client: FlaskClient, pg: Conn, allocations: int, evaluations: int = 4) -> str:
+    """A stopped service job with many finished allocations, evaluations with plans, finished
+    deployments and several versions: everything collectable."""
+    eval_id = register(client)
+    for v in range(2):
+        register(client, Meta={"v": str(v)})
+    assert client.delete("/v1/job/web").status_code == 200
+    node = insert_node(pg)
+    pg.execute(
+        "INSERT INTO evaluations (id, namespace, job_id, priority, type, triggered_by, job_modify_index, status, "
+        "create_index, modify_index) SELECT gen_random_uuid(), 'default', 'web', 50, 'service', 'job-register', 1, "
+        "'complete', 1, 1 FROM generate_series(1, %s)",
+        (evaluations,),
+    )
+    pg.execute(
+        "INSERT INTO plans (eval_id, eval_token, attempt, namespace, job_id, priority, all_at_once, snapshot_index, "
+        "status, node_update, node_allocation, node_preemptions, deployment_updates) "
+        "SELECT id, gen_random_uuid(), 1, 'default', 'web', 50, false, 1, 'applied', '{}', '{}', '{}', '[]' "
+        "FROM evaluations WHERE job_id = 'web'"
+    )
+    pg.execute("INSERT INTO plan_results (plan_id, applier_term) SELECT id, 1 FROM plans")
+    pg.execute(
+        "INSERT INTO allocations (id, namespace, job_id, job_version, eval_id, node_id, node_name, task_group, "
+        "name, desired_status, client_status, cpu, memory_mb, memory_max_mb, disk_mb, create_index, "
+        "modify_index, alloc_modify_index) "
+        "SELECT gen_random_uuid(), 'default', 'web', 0, %s, %s, 'n1', 'g', 'web.g[' || i || ']', 'stop', "
+        "'complete', 100, 64, 64, 10, 1, 1, 1 FROM generate_series(1, %s) i",
+        (eval_id, node, allocations),
+    )
+    for status in ("successful", "failed", "cancelled"):
+        insert_deployment(pg, status, 2)
+    pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id = 'web'")
+    return eval_id
+
+
+def test_job_gc_takes_a_job_with_more_allocations_than_a_batch_in_bounded_batches(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    stopped_job_with_work(client, pg, allocations=130)
+    versions, evals, plans = (count(pg, t) for t in ("job_versions", "evaluations", "plans"))
+    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    assert count(pg, "jobs") == 0
+    assert dict(report.removed) == {
+        "jobs": 1,
+        "job_versions": versions,
+        "evaluations": evals,
+        "plans": plans,
+        "plan_results": plans,
+        "allocations": 130,
+        "deployments": 3,
+    }
+    assert report.largest_batch <= 20  # rows per transaction, not jobs
+    assert report.batches >= 130 // 20
+    assert orphans(pg) == []
+
+
+def test_a_job_revived_while_job_gc_trims_it_keeps_the_rest(client: FlaskClient, pg: Conn, engine: Engine) -> None:
+    """Between two batches the job is registered again: the next batch's re-check fails and the
+    job keeps its current version and remaining work; what went was finished with anyway."""
+    stopped_job_with_work(client, pg, allocations=60)
+    sessions = make_sessionmaker(engine)
+    calls = 0
+
+    def revive_after_two_batches() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # the candidate window, then two batches
+            with transaction(sessions) as session:
+                register_job(session, normalize_job(minimal_job("web")), RegisterOptions())
+
+    report = gc.Collector(sessions, gc.Thresholds.forced(), 10, revive_after_two_batches).run("job-gc")
+    assert calls > 4
+    assert 0 < report.removed["allocations"] < 60 and not report.removed["jobs"]
+    job = pg.execute("SELECT stop, version FROM jobs WHERE id = 'web'").fetchone()
+    assert job is not None and job[0] is False
+    assert count(pg, "job_versions", f"job_id = 'web' AND version = {job[1]}") == 1
+    assert count(pg, "evaluations", "job_id = 'web' AND status = 'pending'") == 1
+    assert orphans(pg) == []
+
+
+def test_an_allocation_that_outlives_its_delete_keeps_what_it_references(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    """Should one allocation of a job being collected stay (its client's update won the race
+    for the row; here a test-only trigger skips its delete), the later statements leave its
+    evaluation, version and job alone instead of failing the run on a foreign key."""
+    eval_id = stopped_job_with_work(client, pg, allocations=5)
+    pg.execute(
+        "CREATE FUNCTION keep_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; "
+        "CREATE TRIGGER keep_one BEFORE DELETE ON allocations FOR EACH ROW "
+        "WHEN (OLD.name = 'web.g[1]') EXECUTE FUNCTION keep_row()"
+    )
+    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    assert report.removed["allocations"] == 4
+    assert count(pg, "allocations") == 1
+    assert count(pg, "evaluations", f"id = '{eval_id}'") == 1
+    assert count(pg, "job_versions", "job_id = 'web' AND version = 0") == 1
+    assert count(pg, "jobs", "id = 'web'") == 1
+    assert orphans(pg) == []
+
+
+TIMEOUT_TRIGGER = """
+CREATE FUNCTION cancel_big_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT count(*) FROM gone) > %(most)s THEN
+        RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = 'query_canceled';
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER cancel_big_deletes AFTER DELETE ON allocations REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION cancel_big_deletes();
+"""
+
+
+def test_a_batch_cancelled_by_the_statement_timeout_runs_again_with_half_the_rows(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    """Test-only trigger: deleting more than 4 allocations in one statement is cancelled with
+    57014, as a statement timeout would."""
+    stopped_job_with_work(client, pg, allocations=25)
+    pg.execute(TIMEOUT_TRIGGER.replace("%(most)s", "4"))
+    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    assert count(pg, "jobs") == 0 and count(pg, "allocations") == 0
+    assert report.timeouts == 3  # 20 -> 10 -> 5 -> 2 rows
+    assert report.largest_batch <= 3
+    assert orphans(pg) == []
+
+
+def test_a_batch_that_times_out_even_with_one_row_fails_the_run_loudly(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    stopped_job_with_work(client, pg, allocations=5)
+    pg.execute(TIMEOUT_TRIGGER.replace("%(most)s", "0"))
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        eval_id = gc.enqueue_core(session, "job-gc", gc.Thresholds.forced())
+    assert eval_id is not None
+    with pytest.raises(DBAPIError) as raised:
+        gc.run_core_eval(sessions, eval_id, "test", 4, DEFAULTS)
+    assert getattr(raised.value.orig, "sqlstate", None) == "57014"
+    run = pg.execute("SELECT status, timeouts, error FROM gc_runs").fetchone()
+    assert run is not None and run[:2] == ("failed", 2)  # 4 -> 2 -> 1 row, then it gives up
+    assert "statement timeout" in str(run[2])
+    assert count(pg, "allocations") == 5
+
+
+# --- Job GC's candidate scan -------------------------------------------------------------
+
+
+def test_job_gc_judges_each_candidate_once_per_run(database_url: str, client: FlaskClient, pg: Conn) -> None:
+    """Live batch jobs are candidates that never qualify. The run walks them once; it does
+    not rescan them for every batch (counted with track_functions)."""
+    live = 60
+    for i in range(live):
+        register(client, f"busy-{i:03}", Type="batch")  # pending evaluations keep them
+    for i in range(8):
+        register(client, f"zz-done-{i}", Type="batch")
+    pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id LIKE 'zz-done-%'")
+    name = pg.info.dbname
+    pg.execute(f"ALTER DATABASE \"{name}\" SET track_functions = 'all'")
+    engine = make_engine(database_url, "test")
+    try:
+        report = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 20).run("job-gc")
+    finally:
+        engine.dispose()  # its backends exit, flushing their function statistics
+    assert report.removed["jobs"] == 8
+    assert wait_for(lambda: _calls(pg, "corral_job_collectable_v2") > 0, timeout=30)
+    calls = _calls(pg, "corral_job_collectable_v2")
+    # One window judgement per candidate, plus the locked jobs' re-checks in each batch.
+    assert calls < 2 * live, calls
+
+
+def _calls(pg: Conn, function: str) -> int:
+    pg.execute("SELECT pg_stat_clear_snapshot()")
+    row = pg.execute("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = %s", (function,))
+    found = row.fetchone()
+    return int(str(found[0])) if found else 0
+
+
+def test_job_gc_candidate_scan_uses_its_partial_index(client: FlaskClient, pg: Conn) -> None:
+    for i in range(30):
+        register(client, f"svc-{i:02}")
+    pg.execute("ANALYZE jobs")
+    pg.execute("SET enable_seqscan = off")
+    from app.store.sql import _queries
+
+    statement = _queries()["gc_job_candidates"]
+    params = {"after_namespace": "", "after_id": "", "limit": 5, "as_of": "now", "threshold_s": 0}
+    for key, value in params.items():
+        statement = statement.replace(f":{key}", f"'{value}'" if isinstance(value, str) else str(value))
+    plan = "\n".join(str(r[0]) for r in pg.execute(f"EXPLAIN {statement}").fetchall())  # type: ignore[call-overload]
+    assert "ix_jobs_gc_candidates" in plan, plan
+
+
+# --- Node GC -----------------------------------------------------------------------------
+
+
+def test_node_gc_is_not_held_up_by_down_nodes_that_still_hold_allocations(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    eval_id = register(client)
+    held = [insert_node(pg, name=f"held-{i}") for i in range(3)]
+    for node in held:
+        stop_alloc(pg, insert_allocation(pg, node, eval_id))  # terminal, but its evaluation keeps it
+    empty = insert_node(pg, name="empty")
+    pg.execute(
+        "UPDATE nodes SET status = 'down', status_updated_at = now() - interval '3 days' WHERE id = ANY(%s::uuid[])",
+        (held,),
+    )
+    pg.execute(
+        "UPDATE nodes SET status = 'down', status_updated_at = now() - interval '2 days' WHERE id = %s", (empty,)
+    )
+    report = collect(engine, "node-gc", batch=2)  # the two oldest down nodes both hold allocations
+    assert count(pg, "nodes", f"id = '{empty}'") == 0
+    assert count(pg, "nodes", "name LIKE 'held-%'") == 3
+    assert report.removed["nodes"] == 1
+
+
+def test_node_gc_collects_unblock_markers_of_classes_no_node_has(pg: Conn, engine: Engine) -> None:
+    insert_node(pg)  # class v1:1
+    pg.execute("INSERT INTO class_unblocks (computed_class, unblock_index) VALUES ('v1:1', 5), ('v1:gone', 7)")
+    report = collect(engine, "node-gc")
+    assert [r[0] for r in pg.execute("SELECT computed_class FROM class_unblocks")] == ["v1:1"]
+    assert report.removed["class_unblocks"] == 1
+    assert orphans(pg) == []
+
+
+# --- Parents and children ----------------------------------------------------------------
+
+
+def test_a_child_job_needs_an_existing_parent(client: FlaskClient) -> None:
+    for parent in ("nope", "orphan"):
+        response = client.put("/v1/jobs", json={"Job": minimal_job("orphan", ParentID=parent)})
+        assert response.status_code == 400, response.json
+        assert response.json["errors"][0]["field"] == "Job.ParentID"
+
+
+def test_a_child_registered_while_job_gc_runs_keeps_its_parent(client: FlaskClient, pg: Conn, engine: Engine) -> None:
+    """The child's registration is still open (uncommitted, invisible to GC) while a forced job
+    GC runs. The parent must survive: GC skips it (the child key-shares it) instead of deleting
+    it under the child."""
+    register(client, "nightly", Type="batch", Periodic={"Spec": "0 3 * * *"})
+    assert client.delete("/v1/job/nightly").status_code == 200
+    sessions = make_sessionmaker(engine)
+    finished = threading.Event()
+
+    def job_gc() -> None:
+        try:
+            collect(engine, "job-gc", gc.Thresholds.forced())
+        finally:
+            finished.set()
+
+    with transaction(sessions) as registrar:
+        child = minimal_job("nightly/periodic-1", Type="batch", ParentID="nightly")
+        register_job(registrar, normalize_job(child), RegisterOptions())
+        collector = threading.Thread(target=job_gc)
+        collector.start()
+        # Without the parent's key-share, GC deletes it and then waits for the state index,
+        # which this open registration holds: either way, go on once GC is done or stuck.
+        wait_for(lambda: finished.is_set() or count(pg, "jobs", "id = 'nightly'") == 0, timeout=30)
+    collector.join(timeout=30)
+    assert finished.is_set()
+    assert count(pg, "jobs", "id = 'nightly'") == 1
+    assert count(pg, "jobs", "parent_id = 'nightly'") == 1
+    assert orphans(pg) == []
+
+
+# --- The run log ---------------------------------------------------------------------------
+
+
+def test_a_run_left_running_by_a_dead_worker_is_marked_interrupted(pg: Conn, engine: Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        dead = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+    assert dead is not None
+    with transaction(sessions) as session:  # a worker started it, then died
+        gc._start_run(session, gc.load_core_eval(session, dead, DEFAULTS), "dead-worker")
+    pg.execute("UPDATE evaluations SET status = 'failed' WHERE id = %s", (dead,))  # as the lease reaper does
+    with transaction(sessions) as session:
+        later = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+    assert later is not None
+    gc.run_core_eval(sessions, later, "worker", 100, DEFAULTS)
+    runs = pg.execute("SELECT eval_id, status FROM gc_runs ORDER BY id").fetchall()
+    assert [(str(e), s) for e, s in runs] == [(str(dead), "interrupted"), (str(later), "complete")]
+    assert orphans(pg) == []
+
+
+def test_a_core_eval_without_thresholds_applies_the_configured_ones(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    old, young = register(client, "old"), register(client, "young")
+    finish_eval(pg, old, hours_ago=2)
+    finish_eval(pg, young, hours_ago=0.5)
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        eval_id = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+    pg.execute("UPDATE evaluations SET core_params = NULL WHERE id = %s", (eval_id,))
+    assert eval_id is not None
+    gc.run_core_eval(sessions, eval_id, "worker", 100, DEFAULTS)
+    assert count(pg, "evaluations", f"id = '{old}'") == 0
+    assert count(pg, "evaluations", f"id = '{young}'") == 1  # not the forced zero thresholds
+
+
+def global_index(pg: Conn) -> int:
+    row = pg.execute("SELECT value FROM state_index WHERE name = '_global'").fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_an_idle_tick_takes_no_index(pg: Conn, engine: Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with transaction(sessions) as session:
+        queued = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+    assert queued is not None
+    before = global_index(pg)
+    with transaction(sessions) as session:
+        assert gc.enqueue_core(session, "eval-gc", DEFAULTS) is None  # already queued: writes nothing
+    report = gc.run_core_eval(sessions, queued, "worker", 100, DEFAULTS)  # nothing to collect
+    assert not report.removed
+    assert global_index(pg) == before
+    assert pg.execute("SELECT status FROM gc_runs").fetchall() == [("complete",)]
+
+
+def test_preempted_allocation_ids_are_history_once_the_victims_are_collected(
+    client: FlaskClient, pg: Conn, engine: Engine
+) -> None:
+    """A live preemptor keeps the ids of the allocations it evicted after GC removed them, as
+    Nomad's PreemptedAllocations does; GC never rewrites live allocations."""
+    eval_id = register(client)
+    node = insert_node(pg)
+    victim, preemptor = insert_allocation(pg, node, eval_id), insert_allocation(pg, node, eval_id)
+    stop_alloc(pg, victim)
+    pg.execute("UPDATE allocations SET desired_status = 'evict' WHERE id = %s", (victim,))
+    pg.execute("UPDATE allocations SET preempted_allocations = ARRAY[%s::uuid] WHERE id = %s", (victim, preemptor))
+    finish_eval(pg, eval_id, hours_ago=2)
+    age_allocs(pg, 2, a=victim)
+    collect(engine, "eval-gc")
+    assert count(pg, "allocations", f"id = '{victim}'") == 0
+    kept = pg.execute("SELECT preempted_allocations FROM allocations WHERE id = %s", (preemptor,)).fetchone()
+    assert kept is not None and [str(v) for v in kept[0]] == [victim]  # type: ignore[attr-defined]
+    assert orphans(pg) == []
+
+
+# --- The forced-GC API: every waiter gets its answer -------------------------------------
+
+
+@contextmanager
+def api(database_url: str, **settings: Any) -> Iterator[Flask]:
+    app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5, **settings), database_url)
+    try:
+        yield app
+    finally:
+        app.extensions["corral"].watcher.stop()
+        app.extensions["corral"].engine.dispose()
+
+
+class Waiter(threading.Thread):
+    """PUT /v1/system/gc from its own thread (it blocks until the collection ends)."""
+
+    def __init__(self, app: Flask) -> None:
+        super().__init__(daemon=True)
+        self.app = app
+        self.status = 0
+        self.body: Any = None
+
+    def run(self) -> None:
+        response = self.app.test_client().put("/v1/system/gc")
+        self.status, self.body = response.status_code, response.json
+
+    def answer(self) -> tuple[int, Any]:
+        self.join(timeout=60)
+        assert not self.is_alive(), "no answer"
+        return self.status, self.body
+
+
+def forced_evals(pg: Conn, where: str = "true") -> int:
+    return count(pg, "evaluations", f"job_id = 'force-gc' AND {where}")
+
+
+def test_two_forced_gcs_at_once_both_answer_when_one_collects_the_others_evaluation(
+    database_url: str, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both waiters look only after both runs are over, and the second run (thresholds zero)
+    collected the first one's finished evaluation: the first waiter must still find its run."""
+    from app.api import system
+
+    both_ran = threading.Event()
+    wait_for_run = system._wait_for_run
+
+    def late(eval_id: uuid.UUID, deadline: float) -> tuple[Any, int]:
+        both_ran.wait(60)
+        return wait_for_run(eval_id, deadline)
+
+    monkeypatch.setattr(system, "_wait_for_run", late)
+    with api(database_url, force_gc_wait_s=15) as app:
+        first = Waiter(app)
+        first.start()
+        assert wait_for(lambda: forced_evals(pg) == 1)
+        second = Waiter(app)
+        second.start()
+        assert wait_for(lambda: forced_evals(pg) == 2)
+        with core_worker(database_url):
+            assert wait_for(lambda: forced_evals(pg, "status = 'pending'") == 0)
+        assert forced_evals(pg) == 1  # the race happened: the first evaluation is gone
+        both_ran.set()
+        answers = [first.answer(), second.answer()]
+    assert [status for status, _ in answers] == [200, 200], answers
+    assert [body["Status"] for _, body in answers] == ["complete", "complete"]
+    assert answers[0][1]["ID"] != answers[1][1]["ID"]
+
+
+def test_forced_gc_still_running_at_the_deadline_answers_504_naming_what_to_do(database_url: str) -> None:
+    with api(database_url, force_gc_wait_s=0.5) as app:  # and no worker: it never runs
+        response = app.test_client().put("/v1/system/gc")
+    assert response.status_code == 504, response.json
+    detail = response.json["detail"]
+    assert "still running" in detail and "corral system gc-runs" in detail
+
+
+def test_forced_gc_that_fails_answers_500_with_the_error(
+    database_url: str, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: gc.Collector, kind: str) -> gc.Report:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(gc.Collector, "run", broken)
+    with api(database_url, force_gc_wait_s=60) as app:
+        waiter = Waiter(app)
+        waiter.start()
+        assert wait_for(lambda: forced_evals(pg) == 1)
+        # Its last allowed delivery: the worker's nack fails the evaluation.
+        pg.execute("UPDATE evaluations SET delivery_count = 2 WHERE job_id = 'force-gc'")
+        with core_worker(database_url):
+            status, body = waiter.answer()
+    assert status == 500, body
+    assert "disk on fire" in body["detail"] and "failed" in body["detail"]
+    assert forced_evals(pg, "status = 'failed'") == 1
+
+
+def test_forced_gc_whose_worker_died_answers_500_once_its_evaluation_failed(database_url: str, pg: Conn) -> None:
+    with api(database_url, force_gc_wait_s=60) as app:
+        waiter = Waiter(app)
+        waiter.start()
+        assert wait_for(lambda: forced_evals(pg) == 1)
+        row = pg.execute("SELECT id FROM evaluations WHERE job_id = 'force-gc'").fetchone()
+        assert row is not None
+        eval_id = uuid.UUID(str(row[0]))
+        engine = make_engine(database_url, "test")
+        try:
+            with transaction(make_sessionmaker(engine)) as session:  # a worker started it, then died
+                gc._start_run(session, gc.load_core_eval(session, eval_id, DEFAULTS), "dead-worker")
+        finally:
+            engine.dispose()
+        # The lease reaper fails it on its last delivery.
+        pg.execute("UPDATE evaluations SET status = 'failed' WHERE id = %s", (eval_id,))
+        pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'evaluations')")
+        status, body = waiter.answer()
+    assert status == 500, body
+    assert "interrupted" in body["detail"]

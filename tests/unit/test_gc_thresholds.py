@@ -38,3 +38,9 @@ def test_defaults_are_nomads() -> None:
 def test_forced_gc_ignores_thresholds_and_collects_nodes_last() -> None:
     assert Thresholds.forced().to_json() == dict.fromkeys(("eval", "batch_eval", "job", "node", "deployment"), 0)
     assert FORCED_ORDER[-1] == "node-gc" and set(FORCED_ORDER) == set(SCHEDULED)
+
+
+def test_a_core_evaluation_without_thresholds_gets_the_configured_ones_never_zero() -> None:
+    configured = Thresholds.from_settings(Settings())
+    assert Thresholds.from_params(None, configured) == configured
+    assert Thresholds.from_params(Thresholds.forced().to_json(), configured) == Thresholds.forced()
