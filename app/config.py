@@ -51,7 +51,7 @@ class Settings(BaseSettings):
         default=3600.0, ge=0, description="Age of a finished deployment before GC."
     )
     gc_batch_size: int = Field(
-        default=2000,
+        default=1000,
         ge=1,
         le=50000,
         description="Most rows GC deletes in one transaction (eval, deployment and node GC: parent rows).",

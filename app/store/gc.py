@@ -318,9 +318,6 @@ class Collector:
         def timed(session: Session, limit: int) -> dict[str, int]:
             nonlocal started
             started = time.monotonic()
-            # A GC commit lost in a crash is redone by the next run: no need to make other
-            # writers' commits queue behind this batch's WAL flush.
-            session.execute(text("SET LOCAL synchronous_commit = off"))
             return step(session, limit)
 
         counts = self._transaction(timed)
