@@ -10,7 +10,7 @@ WHERE j.periodic AND NOT j.stop AND j.purged_at IS NULL
 ORDER BY j.namespace, j.id;
 
 -- name: claim_periodic_launch
--- Take the launch at :launch_time unless that time or a later one was already taken. The
+-- Take the launch at the given time unless that time or a later one was already taken. The
 -- conflict path waits for the row lock of a concurrent leader and then re-checks: whoever
 -- comes second gets no row back, so the same time is never launched twice.
 INSERT INTO periodic_launches (namespace, job_id, launch_time, skipped, create_index, modify_index)
@@ -21,7 +21,7 @@ WHERE periodic_launches.launch_time < EXCLUDED.launch_time
 RETURNING launch_time;
 
 -- name: record_forced_launch
--- A forced launch (POST /v1/job/:id/periodic/force) moves the record forward to its time if it
+-- A forced launch (the periodic/force endpoint) moves the record forward to its time if it
 -- is later, and always locks the row, so it is serialized with the leader's launches.
 INSERT INTO periodic_launches (namespace, job_id, launch_time, skipped, create_index, modify_index)
 VALUES (:namespace, :job_id, :launch_time, false, :index, :index)
