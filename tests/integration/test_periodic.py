@@ -12,7 +12,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.store.periodic import launch_due
+from app.store.index import next_index
+from app.store.periodic import LAUNCH_TABLES, _launch, launch_due
 from tests.integration.conftest import minimal_job
 from tests.integration.fixtures import Conn
 
@@ -98,6 +99,10 @@ def test_a_launched_time_is_never_launched_again_even_once_its_child_is_gone(
     pg.execute("DELETE FROM job_versions WHERE job_id LIKE 'nightly/%%'")
     pg.execute("DELETE FROM jobs WHERE parent_id = 'nightly'")  # as job GC would
     assert tick(engine, launch) == 0
+    # Even a leader that read the record before that launch (a stale reader) cannot make it again.
+    with Session(engine) as session, session.begin():
+        index = next_index(session, LAUNCH_TABLES)
+        assert _launch(session, "default", "nightly", launch, index, forced=False) is None
     assert children(pg) == []
 
 
