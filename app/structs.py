@@ -176,6 +176,8 @@ class Job:
     version: int = 0
     job_modify_index: int = 0
     create_index: int = 0
+    # A periodic or parameterized parent: it only launches child jobs and never runs anything.
+    launches_children: bool = False
 
     @classmethod
     def from_spec(
@@ -199,6 +201,7 @@ class Job:
             version=version,
             job_modify_index=job_modify_index,
             create_index=create_index,
+            launches_children=launches_children(spec),
         )
 
     def group(self, name: str) -> TaskGroup | None:
@@ -523,3 +526,11 @@ class PlanResult:
     @property
     def partial(self) -> bool:
         return self.refresh_index != 0
+
+
+def launches_children(spec: Mapping[str, Any]) -> bool:
+    """Nomad's IsPeriodic() or IsParameterized(): a periodic block (enabled or not), or a
+    parameterized block on a job that was not itself dispatched."""
+    if spec.get("Periodic") is not None:
+        return True
+    return spec.get("ParameterizedJob") is not None and not spec.get("Dispatched", False)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import make_engine
-from app.store import broker, gc, node_duties
+from app.store import broker, gc, node_duties, periodic
 from app.store.leadership import Leadership
 from app.store.sql import query
 
@@ -27,6 +27,8 @@ DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
     "reap-failed-evaluations": (5.0, broker.reap_over_limit),
     "sweep-max-plan-blocked": (60.0, broker.sweep_max_plan_blocked),
     "node-lifecycle": (1.0, node_duties.node_lifecycle),
+    # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
+    "periodic-launch": (1.0, periodic.launch_due),
 }
 
 

@@ -93,9 +93,9 @@ def applier() -> None:
 @main.command()
 def leader() -> None:
     """Run the leader's periodic duties (failed-evaluation follow-ups, the blocked-evaluation
-    sweep, node heartbeat expiry, disconnect windows and drains, and one garbage-collection core
-    evaluation per collector on its CORRAL_*_GC_INTERVAL_S). Start two or more; one holds the role
-    and the others stand by."""
+    sweep, node heartbeat expiry, disconnect windows and drains, periodic job launches every
+    second, and one garbage-collection core evaluation per collector on its
+    CORRAL_*_GC_INTERVAL_S). Start two or more; one holds the role and the others stand by."""
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 

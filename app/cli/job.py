@@ -1,11 +1,12 @@
-"""`corral job plan` and `corral job run`, through the REST API."""
+"""`corral job plan`, `run`, `dispatch` and `periodic force`, through the REST API."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import quote
 
 import click
@@ -18,7 +19,7 @@ PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for 
 
 @click.group()
 def job() -> None:
-    """Plan and run jobs on a corral server (CORRAL_ADDR, else NOMAD_ADDR, default
+    """Plan, run, dispatch and force-launch jobs on a corral server (CORRAL_ADDR, else NOMAD_ADDR, default
     http://127.0.0.1:4646). FILE is a Nomad HCL2 job file or Nomad API JSON (a job, or
     {"Job": {...}})."""
 
@@ -92,3 +93,63 @@ def run(file: str, check_index: int | None) -> None:
     if response.get("EvalID"):
         click.echo(f"Evaluation ID: {response['EvalID']}")
     click.echo(f"Job Modify Index: {response.get('JobModifyIndex', 0)}")
+
+
+def _job_path(job_id: str, action: str) -> str:
+    return f"/v1/job/{quote(job_id, safe='')}/{action}"
+
+
+@job.group()
+def periodic() -> None:
+    """Periodic jobs (a `periodic` block with `cron` or `crons`): the leader launches a child
+    job <JOB>/periodic-<unix time> at each scheduled time."""
+
+
+@periodic.command()
+@click.argument("job_id", metavar="JOB")
+def force(job_id: str) -> None:
+    """Launch the periodic job JOB now, whatever its schedule and prohibit_overlap say, and
+    print the evaluation of the child job it creates."""
+    response = http.post(_job_path(job_id, "periodic/force"), {})
+    click.echo(f"Evaluation ID: {response['EvalID']}")
+
+
+def _meta_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected key=value, got {value!r}", ctx=ctx, param=param)
+        meta[key] = text
+    return meta
+
+
+@job.command()
+@click.option(
+    "-meta",
+    "--meta",
+    "meta",
+    multiple=True,
+    callback=_meta_pairs,
+    metavar="KEY=VALUE",
+    help="Meta for the dispatched job; repeat for several keys. Every key must be in the job's "
+    "meta_required or meta_optional, and every meta_required key must be given.",
+)
+@click.option(
+    "-payload-file",
+    "--payload-file",
+    "payload_file",
+    type=click.File("rb"),
+    help="File whose contents are the payload (at most 16 KiB; '-' reads standard input). "
+    "Required or forbidden by the job's parameterized payload setting.",
+)
+@click.argument("job_id", metavar="JOB")
+def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None) -> None:
+    """Dispatch the parameterized job JOB: create the child job <JOB>/dispatch-<unix time>-<8
+    hex> with the given meta and payload, and print it with its evaluation."""
+    body: dict[str, Any] = {"Meta": meta}
+    if payload_file is not None:
+        body["Payload"] = base64.b64encode(payload_file.read()).decode()
+    response = http.post(_job_path(job_id, "dispatch"), body)
+    click.echo(f"Dispatched Job ID = {response['DispatchedJobID']}")
+    click.echo(f"Evaluation ID     = {response['EvalID']}")

@@ -1,10 +1,12 @@
-"""Rules for periodic (cron-launched) jobs."""
+"""Rules for periodic (cron-launched) jobs. Five fields start with the minute, six with the
+second; croniter (app.cron) has the last word on each field."""
 
 from __future__ import annotations
 
 import re
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from app.cron import cron_problem
 from app.jobspec.checks import Problems, one_of
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import PeriodicConfig
@@ -41,9 +43,11 @@ def _check_cron(spec: str, path: str) -> Problems:
     if len(fields) not in _CRON_FIELD_COUNTS:
         yield FieldError(path, f"must be a cron expression with 5 or 6 fields, got {len(fields)} in {quote(spec)}")
         return
-    for field in fields:
-        if not _CRON_FIELD.fullmatch(field):
-            yield FieldError(path, f"has invalid characters in cron field {quote(field)}")
+    bad = [field for field in fields if not _CRON_FIELD.fullmatch(field)]
+    for field in bad:
+        yield FieldError(path, f"has invalid characters in cron field {quote(field)}")
+    if not bad and (problem := cron_problem(spec)) is not None:
+        yield FieldError(path, f"is not a valid cron expression: {problem}")
 
 
 def _is_time_zone(name: str) -> bool:

@@ -41,6 +41,10 @@ class Job(Base):
             "id",
             postgresql_where=text("stop OR purged_at IS NOT NULL OR type IN ('batch', 'sysbatch')"),
         ),
+        # The periodic parents the leader reads every second (app/store/periodic.py).
+        Index(
+            "ix_jobs_periodic", "namespace", "id", postgresql_where=text("periodic AND NOT stop AND purged_at IS NULL")
+        ),
         # A parent outlives its children: job GC cannot delete it under a child being registered.
         ForeignKeyConstraint(["namespace", "parent_id"], ["jobs.namespace", "jobs.id"]),
         {"comment": "Jobs: the desired state users submit. spec holds the current Nomad job JSON."},
@@ -78,7 +82,10 @@ class Job(Base):
         comment="Parent periodic or parameterized job of a launched child (foreign key: a parent "
         "outlives its children)."
     )
-    periodic: Mapped[bool] = mapped_column(comment="True when the job has an enabled periodic block.")
+    periodic: Mapped[bool] = mapped_column(
+        comment="True when the job has a periodic block (enabled or not): it launches children "
+        "and is never placed itself."
+    )
     parameterized: Mapped[bool] = mapped_column(comment="True when the job is a parameterized template.")
     dispatched: Mapped[bool] = mapped_column(comment="True for a child dispatched from a parameterized job.")
     all_at_once: Mapped[bool] = mapped_column(comment="Plans must be applied whole or not at all.")
@@ -121,6 +128,13 @@ class PeriodicLaunch(Base):
 
     namespace: Mapped[str] = mapped_column(primary_key=True, comment="Namespace of the periodic job.")
     job_id: Mapped[str] = mapped_column(primary_key=True, comment="The periodic parent job.")
-    launch_time: Mapped[datetime] = mapped_column(comment="Scheduled time of the last launch.")
+    launch_time: Mapped[datetime] = mapped_column(
+        comment="Scheduled time of the last launch the leader dealt with (launched, or skipped). It "
+        "only moves forward, so no time is ever launched twice, whichever leader tries."
+    )
+    skipped: Mapped[bool] = mapped_column(
+        server_default=text("false"),
+        comment="True when the launch at launch_time was skipped: prohibit_overlap and a child still running.",
+    )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()

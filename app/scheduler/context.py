@@ -64,10 +64,11 @@ class Pass:
     def stop_unwanted(self) -> dict[str, list[Allocation]] | None:
         """Stop what the job no longer wants, the same for every scheduler type: everything when
         the job is missing or stopped (then None), else the allocations of removed groups.
+        A periodic or parameterized parent places nothing either: its children do the work.
         Returns the job's allocations by group."""
         job = self.snapshot.job
-        if job is None or job.stop:
-            reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED
+        if job is None or job.stop or job.launches_children:
+            reason = reasons.JOB_MISSING if job is None else reasons.JOB_STOPPED if job.stop else reasons.LAUNCHER
             self.apply_stops(stop_all(self.snapshot.allocations, self.nodes, reason))
             return None
         by_group: dict[str, list[Allocation]] = defaultdict(list)

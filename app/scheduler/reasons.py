@@ -3,6 +3,7 @@
 NOT_NEEDED = "alloc not needed due to job update"
 JOB_STOPPED = "alloc not needed since job was stopped"
 JOB_MISSING = "alloc not needed since job was deregistered"
+LAUNCHER = "alloc not needed since the job only launches periodic or dispatched children"
 LOST = "alloc is lost since its node is down"
 MIGRATING = "alloc is being migrated"
 RESCHEDULED = "alloc was rescheduled because it failed"

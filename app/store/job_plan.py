@@ -14,7 +14,7 @@ from app.scheduler.annotate import DesiredUpdates, desired_updates
 from app.store.jobs import SERVER_FIELDS
 from app.store.snapshot import read_snapshot
 from app.store.sql import query
-from app.structs import Allocation, Evaluation, Job, Plan, SchedulerResult, Snapshot
+from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,8 @@ def dry_run(engine: Engine, spec: dict[str, Any], now_ns: int) -> DryRun:
             annotate_plan=True,
         )
         snapshot = read_snapshot(conn, evaluation, candidate=candidate)
-    if _launches_children_only(spec):  # the parent runs nothing itself, as at registration
-        result = SchedulerResult(plan=Plan(evaluation.id, candidate.priority, snapshot.index))
-    else:
-        result = process(evaluation, snapshot, now_ns=now_ns)
+    # A periodic or parameterized parent places nothing: the scheduler treats it as a launcher.
+    result = process(evaluation, snapshot, now_ns=now_ns)
     return DryRun(
         snapshot=snapshot,
         result=result,
@@ -65,12 +63,6 @@ def dry_run(engine: Engine, spec: dict[str, Any], now_ns: int) -> DryRun:
         job_modify_index=job_modify_index,
         preempted=_victims(snapshot, result),
     )
-
-
-def _launches_children_only(spec: dict[str, Any]) -> bool:
-    periodic = bool((spec.get("Periodic") or {}).get("Enabled"))
-    parameterized = spec.get("ParameterizedJob") is not None and not spec.get("Dispatched", False)
-    return periodic or parameterized
 
 
 def _victims(snapshot: Snapshot, result: SchedulerResult) -> tuple[Allocation, ...]:

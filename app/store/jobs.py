@@ -18,6 +18,7 @@ from app.models import Allocation, Job, JobVersion, Namespace, NodePool, Schedul
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 from app.store.sql import query
+from app.structs import launches_children
 
 TRACKED_VERSIONS = 6
 
@@ -65,8 +66,13 @@ def register_job(session: Session, spec: dict[str, Any], options: RegisterOption
     if live is not None and options.preserve_counts:
         spec = _preserve_counts(spec, live.spec)
     job = _upsert_job(session, existing, spec, index)
-    if job.periodic or (job.parameterized and not job.dispatched):
-        return WriteResult(None, 0, job.job_modify_index, index)
+    if launches_children(job.spec):
+        # A periodic or parameterized parent places nothing, so it needs no evaluation, unless
+        # it ran something before it became one: then the evaluation stops that.
+        if periodic_active(job):
+            _init_periodic_launch(session, job, index)
+        if not _has_live_allocations(session, job):
+            return WriteResult(None, 0, job.job_modify_index, index)
     evaluation = insert_eval(
         session,
         EvalRequest(
@@ -80,6 +86,31 @@ def register_job(session: Session, spec: dict[str, Any], options: RegisterOption
         index,
     )
     return WriteResult(evaluation.id, index, job.job_modify_index, index)
+
+
+def periodic_active(job: Job) -> bool:
+    """Nomad's IsPeriodicActive: a periodic block that is enabled, on a job not stopped."""
+    periodic = job.spec.get("Periodic")
+    return isinstance(periodic, dict) and bool(periodic.get("Enabled", True)) and not job.stop and job.purged_at is None
+
+
+def _init_periodic_launch(session: Session, job: Job, index: int) -> None:
+    params = {"namespace": job.namespace, "job_id": job.id, "launch_time": job.submit_time, "index": index}
+    session.execute(query("init_periodic_launch"), params)
+
+
+def insert_child(session: Session, spec: dict[str, Any], index: int) -> Job:
+    """A launched child (periodic or dispatched) that does not exist yet, with its version 0.
+    The caller holds a key-share lock on the parent and adds the child's evaluation."""
+    return _upsert_job(session, None, spec, index)
+
+
+def derive_child(parent: Job, child_id: str, **fields: Any) -> dict[str, Any]:
+    """The specification of a child of `parent`: the parent's, named `child_id` (ID and Name,
+    as Nomad derives them), with ParentID set and `fields` on top."""
+    spec = {k: v for k, v in copy.deepcopy(parent.spec).items() if k not in SERVER_FIELDS}
+    spec.update(ID=child_id, Name=child_id, ParentID=parent.id, **fields)
+    return spec
 
 
 def _check_registration_allowed(session: Session) -> None:
@@ -186,7 +217,7 @@ def _apply_spec(job: Job, spec: dict[str, Any], *, version: int, index: int, now
     job.datacenters = list(spec.get("Datacenters") or [])
     job.node_pool = spec["NodePool"]
     job.parent_id = spec.get("ParentID") or None
-    job.periodic = bool((spec.get("Periodic") or {}).get("Enabled"))
+    job.periodic = spec.get("Periodic") is not None
     job.parameterized = spec.get("ParameterizedJob") is not None
     job.dispatched = bool(spec.get("Dispatched", False))
     job.all_at_once = bool(spec.get("AllAtOnce", False))
@@ -248,9 +279,10 @@ def deregister_job(
     job.modify_index = index
     if purge:
         job.purged_at = now
-    if not _has_live_allocations(session, job):
+    live = _has_live_allocations(session, job)
+    if not live:
         job.status, job.status_updated_at = "dead", now
-    if job.periodic or (job.parameterized and not job.dispatched):
+    if launches_children(job.spec) and not live:
         return WriteResult(None, 0, job.job_modify_index, index)
     evaluation = insert_eval(
         session,

@@ -43,6 +43,8 @@ def test_several_specs_and_time_zones_are_accepted() -> None:
         ),
         (periodic(Spec="* * * * * * *"), "Job.Periodic.Spec", "must be a cron expression with 5 or 6 fields, got 7"),
         (periodic(Spec="* * * * $"), "Job.Periodic.Spec", 'has invalid characters in cron field "$"'),
+        (periodic(Spec="61 * * * *"), "Job.Periodic.Spec", "is not a valid cron expression"),
+        (periodic(Specs=["@daily", "0 0 32 * *"]), "Job.Periodic.Specs[1]", "is not a valid cron expression"),
         (
             periodic(Specs=["* * * * *", "nope"]),
             "Job.Periodic.Specs[1]",

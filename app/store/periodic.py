@@ -1,0 +1,135 @@
+"""Periodic launches: the leader's tick and the forced launch. Each launch commits the child job
+`<parent>/periodic-<unix time>`, its `periodic-job` evaluation and the parent's launch record
+together. The record only moves forward (a conditional upsert that waits on the row lock), so
+the same time is never launched twice, even by two leaders at once."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfoNotFoundError
+
+import structlog
+from croniter import CroniterError
+from sqlalchemy.orm import Session
+
+from app.cron import due_launch
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Job
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
+from app.store.jobs import derive_child, insert_child, periodic_active
+from app.store.sql import query
+
+log = structlog.get_logger(__name__)
+LAUNCH_TABLES = ["jobs", "evaluations"]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch: the child and its evaluation, or neither when it was skipped."""
+
+    parent_id: str
+    launch_time: datetime
+    child_id: str | None
+    eval_id: uuid.UUID | None
+    index: int
+
+
+def child_id(parent_id: str, launch_time: datetime) -> str:
+    return f"{parent_id}/periodic-{int(launch_time.timestamp())}"
+
+
+def launch_due(session: Session, now: datetime | None = None) -> int:
+    """The leader's duty: launch every periodic job whose most recent scheduled time is past its
+    last launch. After a leader change (or any gap) only that most recent time is launched, once.
+    Returns the number of children launched; writes nothing when nothing is due."""
+    now = now or datetime.now(UTC)
+    due: list[tuple[str, str, datetime]] = []
+    for row in session.execute(query("periodic_parents")).mappings():
+        try:
+            at = due_launch(row["periodic"], row["last_launch"], now)
+        except (CroniterError, ZoneInfoNotFoundError, ValueError, KeyError) as err:
+            log.warning(
+                "periodic job has an unusable schedule", job=row["id"], namespace=row["namespace"], error=str(err)
+            )
+            continue
+        if at is not None:
+            due.append((row["namespace"], row["id"], at))
+    if not due:
+        return 0
+    index = next_index(session, LAUNCH_TABLES)
+    launched = 0
+    for namespace, job_id, at in due:
+        result = _launch(session, namespace, job_id, at, index, forced=False)
+        if result is not None and result.child_id is not None:
+            launched += 1
+            log.info("periodic launch", job=job_id, namespace=namespace, child=result.child_id, at=at.isoformat())
+    return launched
+
+
+def force_launch(session: Session, namespace: str, job_id: str, now: datetime | None = None) -> Launch:
+    """POST /v1/job/:id/periodic/force: launch now, whatever the schedule and prohibit_overlap
+    say (as Nomad's Periodic.Force)."""
+    index = next_index(session, LAUNCH_TABLES)
+    at = (now or datetime.now(UTC)).replace(microsecond=0)
+    result = _launch(session, namespace, job_id, at, index, forced=True)
+    assert result is not None and result.child_id is not None  # a forced launch raises instead
+    return result
+
+
+def _launch(session: Session, namespace: str, job_id: str, at: datetime, index: int, *, forced: bool) -> Launch | None:
+    # Key-share the parent: job GC locks it FOR UPDATE SKIP LOCKED before deleting, so it is
+    # either ours for the transaction or already gone (then there is nothing to launch).
+    parent = session.get(Job, (namespace, job_id), with_for_update={"key_share": True}, populate_existing=True)
+    if parent is None or parent.purged_at is not None:
+        if forced:
+            raise NotFound.of("JobID", f"job {job_id!r} not found in namespace {namespace!r}")
+        return None
+    if not periodic_active(parent):
+        if forced:
+            raise InvalidInput.of("JobID", _not_launchable(parent))
+        return None
+    params: dict[str, Any] = {"namespace": namespace, "job_id": job_id, "launch_time": at, "index": index}
+    claimed = session.execute(query("record_forced_launch" if forced else "claim_periodic_launch"), params).first()
+    if claimed is None:
+        return None  # another leader launched this time (or a later one) first
+    if not forced and parent.spec["Periodic"].get("ProhibitOverlap") and _running_children(session, parent):
+        session.execute(query("mark_launch_skipped"), params)
+        log.info("periodic launch skipped: a child still runs (prohibit_overlap)", job=job_id, at=at.isoformat())
+        return Launch(job_id, at, None, None, index)
+    name = child_id(job_id, at)
+    if session.get(Job, (namespace, name)) is not None:
+        if forced:
+            raise Conflict.of("JobID", f"job {name!r} already exists: a launch at this second was made; try again")
+        return None
+    child = insert_child(session, derive_child(parent, name, Periodic=None), index)
+    evaluation = insert_eval(
+        session,
+        EvalRequest(
+            namespace=namespace,
+            job_id=child.id,
+            job_type=child.type,
+            priority=child.priority,
+            triggered_by="periodic-job",
+            job_modify_index=child.job_modify_index,
+        ),
+        index,
+    )
+    session.flush()
+    return Launch(job_id, at, child.id, evaluation.id, index)
+
+
+def _running_children(session: Session, parent: Job) -> bool:
+    params = {"namespace": parent.namespace, "job_id": parent.id}
+    return bool(session.execute(query("periodic_running_children"), params).scalar_one())
+
+
+def _not_launchable(job: Job) -> str:
+    if job.spec.get("Periodic") is None:
+        return f"job {job.id!r} is not periodic"
+    if job.stop:
+        return f"job {job.id!r} is stopped"
+    return f"job {job.id!r} has its periodic launches disabled (Periodic.Enabled is false)"
