@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     force_gc_wait_s: float = Field(
         default=600.0, gt=0, description="How long PUT /v1/system/gc waits for the collection to finish."
     )
+    job_max_versions: int = Field(
+        default=6,
+        ge=1,
+        description="Versions kept per job (Nomad's job_tracked_versions); older untagged ones are pruned "
+        "on each new version unless an allocation still runs them.",
+    )
     heartbeat_min_ttl_s: float = Field(
         default=10.0, gt=0, description="Shortest heartbeat TTL handed to a client (Nomad's min_heartbeat_ttl)."
     )

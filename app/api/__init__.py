@@ -7,7 +7,21 @@ from typing import Any
 from flask import Flask, Response
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.api import agent, allocs, client, errors, evals, job_plan, jobs, nodes, operator, periodic, system
+from app.api import (
+    agent,
+    allocs,
+    client,
+    errors,
+    evals,
+    job_plan,
+    job_scale,
+    job_versions,
+    jobs,
+    nodes,
+    operator,
+    periodic,
+    system,
+)
 from app.api.context import state
 from app.api.params import path_value
 from app.store.index import current_index
@@ -17,7 +31,20 @@ PATH_FIELDS = {"job_id": "JobID", "node_id": "NodeID", "eval_id": "EvalID", "all
 
 
 def register(app: Flask) -> None:
-    for module in (agent, job_plan, periodic, jobs, evals, allocs, nodes, operator, system, client):
+    for module in (
+        agent,
+        job_plan,
+        periodic,
+        job_scale,
+        job_versions,
+        jobs,
+        evals,
+        allocs,
+        nodes,
+        operator,
+        system,
+        client,
+    ):
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.url_value_preprocessor(_check_path_values)
     errors.install(app)

@@ -1,4 +1,4 @@
-"""/v1/allocations and /v1/allocation/:id."""
+"""/v1/allocations, /v1/allocation/:id and /v1/allocation/:id/stop."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from flask import Blueprint, Response
 
 from app.api import encode
-from app.api.context import read, respond
-from app.api.params import id_prefix_arg, namespace, no_filter, uuid_value
+from app.api.context import read, respond, write
+from app.api.params import bool_arg, id_prefix_arg, namespace, no_filter, uuid_value
 from app.models import JobVersion
 from app.store import allocs as store
 
@@ -34,3 +34,13 @@ def get_allocation(alloc_id: str) -> Response:
 
     body, index = read(["allocations"], fetch)
     return respond(body, index)
+
+
+@bp.route("/allocation/<alloc_id>/stop", methods=["PUT", "POST"])
+def stop_allocation(alloc_id: str) -> Response:
+    """Nomad's alloc stop: the allocation is marked to migrate and an alloc-stop evaluation
+    stops it and places a replacement. `no_shutdown_delay` is accepted and ignored."""
+    key = uuid_value(alloc_id, "AllocID")
+    bool_arg("no_shutdown_delay")
+    eval_id, index = write(lambda s: store.stop_allocation(s, key))
+    return respond({"EvalID": encode.ident(eval_id), "Index": index}, index)

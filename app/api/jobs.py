@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, Response
 
 from app.api import encode
-from app.api.context import read, respond, write
+from app.api.context import read, respond, state, write
 from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
@@ -102,7 +102,11 @@ def _register_options(body: dict[str, Any]) -> store.RegisterOptions:
     if problems:
         raise InvalidInput(problems)
     return store.RegisterOptions(
-        enforce_index=enforce, job_modify_index=modify_index, eval_priority=priority, preserve_counts=preserve
+        enforce_index=enforce,
+        job_modify_index=modify_index,
+        eval_priority=priority,
+        preserve_counts=preserve,
+        max_versions=state().settings.job_max_versions,
     )
 
 
@@ -137,7 +141,10 @@ def deregister(job_id: str) -> Response:
     eval_priority = integer_arg("eval_priority", minimum=1)
     if eval_priority is not None and eval_priority > 100:
         raise InvalidInput.of("eval_priority", f"must be between 1 and 100, got {eval_priority}")
-    result = write(lambda s: store.deregister_job(s, ns, job_id, purge=purge, eval_priority=eval_priority))
+    keep = state().settings.job_max_versions
+    result = write(
+        lambda s: store.deregister_job(s, ns, job_id, purge=purge, eval_priority=eval_priority, max_versions=keep)
+    )
     return respond(
         {
             "EvalID": encode.ident(result.eval_id),

@@ -119,6 +119,7 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
         raise click.ClickException(str(err)) from err
 
 
+from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.job import job  # noqa: E402
@@ -133,6 +134,7 @@ main.add_command(system)
 main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
+main.add_command(alloc)
 
 if __name__ == "__main__":
     main()

@@ -1,10 +1,12 @@
-"""`corral job plan`, `run`, `dispatch` and `periodic force`, through the REST API."""
+"""`corral job plan`, `run`, `scale`, `history`, `revert`, `dispatch` and `periodic force`,
+through the REST API."""
 
 from __future__ import annotations
 
 import base64
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote
@@ -19,8 +21,8 @@ PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for 
 
 @click.group()
 def job() -> None:
-    """Plan, run, dispatch and force-launch jobs on a corral server (CORRAL_ADDR, else NOMAD_ADDR, default
-    http://127.0.0.1:4646). FILE is a Nomad HCL2 job file or Nomad API JSON (a job, or
+    """Plan, run, scale, revert, dispatch and force-launch jobs on a corral server (CORRAL_ADDR,
+    else NOMAD_ADDR, default http://127.0.0.1:4646). FILE is a Nomad HCL2 job file or Nomad API JSON (a job, or
     {"Job": {...}})."""
 
 
@@ -95,8 +97,9 @@ def run(file: str, check_index: int | None) -> None:
     click.echo(f"Job Modify Index: {response.get('JobModifyIndex', 0)}")
 
 
-def _job_path(job_id: str, action: str) -> str:
-    return f"/v1/job/{quote(job_id, safe='')}/{action}"
+def _job_path(job_id: str, action: str = "") -> str:
+    path = f"/v1/job/{quote(job_id, safe='')}"
+    return f"{path}/{action}" if action else path
 
 
 @job.group()
@@ -122,6 +125,49 @@ def _meta_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, .
             raise click.BadParameter(f"expected key=value, got {value!r}", ctx=ctx, param=param)
         meta[key] = text
     return meta
+
+
+@job.command()
+@click.argument("job_id", metavar="JOB")
+@click.argument("args", nargs=-1, metavar="[GROUP] COUNT")
+def scale(job_id: str, args: tuple[str, ...]) -> None:
+    """Set the count of one task group of JOB. GROUP may be left out when the job has a single
+    group. The count must lie within the group's scaling { min, max } and no deployment of the
+    job may be active; the new version and its job-scaling evaluation are written together."""
+    if len(args) not in (1, 2):
+        raise click.UsageError("expected JOB [GROUP] COUNT")
+    try:
+        count = int(args[-1])
+    except ValueError as err:
+        raise click.BadParameter(f"{args[-1]!r} is not an integer", param_hint="COUNT") from err
+    group = args[0] if len(args) == 2 else _only_group(job_id)
+    body = {"Count": count, "Target": {"Group": group}, "Message": "submitted using the corral CLI"}
+    response = http.post(_job_path(job_id, "scale"), body)
+    click.echo(f"Job {job_id} group {group} scaled to {count}")
+    if response.get("EvalID"):
+        click.echo(f"Evaluation ID: {response['EvalID']}")
+
+
+def _only_group(job_id: str) -> str:
+    spec = http.get(_job_path(job_id))
+    names = [g.get("Name") for g in spec.get("TaskGroups") or []]
+    if len(names) != 1:
+        raise click.UsageError(f"job {job_id} has {len(names)} task groups ({', '.join(map(str, names))}); name one")
+    return str(names[0])
+
+
+@job.command()
+@click.argument("job_id", metavar="JOB")
+def history(job_id: str) -> None:
+    """List the versions kept for JOB, newest first: version, whether it is stable, its tag,
+    and when it was submitted (CORRAL_JOB_MAX_VERSIONS are kept; tagged ones are never pruned)."""
+    versions = http.get(_job_path(job_id, "versions")).get("Versions") or []
+    click.echo(f"{'Version':<8} {'Stable':<7} {'Tag':<16} Submit Date")
+    for version in versions:
+        tag = (version.get("VersionTag") or {}).get("Name") or ""
+        submitted = datetime.fromtimestamp(int(version.get("SubmitTime", 0)) / 1e9, UTC)
+        stable = "true" if version.get("Stable") else "false"
+        click.echo(f"{version.get('Version', 0):<8} {stable:<7} {tag:<16} {submitted.isoformat(timespec='seconds')}")
 
 
 @job.command()
@@ -153,3 +199,25 @@ def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None) -
     response = http.post(_job_path(job_id, "dispatch"), body)
     click.echo(f"Dispatched Job ID = {response['DispatchedJobID']}")
     click.echo(f"Evaluation ID     = {response['EvalID']}")
+
+
+@job.command()
+@click.option(
+    "-check-version",
+    "--check-version",
+    "check_version",
+    type=click.IntRange(min=0),
+    help="Revert only if the job's current version is still this one (EnforcePriorVersion).",
+)
+@click.argument("job_id", metavar="JOB")
+@click.argument("version", type=click.IntRange(min=0))
+def revert(job_id: str, version: int, check_version: int | None) -> None:
+    """Register VERSION of JOB again, as a new version with its job-register evaluation (see
+    `corral job history`). Reverting to the current version is an error."""
+    body: dict[str, Any] = {"JobID": job_id, "JobVersion": version}
+    if check_version is not None:
+        body["EnforcePriorVersion"] = check_version
+    response = http.post(_job_path(job_id, "revert"), body)
+    click.echo(f"Job {job_id} reverted to version {version}")
+    if response.get("EvalID"):
+        click.echo(f"Evaluation ID: {response['EvalID']}")

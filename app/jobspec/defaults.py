@@ -103,6 +103,10 @@ def _group_defaults(group: TaskGroup, job: Job, job_type: str) -> None:
     if job_type in MIGRATABLE_TYPES:
         group.migrate = _merged(job.migrate or MigrateStrategy(), group.migrate)
 
+    # Nomad's ScalingPolicy.Canonicalize: an unset minimum is the group's count.
+    if group.scaling is not None and group.scaling.min is None:
+        group.scaling.min = group.count
+
     for task in group.tasks:
         _task_defaults(task, group)
 

@@ -406,6 +406,7 @@ _GROUP = _fields(
         "update": _one("Update"),
         "migrate": _one("Migrate"),
         "disconnect": _one("Disconnect"),
+        "scaling": _one("Scaling"),
         "meta": _META,
         "service": _SERVICES,
         "volume": _Block("Volumes", _fields({}), label="Name", keyed=True),

@@ -194,6 +194,16 @@ class DisconnectStrategy(NomadObject):
     reconcile: str | None = None
 
 
+class ScalingPolicy(NomadObject):
+    """A group's horizontal scaling bounds; Min defaults to the group's count (defaults.py)."""
+
+    min: int | None = None
+    max: int | None = None
+    enabled: bool = True
+    type: str = "horizontal"
+    policy: dict[str, Any] | None = None
+
+
 class Task(NomadObject):
     name: str = ""
     driver: str = ""
@@ -222,6 +232,7 @@ class TaskGroup(NomadObject):
     update: UpdateStrategy | None = None
     migrate: MigrateStrategy | None = None
     disconnect: DisconnectStrategy | None = None
+    scaling: ScalingPolicy | None = None
     meta: dict[str, str] = Field(default_factory=dict)
 
 

@@ -24,7 +24,7 @@ from app.jobspec.defaults import (
     UPDATABLE_TYPES,
 )
 from app.jobspec.errors import FieldError
-from app.jobspec.model import Job, NomadObject, ParameterizedJobConfig, Task, TaskGroup
+from app.jobspec.model import Job, NomadObject, ParameterizedJobConfig, ScalingPolicy, Task, TaskGroup
 from app.jobspec.periodic import check_periodic
 from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
@@ -33,6 +33,7 @@ MAX_ID_LENGTH = 128
 # Nomad's job_max_count server default: no task group may ask for more allocations.
 MAX_GROUP_COUNT = 50_000
 PAYLOAD_MODES = ("optional", "required", "forbidden")
+HORIZONTAL = "horizontal"  # the only scaling type a task group takes
 
 Policy = TypeVar("Policy", bound=NomadObject)
 
@@ -127,6 +128,8 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
         yield FieldError(
             f"{path}.Count", f"must be at most {MAX_GROUP_COUNT} (Nomad's job_max_count), got {group.count}"
         )
+    if group.scaling is not None:
+        yield from check_scaling(group.scaling, group.count, path)
     yield from check_constraints(group.constraints, f"{path}.Constraints")
     yield from check_affinities(group.affinities, f"{path}.Affinities")
     yield from check_spreads(group.spreads, f"{path}.Spreads")
@@ -167,6 +170,24 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
     )
     for index, task in enumerate(group.tasks):
         yield from _check_task(task, f"{path}.Tasks[{index}]", group, f"{path}.RestartPolicy")
+
+
+def check_scaling(scaling: ScalingPolicy, count: int, group_path: str) -> Problems:
+    """Nomad's ScalingPolicy.Validate for a group: 0 <= Min <= Max, and Count within them."""
+    path = f"{group_path}.Scaling"
+    yield from one_of(scaling.type, (HORIZONTAL,), f"{path}.Type")
+    if scaling.max is None:
+        yield FieldError(f"{path}.Max", "is required")
+    else:
+        yield from at_least(scaling.max, 0, f"{path}.Max")
+    if scaling.min is not None:
+        yield from at_least(scaling.min, 0, f"{path}.Min")
+    if scaling.min is not None and scaling.max is not None and scaling.max < scaling.min:
+        yield FieldError(f"{path}.Max", f"must not be less than Min ({scaling.min}), got {scaling.max}")
+    if scaling.min is not None and count < scaling.min:
+        yield FieldError(f"{group_path}.Count", f"must not be less than the scaling minimum {scaling.min}, got {count}")
+    if scaling.max is not None and count > scaling.max:
+        yield FieldError(f"{group_path}.Count", f"must not be more than the scaling maximum {scaling.max}, got {count}")
 
 
 def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str) -> Problems:

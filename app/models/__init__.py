@@ -10,6 +10,7 @@ from app.models.job import Job, JobVersion, PeriodicLaunch
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
+from app.models.scaling import JobScalingEvent
 from app.models.usage import ClassUnblock, NodeUsage
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "Evaluation",
     "GcRun",
     "Job",
+    "JobScalingEvent",
     "JobVersion",
     "LeaderTerm",
     "Namespace",

@@ -1,4 +1,4 @@
-"""Allocation reads for the API. Only the plan applier writes placements."""
+"""Allocation reads for the API, and `alloc stop`. Only the plan applier writes placements."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from collections.abc import Sequence
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
-from app.errors import NotFound
-from app.models import Allocation
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.errors import InvalidInput, NotFound
+from app.models import Allocation, Job
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
 
 
 def list_allocations(session: Session, namespace: str | None, prefix: str | None) -> Sequence[Allocation]:
@@ -26,3 +29,34 @@ def get_allocation(session: Session, alloc_id: uuid.UUID) -> Allocation:
     if alloc is None:
         raise NotFound.of("AllocID", f"allocation {alloc_id} not found")
     return alloc
+
+
+def stop_allocation(session: Session, alloc_id: uuid.UUID) -> tuple[uuid.UUID, int]:
+    """Nomad's Alloc.Stop: mark the allocation to migrate (DesiredTransition.Migrate, as a
+    drain does) and create one alloc-stop evaluation for its job in the same transaction; the
+    scheduler stops it and places a replacement. Returns (evaluation id, index)."""
+    index = next_index(session, ["allocations", "evaluations"])
+    alloc = session.get(Allocation, alloc_id, with_for_update=True)
+    if alloc is None:
+        raise NotFound.of("AllocID", f"allocation {alloc_id} not found")
+    if alloc.desired_status != "run" or alloc.client_status in ALLOC_CLIENT_TERMINAL_STATUSES:
+        raise InvalidInput.of(
+            "AllocID",
+            f"allocation {alloc_id} is already terminal (desired {alloc.desired_status}, client {alloc.client_status})",
+        )
+    # Key-share, as every writer that adds an evaluation to an existing job: job GC locks the
+    # job before deleting it, and a job with a live allocation is never its candidate anyway.
+    job = session.get(Job, (alloc.namespace, alloc.job_id), with_for_update={"key_share": True})
+    if job is None:
+        raise NotFound.of("JobID", f"job {alloc.job_id!r} of allocation {alloc_id} not found")
+    alloc.desired_transition = {**(alloc.desired_transition or {}), "Migrate": True}
+    alloc.modify_index = alloc.alloc_modify_index = index
+    request = EvalRequest(
+        namespace=job.namespace,
+        job_id=job.id,
+        job_type=job.type,
+        priority=job.priority,
+        triggered_by="alloc-stop",
+        job_modify_index=job.job_modify_index,
+    )
+    return insert_eval(session, request, index).id, index

@@ -20,6 +20,7 @@ from app.store.index import next_index
 from app.store.sql import query
 from app.structs import launches_children
 
+# Nomad's JobDefaultTrackedVersions; the servers pass CORRAL_JOB_MAX_VERSIONS.
 TRACKED_VERSIONS = 6
 
 # Fields the servers own. A client that sends back what it read must not change them,
@@ -42,6 +43,7 @@ class RegisterOptions:
     job_modify_index: int = 0
     eval_priority: int | None = None
     preserve_counts: bool = False
+    max_versions: int = TRACKED_VERSIONS
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,12 @@ class WriteResult:
 def register_job(session: Session, spec: dict[str, Any], options: RegisterOptions) -> WriteResult:
     """Write a (normalized) job and its job-register evaluation in one transaction."""
     index = next_index(session, ["jobs", "evaluations"])
+    return register_at(session, spec, options, index)
+
+
+def register_at(session: Session, spec: dict[str, Any], options: RegisterOptions, index: int) -> WriteResult:
+    """register_job within a transaction that has already taken its state index (for `jobs`
+    and `evaluations`): a revert checks the locked job first, then registers the old spec."""
     spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
     namespace, job_id = spec["Namespace"], spec["ID"]
     _check_registration_allowed(session)
@@ -65,7 +73,7 @@ def register_job(session: Session, spec: dict[str, Any], options: RegisterOption
     _check_parent(session, spec, live)
     if live is not None and options.preserve_counts:
         spec = _preserve_counts(spec, live.spec)
-    job = _upsert_job(session, existing, spec, index)
+    job = _upsert_job(session, existing, spec, index, options.max_versions)
     if launches_children(job.spec):
         # A periodic or parameterized parent places nothing, so it needs no evaluation, unless
         # it ran something before it became one: then the evaluation stops that.
@@ -102,7 +110,7 @@ def _init_periodic_launch(session: Session, job: Job, index: int) -> None:
 def insert_child(session: Session, spec: dict[str, Any], index: int) -> Job:
     """A launched child (periodic or dispatched) that does not exist yet, with its version 0.
     The caller holds a key-share lock on the parent and adds the child's evaluation."""
-    return _upsert_job(session, None, spec, index)
+    return _upsert_job(session, None, spec, index, TRACKED_VERSIONS)
 
 
 def derive_child(parent: Job, child_id: str, **fields: Any) -> dict[str, Any]:
@@ -176,7 +184,7 @@ def _preserve_counts(spec: dict[str, Any], current: dict[str, Any]) -> dict[str,
     return spec
 
 
-def _upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], index: int) -> Job:
+def _upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], index: int, max_versions: int) -> Job:
     now = datetime.now(UTC)
     if existing is None:
         job = Job(namespace=spec["Namespace"], id=spec["ID"], create_index=index, created_at=now)
@@ -199,8 +207,18 @@ def _upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], in
         if job.status == "dead":
             job.status, job.status_updated_at = "pending", now
     session.flush()
-    _insert_version(session, job, now)
+    _insert_version(session, job, now, max_versions)
     return job
+
+
+def new_version(session: Session, job: Job, spec: dict[str, Any], index: int, max_versions: int) -> None:
+    """Make `spec` the locked job's next version (a scale changes only a count)."""
+    now = datetime.now(UTC)
+    _apply_spec(job, spec, version=job.version + 1, index=index, now=now)
+    if job.status == "dead":
+        job.status, job.status_updated_at = "pending", now
+    session.flush()
+    _insert_version(session, job, now, max_versions)
 
 
 def _apply_spec(job: Job, spec: dict[str, Any], *, version: int, index: int, now: datetime) -> None:
@@ -224,7 +242,7 @@ def _apply_spec(job: Job, spec: dict[str, Any], *, version: int, index: int, now
     job.stable = False
 
 
-def _insert_version(session: Session, job: Job, now: datetime) -> None:
+def _insert_version(session: Session, job: Job, now: datetime, max_versions: int) -> None:
     session.add(
         JobVersion(
             namespace=job.namespace,
@@ -237,16 +255,16 @@ def _insert_version(session: Session, job: Job, now: datetime) -> None:
         )
     )
     session.flush()
-    _prune_versions(session, job)
+    _prune_versions(session, job, max_versions)
 
 
-def _prune_versions(session: Session, job: Job) -> None:
-    """Keep the newest TRACKED_VERSIONS; older ones go unless tagged or still run by an allocation."""
+def _prune_versions(session: Session, job: Job, max_versions: int) -> None:
+    """Keep the newest `max_versions`; older ones go unless tagged or still run by an allocation."""
     keep = (
         select(JobVersion.version)
         .where(JobVersion.namespace == job.namespace, JobVersion.job_id == job.id)
         .order_by(JobVersion.version.desc())
-        .limit(TRACKED_VERSIONS)
+        .limit(max_versions)
     )
     in_use = exists().where(
         Allocation.namespace == JobVersion.namespace,
@@ -265,7 +283,13 @@ def _prune_versions(session: Session, job: Job) -> None:
 
 
 def deregister_job(
-    session: Session, namespace: str, job_id: str, *, purge: bool, eval_priority: int | None
+    session: Session,
+    namespace: str,
+    job_id: str,
+    *,
+    purge: bool,
+    eval_priority: int | None,
+    max_versions: int = TRACKED_VERSIONS,
 ) -> WriteResult:
     """Stop a job (a new version with Stop=true) and, with purge, hide it until GC; one
     job-deregister evaluation commits with it."""
@@ -275,7 +299,7 @@ def deregister_job(
     if not job.stop:
         _apply_spec(job, {**job.spec, "Stop": True}, version=job.version + 1, index=index, now=now)
         session.flush()
-        _insert_version(session, job, now)
+        _insert_version(session, job, now, max_versions)
     job.modify_index = index
     if purge:
         job.purged_at = now

@@ -23,7 +23,7 @@ JSON_VALUES = st.recursive(
     max_leaves=6,
 )
 # Keys that none of the models declare at any level, so they must ride along untouched.
-EXTRA_KEYS = st.sampled_from(["VaultToken", "ConsulToken", "X-Custom", "Multiregion", "Scaling", "Services"])
+EXTRA_KEYS = st.sampled_from(["VaultToken", "ConsulToken", "X-Custom", "Multiregion", "Vault", "Services"])
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 
 
@@ -206,7 +206,15 @@ def groups(draw: st.DrawFn, name: str, job_type: str) -> dict[str, Any]:
         fields["ReschedulePolicy"] = reschedule_policies()
     if job_type == "service":
         fields["Migrate"] = st.builds(dict, MaxParallel=st.integers(0, 3), HealthCheck=st.just("task_states"))
-    return group | draw(optional_fields(fields)) | draw(extras())
+    group |= draw(optional_fields(fields))
+    if draw(st.booleans()):
+        # Bounds around the count (1 when unset or null); Min may be left to default to the count.
+        count = group["Count"] if isinstance(group.get("Count"), int) else 1
+        scaling: dict[str, Any] = {"Max": count + draw(st.integers(0, 5))}
+        if draw(st.booleans()):
+            scaling["Min"] = draw(st.integers(0, count))
+        group["Scaling"] = scaling
+    return group | draw(extras())
 
 
 @st.composite
