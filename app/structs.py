@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
 
 
 @dataclass(frozen=True)
@@ -360,6 +360,10 @@ class Allocation:
     modify_index: int = 0
     # Set on an allocation whose placement evicted others (Nomad's PreemptedAllocations).
     preempted_allocations: tuple[uuid.UUID, ...] = ()
+    # Health within its deployment as its client reported it: None until reported.
+    healthy: bool | None = None
+    # A canary of its deployment whose group has not been promoted yet.
+    canary: bool = False
 
     @property
     def host_ports(self) -> frozenset[int]:
@@ -382,6 +386,47 @@ class Allocation:
     def terminal(self) -> bool:
         """Terminal allocations no longer hold resources on their node."""
         return self.server_terminal or self.client_terminal
+
+
+@dataclass(frozen=True)
+class DeploymentGroup:
+    """Nomad's DeploymentState for one task group. The counts of placed and healthy
+    allocations are not kept here: the store counts them from the allocations."""
+
+    auto_revert: bool = False
+    auto_promote: bool = False
+    progress_deadline_ns: int = 0
+    # Unix ns; moved on by every healthy allocation (its health time + progress_deadline).
+    require_progress_by_ns: int = 0
+    promoted: bool = False
+    desired_canaries: int = 0
+    desired_total: int = 0
+
+
+@dataclass(frozen=True)
+class Deployment:
+    id: uuid.UUID
+    namespace: str
+    job_id: str
+    job_version: int
+    job_create_index: int
+    status: str
+    status_description: str = ""
+    groups: Mapping[str, DeploymentGroup] = field(default_factory=dict)
+    job_modify_index: int = 0
+    job_spec_modify_index: int = 0
+    eval_priority: int = 50
+
+    @property
+    def active(self) -> bool:
+        return self.status in DEPLOYMENT_ACTIVE_STATUSES
+
+
+@dataclass(frozen=True)
+class DeploymentStatusUpdate:
+    deployment_id: uuid.UUID
+    status: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -454,6 +499,8 @@ class Snapshot:
     # Live allocations of other jobs that preemption may evict, per node: loaded only when
     # preemption is enabled for the job's type, and only those at least PRIORITY_DELTA below it.
     preemptible: Mapping[uuid.UUID, tuple[RunningAllocation, ...]] = field(default_factory=dict)
+    # The job's latest deployment (any status), or None.
+    deployment: Deployment | None = None
 
 
 @dataclass(frozen=True)
@@ -476,10 +523,19 @@ class Plan:
     node_update: Mapping[uuid.UUID, tuple[AllocationStop, ...]] = field(default_factory=dict)
     node_allocation: Mapping[uuid.UUID, tuple[Allocation, ...]] = field(default_factory=dict)
     node_preemptions: Mapping[uuid.UUID, tuple[AllocationStop, ...]] = field(default_factory=dict)
+    # A deployment to create, or the current one with changed group states.
+    deployment: Deployment | None = None
+    deployment_updates: tuple[DeploymentStatusUpdate, ...] = ()
 
     @property
     def is_noop(self) -> bool:
-        return not (self.node_update or self.node_allocation or self.node_preemptions)
+        return not (
+            self.node_update
+            or self.node_allocation
+            or self.node_preemptions
+            or self.deployment
+            or self.deployment_updates
+        )
 
 
 @dataclass(frozen=True)

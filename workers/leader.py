@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import make_engine
-from app.store import broker, gc, node_duties, periodic
+from app.store import broker, deployment_watch, gc, node_duties, periodic
 from app.store.leadership import Leadership
 from app.store.sql import query
 
@@ -29,6 +29,8 @@ DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
     "node-lifecycle": (1.0, node_duties.node_lifecycle),
     # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
     "periodic-launch": (1.0, periodic.launch_due),
+    # Nomad batches deployment-watcher evaluations per job over one second.
+    "deployment-watch": (1.0, deployment_watch.watch),
 }
 
 

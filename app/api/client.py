@@ -55,6 +55,12 @@ def heartbeat(node_id: str) -> Response:
     return respond({**answer, "Index": beat.modify_index}, beat.modify_index)
 
 
+class _HealthBody(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    DeploymentID: UUID = Field(strict=False)
+    Healthy: bool
+
+
 class _AllocUpdateBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     ID: UUID = Field(strict=False)
@@ -62,6 +68,7 @@ class _AllocUpdateBody(BaseModel):
     ClientDescription: str = Field(default="", max_length=4096)
     TaskStates: dict[str, dict[str, Any]] = {}
     Destroyed: bool = False  # client-side GC removed its directory and driver resources
+    DeploymentStatus: _HealthBody | None = None
 
 
 class _AllocUpdatesBody(BaseModel):
@@ -76,7 +83,16 @@ def update_allocations(node_id: str) -> Response:
     secret = node_secret()
     body = validate(_AllocUpdatesBody, json_body(), "")
     updates = [
-        client_allocs.AllocUpdate(u.ID, u.ClientStatus, u.ClientDescription, dict(u.TaskStates), u.Destroyed)
+        client_allocs.AllocUpdate(
+            u.ID,
+            u.ClientStatus,
+            u.ClientDescription,
+            dict(u.TaskStates),
+            u.Destroyed,
+            None
+            if u.DeploymentStatus is None
+            else client_allocs.DeploymentHealth(u.DeploymentStatus.DeploymentID, u.DeploymentStatus.Healthy),
+        )
         for u in body.Allocs
     ]
     result = write(lambda s: client_allocs.update_allocations(s, key, secret, updates))

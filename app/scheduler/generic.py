@@ -3,9 +3,11 @@ place through the stack."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 from app.scheduler.context import Pass
+from app.scheduler.deployments import DeploymentTracker
 from app.scheduler.feasible import in_job_scope
 from app.scheduler.place import GroupAsk, Stack, Victims
 from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group
@@ -15,27 +17,41 @@ from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
 
 def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
     run = Pass(evaluation, snapshot, now_ns)
+    # Batch jobs have no update block, so they never create a deployment; a stopped or
+    # purged job still cancels the one it had.
+    tracker = DeploymentTracker(snapshot.job, snapshot.deployment, now_ns, run.ids.next)
     by_group = run.stop_unwanted()
     job = snapshot.job
     if by_group is None or job is None:
-        return run.result(job)
+        return _with_deployment(run.result(job), tracker)
     candidates = run.candidates(job)
     ranker = run.ranker(job, candidates)
-    ctx = _context(run, job, evaluation.type == "batch")
+    ctx = _context(run, job, evaluation.type == "batch", tracker)
     changes = {g.name: reconcile_group(g, by_group.get(g.name, ()), ctx) for g in job.task_groups}
     for change in changes.values():
         run.apply_stops(change.stops)
     for group in job.task_groups:
-        _update_in_place(run, job, changes[group.name])
+        _update_in_place(run, job, changes[group.name], _deployment_of(tracker, group.name))
     stack = Stack(candidates, ranker, batch=evaluation.type == "batch")
     for group in job.task_groups:
         ask = GroupAsk.of(job, group)
+        deployment_id = _deployment_of(tracker, group.name)
         for placement in changes[group.name].placements:
-            _place(run, stack, job, ask, placement)
-    return run.result(job)
+            _place(run, stack, job, ask, placement, deployment_id)
+    return _with_deployment(run.result(job), tracker)
 
 
-def _context(run: Pass, job: Job, batch: bool) -> ReconcileContext:
+def _deployment_of(tracker: DeploymentTracker, group: str) -> uuid.UUID | None:
+    """New and updated allocations of a group that rolls out join the current deployment."""
+    return tracker.deployment_id if group in tracker.groups else None
+
+
+def _with_deployment(result: SchedulerResult, tracker: DeploymentTracker) -> SchedulerResult:
+    deployment, updates = tracker.plan_parts()
+    return replace(result, plan=replace(result.plan, deployment=deployment, deployment_updates=updates))
+
+
+def _context(run: Pass, job: Job, batch: bool, tracker: DeploymentTracker) -> ReconcileContext:
     feasibility = run.feasibility
     assert feasibility is not None
 
@@ -49,19 +65,22 @@ def _context(run: Pass, job: Job, batch: bool) -> ReconcileContext:
             and feasibility.check(node, group) is None
         )
 
-    return ReconcileContext(run.nodes, batch, run.now_ns, job, run.snapshot.job_versions, node_accepts)
+    return ReconcileContext(run.nodes, batch, run.now_ns, job, run.snapshot.job_versions, node_accepts, tracker)
 
 
-def _update_in_place(run: Pass, job: Job, changes: GroupChanges) -> None:
+def _update_in_place(run: Pass, job: Job, changes: GroupChanges, deployment_id: uuid.UUID | None) -> None:
     for alloc in changes.inplace:
         group = job.group(alloc.task_group)
         assert group is not None
-        run.state.update_in_place(
-            replace(alloc, job_version=job.version, eval_id=run.evaluation.id, resources=group.resources)
-        )
+        updated = replace(alloc, job_version=job.version, eval_id=run.evaluation.id, resources=group.resources)
+        if deployment_id is not None:  # it joins the deployment, and its health is judged again
+            updated = replace(updated, deployment_id=deployment_id, healthy=None)
+        run.state.update_in_place(updated)
 
 
-def _place(run: Pass, stack: Stack, job: Job, ask: GroupAsk, placement: Placement) -> None:
+def _place(
+    run: Pass, stack: Stack, job: Job, ask: GroupAsk, placement: Placement, deployment_id: uuid.UUID | None
+) -> None:
     group, previous = ask.group, placement.previous
     if group.name in run.failures:  # Nomad stops trying a group after its first failure
         run.failures.coalesce(group.name)
@@ -82,4 +101,5 @@ def _place(run: Pass, stack: Stack, job: Job, ask: GroupAsk, placement: Placemen
             return
         node, victims = option
     tracker = next_tracker(previous, run.now_ns) if previous is not None and placement.reschedule else None
-    run.state.place(run.build(job, group, placement.name, node, previous, tracker, victims))
+    alloc = run.build(job, group, placement.name, node, previous, tracker, victims)
+    run.state.place(replace(alloc, deployment_id=deployment_id, canary=placement.canary))

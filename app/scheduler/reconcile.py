@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name, free_indexes, index_of
+from app.scheduler.deployments import DeploymentTracker, GroupRollout, destructive_allowance, healthy_count
 from app.scheduler.reschedule import attempts_left, due
 from app.scheduler.updates import destructive
 from app.structs import Allocation, Job, Node, TaskGroup
@@ -31,6 +32,7 @@ class Placement:
     # (destructive updates, reschedules): if placement fails, the old one keeps its place.
     stop_previous: str | None = None
     reschedule: bool = False
+    canary: bool = False
 
 
 @dataclass
@@ -50,6 +52,8 @@ class ReconcileContext:
     # Whether an allocation's node still accepts the group (datacenter, pool, constraints):
     # if not, even a non-destructive change becomes destructive.
     node_accepts: Callable[[Allocation], bool]
+    # The job's deployment through this pass; None where deployments do not apply.
+    deployment: DeploymentTracker | None = None
 
 
 def node_lost(alloc: Allocation, nodes: Mapping[uuid.UUID, Node]) -> bool:
@@ -70,6 +74,8 @@ class _Classes:
     lost: list[Allocation] = field(default_factory=list)
     migrate: list[Allocation] = field(default_factory=list)
     reschedule: list[Allocation] = field(default_factory=list)
+    # Running but unhealthy in its deployment, and marked by the deployment watcher for replacement.
+    unhealthy: list[Allocation] = field(default_factory=list)
     # `unknown` on a disconnected node: replaced now (disconnecting) or kept waiting (no replace).
     disconnecting: list[Allocation] = field(default_factory=list)
     waiting: list[Allocation] = field(default_factory=list)
@@ -78,13 +84,25 @@ class _Classes:
 
     def slots(self) -> list[Allocation]:
         """Every allocation that currently holds one of the group's `count` slots."""
-        return self.lost + self.reschedule + self.migrate + self.disconnecting + self.waiting + self.untainted
+        return (
+            self.lost
+            + self.reschedule
+            + self.unhealthy
+            + self.migrate
+            + self.disconnecting
+            + self.waiting
+            + self.untainted
+        )
 
 
 def reconcile_group(group: TaskGroup, allocs: Iterable[Allocation], ctx: ReconcileContext) -> GroupChanges:
-    classes = _classify(group, list(allocs), ctx)
+    allocs = list(allocs)
+    tracker = ctx.deployment
+    rollout = tracker.rollout(group, allocs) if tracker else None
     changes = GroupChanges()
-    dropped = _stop_surplus(classes, group.count, changes)
+    allocs = _without_canaries(allocs, tracker, rollout, changes)
+    classes = _classify(group, allocs, ctx)
+    dropped = _stop_surplus(classes, group.count, changes, ctx.job.version)
     for alloc in classes.lost:
         if alloc.id not in dropped:
             changes.stops.append(Stop(alloc, reasons.LOST, "lost"))
@@ -96,14 +114,118 @@ def reconcile_group(group: TaskGroup, allocs: Iterable[Allocation], ctx: Reconci
     for alloc in classes.reschedule:
         if alloc.id not in dropped:
             changes.placements.append(Placement(alloc.name, alloc, reasons.RESCHEDULED, reschedule=True))
+    for alloc in classes.unhealthy:
+        if alloc.id not in dropped:
+            changes.placements.append(Placement(alloc.name, alloc, reasons.UNHEALTHY, reschedule=True))
     for alloc in classes.disconnecting:
         if alloc.id not in dropped:
             changes.placements.append(Placement(alloc.name, alloc))  # the original stays, unknown
     changes.stops.extend(Stop(alloc, reasons.RECONNECTED) for alloc in classes.reconnected)
     kept = [a for a in classes.untainted if a.id not in dropped]
-    _updates(group, kept, ctx, changes)
+    rolling = _updates(group, kept, ctx, changes)
     _fill(group, [a for a in classes.slots() if a.id not in dropped], ctx, changes)
+    if tracker is None or rollout is None:
+        changes.placements.extend(Placement(a.name, a, reasons.UPDATING) for a in sorted(rolling, key=index_of))
+        return changes
+    _roll_out(group, allocs, kept, rolling, classes, ctx, tracker, rollout, changes)
     return changes
+
+
+def _without_canaries(
+    allocs: list[Allocation], tracker: DeploymentTracker | None, rollout: GroupRollout | None, changes: GroupChanges
+) -> list[Allocation]:
+    """Unpromoted canaries of a deployment that is no longer current (or failed) are stopped;
+    while the current one canaries, its canaries stand beside the group's count."""
+    current = tracker.deployment_id if tracker else None
+    failed = tracker is not None and tracker.failed
+    unneeded = {a.id for a in allocs if a.canary and not a.terminal and (a.deployment_id != current or failed)}
+    changes.stops.extend(Stop(a, reasons.CANARY_NOT_NEEDED) for a in allocs if a.id in unneeded)
+    held = {a.id for a in rollout.canaries} if rollout is not None and rollout.canarying else set()
+    return [a for a in allocs if a.id not in unneeded and a.id not in held]
+
+
+def _roll_out(
+    group: TaskGroup,
+    allocs: list[Allocation],
+    kept: list[Allocation],
+    rolling: list[Allocation],
+    classes: _Classes,
+    ctx: ReconcileContext,
+    tracker: DeploymentTracker,
+    rollout: GroupRollout,
+    changes: GroupChanges,
+) -> None:
+    """Canaries first, then destructive updates max_parallel at a time, gated by the health of
+    what this deployment already placed; then the deployment's own bookkeeping."""
+    state = rollout.state
+    update = group.update
+    wants_canaries = (
+        update is not None
+        and update.canary > 0
+        and bool(rolling)
+        and len(rollout.canaries) < update.canary
+        and not state.promoted
+    )
+    if wants_canaries:
+        assert update is not None
+        state = replace(state, desired_canaries=update.canary)
+        if not tracker.paused and not tracker.failed:
+            _place_canaries(group, rolling, rollout, update.canary - len(rollout.canaries), ctx, changes)
+    rollout = replace(rollout, state=state)
+    pending = len(rolling) + len(classes.migrate)
+    allowance = destructive_allowance(group, tracker, rollout, kept, pending)
+    if not (tracker.paused or tracker.failed or rollout.canarying):
+        for alloc in sorted(rolling, key=index_of)[:allowance]:
+            changes.placements.append(Placement(alloc.name, alloc, reasons.UPDATING))
+    if rollout.existing:
+        tracker.set_group(group.name, state)
+    else:
+        had_running = any(a.job_version == ctx.job.version for a in allocs)
+        tracker.start(group, rollout, had_running, bool(rolling or changes.inplace))
+    _judge_completion(group, rolling, classes, tracker, wants_canaries, allocs, changes)
+
+
+def _place_canaries(
+    group: TaskGroup,
+    rolling: list[Allocation],
+    rollout: GroupRollout,
+    missing: int,
+    ctx: ReconcileContext,
+    changes: GroupChanges,
+) -> None:
+    """Canaries take the names of the allocations they would replace, lowest first."""
+    taken = {a.name for a in rollout.canaries}
+    names = [a.name for a in sorted(rolling, key=index_of) if a.name not in taken]
+    spare = free_indexes(range(group.count))
+    while len(names) < missing:
+        name = alloc_name(ctx.job, group, next(spare))
+        if name not in taken:
+            names.append(name)
+    changes.placements.extend(Placement(name, canary=True) for name in names[:missing])
+
+
+def _judge_completion(
+    group: TaskGroup,
+    rolling: list[Allocation],
+    classes: _Classes,
+    tracker: DeploymentTracker,
+    wants_canaries: bool,
+    allocs: list[Allocation],
+    changes: GroupChanges,
+) -> None:
+    """Nomad's isDeploymentComplete for one group: nothing left to change, and enough healthy
+    allocations of this deployment (and its canaries promoted)."""
+    work_left = rolling or changes.inplace or changes.placements or classes.migrate or classes.reschedule
+    state = tracker.groups.get(group.name)
+    current = tracker.current
+    if work_left or wants_canaries:
+        tracker.incomplete.add(group.name)
+    elif state is not None and current is not None:
+        healthy = healthy_count(allocs, current.id)
+        if healthy < max(state.desired_total, state.desired_canaries) or (
+            state.desired_canaries > 0 and not state.promoted
+        ):
+            tracker.incomplete.add(group.name)
 
 
 def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext) -> _Classes:
@@ -124,6 +246,8 @@ def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext)
             classes.lost.append(alloc)
         elif alloc.desired_transition.get("Migrate"):
             classes.migrate.append(alloc)
+        elif alloc.desired_transition.get("Reschedule") and alloc.healthy is False and alloc.id not in replaced:
+            classes.unhealthy.append(alloc)
         else:
             classes.untainted.append(alloc)
     return classes
@@ -184,15 +308,20 @@ def _classify_finished(
             classes.untainted.append(alloc)
 
 
-def _stop_surplus(classes: _Classes, count: int, changes: GroupChanges) -> set[uuid.UUID]:
-    """Beyond `count`: drop allocations that need replacing anyway first, then the highest indexes."""
+def _stop_surplus(classes: _Classes, count: int, changes: GroupChanges, version: int) -> set[uuid.UUID]:
+    """Beyond `count`: drop allocations that need replacing anyway first, then old versions
+    whose name a current one holds (a promoted canary took their place), then the highest indexes."""
     slots = classes.slots()
     surplus = len(slots) - count
     if surplus <= 0:
         return set()
     untainted = {a.id for a in classes.untainted}
     lost = {a.id for a in classes.lost}
-    victims = sorted(slots, key=lambda a: (a.id in untainted, -index_of(a), str(a.id)))[:surplus]
+    current_names = {a.name for a in slots if a.job_version == version}
+    superseded = {a.id for a in slots if a.job_version != version and a.name in current_names}
+    victims = sorted(slots, key=lambda a: (a.id in untainted, a.id not in superseded, -index_of(a), str(a.id)))[
+        :surplus
+    ]
     for alloc in victims:
         if alloc.id in lost:
             changes.stops.append(Stop(alloc, reasons.LOST, "lost"))
@@ -201,8 +330,11 @@ def _stop_surplus(classes: _Classes, count: int, changes: GroupChanges) -> set[u
     return {a.id for a in victims}
 
 
-def _updates(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext, changes: GroupChanges) -> None:
-    """Allocations of older job versions: in place when nothing destructive changed."""
+def _updates(
+    group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext, changes: GroupChanges
+) -> list[Allocation]:
+    """Allocations of older job versions: in place when nothing destructive changed; returns
+    the ones that need a destructive update."""
     rolling: list[Allocation] = []
     for alloc in allocs:
         if alloc.terminal or alloc.job_version == ctx.job.version:
@@ -213,13 +345,7 @@ def _updates(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext, 
             changes.inplace.append(alloc)
         else:
             rolling.append(alloc)
-    for alloc in limit_destructive(group, rolling):
-        changes.placements.append(Placement(alloc.name, alloc, reasons.UPDATING))
-
-
-def limit_destructive(group: TaskGroup, allocs: list[Allocation]) -> list[Allocation]:
-    """Seam for the update block (max_parallel, canaries, deployments): all at once for now."""
-    return sorted(allocs, key=index_of)
+    return rolling
 
 
 def _fill(group: TaskGroup, slots: list[Allocation], ctx: ReconcileContext, changes: GroupChanges) -> None:

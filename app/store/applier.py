@@ -21,6 +21,7 @@ from app.models import Allocation as AllocRow
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
+from app.store import deployments
 from app.store.broker import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
@@ -92,7 +93,7 @@ def apply_next(session: Session, term: int) -> int | None:
     plan = session.execute(query("next_plan")).mappings().first()
     if plan is None:
         return None
-    index = next_index(session, ["plans", "allocations", "evaluations"])
+    index = next_index(session, ["plans", "allocations", "evaluations", "deployments", "jobs"])
     if session.execute(query("fence_term"), {"role": ROLE, "term": term}).first() is None:
         raise Deposed(f"applier term {term} is no longer current")
     owned = session.execute(query("eval_still_owned"), {"eval_id": plan["eval_id"], "token": plan["eval_token"]})
@@ -223,6 +224,10 @@ def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]
 
 def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> None:
     now = datetime.now(UTC)
+    # The deployment first: the new allocations reference it.
+    if plan["deployment"]:
+        deployments.apply_plan_deployment(session, plan["deployment"], index)
+    deployments.apply_status_updates(session, plan["deployment_updates"] or [], index)
     # Stops and evictions first: the usage triggers must see the room freed before the
     # preemptors are inserted, or they would refuse the placement as an overcommit.
     evictions = [s for items in verdict.preemptions.values() for s in items]
@@ -240,10 +245,17 @@ def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> 
     accepted = [a for allocs in verdict.accepted.values() for a in allocs]
     existing = set(session.scalars(select(AllocRow.id).where(AllocRow.id.in_([a.alloc_id for a in accepted]))))
     for alloc in (a for a in accepted if a.alloc_id in existing):
+        # An in-place update joins the current deployment, where its health is judged anew.
+        joined: dict[str, Any] = (
+            {"deployment_id": uuid.UUID(alloc.raw["DeploymentID"]), "deployment_status": None}
+            if alloc.raw.get("DeploymentID")
+            else {}
+        )
         session.execute(
             update(AllocRow)
             .where(AllocRow.id == alloc.alloc_id)
             .values(
+                **joined,
                 job_version=alloc.raw["JobVersion"],
                 eval_id=uuid.UUID(alloc.raw["EvalID"]),
                 cpu=alloc.resources.cpu,
@@ -321,6 +333,8 @@ COPY_COLUMNS = (
     "previous_allocation",
     "preempted_allocations",
     "reschedule_tracker",
+    "deployment_id",
+    "deployment_status",
     "create_index",
     "modify_index",
     "alloc_modify_index",
@@ -358,6 +372,8 @@ def _copy_allocations(session: Session, plan: RowMapping, fresh: list[Placement]
                     raw.get("PreviousAllocation"),
                     raw.get("PreemptedAllocations") or [],
                     None if raw.get("RescheduleTracker") is None else Jsonb(raw["RescheduleTracker"]),
+                    raw.get("DeploymentID"),
+                    Jsonb({"Canary": True}) if raw.get("Canary") else None,
                     index,
                     index,
                     index,

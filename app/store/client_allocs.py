@@ -37,6 +37,14 @@ class AllocUpdate:
     client_description: str = ""
     task_states: dict[str, Any] = field(default_factory=dict)
     destroyed: bool = False
+    # The client's verdict on the allocation's health in this deployment, if it reached one.
+    health: DeploymentHealth | None = None
+
+
+@dataclass(frozen=True)
+class DeploymentHealth:
+    deployment_id: uuid.UUID
+    healthy: bool
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,21 @@ def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) ->
         alloc.modify_time = now
     if update.destroyed and alloc.client_gc_time is None:
         alloc.client_gc_time = now
+    _record_health(alloc, update.health, index, now)
     return before
+
+
+def _record_health(alloc: Allocation, health: DeploymentHealth | None, index: int, now: datetime) -> None:
+    """Health counts for the deployment the allocation is in now, and only once: a verdict for
+    an older deployment (before an in-place update moved it) or a second verdict is ignored."""
+    if health is None or alloc.deployment_id != health.deployment_id:
+        return
+    status = dict(alloc.deployment_status or {})
+    if status.get("Healthy") is not None:
+        return
+    status.update(Healthy=health.healthy, Timestamp=now.isoformat(), ModifyIndex=index)
+    alloc.deployment_status = status
+    alloc.modify_time = now
 
 
 def _reschedulable(alloc: Allocation) -> bool:

@@ -27,6 +27,7 @@ class EvalRequest:
     node_id: uuid.UUID | None = None
     node_modify_index: int | None = None
     status: str = "pending"
+    deployment_id: uuid.UUID | None = None
 
 
 def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluation:
@@ -42,6 +43,7 @@ def insert_eval(session: Session, request: EvalRequest, index: int) -> Evaluatio
         job_modify_index=request.job_modify_index,
         node_id=request.node_id,
         node_modify_index=request.node_modify_index,
+        deployment_id=request.deployment_id,
         status=request.status,
         create_index=index,
         modify_index=index,

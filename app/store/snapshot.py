@@ -9,9 +9,11 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, RowMapping
 
 from app.scheduler.preemption import PRIORITY_DELTA
+from app.store.plan_codec import deployment_from_mapping
 from app.store.sql import query
 from app.structs import (
     Allocation,
+    Deployment,
     Evaluation,
     Job,
     Node,
@@ -68,7 +70,14 @@ def read_snapshot(
         job_versions=versions,
         config=config,
         preemptible=_preemptible(conn, job) if job and config.preemption_enabled(job.type) else {},
+        deployment=_deployment(conn, evaluation),
     )
+
+
+def _deployment(conn: Connection, ev: Evaluation) -> Deployment | None:
+    params = {"namespace": ev.namespace, "job_id": ev.job_id}
+    row = conn.execute(query("snapshot_deployment"), params).mappings().first()
+    return None if row is None else deployment_from_mapping(dict(row))
 
 
 def _all_nodes(conn: Connection) -> tuple[Node, ...]:
@@ -200,4 +209,6 @@ def allocation_from_row(r: RowMapping) -> Allocation:
         desired_transition=r["desired_transition"] or {},
         create_index=r["create_index"],
         modify_index=r["modify_index"],
+        healthy=r.get("healthy"),
+        canary=bool(r.get("canary", False)),
     )

@@ -19,10 +19,17 @@ SELECT spec, version, job_modify_index, create_index, stop, purged_at FROM jobs
 WHERE namespace = :namespace AND id = :job_id;
 
 -- name: snapshot_job_allocations
-SELECT id, namespace, job_id, job_version, task_group, name, node_id, node_name, eval_id, desired_status,
-       client_status, cpu, memory_mb, memory_max_mb, disk_mb, allocated_resources, previous_allocation,
-       deployment_id, followup_eval_id, reschedule_tracker, desired_transition, create_index, modify_index
-FROM allocations WHERE namespace = :namespace AND job_id = :job_id;
+-- With each allocation's health in its deployment, and whether it is a canary its group has
+-- not promoted yet (promotion is recorded on the deployment, not on every canary).
+SELECT a.id, a.namespace, a.job_id, a.job_version, a.task_group, a.name, a.node_id, a.node_name, a.eval_id,
+       a.desired_status, a.client_status, a.cpu, a.memory_mb, a.memory_max_mb, a.disk_mb, a.allocated_resources,
+       a.previous_allocation, a.deployment_id, a.followup_eval_id, a.reschedule_tracker, a.desired_transition,
+       a.create_index, a.modify_index,
+       (a.deployment_status ->> 'Healthy')::boolean AS healthy,
+       coalesce((a.deployment_status ->> 'Canary')::boolean, false)
+         AND NOT coalesce((d.task_groups -> a.task_group ->> 'Promoted')::boolean, false) AS canary
+FROM allocations a LEFT JOIN deployments d ON d.id = a.deployment_id
+WHERE a.namespace = :namespace AND a.job_id = :job_id;
 
 -- name: snapshot_job_versions
 SELECT version, spec, job_modify_index FROM job_versions

@@ -7,6 +7,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,17 @@ class Client:
 
     def _sync_loop(self) -> None:
         while not self.stop.wait(self.config.sync_interval_s):
+            self._judge_health()
             self._flush()
+
+    def _judge_health(self) -> None:
+        now = time.time()
+        for runner in self._runner_list():
+            if runner.judge_health(now):
+                body = runner.update()
+                log.info("deployment health decided", alloc_id=runner.id, health=body.get("DeploymentStatus"))
+                with self.lock:
+                    self.dirty[runner.id] = body
 
     def _resync(self) -> bool:
         """Re-send every allocation's state: the servers keep the node initializing until then."""
@@ -241,6 +252,10 @@ class Client:
             elif not wanted and not runner.terminal and not runner.stopping:
                 log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
                 runner.stop()
+            elif wanted and _moved_deployment(runner, alloc):
+                full = self.api.allocation(alloc_id)
+                if full is not None:
+                    runner.join_deployment(full)
         for runner in self._runner_list():
             if runner.id not in listed and runner.terminal:
                 self._destroy(runner)  # the servers collected it: nothing left to keep it for
@@ -277,6 +292,12 @@ class Client:
         destroyed = self.gc.collect(forced=True)
         log.info("forced garbage collection", destroyed=len(destroyed))
         self._save_identity()
+
+
+def _moved_deployment(runner: AllocRunner, stub: dict[str, Any]) -> bool:
+    wanted = stub.get("DeploymentID")
+    held = runner.health.deployment_id if runner.health else None
+    return bool(wanted) and wanted != held and not runner.terminal
 
 
 def run_client(config: ClientConfig, stop: threading.Event) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.client.drivers import Driver, StartError, TaskSpec
+from workers.client.health import HealthWatch
 from workers.client.restarts import RestartPolicy, RestartTracker
 from workers.client.task_runner import TaskRunner
 
@@ -57,6 +58,7 @@ class AllocRunner:
         self.finished_at: float | None = saved.get("finished_at")
         self.stopping = bool(saved.get("stopping", False))
         self.tasks: dict[str, TaskRunner] = {}
+        self.health = HealthWatch.of(alloc)
         self._lock = threading.RLock()
         self._build(drivers, saved.get("tasks") or {})
 
@@ -136,12 +138,30 @@ class AllocRunner:
     def update(self) -> dict[str, Any]:
         """The allocation's status as the servers want it (Nomad's client alloc update)."""
         with self._lock:
-            return {
+            body: dict[str, Any] = {
                 "ID": self.id,
                 "ClientStatus": self.client_status,
                 "ClientDescription": self.description,
                 "TaskStates": {name: t.state for name, t in self.tasks.items()},
             }
+            health = self.health.report() if self.health else None
+            if health is not None:
+                body["DeploymentStatus"] = health
+            return body
+
+    def judge_health(self, now: float) -> bool:
+        """Whether the allocation's deployment health was decided just now."""
+        if self.health is None or self.stopping:
+            return False
+        with self._lock:
+            states = [t.state for t in self.tasks.values()]
+            return self.health.judge(self.client_status, states, now)
+
+    def join_deployment(self, alloc: dict[str, Any]) -> None:
+        """An in-place update moved the allocation into a new deployment: judge it again."""
+        with self._lock:
+            self.alloc = alloc
+            self.health = HealthWatch.of(alloc)
 
     def persist(self) -> None:
         with self._lock:

@@ -1,0 +1,159 @@
+"""The leader's deployment watcher, one tick per second over every running deployment
+(Nomad's deploymentwatcher): a `deployment-watcher` evaluation once allocations turned healthy
+since the job's last evaluation (so the next max_parallel batch goes; one per job per tick),
+failure at the progress deadline or on an unhealthy allocation, replacement of unhealthy
+allocations where a progress deadline allows it, auto-promotion once every canary is healthy,
+and auto-revert (in `deployments.fail_locked`)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.models import Deployment as DeploymentRow
+from app.scheduler.deployments import RUNNING
+from app.store import deployments
+from app.store.index import next_index
+from app.store.plan_codec import group_from_json, group_to_json
+from app.store.sql import query
+from app.structs import DeploymentGroup
+
+NANOS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class GroupHealth:
+    healthy: int = 0
+    healthy_canaries: int = 0
+    unhealthy: tuple[uuid.UUID, ...] = ()  # not yet marked for replacement
+    unhealthy_total: int = 0
+    latest_healthy_ns: int = 0
+    latest_health_index: int = 0
+
+
+@dataclass
+class Decision:
+    fail: str | None = None
+    promote: bool = False
+    reschedule: list[uuid.UUID] = field(default_factory=list)
+    evaluate: bool = False
+    groups: dict[str, DeploymentGroup] = field(default_factory=dict)  # with moved progress deadlines
+
+    @property
+    def empty(self) -> bool:
+        return not (self.fail or self.promote or self.reschedule or self.evaluate or self.groups)
+
+
+def watch(session: Session, now_ns: int | None = None) -> int:
+    """One tick; returns how many deployments it acted on. It decides from a plain read first
+    and takes the state index (every writer's first write) only when something is to be done,
+    then locks those deployments and decides again from what it sees under the lock."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    ids = [row[0] for row in session.execute(query("watch_running_ids"))]
+    wanted = [d for d, decision in _decisions(session, ids, now_ns).items() if not decision.empty]
+    if not wanted:
+        return 0
+    index = next_index(session, deployments.TABLES)
+    locked = [row[0] for row in session.execute(query("watch_lock_running"), {"ids": wanted})]
+    acted = 0
+    for deployment_id, decision in _decisions(session, locked, now_ns).items():
+        if not decision.empty:
+            _act(session, deployments.get_row(session, deployment_id), decision, index)
+            acted += 1
+    return acted
+
+
+def _decisions(session: Session, ids: list[uuid.UUID], now_ns: int) -> dict[uuid.UUID, Decision]:
+    if not ids:
+        return {}
+    health = _health(session, ids)
+    found = {}
+    for deployment_id in ids:
+        row = deployments.get_row(session, deployment_id)
+        if row.status != "running":
+            continue
+        groups = {name: group_from_json(g) for name, g in (row.task_groups or {}).items()}
+        params = {"namespace": row.namespace, "job_id": row.job_id}
+        latest_eval = int(session.execute(query("latest_job_eval_index"), params).scalar_one())
+        seen = {g: health.get((deployment_id, g), GroupHealth()) for g in groups}
+        found[deployment_id] = decide(groups, seen, latest_eval, now_ns)
+    return found
+
+
+def decide(
+    groups: Mapping[str, DeploymentGroup], health: Mapping[str, GroupHealth], latest_eval_index: int, now_ns: int
+) -> Decision:
+    """What to do with one running deployment, from its groups and their allocations' health."""
+    decision = Decision()
+    for name, group in groups.items():
+        seen = health[name]
+        moved = deployments.with_progress(group, seen.latest_healthy_ns)
+        if moved != group:
+            decision.groups[name] = moved
+        if seen.latest_health_index > latest_eval_index:
+            decision.evaluate = True
+        if moved.progress_deadline_ns == 0 and seen.unhealthy_total > 0:
+            decision.fail = deployments.FAILED_UNHEALTHY
+        elif moved.progress_deadline_ns > 0:
+            decision.reschedule.extend(seen.unhealthy)
+            done = seen.healthy >= max(moved.desired_total, moved.desired_canaries) and (
+                moved.desired_canaries == 0 or moved.promoted
+            )
+            if not done and moved.require_progress_by_ns and now_ns > moved.require_progress_by_ns:
+                decision.fail = deployments.FAILED_PROGRESS
+    waiting = {n: g for n, g in groups.items() if g.desired_canaries > 0 and not g.promoted}
+    if (
+        waiting
+        and all(g.auto_promote for g in waiting.values())
+        and all(health[n].healthy_canaries >= g.desired_canaries for n, g in waiting.items())
+    ):
+        decision.promote = True
+    if decision.fail:
+        decision.promote, decision.reschedule, decision.evaluate = False, [], False
+    return decision
+
+
+def _act(session: Session, row: DeploymentRow, decision: Decision, index: int) -> None:
+    if decision.groups:
+        stored = dict(row.task_groups or {})
+        for name, group in decision.groups.items():
+            stored[name] = {**stored.get(name, {}), "RequireProgressBy": group_to_json(group)["RequireProgressBy"]}
+        row.task_groups = stored
+        row.modify_index = index
+    if decision.fail:
+        deployments.fail_locked(session, row, decision.fail, index)
+        return
+    if decision.promote:
+        row.task_groups = {
+            name: {**g, "Promoted": True} if g.get("DesiredCanaries", 0) > 0 else g
+            for name, g in (row.task_groups or {}).items()
+        }
+        deployments.set_status(session, row, "running", RUNNING, index)
+    if decision.reschedule:
+        session.execute(query("mark_for_reschedule"), {"ids": decision.reschedule, "index": index})
+    if decision.promote or decision.reschedule or decision.evaluate:
+        deployments.watcher_eval(session, row, index)
+
+
+def _health(session: Session, ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], GroupHealth]:
+    rows = session.execute(query("watch_group_health"), {"ids": ids}).mappings()
+    return {
+        (r["deployment_id"], r["task_group"]): GroupHealth(
+            healthy=int(r["healthy"]),
+            healthy_canaries=int(r["healthy_canaries"]),
+            unhealthy=tuple(r["unhealthy"]),
+            unhealthy_total=int(r["unhealthy_total"]),
+            latest_healthy_ns=_ns(r["latest_healthy"]),
+            latest_health_index=int(r["latest_health_index"]),
+        )
+        for r in rows
+    }
+
+
+def _ns(moment: datetime | None) -> int:
+    return 0 if moment is None else int(moment.timestamp() * NANOS)

@@ -1,0 +1,296 @@
+"""Deployment rows: created and advanced by plans, promoted, paused and failed by operators and
+by the leader's watcher. Every status change that needs the scheduler creates its
+`deployment-watcher` evaluation in the same transaction; a failure with auto_revert
+registers the latest stable version again."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Deployment as DeploymentRow
+from app.models import Job, JobVersion
+from app.scheduler.deployments import RUNNING
+from app.store.evals import EvalRequest, insert_eval
+from app.store.index import next_index
+from app.store.jobs import RegisterOptions, register_at
+from app.store.plan_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
+from app.store.sql import query
+from app.structs import Deployment, DeploymentGroup
+
+TABLES = ["deployments", "evaluations", "jobs", "allocations"]
+PAUSED = "Deployment is paused"
+MARKED_FAILED = "Deployment marked as failed"
+FAILED_PROGRESS = "Failed due to progress deadline"
+FAILED_UNHEALTHY = "Failed due to unhealthy allocations"
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a deployment operation wrote (Nomad's DeploymentUpdateResponse)."""
+
+    index: int
+    deployment_modify_index: int
+    eval_id: uuid.UUID | None = None
+    eval_create_index: int = 0
+    reverted_job_version: int | None = None
+
+
+def from_row(row: DeploymentRow) -> Deployment:
+    return deployment_from_mapping({c: getattr(row, c) for c in DEPLOYMENT_COLUMNS})
+
+
+def get_row(session: Session, deployment_id: uuid.UUID, *, for_update: bool = False) -> DeploymentRow:
+    row = session.get(DeploymentRow, deployment_id, with_for_update=for_update)
+    if row is None:
+        raise NotFound.of("DeploymentID", f"deployment {deployment_id} not found")
+    return row
+
+
+# --- written by the plan applier ----------------------------------------------------------
+
+
+def apply_plan_deployment(session: Session, raw: Mapping[str, Any], index: int) -> None:
+    """Create the plan's deployment, or merge its group states into the stored one. Fields an
+    operator owns (Promoted) and the progress deadline the watcher moves are kept as stored."""
+    deployment_id = uuid.UUID(raw["ID"])
+    row = session.get(DeploymentRow, deployment_id, with_for_update=True)
+    now = datetime.now(UTC)
+    if row is None:
+        session.add(
+            DeploymentRow(
+                id=deployment_id,
+                namespace=raw["Namespace"],
+                job_id=raw["JobID"],
+                job_version=raw["JobVersion"],
+                job_modify_index=raw["JobModifyIndex"],
+                job_spec_modify_index=raw["JobModifyIndex"],
+                job_create_index=raw["JobCreateIndex"],
+                status=raw["Status"],
+                status_description=raw["StatusDescription"],
+                task_groups=raw["TaskGroups"],
+                eval_priority=raw["EvalPriority"],
+                create_index=index,
+                modify_index=index,
+                create_time=now,
+                modify_time=now,
+            )
+        )
+        session.flush()
+        return
+    if row.status not in DEPLOYMENT_ACTIVE_STATUSES:
+        return
+    groups = dict(row.task_groups or {})
+    for name, planned in raw["TaskGroups"].items():
+        stored = groups.get(name)
+        if stored is None:
+            groups[name] = planned
+        else:
+            groups[name] = {**stored, "DesiredCanaries": max(stored["DesiredCanaries"], planned["DesiredCanaries"])}
+    if groups != row.task_groups or raw["StatusDescription"] != row.status_description:
+        row.task_groups = groups
+        if row.status == "running":
+            row.status_description = raw["StatusDescription"]
+        row.modify_index, row.modify_time = index, now
+
+
+def apply_status_updates(session: Session, updates: Iterable[Mapping[str, Any]], index: int) -> None:
+    """Status changes a plan asks for; a deployment that already ended keeps its ending."""
+    for raw in updates:
+        row = session.get(DeploymentRow, uuid.UUID(raw["DeploymentID"]), with_for_update=True)
+        if row is not None and row.status in DEPLOYMENT_ACTIVE_STATUSES:
+            set_status(session, row, raw["Status"], raw["StatusDescription"], index)
+
+
+def set_status(session: Session, row: DeploymentRow, status: str, description: str, index: int) -> None:
+    """A successful deployment marks its job version stable (the version auto-revert returns to)."""
+    row.status, row.status_description = status, description
+    row.modify_index, row.modify_time = index, datetime.now(UTC)
+    if status != "successful":
+        return
+    session.execute(
+        update(JobVersion)
+        .where(
+            JobVersion.namespace == row.namespace,
+            JobVersion.job_id == row.job_id,
+            JobVersion.version == row.job_version,
+        )
+        .values(stable=True)
+    )
+    session.execute(
+        update(Job)
+        .where(Job.namespace == row.namespace, Job.id == row.job_id, Job.version == row.job_version)
+        .values(stable=True, modify_index=index)
+    )
+
+
+# --- operator and watcher operations -------------------------------------------------------
+
+
+def promote(session: Session, deployment_id: uuid.UUID, groups: list[str] | None) -> Change:
+    """Promote the canaries of `groups` (None: every group that has canaries). Refused unless
+    the deployment is running and each group's canaries are all placed and healthy."""
+    index = next_index(session, TABLES)
+    row = _active(session, deployment_id, "promote")
+    if row.status != "running":
+        raise Conflict.of("DeploymentID", f"deployment {deployment_id} is {row.status}; only a running one promotes")
+    stored = dict(row.task_groups or {})
+    canarying = [n for n, g in stored.items() if g.get("DesiredCanaries", 0) > 0 and not g.get("Promoted")]
+    chosen = canarying if groups is None else groups
+    if not chosen:
+        raise InvalidInput.of("Groups", "the deployment has no canaries to promote")
+    healthy = _healthy_canaries(session, row.id)
+    for name in chosen:
+        group = stored.get(name)
+        if group is None:
+            raise InvalidInput.of("Groups", f"task group {name!r} is not part of deployment {deployment_id}")
+        desired = int(group.get("DesiredCanaries", 0))
+        if desired == 0:
+            raise InvalidInput.of("Groups", f"task group {name!r} has no canaries to promote")
+        if healthy.get(name, 0) < desired:
+            raise Conflict.of(
+                "Groups", f"task group {name!r} has {healthy.get(name, 0)}/{desired} healthy canaries; promote refused"
+            )
+        stored[name] = {**group, "Promoted": True}
+    row.task_groups = stored
+    set_status(session, row, "running", RUNNING, index)
+    return _with_eval(session, row, index)
+
+
+def set_paused(session: Session, deployment_id: uuid.UUID, paused: bool) -> Change:
+    index = next_index(session, TABLES)
+    row = _active(session, deployment_id, "pause" if paused else "resume")
+    if paused:
+        set_status(session, row, "paused", PAUSED, index)
+        return Change(index, index)
+    set_status(session, row, "running", RUNNING, index)
+    return _with_eval(session, row, index)
+
+
+def fail(session: Session, deployment_id: uuid.UUID, description: str = MARKED_FAILED) -> Change:
+    """Fail the deployment; with auto_revert in any group, the latest stable version of the
+    job (other than the one being deployed) is registered again."""
+    index = next_index(session, TABLES)
+    row = _active(session, deployment_id, "fail")
+    return fail_locked(session, row, description, index)
+
+
+def fail_locked(session: Session, row: DeploymentRow, description: str, index: int) -> Change:
+    groups = [group_from_json(g) for g in (row.task_groups or {}).values()]
+    reverted: int | None = None
+    if any(g.auto_revert for g in groups):
+        target = _stable_target(session, row)
+        if target is None:
+            description += " - no stable job version to auto revert to"
+        else:
+            description += f" - rolling back to job version {target.version}"
+            reverted = target.version
+    set_status(session, row, "failed", description, index)
+    if reverted is not None and target is not None:
+        result = register_at(session, dict(target.spec), RegisterOptions(), index)
+        return Change(index, index, result.eval_id, result.eval_create_index, reverted)
+    return _with_eval(session, row, index)
+
+
+def _stable_target(session: Session, row: DeploymentRow) -> JobVersion | None:
+    """The newest stable version other than the failed one whose spec differs from the
+    current job (reverting to an identical spec would loop)."""
+    job = session.get(Job, (row.namespace, row.job_id), with_for_update=True)
+    if job is None or job.purged_at is not None:
+        return None
+    candidates = session.scalars(
+        select(JobVersion)
+        .where(
+            JobVersion.namespace == row.namespace,
+            JobVersion.job_id == row.job_id,
+            JobVersion.stable.is_(True),
+            JobVersion.version != row.job_version,
+        )
+        .order_by(JobVersion.version.desc())
+    )
+    return next((v for v in candidates if _differs(v.spec, job.spec)), None)
+
+
+def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    ignored = ("Version", "JobModifyIndex", "ModifyIndex", "CreateIndex", "SubmitTime", "Stable", "Status")
+    return {k: v for k, v in a.items() if k not in ignored} != {k: v for k, v in b.items() if k not in ignored}
+
+
+def _active(session: Session, deployment_id: uuid.UUID, verb: str) -> DeploymentRow:
+    row = get_row(session, deployment_id, for_update=True)
+    if row.status not in DEPLOYMENT_ACTIVE_STATUSES:
+        raise Conflict.of("DeploymentID", f"cannot {verb} deployment {deployment_id}: it is {row.status}")
+    return row
+
+
+def _with_eval(session: Session, row: DeploymentRow, index: int) -> Change:
+    evaluation = watcher_eval(session, row, index)
+    if evaluation is None:
+        return Change(index, index)
+    return Change(index, index, evaluation, index)
+
+
+def watcher_eval(session: Session, row: DeploymentRow, index: int) -> uuid.UUID | None:
+    """A `deployment-watcher` evaluation for the deployment's job, or None if the job is gone."""
+    job = session.get(Job, (row.namespace, row.job_id), with_for_update={"key_share": True})
+    if job is None or job.purged_at is not None:
+        return None
+    evaluation = insert_eval(
+        session,
+        EvalRequest(
+            namespace=row.namespace,
+            job_id=row.job_id,
+            job_type=job.type,
+            priority=row.eval_priority,
+            triggered_by="deployment-watcher",
+            job_modify_index=job.job_modify_index,
+            deployment_id=row.id,
+        ),
+        index,
+    )
+    return evaluation.id
+
+
+# --- reads -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    placed: int = 0
+    healthy: int = 0
+    unhealthy: int = 0
+    canaries: tuple[uuid.UUID, ...] = ()
+
+
+def group_counts(session: Session, ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], GroupCounts]:
+    """Per deployment and group: allocations placed, healthy and unhealthy, and the canaries."""
+    if not ids:
+        return {}
+    rows = session.execute(query("deployment_group_counts"), {"ids": ids}).mappings()
+    return {
+        (r["deployment_id"], r["task_group"]): GroupCounts(
+            int(r["placed"]), int(r["healthy"]), int(r["unhealthy"]), tuple(r["canaries"] or ())
+        )
+        for r in rows
+    }
+
+
+def _healthy_canaries(session: Session, deployment_id: uuid.UUID) -> dict[str, int]:
+    rows = session.execute(query("deployment_healthy_canaries"), {"id": deployment_id})
+    return {str(group): int(n) for group, n in rows}
+
+
+def with_progress(group: DeploymentGroup, latest_healthy_ns: int) -> DeploymentGroup:
+    """The progress deadline moves on with every allocation that turns healthy."""
+    if group.progress_deadline_ns == 0 or latest_healthy_ns == 0:
+        return group
+    moved = latest_healthy_ns + group.progress_deadline_ns
+    return replace(group, require_progress_by_ns=max(group.require_progress_by_ns, moved))

@@ -1,0 +1,77 @@
+"""Deployment health of one allocation, judged from its task states (`health_check =
+"task_states"`; with no service catalog, "checks" means the same): healthy once every task
+has run for `min_healthy_time` without restarting, unhealthy when a task fails or
+`healthy_deadline` passes first. `manual` leaves health to the operator. Judged once per
+deployment: a verdict is final, as in Nomad."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+NANOS = 1_000_000_000
+
+
+@dataclass
+class HealthWatch:
+    deployment_id: str
+    min_healthy_s: float
+    deadline_s: float
+    manual: bool
+    started: float
+    healthy: bool | None = None
+    decided_at: float = 0.0
+
+    @classmethod
+    def of(cls, alloc: dict[str, Any], now: float | None = None) -> HealthWatch | None:
+        """A watch for an allocation placed in a deployment, or None when it has none."""
+        deployment_id = alloc.get("DeploymentID")
+        if not deployment_id:
+            return None
+        update = _update_block(alloc)
+        return cls(
+            deployment_id=str(deployment_id),
+            min_healthy_s=float(update.get("MinHealthyTime", 10 * NANOS)) / NANOS,
+            deadline_s=float(update.get("HealthyDeadline", 300 * NANOS)) / NANOS,
+            manual=update.get("HealthCheck") == "manual",
+            started=time.time() if now is None else now,
+        )
+
+    def judge(self, client_status: str, states: list[dict[str, Any]], now: float) -> bool:
+        """Decide if the time has come; returns whether a verdict was reached just now."""
+        if self.healthy is not None or self.manual:
+            return False
+        verdict = _verdict(client_status, states, now, self.min_healthy_s)
+        if verdict is None and now - self.started >= self.deadline_s:
+            verdict = False
+        if verdict is None:
+            return False
+        self.healthy, self.decided_at = verdict, now
+        return True
+
+    def report(self) -> dict[str, Any] | None:
+        if self.healthy is None:
+            return None
+        return {
+            "DeploymentID": self.deployment_id,
+            "Healthy": self.healthy,
+            "Timestamp": datetime.fromtimestamp(self.decided_at, UTC).isoformat(),
+        }
+
+
+def _verdict(client_status: str, states: list[dict[str, Any]], now: float, min_healthy_s: float) -> bool | None:
+    if client_status == "failed" or any(s.get("Failed") for s in states):
+        return False
+    if client_status != "running" or not states or any(s.get("State") != "running" for s in states):
+        return None
+    # A restart starts the clock again: the task must stay up for min_healthy_time in one go.
+    since = max(max(s.get("StartedAt") or 0, s.get("LastRestart") or 0) for s in states) / NANOS
+    return True if now - since >= min_healthy_s else None
+
+
+def _update_block(alloc: dict[str, Any]) -> dict[str, Any]:
+    job = alloc.get("Job") or {}
+    group = next((g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")), None)
+    return dict((group or {}).get("Update") or job.get("Update") or {})
