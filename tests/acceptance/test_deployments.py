@@ -28,7 +28,12 @@ def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[
 
 def service(version_tag: str, *, count: int, **update: Any) -> dict[str, Any]:
     """A service whose tasks run until stopped; changing the tag is a destructive update."""
-    block = {"MaxParallel": 1, "MinHealthyTime": SECOND, "HealthyDeadline": 20 * SECOND, "ProgressDeadline": 60 * SECOND}
+    block = {
+        "MaxParallel": 1,
+        "MinHealthyTime": SECOND,
+        "HealthyDeadline": 20 * SECOND,
+        "ProgressDeadline": 60 * SECOND,
+    }
     spec = job("web", [mock_task(tag=version_tag)], count=count, Update={**block, **update})
     spec["TaskGroups"][0]["RestartPolicy"] = {"Attempts": 0, "Mode": "fail"}
     return spec
@@ -88,9 +93,7 @@ def test_rolling_update_never_has_more_than_max_parallel_out_of_service(cluster:
         serving = [
             a
             for a in allocs
-            if a["DesiredStatus"] == "run"
-            and a["ClientStatus"] == "running"
-            and (a["JobVersion"] == 0 or healthy(a))
+            if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running" and (a["JobVersion"] == 0 or healthy(a))
         ]
         fresh = [a for a in allocs if a["JobVersion"] == 1 and a["DesiredStatus"] == "run" and not healthy(a)]
         worst = max(worst, 4 - len(serving))
@@ -101,9 +104,7 @@ def test_rolling_update_never_has_more_than_max_parallel_out_of_service(cluster:
     assert new_in_flight <= 2, new_in_flight
     assert worst >= 1  # it did roll: some were replaced
     assert job_version(cluster) == (1, True)
-    triggers = {
-        r[0] for r in cluster.pg.execute("SELECT DISTINCT triggered_by FROM evaluations WHERE job_id = 'web'")
-    }
+    triggers = {r[0] for r in cluster.pg.execute("SELECT DISTINCT triggered_by FROM evaluations WHERE job_id = 'web'")}
     assert "deployment-watcher" in triggers  # healthy allocations moved the rollout on
 
 
