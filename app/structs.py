@@ -563,6 +563,9 @@ class SchedulerResult:
     queued_allocations: Mapping[str, int] = field(default_factory=dict)
     class_eligibility: Mapping[str, bool] = field(default_factory=dict)
     escaped_computed_class: bool = False
+    # A system job's rolling update stopped at max_parallel: evaluate again after this long
+    # (its `stagger`) to update the next batch.
+    rolling_wait_ns: int = 0
 
     @property
     def blocked(self) -> bool:

@@ -101,7 +101,7 @@ class Worker:
                 outcome = self.collect_garbage(held, keeper, stop)
             else:
                 outcome = self.schedule(held, keeper, stop)
-            if outcome.failed_tg_allocs or outcome.max_plan_attempts:
+            if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.rolling_wait_s:
                 with transaction(self.sessions) as session:
                     broker.complete(session, held, outcome)
             else:
@@ -200,6 +200,7 @@ def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetim
         queued_allocations=dict(result.queued_allocations),
         class_eligibility=dict(result.class_eligibility),
         escaped_computed_class=result.escaped_computed_class,
+        rolling_wait_s=result.rolling_wait_ns / 1e9,
     )
 
 

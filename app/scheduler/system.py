@@ -28,10 +28,40 @@ def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> Schedul
         return run.result(job)
     nodes = run.ordered_nodes(snapshot.nodes)
     ranker = run.ranker(job, [n for n in nodes if n.ready_for_placement and in_job_scope(n, job)])
+    rolling = RollingLimit.of(job)
     for group in job.task_groups:
-        scope = _GroupScope(run, ranker, job, GroupAsk.of(job, group), evaluation.type == "sysbatch")
+        scope = _GroupScope(run, ranker, job, GroupAsk.of(job, group), evaluation.type == "sysbatch", rolling)
         _schedule_group(scope, nodes, by_group.get(group.name, []))
-    return run.result(job)
+    result = run.result(job)
+    return replace(result, rolling_wait_ns=rolling.stagger_ns) if rolling.reached else result
+
+
+@dataclass
+class RollingLimit:
+    """Nomad's rolling system update: with an update block whose max_parallel and stagger are
+    set, at most max_parallel destructive updates per pass; the rest wait for a `rolling-update`
+    evaluation `stagger` later."""
+
+    remaining: int | None
+    stagger_ns: int = 0
+    reached: bool = False
+
+    @classmethod
+    def of(cls, job: Job) -> RollingLimit:
+        update = next((g.update for g in job.task_groups if g.update is not None), None)
+        if job.stop or update is None or update.max_parallel <= 0 or update.stagger_ns <= 0:
+            return cls(None)
+        return cls(update.max_parallel, update.stagger_ns)
+
+    def take(self) -> bool:
+        """Whether one more destructive update may go in this pass."""
+        if self.remaining is None:
+            return True
+        if self.remaining == 0:
+            self.reached = True
+            return False
+        self.remaining -= 1
+        return True
 
 
 @dataclass(frozen=True)
@@ -41,6 +71,7 @@ class _GroupScope:
     job: Job
     ask: GroupAsk
     sysbatch: bool
+    rolling: RollingLimit
 
     @property
     def group(self) -> TaskGroup:
@@ -97,7 +128,8 @@ def _update(scope: _GroupScope, node: Node, alloc: Allocation) -> None:
             replace(alloc, job_version=scope.job.version, eval_id=run.evaluation.id, resources=scope.group.resources)
         )
         return
-    _place_on(scope, node, alloc, reasons.UPDATING)
+    if scope.rolling.take():
+        _place_on(scope, node, alloc, reasons.UPDATING)
 
 
 def _finished(scope: _GroupScope, allocs: list[Allocation]) -> bool:

@@ -58,6 +58,8 @@ class Outcome:
     class_eligibility: dict[str, bool] = field(default_factory=dict)
     escaped_computed_class: bool = False
     max_plan_attempts: bool = False
+    # A rolling system update paused at max_parallel: a `rolling-update` evaluation this much later.
+    rolling_wait_s: float = 0.0
     # When the pass read its snapshot: a delayed evaluation due only after that was not served.
     scheduled_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -120,8 +122,8 @@ def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
 def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
     """complete() for the common case, a pass that placed everything: the index bump and the
     completion go to the server as one pipelined batch (one network round trip)."""
-    if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete":
-        raise ValueError("complete_success is only for passes without placement failures")
+    if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
+        raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
@@ -186,6 +188,28 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
         _release_if_missed(session, ev.id, outcome, index)
     elif failing:
         _upsert_blocked(session, ev, outcome, index)
+    if outcome.rolling_wait_s and not failing:
+        _rolling_followup(session, ev, outcome.rolling_wait_s, index)
+
+
+def _rolling_followup(session: Session, ev: EvalStruct, wait_s: float, index: int) -> None:
+    """Nomad's NextRollingEval: the next batch of a rolling system update, `stagger` from now."""
+    followup = insert_eval(
+        session,
+        EvalRequest(
+            namespace=ev.namespace,
+            job_id=ev.job_id,
+            job_type=ev.type,
+            priority=ev.priority,
+            triggered_by="rolling-update",
+            job_modify_index=ev.job_modify_index,
+        ),
+        index,
+    )
+    followup.previous_eval = ev.id
+    followup.wait_until = datetime.now(UTC) + timedelta(seconds=wait_s)
+    session.flush()
+    session.execute(update(Evaluation).where(Evaluation.id == ev.id).values(next_eval=followup.id))
 
 
 def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: int) -> None:

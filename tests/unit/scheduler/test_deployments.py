@@ -204,3 +204,24 @@ def test_unhealthy_allocation_marked_for_reschedule_is_replaced() -> None:
     (replacement,) = placed(result)
     assert replacement.previous_allocation == bad.id and replacement.deployment_id == d.id
     assert stopped(result)[bad.id].description == reasons.UNHEALTHY
+
+
+def test_system_rolling_update_goes_max_parallel_per_pass_and_asks_for_a_staggered_followup() -> None:
+    nodes = [node(f"n{i}") for i in range(4)]
+    strategy = update(max_parallel=1, stagger_ns=30 * SECOND)
+
+    def system(version: int) -> Job:
+        tasks = (task(config={"image": f"v{version}"}),)
+        return job(groups=[group(count=1, tasks=tasks, update=strategy)], type="system", version=version)
+
+    old, new = system(0), system(1)
+    allocs = [alloc(old, n, 0) for n in nodes]
+    result = run(snapshot(new, nodes, allocs, versions=[old]))
+    assert len(placed(result)) == 1 and len(stopped(result)) == 1
+    assert result.rolling_wait_ns == 30 * SECOND
+    unrolled = dataclasses.replace(strategy, stagger_ns=0)
+    everything = job(
+        groups=[group(count=1, tasks=(task(config={"image": "v1"}),), update=unrolled)], type="system", version=1
+    )
+    result = run(snapshot(everything, nodes, allocs, versions=[old]))
+    assert len(placed(result)) == 4 and result.rolling_wait_ns == 0
