@@ -35,7 +35,7 @@ def statuses(cluster: Cluster, job_id: str) -> list[str]:
 def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, corral: type[Corral]) -> None:
     cluster.client("c1", "--driver", "mock")
     parent = job("tick", [mock_task(run_for=f"{RUN_FOR_S}s")], kind="batch")
-    parent["Periodic"] = {"Spec": "* * * * * *", "ProhibitOverlap": True}  # every second
+    parent["Periodic"] = {"Spec": "* * * * * * *", "ProhibitOverlap": True}  # every second (7 fields)
     cluster.register(parent)
     assert wait_for(lambda: len(children(cluster, "tick")) >= 1, 60)
     first, first_at = children(cluster, "tick")[0]

@@ -32,7 +32,7 @@ def test_racing_leaders_never_launch_the_same_time_twice(
             {
                 "ID": f"tick{n}",
                 "Type": "batch",
-                "Periodic": {"Spec": "* * * * * *"},  # every second
+                "Periodic": {"Spec": "* * * * * * *"},  # every second (7 fields: second first, year last)
                 "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}],
             }
         )

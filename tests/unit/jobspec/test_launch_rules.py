@@ -18,7 +18,20 @@ def periodic(**fields: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "spec",
-    ["*/15 * * * *", "0 30 2 * * *", "0 9 * JAN-MAR MON-FRI", "0 0 L * ?", "@daily", "5,10 1-3 */2 * 1#2"],
+    [
+        "*/15 * * * *",
+        "30 2 * * * 2030",
+        "*/5 * * * * * *",
+        "0 9 * JAN-MAR MON-FRI",
+        "0 9 * january-march monday-friday",
+        "0 0 L * ?",
+        "0 0 LW * *",
+        "0 0 15W * *",
+        "0 0 * * 5L",
+        "@daily",
+        "@annually",
+        "5,10 1-3 */2 * 1#2",
+    ],
 )
 def test_cron_specs_are_accepted(spec: str) -> None:
     assert normalize_job(periodic(Spec=spec))["Periodic"]["Spec"] == spec
@@ -39,16 +52,29 @@ def test_several_specs_and_time_zones_are_accepted() -> None:
         (
             periodic(Spec="* * * *"),
             "Job.Periodic.Spec",
-            'must be a cron expression with 5 or 6 fields, got 4 in "* * * *"',
+            'is not a valid cron expression: needs 5 to 7 fields, got 4 in "* * * *"',
         ),
-        (periodic(Spec="* * * * * * *"), "Job.Periodic.Spec", "must be a cron expression with 5 or 6 fields, got 7"),
-        (periodic(Spec="* * * * $"), "Job.Periodic.Spec", 'has invalid characters in cron field "$"'),
-        (periodic(Spec="61 * * * *"), "Job.Periodic.Spec", "is not a valid cron expression"),
+        (
+            periodic(Spec="* * * * $"),
+            "Job.Periodic.Spec",
+            "is not a valid cron expression: syntax error in day-of-week field: '$'",
+        ),
+        (
+            periodic(Spec="61 * * * *"),
+            "Job.Periodic.Spec",
+            "is not a valid cron expression: syntax error in minute field: '61'",
+        ),
+        (
+            periodic(Spec="0 0 * * * 1969"),
+            "Job.Periodic.Spec",
+            "is not a valid cron expression: syntax error in year field: '1969'",
+        ),
+        (periodic(Spec="@midnight"), "Job.Periodic.Spec", "is not a valid cron expression: unknown macro '@midnight'"),
         (periodic(Specs=["@daily", "0 0 32 * *"]), "Job.Periodic.Specs[1]", "is not a valid cron expression"),
         (
             periodic(Specs=["* * * * *", "nope"]),
             "Job.Periodic.Specs[1]",
-            "must be a cron expression with 5 or 6 fields, got 1",
+            "is not a valid cron expression: needs 5 to 7 fields, got 1",
         ),
         (periodic(Spec="* * * * *", Specs=["* * * * *"]), "Job.Periodic.Specs", "cannot be combined with Spec"),
         (periodic(Spec="@daily", SpecType="test"), "Job.Periodic.SpecType", 'must be one of cron, got "test"'),
