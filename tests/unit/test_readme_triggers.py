@@ -1,0 +1,55 @@
+"""The README's table of evaluation triggers stays true: it lists all seventeen triggers of
+Nomad's evaluation list, and each names a test that exists and asserts that trigger."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_TRIGGERS = (
+    "job-register",
+    "job-deregister",
+    "periodic-job",
+    "node-drain",
+    "node-update",
+    "alloc-stop",
+    "scheduled",
+    "rolling-update",
+    "deployment-watcher",
+    "failed-follow-up",
+    "max-plan-attempts",
+    "alloc-failure",
+    "queued-allocs",
+    "preemption",
+    "job-scaling",
+    "max-disconnect-timeout",
+    "reconnect",
+)
+ROW = re.compile(r"^\| `([a-z-]+)` \| [^|]+ \| `(tests/[^`:]+)::(test_\w+)` \|$")
+
+
+def table() -> dict[str, tuple[str, str]]:
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        match = ROW.match(line)
+        if match:
+            rows[match.group(1)] = (match.group(2), match.group(3))
+    return rows
+
+
+def test_every_seed_trigger_has_a_row() -> None:
+    assert sorted(table()) == sorted(SEED_TRIGGERS)
+
+
+def test_each_row_names_a_test_that_asserts_its_trigger() -> None:
+    for trigger, (path, name) in table().items():
+        source = (ROOT / path).read_text()
+        functions = {
+            node.name: ast.get_source_segment(source, node) or ""
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef)
+        }
+        assert name in functions, f"{trigger}: {path}::{name} does not exist"
+        assert re.search(rf"['\"]{re.escape(trigger)}['\"]", functions[name]), f"{trigger}: {name} never names it"
