@@ -192,20 +192,22 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
         _rolling_followup(session, ev, outcome.rolling_wait_s, index)
 
 
+def _follow_up(ev: EvalStruct, trigger: str, status: str) -> EvalRequest:
+    """An evaluation a pass leaves behind for the same job."""
+    return EvalRequest(
+        namespace=ev.namespace,
+        job_id=ev.job_id,
+        job_type=ev.type,
+        priority=ev.priority,
+        triggered_by=trigger,
+        job_modify_index=ev.job_modify_index,
+        status=status,
+    )
+
+
 def _rolling_followup(session: Session, ev: EvalStruct, wait_s: float, index: int) -> None:
     """Nomad's NextRollingEval: the next batch of a rolling system update, `stagger` from now."""
-    followup = insert_eval(
-        session,
-        EvalRequest(
-            namespace=ev.namespace,
-            job_id=ev.job_id,
-            job_type=ev.type,
-            priority=ev.priority,
-            triggered_by="rolling-update",
-            job_modify_index=ev.job_modify_index,
-        ),
-        index,
-    )
+    followup = insert_eval(session, _follow_up(ev, "rolling-update", "pending"), index)
     followup.previous_eval = ev.id
     followup.wait_until = datetime.now(UTC) + timedelta(seconds=wait_s)
     session.flush()
@@ -220,19 +222,7 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
         .with_for_update()
     ).first()
     if blocked is None:
-        blocked = insert_eval(
-            session,
-            EvalRequest(
-                namespace=ev.namespace,
-                job_id=ev.job_id,
-                job_type=ev.type,
-                priority=ev.priority,
-                triggered_by=trigger,
-                job_modify_index=ev.job_modify_index,
-                status="blocked",
-            ),
-            index,
-        )
+        blocked = insert_eval(session, _follow_up(ev, trigger, "blocked"), index)
     blocked.triggered_by = trigger
     blocked.previous_eval = ev.id
     blocked.failed_tg_allocs = {g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}
