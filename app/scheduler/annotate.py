@@ -68,6 +68,9 @@ def _count_placement(
     if alloc.id in existing:
         updates.in_place_update += 1
         return
+    if alloc.canary:
+        updates.canary += 1
+        return
     previous = alloc.previous_allocation
     stop = stops.get(previous) if previous is not None else None
     if stop is None or previous is None:

@@ -225,3 +225,12 @@ def test_system_rolling_update_goes_max_parallel_per_pass_and_asks_for_a_stagger
     )
     result = run(snapshot(everything, nodes, allocs, versions=[old]))
     assert len(placed(result)) == 4 and result.rolling_wait_ns == 0
+
+
+def test_job_plan_annotations_count_canaries() -> None:
+    from app.scheduler.annotate import desired_updates
+
+    old, new = web(0, 3, update(canary=2)), web(1, 3, update(canary=2))
+    snap = snapshot(new, [N1], old_allocs(old, 3), versions=[old])
+    updates = desired_updates(snap, run(snap))["g"]
+    assert (updates.canary, updates.place, updates.destructive_update, updates.ignore) == (2, 0, 0, 3)
