@@ -11,6 +11,7 @@ from app.api import (
     agent,
     allocs,
     client,
+    deployments,
     errors,
     evals,
     job_plan,
@@ -27,7 +28,13 @@ from app.api.params import path_value
 from app.store.index import current_index
 
 # How each URL path variable is named in error messages, as in Nomad's bodies.
-PATH_FIELDS = {"job_id": "JobID", "node_id": "NodeID", "eval_id": "EvalID", "alloc_id": "AllocID"}
+PATH_FIELDS = {
+    "job_id": "JobID",
+    "node_id": "NodeID",
+    "eval_id": "EvalID",
+    "alloc_id": "AllocID",
+    "deployment_id": "DeploymentID",
+}
 
 
 def register(app: Flask) -> None:
@@ -37,6 +44,7 @@ def register(app: Flask) -> None:
         periodic,
         job_scale,
         job_versions,
+        deployments,
         jobs,
         evals,
         allocs,

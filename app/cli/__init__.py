@@ -122,6 +122,7 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
+from app.cli.deployment import deployment  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
@@ -135,6 +136,7 @@ main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
 main.add_command(alloc)
+main.add_command(deployment)
 
 if __name__ == "__main__":
     main()

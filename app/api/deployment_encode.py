@@ -1,0 +1,81 @@
+"""Deployments in Nomad's JSON shapes (structs.Deployment, DeploymentState and
+DeploymentUpdateResponse). The per-group allocation counts are not stored with the deployment;
+the caller passes them in, counted from the allocations."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from app.api.encode import ident, nanos
+from app.models import Deployment
+from app.store.deployments import Change, GroupCounts, from_row
+from app.structs import DeploymentGroup
+
+# How Go encodes time.Time{} (Nomad's RequireProgressBy before any deadline is set).
+ZERO_TIME = "0001-01-01T00:00:00Z"
+NANOS = 1_000_000_000
+
+Counts = Mapping[tuple[uuid.UUID, str], GroupCounts]
+
+
+def rfc3339(unix_ns: int) -> str:
+    """Unix nanoseconds as Go's time.Time JSON (RFC 3339 with nanoseconds, trailing zeros
+    dropped), in UTC; 0 is Go's zero time."""
+    if unix_ns <= 0:
+        return ZERO_TIME
+    seconds, fraction = divmod(unix_ns, NANOS)
+    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if fraction:
+        text += "." + f"{fraction:09d}".rstrip("0")
+    return text + "Z"
+
+
+def deployment(row: Deployment, counts: Counts) -> dict[str, Any]:
+    groups = from_row(row).groups
+    return {
+        "ID": str(row.id),
+        "Namespace": row.namespace,
+        "JobID": row.job_id,
+        "JobVersion": row.job_version,
+        "JobModifyIndex": row.job_modify_index,
+        "JobSpecModifyIndex": row.job_spec_modify_index,
+        "JobCreateIndex": row.job_create_index,
+        "IsMultiregion": row.is_multiregion,
+        "TaskGroups": {name: group(g, counts.get((row.id, name), GroupCounts())) for name, g in groups.items()},
+        "Status": row.status,
+        "StatusDescription": row.status_description,
+        "EvalPriority": row.eval_priority,
+        "CreateIndex": row.create_index,
+        "ModifyIndex": row.modify_index,
+        "CreateTime": nanos(row.create_time),
+        "ModifyTime": nanos(row.modify_time),
+    }
+
+
+def group(state: DeploymentGroup, counted: GroupCounts) -> dict[str, Any]:
+    return {
+        "AutoRevert": state.auto_revert,
+        "AutoPromote": state.auto_promote,
+        "ProgressDeadline": state.progress_deadline_ns,
+        "RequireProgressBy": rfc3339(state.require_progress_by_ns),
+        "Promoted": state.promoted,
+        "PlacedCanaries": [str(a) for a in counted.canaries],
+        "DesiredCanaries": state.desired_canaries,
+        "DesiredTotal": state.desired_total,
+        "PlacedAllocs": counted.placed,
+        "HealthyAllocs": counted.healthy,
+        "UnhealthyAllocs": counted.unhealthy,
+    }
+
+
+def update_response(change: Change) -> dict[str, Any]:
+    return {
+        "EvalID": ident(change.eval_id),
+        "EvalCreateIndex": change.eval_create_index,
+        "DeploymentModifyIndex": change.deployment_modify_index,
+        "RevertedJobVersion": change.reverted_job_version,
+        "Index": change.index,
+    }

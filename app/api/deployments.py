@@ -1,0 +1,155 @@
+"""/v1/deployments, /v1/deployment/... and a job's deployments, as Nomad's Deployment and Job
+endpoints: list, read, allocations, promote, pause/resume and fail."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flask import Blueprint, Response, request
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.orm import Session
+
+from app.api import deployment_encode, encode
+from app.api.context import read, respond, write
+from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, no_filter, uuid_value
+from app.api.validation import validate
+from app.errors import InvalidInput
+from app.models import Deployment
+from app.store import deployment_reads as reads
+from app.store import deployments as store
+
+bp = Blueprint("deployments", __name__)
+# Every read depends on the deployment rows and on the allocations its counts come from.
+TABLES = ["deployments", "allocations"]
+
+
+def _encode_all(session: Session, rows: Sequence[Deployment]) -> list[dict[str, Any]]:
+    counts = store.group_counts(session, [d.id for d in rows])
+    return [deployment_encode.deployment(d, counts) for d in rows]
+
+
+@bp.get("/deployments")
+def list_deployments() -> Response:
+    no_filter()
+    ns, prefix, ascending = namespace(allow_wildcard=True), id_prefix_arg(), bool_arg("ascending")
+    body, index = read(TABLES, lambda s: _encode_all(s, reads.list_deployments(s, ns, prefix, ascending=ascending)))
+    return respond(body, index)
+
+
+@bp.get("/deployment/<deployment_id>")
+def get_deployment(deployment_id: str) -> Response:
+    key = uuid_value(deployment_id, "DeploymentID")
+    body, index = read(TABLES, lambda s: _encode_all(s, [store.get_row(s, key)])[0])
+    return respond(body, index)
+
+
+@bp.get("/deployment/allocations/<deployment_id>")
+def deployment_allocations(deployment_id: str) -> Response:
+    """As Nomad: the allocations of the deployment, an empty list for an unknown one."""
+    key = uuid_value(deployment_id, "DeploymentID")
+    body, index = read(TABLES, lambda s: [encode.allocation(a) for a in reads.deployment_allocations(s, key)])
+    return respond(body, index)
+
+
+@bp.get("/job/<path:job_id>/deployments")
+def job_deployments(job_id: str) -> Response:
+    """Newest first; `?all=true` includes those of an earlier job that had the same ID."""
+    ns, include_all = namespace(allow_wildcard=False), bool_arg("all")
+    assert ns is not None
+    body, index = read(
+        [*TABLES, "jobs"],
+        lambda s: _encode_all(s, reads.job_deployments(s, ns, job_id, include_all=include_all)),
+    )
+    return respond(body, index)
+
+
+@bp.get("/job/<path:job_id>/deployment")
+def job_latest_deployment(job_id: str) -> Response:
+    """The job's latest deployment, or JSON null when it has none (as Nomad)."""
+    ns = namespace(allow_wildcard=False)
+    assert ns is not None
+
+    def fetch(session: Session) -> dict[str, Any] | None:
+        row = reads.latest_deployment(session, ns, job_id)
+        return None if row is None else _encode_all(session, [row])[0]
+
+    body, index = read(TABLES, fetch)
+    return respond(body, index)
+
+
+# --- writes ------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    # Nomad's API client embeds its WriteRequest (Region, Namespace, ...) in these bodies.
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class PromoteBody(_Strict):
+    DeploymentID: str = ""
+    All: bool = False
+    Groups: list[str] | None = None
+
+
+class PauseBody(_Strict):
+    DeploymentID: str = ""
+    Pause: bool
+
+
+class FailBody(_Strict):
+    DeploymentID: str = ""
+
+
+def _check_id(given: str, key: uuid.UUID) -> None:
+    """A DeploymentID in the body must name the deployment in the URL."""
+    if not given:
+        return
+    try:
+        same = uuid.UUID(given) == key
+    except ValueError:
+        same = False
+    if not same:
+        raise InvalidInput.of("DeploymentID", f"{given!r} does not match the deployment ID in the URL ({key})")
+
+
+def _update(change: Callable[[Session], store.Change]) -> Response:
+    result = write(change)
+    return respond(deployment_encode.update_response(result), result.index)
+
+
+@bp.route("/deployment/promote/<deployment_id>", methods=["PUT", "POST"])
+def promote(deployment_id: str) -> Response:
+    """{All: true} promotes every group with canaries; otherwise {Groups: [...]} names them."""
+    key = uuid_value(deployment_id, "DeploymentID")
+    body = validate(PromoteBody, json_body(), "")
+    _check_id(body.DeploymentID, key)
+    groups: list[str] | None = None
+    if not body.All:
+        if not body.Groups:
+            raise InvalidInput.of("Groups", "name at least one task group to promote, or set All to true")
+        if any(not g for g in body.Groups):
+            raise InvalidInput.of("Groups", "task group names must not be empty")
+        groups = list(dict.fromkeys(body.Groups))
+    return _update(lambda s: store.promote(s, key, groups))
+
+
+@bp.route("/deployment/pause/<deployment_id>", methods=["PUT", "POST"])
+def pause(deployment_id: str) -> Response:
+    """{Pause: true} pauses a deployment; {Pause: false} resumes it (with a deployment-watcher
+    evaluation, so the scheduler carries on with the rollout)."""
+    key = uuid_value(deployment_id, "DeploymentID")
+    body = validate(PauseBody, json_body(), "")
+    _check_id(body.DeploymentID, key)
+    return _update(lambda s: store.set_paused(s, key, body.Pause))
+
+
+@bp.route("/deployment/fail/<deployment_id>", methods=["PUT", "POST"])
+def fail(deployment_id: str) -> Response:
+    """Mark the deployment failed; with auto_revert, the latest stable version is registered
+    again (RevertedJobVersion). The body is optional, as Nomad ignores it."""
+    key = uuid_value(deployment_id, "DeploymentID")
+    if request.get_data(cache=True).strip():
+        _check_id(validate(FailBody, json_body(), "").DeploymentID, key)
+    return _update(lambda s: store.fail(s, key))
