@@ -29,8 +29,6 @@ DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
     "node-lifecycle": (1.0, node_duties.node_lifecycle),
     # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
     "periodic-launch": (1.0, periodic.launch_due),
-    # Nomad batches deployment-watcher evaluations per job over one second.
-    "deployment-watch": (1.0, deployment_watch.watch),
 }
 
 
@@ -47,7 +45,9 @@ def duties(settings: Settings) -> dict[str, tuple[float, Callable[[Session], int
     def tick(kind: str) -> Callable[[Session], int]:
         return lambda session: int(gc.enqueue_core(session, kind, thresholds) is not None)
 
-    return DUTIES | {kind: (seconds, tick(kind)) for kind, seconds in intervals.items()}
+    # Nomad batches deployment-watcher evaluations per job over one second.
+    watch = {"deployment-watch": (1.0, deployment_watch.watcher(settings.job_max_versions))}
+    return DUTIES | watch | {kind: (seconds, tick(kind)) for kind, seconds in intervals.items()}
 
 
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:

@@ -12,13 +12,14 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import Session
 
 from app.api import deployment_encode, encode
-from app.api.context import read, respond, write
+from app.api.context import read, respond, state, write
 from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, no_filter, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
 from app.models import Deployment
 from app.store import deployment_reads as reads
 from app.store import deployments as store
+from app.store.jobs import RegisterOptions
 
 bp = Blueprint("deployments", __name__)
 # Every read depends on the deployment rows and on the allocations its counts come from.
@@ -152,4 +153,5 @@ def fail(deployment_id: str) -> Response:
     key = uuid_value(deployment_id, "DeploymentID")
     if request.get_data(cache=True).strip():
         _check_id(validate(FailBody, json_body(), "").DeploymentID, key)
-    return _update(lambda s: store.fail(s, key))
+    options = RegisterOptions(max_versions=state().settings.job_max_versions)
+    return _update(lambda s: store.fail(s, key, options))

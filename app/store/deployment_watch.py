@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -19,6 +19,7 @@ from app.models import Deployment as DeploymentRow
 from app.scheduler.deployments import RUNNING
 from app.store import deployments
 from app.store.index import next_index
+from app.store.jobs import RegisterOptions
 from app.store.plan_codec import group_from_json, group_to_json
 from app.store.sql import query
 from app.structs import DeploymentGroup
@@ -49,7 +50,12 @@ class Decision:
         return not (self.fail or self.promote or self.reschedule or self.evaluate or self.groups)
 
 
-def watch(session: Session, now_ns: int | None = None) -> int:
+def watcher(max_versions: int) -> Callable[[Session], int]:
+    """The leader duty; an auto-revert keeps `max_versions` versions, as any registration does."""
+    return lambda session: watch(session, RegisterOptions(max_versions=max_versions))
+
+
+def watch(session: Session, options: RegisterOptions, now_ns: int | None = None) -> int:
     """One tick; returns how many deployments it acted on. It decides from a plain read first
     and takes the state index (every writer's first write) only when something is to be done,
     then locks those deployments and decides again from what it sees under the lock."""
@@ -63,7 +69,7 @@ def watch(session: Session, now_ns: int | None = None) -> int:
     acted = 0
     for deployment_id, decision in _decisions(session, locked, now_ns).items():
         if not decision.empty:
-            _act(session, deployments.get_row(session, deployment_id), decision, index)
+            _act(session, deployments.get_row(session, deployment_id), decision, index, options)
             acted += 1
     return acted
 
@@ -118,7 +124,7 @@ def decide(
     return decision
 
 
-def _act(session: Session, row: DeploymentRow, decision: Decision, index: int) -> None:
+def _act(session: Session, row: DeploymentRow, decision: Decision, index: int, options: RegisterOptions) -> None:
     if decision.groups:
         stored = dict(row.task_groups or {})
         for name, group in decision.groups.items():
@@ -126,7 +132,7 @@ def _act(session: Session, row: DeploymentRow, decision: Decision, index: int) -
         row.task_groups = stored
         row.modify_index = index
     if decision.fail:
-        deployments.fail_locked(session, row, decision.fail, index)
+        deployments.fail_locked(session, row, decision.fail, index, options)
         return
     if decision.promote:
         row.task_groups = {

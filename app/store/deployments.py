@@ -175,15 +175,17 @@ def set_paused(session: Session, deployment_id: uuid.UUID, paused: bool) -> Chan
     return _with_eval(session, row, index)
 
 
-def fail(session: Session, deployment_id: uuid.UUID, description: str = MARKED_FAILED) -> Change:
+def fail(
+    session: Session, deployment_id: uuid.UUID, options: RegisterOptions, description: str = MARKED_FAILED
+) -> Change:
     """Fail the deployment; with auto_revert in any group, the latest stable version of the
-    job (other than the one being deployed) is registered again."""
+    job (other than the one being deployed) is registered again, with `options`."""
     index = next_index(session, TABLES)
     row = _active(session, deployment_id, "fail")
-    return fail_locked(session, row, description, index)
+    return fail_locked(session, row, description, index, options)
 
 
-def fail_locked(session: Session, row: DeploymentRow, description: str, index: int) -> Change:
+def fail_locked(session: Session, row: DeploymentRow, description: str, index: int, options: RegisterOptions) -> Change:
     groups = [group_from_json(g) for g in (row.task_groups or {}).values()]
     reverted: int | None = None
     if any(g.auto_revert for g in groups):
@@ -195,7 +197,7 @@ def fail_locked(session: Session, row: DeploymentRow, description: str, index: i
             reverted = target.version
     set_status(session, row, "failed", description, index)
     if reverted is not None and target is not None:
-        result = register_at(session, dict(target.spec), RegisterOptions(), index)
+        result = register_at(session, dict(target.spec), options, index)
         return Change(index, index, result.eval_id, result.eval_create_index, reverted)
     return _with_eval(session, row, index)
 

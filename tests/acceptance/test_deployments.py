@@ -108,7 +108,7 @@ def test_rolling_update_never_has_more_than_max_parallel_out_of_service(cluster:
     assert "deployment-watcher" in triggers  # healthy allocations moved the rollout on
 
 
-def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster) -> None:
+def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster, corral: type[Corral]) -> None:
     cluster.client("c1", "--driver", "mock")
     cluster.register(service("v0", count=3))
     assert wait_for(lambda: deployed(cluster, 0, 3), 90), deployments(cluster)
@@ -127,8 +127,11 @@ def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster)
     assert current["Status"] == "running" and "requires manual promotion" in current["StatusDescription"]
     assert current["TaskGroups"]["g"]["DesiredCanaries"] == 1 and not current["TaskGroups"]["g"]["Promoted"]
 
-    answer = cluster.http.post(f"/v1/deployment/promote/{current['ID']}", json={"All": True})
-    assert answer.status_code == 200, answer.text
+    status = corral(["deployment", "status", current["ID"][:8]], env={"CORRAL_ADDR": cluster.base})
+    assert status.wait() == 0, status.output
+    assert "requires manual promotion" in status.output
+    promote = corral(["deployment", "promote", current["ID"][:8]], env={"CORRAL_ADDR": cluster.base})
+    assert promote.wait() == 0, promote.output
     assert wait_for(lambda: deployed(cluster, 1, 3), 90), (deployments(cluster), cluster.allocs("web"))
     assert latest(cluster)["TaskGroups"]["g"]["Promoted"] is True
     assert job_version(cluster) == (1, True)
