@@ -103,6 +103,12 @@ class FailBody(_Strict):
     DeploymentID: str = ""
 
 
+class AllocHealthBody(_Strict):
+    DeploymentID: str = ""
+    HealthyAllocationIDs: list[str] | None = None
+    UnhealthyAllocationIDs: list[str] | None = None
+
+
 def _check_id(given: str, key: uuid.UUID) -> None:
     """A DeploymentID in the body must name the deployment in the URL."""
     if not given:
@@ -155,3 +161,21 @@ def fail(deployment_id: str) -> Response:
         _check_id(validate(FailBody, json_body(), "").DeploymentID, key)
     options = RegisterOptions(max_versions=state().settings.job_max_versions)
     return _update(lambda s: store.fail(s, key, options))
+
+
+@bp.route("/deployment/allocation-health/<deployment_id>", methods=["PUT", "POST"])
+def allocation_health(deployment_id: str) -> Response:
+    """Set the health of allocations of a running deployment by hand (Nomad's SetAllocHealth:
+    the way `health_check = "manual"` groups make progress); with a deployment-watcher evaluation."""
+    key = uuid_value(deployment_id, "DeploymentID")
+    body = validate(AllocHealthBody, json_body(), "")
+    _check_id(body.DeploymentID, key)
+    healthy = [uuid_value(a, f"HealthyAllocationIDs[{i}]") for i, a in enumerate(body.HealthyAllocationIDs or [])]
+    unhealthy = [uuid_value(a, f"UnhealthyAllocationIDs[{i}]") for i, a in enumerate(body.UnhealthyAllocationIDs or [])]
+    if not healthy and not unhealthy:
+        raise InvalidInput.of("HealthyAllocationIDs", "name at least one allocation, healthy or unhealthy")
+    both = set(healthy) & set(unhealthy)
+    if both:
+        first = sorted(map(str, both))[0]
+        raise InvalidInput.of("UnhealthyAllocationIDs", f"allocation {first} is also listed healthy")
+    return _update(lambda s: store.set_alloc_health(s, key, healthy, unhealthy))

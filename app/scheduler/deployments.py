@@ -107,7 +107,7 @@ class DeploymentTracker:
         """Nomad's createDeployment: a group with an update block that places something joins
         the deployment, created on first use, unless the job already ran this version and
         nothing in its spec changed."""
-        if rollout.existing or not rolls_out(group) or (had_running and not updating_spec):
+        if rollout.existing or not rolls_out(group) or group.count == 0 or (had_running and not updating_spec):
             return
         assert self.job is not None
         if self.current is None:

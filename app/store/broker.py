@@ -188,7 +188,8 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
         _release_if_missed(session, ev.id, outcome, index)
     elif failing:
         _upsert_blocked(session, ev, outcome, index)
-    if outcome.rolling_wait_s and not failing:
+    # The next batch of a rolling system update goes on even if some node could not take this one.
+    if outcome.rolling_wait_s and not outcome.max_plan_attempts:
         _rolling_followup(session, ev, outcome.rolling_wait_s, index)
 
 

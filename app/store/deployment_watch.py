@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import structlog
 from sqlalchemy.orm import Session
 
 from app.models import Deployment as DeploymentRow
@@ -25,6 +26,7 @@ from app.store.sql import query
 from app.structs import DeploymentGroup
 
 NANOS = 1_000_000_000
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,15 @@ def watch(session: Session, options: RegisterOptions, now_ns: int | None = None)
     locked = [row[0] for row in session.execute(query("watch_lock_running"), {"ids": wanted})]
     acted = 0
     for deployment_id, decision in _decisions(session, locked, now_ns).items():
-        if not decision.empty:
-            _act(session, deployments.get_row(session, deployment_id), decision, index, options)
+        if decision.empty:
+            continue
+        # One deployment's trouble must not hold up the others: its writes roll back alone.
+        try:
+            with session.begin_nested():
+                _act(session, deployments.get_row(session, deployment_id), decision, index, options)
             acted += 1
+        except Exception:
+            log.exception("deployment watcher could not act", deployment_id=str(deployment_id))
     return acted
 
 
@@ -107,8 +115,13 @@ def decide(
             decision.fail = deployments.FAILED_UNHEALTHY
         elif moved.progress_deadline_ns > 0:
             decision.reschedule.extend(seen.unhealthy)
-            done = seen.healthy >= max(moved.desired_total, moved.desired_canaries) and (
-                moved.desired_canaries == 0 or moved.promoted
+            # A group whose canaries are all healthy waits for its promotion, not for its deadline.
+            waiting_for_promotion = (
+                moved.desired_canaries > 0 and not moved.promoted and seen.healthy_canaries >= moved.desired_canaries
+            )
+            done = waiting_for_promotion or (
+                seen.healthy >= max(moved.desired_total, moved.desired_canaries)
+                and (moved.desired_canaries == 0 or moved.promoted)
             )
             if not done and moved.require_progress_by_ns and now_ns > moved.require_progress_by_ns:
                 decision.fail = deployments.FAILED_PROGRESS

@@ -15,9 +15,9 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.constants import DEPLOYMENT_ACTIVE_STATUSES
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, CorralError, InvalidInput, NotFound
+from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
-from app.models import Job, JobVersion
 from app.scheduler.deployments import RUNNING
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
@@ -49,7 +49,8 @@ def from_row(row: DeploymentRow) -> Deployment:
 
 
 def get_row(session: Session, deployment_id: uuid.UUID, *, for_update: bool = False) -> DeploymentRow:
-    row = session.get(DeploymentRow, deployment_id, with_for_update=for_update)
+    # Always read afresh: a row already in the session may be older than what the lock protects.
+    row = session.get(DeploymentRow, deployment_id, with_for_update=for_update, populate_existing=True)
     if row is None:
         raise NotFound.of("DeploymentID", f"deployment {deployment_id} not found")
     return row
@@ -175,6 +176,35 @@ def set_paused(session: Session, deployment_id: uuid.UUID, paused: bool) -> Chan
     return _with_eval(session, row, index)
 
 
+def set_alloc_health(
+    session: Session, deployment_id: uuid.UUID, healthy: list[uuid.UUID], unhealthy: list[uuid.UUID]
+) -> Change:
+    """An operator's verdict on allocations of a running deployment; the watcher then acts on it
+    like on a client's (the next batch, or failure). Every allocation must be in the deployment."""
+    index = next_index(session, TABLES)
+    row = _active(session, deployment_id, "set allocation health in")
+    if row.status != "running":
+        raise Conflict.of("DeploymentID", f"deployment {deployment_id} is {row.status}; only a running one")
+    wanted = {a: True for a in healthy} | {a: False for a in unhealthy}
+    allocs = {
+        a.id: a
+        for a in session.scalars(
+            select(Allocation).where(Allocation.id.in_(sorted(wanted))).order_by(Allocation.id).with_for_update()
+        )
+    }
+    now = datetime.now(UTC)
+    for alloc_id, verdict in wanted.items():
+        alloc = allocs.get(alloc_id)
+        if alloc is None or alloc.deployment_id != deployment_id:
+            field = "HealthyAllocationIDs" if verdict else "UnhealthyAllocationIDs"
+            raise InvalidInput.of(field, f"allocation {alloc_id} is not part of deployment {deployment_id}")
+        status = dict(alloc.deployment_status or {})
+        status.update(Healthy=verdict, Timestamp=now.isoformat(), ModifyIndex=index)
+        alloc.deployment_status = status
+        alloc.modify_index, alloc.modify_time = index, now
+    return _with_eval(session, row, index)
+
+
 def fail(
     session: Session, deployment_id: uuid.UUID, options: RegisterOptions, description: str = MARKED_FAILED
 ) -> Change:
@@ -186,29 +216,39 @@ def fail(
 
 
 def fail_locked(session: Session, row: DeploymentRow, description: str, index: int, options: RegisterOptions) -> Change:
+    """Fail a locked deployment. With auto_revert, only a deployment of the job's current,
+    running version reverts (a newer version or a stop must not be undone), and only to the
+    newest stable version other than the failed one, when its specification differs (else it
+    would loop). A revert the registration checks refuse leaves the deployment failed, saying so."""
     groups = [group_from_json(g) for g in (row.task_groups or {}).values()]
-    reverted: int | None = None
+    revert: JobVersion | None = None
     if any(g.auto_revert for g in groups):
-        target = _stable_target(session, row)
-        if target is None:
-            description += " - no stable job version to auto revert to"
+        revert, description = _revert_target(session, row, description)
+    if revert is not None:
+        try:
+            with session.begin_nested():
+                result = register_at(session, dict(revert.spec), options, index)
+        except CorralError as err:
+            description = f"{description.split(' - ')[0]} - auto revert to job version {revert.version} failed: {err}"
         else:
-            description += f" - rolling back to job version {target.version}"
-            reverted = target.version
+            set_status(session, row, "failed", description, index)
+            return Change(index, index, result.eval_id, result.eval_create_index, revert.version)
     set_status(session, row, "failed", description, index)
-    if reverted is not None and target is not None:
-        result = register_at(session, dict(target.spec), options, index)
-        return Change(index, index, result.eval_id, result.eval_create_index, reverted)
     return _with_eval(session, row, index)
 
 
-def _stable_target(session: Session, row: DeploymentRow) -> JobVersion | None:
-    """The newest stable version other than the failed one whose spec differs from the
-    current job (reverting to an identical spec would loop)."""
+def _revert_target(session: Session, row: DeploymentRow, description: str) -> tuple[JobVersion | None, str]:
     job = session.get(Job, (row.namespace, row.job_id), with_for_update=True)
-    if job is None or job.purged_at is not None:
-        return None
-    candidates = session.scalars(
+    current = (
+        job is not None
+        and job.purged_at is None
+        and not job.stop
+        and job.version == row.job_version
+        and job.create_index == row.job_create_index
+    )
+    if job is None or not current:
+        return None, description
+    stable = session.scalars(
         select(JobVersion)
         .where(
             JobVersion.namespace == row.namespace,
@@ -217,8 +257,16 @@ def _stable_target(session: Session, row: DeploymentRow) -> JobVersion | None:
             JobVersion.version != row.job_version,
         )
         .order_by(JobVersion.version.desc())
-    )
-    return next((v for v in candidates if _differs(v.spec, job.spec)), None)
+        .limit(1)
+    ).first()
+    if stable is None:
+        return None, f"{description} - no stable job version to auto revert to"
+    if not _differs(stable.spec, job.spec):
+        return None, (
+            f"{description} - not rolling back to stable job version {stable.version} "
+            "as current job has same specification"
+        )
+    return stable, f"{description} - rolling back to job version {stable.version}"
 
 
 def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -56,7 +56,11 @@ FROM (
 GROUP BY deployment_id, task_group;
 
 -- name: latest_job_eval_index
-SELECT coalesce(max(create_index), 0) FROM evaluations WHERE namespace = :namespace AND job_id = :job_id;
+-- The newest evaluation that will look at the job soon: a blocked one, a canceled one or one
+-- delayed into the future would not carry a rollout on.
+SELECT coalesce(max(create_index), 0) FROM evaluations
+WHERE namespace = :namespace AND job_id = :job_id AND status NOT IN ('canceled', 'blocked')
+  AND (wait_until IS NULL OR wait_until <= now());
 
 -- name: mark_for_reschedule
 -- Unhealthy allocations of a progress-based deployment: the scheduler replaces them.

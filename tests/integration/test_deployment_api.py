@@ -623,3 +623,79 @@ def test_bad_query_values_are_400_naming_them(client: FlaskClient, url: str, fie
     resp = client.get(url)
     assert resp.status_code == 400
     assert error_fields(resp) == {field}
+
+
+def test_auto_revert_never_undoes_a_newer_version_or_a_stop(client: FlaskClient, pg: Conn) -> None:
+    register(client, minimal_job())
+    assert client.post("/v1/job/web/stable", json={"JobVersion": 0, "Stable": True}).status_code == 200
+    changed = minimal_job()
+    changed["TaskGroups"][0]["Count"] = 5
+    register(client, changed)
+    dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True, DesiredTotal=5)})
+    assert client.delete("/v1/job/web").status_code == 200  # stopped: a new version with Stop
+    resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
+    assert resp["RevertedJobVersion"] is None
+    assert deployment_row(pg, dep)[1] == "Deployment marked as failed"  # type: ignore[index]
+    job = body_of(client.get("/v1/job/web"))
+    assert job["Stop"] is True and job["Version"] == 2
+
+
+def test_a_revert_the_registration_checks_refuse_still_fails_the_deployment(client: FlaskClient, pg: Conn) -> None:
+    register(client, minimal_job())
+    assert client.post("/v1/job/web/stable", json={"JobVersion": 0, "Stable": True}).status_code == 200
+    changed = minimal_job()
+    changed["TaskGroups"][0]["Count"] = 5
+    register(client, changed)
+    dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True, DesiredTotal=5)})
+    pg.execute("UPDATE scheduler_config SET reject_job_registration = true")
+    resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
+    assert resp["RevertedJobVersion"] is None and resp["EvalID"]
+    status, description, _ = deployment_row(pg, dep)  # type: ignore[misc]
+    assert status == "failed"
+    assert str(description).startswith("Deployment marked as failed - auto revert to job version 0 failed:")
+    assert body_of(client.get("/v1/job/web"))["Version"] == 1
+
+
+def test_revert_only_to_the_newest_stable_version_and_not_to_the_same_spec(client: FlaskClient, pg: Conn) -> None:
+    register(client, minimal_job())
+    changed = minimal_job()
+    changed["TaskGroups"][0]["Count"] = 5
+    register(client, changed)
+    register(client, minimal_job())  # version 2: the same spec as version 0
+    for version in (0, 1):
+        assert client.post("/v1/job/web/stable", json={"JobVersion": version, "Stable": True}).status_code == 200
+    register(client, changed)  # version 3, deployed and failing; the newest stable other than it is 1
+    dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True, DesiredTotal=5)})
+    resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
+    assert resp["RevertedJobVersion"] is None
+    assert deployment_row(pg, dep)[1] == (  # type: ignore[index]
+        "Deployment marked as failed - not rolling back to stable job version 1 as current job has same specification"
+    )
+
+
+def test_allocation_health_by_hand(client: FlaskClient, pg: Conn) -> None:
+    reg = register(client, minimal_job())
+    dep = insert_deployment(pg)
+    node = insert_node(pg)
+    good, bad = (deployed_alloc(pg, node, reg["EvalID"], dep) for _ in range(2))
+    stranger = insert_allocation(pg, node, reg["EvalID"])
+    resp = body_of(
+        client.post(
+            f"/v1/deployment/allocation-health/{dep}",
+            json={"DeploymentID": dep, "HealthyAllocationIDs": [good], "UnhealthyAllocationIDs": [bad]},
+        )
+    )
+    assert eval_row(pg, resp["EvalID"])[:2] == ("deployment-watcher", "pending")  # type: ignore[index]
+    body = body_of(client.get(f"/v1/deployment/{dep}"))
+    assert (body["TaskGroups"]["g"]["HealthyAllocs"], body["TaskGroups"]["g"]["UnhealthyAllocs"]) == (1, 1)
+    before = counts(pg)
+    refused = client.post(f"/v1/deployment/allocation-health/{dep}", json={"HealthyAllocationIDs": [stranger]})
+    assert refused.status_code == 400 and error_fields(refused) == {"HealthyAllocationIDs"}
+    assert counts(pg) == before
+    both = client.post(
+        f"/v1/deployment/allocation-health/{dep}",
+        json={"HealthyAllocationIDs": [good], "UnhealthyAllocationIDs": [good]},
+    )
+    assert both.status_code == 400 and error_fields(both) == {"UnhealthyAllocationIDs"}
+    empty = client.post(f"/v1/deployment/allocation-health/{dep}", json={})
+    assert empty.status_code == 400 and error_fields(empty) == {"HealthyAllocationIDs"}

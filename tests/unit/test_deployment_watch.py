@@ -47,3 +47,13 @@ def test_auto_promote_only_when_every_canarying_group_allows_it_and_is_healthy()
     assert decide({"a": auto}, {"a": healthy}, 0, NOW).promote
     assert not decide({"a": auto}, {"a": GroupHealth()}, 0, NOW).promote
     assert not decide({"a": auto, "b": manual}, {"a": healthy, "b": healthy}, 0, NOW).promote
+
+
+def test_healthy_canaries_waiting_for_promotion_never_miss_the_deadline() -> None:
+    group = DeploymentGroup(
+        desired_total=3, desired_canaries=1, progress_deadline_ns=10 * S, require_progress_by_ns=NOW - S
+    )
+    waiting = decide({"g": group}, {"g": GroupHealth(healthy=1, healthy_canaries=1)}, 0, NOW)
+    assert waiting.fail is None
+    unhealthy_canary = decide({"g": group}, {"g": GroupHealth()}, 0, NOW)
+    assert unhealthy_canary.fail == FAILED_PROGRESS

@@ -43,7 +43,7 @@ class HealthWatch:
         """Decide if the time has come; returns whether a verdict was reached just now."""
         if self.healthy is not None or self.manual:
             return False
-        verdict = _verdict(client_status, states, now, self.min_healthy_s)
+        verdict = _verdict(client_status, states, now, self.min_healthy_s, self.started)
         if verdict is None and now - self.started >= self.deadline_s:
             verdict = False
         if verdict is None:
@@ -61,14 +61,17 @@ class HealthWatch:
         }
 
 
-def _verdict(client_status: str, states: list[dict[str, Any]], now: float, min_healthy_s: float) -> bool | None:
+def _verdict(
+    client_status: str, states: list[dict[str, Any]], now: float, min_healthy_s: float, watched_since: float
+) -> bool | None:
     if client_status == "failed" or any(s.get("Failed") for s in states):
         return False
     if client_status != "running" or not states or any(s.get("State") != "running" for s in states):
         return None
     # A restart starts the clock again: the task must stay up for min_healthy_time in one go.
+    # An allocation that joined a deployment while running (an in-place update) is watched anew.
     since = max(max(s.get("StartedAt") or 0, s.get("LastRestart") or 0) for s in states) / NANOS
-    return True if now - since >= min_healthy_s else None
+    return True if now - max(since, watched_since) >= min_healthy_s else None
 
 
 def _update_block(alloc: dict[str, Any]) -> dict[str, Any]:

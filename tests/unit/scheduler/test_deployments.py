@@ -234,3 +234,9 @@ def test_job_plan_annotations_count_canaries() -> None:
     snap = snapshot(new, [N1], old_allocs(old, 3), versions=[old])
     updates = desired_updates(snap, run(snap))["g"]
     assert (updates.canary, updates.place, updates.destructive_update, updates.ignore) == (2, 0, 0, 3)
+
+
+def test_a_group_scaled_to_zero_starts_no_deployment() -> None:
+    old, new = web(0, 2, update()), web(1, 0, update())
+    result = run(snapshot(new, [N1], old_allocs(old, 2), versions=[old]))
+    assert result.plan.deployment is None and len(stopped(result)) == 2
