@@ -246,11 +246,22 @@ def _classify(group: TaskGroup, allocs: list[Allocation], ctx: ReconcileContext)
             classes.lost.append(alloc)
         elif alloc.desired_transition.get("Migrate"):
             classes.migrate.append(alloc)
-        elif alloc.desired_transition.get("Reschedule") and alloc.healthy is False and alloc.id not in replaced:
+        elif _replace_unhealthy(group, alloc, alloc.id in replaced, ctx):
             classes.unhealthy.append(alloc)
         else:
             classes.untainted.append(alloc)
     return classes
+
+
+def _replace_unhealthy(group: TaskGroup, alloc: Allocation, replaced: bool, ctx: ReconcileContext) -> bool:
+    """Marked by the deployment watcher as unhealthy, and its reschedule policy still allows a
+    replacement (else it stays, and the deployment's progress deadline decides)."""
+    return (
+        bool(alloc.desired_transition.get("Reschedule"))
+        and alloc.healthy is False
+        and not replaced
+        and attempts_left(group.reschedule, alloc, ctx.now_ns)
+    )
 
 
 def _disconnected(group: TaskGroup, alloc: Allocation) -> bool:

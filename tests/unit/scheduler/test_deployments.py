@@ -196,7 +196,10 @@ def test_unchanged_job_does_not_start_a_deployment() -> None:
 
 
 def test_unhealthy_allocation_marked_for_reschedule_is_replaced() -> None:
-    j = web(0, 2, update())
+    from app.structs import ReschedulePolicy
+
+    unlimited = ReschedulePolicy(0, 0, 30 * SECOND, "exponential", 3600 * SECOND, True)
+    j = job(groups=[group(count=2, update=update(), reschedule=unlimited)], create_index=7)
     d = deployment(j)
     bad = alloc(j, N1, 0, deployment_id=d.id, healthy=False, desired_transition={"Reschedule": True})
     good = alloc(j, N1, 1, deployment_id=d.id, healthy=True)
@@ -240,3 +243,14 @@ def test_a_group_scaled_to_zero_starts_no_deployment() -> None:
     old, new = web(0, 2, update()), web(1, 0, update())
     result = run(snapshot(new, [N1], old_allocs(old, 2), versions=[old]))
     assert result.plan.deployment is None and len(stopped(result)) == 2
+
+
+def test_unhealthy_allocation_without_reschedule_attempts_left_is_kept() -> None:
+    from app.structs import ReschedulePolicy
+
+    none_left = ReschedulePolicy(0, 0, 5 * SECOND, "constant", 0, False)
+    j = job(groups=[group(count=1, update=update(), reschedule=none_left)], create_index=7)
+    d = deployment(j)
+    bad = alloc(j, N1, 0, deployment_id=d.id, healthy=False, desired_transition={"Reschedule": True})
+    result = run(with_deployment(snapshot(j, [N1], [bad]), d))
+    assert placed(result) == [] and stopped(result) == {}
