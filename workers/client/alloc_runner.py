@@ -58,7 +58,8 @@ class AllocRunner:
         self.finished_at: float | None = saved.get("finished_at")
         self.stopping = bool(saved.get("stopping", False))
         self.tasks: dict[str, TaskRunner] = {}
-        self.health = HealthWatch.of(alloc)
+        # A restarted client keeps its health clock and verdict (the servers keep the first one).
+        self.health = HealthWatch.restore(saved.get("health")) or HealthWatch.of(alloc)
         self._lock = threading.RLock()
         self._build(drivers, saved.get("tasks") or {})
 
@@ -155,13 +156,17 @@ class AllocRunner:
             return False
         with self._lock:
             states = [t.state for t in self.tasks.values()]
-            return self.health.judge(self.client_status, states, now)
+            decided = self.health.judge(self.client_status, states, now)
+        if decided:
+            self.persist()
+        return decided
 
     def join_deployment(self, alloc: dict[str, Any]) -> None:
         """An in-place update moved the allocation into a new deployment: judge it again."""
         with self._lock:
             self.alloc = alloc
             self.health = HealthWatch.of(alloc)
+        self.persist()
 
     def persist(self) -> None:
         with self._lock:
@@ -172,6 +177,7 @@ class AllocRunner:
                 "finished_at": self.finished_at,
                 "stopping": self.stopping,
                 "tasks": {name: t.saved() for name, t in self.tasks.items()},
+                "health": self.health.saved() if self.health else None,
             }
             path = self.dir / RECORD
             temporary = path.with_suffix(".tmp")

@@ -7,7 +7,7 @@ deployment: a verdict is final, as in Nomad."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,18 @@ class HealthWatch:
             manual=update.get("HealthCheck") == "manual",
             started=time.time() if now is None else now,
         )
+
+    def saved(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def restore(cls, saved: dict[str, Any] | None) -> HealthWatch | None:
+        if not saved:
+            return None
+        try:
+            return cls(**saved)
+        except TypeError:
+            return None  # written by another version: judge again
 
     def judge(self, client_status: str, states: list[dict[str, Any]], now: float) -> bool:
         """Decide if the time has come; returns whether a verdict was reached just now."""

@@ -70,3 +70,14 @@ def test_manual_health_is_never_decided_by_the_client() -> None:
     assert watch is not None
     assert not watch.judge("running", [running(T0)], T0 + 1000)
     assert watch.report() is None
+
+
+def test_a_restarted_client_keeps_the_clock_and_the_verdict() -> None:
+    watch = HealthWatch.of(alloc(), T0)
+    assert watch is not None
+    restored = HealthWatch.restore(watch.saved())
+    assert restored == watch and restored is not None and restored.started == T0
+    assert restored.judge("running", [running(T0)], T0 + 10)
+    again = HealthWatch.restore(restored.saved())
+    assert again is not None and again.healthy is True and again.report() == restored.report()
+    assert HealthWatch.restore(None) is None and HealthWatch.restore({"unknown": 1}) is None
