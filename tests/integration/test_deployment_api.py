@@ -699,3 +699,20 @@ def test_allocation_health_by_hand(client: FlaskClient, pg: Conn) -> None:
     assert both.status_code == 400 and error_fields(both) == {"UnhealthyAllocationIDs"}
     empty = client.post(f"/v1/deployment/allocation-health/{dep}", json={})
     assert empty.status_code == 400 and error_fields(empty) == {"HealthyAllocationIDs"}
+
+
+def test_psql_view_shows_each_group_with_counts_from_the_allocations(client: FlaskClient, pg: Conn) -> None:
+    reg = register(client, minimal_job())
+    dep = insert_deployment(
+        pg, groups={"g": group_state(DesiredCanaries=1, RequireProgressBy=1_800_000_000_000_000_000)}
+    )
+    node = insert_node(pg)
+    deployed_alloc(pg, node, reg["EvalID"], dep, healthy=True, canary=True)
+    deployed_alloc(pg, node, reg["EvalID"], dep, healthy=False)
+    deployed_alloc(pg, node, reg["EvalID"], dep)
+    row = pg.execute(
+        "SELECT job_id, status, task_group, desired, canaries, promoted, placed, healthy, unhealthy, "
+        "extract(epoch FROM require_progress_by)::bigint FROM v_deployments WHERE id = %s",
+        (dep,),
+    ).fetchone()
+    assert row == ("web", "running", "g", 2, 1, False, 3, 1, 1, 1_800_000_000)
