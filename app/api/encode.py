@@ -22,11 +22,12 @@ def ident(value: uuid.UUID | None) -> str:
     return "" if value is None else str(value)
 
 
-def job(row: Job) -> dict[str, Any]:
+def job(row: Job, status: str) -> dict[str, Any]:
+    """`status` is derived from the job's allocations and evaluations (store.derived_status)."""
     return {
         **row.spec,
         "Stop": row.stop,
-        "Status": row.status,
+        "Status": status,
         "StatusDescription": row.status_description,
         "Stable": row.stable,
         "Version": row.version,
@@ -37,10 +38,10 @@ def job(row: Job) -> dict[str, Any]:
     }
 
 
-def job_version(row: JobVersion, current: Job) -> dict[str, Any]:
+def job_version(row: JobVersion, current: Job, status: str) -> dict[str, Any]:
     return {
         **row.spec,
-        "Status": current.status,
+        "Status": status,
         "Stable": row.stable,
         "Version": row.version,
         "VersionTag": row.version_tag,
@@ -62,7 +63,7 @@ def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str,
     }
 
 
-def job_stub(row: Job, summary: dict[str, Any]) -> dict[str, Any]:
+def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
     spec = row.spec
     return {
         "ID": row.id,
@@ -77,7 +78,7 @@ def job_stub(row: Job, summary: dict[str, Any]) -> dict[str, Any]:
         "Periodic": row.periodic,
         "ParameterizedJob": row.parameterized,
         "Stop": row.stop,
-        "Status": row.status,
+        "Status": status,
         "StatusDescription": row.status_description,
         "JobSummary": summary,
         "CreateIndex": row.create_index,

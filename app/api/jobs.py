@@ -25,6 +25,7 @@ def list_jobs() -> Response:
     def fetch(session: Any) -> list[dict[str, Any]]:
         summaries = store.task_group_summaries(session, ns)
         children = store.children_summaries(session, ns)
+        statuses = store.derived_statuses(session, ns)
         no_children = {"Pending": 0, "Running": 0, "Dead": 0}
         return [
             encode.job_stub(
@@ -32,6 +33,7 @@ def list_jobs() -> Response:
                 encode.job_summary(
                     job, summaries.get((job.namespace, job.id), {}), children.get((job.namespace, job.id), no_children)
                 ),
+                statuses.get((job.namespace, job.id), job.status),
             )
             for job in store.list_jobs(session, ns, prefix)
         ]
@@ -129,7 +131,13 @@ def parse() -> Response:
 def get_job(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
-    body, index = read(["jobs"], lambda s: encode.job(store.get_job(s, ns, job_id)))
+
+    def fetch(session: Any) -> dict[str, Any]:
+        job = store.get_job(session, ns, job_id)
+        return encode.job(job, store.derived_status(session, job))
+
+    # Allocations and evaluations too: the status is derived from them.
+    body, index = read(JOB_TABLES, fetch)
     return respond(body, index)
 
 
@@ -163,9 +171,11 @@ def versions(job_id: str) -> Response:
 
     def fetch(session: Any) -> dict[str, Any]:
         job = store.get_job(session, ns, job_id)
-        return {"Versions": [encode.job_version(v, job) for v in store.job_versions(session, job)], "Diffs": None}
+        status = store.derived_status(session, job)
+        versions = [encode.job_version(v, job, status) for v in store.job_versions(session, job)]
+        return {"Versions": versions, "Diffs": None}
 
-    body, index = read(["jobs"], fetch)
+    body, index = read(JOB_TABLES, fetch)
     return respond(body, index)
 
 

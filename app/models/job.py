@@ -59,7 +59,10 @@ class Job(Base):
     name: Mapped[str] = mapped_column(comment="Display name (defaults to the ID).")
     type: Mapped[str] = mapped_column(comment="Scheduler type: service, batch, system or sysbatch.")
     priority: Mapped[int] = mapped_column(Integer, comment="Priority 1-100; orders evals and plans.")
-    status: Mapped[str] = mapped_column(comment="pending (nothing placed yet), running, or dead (stopped or finished).")
+    status: Mapped[str] = mapped_column(
+        comment="Status as the last write of the job set it (pending on register, dead on stop); the API answers "
+        "with corral_job_status_v1(jobs), derived from allocations and evaluations."
+    )
     status_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why the job has its status.")
     status_updated_at: Mapped[datetime] = mapped_column(
         comment="When status last changed; job GC measures its threshold from here."

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, func, literal_column, select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
@@ -370,15 +370,26 @@ def job_allocations(session: Session, job: Job) -> Sequence[Allocation]:
     ).all()
 
 
+def derived_status(session: Session, job: Job) -> str:
+    """Nomad's job status, derived from the job's allocations and evaluations."""
+    return str(session.execute(query("job_status"), {"namespace": job.namespace, "job_id": job.id}).scalar_one())
+
+
+def derived_statuses(session: Session, namespace: str | None) -> dict[tuple[str, str], str]:
+    rows = session.execute(query("job_statuses"), {"namespace": namespace})
+    return {(str(ns), str(job_id)): str(status) for ns, job_id, status in rows}
+
+
 def children_summaries(session: Session, namespace: str | None) -> dict[tuple[str, str], dict[str, int]]:
     """(namespace, parent job) -> counts of its periodic or dispatched children by status."""
-    stmt = select(Job.namespace, Job.parent_id, Job.status, func.count()).where(
+    derived = func.corral_job_status_v1(literal_column("jobs"))
+    stmt = select(Job.namespace, Job.parent_id, derived, func.count()).where(
         Job.parent_id.is_not(None), Job.purged_at.is_(None)
     )
     if namespace is not None:
         stmt = stmt.where(Job.namespace == namespace)
     result: dict[tuple[str, str], dict[str, int]] = {}
-    for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, Job.status)):
+    for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, derived)):
         counts = result.setdefault((ns, str(parent)), {"Pending": 0, "Running": 0, "Dead": 0})
         counts[str(status).capitalize()] = int(n)
     return result

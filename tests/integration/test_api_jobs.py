@@ -131,12 +131,15 @@ def test_update_url_must_match_job_id(client: FlaskClient) -> None:
     assert client.post("/v1/job/web", json={"Job": minimal_job()}).status_code == 200
 
 
-def test_stop_creates_deregister_eval_and_new_version(client: FlaskClient) -> None:
+def test_stop_creates_deregister_eval_and_new_version(client: FlaskClient, pg: Conn) -> None:
     client.put("/v1/jobs", json={"Job": minimal_job()})
     stopped = client.delete("/v1/job/web").json
     assert stopped is not None and stopped["EvalID"]
     job = client.get("/v1/job/web").json
-    assert job is not None and job["Stop"] is True and job["Version"] == 1 and job["Status"] == "dead"
+    # Pending while evaluations are still to be worked on (as Nomad), dead once they are done.
+    assert job is not None and job["Stop"] is True and job["Version"] == 1 and job["Status"] == "pending"
+    pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id = 'web'")
+    assert client.get("/v1/job/web").json["Status"] == "dead"  # type: ignore[index]
     evaluation = client.get(f"/v1/evaluation/{stopped['EvalID']}").json
     assert evaluation is not None and evaluation["TriggeredBy"] == "job-deregister"
 
@@ -222,3 +225,31 @@ def test_job_ids_with_slashes_and_children_counts(client: FlaskClient, pg: Conn)
     stub = next(j for j in client.get("/v1/jobs").json if j["ID"] == "nightly")  # type: ignore[union-attr]
     assert stub["JobSummary"]["Children"] == {"Pending": 1, "Running": 0, "Dead": 0}
     assert client.get("/v1/job/nightly/summary").json["Children"]["Pending"] == 1  # type: ignore[index]
+
+
+def test_status_is_derived_from_allocations_and_evaluations(
+    client: FlaskClient, pg: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    from tests.integration.fixtures import insert_allocation, insert_node
+
+    def status(job_id: str = "web") -> str:
+        body = client.get(f"/v1/job/{job_id}").json
+        assert body is not None
+        listed = {j["ID"]: j["Status"] for j in client.get("/v1/jobs").json or []}
+        assert listed[job_id] == body["Status"]
+        return str(body["Status"])
+
+    registered = client.put("/v1/jobs", json={"Job": minimal_job()}).json
+    assert registered is not None
+    assert status() == "pending"  # its evaluation is still to be worked on
+    node = insert_node(pg)
+    alloc = insert_allocation(pg, node, registered["EvalID"])
+    pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (registered["EvalID"],))
+    assert status() == "running"
+    pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (alloc,))
+    assert status() == "dead"
+    system = minimal_job("sys", Type="system")
+    assert client.put("/v1/jobs", json={"Job": system}).status_code == 200
+    assert status("sys") == "running"  # system jobs run until stopped
+    assert client.delete("/v1/job/sys").status_code == 200
+    assert status("sys") == "dead"
