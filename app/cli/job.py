@@ -14,6 +14,7 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
+from app.cli.job_status import add_commands as add_status_commands
 from app.cli.plan_output import has_changes, render
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
@@ -21,7 +22,7 @@ PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for 
 
 @click.group()
 def job() -> None:
-    """Plan, run, scale, revert, dispatch and force-launch jobs on a corral server (CORRAL_ADDR,
+    """Plan, run, inspect, stop, scale, revert, dispatch and force-launch jobs on a corral server (CORRAL_ADDR,
     else NOMAD_ADDR, default http://127.0.0.1:4646). FILE is a Nomad HCL2 job file or Nomad API JSON (a job, or
     {"Job": {...}})."""
 
@@ -221,3 +222,6 @@ def revert(job_id: str, version: int, check_version: int | None) -> None:
     click.echo(f"Job {job_id} reverted to version {version}")
     if response.get("EvalID"):
         click.echo(f"Evaluation ID: {response['EvalID']}")
+
+
+add_status_commands(job)
