@@ -23,6 +23,7 @@ import sys
 import time
 
 import psycopg
+import psycopg.rows
 
 from app.db import libpq_url, make_engine, make_sessionmaker
 from app.store import broker, gc
@@ -98,6 +99,44 @@ def measure_claims(url: str, rate: float, during: object | None) -> tuple[list[f
     return latencies, elapsed, result
 
 
+SERVER_ACTIVITY = """
+SELECT (SELECT num_timed + num_requested FROM pg_stat_checkpointer) AS checkpoints,
+       (SELECT num_requested FROM pg_stat_checkpointer) AS requested,
+       (SELECT buffers_written FROM pg_stat_checkpointer) AS checkpoint_buffers,
+       (SELECT wal_bytes FROM pg_stat_wal) AS wal_bytes,
+       (SELECT wal_fpi FROM pg_stat_wal) AS wal_fpi,
+       (SELECT sum(autovacuum_count) FROM pg_stat_user_tables) AS autovacuums,
+       (SELECT sum(autoanalyze_count) FROM pg_stat_user_tables) AS autoanalyzes,
+       (SELECT sum(reads) FROM pg_stat_io) AS reads,
+       (SELECT sum(writes) FROM pg_stat_io) AS writes,
+       (SELECT sum(fsyncs) FROM pg_stat_io) AS fsyncs,
+       (SELECT setting FROM pg_settings WHERE name = 'shared_buffers') AS shared_buffers
+"""
+
+
+def server_activity(url: str) -> dict[str, int]:
+    """Cumulative server counters (checkpoints, WAL, autovacuum, block I/O), to tell what else
+    the GC window held. The statistics are flushed at most once a second, so the figures of a
+    window are approximate at its edges."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
+        row = cursor.execute(SERVER_ACTIVITY).fetchone()
+    assert row is not None
+    return {k: int(v or 0) for k, v in row.items()}
+
+
+def describe_activity(before: dict[str, int], after: dict[str, int]) -> str:
+    d = {k: after[k] - before[k] for k in before}
+    return (
+        f"checkpoints {d['checkpoints']} ({d['requested']} requested by WAL volume), "
+        f"{d['checkpoint_buffers']:,} buffers checkpointed; WAL {d['wal_bytes'] / 2**20:,.0f} MiB "
+        f"({d['wal_fpi']:,} full-page images); autovacuums {d['autovacuums']}, autoanalyzes {d['autoanalyzes']}; "
+        f"block reads {d['reads']:,}, writes {d['writes']:,}, fsyncs {d['fsyncs']:,} "
+        f"(shared_buffers {after['shared_buffers'] * 8 // 1024} MiB)"
+    )
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) >= 100 else max(values)
 
@@ -121,7 +160,9 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
             report = collector.run("force-gc")
             return report, time.monotonic() - started
 
+        activity = server_activity(url)
         during, during_s, result = measure_claims(url, rate, forced_gc)
+        activity_during = describe_activity(activity, server_activity(url))
         report, gc_s = result  # type: ignore[misc]
         engine.dispose()
         after, after_s, _ = measure_claims(url, rate, None)
@@ -133,6 +174,7 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
         f"  {report.batches:,} transactions of at most {batch_size:,} parent rows; "
         f"largest {report.largest_batch:,} rows; longest {report.longest_batch_ms} ms"
     )
+    print(f"  server during GC: {activity_during}")
     # Without GC = the windows before and after it, pooled: one 10 s window alone swings its p99
     # by half on a shared 2-core machine.
     print(f"  p99 without GC before it {p99(base) * 1000:.2f} ms, after it {p99(after) * 1000:.2f} ms")
