@@ -12,6 +12,9 @@ claim p99 during GC against the same loop without GC (target ratio <= 2.0).
 The claim loop offers a steady 200 claims/s (a busy cluster; third argument), each claim
 followed by its completion.
 
+GC paces itself as the product does (CORRAL_GC_SLOW_BATCH_PAUSE, default 1: after a batch that
+took over twice the recent batches' time per row, pause for as long as it took; 0 never pauses).
+
 Usage: uv run python -m bench.gc [evaluations] [batch size] [claims per second]
 """
 
@@ -25,6 +28,7 @@ import time
 import psycopg
 import psycopg.rows
 
+from app.config import Settings
 from app.db import libpq_url, make_engine, make_sessionmaker
 from app.store import broker, gc
 from app.store.broker import Outcome
@@ -153,7 +157,8 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
 
         base, base_s, _ = measure_claims(url, rate, None)
         engine = make_engine(url, "worker", pool_size=2)
-        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size)
+        pacer = gc.Pacer(Settings().gc_slow_batch_pause)
+        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size, pacer=pacer)
 
         def forced_gc() -> tuple[gc.Report, float]:
             started = time.monotonic()
@@ -173,6 +178,10 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
     print(
         f"  {report.batches:,} transactions of at most {batch_size:,} parent rows; "
         f"largest {report.largest_batch:,} rows; longest {report.longest_batch_ms} ms"
+    )
+    print(
+        f"  paced (CORRAL_GC_SLOW_BATCH_PAUSE={pacer.ratio:g}): {report.pauses:,} pauses after slow batches, "
+        f"{report.paused_s:.1f} s in all"
     )
     print(f"  server during GC: {activity_during}")
     # Without GC = the windows before and after it, pooled: one 10 s window alone swings its p99
