@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 
+import psutil
 import psycopg
 import psycopg.rows
 
@@ -130,6 +131,30 @@ def server_activity(url: str) -> dict[str, int]:
     return {k: int(v or 0) for k, v in row.items()}
 
 
+def server_cpu_s(url: str) -> float | None:
+    """CPU seconds the server's processes have used so far: the live ones (postmaster, backends,
+    autovacuum, checkpointer, WAL writer) and those that exited (their time is the postmaster's
+    children time once reaped). Differences bracket a window, however busy the machine is
+    otherwise. None when the server is not a local process (CORRAL_DATABASE_URL elsewhere)."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'").fetchone()
+    try:
+        postmaster = psutil.Process(int(row[0])).parent() if row else None
+        if postmaster is None:
+            return None
+        own = postmaster.cpu_times()
+        total = own.user + own.system + own.children_user + own.children_system
+        for child in postmaster.children():
+            try:
+                times = child.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return float(total)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
 def describe_activity(before: dict[str, int], after: dict[str, int]) -> str:
     d = {k: after[k] - before[k] for k in before}
     return (
@@ -165,9 +190,12 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
             report = collector.run("force-gc")
             return report, time.monotonic() - started
 
-        activity = server_activity(url)
+        activity, cpu_before, own_before = server_activity(url), server_cpu_s(url), time.process_time()
         during, during_s, result = measure_claims(url, rate, forced_gc)
+        own_cpu = time.process_time() - own_before
+        cpu_after = server_cpu_s(url)
         activity_during = describe_activity(activity, server_activity(url))
+        server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         report, gc_s = result  # type: ignore[misc]
         engine.dispose()
         after, after_s, _ = measure_claims(url, rate, None)
@@ -184,6 +212,10 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
         f"{report.paused_s:.1f} s in all"
     )
     print(f"  server during GC: {activity_during}")
+    # CPU per row: what the GC costs whatever else the machine runs (it includes the claim
+    # loop's backend, about the same in every run at the same rate and duration).
+    cpu = "not measured (server not local)" if server_cpu is None else f"{server_cpu:.1f} s"
+    print(f"  CPU during GC: server {cpu}, GC process (Python) {own_cpu:.1f} s")
     # Without GC = the windows before and after it, pooled: one 10 s window alone swings its p99
     # by half on a shared 2-core machine.
     print(f"  p99 without GC before it {p99(base) * 1000:.2f} ms, after it {p99(after) * 1000:.2f} ms")
