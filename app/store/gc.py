@@ -439,6 +439,8 @@ def run_core_eval(
         _finish_run(sessions, run_id, core.kind, collector.report, "failed", f"{type(err).__name__}: {err}")
         raise
     _finish_run(sessions, run_id, core.kind, report, "complete", None)
+    if report.pauses:
+        log.info("GC paced itself after slow batches", kind=core.kind, pauses=report.pauses, paused_s=report.paused_s)
     return report
 
 
