@@ -57,7 +57,7 @@ class Settings(BaseSettings):
         description="Most rows GC deletes in one transaction (eval, deployment and node GC: parent rows).",
     )
     gc_slow_batch_pause: float = Field(
-        default=1.0,
+        default=0.0,
         ge=0,
         le=10,
         description="After a GC batch that took over twice the recent batches' time per row, pause for this "

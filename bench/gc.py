@@ -12,8 +12,9 @@ claim p99 during GC against the same loop without GC (target ratio <= 2.0).
 The claim loop offers a steady 200 claims/s (a busy cluster; third argument), each claim
 followed by its completion.
 
-GC paces itself as the product does (CORRAL_GC_SLOW_BATCH_PAUSE, default 1: after a batch that
-took over twice the recent batches' time per row, pause for as long as it took; 0 never pauses).
+GC paces itself as the product does (CORRAL_GC_SLOW_BATCH_PAUSE: after a batch that took over
+twice the recent batches' time per row, pause for that many times its duration; 0, the default,
+never pauses). BENCH_PG_SETTINGS='{}' runs the embedded server with initdb's defaults.
 
 Usage: uv run python -m bench.gc [evaluations] [batch size] [claims per second]
 """

@@ -70,5 +70,5 @@ def test_empty_batches_and_a_zero_ratio_never_pause() -> None:
     assert warmed(ratio=0.0).pause_after(EVALS, 1000, 100.0) == 0.0
 
 
-def test_default_setting_pauses() -> None:
-    assert Settings().gc_slow_batch_pause > 0
+def test_off_unless_asked_for() -> None:
+    assert Settings().gc_slow_batch_pause == 0
