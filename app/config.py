@@ -56,6 +56,13 @@ class Settings(BaseSettings):
         le=50000,
         description="Most rows GC deletes in one transaction (eval, deployment and node GC: parent rows).",
     )
+    gc_slow_batch_pause: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="After a GC batch that took over twice the recent batches' time per row, pause for this "
+        "many times its duration, so a long GC yields to a busy database; 0 never pauses.",
+    )
     force_gc_wait_s: float = Field(
         default=600.0, gt=0, description="How long PUT /v1/system/gc waits for the collection to finish."
     )

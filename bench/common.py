@@ -3,6 +3,7 @@ CORRAL_DATABASE_URL), and bulk loading of nodes and jobs straight through SQL.""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -26,7 +27,10 @@ def bench_database() -> Iterator[str]:
     external = os.environ.get("CORRAL_DATABASE_URL")
     data_dir = Path(tempfile.mkdtemp(prefix="corral-bench-"))
     data_dir.chmod(0o755)
-    server = None if external else EmbeddedPostgres(data_dir)
+    # BENCH_PG_SETTINGS: server settings (JSON) for a new embedded server instead of corral's;
+    # '{}' runs it with initdb's defaults, for comparison.
+    pg_settings = json.loads(os.environ["BENCH_PG_SETTINGS"]) if os.environ.get("BENCH_PG_SETTINGS") else None
+    server = None if external else EmbeddedPostgres(data_dir, pg_settings)
     admin = libpq_url(external) if external else libpq_url(server.start())  # type: ignore[union-attr]
     name = f"corral_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -12,6 +12,10 @@ claim p99 during GC against the same loop without GC (target ratio <= 2.0).
 The claim loop offers a steady 200 claims/s (a busy cluster; third argument), each claim
 followed by its completion.
 
+GC paces itself as the product does (CORRAL_GC_SLOW_BATCH_PAUSE: after a batch that took over
+twice the recent batches' time per row, pause for that many times its duration; 0, the default,
+never pauses). BENCH_PG_SETTINGS='{}' runs the embedded server with initdb's defaults.
+
 Usage: uv run python -m bench.gc [evaluations] [batch size] [claims per second]
 """
 
@@ -22,8 +26,11 @@ import statistics
 import sys
 import time
 
+import psutil
 import psycopg
+import psycopg.rows
 
+from app.config import Settings
 from app.db import libpq_url, make_engine, make_sessionmaker
 from app.store import broker, gc
 from app.store.broker import Outcome
@@ -98,6 +105,68 @@ def measure_claims(url: str, rate: float, during: object | None) -> tuple[list[f
     return latencies, elapsed, result
 
 
+SERVER_ACTIVITY = """
+SELECT (SELECT num_timed + num_requested FROM pg_stat_checkpointer) AS checkpoints,
+       (SELECT num_requested FROM pg_stat_checkpointer) AS requested,
+       (SELECT buffers_written FROM pg_stat_checkpointer) AS checkpoint_buffers,
+       (SELECT wal_bytes FROM pg_stat_wal) AS wal_bytes,
+       (SELECT wal_fpi FROM pg_stat_wal) AS wal_fpi,
+       (SELECT sum(autovacuum_count) FROM pg_stat_user_tables) AS autovacuums,
+       (SELECT sum(autoanalyze_count) FROM pg_stat_user_tables) AS autoanalyzes,
+       (SELECT sum(reads) FROM pg_stat_io) AS reads,
+       (SELECT sum(writes) FROM pg_stat_io) AS writes,
+       (SELECT sum(fsyncs) FROM pg_stat_io) AS fsyncs,
+       (SELECT setting FROM pg_settings WHERE name = 'shared_buffers') AS shared_buffers
+"""
+
+
+def server_activity(url: str) -> dict[str, int]:
+    """Cumulative server counters (checkpoints, WAL, autovacuum, block I/O), to tell what else
+    the GC window held. The statistics are flushed at most once a second, so the figures of a
+    window are approximate at its edges."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
+        row = cursor.execute(SERVER_ACTIVITY).fetchone()
+    assert row is not None
+    return {k: int(v or 0) for k, v in row.items()}
+
+
+def server_cpu_s(url: str) -> float | None:
+    """CPU seconds the server's processes have used so far: the live ones (postmaster, backends,
+    autovacuum, checkpointer, WAL writer) and those that exited (their time is the postmaster's
+    children time once reaped). Differences bracket a window, however busy the machine is
+    otherwise. None when the server is not a local process (CORRAL_DATABASE_URL elsewhere)."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'").fetchone()
+    try:
+        postmaster = psutil.Process(int(row[0])).parent() if row else None
+        if postmaster is None:
+            return None
+        own = postmaster.cpu_times()
+        total = own.user + own.system + own.children_user + own.children_system
+        for child in postmaster.children():
+            try:
+                times = child.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return float(total)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def describe_activity(before: dict[str, int], after: dict[str, int]) -> str:
+    d = {k: after[k] - before[k] for k in before}
+    return (
+        f"checkpoints {d['checkpoints']} ({d['requested']} requested by WAL volume), "
+        f"{d['checkpoint_buffers']:,} buffers checkpointed; WAL {d['wal_bytes'] / 2**20:,.0f} MiB "
+        f"({d['wal_fpi']:,} full-page images); autovacuums {d['autovacuums']}, autoanalyzes {d['autoanalyzes']}; "
+        f"block reads {d['reads']:,}, writes {d['writes']:,}, fsyncs {d['fsyncs']:,} "
+        f"(shared_buffers {after['shared_buffers'] * 8 // 1024} MiB)"
+    )
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) >= 100 else max(values)
 
@@ -114,14 +183,20 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
 
         base, base_s, _ = measure_claims(url, rate, None)
         engine = make_engine(url, "worker", pool_size=2)
-        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size)
+        pacer = gc.Pacer(Settings().gc_slow_batch_pause)
+        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size, pacer=pacer)
 
         def forced_gc() -> tuple[gc.Report, float]:
             started = time.monotonic()
             report = collector.run("force-gc")
             return report, time.monotonic() - started
 
+        activity, cpu_before, own_before = server_activity(url), server_cpu_s(url), time.process_time()
         during, during_s, result = measure_claims(url, rate, forced_gc)
+        own_cpu = time.process_time() - own_before
+        cpu_after = server_cpu_s(url)
+        activity_during = describe_activity(activity, server_activity(url))
+        server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         report, gc_s = result  # type: ignore[misc]
         engine.dispose()
         after, after_s, _ = measure_claims(url, rate, None)
@@ -133,6 +208,15 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
         f"  {report.batches:,} transactions of at most {batch_size:,} parent rows; "
         f"largest {report.largest_batch:,} rows; longest {report.longest_batch_ms} ms"
     )
+    print(
+        f"  paced (CORRAL_GC_SLOW_BATCH_PAUSE={pacer.ratio:g}): {report.pauses:,} pauses after slow batches, "
+        f"{report.paused_s:.1f} s in all"
+    )
+    print(f"  server during GC: {activity_during}")
+    # CPU per row: what the GC costs whatever else the machine runs (it includes the claim
+    # loop's backend, about the same in every run at the same rate and duration).
+    cpu = "not measured (server not local)" if server_cpu is None else f"{server_cpu:.1f} s"
+    print(f"  CPU during GC: server {cpu}, GC process (Python) {own_cpu:.1f} s")
     # Without GC = the windows before and after it, pooled: one 10 s window alone swings its p99
     # by half on a shared 2-core machine.
     print(f"  p99 without GC before it {p99(base) * 1000:.2f} ms, after it {p99(after) * 1000:.2f} ms")

@@ -158,6 +158,7 @@ class Worker:
             self.settings.gc_batch_size,
             gc.Thresholds.from_settings(self.settings),
             still_ours,
+            gc.Pacer(self.settings.gc_slow_batch_pause),
         )
         removed = sum(report.removed.values())
         return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")

@@ -7,9 +7,10 @@ database and the next run carries on where it stopped."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +55,12 @@ JOB_TABLES = ["jobs", "evaluations", "allocations", "deployments", "plans"]
 # writers update) just runs again.
 DEADLOCK_RETRIES = 5
 RETRYABLE = ("40P01", "40001", "55P03")
+# Pacing: a batch that takes more than SLOW_FACTOR times the median time per row of the recent
+# batches of its kind (at least PACE_MIN_SAMPLES of them, the last PACE_WINDOW) ran into
+# contention; the collector then pauses for a share of that batch's time.
+SLOW_FACTOR = 2.0
+PACE_WINDOW = 32
+PACE_MIN_SAMPLES = 8
 # A batch cancelled by statement_timeout runs again with half the rows, down to one row; a
 # one-row batch that still times out fails the run (logged in gc_runs, never silently).
 STATEMENT_TIMEOUT = "57014"
@@ -153,6 +160,8 @@ class Report:
     longest_batch_ms: int = 0
     largest_batch: int = 0  # most rows one transaction deleted
     timeouts: int = 0  # batches cancelled by statement_timeout and retried with half the rows
+    pauses: int = 0  # pauses after a slow batch (see Pacer)
+    paused_s: float = 0.0
 
     def add(self, counts: dict[str, int], elapsed_s: float) -> int:
         self.removed.update({k: v for k, v in counts.items() if v})
@@ -161,6 +170,32 @@ class Report:
         self.longest_batch_ms = max(self.longest_batch_ms, round(elapsed_s * 1000))
         self.largest_batch = max(self.largest_batch, rows)
         return rows
+
+
+class Pacer:
+    """Keeps a long GC from monopolising a busy database. GC runs flat out while its batches
+    take their usual time; a batch that suddenly takes much longer per row than the recent
+    ones of its kind means something else needs the server (a checkpoint, autovacuum, a burst
+    of claims, a busy disk), and GC then pauses for `ratio` times that batch's duration, so
+    the others get the server back. Sustained slowness becomes the new normal and is not
+    paused for: pacing sheds spikes, it does not halve a slow machine's GC. 0 turns it off."""
+
+    def __init__(self, ratio: float, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.ratio = ratio
+        self.sleep = sleep
+        self._recent: dict[tuple[str, ...], deque[float]] = {}
+
+    def pause_after(self, kind: tuple[str, ...], rows: int, elapsed_s: float) -> float:
+        """Record a batch; return how long to pause before the next one."""
+        if rows <= 0 or self.ratio <= 0:
+            return 0.0
+        per_row = elapsed_s / rows
+        recent = self._recent.setdefault(kind, deque(maxlen=PACE_WINDOW))
+        typical = statistics.median(recent) if len(recent) >= PACE_MIN_SAMPLES else None
+        recent.append(per_row)
+        if typical is None or per_row <= SLOW_FACTOR * typical:
+            return 0.0
+        return self.ratio * elapsed_s
 
 
 class Collector:
@@ -174,8 +209,10 @@ class Collector:
         thresholds: Thresholds,
         batch_size: int,
         still_ours: Callable[[], None] = lambda: None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.sessions = sessions
+        self.pacer = pacer or Pacer(0.0)
         self.thresholds = thresholds
         self.batch_size = batch_size
         self.limit = batch_size  # rows per batch; halved for the rest of the run on a statement timeout
@@ -321,9 +358,15 @@ class Collector:
             return step(session, limit)
 
         counts = self._transaction(timed)
-        rows = self.report.add(counts, time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        rows = self.report.add(counts, elapsed)
         if rows:
             self._bump(tables)
+        pause = self.pacer.pause_after(tuple(tables), rows, elapsed)
+        if pause > 0:
+            self.report.pauses += 1
+            self.report.paused_s += pause
+            self.pacer.sleep(pause)
         return rows
 
     def _bump(self, tables: list[str]) -> None:
@@ -380,6 +423,7 @@ def run_core_eval(
     batch_size: int,
     defaults: Thresholds,
     still_ours: Callable[[], None] = lambda: None,
+    pacer: Pacer | None = None,
 ) -> Report:
     """Run a claimed core evaluation and log it in gc_runs. The log row commits on its own, so
     a run that dies shows as `running` until the next run of that evaluation, or the next GC
@@ -388,13 +432,15 @@ def run_core_eval(
     with transaction(sessions) as session:
         core = load_core_eval(session, eval_id, defaults)
         run_id = _start_run(session, core, worker)
-    collector = Collector(sessions, core.thresholds, batch_size, still_ours)
+    collector = Collector(sessions, core.thresholds, batch_size, still_ours, pacer)
     try:
         report = collector.run(core.kind)
     except BaseException as err:
         _finish_run(sessions, run_id, core.kind, collector.report, "failed", f"{type(err).__name__}: {err}")
         raise
     _finish_run(sessions, run_id, core.kind, report, "complete", None)
+    if report.pauses:
+        log.info("GC paced itself after slow batches", kind=core.kind, pauses=report.pauses, paused_s=report.paused_s)
     return report
 
 
