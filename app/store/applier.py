@@ -93,7 +93,10 @@ def apply_next(session: Session, term: int) -> int | None:
     plan = session.execute(query("next_plan")).mappings().first()
     if plan is None:
         return None
-    index = next_index(session, ["plans", "allocations", "evaluations", "deployments", "jobs"])
+    tables = ["plans", "allocations", "evaluations"]
+    if plan["deployment"] or plan["deployment_updates"]:
+        tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
+    index = next_index(session, tables)
     if session.execute(query("fence_term"), {"role": ROLE, "term": term}).first() is None:
         raise Deposed(f"applier term {term} is no longer current")
     owned = session.execute(query("eval_still_owned"), {"eval_id": plan["eval_id"], "token": plan["eval_token"]})

@@ -13,9 +13,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import FieldProblem, InvalidInput, NotFound
 from app.models import Job
-from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
-from app.store.jobs import derive_child, insert_child
+from app.store.jobs import derive_child, launch_child
 
 MAX_PAYLOAD_BYTES = 16 * 1024  # Nomad's DispatchPayloadSizeLimit
 
@@ -80,18 +79,5 @@ def dispatch_job(
         "Meta": {**(parent.spec.get("Meta") or {}), **meta},
         "Payload": base64.b64encode(payload).decode() if payload else None,
     }
-    child = insert_child(session, derive_child(parent, name, **fields), index)
-    evaluation = insert_eval(
-        session,
-        EvalRequest(
-            namespace=namespace,
-            job_id=child.id,
-            job_type=child.type,
-            priority=child.priority,
-            triggered_by="job-register",
-            job_modify_index=child.job_modify_index,
-        ),
-        index,
-    )
-    session.flush()
+    child, evaluation = launch_child(session, derive_child(parent, name, **fields), "job-register", index)
     return DispatchResult(child.id, evaluation.id, index, child.create_index, index)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
-from app.models import Allocation, Job, JobVersion, Namespace, NodePool, SchedulerConfig
+from app.models import Allocation, Evaluation, Job, JobVersion, Namespace, NodePool, SchedulerConfig
 from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
 from app.store.sql import query
@@ -107,10 +107,25 @@ def _init_periodic_launch(session: Session, job: Job, index: int) -> None:
     session.execute(query("init_periodic_launch"), params)
 
 
-def insert_child(session: Session, spec: dict[str, Any], index: int) -> Job:
-    """A launched child (periodic or dispatched) that does not exist yet, with its version 0.
-    The caller holds a key-share lock on the parent and adds the child's evaluation."""
-    return _upsert_job(session, None, spec, index, TRACKED_VERSIONS)
+def launch_child(session: Session, spec: dict[str, Any], trigger: str, index: int) -> tuple[Job, Evaluation]:
+    """A launched child (periodic or dispatched) that does not exist yet, with its version 0
+    and its evaluation, in the caller's transaction. The caller holds a key-share lock on the
+    parent."""
+    child = _upsert_job(session, None, spec, index, TRACKED_VERSIONS)
+    evaluation = insert_eval(
+        session,
+        EvalRequest(
+            namespace=child.namespace,
+            job_id=child.id,
+            job_type=child.type,
+            priority=child.priority,
+            triggered_by=trigger,
+            job_modify_index=child.job_modify_index,
+        ),
+        index,
+    )
+    session.flush()
+    return child, evaluation
 
 
 def derive_child(parent: Job, child_id: str, **fields: Any) -> dict[str, Any]:

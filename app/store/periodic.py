@@ -17,9 +17,8 @@ from sqlalchemy.orm import Session
 from app.cron import due_launch
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job
-from app.store.evals import EvalRequest, insert_eval
 from app.store.index import next_index
-from app.store.jobs import derive_child, insert_child, periodic_active
+from app.store.jobs import derive_child, launch_child, periodic_active
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)
@@ -104,20 +103,7 @@ def _launch(session: Session, namespace: str, job_id: str, at: datetime, index: 
         if forced:
             raise Conflict.of("JobID", f"job {name!r} already exists: a launch at this second was made; try again")
         return None
-    child = insert_child(session, derive_child(parent, name, Periodic=None), index)
-    evaluation = insert_eval(
-        session,
-        EvalRequest(
-            namespace=namespace,
-            job_id=child.id,
-            job_type=child.type,
-            priority=child.priority,
-            triggered_by="periodic-job",
-            job_modify_index=child.job_modify_index,
-        ),
-        index,
-    )
-    session.flush()
+    child, evaluation = launch_child(session, derive_child(parent, name, Periodic=None), "periodic-job", index)
     return Launch(job_id, at, child.id, evaluation.id, index)
 
 
