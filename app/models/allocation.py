@@ -86,31 +86,29 @@ class Allocation(Base):
     deployment_status: Mapped[dict[str, Any] | None] = mapped_column(
         comment="Health within its deployment: {Healthy, Timestamp, Canary, ModifyIndex}."
     )
+    # The history links below are soft references, as in Nomad: GC never rewrites them, so they
+    # may name a collected allocation or evaluation (migration 0010_history_links says why).
     previous_allocation: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("allocations.id", ondelete="SET NULL"),
         index=True,
-        comment="Allocation this one replaces (reschedule, migration, destructive update).",
+        comment="Allocation this one replaces (reschedule, migration, destructive update). "
+        "History: the ID stays after GC collects that allocation.",
     )
     next_allocation: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("allocations.id", ondelete="SET NULL"),
-        index=True,
-        comment="Allocation that replaced this one.",
+        comment="Allocation that replaced this one. History: the ID stays after GC collects that allocation.",
     )
     preempted_allocations: Mapped[list[uuid.UUID]] = mapped_column(
         server_default=text("'{}'"), comment="Allocations evicted to make room for this one."
     )
     preempted_by_allocation: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("allocations.id", ondelete="SET NULL"),
-        index=True,
-        comment="Allocation whose placement evicted this one.",
+        comment="Allocation whose placement evicted this one. History: the ID stays after GC collects that "
+        "allocation.",
     )
     reschedule_tracker: Mapped[dict[str, Any] | None] = mapped_column(
         comment="Reschedule history: {Events:[{RescheduleTime, PrevAllocID, PrevNodeID, Delay}]}."
     )
     followup_eval_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"),
-        index=True,
-        comment="Delayed eval that will reschedule this allocation.",
+        comment="Delayed eval that will reschedule this allocation. History: the ID stays after GC collects "
+        "that evaluation, so the allocation never gets a second follow-up.",
     )
     metrics: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"),

@@ -123,20 +123,21 @@ class Evaluation(Base):
     not_before: Mapped[datetime | None] = mapped_column(
         comment="Broker back-off after a nack or a failed follow-up: not claimable before this."
     )
+    # Soft references, as in Nomad: GC never rewrites them, so they may name a collected
+    # evaluation (migration 0010_history_links says why).
     next_eval: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"),
         index=True,
-        comment="Eval created to follow this one (failed follow-up, rolling update).",
+        comment="Eval created to follow this one (failed follow-up, rolling update). "
+        "History: the ID stays after GC collects that evaluation.",
     )
     previous_eval: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"),
         index=True,
-        comment="Eval this one follows.",
+        comment="Eval this one follows. History: the ID stays after GC collects that evaluation.",
     )
     blocked_eval: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("evaluations.id", ondelete="SET NULL"),
         index=True,
-        comment="Blocked eval created because this one could not place everything.",
+        comment="Blocked eval created because this one could not place everything. "
+        "History: the ID stays after GC collects that evaluation.",
     )
     failed_tg_allocs: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"),

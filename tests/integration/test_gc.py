@@ -836,6 +836,84 @@ def test_preempted_allocation_ids_are_history_once_the_victims_are_collected(
     assert orphans(pg) == []
 
 
+def test_history_links_keep_the_ids_of_what_gc_collected(client: FlaskClient, pg: Conn, engine: Engine) -> None:
+    """Previous/next/preempted-by allocation, follow-up and previous/next/blocked evaluation links
+    are history, as in Nomad: GC collects what they name and leaves the live rows untouched
+    (nulling a follow-up link would make a failed allocation look as if it never got one)."""
+    old_eval, live_eval = register(client), register(client, "live")
+    node = insert_node(pg)
+    old = insert_allocation(pg, node, old_eval)
+    stop_alloc(pg, old)
+    live = insert_allocation(pg, node, live_eval, job_id="live")
+    pg.execute(
+        "UPDATE allocations SET previous_allocation = %(old)s, preempted_by_allocation = %(old)s, "
+        "followup_eval_id = %(e)s WHERE id = %(live)s",
+        {"old": old, "e": old_eval, "live": live},
+    )
+    pg.execute("UPDATE allocations SET next_allocation = %s WHERE id = %s", (live, old))
+    pg.execute(
+        "UPDATE evaluations SET previous_eval = %(e)s, next_eval = %(e)s, blocked_eval = %(e)s WHERE id = %(live)s",
+        {"e": old_eval, "live": live_eval},
+    )
+    finish_eval(pg, old_eval, hours_ago=2)
+    age_allocs(pg, 2, a=old)
+    collect(engine, "eval-gc")
+    assert count(pg, "allocations", f"id = '{old}'") == 0
+    assert count(pg, "evaluations", f"id = '{old_eval}'") == 0
+    links = pg.execute(
+        "SELECT previous_allocation, preempted_by_allocation, followup_eval_id FROM allocations WHERE id = %s", (live,)
+    ).fetchone()
+    assert links is not None and [str(v) for v in links] == [old, old, old_eval]
+    evals = pg.execute(
+        "SELECT previous_eval, next_eval, blocked_eval FROM evaluations WHERE id = %s", (live_eval,)
+    ).fetchone()
+    assert evals is not None and [str(v) for v in evals] == [old_eval] * 3
+    assert orphans(pg) == []
+
+
+def test_gc_stamps_the_state_index_once_for_batches_within_the_interval(
+    database_url: str, pg: Conn, engine: Engine
+) -> None:
+    """Batches commit asynchronously; one synchronous stamp after them wakes blocking queries
+    (and makes the batches durable), not one per batch."""
+    fill_terminal(database_url, jobs=2, evals_per_job=10)
+    before = global_index(pg)
+    hourly = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 3, stamp_interval_s=3600)
+    report = hourly.run("eval-gc")
+    assert report.batches >= 10
+    assert report.removed["evaluations"] == 20
+    assert global_index(pg) == before + 1
+
+
+def test_gc_with_no_stamp_interval_stamps_after_every_batch(database_url: str, pg: Conn, engine: Engine) -> None:
+    fill_terminal(database_url, jobs=2, evals_per_job=10)
+    before = global_index(pg)
+    eager = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 3, stamp_interval_s=0)
+    eager.run("eval-gc")
+    assert global_index(pg) - before >= 14  # 20 allocations, then 20 evaluations, 3 at a time
+
+
+def test_a_failed_gc_run_still_stamps_what_it_deleted(database_url: str, pg: Conn, engine: Engine) -> None:
+    fill_terminal(database_url, jobs=1, evals_per_job=10)
+    before = global_index(pg)
+    collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 4, stamp_interval_s=3600)
+    real = collector._transaction
+    calls = 0
+
+    def failing_after_three(step: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 3:
+            raise RuntimeError("worker lost its lease")
+        return real(step)
+
+    collector._transaction = failing_after_three  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        collector.run("eval-gc")
+    assert collector.report.removed["allocations"] == 10
+    assert global_index(pg) == before + 1
+
+
 # --- The forced-GC API: every waiter gets its answer -------------------------------------
 
 
