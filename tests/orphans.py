@@ -8,11 +8,11 @@ Conn = psycopg.Connection[tuple[object, ...]]
 
 # References the schema cannot declare (optional parents, markers keyed by class, the run log).
 # jobs.parent_id is a real foreign key now, checked with the others below.
-# Not checked, by decision: allocations.preempted_allocations (the ids of the allocations a
-# preemptor evicted) is history, as Nomad's PreemptedAllocations: once GC collects a victim the
-# id stays on the live preemptor, and GC never rewrites live allocations to drop it. Its
-# counterpart allocations.preempted_by_allocation is a foreign key (ON DELETE SET NULL).
-# gc_runs.eval_id is history too (kept after GC collects the evaluation).
+# Not checked, by decision: the history links, as Nomad's, keep naming what GC collected, and GC
+# never rewrites live rows to drop them: allocations.preempted_allocations, previous_allocation,
+# next_allocation, preempted_by_allocation, followup_eval_id and evaluations.previous_eval,
+# next_eval, blocked_eval (plain columns since migration 0010_history_links). gc_runs.eval_id is
+# history too (kept after GC collects the evaluation).
 SOFT_REFERENCES = {
     "plans.job_id": "SELECT count(*) FROM plans c WHERE NOT EXISTS "
     "(SELECT 1 FROM jobs p WHERE p.namespace = c.namespace AND p.id = c.job_id)",

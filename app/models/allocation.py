@@ -100,8 +100,7 @@ class Allocation(Base):
         server_default=text("'{}'"), comment="Allocations evicted to make room for this one."
     )
     preempted_by_allocation: Mapped[uuid.UUID | None] = mapped_column(
-        comment="Allocation whose placement evicted this one. History: the ID stays after GC collects that "
-        "allocation.",
+        comment="Allocation whose placement evicted this one. History: the ID stays after GC collects that allocation.",
     )
     reschedule_tracker: Mapped[dict[str, Any] | None] = mapped_column(
         comment="Reschedule history: {Events:[{RescheduleTime, PrevAllocID, PrevNodeID, Delay}]}."

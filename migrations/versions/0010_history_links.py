@@ -47,8 +47,7 @@ COMMENTS = {
     "stays after GC collects that evaluation, so the allocation never gets a second follow-up.",
     ("evaluations", "next_eval"): "Eval created to follow this one (failed follow-up, rolling update). "
     "History: the ID stays after GC collects that evaluation.",
-    ("evaluations", "previous_eval"): "Eval this one follows. History: the ID stays after GC collects that "
-    "evaluation.",
+    ("evaluations", "previous_eval"): "Eval this one follows. History: the ID stays after GC collects that evaluation.",
     ("evaluations", "blocked_eval"): "Blocked eval created because this one could not place everything. "
     "History: the ID stays after GC collects that evaluation.",
 }
