@@ -45,7 +45,9 @@ def upgrade() -> None:
     )
     # Job GC walks its candidates (stopped, purged or batch jobs) in key order through this
     # index, once per run, instead of scanning every job for every batch.
-    op.create_index("ix_jobs_gc_candidates", "jobs", ["namespace", "id"], postgresql_where=sa.text(CANDIDATES))
+    op.create_index(
+        "ix_jobs_gc_candidates", "jobs", ["namespace", "id"], postgresql_where=sa.text(CANDIDATES)
+    )
     # Children name their parent through a real foreign key: inserting a child key-shares the
     # parent, so job GC (which locks the parent FOR UPDATE SKIP LOCKED, then re-checks for
     # children) can never delete a parent under a child registered at the same moment.
@@ -82,9 +84,7 @@ def downgrade() -> None:
     op.drop_constraint(op.f("fk_jobs_namespace_parent_id"), "jobs", type_="foreignkey")
     op.drop_index("ix_jobs_gc_candidates", table_name="jobs", postgresql_where=sa.text(CANDIDATES))
     op.drop_column("gc_runs", "timeouts")
-    op.execute(
-        "UPDATE gc_runs g SET eval_id = NULL WHERE NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.id = g.eval_id)"
-    )
+    op.execute("UPDATE gc_runs g SET eval_id = NULL WHERE NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.id = g.eval_id)")
     op.alter_column(
         "gc_runs",
         "eval_id",
