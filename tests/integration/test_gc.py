@@ -894,23 +894,25 @@ def test_gc_with_no_stamp_interval_stamps_after_every_batch(database_url: str, p
 
 
 def test_a_failed_gc_run_still_stamps_what_it_deleted(database_url: str, pg: Conn, engine: Engine) -> None:
+    """A run that stops half way (here: its worker lost the lease after three batches) still
+    stamps the index for what it deleted, so blocking queries wake."""
     fill_terminal(database_url, jobs=1, evals_per_job=10)
     before = global_index(pg)
-    collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 4, stamp_interval_s=3600)
-    real = collector._transaction
-    calls = 0
+    checks = 0
 
-    def failing_after_three(step: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls > 3:
-            raise RuntimeError("worker lost its lease")
-        return real(step)
+    def lease_lost_after_three_batches() -> None:
+        nonlocal checks
+        checks += 1
+        if checks > 3:
+            raise RuntimeError("lease lost")
 
-    collector._transaction = failing_after_three  # type: ignore[method-assign]
-    with pytest.raises(RuntimeError):
+    collector = gc.Collector(
+        make_sessionmaker(engine), gc.Thresholds.forced(), 4, lease_lost_after_three_batches, stamp_interval_s=3600
+    )
+    with pytest.raises(RuntimeError, match="lease lost"):
         collector.run("eval-gc")
     assert collector.report.removed["allocations"] == 10
+    assert count(pg, "allocations") == 0
     assert global_index(pg) == before + 1
 
 
