@@ -81,18 +81,25 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
 
 
 def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    """One statement, autocommitted: one round trip and no transaction left open. Driven on the
-    raw psycopg connection: this runs for every evaluation, on every worker."""
+    """One pipelined transaction (one round trip) on the raw psycopg connection: this runs for
+    every evaluation, on every worker.
+
+    The claim commits without waiting for its WAL flush. A claim is a lease, not state: Nomad's
+    broker keeps it in memory only. If a server crash takes a claim back, the evaluation is
+    pending and unleased again, and the worker that held it is fenced out, because its plan and
+    its completion check the token in synchronous commits. Any later synchronous commit (each
+    plan, each completion) also makes every claim before it durable, WAL being sequential. So
+    claims never wait on an fsync, whatever else (GC above all) fills the WAL."""
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
         assert pg is not None
-        pg.autocommit = True
-        try:
-            cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
-            row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
-            return row
-        finally:
-            pg.autocommit = False
+        cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
+        with pg.pipeline():
+            pg.execute("SET LOCAL synchronous_commit = off")
+            cursor.execute(psycopg_query(name), params)
+            pg.commit()
+        row: dict[str, Any] | None = cursor.fetchone()
+        return row
 
 
 def _eval_struct(row: Any) -> EvalStruct:

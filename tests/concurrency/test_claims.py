@@ -1,0 +1,187 @@
+"""Claims under races and server crashes.
+
+A claim commits without waiting for its WAL flush (see broker._claim_statement). These tests
+crash a PostgreSQL server of their own with SIGKILL to show both halves of why that is safe:
+a claim the crash takes back leaves the evaluation claimable and its old holder fenced out, and
+any synchronous commit after a claim makes the claim durable too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+
+from app.db import libpq_url, make_engine, make_sessionmaker, sqlalchemy_url, transaction
+from app.jobspec import normalize_job
+from app.store import broker
+from app.store.broker import LeaseLost, Outcome
+from app.store.embedded import EmbeddedPostgres, server_settings
+from app.store.jobs import RegisterOptions, register_job
+from app.store.schema import upgrade
+
+pytestmark = pytest.mark.concurrency
+
+TYPES = ["service"]
+
+
+def register(engine: Engine, job_id: str) -> str:
+    spec = normalize_job({"ID": job_id, "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
+    with transaction(make_sessionmaker(engine)) as session:
+        result = register_job(session, spec, RegisterOptions())
+    return str(result.eval_id)
+
+
+def leases(url: str) -> dict[str, uuid.UUID | None]:
+    with psycopg.connect(libpq_url(url)) as conn:
+        rows = conn.execute("SELECT id, lease_token FROM evaluations").fetchall()
+    return {str(row[0]): row[1] for row in rows}
+
+
+@pytest.fixture
+def crashable(workdir: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
+    """A migrated server of this test's own, so crashing it disturbs no other test. The
+    background writer is off: it could flush WAL early to write out the page a claim dirtied."""
+    server = EmbeddedPostgres(workdir, {**server_settings(), "bgwriter_lru_maxpages": "0"})
+    url = sqlalchemy_url(server.start())
+    try:
+        upgrade(url)
+        yield server, url
+    finally:
+        server.stop()
+
+
+def backend_pid(url: str, backend_type: str) -> int:
+    with psycopg.connect(libpq_url(url)) as conn:
+        row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = %s", (backend_type,)).fetchone()
+    assert row is not None, f"no {backend_type} process"
+    return int(row[0])
+
+
+@contextmanager
+def wal_writer_frozen_then_crash(url: str) -> Iterator[None]:
+    """Stop the WAL writer, the only process that flushes asynchronous commits on an idle
+    server, run the block, then SIGKILL it: the postmaster treats that as a crash, resets
+    shared memory (and the WAL buffers in it) and recovers from what reached the disk."""
+    walwriter = backend_pid(url, "walwriter")
+    os.kill(walwriter, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(walwriter, signal.SIGKILL)
+    wait_for_recovery(url, walwriter)
+
+
+def wait_for_recovery(url: str, crashed_walwriter: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if backend_pid(url, "walwriter") != crashed_walwriter:
+                return
+        except (psycopg.OperationalError, AssertionError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the server did not recover from the crash within 60 s")
+
+
+def test_a_claim_lost_in_a_server_crash_leaves_the_evaluation_claimable(
+    crashable: tuple[EmbeddedPostgres, str],
+) -> None:
+    _, url = crashable
+    engine = make_engine(url, "worker", pool_size=1, pre_ping=False)
+    eval_id = register(engine, "web")
+    with wal_writer_frozen_then_crash(url):
+        held = broker.claim(engine, TYPES, "first", 60, rescue=False)
+        assert held is not None and str(held.evaluation.id) == eval_id
+        assert leases(url) == {eval_id: held.token}  # visible to every other worker at once
+    engine.dispose()
+
+    # The claim never reached the disk: the evaluation is pending and unleased again, as if
+    # never delivered (Nomad's in-memory broker loses its deliveries the same way).
+    assert leases(url) == {eval_id: None}
+    engine = make_engine(url, "worker", pool_size=1)
+    try:
+        with pytest.raises(LeaseLost):
+            broker.complete_success(engine, held, Outcome(snapshot_index=0))
+        again = broker.claim(engine, TYPES, "second", 60, rescue=False)
+        assert again is not None and str(again.evaluation.id) == eval_id
+        assert again.token != held.token and again.delivery_count == 1
+        broker.complete_success(engine, again, Outcome(snapshot_index=0))
+    finally:
+        engine.dispose()
+
+
+def test_a_synchronous_commit_after_a_claim_makes_the_claim_durable(
+    crashable: tuple[EmbeddedPostgres, str],
+) -> None:
+    _, url = crashable
+    engine = make_engine(url, "worker", pool_size=1, pre_ping=False)
+    eval_id = register(engine, "web")
+    with wal_writer_frozen_then_crash(url):
+        held = broker.claim(engine, TYPES, "first", 60, rescue=False)
+        assert held is not None
+        register(engine, "other")  # any synchronous commit, here a job registration
+    engine.dispose()
+
+    # WAL is flushed in order: the registration's flush carried the claim before it.
+    assert leases(url)[eval_id] == held.token
+    engine = make_engine(url, "worker", pool_size=1)
+    try:
+        broker.complete_success(engine, held, Outcome(snapshot_index=0))
+    finally:
+        engine.dispose()
+
+
+def test_a_claim_that_races_for_the_same_job_gets_nothing_and_leaves_its_connection_usable(
+    engine: Engine, database_url: str
+) -> None:
+    """Two evaluations of one job claimed at the same moment: the unique index lets one lease
+    win and the other claim returns None, from inside the pipelined claim transaction."""
+    first_eval, second_eval = register(engine, "web"), register(engine, "web")
+    pool = make_engine(database_url, "worker", pool_size=1)
+    outcome: list[broker.Claim | None] = []
+    with psycopg.connect(libpq_url(database_url)) as rival:
+        rival.execute(
+            "UPDATE evaluations SET lease_token = %s, lease_owner = 'rival', "
+            "lease_expires_at = now() + interval '60 s' WHERE id = %s",
+            (uuid.uuid4(), first_eval),
+        )
+        racer = threading.Thread(target=lambda: outcome.append(broker.claim(pool, TYPES, "racer", 60, rescue=False)))
+        racer.start()
+        wait_for_lock_wait(database_url)  # the racer holds the second evaluation, blocked on the index
+        rival.commit()
+        racer.join(timeout=30)
+    try:
+        assert outcome == [None]
+        assert broker.claim(pool, TYPES, "racer", 60, rescue=False) is None  # the job is in flight
+        with psycopg.connect(libpq_url(database_url), autocommit=True) as conn:
+            conn.execute(
+                "UPDATE evaluations SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE id = %s",
+                (first_eval,),
+            )
+        held = broker.claim(pool, TYPES, "racer", 60, rescue=False)
+        assert held is not None and str(held.evaluation.id) == first_eval
+        assert leases(database_url)[second_eval] is None
+    finally:
+        pool.dispose()
+
+
+def wait_for_lock_wait(url: str) -> None:
+    deadline = time.monotonic() + 30
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            waiting = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone()
+            if waiting and waiting[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the racing claim never waited on the rival's lease")
