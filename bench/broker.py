@@ -78,6 +78,9 @@ def run_corral(url: str, n: int, processes: int, seconds: float) -> float:
     return total / (time.monotonic() - began)
 
 
+# The same commit discipline as corral: the claim (a lease) commits asynchronously, the
+# completion waits for its flush. The claim still takes one statement: set_config(..., true)
+# switches the commit of the statement's own implicit transaction.
 BARE_SCRIPT = """
 WITH candidate AS MATERIALIZED (
     SELECT e.id FROM evaluations e
@@ -86,6 +89,7 @@ WITH candidate AS MATERIALIZED (
       AND NOT EXISTS (SELECT 1 FROM evaluations f WHERE f.namespace = e.namespace AND f.job_id = e.job_id
                       AND f.lease_token IS NOT NULL)
       AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     ORDER BY e.priority DESC, e.create_index LIMIT 1 FOR UPDATE OF e SKIP LOCKED)
 UPDATE evaluations e SET lease_token = gen_random_uuid(), lease_owner = 'pgbench',
     lease_expires_at = now() + interval '60 seconds', delivery_count = e.delivery_count + 1

@@ -81,25 +81,26 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
 
 
 def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    """One pipelined transaction (one round trip) on the raw psycopg connection: this runs for
-    every evaluation, on every worker.
+    """One statement, autocommitted: one round trip and no transaction left open. Driven on the
+    raw psycopg connection: this runs for every evaluation, on every worker.
 
-    The claim commits without waiting for its WAL flush. A claim is a lease, not state: Nomad's
-    broker keeps it in memory only. If a server crash takes a claim back, the evaluation is
-    pending and unleased again, and the worker that held it is fenced out, because its plan and
-    its completion check the token in synchronous commits. Any later synchronous commit (each
-    plan, each completion) also makes every claim before it durable, WAL being sequential. So
-    claims never wait on an fsync, whatever else (GC above all) fills the WAL."""
+    The statement switches its own commit to asynchronous (set_config in the SQL). A claim is a
+    lease, not state: Nomad's broker keeps it in memory only. If a server crash takes a claim
+    back, the evaluation is pending and unleased again, and the worker that held it is fenced
+    out, because its plan and its completion check the token in synchronous commits. Any later
+    synchronous commit (each plan, each completion) also makes every claim before it durable,
+    WAL being flushed in order. So claims never wait on an fsync, whatever else (GC above all)
+    fills the WAL."""
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
         assert pg is not None
-        cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
-        with pg.pipeline():
-            pg.execute("SET LOCAL synchronous_commit = off")
-            cursor.execute(psycopg_query(name), params)
-            pg.commit()
-        row: dict[str, Any] | None = cursor.fetchone()
-        return row
+        pg.autocommit = True
+        try:
+            cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
+            row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
+            return row
+        finally:
+            pg.autocommit = False
 
 
 def _eval_struct(row: Any) -> EvalStruct:
@@ -128,37 +129,49 @@ def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
 
 def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
     """complete() for the common case, a pass that placed everything: the index bump and the
-    completion go to the server as one pipelined batch (one network round trip)."""
+    completion go to the server as one pipelined batch (one network round trip). Autocommit
+    with no explicit BEGIN: the two statements before the pipeline's one Sync run as a single
+    implicit transaction, committed (or rolled back together) at that Sync, so no separate
+    COMMIT round trip is needed."""
     if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
         raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
         assert pg is not None
-        with pg.pipeline():
-            taken = pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
-            done = pg.execute(
-                psycopg_query("complete_eval_success"),
-                {
-                    "description": outcome.description,
-                    "snapshot_index": outcome.snapshot_index,
-                    "queued": json.dumps(outcome.queued_allocations),
-                    "eligibility": json.dumps(outcome.class_eligibility),
-                    "escaped": outcome.escaped_computed_class,
-                    "eval_id": ev.id,
-                    "token": held.token,
-                    "namespace": ev.namespace,
-                    "job_id": ev.job_id,
-                    "scheduled_at": outcome.scheduled_at,
-                },
-            )
-            pg.commit()
-        guard = taken.fetchone()
-        finished = done.fetchone()
+        pg.autocommit = True
+        try:
+            guard, finished = _complete_pipelined(pg, held, outcome)
+        finally:
+            pg.autocommit = False
     if guard is None or not guard[0] or guard[2] != 1:
         raise RuntimeError("take_index refused: it must be the first write of the transaction")
     if finished is None or not finished[0]:
         raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
+
+
+def _complete_pipelined(
+    pg: psycopg.Connection[Any], held: Claim, outcome: Outcome
+) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
+    ev = held.evaluation
+    with pg.pipeline():
+        taken = pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
+        done = pg.execute(
+            psycopg_query("complete_eval_success"),
+            {
+                "description": outcome.description,
+                "snapshot_index": outcome.snapshot_index,
+                "queued": json.dumps(outcome.queued_allocations),
+                "eligibility": json.dumps(outcome.class_eligibility),
+                "escaped": outcome.escaped_computed_class,
+                "eval_id": ev.id,
+                "token": held.token,
+                "namespace": ev.namespace,
+                "job_id": ev.job_id,
+                "scheduled_at": outcome.scheduled_at,
+            },
+        )
+    return taken.fetchone(), done.fetchone()
 
 
 def complete(session: Session, held: Claim, outcome: Outcome) -> None:

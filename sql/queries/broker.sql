@@ -3,6 +3,9 @@
 -- fencing token are the claim, no transaction stays open while scheduling. A job with an
 -- evaluation in flight is skipped (and the unique index uq_evaluations_in_flight_job makes
 -- a racing second claim fail instead of running two passes of one job).
+-- The set_config(..., true) makes the statement's own transaction commit without waiting for
+-- its WAL flush: a claim is a lease, and losing one in a crash is safe (README, "How
+-- scheduling works"). Run it autocommitted, so that transaction is the claim alone.
 WITH candidate AS MATERIALIZED (
     SELECT e.id
     FROM evaluations e
@@ -15,6 +18,7 @@ WITH candidate AS MATERIALIZED (
           WHERE f.namespace = e.namespace AND f.job_id = e.job_id AND f.lease_token IS NOT NULL
       )
       AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     ORDER BY e.priority DESC, e.create_index
     LIMIT 1
     FOR UPDATE OF e SKIP LOCKED
@@ -29,13 +33,15 @@ RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.pri
 
 -- name: claim_expired
 -- Rescue an evaluation whose worker stopped renewing its lease: any worker may take it over
--- (a new token fences the old worker out) while it is under the delivery limit.
+-- (a new token fences the old worker out) while it is under the delivery limit. Committed
+-- without waiting for its flush, as claim_ready is.
 WITH candidate AS MATERIALIZED (
     SELECT e.id
     FROM evaluations e
     WHERE e.lease_token IS NOT NULL AND e.lease_expires_at < now() AND e.status = 'pending'
       AND e.delivery_count < :delivery_limit AND e.type = ANY(:types)
       AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     ORDER BY e.lease_expires_at
     LIMIT 1
     FOR UPDATE OF e SKIP LOCKED

@@ -290,6 +290,31 @@ def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> No
         broker.complete_success(engine, held, Outcome(snapshot_index=0, max_plan_attempts=True))
 
 
+def test_fast_completion_is_one_transaction_with_its_index_bump(engine: Engine, pg: Conn) -> None:
+    """The pipelined completion sends no COMMIT: its two statements share the implicit
+    transaction of the pipeline's Sync, so a failing completion takes its index bump with it."""
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    pg.execute(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'completion refused'; END $$"
+    )
+    pg.execute(
+        "CREATE TRIGGER refuse_completion BEFORE UPDATE ON evaluations FOR EACH ROW "
+        "WHEN (NEW.status = 'complete') EXECUTE FUNCTION refuse()"
+    )
+    indexes = "SELECT name, value FROM state_index ORDER BY name"
+    before = pg.execute(indexes).fetchall()
+    with pytest.raises(psycopg.errors.RaiseException):
+        broker.complete_success(engine, held, Outcome(snapshot_index=0))
+    assert pg.execute(indexes).fetchall() == before
+    pg.execute("DROP TRIGGER refuse_completion ON evaluations")
+    broker.complete_success(engine, held, Outcome(snapshot_index=0))  # the connection is usable again
+    assert pg.execute("SELECT status FROM evaluations").fetchall() == [("complete",)]
+    assert pg.execute(indexes).fetchall() != before
+
+
 def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn) -> None:
     from app.store.index import next_index
     from app.structs import PlacementMetrics
