@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,17 +92,27 @@ def wait_for_recovery(url: str, crashed_walwriter: int) -> None:
     raise AssertionError("the server did not recover from the crash within 60 s")
 
 
+def claim_through_a_crash(url: str, then: Callable[[Engine], object] = lambda _: None) -> tuple[str, broker.Claim]:
+    """Register a job, claim its evaluation while the WAL writer is frozen, run `then`, and
+    crash the server."""
+    engine = make_engine(url, "worker", pool_size=1, pre_ping=False)
+    try:
+        eval_id = register(engine, "web")
+        with wal_writer_frozen_then_crash(url):
+            held = broker.claim(engine, TYPES, "first", 60, rescue=False)
+            assert held is not None and str(held.evaluation.id) == eval_id
+            assert leases(url) == {eval_id: held.token}  # visible to every other worker at once
+            then(engine)
+    finally:
+        engine.dispose()
+    return eval_id, held
+
+
 def test_a_claim_lost_in_a_server_crash_leaves_the_evaluation_claimable(
     crashable: tuple[EmbeddedPostgres, str],
 ) -> None:
     _, url = crashable
-    engine = make_engine(url, "worker", pool_size=1, pre_ping=False)
-    eval_id = register(engine, "web")
-    with wal_writer_frozen_then_crash(url):
-        held = broker.claim(engine, TYPES, "first", 60, rescue=False)
-        assert held is not None and str(held.evaluation.id) == eval_id
-        assert leases(url) == {eval_id: held.token}  # visible to every other worker at once
-    engine.dispose()
+    eval_id, held = claim_through_a_crash(url)
 
     # The claim never reached the disk: the evaluation is pending and unleased again, as if
     # never delivered (Nomad's in-memory broker loses its deliveries the same way).
@@ -123,13 +133,8 @@ def test_a_synchronous_commit_after_a_claim_makes_the_claim_durable(
     crashable: tuple[EmbeddedPostgres, str],
 ) -> None:
     _, url = crashable
-    engine = make_engine(url, "worker", pool_size=1, pre_ping=False)
-    eval_id = register(engine, "web")
-    with wal_writer_frozen_then_crash(url):
-        held = broker.claim(engine, TYPES, "first", 60, rescue=False)
-        assert held is not None
-        register(engine, "other")  # any synchronous commit, here a job registration
-    engine.dispose()
+    # Any synchronous commit after the claim, here a job registration.
+    eval_id, held = claim_through_a_crash(url, then=lambda engine: register(engine, "other"))
 
     # WAL is flushed in order: the registration's flush carried the claim before it.
     assert leases(url)[eval_id] == held.token
