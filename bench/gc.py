@@ -100,6 +100,10 @@ class Latencies:
     claims: list[float]
     completions: list[float]
 
+    def cycles(self) -> list[float]:
+        """Claim plus completion: what one evaluation's broker round costs a worker."""
+        return [claim + done for claim, done in zip(self.claims, self.completions, strict=False)]
+
     def __add__(self, other: Latencies) -> Latencies:
         return Latencies(self.claims + other.claims, self.completions + other.completions)
 
@@ -242,9 +246,11 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
     # The completion is the same loop's synchronous commit: no target, shown so that what GC
     # still costs a commit that waits for the disk stays in sight.
     done_base, done_during = p99(base.completions) * 1000, p99(during.completions) * 1000
+    cycle_base, cycle_during = p99(base.cycles()) * 1000, p99(during.cycles()) * 1000
     print(
         f"  completion (synchronous) p99 without GC {done_base:.2f} ms, during it {done_during:.2f} ms: "
-        f"ratio {done_during / done_base:.2f} (no target)"
+        f"ratio {done_during / done_base:.2f}; claim + completion p99 {cycle_base:.2f} ms against "
+        f"{cycle_during:.2f} ms: ratio {cycle_during / cycle_base:.2f} (no target)"
     )
     print(
         f"claim latency without GC: p50 {statistics.median(base.claims) * 1000:.2f} ms, p99 {base_p99:.2f} ms "

@@ -49,14 +49,23 @@ def leases(url: str) -> dict[str, uuid.UUID | None]:
 @pytest.fixture
 def crashable(workdir: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
     """A migrated server of this test's own, so crashing it disturbs no other test. The
-    background writer is off: it could flush WAL early to write out the page a claim dirtied."""
-    server = EmbeddedPostgres(workdir, {**server_settings(), "bgwriter_lru_maxpages": "0"})
+    background writer and autovacuum are off: either could write the WAL out early (to write
+    the page a claim dirtied, or to commit an ANALYZE)."""
+    quiet = {"bgwriter_lru_maxpages": "0", "autovacuum": "off"}
+    server = EmbeddedPostgres(workdir, {**server_settings(), **quiet})
     url = sqlalchemy_url(server.start())
     try:
         upgrade(url)
         yield server, url
     finally:
         server.stop()
+
+
+def wal_flushed(url: str) -> bool:
+    """Whether every WAL record inserted so far has reached the disk."""
+    with psycopg.connect(libpq_url(url)) as conn:
+        row = conn.execute("SELECT pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn()").fetchone()
+    return bool(row and row[0])
 
 
 def backend_pid(url: str, backend_type: str) -> int:
@@ -77,7 +86,7 @@ def wal_writer_frozen_then_crash(url: str) -> Iterator[None]:
         yield
     finally:
         os.kill(walwriter, signal.SIGKILL)
-    wait_for_recovery(url, walwriter)
+        wait_for_recovery(url, walwriter)
 
 
 def wait_for_recovery(url: str, crashed_walwriter: int) -> None:
@@ -102,6 +111,7 @@ def claim_through_a_crash(url: str, then: Callable[[Engine], object] = lambda _:
             held = broker.claim(engine, TYPES, "first", 60, rescue=False)
             assert held is not None and str(held.evaluation.id) == eval_id
             assert leases(url) == {eval_id: held.token}  # visible to every other worker at once
+            assert not wal_flushed(url), "the claim waited for its WAL flush"
             then(engine)
     finally:
         engine.dispose()
@@ -149,7 +159,7 @@ def test_a_claim_that_races_for_the_same_job_gets_nothing_and_leaves_its_connect
     engine: Engine, database_url: str
 ) -> None:
     """Two evaluations of one job claimed at the same moment: the unique index lets one lease
-    win and the other claim returns None, from inside the pipelined claim transaction."""
+    win, and the other claim statement fails on it and returns None."""
     first_eval, second_eval = register(engine, "web"), register(engine, "web")
     pool = make_engine(database_url, "worker", pool_size=1)
     outcome: list[broker.Claim | None] = []
