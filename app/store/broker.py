@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -91,14 +92,23 @@ def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[
     synchronous commit (each plan, each completion) also makes every claim before it durable,
     WAL being flushed in order. So claims never wait on an fsync, whatever else (GC above all)
     fills the WAL."""
+    with _autocommitted(engine) as pg:
+        cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
+        row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
+        return row
+
+
+@contextmanager
+def _autocommitted(engine: Engine) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection's raw psycopg connection in autocommit mode, for the hot paths that
+    send their statements as the implicit transactions of single Syncs; it goes back to the
+    pool in the mode SQLAlchemy expects."""
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
         assert pg is not None
         pg.autocommit = True
         try:
-            cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
-            row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
-            return row
+            yield pg
         finally:
             pg.autocommit = False
 
@@ -136,14 +146,8 @@ def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
     if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
         raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
-    with engine.connect() as conn:
-        pg = conn.connection.driver_connection
-        assert pg is not None
-        pg.autocommit = True
-        try:
-            guard, finished = _complete_pipelined(pg, held, outcome)
-        finally:
-            pg.autocommit = False
+    with _autocommitted(engine) as pg:
+        guard, finished = _complete_pipelined(pg, held, outcome)
     if guard is None or not guard[0] or guard[2] != 1:
         raise RuntimeError("take_index refused: it must be the first write of the transaction")
     if finished is None or not finished[0]:
