@@ -13,8 +13,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     from app.api.blocking import IndexWatcher
     from app.api.context import ApiState
     from app.config import get_settings
-    from app.db import make_engine, make_sessionmaker
-    from app.store.schema import ensure_current
+    from app.db.engines import make_engine, make_sessionmaker
+    from app.db.schema import ensure_current
 
     settings = settings or get_settings()
     url = database_url or settings.database_url

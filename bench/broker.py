@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psycopg
 
-from app.db import libpq_url, make_engine
-from app.store import broker
-from app.store.broker import Outcome
+from app.db.engines import libpq_url, make_engine
+from app.pipeline import broker
+from app.pipeline.broker import Outcome
 from bench.common import bench_database, pgbench
 
 TYPES = ["service", "batch", "system", "sysbatch"]

@@ -16,9 +16,9 @@ import psycopg
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
-from app.db import libpq_url, sqlalchemy_url
-from app.store.embedded import EmbeddedPostgres
-from app.store.schema import upgrade
+from app.db.embedded import EmbeddedPostgres
+from app.db.engines import libpq_url, sqlalchemy_url
+from app.db.schema import upgrade
 
 
 @contextmanager

@@ -33,9 +33,10 @@ import psycopg
 import psycopg.rows
 
 from app.config import Settings
-from app.db import libpq_url, make_engine, make_sessionmaker
-from app.store import broker, gc
-from app.store.broker import Outcome
+from app.db.engines import libpq_url, make_engine, make_sessionmaker
+from app.gc import collector as gc
+from app.pipeline import broker
+from app.pipeline.broker import Outcome
 from bench.common import bench_database
 from bench.gc_fill import fill_terminal
 

@@ -8,7 +8,7 @@ import psycopg
 from psycopg import sql
 from sqlalchemy.orm import Session
 
-from app.db import libpq_url, make_engine
+from app.db.engines import libpq_url, make_engine
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from app.db import libpq_url
+from app.db.engines import libpq_url
 from app.ids import secret_hash
 from app.store.sql import psycopg_query
 from bench.common import bench_database

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from app.db import make_engine, make_sessionmaker, transaction
+from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from bench.common import add_nodes, bench_database

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 
-from app.db import libpq_url, make_engine, make_sessionmaker, transaction
+from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from app.store.node_status import set_node_status

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import text
 
-from app.db import make_engine
+from app.db.engines import make_engine
 from app.models import Base
 
 # Two processes running `corral db upgrade` at once must not interleave.

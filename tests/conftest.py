@@ -17,9 +17,9 @@ from psycopg import sql
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from app.db import libpq_url, make_engine, sqlalchemy_url
-from app.store.embedded import EmbeddedPostgres
-from app.store.schema import upgrade
+from app.db.embedded import EmbeddedPostgres
+from app.db.engines import libpq_url, make_engine, sqlalchemy_url
+from app.db.schema import upgrade
 from tests.processes import Corral
 
 

@@ -16,8 +16,8 @@ from typing import IO
 import structlog
 
 from app.config import Settings
-from app.store.database import open_database
-from app.store.schema import upgrade
+from app.db.database import open_database
+from app.db.schema import upgrade
 
 log = structlog.get_logger(__name__)
 STOP_TIMEOUT_S = 15.0

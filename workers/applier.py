@@ -11,9 +11,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db import make_engine
-from app.store.applier import Deposed, apply_next
-from app.store.leadership import Leadership
+from app.db.engines import make_engine
+from app.db.leadership import Leadership
+from app.pipeline.applier import Deposed, apply_next
 from workers.runtime import Wakeup
 
 log = structlog.get_logger(__name__)

@@ -15,9 +15,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db import make_engine
-from app.store import broker, deployment_watch, gc, node_duties, periodic
-from app.store.leadership import Leadership
+from app.db.engines import make_engine
+from app.db.leadership import Leadership
+from app.gc import collector as gc
+from app.leader import deployment_watch, node_lifecycle
+from app.pipeline import broker
+from app.store import periodic
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)
@@ -26,7 +29,7 @@ RENEW_EVERY_S = 1.0
 DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
     "reap-failed-evaluations": (5.0, broker.reap_over_limit),
     "sweep-max-plan-blocked": (60.0, broker.sweep_max_plan_blocked),
-    "node-lifecycle": (1.0, node_duties.node_lifecycle),
+    "node-lifecycle": (1.0, node_lifecycle.node_lifecycle),
     # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
     "periodic-launch": (1.0, periodic.launch_due),
 }

@@ -13,9 +13,9 @@ import psycopg
 import structlog
 
 from app.config import Settings
-from app.db import connect_args, libpq_url, make_engine
-from app.store.database import open_database
-from app.store.schema import ensure_current
+from app.db.database import open_database
+from app.db.engines import connect_args, libpq_url, make_engine
+from app.db.schema import ensure_current
 
 log = structlog.get_logger(__name__)
 

@@ -15,12 +15,13 @@ from sqlalchemy.exc import DBAPIError
 
 from app.config import Settings
 from app.constants import CORE_EVAL_TYPE
-from app.db import make_engine, make_sessionmaker, transaction
+from app.db.engines import make_engine, make_sessionmaker, transaction
+from app.db.leadership import holder_name
+from app.gc import collector as gc
+from app.pipeline import broker, plans
+from app.pipeline.broker import Claim, LeaseLost, Outcome
+from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import process
-from app.store import broker, gc, plans
-from app.store.broker import Claim, LeaseLost, Outcome
-from app.store.leadership import holder_name
-from app.store.snapshot import SnapshotLoader
 from app.structs import SchedulerResult
 from workers.runtime import Wakeup
 

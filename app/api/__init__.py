@@ -25,7 +25,7 @@ from app.api import (
 )
 from app.api.context import state
 from app.api.params import path_value
-from app.store.index import current_index
+from app.db.state_index import current_index
 
 # How each URL path variable is named in error messages, as in Nomad's bodies.
 PATH_FIELDS = {

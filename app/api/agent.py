@@ -7,8 +7,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.context import respond, state
-from app.store.index import current_index
-from app.store.schema import current_revision, head_revision
+from app.db.schema import current_revision, head_revision
+from app.db.state_index import current_index
 
 bp = Blueprint("agent", __name__)
 VERSION = "0.1.0"

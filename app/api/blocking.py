@@ -2,7 +2,7 @@
 
 A reader takes the tables' index and the data in one REPEATABLE READ snapshot, so the
 index it returns covers exactly what it returned. Writers take indexes under one row lock
-(app.store.index), so any later commit carries a higher index and wakes the next call."""
+(app.db.state_index), so any later commit carries a higher index and wakes the next call."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.params import BlockingParams
-from app.db import connect_args, libpq_url
-from app.store.index import current_index
+from app.db.engines import connect_args, libpq_url
+from app.db.state_index import current_index
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)

@@ -17,10 +17,10 @@ from app.api.errors import problem
 from app.api.params import arg, bool_arg, integer_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import FieldProblem, Forbidden, InvalidInput, NotFound
+from app.gc.client_gc import request_client_gc
 from app.store import allocs as alloc_store
 from app.store import client_allocs
 from app.store import nodes as node_store
-from app.store.client_gc import request_client_gc
 from app.store.heartbeat_ttl import HeartbeatPolicy
 from app.store.heartbeats import heartbeat as record_heartbeat
 

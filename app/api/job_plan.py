@@ -12,10 +12,10 @@ from app.api.jobs import normalized_job
 from app.api.params import json_body
 from app.errors import InvalidInput
 from app.jobspec.diff import job_diff
+from app.pipeline.broker import metrics_json
+from app.pipeline.job_plan import DryRun, dry_run
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
-from app.store.broker import metrics_json
-from app.store.job_plan import DryRun, dry_run
 from app.structs import Allocation
 
 bp = Blueprint("job_plan", __name__)

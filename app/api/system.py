@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 
 from app.api.context import read, respond, state, write
 from app.api.params import integer_arg
+from app.db.state_index import current_index
 from app.errors import Failed, StillRunning
+from app.gc import collector as gc
 from app.models import Evaluation, GcRun
-from app.store import gc
-from app.store.index import current_index
 
 bp = Blueprint("system", __name__)
 TABLES = ["evaluations", "gc_runs"]

@@ -109,7 +109,7 @@ def leader() -> None:
 @contextmanager
 def _database(settings: Settings, role: str) -> Iterator[str]:
     """The database URL for a role, refusing a schema that is not at head with a clear message."""
-    from app.store.schema import SchemaNotCurrentError
+    from app.db.schema import SchemaNotCurrentError
     from workers.runtime import database_for
 
     try:

@@ -17,8 +17,8 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 def upgrade(revision: str) -> None:
     """Migrate the database to the latest schema (or --revision)."""
-    from app.store.database import open_database
-    from app.store.schema import upgrade as run_upgrade
+    from app.db.database import open_database
+    from app.db.schema import upgrade as run_upgrade
 
     settings = get_settings()
     configure("migrate", settings.log_level, settings.log_format)
@@ -33,9 +33,9 @@ def upgrade(revision: str) -> None:
 @db.command()
 def current() -> None:
     """Print the database's schema revision and the revision this code needs."""
-    from app.db import make_engine
-    from app.store.database import open_database
-    from app.store.schema import current_revision, head_revision
+    from app.db.database import open_database
+    from app.db.engines import make_engine
+    from app.db.schema import current_revision, head_revision
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)
@@ -57,8 +57,8 @@ def psql(psql_args: tuple[str, ...]) -> None:
     import shutil
     import subprocess
 
-    from app.db import libpq_url
-    from app.store.database import open_database
+    from app.db.database import open_database
+    from app.db.engines import libpq_url
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)

@@ -9,10 +9,10 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.db.state_index import next_index
 from app.errors import InvalidInput, NotFound
 from app.models import Allocation, Job
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 
 
 def list_allocations(session: Session, namespace: str | None, prefix: str | None) -> Sequence[Allocation]:

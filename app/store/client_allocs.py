@@ -13,13 +13,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.db.state_index import next_index
 from app.errors import Forbidden
 from app.ids import secret_hash
 from app.models import Allocation, Evaluation, JobVersion, Node
+from app.pipeline.broker import unblock_capacity
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
-from app.store.broker import unblock_capacity
 from app.store.evals import insert_node_eval
-from app.store.index import next_index
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy

@@ -15,14 +15,14 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.db.state_index import next_index
 from app.errors import Conflict, CorralError, InvalidInput, NotFound
 from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
+from app.pipeline.plan_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
 from app.scheduler.deployments import RUNNING
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 from app.store.jobs import RegisterOptions, register_at
-from app.store.plan_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
 from app.store.sql import query
 from app.structs import Deployment, DeploymentGroup
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.state_index import next_index
 from app.errors import Forbidden
+from app.leader import disconnect
 from app.models import Node
-from app.store import disconnect
 from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
-from app.store.index import next_index
 from app.store.node_status import STATUS_TABLES, apply_node_status, set_node_status
 from app.store.nodes import get_node
 from app.store.sql import query

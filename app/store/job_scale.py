@@ -14,12 +14,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
+from app.db.state_index import next_index
 from app.errors import InvalidInput
 from app.jobspec.validate import MAX_GROUP_COUNT
 from app.models import Allocation, Deployment, Job, JobScalingEvent
 from app.models.scaling import TRACKED_SCALING_EVENTS
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 from app.store.jobs import TRACKED_VERSIONS, get_job, new_version
 from app.structs import launches_children
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job, JobVersion
-from app.store.index import next_index
 from app.store.jobs import RegisterOptions, WriteResult, get_job, register_at
 
 

@@ -13,10 +13,10 @@ from sqlalchemy import delete, exists, func, literal_column, select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.db.state_index import next_index
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.models import Allocation, Evaluation, Job, JobVersion, Namespace, NodePool, SchedulerConfig
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 from app.store.sql import query
 from app.structs import launches_children
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.constants import NODE_STATUSES
+from app.db.state_index import next_index
 from app.errors import InvalidInput
 from app.models import Node
-from app.store.broker import unblock_capacity
-from app.store.index import next_index
+from app.pipeline.broker import unblock_capacity
 from app.store.nodes import create_node_evals, get_node
 
 STATUS_TABLES = ("nodes", "evaluations")

@@ -15,9 +15,9 @@ import structlog
 from sqlalchemy.orm import Session
 
 from app.cron import due_launch
+from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job
-from app.store.index import next_index
 from app.store.jobs import derive_child, launch_child, periodic_active
 from app.store.sql import query
 

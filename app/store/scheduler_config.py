@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.models import SchedulerConfig
-from app.store.index import next_index
 
 
 @dataclass(frozen=True)

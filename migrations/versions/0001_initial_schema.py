@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-from app.store.schema import SQL_DIR
+from app.db.schema import SQL_DIR
 
 revision: str = "0001"
 down_revision: str | None = None

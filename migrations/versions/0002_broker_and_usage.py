@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from app.store.schema import SQL_DIR
+from app.db.schema import SQL_DIR
 
 revision: str = "0002"
 down_revision: str | None = "0001"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.store.schema import SQL_DIR
+from app.db.schema import SQL_DIR
 
 revision: str = "0009_job_status"
 down_revision: str | None = "0008_deployment_views"

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from app.db import libpq_url
+from app.db.engines import libpq_url
 from tests.processes import Corral, free_port, wait_for, wait_healthy
 
 # Short enough that a killed client's node goes down within seconds, long enough that a

@@ -20,13 +20,13 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db import libpq_url, make_engine, make_sessionmaker, sqlalchemy_url, transaction
+from app.db.embedded import EmbeddedPostgres, server_settings
+from app.db.engines import libpq_url, make_engine, make_sessionmaker, sqlalchemy_url, transaction
+from app.db.schema import upgrade
 from app.jobspec import normalize_job
-from app.store import broker
-from app.store.broker import LeaseLost, Outcome
-from app.store.embedded import EmbeddedPostgres, server_settings
+from app.pipeline import broker
+from app.pipeline.broker import LeaseLost, Outcome
 from app.store.jobs import RegisterOptions, register_job
-from app.store.schema import upgrade
 
 pytestmark = pytest.mark.concurrency
 

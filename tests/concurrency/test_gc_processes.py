@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db import make_sessionmaker, transaction
+from app.db.engines import make_sessionmaker, transaction
 from app.errors import InvalidInput, NotFound
+from app.gc import collector as gc
 from app.jobspec import normalize_job
-from app.store import gc
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 from bench.gc_fill import fill_terminal
 from tests.concurrency.test_pipeline_processes import add_nodes

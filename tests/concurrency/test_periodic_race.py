@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.db import libpq_url
+from app.db.engines import libpq_url
 from app.jobspec import normalize_job
 from app.store import periodic
 from app.store.jobs import RegisterOptions, register_job

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db import libpq_url, make_sessionmaker, transaction
+from app.db.engines import libpq_url, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from tests.processes import Corral, wait_for

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select
 
 from app.api.blocking import IndexWatcher, blocking_read
 from app.api.params import BlockingParams
-from app.db import libpq_url, make_sessionmaker
+from app.db.engines import libpq_url, make_sessionmaker
 from app.jobspec import normalize_job
 from app.models import Job
 from app.store.jobs import RegisterOptions, register_job

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.db import make_sessionmaker, transaction
-from app.store import broker, plans
-from app.store.applier import Deposed, apply_next
-from app.store.leadership import Leadership
+from app.db.engines import make_sessionmaker, transaction
+from app.db.leadership import Leadership
+from app.pipeline import broker, plans
+from app.pipeline.applier import Deposed, apply_next
 from app.structs import Allocation, AllocationStop, Plan, Resources
 from tests.integration.fixtures import insert_node
 from tests.integration.test_broker import claim, register
@@ -190,7 +190,7 @@ def test_plan_whose_lease_lapsed_is_refused(engine: Engine, pg: Conn, term: tupl
 def test_plan_the_database_refuses_is_rejected_not_retried_forever(
     engine: Engine, pg: Conn, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.store.applier as applier
+    import app.pipeline.applier as applier
 
     register(engine, "web")
     held = claim(engine)

@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db import make_sessionmaker, transaction
+from app.db.engines import make_sessionmaker, transaction
 from app.jobspec import normalize_job
-from app.store import broker
-from app.store.broker import DELIVERY_LIMIT, LeaseLost, Outcome
+from app.pipeline import broker
+from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 
 pytestmark = pytest.mark.integration
@@ -194,7 +194,7 @@ def test_blocked_eval_is_one_per_job_and_canceled_by_success(engine: Engine, pg:
 
 
 def test_capacity_in_an_eligible_class_unblocks(engine: Engine, pg: Conn) -> None:
-    from app.store.index import next_index
+    from app.db.state_index import next_index
     from app.structs import PlacementMetrics
 
     register(engine, "web")
@@ -216,7 +216,7 @@ def test_capacity_in_an_eligible_class_unblocks(engine: Engine, pg: Conn) -> Non
 
 
 def test_missed_unblock_requeues_at_block_time(engine: Engine, pg: Conn) -> None:
-    from app.store.index import next_index
+    from app.db.state_index import next_index
     from app.structs import PlacementMetrics
 
     register(engine, "web")
@@ -316,7 +316,7 @@ def test_fast_completion_is_one_transaction_with_its_index_bump(engine: Engine, 
 
 
 def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn) -> None:
-    from app.store.index import next_index
+    from app.db.state_index import next_index
     from app.structs import PlacementMetrics
 
     register(engine, "web")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from app.db import ROLE_TIMEOUTS, make_engine
+from app.db.engines import ROLE_TIMEOUTS, make_engine
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.store.node_duties import node_lifecycle
+from app.leader.node_lifecycle import node_lifecycle
 from tests.integration.conftest import minimal_job, node_body
 from tests.integration.fixtures import insert_allocation
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from app.db import libpq_url
-from app.store.embedded import MIB, EmbeddedPostgres, server_settings
+from app.db.embedded import MIB, EmbeddedPostgres, server_settings
+from app.db.engines import libpq_url
 from tests.conftest import shared_tmp_dir
 
 pytestmark = pytest.mark.integration

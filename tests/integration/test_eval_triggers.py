@@ -12,8 +12,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.store.applier import apply_next
-from app.store.leadership import Leadership
+from app.db.leadership import Leadership
+from app.pipeline.applier import apply_next
 from tests.integration.fixtures import insert_node
 from tests.integration.test_broker import claim, register
 from workers.worker import ATTEMPTS, Worker

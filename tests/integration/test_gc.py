@@ -18,9 +18,9 @@ from sqlalchemy.exc import DBAPIError
 
 from app import create_app
 from app.config import Settings
-from app.db import make_engine, make_sessionmaker, transaction
+from app.db.engines import make_engine, make_sessionmaker, transaction
+from app.gc import collector as gc
 from app.jobspec import normalize_job
-from app.store import gc
 from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
 from tests.integration.conftest import minimal_job

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.store.index import next_index
+from app.db.state_index import next_index
 from app.store.periodic import LAUNCH_TABLES, _launch, launch_due
 from tests.integration.conftest import minimal_job
 from tests.integration.fixtures import Conn

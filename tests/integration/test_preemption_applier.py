@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.store import broker
-from app.store.leadership import Leadership
+from app.db.leadership import Leadership
+from app.pipeline import broker
 from app.structs import AllocationStop, Plan
 from tests.integration.fixtures import insert_allocation, insert_node
 from tests.integration.test_applier import alloc, apply, submit

@@ -8,8 +8,8 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine
 
-from app.db import libpq_url, sqlalchemy_url
-from app.store.schema import (
+from app.db.engines import libpq_url, sqlalchemy_url
+from app.db.schema import (
     SchemaNotCurrentError,
     alembic_config,
     current_revision,

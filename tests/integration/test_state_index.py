@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from app.store.index import all_indexes, next_index
+from app.db.state_index import all_indexes, next_index
 
 pytestmark = pytest.mark.integration
 

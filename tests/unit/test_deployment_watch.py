@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from app.store.deployment_watch import GroupHealth, decide
+from app.leader.deployment_watch import GroupHealth, decide
 from app.store.deployments import FAILED_PROGRESS, FAILED_UNHEALTHY
 from app.structs import DeploymentGroup
 

@@ -20,10 +20,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.ids import new_id
 from app.models import ClassUnblock, Evaluation, Job
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
 from app.structs import PlacementMetrics

@@ -16,12 +16,12 @@ from datetime import datetime
 import structlog
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.models import Deployment as DeploymentRow
+from app.pipeline.plan_codec import group_from_json, group_to_json
 from app.scheduler.deployments import RUNNING
 from app.store import deployments
-from app.store.index import next_index
 from app.store.jobs import RegisterOptions
-from app.store.plan_codec import group_from_json, group_to_json
 from app.store.sql import query
 from app.structs import DeploymentGroup
 

@@ -25,11 +25,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.constants import CORE_PRIORITY
-from app.db import transaction
+from app.db.engines import transaction
+from app.db.state_index import next_index
+from app.gc import client_gc
 from app.ids import new_id
 from app.models import Evaluation, GcRun
-from app.store import client_gc
-from app.store.index import next_index
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)

@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from app.pipeline.snapshot import read_snapshot
 from app.scheduler import process
 from app.scheduler.annotate import DesiredUpdates, desired_updates
 from app.store.jobs import SERVER_FIELDS
-from app.store.snapshot import read_snapshot
 from app.store.sql import query
 from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.models import Node
-from app.store.index import next_index
 from app.store.nodes import get_node
 
 

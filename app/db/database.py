@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.config import Settings
-from app.db import sqlalchemy_url
-from app.store.embedded import EmbeddedPostgres
+from app.db.embedded import EmbeddedPostgres
+from app.db.engines import sqlalchemy_url
 
 
 @dataclass

@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy import null, update
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.models import Allocation, Node
-from app.store.broker import unblock_capacity
+from app.pipeline.broker import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
-from app.store.index import next_index
 from app.store.nodes import create_node_evals, get_node
 from app.store.sql import query
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
-from app.store import disconnect, drain, heartbeats
-from app.store.index import next_index
+from app.db.state_index import next_index
+from app.leader import disconnect, drain
+from app.store import heartbeats
 
 NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
 

@@ -8,12 +8,12 @@ from sqlalchemy import Engine, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from app.db.state_index import next_index
 from app.models import Evaluation
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
-from app.store.broker import Claim, LeaseLost
-from app.store.index import next_index
-from app.store.plan_codec import plan_columns
+from app.pipeline.broker import Claim, LeaseLost
+from app.pipeline.plan_codec import plan_columns
 from app.structs import Plan
 
 

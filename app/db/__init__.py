@@ -1,0 +1,1 @@
+"""Database plumbing: engines, the embedded server, schema checks, the state index, leadership."""

@@ -1,0 +1,1 @@
+"""Server-side garbage collection: collectors, eligibility thresholds, pacing."""

@@ -1,0 +1,1 @@
+"""The evaluation pipeline: broker, snapshot loading, plan submission and codec, applier."""
