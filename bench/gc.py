@@ -34,7 +34,9 @@ import psycopg.rows
 
 from app.config import Settings
 from app.db.engines import libpq_url, make_engine, make_sessionmaker
-from app.gc import collector as gc
+from app.gc.collector import Collector, Report
+from app.gc.pacer import Pacer
+from app.gc.thresholds import Thresholds
 from app.pipeline import broker
 from app.pipeline.broker import Outcome
 from bench.common import bench_database
@@ -205,10 +207,10 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
 
         base, base_s, _ = measure_claims(url, rate, None)
         engine = make_engine(url, "worker", pool_size=2)
-        pacer = gc.Pacer(Settings().gc_slow_batch_pause)
-        collector = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), batch_size, pacer=pacer)
+        pacer = Pacer(Settings().gc_slow_batch_pause)
+        collector = Collector(make_sessionmaker(engine), Thresholds.forced(), batch_size, pacer=pacer)
 
-        def forced_gc() -> tuple[gc.Report, float]:
+        def forced_gc() -> tuple[Report, float]:
             started = time.monotonic()
             report = collector.run("force-gc")
             return report, time.monotonic() - started

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
-from app.gc import collector as gc
+from app.gc.core_evals import enqueue_core
+from app.gc.thresholds import Thresholds
 from app.leader import deployment_watch, node_lifecycle
 from app.pipeline import broker
 from app.store import periodic
@@ -37,7 +38,7 @@ DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
 
 def duties(settings: Settings) -> dict[str, tuple[float, Callable[[Session], int]]]:
     """The fixed duties plus one garbage-collection tick per collector, on its interval."""
-    thresholds = gc.Thresholds.from_settings(settings)
+    thresholds = Thresholds.from_settings(settings)
     intervals = {
         "eval-gc": settings.eval_gc_interval_s,
         "job-gc": settings.job_gc_interval_s,
@@ -46,7 +47,7 @@ def duties(settings: Settings) -> dict[str, tuple[float, Callable[[Session], int
     }
 
     def tick(kind: str) -> Callable[[Session], int]:
-        return lambda session: int(gc.enqueue_core(session, kind, thresholds) is not None)
+        return lambda session: int(enqueue_core(session, kind, thresholds) is not None)
 
     # Nomad batches deployment-watcher evaluations per job over one second.
     watch = {"deployment-watch": (1.0, deployment_watch.watcher(settings.job_max_versions))}

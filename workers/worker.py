@@ -17,7 +17,9 @@ from app.config import Settings
 from app.constants import CORE_EVAL_TYPE
 from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.db.leadership import holder_name
-from app.gc import collector as gc
+from app.gc.core_evals import run_core_eval
+from app.gc.pacer import Pacer
+from app.gc.thresholds import Thresholds
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
@@ -152,14 +154,14 @@ class Worker:
                 raise ShuttingDown(f"stopping during garbage collection {ev.job_id}")
 
         started = datetime.now(UTC)
-        report = gc.run_core_eval(
+        report = run_core_eval(
             self.sessions,
             ev.id,
             self.owner,
             self.settings.gc_batch_size,
-            gc.Thresholds.from_settings(self.settings),
+            Thresholds.from_settings(self.settings),
             still_ours,
-            gc.Pacer(self.settings.gc_slow_batch_pause),
+            Pacer(self.settings.gc_slow_batch_pause),
         )
         removed = sum(report.removed.values())
         return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")

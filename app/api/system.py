@@ -14,7 +14,7 @@ from app.api.context import read, respond, state, write
 from app.api.params import integer_arg
 from app.db.state_index import current_index
 from app.errors import Failed, StillRunning
-from app.gc import collector as gc
+from app.gc.core_evals import enqueue_forced, recent_runs, run_for_eval
 from app.models import Evaluation, GcRun
 
 bp = Blueprint("system", __name__)
@@ -25,7 +25,7 @@ TABLES = ["evaluations", "gc_runs"]
 def force_gc() -> Response:
     """Queue a force-gc core evaluation and answer once a worker has run it: every collector,
     thresholds ignored, nodes last."""
-    eval_id = write(gc.enqueue_forced)
+    eval_id = write(enqueue_forced)
     run, index = _wait_for_run(eval_id, time.monotonic() + state().settings.force_gc_wait_s)
     if run.status != "complete":
         raise Failed.of("EvalID", f"garbage collection {eval_id} {run.status}: {run.error}")
@@ -35,7 +35,7 @@ def force_gc() -> Response:
 @bp.route("/system/gc/runs", methods=["GET"])
 def gc_runs() -> Response:
     limit = integer_arg("limit", minimum=1, maximum=1000) or 20
-    runs, index = read(TABLES, lambda s: [encode_run(r) for r in gc.recent_runs(s, limit)])
+    runs, index = read(TABLES, lambda s: [encode_run(r) for r in recent_runs(s, limit)])
     return respond(runs, index)
 
 
@@ -63,7 +63,7 @@ def _finished_run(session: Session, eval_id: uuid.UUID) -> GcRun | None:
     status = session.scalar(select(Evaluation.status).where(Evaluation.id == eval_id))
     if status == "pending":  # queued, running, or nacked and waiting to be retried
         return None
-    run = gc.run_for_eval(session, eval_id)
+    run = run_for_eval(session, eval_id)
     if run is None:
         why = "its record is gone" if status is None else f"its evaluation is {status} and never ran"
         raise Failed.of("EvalID", f"garbage collection {eval_id}: {why}")

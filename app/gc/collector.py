@@ -1,44 +1,34 @@
-"""Server-side garbage collection: core evaluations, and collectors that delete terminal rows
-in bounded batches (Nomad's core_sched.go rules, in sql/queries/gc.sql and sql/functions/gc_v1.sql).
+"""The collectors: delete terminal rows in bounded batches (Nomad's core_sched.go rules, in
+sql/queries/gc.sql and sql/functions/gc_v1.sql).
 
 Every batch is its own short transaction, so a GC killed at any moment leaves a consistent
 database and the next run carries on where it stopped."""
 
 from __future__ import annotations
 
-import json
-import statistics
 import time
-import uuid
-from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from sqlalchemy import select, text, update
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.constants import CORE_PRIORITY
 from app.db.engines import transaction
 from app.db.state_index import next_index
-from app.gc import client_gc
-from app.ids import new_id
-from app.models import Evaluation, GcRun
+from app.gc.pacer import Pacer
+from app.gc.thresholds import FORCED_ORDER, Thresholds
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
-SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")
-# Forced GC runs every collector; evaluations go before jobs so a big stopped job is trimmed
-# in bounded batches before its row goes, and nodes go last, once their allocations are gone.
-FORCED_ORDER = ("eval-gc", "job-gc", "deployment-gc", "node-gc")
 # Jobs judged per candidate window (and locked per job batch): batch size / 20.
 JOB_BATCH_DIVISOR = 20
 # Job GC deletes a job's children kind by kind, each statement bounded by the rows left in the
@@ -56,103 +46,12 @@ JOB_TABLES = ["jobs", "evaluations", "allocations", "deployments", "plans"]
 # writers update) just runs again.
 DEADLOCK_RETRIES = 5
 RETRYABLE = ("40P01", "40001", "55P03")
-# Pacing: a batch that takes more than SLOW_FACTOR times the median time per row of the recent
-# batches of its kind (at least PACE_MIN_SAMPLES of them, the last PACE_WINDOW) ran into
-# contention; the collector then pauses for a share of that batch's time.
-SLOW_FACTOR = 2.0
-PACE_WINDOW = 32
-PACE_MIN_SAMPLES = 8
 # A batch cancelled by statement_timeout runs again with half the rows, down to one row; a
 # one-row batch that still times out fails the run (logged in gc_runs, never silently).
 STATEMENT_TIMEOUT = "57014"
 # Batches commit without waiting for their WAL to reach disk (see Collector._transaction); the
 # state index is stamped, synchronously, at most this often and when a run ends.
 STAMP_INTERVAL_S = 1.0
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Age (seconds) a terminal object must reach before its collector may take it."""
-
-    eval_s: float
-    batch_eval_s: float
-    job_s: float
-    node_s: float
-    deployment_s: float
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Thresholds:
-        return cls(
-            eval_s=settings.eval_gc_threshold_s,
-            batch_eval_s=settings.batch_eval_gc_threshold_s,
-            job_s=settings.job_gc_threshold_s,
-            node_s=settings.node_gc_threshold_s,
-            deployment_s=settings.deployment_gc_threshold_s,
-        )
-
-    @classmethod
-    def forced(cls) -> Thresholds:
-        return cls(0, 0, 0, 0, 0)
-
-    def to_json(self) -> dict[str, float]:
-        return {
-            "eval": self.eval_s,
-            "batch_eval": self.batch_eval_s,
-            "job": self.job_s,
-            "node": self.node_s,
-            "deployment": self.deployment_s,
-        }
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any] | None, defaults: Thresholds) -> Thresholds:
-        """The thresholds a core evaluation carries; none (NULL core_params, e.g. one queued by
-        hand) means the configured ones, never the forced zeros."""
-        return defaults if params is None else cls.from_json(params)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Thresholds:
-        return cls(
-            eval_s=float(data["eval"]),
-            batch_eval_s=float(data["batch_eval"]),
-            job_s=float(data["job"]),
-            node_s=float(data["node"]),
-            deployment_s=float(data["deployment"]),
-        )
-
-
-def enqueue_core(session: Session, kind: str, thresholds: Thresholds) -> uuid.UUID | None:
-    """Queue a core evaluation for one collector (or force-gc). Returns None when the same
-    scheduled collector is already queued: ticks are idempotent, and such an idle tick writes
-    nothing (it takes no index, so it wakes no blocking query)."""
-    if session.execute(query("gc_core_queued"), {"kind": kind}).scalar_one():
-        return None
-    return _enqueue(session, kind, thresholds, next_index(session, ["evaluations"]))
-
-
-def enqueue_forced(session: Session) -> uuid.UUID:
-    """Queue a force-gc evaluation and, in the same transaction, ask every live node's client
-    to destroy its terminal allocations at its next heartbeat (seed 000: a forced GC reaches
-    the clients too)."""
-    index = next_index(session, ["evaluations", "nodes"])
-    eval_id = _enqueue(session, "force-gc", Thresholds.forced(), index)
-    if eval_id is None:  # force-gc is never deduplicated; a None here is a schema bug
-        raise RuntimeError("the force-gc evaluation was not created")
-    client_gc.mark_client_gc(session, index)
-    return eval_id
-
-
-def _enqueue(session: Session, kind: str, thresholds: Thresholds, index: int) -> uuid.UUID | None:
-    row = session.execute(
-        query("gc_enqueue_core"),
-        {
-            "id": new_id(),
-            "kind": kind,
-            "priority": CORE_PRIORITY,
-            "index": index,
-            "params": json.dumps(thresholds.to_json()),
-        },
-    ).first()
-    return None if row is None else uuid.UUID(str(row.id))
 
 
 @dataclass
@@ -174,32 +73,6 @@ class Report:
         self.longest_batch_ms = max(self.longest_batch_ms, round(elapsed_s * 1000))
         self.largest_batch = max(self.largest_batch, rows)
         return rows
-
-
-class Pacer:
-    """Keeps a long GC from monopolising a busy database. GC runs flat out while its batches
-    take their usual time; a batch that suddenly takes much longer per row than the recent
-    ones of its kind means something else needs the server (a checkpoint, autovacuum, a burst
-    of claims, a busy disk), and GC then pauses for `ratio` times that batch's duration, so
-    the others get the server back. Sustained slowness becomes the new normal and is not
-    paused for: pacing sheds spikes, it does not halve a slow machine's GC. 0 turns it off."""
-
-    def __init__(self, ratio: float, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.ratio = ratio
-        self.sleep = sleep
-        self._recent: dict[tuple[str, ...], deque[float]] = {}
-
-    def pause_after(self, kind: tuple[str, ...], rows: int, elapsed_s: float) -> float:
-        """Record a batch; return how long to pause before the next one."""
-        if rows <= 0 or self.ratio <= 0:
-            return 0.0
-        per_row = elapsed_s / rows
-        recent = self._recent.setdefault(kind, deque(maxlen=PACE_WINDOW))
-        typical = statistics.median(recent) if len(recent) >= PACE_MIN_SAMPLES else None
-        recent.append(per_row)
-        if typical is None or per_row <= SLOW_FACTOR * typical:
-            return 0.0
-        return self.ratio * elapsed_s
 
 
 class Collector:
@@ -435,88 +308,3 @@ def _jobs_per_batch(limit: int) -> int:
 def _counts(session: Session, name: str, params: dict[str, Any]) -> dict[str, int]:
     row = session.execute(query(name), params).mappings().one()
     return {str(k): int(v) for k, v in row.items()}
-
-
-@dataclass(frozen=True)
-class CoreEval:
-    id: uuid.UUID
-    kind: str
-    thresholds: Thresholds
-
-
-def load_core_eval(session: Session, eval_id: uuid.UUID, defaults: Thresholds) -> CoreEval:
-    row = session.execute(select(Evaluation.job_id, Evaluation.core_params).where(Evaluation.id == eval_id)).one()
-    return CoreEval(eval_id, str(row.job_id), Thresholds.from_params(row.core_params, defaults))
-
-
-def run_core_eval(
-    sessions: sessionmaker[Session],
-    eval_id: uuid.UUID,
-    worker: str,
-    batch_size: int,
-    defaults: Thresholds,
-    still_ours: Callable[[], None] = lambda: None,
-    pacer: Pacer | None = None,
-) -> Report:
-    """Run a claimed core evaluation and log it in gc_runs. The log row commits on its own, so
-    a run that dies shows as `running` until the next run of that evaluation, or the next GC
-    run once the evaluation is no longer pending, marks it `interrupted`. `defaults` are the
-    configured thresholds, for an evaluation that carries none."""
-    with transaction(sessions) as session:
-        core = load_core_eval(session, eval_id, defaults)
-        run_id = _start_run(session, core, worker)
-    collector = Collector(sessions, core.thresholds, batch_size, still_ours, pacer)
-    try:
-        report = collector.run(core.kind)
-    except BaseException as err:
-        _finish_run(sessions, run_id, core.kind, collector.report, "failed", f"{type(err).__name__}: {err}")
-        raise
-    _finish_run(sessions, run_id, core.kind, report, "complete", None)
-    if report.pauses:
-        log.info("GC paced itself after slow batches", kind=core.kind, pauses=report.pauses, paused_s=report.paused_s)
-    return report
-
-
-def _start_run(session: Session, core: CoreEval, worker: str) -> int:
-    # No index: a run's start wakes nobody (see _finish_run).
-    session.execute(
-        update(GcRun)
-        .where(GcRun.eval_id == core.id, GcRun.status == "running")
-        .values(status="interrupted", finished_at=datetime.now(UTC), error="the worker running it stopped")
-    )
-    run = GcRun(eval_id=core.id, kind=core.kind, status="running", thresholds=core.thresholds.to_json(), worker=worker)
-    session.add(run)
-    session.flush()
-    return int(run.id)
-
-
-def _finish_run(
-    sessions: sessionmaker[Session], run_id: int, kind: str, report: Report, status: str, error: str | None
-) -> None:
-    """Record the outcome. A scheduled run that removed nothing (an idle tick) logs it without
-    taking an index, so it wakes no blocking query; a forced run always does (its caller
-    waits on it), and so does a failure."""
-    with transaction(sessions) as session:
-        if report.removed or status != "complete" or kind == "force-gc":
-            next_index(session, ["gc_runs"])
-        session.execute(
-            update(GcRun)
-            .where(GcRun.id == run_id)
-            .values(
-                status=status,
-                error=error,
-                removed=dict(report.removed),
-                batches=report.batches,
-                longest_batch_ms=report.longest_batch_ms,
-                timeouts=report.timeouts,
-                finished_at=datetime.now(UTC),
-            )
-        )
-
-
-def recent_runs(session: Session, limit: int) -> Iterator[GcRun]:
-    yield from session.scalars(select(GcRun).order_by(GcRun.id.desc()).limit(limit))
-
-
-def run_for_eval(session: Session, eval_id: uuid.UUID) -> GcRun | None:
-    return session.scalars(select(GcRun).where(GcRun.eval_id == eval_id).order_by(GcRun.id.desc()).limit(1)).first()

@@ -16,7 +16,8 @@ from sqlalchemy import Engine
 
 from app.db.engines import make_sessionmaker, transaction
 from app.errors import InvalidInput, NotFound
-from app.gc import collector as gc
+from app.gc.core_evals import enqueue_core
+from app.gc.thresholds import Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 from bench.gc_fill import fill_terminal
@@ -248,7 +249,7 @@ def test_gc_killed_mid_run_leaves_a_consistent_state_and_the_next_run_finishes(
         "CORRAL_GC_BATCH_SIZE": "100",
     }
     with transaction(make_sessionmaker(engine)) as session:
-        eval_id = gc.enqueue_core(session, "force-gc", gc.Thresholds.forced())
+        eval_id = enqueue_core(session, "force-gc", Thresholds.forced())
     first = corral(["worker", "--schedulers", "_core"], env=env)
     assert wait_for(lambda: count(pg, "allocations") < total_evals * 0.8, timeout=60)
     first.process.send_signal(signal.SIGKILL)

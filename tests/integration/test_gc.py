@@ -19,7 +19,9 @@ from sqlalchemy.exc import DBAPIError
 from app import create_app
 from app.config import Settings
 from app.db.engines import make_engine, make_sessionmaker, transaction
-from app.gc import collector as gc
+from app.gc.collector import Collector, Report
+from app.gc.core_evals import _start_run, enqueue_core, load_core_eval, run_core_eval
+from app.gc.thresholds import SCHEDULED, Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
@@ -30,11 +32,11 @@ from tests.processes import wait_for
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-DEFAULTS = gc.Thresholds.from_settings(Settings())
+DEFAULTS = Thresholds.from_settings(Settings())
 
 
-def collect(engine: Engine, kind: str, thresholds: gc.Thresholds = DEFAULTS, batch: int = 100) -> gc.Report:
-    return gc.Collector(make_sessionmaker(engine), thresholds, batch).run(kind)
+def collect(engine: Engine, kind: str, thresholds: Thresholds = DEFAULTS, batch: int = 100) -> Report:
+    return Collector(make_sessionmaker(engine), thresholds, batch).run(kind)
 
 
 def register(client: FlaskClient, job_id: str = "web", **fields: Any) -> str:
@@ -85,7 +87,7 @@ def test_pending_and_blocked_evals_are_never_collected(client: FlaskClient, pg: 
         "UPDATE evaluations SET modify_time = now() - interval '30 days' WHERE id IN (%s, %s)", (pending, blocked)
     )
     pg.execute("UPDATE evaluations SET status = 'blocked' WHERE id = %s", (blocked,))
-    collect(engine, "force-gc", gc.Thresholds.forced())
+    collect(engine, "force-gc", Thresholds.forced())
     assert count(pg, "evaluations", f"id IN ('{pending}', '{blocked}')") == 2
 
 
@@ -112,7 +114,7 @@ def test_stopped_but_still_running_allocation_is_kept(client: FlaskClient, pg: C
     stop_alloc(pg, alloc, client_status="running")
     finish_eval(pg, eval_id, hours_ago=2)
     age_allocs(pg, 2, a=alloc)
-    collect(engine, "force-gc", gc.Thresholds.forced())
+    collect(engine, "force-gc", Thresholds.forced())
     assert count(pg, "allocations", f"id = '{alloc}'") == 1
 
 
@@ -182,7 +184,7 @@ def test_job_gc_takes_a_stopped_job_with_everything_it_owns(client: FlaskClient,
     )
     collect(engine, "job-gc")
     assert count(pg, "jobs", "id = 'web'") == 1  # younger than the 4 h threshold
-    report = collect(engine, "job-gc", gc.Thresholds.forced())
+    report = collect(engine, "job-gc", Thresholds.forced())
     assert count(pg, "jobs", "id = 'web'") == 0
     assert {k: report.removed[k] for k in ("jobs", "job_versions", "evaluations", "plans", "allocations")} == {
         "jobs": 1,
@@ -249,11 +251,11 @@ def test_job_gc_keeps_jobs_something_still_needs(client: FlaskClient, pg: Conn, 
         release = lambda: pg.execute(  # noqa: E731
             "UPDATE deployments SET status = 'cancelled' WHERE id = %s", (deployment,)
         )
-    collect(engine, "job-gc", gc.Thresholds.forced())
+    collect(engine, "job-gc", Thresholds.forced())
     assert count(pg, "jobs", "id = 'web'") == 1
     assert count(pg, "job_versions", "job_id = 'web'") >= 1
     release()
-    collect(engine, "job-gc", gc.Thresholds.forced())
+    collect(engine, "job-gc", Thresholds.forced())
     assert count(pg, "jobs") == 0, reason
     assert orphans(pg) == []
 
@@ -290,7 +292,7 @@ def test_forced_gc_keeps_a_running_service_job_and_everything_its_work_needs(
     pg.execute("UPDATE evaluations SET status = 'complete', modify_time = now() - interval '30 days'")
     pg.execute("UPDATE allocations SET modify_time = now() - interval '30 days'")
     pg.execute("UPDATE jobs SET submit_time = now() - interval '30 days', updated_at = now() - interval '30 days'")
-    report = collect(engine, "force-gc", gc.Thresholds.forced())
+    report = collect(engine, "force-gc", Thresholds.forced())
     assert report.removed["allocations"] == 1 and report.removed["deployments"] == 1  # the old work went
     assert count(pg, "jobs", "id = 'web' AND NOT stop") == 1
     assert count(pg, "job_versions", "job_id = 'web' AND version = 1") == 1
@@ -302,7 +304,7 @@ def test_forced_gc_keeps_a_running_service_job_and_everything_its_work_needs(
     assert client.delete("/v1/job/web").status_code == 200
     pg.execute("UPDATE evaluations SET status = 'complete'")
     pg.execute("UPDATE allocations SET desired_status = 'stop', client_status = 'complete'")
-    collect(engine, "force-gc", gc.Thresholds.forced())
+    collect(engine, "force-gc", Thresholds.forced())
     for table in ("jobs", "job_versions", "allocations", "evaluations"):
         assert count(pg, table) == 0, table
 
@@ -311,7 +313,7 @@ def test_dead_batch_job_is_collected_with_its_completed_work(client: FlaskClient
     eval_id = register(client, "report", Type="batch")
     alloc = insert_allocation(pg, insert_node(pg), eval_id, job_id="report", client_status="complete")
     finish_eval(pg, eval_id, hours_ago=1)
-    collect(engine, "force-gc", gc.Thresholds.forced())
+    collect(engine, "force-gc", Thresholds.forced())
     assert count(pg, "jobs", "id = 'report'") == 0
     assert count(pg, "allocations", f"id = '{alloc}'") == 0
 
@@ -332,7 +334,7 @@ def test_node_gc_waits_for_allocations_and_forced_gc_collects_nodes_last(
     assert count(pg, "nodes", f"id = '{busy}'") == 1  # its allocation still references it
     assert client.delete("/v1/job/web").status_code == 200
     pg.execute("UPDATE evaluations SET status = 'complete'")
-    report = collect(engine, "force-gc", gc.Thresholds.forced())
+    report = collect(engine, "force-gc", Thresholds.forced())
     assert count(pg, "nodes", f"id = '{busy}'") == 0
     assert count(pg, "nodes", f"id = '{up}'") == 1
     assert report.removed["nodes"] == 1
@@ -372,11 +374,11 @@ def test_scheduled_ticks_queue_one_core_eval_per_collector(engine: Engine, pg: C
     sessions = make_sessionmaker(engine)
     created = []
     for _ in range(3):
-        for kind in gc.SCHEDULED:
+        for kind in SCHEDULED:
             with sessions() as session, session.begin():
-                created.append(gc.enqueue_core(session, kind, DEFAULTS))
+                created.append(enqueue_core(session, kind, DEFAULTS))
         with sessions() as session, session.begin():
-            created.append(gc.enqueue_core(session, "force-gc", gc.Thresholds.forced()))
+            created.append(enqueue_core(session, "force-gc", Thresholds.forced()))
     assert len([c for c in created if c is not None]) == 4 + 3
     rows = pg.execute("SELECT job_id, count(*) FROM evaluations WHERE type = '_core' GROUP BY job_id").fetchall()
     assert dict(rows) == {"eval-gc": 1, "job-gc": 1, "node-gc": 1, "deployment-gc": 1, "force-gc": 3}
@@ -482,7 +484,7 @@ def test_forced_gc_collects_a_dead_batch_job_whose_failed_allocation_could_still
     insert_allocation(pg, node, live, job_id="etl-live", client_status="failed")
     insert_allocation(pg, node, live, job_id="etl-live", client_status="running")
     pg.execute("UPDATE evaluations SET status = 'complete'")
-    collect(engine, "force-gc", gc.Thresholds.forced())
+    collect(engine, "force-gc", Thresholds.forced())
     assert count(pg, "jobs", "id = 'etl'") == 0
     assert count(pg, "allocations", f"id = '{failed}'") == 0
     assert count(pg, "jobs", "id = 'etl-live'") == 1  # still running: not dead
@@ -533,7 +535,7 @@ def test_job_gc_takes_a_job_with_more_allocations_than_a_batch_in_bounded_batche
 ) -> None:
     stopped_job_with_work(client, pg, allocations=130)
     versions, evals, plans = (count(pg, t) for t in ("job_versions", "evaluations", "plans"))
-    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    report = collect(engine, "job-gc", Thresholds.forced(), batch=20)
     assert count(pg, "jobs") == 0
     assert dict(report.removed) == {
         "jobs": 1,
@@ -563,7 +565,7 @@ def test_a_job_revived_while_job_gc_trims_it_keeps_the_rest(client: FlaskClient,
             with transaction(sessions) as session:
                 register_job(session, normalize_job(minimal_job("web")), RegisterOptions())
 
-    report = gc.Collector(sessions, gc.Thresholds.forced(), 10, revive_after_two_batches).run("job-gc")
+    report = Collector(sessions, Thresholds.forced(), 10, revive_after_two_batches).run("job-gc")
     assert calls > 4
     assert 0 < report.removed["allocations"] < 60 and not report.removed["jobs"]
     job = pg.execute("SELECT stop, version FROM jobs WHERE id = 'web'").fetchone()
@@ -585,7 +587,7 @@ def test_an_allocation_that_outlives_its_delete_keeps_what_it_references(
         "CREATE TRIGGER keep_one BEFORE DELETE ON allocations FOR EACH ROW "
         "WHEN (OLD.name = 'web.g[1]') EXECUTE FUNCTION keep_row()"
     )
-    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    report = collect(engine, "job-gc", Thresholds.forced(), batch=20)
     assert report.removed["allocations"] == 4
     assert count(pg, "allocations") == 1
     assert count(pg, "evaluations", f"id = '{eval_id}'") == 1
@@ -614,7 +616,7 @@ def test_a_batch_cancelled_by_the_statement_timeout_runs_again_with_half_the_row
     57014, as a statement timeout would."""
     stopped_job_with_work(client, pg, allocations=25)
     pg.execute(TIMEOUT_TRIGGER.replace("%(most)s", "4"))
-    report = collect(engine, "job-gc", gc.Thresholds.forced(), batch=20)
+    report = collect(engine, "job-gc", Thresholds.forced(), batch=20)
     assert count(pg, "jobs") == 0 and count(pg, "allocations") == 0
     assert report.timeouts == 3  # 20 -> 10 -> 5 -> 2 rows
     assert report.largest_batch <= 3
@@ -628,10 +630,10 @@ def test_a_batch_that_times_out_even_with_one_row_fails_the_run_loudly(
     pg.execute(TIMEOUT_TRIGGER.replace("%(most)s", "0"))
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
-        eval_id = gc.enqueue_core(session, "job-gc", gc.Thresholds.forced())
+        eval_id = enqueue_core(session, "job-gc", Thresholds.forced())
     assert eval_id is not None
     with pytest.raises(DBAPIError) as raised:
-        gc.run_core_eval(sessions, eval_id, "test", 4, DEFAULTS)
+        run_core_eval(sessions, eval_id, "test", 4, DEFAULTS)
     assert getattr(raised.value.orig, "sqlstate", None) == "57014"
     run = pg.execute("SELECT status, timeouts, error FROM gc_runs").fetchone()
     assert run is not None and run[:2] == ("failed", 2)  # 4 -> 2 -> 1 row, then it gives up
@@ -655,7 +657,7 @@ def test_job_gc_judges_each_candidate_once_per_run(database_url: str, client: Fl
     pg.execute(f"ALTER DATABASE \"{name}\" SET track_functions = 'all'")
     engine = make_engine(database_url, "test")
     try:
-        report = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 20).run("job-gc")
+        report = Collector(make_sessionmaker(engine), Thresholds.forced(), 20).run("job-gc")
     finally:
         engine.dispose()  # its backends exit, flushing their function statistics
     assert report.removed["jobs"] == 8
@@ -741,7 +743,7 @@ def test_a_child_registered_while_job_gc_runs_keeps_its_parent(client: FlaskClie
 
     def job_gc() -> None:
         try:
-            collect(engine, "job-gc", gc.Thresholds.forced())
+            collect(engine, "job-gc", Thresholds.forced())
         finally:
             finished.set()
 
@@ -766,15 +768,15 @@ def test_a_child_registered_while_job_gc_runs_keeps_its_parent(client: FlaskClie
 def test_a_run_left_running_by_a_dead_worker_is_marked_interrupted(pg: Conn, engine: Engine) -> None:
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
-        dead = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+        dead = enqueue_core(session, "eval-gc", DEFAULTS)
     assert dead is not None
     with transaction(sessions) as session:  # a worker started it, then died
-        gc._start_run(session, gc.load_core_eval(session, dead, DEFAULTS), "dead-worker")
+        _start_run(session, load_core_eval(session, dead, DEFAULTS), "dead-worker")
     pg.execute("UPDATE evaluations SET status = 'failed' WHERE id = %s", (dead,))  # as the lease reaper does
     with transaction(sessions) as session:
-        later = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+        later = enqueue_core(session, "eval-gc", DEFAULTS)
     assert later is not None
-    gc.run_core_eval(sessions, later, "worker", 100, DEFAULTS)
+    run_core_eval(sessions, later, "worker", 100, DEFAULTS)
     runs = pg.execute("SELECT eval_id, status FROM gc_runs ORDER BY id").fetchall()
     assert [(str(e), s) for e, s in runs] == [(str(dead), "interrupted"), (str(later), "complete")]
     assert orphans(pg) == []
@@ -788,10 +790,10 @@ def test_a_core_eval_without_thresholds_applies_the_configured_ones(
     finish_eval(pg, young, hours_ago=0.5)
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
-        eval_id = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+        eval_id = enqueue_core(session, "eval-gc", DEFAULTS)
     pg.execute("UPDATE evaluations SET core_params = NULL WHERE id = %s", (eval_id,))
     assert eval_id is not None
-    gc.run_core_eval(sessions, eval_id, "worker", 100, DEFAULTS)
+    run_core_eval(sessions, eval_id, "worker", 100, DEFAULTS)
     assert count(pg, "evaluations", f"id = '{old}'") == 0
     assert count(pg, "evaluations", f"id = '{young}'") == 1  # not the forced zero thresholds
 
@@ -805,12 +807,12 @@ def global_index(pg: Conn) -> int:
 def test_an_idle_tick_takes_no_index(pg: Conn, engine: Engine) -> None:
     sessions = make_sessionmaker(engine)
     with transaction(sessions) as session:
-        queued = gc.enqueue_core(session, "eval-gc", DEFAULTS)
+        queued = enqueue_core(session, "eval-gc", DEFAULTS)
     assert queued is not None
     before = global_index(pg)
     with transaction(sessions) as session:
-        assert gc.enqueue_core(session, "eval-gc", DEFAULTS) is None  # already queued: writes nothing
-    report = gc.run_core_eval(sessions, queued, "worker", 100, DEFAULTS)  # nothing to collect
+        assert enqueue_core(session, "eval-gc", DEFAULTS) is None  # already queued: writes nothing
+    report = run_core_eval(sessions, queued, "worker", 100, DEFAULTS)  # nothing to collect
     assert not report.removed
     assert global_index(pg) == before
     assert pg.execute("SELECT status FROM gc_runs").fetchall() == [("complete",)]
@@ -878,7 +880,7 @@ def test_gc_stamps_the_state_index_once_for_batches_within_the_interval(
     (and makes the batches durable), not one per batch."""
     fill_terminal(database_url, jobs=2, evals_per_job=10)
     before = global_index(pg)
-    hourly = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 3, stamp_interval_s=3600)
+    hourly = Collector(make_sessionmaker(engine), Thresholds.forced(), 3, stamp_interval_s=3600)
     report = hourly.run("eval-gc")
     assert report.batches >= 10
     assert report.removed["evaluations"] == 20
@@ -888,7 +890,7 @@ def test_gc_stamps_the_state_index_once_for_batches_within_the_interval(
 def test_gc_with_no_stamp_interval_stamps_after_every_batch(database_url: str, pg: Conn, engine: Engine) -> None:
     fill_terminal(database_url, jobs=2, evals_per_job=10)
     before = global_index(pg)
-    eager = gc.Collector(make_sessionmaker(engine), gc.Thresholds.forced(), 3, stamp_interval_s=0)
+    eager = Collector(make_sessionmaker(engine), Thresholds.forced(), 3, stamp_interval_s=0)
     eager.run("eval-gc")
     assert global_index(pg) - before >= 14  # 20 allocations, then 20 evaluations, 3 at a time
 
@@ -906,8 +908,8 @@ def test_a_failed_gc_run_still_stamps_what_it_deleted(database_url: str, pg: Con
         if checks > 3:
             raise RuntimeError("lease lost")
 
-    collector = gc.Collector(
-        make_sessionmaker(engine), gc.Thresholds.forced(), 4, lease_lost_after_three_batches, stamp_interval_s=3600
+    collector = Collector(
+        make_sessionmaker(engine), Thresholds.forced(), 4, lease_lost_after_three_batches, stamp_interval_s=3600
     )
     with pytest.raises(RuntimeError, match="lease lost"):
         collector.run("eval-gc")
@@ -995,10 +997,10 @@ def test_forced_gc_still_running_at_the_deadline_answers_504_naming_what_to_do(d
 def test_forced_gc_that_fails_answers_500_with_the_error(
     database_url: str, pg: Conn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: gc.Collector, kind: str) -> gc.Report:
+    def broken(self: Collector, kind: str) -> Report:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(gc.Collector, "run", broken)
+    monkeypatch.setattr(Collector, "run", broken)
     with api(database_url, force_gc_wait_s=60) as app:
         waiter = Waiter(app)
         waiter.start()
@@ -1023,7 +1025,7 @@ def test_forced_gc_whose_worker_died_answers_500_once_its_evaluation_failed(data
         engine = make_engine(database_url, "test")
         try:
             with transaction(make_sessionmaker(engine)) as session:  # a worker started it, then died
-                gc._start_run(session, gc.load_core_eval(session, eval_id, DEFAULTS), "dead-worker")
+                _start_run(session, load_core_eval(session, eval_id, DEFAULTS), "dead-worker")
         finally:
             engine.dispose()
         # The lease reaper fails it on its last delivery.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from app.gc.collector import PACE_MIN_SAMPLES, PACE_WINDOW, SLOW_FACTOR, Pacer
+from app.gc.pacer import PACE_MIN_SAMPLES, PACE_WINDOW, SLOW_FACTOR, Pacer
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from app.gc.collector import FORCED_ORDER, SCHEDULED, Thresholds
+from app.gc.thresholds import FORCED_ORDER, SCHEDULED, Thresholds
 
 pytestmark = pytest.mark.unit
 
