@@ -51,6 +51,93 @@ def test_the_purity_check_can_fail(tmp_path: Path) -> None:
     assert {"random", "sqlalchemy"} <= imports_of(probe)
 
 
+# Each room may import only from the rooms below it. A lower room importing a higher one is how
+# a data-access module ends up running leader duties, or the database plumbing scheduling work.
+LAYERS: list[tuple[str, ...]] = [
+    # 0: values and pure logic (no I/O)
+    (
+        "app.structs",
+        "app.constants",
+        "app.errors",
+        "app.ids",
+        "app.config",
+        "app.cron",
+        "app.logging",
+        "app.jobspec",
+        "app.scheduler",
+        "app.models",
+    ),
+    ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
+    ("app.store",),  # 2: per-noun data access and the named-SQL loader
+    ("app.pipeline", "app.gc"),  # 3: the evaluation pipeline; garbage collection
+    ("app.leader",),  # 4: leader duties
+    ("app.api",),  # 5: the HTTP API
+    ("app.cli", "workers"),  # 6: entry points
+]
+SHARED_LEVELS = (0, len(LAYERS) - 1)
+# Known crossings, each with its reason; keep this list short.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {
+    ("app.db", "app.store.sql"): "the state index runs named queries; the loader itself imports nothing above it",
+}
+
+
+def _room(module: str) -> tuple[int, str] | None:
+    for level, rooms in enumerate(LAYERS):
+        for room in rooms:
+            if module == room or module.startswith(room + "."):
+                return level, room
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+APP_MODULES = sorted([*(ROOT / "app").rglob("*.py"), *(ROOT / "workers").rglob("*.py")])
+
+
+def upward_imports(path: Path) -> set[str]:
+    """Imports of `path` that reach a higher room than its own. Rooms on one level may not
+    import each other either, except the pure values (level 0) and the entry points (the CLI
+    starts the long-running roles)."""
+    own = _room(_module_name(path))
+    if own is None:
+        return set()
+    bad = set()
+    for name in imports_of(path):
+        target = _room(name)
+        if target is None or target[1] == own[1] or target[0] < own[0]:
+            continue
+        if target[0] == own[0] and own[0] in SHARED_LEVELS:
+            continue
+        if any(own[1] == low and (name == up or name.startswith(up + ".")) for low, up in ALLOWED_UPWARD):
+            continue
+        bad.add(name)
+    return bad
+
+
+@pytest.mark.parametrize("path", APP_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_rooms_import_only_the_rooms_below_them(path: Path) -> None:
+    assert upward_imports(path) == set()
+
+
+def test_every_module_lives_in_a_known_room() -> None:
+    homeless = [str(p.relative_to(ROOT)) for p in APP_MODULES if _room(_module_name(p)) is None]
+    assert homeless == [] or homeless == ["app/__init__.py"], homeless
+
+
+def test_the_layering_check_can_fail(tmp_path: Path) -> None:
+    store = ROOT / "app" / "store" / "jobs.py"
+    assert _room(_module_name(store)) == (2, "app.store")
+    probe = tmp_path / "probe.py"
+    probe.write_text("from app.leader import drain\nfrom app.db import engines\n")
+    own = _room("app.store.probe")
+    assert own is not None
+    reached = {name: _room(name) for name in imports_of(probe)}
+    assert [name for name, room in reached.items() if room and room[0] > own[0]] == ["app.leader"]
+
+
 def test_named_queries_load_and_are_unique() -> None:
     queries = _queries()
     expected = {"take_index", "read_tables", "task_group_summaries", "claim_ready", "complete_eval", "next_plan"}
