@@ -16,7 +16,7 @@ from app.logging import configure
 def main() -> None:
     """corral: a Nomad-style cluster scheduler whose whole state lives in PostgreSQL.
 
-    Configuration comes from CORRAL_* environment variables (see README). Without
+    Configuration comes from CORRAL_* environment variables (see docs/configuration.md). Without
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
     (default .corral/ in the working directory).
     """

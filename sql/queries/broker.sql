@@ -4,7 +4,7 @@
 -- evaluation in flight is skipped (and the unique index uq_evaluations_in_flight_job makes
 -- a racing second claim fail instead of running two passes of one job).
 -- The set_config(..., true) makes the statement's own transaction commit without waiting for
--- its WAL flush: a claim is a lease, and losing one in a crash is safe (README, "How
+-- its WAL flush: a claim is a lease, and losing one in a crash is safe (docs/scheduling.md, "How
 -- scheduling works"). Run it autocommitted, so that transaction is the claim alone.
 WITH candidate AS MATERIALIZED (
     SELECT e.id
