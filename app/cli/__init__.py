@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from app.config import Settings, get_settings
+from app.config import ConfigError, Settings, get_settings
 from app.logging import configure
 
 
@@ -20,6 +20,10 @@ def main() -> None:
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
     (default .corral/ in the working directory).
     """
+    try:
+        get_settings()
+    except ConfigError as err:
+        raise click.ClickException(f"invalid configuration: {err}") from None
 
 
 @main.command()
