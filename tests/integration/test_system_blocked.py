@@ -153,6 +153,7 @@ def schedule_once(engine: Engine, pg: Conn, database_url: str) -> None:
         stop.set()
         thread.join(30)
         lead.close()
+        worker.wakeup.close()
         worker.engine.dispose()
     assert not thread.is_alive()
 
