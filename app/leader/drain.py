@@ -66,7 +66,7 @@ def set_drain(
             session.flush()
             if node.status == "ready":
                 evals = create_node_evals(session, node, index)
-                unblock_capacity(session, [node.computed_class], index)
+                unblock_capacity(session, {node.id: node.computed_class}, index)
     node.modify_index, node.updated_at = index, now
     return index, evals
 

@@ -285,8 +285,8 @@ def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> 
     # Evictions are not freed capacity: their room went to the preemptor.
     freed = [n for n, items in verdict.stops.items() if items]
     if freed:
-        classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
-        unblock_capacity(session, [r["computed_class"] for r in classes], index)
+        nodes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
+        unblock_capacity(session, {r["id"]: r["computed_class"] for r in nodes}, index)
 
 
 def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:

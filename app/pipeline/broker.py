@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -61,6 +61,8 @@ class Outcome:
     max_plan_attempts: bool = False
     # A rolling system update paused at max_parallel: a `rolling-update` evaluation this much later.
     rolling_wait_s: float = 0.0
+    # System jobs: the nodes too full to place on; their blocked evaluation waits on these only.
+    blocked_nodes: frozenset[uuid.UUID] = frozenset()
     # When the pass read its snapshot: a delayed evaluation due only after that was not served.
     scheduled_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -254,6 +256,7 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
     blocked.queued_allocations = outcome.queued_allocations
     blocked.class_eligibility = outcome.class_eligibility
     blocked.escaped_computed_class = outcome.escaped_computed_class
+    blocked.blocked_nodes = sorted(outcome.blocked_nodes) or None
     blocked.snapshot_index = outcome.snapshot_index
     blocked.status_description = (
         "created due to placement conflicts" if outcome.max_plan_attempts else "created to place remaining allocations"
@@ -267,15 +270,22 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
 
 
 def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, index: int) -> None:
-    """Capacity that appeared after the snapshot would never wake this eval: requeue it now."""
-    missed = session.execute(
-        query("missed_unblock"),
-        {
-            "snapshot_index": outcome.snapshot_index,
-            "escaped": outcome.escaped_computed_class,
-            "eligibility": json.dumps(outcome.class_eligibility),
-        },
-    ).scalar_one()
+    """Capacity that appeared after the snapshot would never wake this eval: requeue it now.
+    A system eval only counts capacity on the nodes it waits on, as only those wake it."""
+    if outcome.blocked_nodes:
+        missed = session.execute(
+            query("missed_node_unblock"),
+            {"snapshot_index": outcome.snapshot_index, "node_ids": sorted(outcome.blocked_nodes)},
+        ).scalar_one()
+    else:
+        missed = session.execute(
+            query("missed_unblock"),
+            {
+                "snapshot_index": outcome.snapshot_index,
+                "escaped": outcome.escaped_computed_class,
+                "eligibility": json.dumps(outcome.class_eligibility),
+            },
+        ).scalar_one()
     if missed:
         session.execute(
             update(Evaluation)
@@ -373,9 +383,16 @@ def reap_over_limit(session: Session, batch: int = 500) -> int:
     return len(rows)
 
 
-def unblock_capacity(session: Session, computed_classes: Iterable[str], index: int) -> None:
-    """Capacity appeared on nodes of these classes: remember when, and release blocked evals."""
-    for computed_class in sorted(set(computed_classes)):
+def unblock_capacity(session: Session, nodes: Mapping[uuid.UUID, str], index: int) -> None:
+    """Capacity appeared on these nodes (id -> computed class): remember when, and release the
+    blocked evals it may help. Nomad's Unblock(class) plus UnblockNode(id): a system job's
+    blocked eval waits on its full nodes only, since its allocations cannot move elsewhere."""
+    if not nodes:
+        return
+    node_ids = sorted(nodes)
+    session.execute(query("mark_node_unblocks"), {"node_ids": node_ids, "index": index})
+    session.execute(query("unblock_nodes"), {"node_ids": node_ids, "index": index})
+    for computed_class in sorted(set(nodes.values())):
         # One atomic upsert: node GC may delete the marker of a class that had no node left at
         # any moment, and a read-then-write (merge) would then update a row that is gone.
         marker = pg_insert(ClassUnblock).values(computed_class=computed_class, unblock_index=index)

@@ -88,7 +88,7 @@ def update_allocations(session: Session, node_id: uuid.UUID, secret: str, update
             reconnected.add(key)
     session.flush()
     if freed:
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     eval_ids = _reschedule_evals(session, failed, node, index, now)
     eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", node, index)]
     return UpdateResult(index, eval_ids, updated)

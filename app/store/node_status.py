@@ -43,5 +43,5 @@ def apply_node_status(session: Session, node: Node, status: str, description: st
     else:
         evals = []
     if status == "ready":
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     return evals

@@ -208,10 +208,10 @@ def test_capacity_in_an_eligible_class_unblocks(engine: Engine, pg: Conn) -> Non
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, outcome)
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:bad"], next_index(session, ["evaluations"]))
+        broker.unblock_capacity(session, {uuid.uuid4(): "v1:bad"}, next_index(session, ["evaluations"]))
     assert pg.execute("SELECT count(*) FROM evaluations WHERE status = 'blocked'").fetchone() == (1,)
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:new-class"], next_index(session, ["evaluations"]))
+        broker.unblock_capacity(session, {uuid.uuid4(): "v1:new-class"}, next_index(session, ["evaluations"]))
     assert pg.execute("SELECT count(*) FROM evaluations WHERE status = 'blocked'").fetchone() == (0,)
 
 
@@ -223,7 +223,7 @@ def test_missed_unblock_requeues_at_block_time(engine: Engine, pg: Conn) -> None
     held = claim(engine)
     assert held is not None
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:good"], next_index(session, ["evaluations"]))
+        broker.unblock_capacity(session, {uuid.uuid4(): "v1:good"}, next_index(session, ["evaluations"]))
     outcome = Outcome(snapshot_index=1, failed_tg_allocs={"g": PlacementMetrics()}, class_eligibility={"v1:good": True})
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, outcome)
@@ -326,7 +326,7 @@ def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn
         broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
     pg.execute("UPDATE evaluations SET delivery_count = 3 WHERE status = 'blocked'")
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:any"], next_index(session, ["evaluations"]))
+        broker.unblock_capacity(session, {uuid.uuid4(): "v1:any"}, next_index(session, ["evaluations"]))
     assert pg.execute(
         "SELECT status, delivery_count FROM evaluations WHERE triggered_by = 'queued-allocs'"
     ).fetchone() == (
