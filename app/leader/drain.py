@@ -1,6 +1,6 @@
-"""Node drain (Nomad's drainer): an operator sets a drain strategy on a node; the leader then
-asks its allocations to migrate, at most migrate.max_parallel per job and group at a time,
-with one node-drain evaluation per job, system jobs last (or never, if ignored), everything
+"""Node drain (Nomad's drainer): an operator sets a drain strategy on a node (app/store/drains.py);
+the leader then asks its allocations to migrate, at most migrate.max_parallel per job and group
+at a time, with one node-drain evaluation per job, system jobs last (or never, if ignored), everything
 at once past the deadline; the drain ends when nothing it must move is left."""
 
 from __future__ import annotations
@@ -8,67 +8,18 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import null, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from app.db.state_index import next_index
 from app.models import Allocation, Node
-from app.pipeline.broker import unblock_capacity
+from app.store.drains import SQL_NULL, now_ns
 from app.store.evals import EvalRequest, insert_eval
-from app.store.nodes import create_node_evals, get_node
 from app.store.sql import query
 
-DRAIN_TABLES = ("nodes", "evaluations", "allocations")
-NANOS = 1_000_000_000
 SYSTEM_TYPES = ("system", "sysbatch")
-# SQL NULL, not JSON null: the `drain` column is computed from `drain_strategy IS NOT NULL`.
-SQL_NULL: Any = null()
-
-
-@dataclass(frozen=True)
-class DrainSpec:
-    deadline_ns: int  # < 0: force now; 0: no deadline
-    ignore_system_jobs: bool = False
-
-
-def now_ns(moment: datetime) -> int:
-    return int(moment.timestamp() * NANOS)
-
-
-def set_drain(
-    session: Session, node_id: uuid.UUID, spec: DrainSpec | None, mark_eligible: bool, meta: dict[str, str]
-) -> tuple[int, list[uuid.UUID]]:
-    """Start, update or cancel a drain. Draining makes the node ineligible; cancelling with
-    mark_eligible makes it eligible again (with the evaluations that implies)."""
-    index = next_index(session, DRAIN_TABLES)
-    node = get_node(session, node_id, for_update=True)
-    now = datetime.now(UTC)
-    evals: list[uuid.UUID] = []
-    if spec is not None:
-        force = now + timedelta(microseconds=spec.deadline_ns / 1000) if spec.deadline_ns > 0 else None
-        node.drain_strategy = {
-            "DrainSpec": {"Deadline": spec.deadline_ns, "IgnoreSystemJobs": spec.ignore_system_jobs},
-            "ForceDeadline": now_ns(force) if force else (now_ns(now) if spec.deadline_ns < 0 else 0),
-            "StartedAt": (node.drain_strategy or {}).get("StartedAt") or now_ns(now),
-        }
-        node.scheduling_eligibility = "ineligible"
-        node.last_drain = {"Status": "draining", "StartedAt": now_ns(now), "UpdatedAt": now_ns(now), "Meta": meta}
-    else:
-        if node.drain_strategy is not None:
-            node.last_drain = {**(node.last_drain or {}), "Status": "canceled", "UpdatedAt": now_ns(now)}
-        node.drain_strategy = SQL_NULL
-        if mark_eligible and node.scheduling_eligibility == "ineligible":
-            node.scheduling_eligibility = "eligible"
-            session.flush()
-            if node.status == "ready":
-                evals = create_node_evals(session, node, index)
-                unblock_capacity(session, [node.computed_class], index)
-    node.modify_index, node.updated_at = index, now
-    return index, evals
 
 
 def advance(session: Session, take_index: Callable[[], int]) -> int:

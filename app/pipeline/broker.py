@@ -360,19 +360,6 @@ def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uui
     return follow_up.id
 
 
-def reap_over_limit(session: Session, batch: int = 500) -> int:
-    """Leader duty: leases that lapsed on the last allowed delivery become failed + follow-up."""
-    if not session.execute(query("any_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT}).scalar():
-        return 0  # idle ticks write nothing, so they wake no blocking query
-    index = next_index(session, ["evaluations"])
-    rows = session.execute(
-        query("release_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT, "batch": batch}
-    ).all()
-    for row in rows:
-        fail_with_follow_up(session, row.id, index)
-    return len(rows)
-
-
 def unblock_capacity(session: Session, computed_classes: Iterable[str], index: int) -> None:
     """Capacity appeared on nodes of these classes: remember when, and release blocked evals."""
     for computed_class in sorted(set(computed_classes)):
@@ -386,13 +373,6 @@ def unblock_capacity(session: Session, computed_classes: Iterable[str], index: i
             )
         )
         session.execute(query("unblock_class"), {"computed_class": computed_class, "index": index})
-
-
-def sweep_max_plan_blocked(session: Session) -> int:
-    if not session.execute(query("any_max_plan_blocked")).scalar():
-        return 0
-    index = next_index(session, ["evaluations"])
-    return int(session.execute(query("sweep_max_plan_blocked"), {"index": index}).rowcount)  # type: ignore[attr-defined]
 
 
 def metrics_json(m: PlacementMetrics) -> dict[str, Any]:

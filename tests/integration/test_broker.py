@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from app.db.engines import make_sessionmaker, transaction
 from app.jobspec import normalize_job
+from app.leader import eval_sweeps
 from app.pipeline import broker
 from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
 from app.store.jobs import RegisterOptions, deregister_job, register_job
@@ -152,7 +153,7 @@ def test_leader_reaps_leases_that_lapsed_at_the_limit(engine: Engine, pg: Conn) 
     pg.execute("UPDATE evaluations SET lease_expires_at = now() - interval '1 second'")
     assert claim(engine) is None  # over the limit: no worker rescues it
     with transaction(make_sessionmaker(engine)) as session:
-        assert broker.reap_over_limit(session) == 1
+        assert eval_sweeps.reap_over_limit(session) == 1
     statuses = sorted(pg.execute("SELECT status, triggered_by FROM evaluations").fetchall())
     assert statuses == [("failed", "job-register"), ("pending", "failed-follow-up")]
 

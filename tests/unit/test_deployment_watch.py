@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from app.leader.deployment_watch import GroupHealth, decide
-from app.store.deployments import FAILED_PROGRESS, FAILED_UNHEALTHY
+from app.leader.deployment_rules import FAILED_PROGRESS, FAILED_UNHEALTHY, GroupHealth, decide
 from app.structs import DeploymentGroup
 
 S = 1_000_000_000
