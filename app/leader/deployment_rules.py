@@ -25,13 +25,13 @@ class GroupHealth:
     latest_health_index: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     fail: str | None = None
     promote: bool = False
-    reschedule: list[uuid.UUID] = field(default_factory=list)
+    reschedule: tuple[uuid.UUID, ...] = ()
     evaluate: bool = False
-    groups: dict[str, DeploymentGroup] = field(default_factory=dict)  # with moved progress deadlines
+    groups: Mapping[str, DeploymentGroup] = field(default_factory=dict)  # with moved progress deadlines
 
     @property
     def empty(self) -> bool:
@@ -50,35 +50,44 @@ def decide(
     groups: Mapping[str, DeploymentGroup], health: Mapping[str, GroupHealth], latest_eval_index: int, now_ns: int
 ) -> Decision:
     """What to do with one running deployment, from its groups and their allocations' health."""
-    decision = Decision()
+    fail: str | None = None
+    reschedule: list[uuid.UUID] = []
+    moved_groups: dict[str, DeploymentGroup] = {}
+    evaluate = False
     for name, group in groups.items():
         seen = health[name]
         moved = with_progress(group, seen.latest_healthy_ns)
         if moved != group:
-            decision.groups[name] = moved
-        if seen.latest_health_index > latest_eval_index:
-            decision.evaluate = True
+            moved_groups[name] = moved
+        evaluate = evaluate or seen.latest_health_index > latest_eval_index
         if moved.progress_deadline_ns == 0 and seen.unhealthy_total > 0:
-            decision.fail = FAILED_UNHEALTHY
+            fail = FAILED_UNHEALTHY
         elif moved.progress_deadline_ns > 0:
-            decision.reschedule.extend(seen.unhealthy)
-            # A group whose canaries are all healthy waits for its promotion, not for its deadline.
-            waiting_for_promotion = (
-                moved.desired_canaries > 0 and not moved.promoted and seen.healthy_canaries >= moved.desired_canaries
-            )
-            done = waiting_for_promotion or (
-                seen.healthy >= max(moved.desired_total, moved.desired_canaries)
-                and (moved.desired_canaries == 0 or moved.promoted)
-            )
-            if not done and moved.require_progress_by_ns and now_ns > moved.require_progress_by_ns:
-                decision.fail = FAILED_PROGRESS
+            reschedule.extend(seen.unhealthy)
+            if not _done(moved, seen) and moved.require_progress_by_ns and now_ns > moved.require_progress_by_ns:
+                fail = FAILED_PROGRESS
+    if fail:
+        return Decision(fail=fail, groups=moved_groups)
+    return Decision(
+        promote=_auto_promote(groups, health), reschedule=tuple(reschedule), evaluate=evaluate, groups=moved_groups
+    )
+
+
+def _done(group: DeploymentGroup, seen: GroupHealth) -> bool:
+    """Nothing left to wait for before the progress deadline. A group whose canaries are all
+    healthy waits for its promotion, not for its deadline."""
+    waiting_for_promotion = (
+        group.desired_canaries > 0 and not group.promoted and seen.healthy_canaries >= group.desired_canaries
+    )
+    return waiting_for_promotion or (
+        seen.healthy >= max(group.desired_total, group.desired_canaries)
+        and (group.desired_canaries == 0 or group.promoted)
+    )
+
+
+def _auto_promote(groups: Mapping[str, DeploymentGroup], health: Mapping[str, GroupHealth]) -> bool:
+    """Every group waiting for promotion auto-promotes and has all its canaries healthy."""
     waiting = {n: g for n, g in groups.items() if g.desired_canaries > 0 and not g.promoted}
-    if (
-        waiting
-        and all(g.auto_promote for g in waiting.values())
-        and all(health[n].healthy_canaries >= g.desired_canaries for n, g in waiting.items())
-    ):
-        decision.promote = True
-    if decision.fail:
-        decision.promote, decision.reschedule, decision.evaluate = False, [], False
-    return decision
+    return bool(waiting) and all(
+        g.auto_promote and health[n].healthy_canaries >= g.desired_canaries for n, g in waiting.items()
+    )

@@ -92,7 +92,7 @@ def _act(session: Session, row: DeploymentRow, decision: Decision, index: int, o
         }
         deployments.set_status(session, row, "running", RUNNING, index)
     if decision.reschedule:
-        session.execute(query("mark_for_reschedule"), {"ids": decision.reschedule, "index": index})
+        session.execute(query("mark_for_reschedule"), {"ids": list(decision.reschedule), "index": index})
     if decision.promote or decision.reschedule or decision.evaluate:
         deployments.watcher_eval(session, row, index)
 
