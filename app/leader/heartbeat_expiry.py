@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
+from app.leader.silence_rules import Window, went_silent
 from app.models import Allocation, Node
 from app.store.evals import insert_node_eval
 from app.store.node_status import STATUS_TABLES, apply_node_status
 from app.store.sql import query
 
 EXPIRY_BATCH = 500
-MISSED = "node heartbeat missed its TTL"
 
 
 def expire(
@@ -41,38 +41,21 @@ def expire(
 
 
 def _went_silent(session: Session, node: Node, index: int) -> None:
-    """Disconnected if the node runs allocations allowed a disconnect window, else down."""
-    found = windows(session, node.id)
-    if not found:
-        apply_node_status(session, node, "down", MISSED, index)
-        return
-    apply_node_status(session, node, "disconnected", MISSED + "; allocations wait out their disconnect window", index)
-    mark_unknown(session, node, found, index)
-
-
-def windows(session: Session, node_id: uuid.UUID) -> list[tuple[uuid.UUID, str, str, int]]:
-    rows = session.execute(query("disconnect_windows"), {"node_id": node_id}).all()
-    return [(r.id, r.namespace, r.job_id, int(r.lost_after_ns)) for r in rows]
-
-
-def mark_unknown(
-    session: Session, node: Node, found: list[tuple[uuid.UUID, str, str, int]], index: int
-) -> list[uuid.UUID]:
-    """The node went silent: its allocations with a window become unknown, and each job gets a
-    max-disconnect-timeout evaluation due when its window ends."""
     now = datetime.now(UTC)
-    session.execute(
-        update(Allocation)
-        .where(Allocation.id.in_([f[0] for f in found]))
-        .values(client_status="unknown", modify_index=index, modify_time=now)
-    )
-    due: dict[tuple[str, str], int] = {}
-    for _, namespace, job_id, lost_after in found:
-        due[(namespace, job_id)] = max(due.get((namespace, job_id), 0), lost_after)
-    created = []
-    for (namespace, job_id), lost_after in sorted(due.items()):
-        evaluation = insert_node_eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
+    silence = went_silent(windows(session, node.id), now)
+    apply_node_status(session, node, silence.status, silence.description, index)
+    if silence.unknown:
+        session.execute(
+            update(Allocation)
+            .where(Allocation.id.in_(silence.unknown))
+            .values(client_status="unknown", modify_index=index, modify_time=now)
+        )
+    for timeout in silence.timeouts:
+        evaluation = insert_node_eval(session, timeout.namespace, timeout.job_id, "max-disconnect-timeout", node, index)
         if evaluation is not None:
-            evaluation.wait_until = now + timedelta(microseconds=lost_after / 1000)
-            created.append(evaluation.id)
-    return created
+            evaluation.wait_until = timeout.wait_until
+
+
+def windows(session: Session, node_id: uuid.UUID) -> list[Window]:
+    rows = session.execute(query("disconnect_windows"), {"node_id": node_id}).all()
+    return [Window(r.id, r.namespace, r.job_id, int(r.lost_after_ns)) for r in rows]
