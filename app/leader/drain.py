@@ -77,10 +77,11 @@ def _migrations(session: Session, candidates: list[Candidate]) -> list[Migration
     found: dict[uuid.UUID, Migration] = {}
     for r in session.execute(query("drain_migrations"), params).mappings():
         seen = found.get(r["id"]) or Migration(
-            r["namespace"], r["job_id"], r["task_group"], r["client_status"], r["desired_status"]
+            r["namespace"], r["job_id"], r["task_group"], r["job_type"], r["client_status"], r["desired_status"]
         )
         if r["replacement_status"] is not None:
-            seen = replace(seen, replacements=(*seen.replacements, Replacement(r["replacement_status"])))
+            also = Replacement(r["replacement_status"], r["replacement_healthy"])
+            seen = replace(seen, replacements=(*seen.replacements, also))
         found[r["id"]] = seen
     return list(found.values())
 

@@ -15,6 +15,9 @@ from typing import Any
 SYSTEM_TYPES = ("system", "sysbatch")
 # A migrating allocation that ended by itself while still wanted: nothing waits for it.
 CLIENT_TERMINAL = ("complete", "failed", "lost")
+# Job types whose clients judge an allocation's health by its group's migrate block
+# (workers/client/health.py).
+HEALTH_JUDGED = ("service",)
 GroupKey = tuple[str, str, str]  # namespace, job, task group
 
 
@@ -58,6 +61,7 @@ class Candidate:
 @dataclass(frozen=True)
 class Replacement:
     client_status: str
+    healthy: bool | None = None  # the client's verdict under the group's migrate block
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Migration:
     namespace: str
     job_id: str
     task_group: str
+    job_type: str
     client_status: str
     desired_status: str
     replacements: tuple[Replacement, ...] = ()
@@ -105,11 +110,22 @@ def in_flight(migrations: Iterable[Migration]) -> Counter[GroupKey]:
 
 
 def migrated(migration: Migration) -> bool:
-    """A migration frees its slot once a replacement runs (or already completed), or when the
-    allocation ended by itself while still wanted."""
+    """A migration frees its slot once a replacement is done with, or when the allocation
+    ended by itself while still wanted."""
     if migration.client_status in CLIENT_TERMINAL and migration.desired_status == "run":
         return True
-    return any(r.client_status in ("running", "complete") for r in migration.replacements)
+    return any(replaced(migration.job_type, r) for r in migration.replacements)
+
+
+def replaced(job_type: str, replacement: Replacement) -> bool:
+    """Nomad's drainer waits for a service replacement's health verdict (migrate.min_healthy_time
+    of running, or unhealthy at migrate.healthy_deadline), not merely for it to run. Clients
+    judge no health for batch work: there, running (or already complete) is enough."""
+    if replacement.client_status == "complete":
+        return True
+    if job_type in HEALTH_JUDGED:
+        return replacement.healthy is not None
+    return replacement.client_status == "running"
 
 
 def within_max_parallel(candidates: Sequence[Candidate], busy: Mapping[GroupKey, int]) -> tuple[Candidate, ...]:

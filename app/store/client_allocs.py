@@ -43,7 +43,7 @@ class AllocUpdate:
 
 @dataclass(frozen=True)
 class DeploymentHealth:
-    deployment_id: uuid.UUID
+    deployment_id: uuid.UUID | None  # None: judged by the group's migrate block, outside any deployment
     healthy: bool
 
 
@@ -120,8 +120,9 @@ def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) ->
 
 
 def _record_health(alloc: Allocation, health: DeploymentHealth | None, index: int, now: datetime) -> None:
-    """Health counts for the deployment the allocation is in now, and only once: a verdict for
-    an older deployment (before an in-place update moved it) or a second verdict is ignored."""
+    """Health counts for the deployment the allocation is in now (or for none, when it is in
+    none), and only once: a verdict for an older deployment (before an in-place update moved it)
+    or a second verdict is ignored."""
     if health is None or alloc.deployment_id != health.deployment_id:
         return
     status = dict(alloc.deployment_status or {})

@@ -19,11 +19,14 @@ ORDER BY a.create_index, a.id;
 
 -- name: drain_migrations
 -- Allocations on draining nodes already asked to migrate, of the given jobs, one row per
--- replacement (none: NULL replacement columns). They pace the next batch (app/leader/drain_rules.py).
-SELECT a.id, a.namespace, a.job_id, a.task_group, a.client_status, a.desired_status,
-       r.client_status AS replacement_status
+-- replacement (none: NULL replacement columns), with the replacement's health verdict (the
+-- client judges it by the group's migrate block). They pace the next batch
+-- (app/leader/drain_rules.py).
+SELECT a.id, a.namespace, a.job_id, a.task_group, j.type AS job_type, a.client_status, a.desired_status,
+       r.client_status AS replacement_status, (r.deployment_status ->> 'Healthy')::boolean AS replacement_healthy
 FROM allocations a
 JOIN nodes n ON n.id = a.node_id AND n.drain_strategy IS NOT NULL
+JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
 LEFT JOIN allocations r ON r.previous_allocation = a.id
 WHERE COALESCE((a.desired_transition ->> 'Migrate')::boolean, false)
   AND a.namespace = ANY(:namespaces) AND a.job_id = ANY(:job_ids)

@@ -17,8 +17,10 @@ def candidate(job: str = "web", job_type: str = "service", max_parallel: int = 1
     return Candidate(uuid.uuid4(), "default", job, group, job_type, 50, 1, max_parallel)
 
 
-def migration(job: str = "web", *replacements: str, status: str = "running", desired: str = "stop") -> Migration:
-    return Migration("default", job, "g", status, desired, tuple(Replacement(r) for r in replacements))
+def migration(
+    job: str, *replacements: Replacement, job_type: str = "service", status: str = "running", desired: str = "stop"
+) -> Migration:
+    return Migration("default", job, "g", job_type, status, desired, replacements)
 
 
 def test_the_strategy_reads_the_stored_column() -> None:
@@ -36,11 +38,27 @@ def test_max_parallel_per_job_and_group_counts_what_is_in_flight() -> None:
     assert next_step(NO_DEADLINE, [*web, *api], busy, remaining=5, now_ns=NOW).migrate == (web[0],)
 
 
-def test_a_migration_frees_its_slot_once_its_replacement_runs_or_it_ended_by_itself() -> None:
+def test_a_service_migration_frees_its_slot_only_once_its_replacement_has_a_health_verdict() -> None:
     web = [candidate() for _ in range(2)]
-    assert next_step(NO_DEADLINE, web, [migration("web", "pending")], 2, NOW).migrate == ()
-    assert next_step(NO_DEADLINE, web, [migration("web", "running")], 2, NOW).migrate == (web[0],)
-    assert next_step(NO_DEADLINE, web, [migration("web", "complete")], 2, NOW).migrate == (web[0],)
+    for waiting in (Replacement("pending"), Replacement("running")):  # running, not yet healthy
+        assert next_step(NO_DEADLINE, web, [migration("web", waiting)], 2, NOW).migrate == ()
+    healthy, unhealthy = Replacement("running", healthy=True), Replacement("running", healthy=False)
+    assert next_step(NO_DEADLINE, web, [migration("web", healthy)], 2, NOW).migrate == (web[0],)
+    # Unhealthy at migrate.healthy_deadline: Nomad's drainer moves on too.
+    assert next_step(NO_DEADLINE, web, [migration("web", unhealthy)], 2, NOW).migrate == (web[0],)
+    assert next_step(NO_DEADLINE, web, [migration("web", Replacement("complete"))], 2, NOW).migrate == (web[0],)
+
+
+def test_a_batch_migration_frees_its_slot_once_its_replacement_runs() -> None:
+    work = [candidate("work", "batch") for _ in range(2)]
+    pending = migration("work", Replacement("pending"), job_type="batch")
+    assert next_step(NO_DEADLINE, work, [pending], 2, NOW).migrate == ()
+    running = migration("work", Replacement("running"), job_type="batch")
+    assert next_step(NO_DEADLINE, work, [running], 2, NOW).migrate == (work[0],)
+
+
+def test_a_migration_that_ended_by_itself_frees_its_slot() -> None:
+    web = [candidate() for _ in range(2)]
     ended = migration("web", status="failed", desired="run")
     assert next_step(NO_DEADLINE, web, [ended], 2, NOW).migrate == (web[0],)
 
