@@ -91,8 +91,9 @@ def next_step(
     strategy: Strategy, candidates: Sequence[Candidate], migrations: Iterable[Migration], remaining: int, now_ns: int
 ) -> Step:
     """`remaining` counts the node's live allocations that keep the drain open (system ones
-    unless ignored; sql/queries/drain.sql `drain_remaining`). Nomad finishes a drain when the node's allocations are
-    gone, not when their replacements are healthy; replacements only pace the next batch."""
+    unless ignored; `drain_remaining` in sql/queries/drain.sql). Nomad finishes a drain when
+    the node's allocations are gone, not when their replacements are healthy; replacements
+    only pace the next batch."""
     regular = [c for c in candidates if not c.system]
     system = [] if strategy.ignore_system_jobs else [c for c in candidates if c.system]
     if not regular and not system:
@@ -110,8 +111,8 @@ def in_flight(migrations: Iterable[Migration]) -> Counter[GroupKey]:
 
 
 def migrated(migration: Migration) -> bool:
-    """A migration frees its slot once a replacement is done with, or when the allocation
-    ended by itself while still wanted."""
+    """A migration frees its slot once a replacement has settled, or when the allocation ended
+    by itself while still wanted."""
     if migration.client_status in CLIENT_TERMINAL and migration.desired_status == "run":
         return True
     return any(replaced(migration.job_type, r) for r in migration.replacements)
@@ -120,7 +121,9 @@ def migrated(migration: Migration) -> bool:
 def replaced(job_type: str, replacement: Replacement) -> bool:
     """Nomad's drainer waits for a service replacement's health verdict (migrate.min_healthy_time
     of running, or unhealthy at migrate.healthy_deadline), not merely for it to run. Clients
-    judge no health for batch work: there, running (or already complete) is enough."""
+    judge no health for batch work: there, running (or already complete) is enough. Any verdict
+    counts, as in Nomad (AllocDeploymentStatus.HasHealth): a replacement that failed gets one
+    too, and its own replacement no longer points at the migrated allocation."""
     if replacement.client_status == "complete":
         return True
     if job_type in HEALTH_JUDGED:
