@@ -21,11 +21,11 @@ from app.db.state_index import next_index
 from app.models import Allocation as AllocRow
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
-from app.pipeline.broker import unblock_capacity
 from app.pipeline.plan_codec import stop_from_json
 from app.pipeline.snapshot import node_from_row
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
 from app.store import deployments
+from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import query
 from app.structs import AllocationStop, Node, NodeUsage, Resources

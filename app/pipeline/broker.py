@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,14 +15,13 @@ from typing import Any
 
 import psycopg
 import psycopg.rows
-from sqlalchemy import Engine, func, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Engine, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.ids import new_id
-from app.models import ClassUnblock, Evaluation, Job
+from app.models import Evaluation, Job
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
@@ -368,48 +367,6 @@ def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uui
     session.flush()
     failed.next_eval = follow_up.id
     return follow_up.id
-
-
-def reap_over_limit(session: Session, batch: int = 500) -> int:
-    """Leader duty: leases that lapsed on the last allowed delivery become failed + follow-up."""
-    if not session.execute(query("any_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT}).scalar():
-        return 0  # idle ticks write nothing, so they wake no blocking query
-    index = next_index(session, ["evaluations"])
-    rows = session.execute(
-        query("release_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT, "batch": batch}
-    ).all()
-    for row in rows:
-        fail_with_follow_up(session, row.id, index)
-    return len(rows)
-
-
-def unblock_capacity(session: Session, nodes: Mapping[uuid.UUID, str], index: int) -> None:
-    """Capacity appeared on these nodes (id -> computed class): remember when, and release the
-    blocked evals it may help. Nomad's Unblock(class) plus UnblockNode(id): a system job's
-    blocked eval waits on its full nodes only, since its allocations cannot move elsewhere."""
-    if not nodes:
-        return
-    node_ids = sorted(nodes)
-    session.execute(query("mark_node_unblocks"), {"node_ids": node_ids, "index": index})
-    session.execute(query("unblock_nodes"), {"node_ids": node_ids, "index": index})
-    for computed_class in sorted(set(nodes.values())):
-        # One atomic upsert: node GC may delete the marker of a class that had no node left at
-        # any moment, and a read-then-write (merge) would then update a row that is gone.
-        marker = pg_insert(ClassUnblock).values(computed_class=computed_class, unblock_index=index)
-        session.execute(
-            marker.on_conflict_do_update(
-                index_elements=[ClassUnblock.computed_class],
-                set_={"unblock_index": func.greatest(ClassUnblock.unblock_index, marker.excluded.unblock_index)},
-            )
-        )
-        session.execute(query("unblock_class"), {"computed_class": computed_class, "index": index})
-
-
-def sweep_max_plan_blocked(session: Session) -> int:
-    if not session.execute(query("any_max_plan_blocked")).scalar():
-        return 0
-    index = next_index(session, ["evaluations"])
-    return int(session.execute(query("sweep_max_plan_blocked"), {"index": index}).rowcount)  # type: ignore[attr-defined]
 
 
 def metrics_json(m: PlacementMetrics) -> dict[str, Any]:

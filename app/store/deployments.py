@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,13 +24,11 @@ from app.scheduler.deployments import RUNNING
 from app.store.evals import EvalRequest, insert_eval
 from app.store.jobs import RegisterOptions, register_at
 from app.store.sql import query
-from app.structs import Deployment, DeploymentGroup
+from app.structs import Deployment
 
 TABLES = ["deployments", "evaluations", "jobs", "allocations"]
 PAUSED = "Deployment is paused"
 MARKED_FAILED = "Deployment marked as failed"
-FAILED_PROGRESS = "Failed due to progress deadline"
-FAILED_UNHEALTHY = "Failed due to unhealthy allocations"
 
 
 @dataclass(frozen=True)
@@ -336,11 +334,3 @@ def group_counts(session: Session, ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID
 def _healthy_canaries(session: Session, deployment_id: uuid.UUID) -> dict[str, int]:
     rows = session.execute(query("deployment_healthy_canaries"), {"id": deployment_id})
     return {str(group): int(n) for group, n in rows}
-
-
-def with_progress(group: DeploymentGroup, latest_healthy_ns: int) -> DeploymentGroup:
-    """The progress deadline moves on with every allocation that turns healthy."""
-    if group.progress_deadline_ns == 0 or latest_healthy_ns == 0:
-        return group
-    moved = latest_healthy_ns + group.progress_deadline_ns
-    return replace(group, require_progress_by_ns=max(group.require_progress_by_ns, moved))

@@ -18,8 +18,8 @@ from app.db.state_index import next_index
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ids import secret_hash
 from app.models import Allocation, Job, Node, NodePool
-from app.pipeline.broker import unblock_capacity
 from app.scheduler.computed_class import computed_class
+from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.heartbeat_ttl import HeartbeatPolicy, grant
 

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from app import create_app
 from app.config import Settings
+from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
-from app.store.heartbeats import expire
 from tests.integration.conftest import minimal_job, node_body
 from tests.integration.fixtures import insert_allocation
 

@@ -13,7 +13,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.store.periodic import LAUNCH_TABLES, _launch, launch_due
+from app.leader.periodic_launch import launch_due
+from app.store import periodic as periodic_store
+from app.store.periodic import LAUNCH_TABLES
 from tests.integration.conftest import minimal_job
 from tests.integration.fixtures import Conn
 
@@ -102,7 +104,7 @@ def test_a_launched_time_is_never_launched_again_even_once_its_child_is_gone(
     # Even a leader that read the record before that launch (a stale reader) cannot make it again.
     with Session(engine) as session, session.begin():
         index = next_index(session, LAUNCH_TABLES)
-        assert _launch(session, "default", "nightly", launch, index, forced=False) is None
+        assert periodic_store.launch(session, "default", "nightly", launch, index, forced=False) is None
     assert children(pg) == []
 
 

@@ -23,6 +23,7 @@ from app.jobspec import normalize_job
 from app.pipeline import broker
 from app.pipeline.applier import apply_next
 from app.pipeline.broker import Outcome
+from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
 from tests.integration.fixtures import insert_allocation, insert_node
@@ -53,7 +54,7 @@ def block(
 
 def capacity_on(engine: Engine, node_id: str) -> None:
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, {uuid.UUID(node_id): CLASS}, next_index(session, ["evaluations"]))
+        unblock_capacity(session, {uuid.UUID(node_id): CLASS}, next_index(session, ["evaluations"]))
 
 
 def blocked_status(pg: Conn, job_id: str) -> list[tuple[Any, ...]]:
