@@ -8,7 +8,6 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import psycopg
 import structlog
@@ -247,40 +246,11 @@ def _write(session: Session, plan: Plan, verdict: Verdict, index: int) -> None:
     # preemptors are inserted, or they would refuse the placement as an overcommit.
     evictions = [s for items in verdict.preemptions.values() for s in items]
     for stop in (*(s for items in verdict.stops.values() for s in items), *evictions):
-        values: dict[str, Any] = {
-            "desired_status": stop.desired_status,
-            "desired_description": stop.description,
-            "modify_index": index,
-            "alloc_modify_index": index,
-            "modify_time": now,
-        }
-        if stop.client_status:
-            values["client_status"] = stop.client_status
-        session.execute(update(AllocRow).where(AllocRow.id == stop.alloc_id).values(**values))
+        _write_stop(session, stop, index, now)
     accepted = [a for allocs in verdict.accepted.values() for a in allocs]
     existing = set(session.scalars(select(AllocRow.id).where(AllocRow.id.in_([a.alloc_id for a in accepted]))))
     for placed in (a for a in accepted if a.alloc_id in existing):
-        alloc = placed.alloc
-        # An in-place update joins the current deployment, where its health is judged anew.
-        joined: dict[str, Any] = (
-            {"deployment_id": alloc.deployment_id, "deployment_status": None} if alloc.deployment_id else {}
-        )
-        session.execute(
-            update(AllocRow)
-            .where(AllocRow.id == alloc.id)
-            .values(
-                **joined,
-                job_version=alloc.job_version,
-                eval_id=alloc.eval_id,
-                cpu=placed.resources.cpu,
-                memory_mb=placed.resources.memory_mb,
-                memory_max_mb=placed.resources.memory_max_mb,
-                disk_mb=placed.resources.disk_mb,
-                modify_index=index,
-                alloc_modify_index=index,
-                modify_time=now,
-            )
-        )
+        _write_in_place(session, placed, index, now)
     fresh = [a for a in accepted if a.alloc_id not in existing]
     if fresh:
         _copy_allocations(session, fresh, index, now)
@@ -298,6 +268,46 @@ def _write(session: Session, plan: Plan, verdict: Verdict, index: int) -> None:
     if freed:
         classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
         unblock_capacity(session, [r["computed_class"] for r in classes], index)
+
+
+def _write_stop(session: Session, stop: AllocationStop, index: int, now: datetime) -> None:
+    change = (
+        update(AllocRow)
+        .where(AllocRow.id == stop.alloc_id)
+        .values(
+            desired_status=stop.desired_status,
+            desired_description=stop.description,
+            modify_index=index,
+            alloc_modify_index=index,
+            modify_time=now,
+        )
+    )
+    if stop.client_status:
+        change = change.values(client_status=stop.client_status)
+    session.execute(change)
+
+
+def _write_in_place(session: Session, placed: Placement, index: int, now: datetime) -> None:
+    alloc, resources = placed.alloc, placed.resources
+    change = (
+        update(AllocRow)
+        .where(AllocRow.id == alloc.id)
+        .values(
+            job_version=alloc.job_version,
+            eval_id=alloc.eval_id,
+            cpu=resources.cpu,
+            memory_mb=resources.memory_mb,
+            memory_max_mb=resources.memory_max_mb,
+            disk_mb=resources.disk_mb,
+            modify_index=index,
+            alloc_modify_index=index,
+            modify_time=now,
+        )
+    )
+    if alloc.deployment_id:
+        # An in-place update joins the current deployment, where its health is judged anew.
+        change = change.values(deployment_id=alloc.deployment_id, deployment_status=None)
+    session.execute(change)
 
 
 def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:
