@@ -83,12 +83,9 @@ class Touched:
 
 def _placement(alloc: Allocation) -> Placement:
     res = alloc.resources
-    return Placement(
-        alloc=alloc,
-        # The oldest rows carry no MemoryMaxMB: memory is then also the burst limit.
-        resources=replace(res, memory_max_mb=max(res.memory_max_mb, res.memory_mb)),
-        ports=tuple(p.value for p in alloc.ports if p.value),
-    )
+    if res.memory_max_mb < res.memory_mb:  # the oldest rows carry no MemoryMaxMB: memory is the burst limit
+        res = replace(res, memory_max_mb=res.memory_mb)
+    return Placement(alloc=alloc, resources=res, ports=tuple(p.value for p in alloc.ports if p.value))
 
 
 def _stored(row: RowMapping) -> PlanRowJson:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, NotRequired, TypedDict
 
 from app.structs import (
@@ -204,9 +205,19 @@ def resources_to_json(r: Resources) -> ResourcesJson:
 
 
 def resources_from_json(raw: ResourcesJson) -> Resources:
-    return Resources(
-        cpu=raw["CPU"], memory_mb=raw["MemoryMB"], disk_mb=raw["DiskMB"], memory_max_mb=raw.get("MemoryMaxMB", 0)
-    )
+    return _resources(raw["CPU"], raw["MemoryMB"], raw["DiskMB"], raw.get("MemoryMaxMB", 0))
+
+
+# A plan can carry tens of thousands of allocations that share a few shapes and one evaluation:
+# decode each shape and shared ID once (the values are frozen, so sharing them is safe).
+@lru_cache(maxsize=4096)
+def _resources(cpu: int, memory_mb: int, disk_mb: int, memory_max_mb: int) -> Resources:
+    return Resources(cpu=cpu, memory_mb=memory_mb, disk_mb=disk_mb, memory_max_mb=memory_max_mb)
+
+
+@lru_cache(maxsize=4096)
+def _shared_id(value: str) -> uuid.UUID:
+    return uuid.UUID(value)
 
 
 def ports_to_json(ports: tuple[Port, ...]) -> list[PortJson]:
@@ -260,13 +271,13 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         task_group=raw["TaskGroup"],
         name=raw["Name"],
         node_id=node_id,
-        eval_id=uuid.UUID(raw["EvalID"]),
+        eval_id=_shared_id(raw["EvalID"]),
         desired_status=raw.get("DesiredStatus", "run"),
         client_status=raw.get("ClientStatus", "pending"),
         resources=resources_from_json(raw["Resources"]),
         ports=ports_from_json(raw["Ports"]),
         previous_allocation=_uuid_or_none(raw.get("PreviousAllocation")),
-        deployment_id=_uuid_or_none(raw.get("DeploymentID")),
+        deployment_id=_shared_id(deployment) if (deployment := raw.get("DeploymentID")) else None,
         followup_eval_id=_uuid_or_none(followup),
         reschedule_tracker=raw.get("RescheduleTracker"),
         desired_transition=raw.get("DesiredTransition", {}),
