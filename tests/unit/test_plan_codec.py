@@ -46,9 +46,9 @@ names = st.text(max_size=12)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8,
+    max_leaves=4,
 )
-json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=3)
+json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=2)
 resources = st.builds(Resources, cpu=counts, memory_mb=counts, disk_mb=counts, memory_max_mb=counts)
 ports = st.builds(Port, label=names, value=st.integers(0, 65535), to=st.integers(0, 65535), host_network=names)
 stops = st.builds(
@@ -119,8 +119,8 @@ def allocations(node_id: uuid.UUID, namespace: str, job_id: str) -> st.SearchStr
 @st.composite
 def plans(draw: st.DrawFn) -> tuple[Plan, str, str]:
     namespace, job_id = draw(names), draw(names)
-    nodes = draw(st.lists(st.uuids(), max_size=4, unique=True))
-    placed = {n: tuple(draw(st.lists(allocations(n, namespace, job_id), max_size=3))) for n in nodes}
+    nodes = draw(st.lists(st.uuids(), max_size=3, unique=True))
+    placed = {n: tuple(draw(st.lists(allocations(n, namespace, job_id), max_size=2))) for n in nodes}
     plan = Plan(
         eval_id=draw(st.uuids()),
         priority=draw(st.integers(1, 100)),
@@ -141,7 +141,7 @@ def stored(row: PlanRowJson) -> PlanRowJson:
     return cast(PlanRowJson, {**row, **through})
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=100)
 @given(plans())
 def test_a_plan_round_trips_through_its_row_exactly(case: tuple[Plan, str, str]) -> None:
     plan, namespace, job_id = case
