@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.leader.deployment_rules import Decision, GroupHealth, decide
 from app.models import Deployment as DeploymentRow
-from app.pipeline.plan_codec import group_from_json, group_to_json
 from app.scheduler.deployments import RUNNING
 from app.store import deployments
+from app.store.deployment_codec import group_from_json, group_to_json
 from app.store.jobs import RegisterOptions
 from app.store.sql import query
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.ids import new_id
 from app.models import Evaluation, Job
+from app.pipeline.plan_codec import metrics_to_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
@@ -194,7 +195,7 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
             "status": "blocked" if reblock else outcome.status,
             "description": outcome.description,
             "snapshot_index": outcome.snapshot_index,
-            "failed": json.dumps({g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}),
+            "failed": json.dumps({g: metrics_to_json(m) for g, m in outcome.failed_tg_allocs.items()}),
             "queued": json.dumps(outcome.queued_allocations),
             "eligibility": json.dumps(outcome.class_eligibility),
             "escaped": outcome.escaped_computed_class,
@@ -251,7 +252,7 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
         blocked = insert_eval(session, _follow_up(ev, trigger, "blocked"), index)
     blocked.triggered_by = trigger
     blocked.previous_eval = ev.id
-    blocked.failed_tg_allocs = {g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}
+    blocked.failed_tg_allocs = {g: metrics_to_json(m) for g, m in outcome.failed_tg_allocs.items()}
     blocked.queued_allocations = outcome.queued_allocations
     blocked.class_eligibility = outcome.class_eligibility
     blocked.escaped_computed_class = outcome.escaped_computed_class
@@ -367,19 +368,3 @@ def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uui
     session.flush()
     failed.next_eval = follow_up.id
     return follow_up.id
-
-
-def metrics_json(m: PlacementMetrics) -> dict[str, Any]:
-    """Nomad's AllocMetric JSON shape."""
-    return {
-        "NodesEvaluated": m.nodes_evaluated,
-        "NodesFiltered": m.nodes_filtered,
-        "NodesInPool": m.nodes_in_pool,
-        "NodesAvailable": dict(m.nodes_available),
-        "ClassFiltered": dict(m.class_filtered),
-        "ConstraintFiltered": dict(m.constraint_filtered),
-        "NodesExhausted": m.nodes_exhausted,
-        "ClassExhausted": dict(m.class_exhausted),
-        "DimensionExhausted": dict(m.dimension_exhausted),
-        "CoalescedFailures": m.coalesced_failures,
-    }
