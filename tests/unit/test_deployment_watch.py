@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from app.leader.deployment_watch import GroupHealth, decide
 from app.store.deployments import FAILED_PROGRESS, FAILED_UNHEALTHY
 from app.structs import DeploymentGroup
+
+pytestmark = pytest.mark.unit
 
 S = 1_000_000_000
 NOW = 1_000_000 * S

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from workers.client.health import NANOS, HealthWatch
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_000.0
 
