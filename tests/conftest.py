@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
-from tests.support.processes import Corral
+from tests.support.processes import CORRAL, Corral
 from tests.support.tmp_dirs import shared_tmp_dir
 
 pytest_plugins = ["tests.support.tiers"]
@@ -107,11 +107,17 @@ def corral(workdir: Path) -> Iterator[type[Corral]]:
     started: list[Corral] = []
 
     class Tracked(Corral):
-        def __init__(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        def __init__(
+            self,
+            args: list[str],
+            env: dict[str, str] | None = None,
+            cwd: Path | None = None,
+            executable: str = CORRAL,
+        ) -> None:
             # Only what the test passes: a CORRAL_* variable of the caller must not leak in.
             inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
             merged = {**inherited, "CORRAL_LOG_FORMAT": "console", **(env or {})}
-            super().__init__(args, cwd or workdir, merged)
+            super().__init__(args, cwd or workdir, merged, executable)
             started.append(self)
 
     yield Tracked
