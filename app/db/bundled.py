@@ -9,6 +9,7 @@ site-packages; a checkout (editable install) has no packaged copy and uses its o
 from __future__ import annotations
 
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
@@ -18,17 +19,16 @@ class BundledFilesMissingError(RuntimeError):
     """Neither the package nor the checkout holds the directory: a broken build or install."""
 
 
-def locate(name: str) -> Path:
+def locate(name: str, package: Traversable | None = None, checkout: Path = CHECKOUT_ROOT) -> Path:
     """The directory `name` (`sql` or `migrations`) as a real path: Alembic and the migrations
     read it by path, so a resource that is not on the file system (a zipped install) is refused."""
-    packaged = files("app") / name
+    packaged = (package if package is not None else files("app")) / name
     if isinstance(packaged, Path) and packaged.is_dir():
         return packaged
-    checkout = CHECKOUT_ROOT / name
-    if checkout.is_dir():
-        return checkout
+    if (checkout / name).is_dir():
+        return checkout / name
     raise BundledFilesMissingError(
-        f"corral's {name}/ directory is missing: looked in {packaged} and {checkout}; reinstall corral"
+        f"corral's {name}/ directory is missing: looked in {packaged} and {checkout / name}; reinstall corral"
     )
 
 
