@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job
+from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
 

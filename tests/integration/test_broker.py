@@ -10,34 +10,15 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db.engines import make_sessionmaker, transaction
-from app.jobspec import normalize_job
 from app.leader import eval_sweeps
 from app.pipeline import broker
 from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
 from app.store.blocked_evals import unblock_capacity
-from app.store.jobs import RegisterOptions, deregister_job, register_job
+from app.store.jobs import deregister_job
+from tests.support.pipeline import claim, register
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-TYPES = ("service", "batch", "system", "sysbatch")
-
-
-def register(engine: Engine, job_id: str, priority: int = 50, job_type: str = "service") -> str:
-    spec = normalize_job(
-        {
-            "ID": job_id,
-            "Type": job_type,
-            "Priority": priority,
-            "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}],
-        }
-    )
-    with transaction(make_sessionmaker(engine)) as session:
-        result = register_job(session, spec, RegisterOptions())
-    return str(result.eval_id)
-
-
-def claim(engine: Engine, types: tuple[str, ...] = TYPES, lease_s: float = 60) -> broker.Claim | None:
-    return broker.claim(engine, types, "test-worker", lease_s)
 
 
 def test_claims_by_priority_then_age(engine: Engine) -> None:

@@ -18,8 +18,8 @@ from app import create_app
 from app.config import Settings
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
-from tests.integration.conftest import minimal_job, node_body
-from tests.integration.fixtures import insert_allocation
+from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.leader.node_lifecycle import node_lifecycle
-from tests.integration.conftest import minimal_job, node_body
-from tests.integration.fixtures import insert_allocation
+from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

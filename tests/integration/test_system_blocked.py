@@ -26,8 +26,8 @@ from app.pipeline.broker import Outcome
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
-from tests.integration.fixtures import insert_allocation, insert_node
-from tests.integration.test_broker import claim, register
+from tests.support.pipeline import claim, register
+from tests.support.rows import insert_allocation, insert_node
 from workers.worker import Worker
 
 pytestmark = pytest.mark.integration

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from app.leader.deployment_rules import FAILED_PROGRESS, FAILED_UNHEALTHY, GroupHealth, decide
 from app.structs import DeploymentGroup
+
+pytestmark = pytest.mark.unit
 
 S = 1_000_000_000
 NOW = 1_000_000 * S

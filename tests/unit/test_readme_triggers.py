@@ -7,7 +7,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from app.constants import EVAL_TRIGGERS
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 # Nomad's list in seed 002; alloc-reschedule (the first window of delayed reschedules) is

@@ -8,8 +8,7 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import Constraint
-
-from .harness import alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
+from tests.support.scheduler_harness import alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
 
 pytestmark = pytest.mark.unit
 
