@@ -8,6 +8,8 @@ task's `run_for`, `exit_code` and `start_error` are honoured (restart policies a
 from __future__ import annotations
 
 import heapq
+import itertools
+import random
 import threading
 import time
 import uuid
@@ -25,6 +27,8 @@ from workers.client.drivers import fingerprint as driver_fingerprint
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000
 WATCH_WAIT_S = 10
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+REGISTER_BACKOFF_CAP_S = 10.0
 
 
 @dataclass
@@ -92,9 +96,22 @@ class Fleet:
 
     def register_all(self) -> None:
         def register(node: SimNode) -> None:
-            reply = self.http.put("/v1/node/register", json={"Node": self.node_body(node)})
-            reply.raise_for_status()
-            node.ttl_s = reply.json()["HeartbeatTTL"] / NANOS
+            # A busy or restarting server (503, 429, a dropped connection) is waited out, as a
+            # real client would; only a refusal of the node itself (another 4xx) ends the fleet.
+            backoff = random.Random(node.id.int)
+            for attempt in itertools.count():
+                try:
+                    reply = self.http.put("/v1/node/register", json={"Node": self.node_body(node)})
+                except httpx.TransportError as err:
+                    log.warning("node registration failed; retrying", node=node.name, error=str(err))
+                else:
+                    if reply.status_code not in RETRYABLE_STATUSES:
+                        reply.raise_for_status()
+                        node.ttl_s = reply.json()["HeartbeatTTL"] / NANOS
+                        return
+                    log.warning("node registration refused for now; retrying", node=node.name, status=reply.status_code)
+                if self.stop.wait(min(REGISTER_BACKOFF_CAP_S, 0.5 * 2**attempt) * backoff.uniform(0.5, 1.0)):
+                    return
 
         with ThreadPoolExecutor(self.config.threads) as pool:
             list(pool.map(register, self.nodes.values()))
