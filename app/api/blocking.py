@@ -38,6 +38,13 @@ class IndexWatcher:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._stopped = threading.Event()
+        self.released = False  # shutting down: waiters answer with what they have
+
+    def release_waiters(self) -> None:
+        """Wake every waiting blocking query for good (the server is shutting down)."""
+        with self._cond:
+            self.released = True
+            self._cond.notify_all()
 
     def stop(self) -> None:
         """End the background thread (used when an app or a test database goes away)."""
@@ -50,7 +57,7 @@ class IndexWatcher:
         self._ensure_running()
         names = list(tables)
         with self._cond:
-            while max((self._indexes.get(t, 0) for t in names), default=0) <= index:
+            while not self.released and max((self._indexes.get(t, 0) for t in names), default=0) <= index:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return
@@ -102,6 +109,7 @@ def blocking_read(
     while True:
         with factory() as session, session.begin():
             index = current_index(session, tables)
-            if params.index is None or index > params.index or time.monotonic() >= deadline:
+            seen = params.index
+            if seen is None or index > seen or watcher.released or time.monotonic() >= deadline:
                 return read(session), index
-        watcher.wait_beyond(tables, params.index, deadline)
+        watcher.wait_beyond(tables, seen, deadline)

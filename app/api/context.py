@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from flask import Response, current_app, jsonify
+from flask import Response, current_app, g, has_request_context, jsonify
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -15,6 +16,15 @@ from app.api.params import blocking_params
 from app.config import Settings
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Session factories over one connection pool."""
+
+    writes: sessionmaker[Session]
+    reads: sessionmaker[Session]
 
 
 @dataclass
@@ -22,9 +32,35 @@ class ApiState:
     settings: Settings
     database_url: str
     engine: Engine
-    writes: sessionmaker[Session]
-    reads: sessionmaker[Session]
+    ordinary: Lane
+    # Heartbeats, allocation updates, node registration and health: a pool of their own, so a
+    # flood of reads or writes queued on the ordinary pool never makes a healthy node miss its TTL.
+    client: Lane
     watcher: IndexWatcher
+
+    @property
+    def lane(self) -> Lane:
+        on_client_lane = has_request_context() and g.get("corral_client_lane", False)
+        return self.client if on_client_lane else self.ordinary
+
+    @property
+    def writes(self) -> sessionmaker[Session]:
+        return self.lane.writes
+
+    @property
+    def reads(self) -> sessionmaker[Session]:
+        return self.lane.reads
+
+
+def client_lane(view: Callable[P, T]) -> Callable[P, T]:
+    """Serve this route from the pool reserved for client traffic."""
+
+    @functools.wraps(view)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        g.corral_client_lane = True
+        return view(*args, **kwargs)
+
+    return wrapped
 
 
 def state() -> ApiState:
