@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         ordinary=Lane(writes=make_sessionmaker(engine), reads=reads),
         client=Lane(writes=make_sessionmaker(node_engine), reads=node_reads),
         watcher=IndexWatcher(url),
+        client_engine=node_engine,
     )
     register(app)
     return app

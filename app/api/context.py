@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from flask import Response, current_app, g, has_request_context, jsonify
+from flask import Response, current_app, g, has_request_context, jsonify, request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api.blocking import IndexWatcher, blocking_read
+from app.api.blocking import IndexWatcher, blocking_read, hung_up
 from app.api.params import blocking_params
 from app.config import Settings
 
@@ -37,6 +37,13 @@ class ApiState:
     # flood of reads or writes queued on the ordinary pool never makes a healthy node miss its TTL.
     client: Lane
     watcher: IndexWatcher
+    client_engine: Engine
+
+    def close(self) -> None:
+        """Stop the index watcher and close every pooled connection (tests, app teardown)."""
+        self.watcher.stop()
+        self.engine.dispose()
+        self.client_engine.dispose()
 
     @property
     def lane(self) -> Lane:
@@ -81,7 +88,8 @@ def read(tables: list[str], fn: Callable[[Session], T]) -> tuple[T, int]:
     """A blocking-capable read: honours ?index= and ?wait= on every read endpoint."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
-    return blocking_read(current.reads, current.watcher, tables, params, fn)
+    caller = hung_up(request.environ.get("gunicorn.socket"))
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller)
 
 
 def write(fn: Callable[[Session], T]) -> T:

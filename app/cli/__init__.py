@@ -39,7 +39,7 @@ def agent(dev: bool) -> None:
 
 @main.command()
 def server() -> None:
-    """Serve the HTTP API (gunicorn, gthread workers) on CORRAL_BIND (default 127.0.0.1:4646).
+    """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
     Exits with an error if the database schema is not at the current revision."""
     from workers.server import run_server
 
