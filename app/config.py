@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -129,6 +129,22 @@ class Settings(BaseSettings):
     )
 
 
+class ConfigError(ValueError):
+    """A CORRAL_* variable holds a value corral cannot use; the message names each one."""
+
+
+def describe(err: ValidationError) -> str:
+    prefix = Settings.model_config.get("env_prefix", "")
+    problems = []
+    for problem in err.errors():
+        name = f"{prefix}{'_'.join(str(part) for part in problem['loc'])}".upper()
+        problems.append(f"{name}: {problem['msg']} (got {problem.get('input')!r})")
+    return "; ".join(problems)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as err:
+        raise ConfigError(describe(err)) from None

@@ -566,6 +566,9 @@ class SchedulerResult:
     # A system job's rolling update stopped at max_parallel: evaluate again after this long
     # (its `stagger`) to update the next batch.
     rolling_wait_ns: int = 0
+    # System and sysbatch jobs: the nodes too full for a placement. Their blocked evaluation
+    # waits on these nodes only (Nomad's per-node system blocked evals, UnblockNode).
+    blocked_nodes: frozenset[uuid.UUID] = frozenset()
 
     @property
     def blocked(self) -> bool:

@@ -4,11 +4,8 @@ a template migrated once with `alembic upgrade head`, and a fresh clone per test
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -20,20 +17,10 @@ from sqlalchemy.engine import make_url
 from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
-from tests.processes import Corral
+from tests.support.processes import CORRAL, Corral
+from tests.support.tmp_dirs import shared_tmp_dir
 
-
-@contextmanager
-def shared_tmp_dir(prefix: str) -> Iterator[Path]:
-    """A directory outside pytest's temp root. The embedded server runs as its own
-    unprivileged user, and pytest resets its root to mode 0700 whenever a session starts,
-    which would lock that user out of a data directory kept there."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+pytest_plugins = ["tests.support.tiers"]
 
 
 @pytest.fixture(scope="session")
@@ -120,11 +107,17 @@ def corral(workdir: Path) -> Iterator[type[Corral]]:
     started: list[Corral] = []
 
     class Tracked(Corral):
-        def __init__(self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        def __init__(
+            self,
+            args: list[str],
+            env: dict[str, str] | None = None,
+            cwd: Path | None = None,
+            executable: str = CORRAL,
+        ) -> None:
             # Only what the test passes: a CORRAL_* variable of the caller must not leak in.
             inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
             merged = {**inherited, "CORRAL_LOG_FORMAT": "console", **(env or {})}
-            super().__init__(args, cwd or workdir, merged)
+            super().__init__(args, cwd or workdir, merged, executable)
             started.append(self)
 
     yield Tracked

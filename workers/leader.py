@@ -17,41 +17,27 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
-from app.gc.core_evals import enqueue_core
-from app.gc.thresholds import Thresholds
-from app.leader import deployment_watch, node_lifecycle
-from app.pipeline import broker
-from app.store import periodic
+from app.leader import deployment_watch, eval_sweeps, gc_schedule, node_lifecycle, periodic_launch
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)
 RENEW_EVERY_S = 1.0
+Duty = Callable[[Session], int]
 # name -> (seconds between runs, duty)
-DUTIES: dict[str, tuple[float, Callable[[Session], int]]] = {
-    "reap-failed-evaluations": (5.0, broker.reap_over_limit),
-    "sweep-max-plan-blocked": (60.0, broker.sweep_max_plan_blocked),
+DUTIES: dict[str, tuple[float, Duty]] = {
+    "reap-failed-evaluations": (5.0, eval_sweeps.reap_over_limit),
+    "sweep-max-plan-blocked": (60.0, eval_sweeps.sweep_max_plan_blocked),
     "node-lifecycle": (1.0, node_lifecycle.node_lifecycle),
     # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
-    "periodic-launch": (1.0, periodic.launch_due),
+    "periodic-launch": (1.0, periodic_launch.launch_due),
 }
 
 
-def duties(settings: Settings) -> dict[str, tuple[float, Callable[[Session], int]]]:
-    """The fixed duties plus one garbage-collection tick per collector, on its interval."""
-    thresholds = Thresholds.from_settings(settings)
-    intervals = {
-        "eval-gc": settings.eval_gc_interval_s,
-        "job-gc": settings.job_gc_interval_s,
-        "node-gc": settings.node_gc_interval_s,
-        "deployment-gc": settings.deployment_gc_interval_s,
-    }
-
-    def tick(kind: str) -> Callable[[Session], int]:
-        return lambda session: int(enqueue_core(session, kind, thresholds) is not None)
-
+def duties(settings: Settings) -> dict[str, tuple[float, Duty]]:
+    """The fixed duties, the deployment watcher and one garbage-collection tick per collector."""
     # Nomad batches deployment-watcher evaluations per job over one second.
     watch = {"deployment-watch": (1.0, deployment_watch.watcher(settings.job_max_versions))}
-    return DUTIES | watch | {kind: (seconds, tick(kind)) for kind, seconds in intervals.items()}
+    return DUTIES | watch | gc_schedule.duties(settings)
 
 
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:
@@ -79,7 +65,7 @@ def _lead(
     engine: Engine,
     lead: Leadership,
     stop: threading.Event,
-    schedule: dict[str, tuple[float, Callable[[Session], int]]],
+    schedule: dict[str, tuple[float, Duty]],
 ) -> None:
     deposed = threading.Event()
     # One thread: every duty runs on the lock holder's connection, one at a time.
@@ -108,7 +94,7 @@ def _lead(
         raise DBAPIError("leader duty", None, RuntimeError("stepped down"))
 
 
-def _tick(lead: Leadership, name: str, duty: Callable[[Session], int], deposed: threading.Event) -> None:
+def _tick(lead: Leadership, name: str, duty: Duty, deposed: threading.Event) -> None:
     try:
         with Session(bind=lead.connection) as session, session.begin():
             changed = duty(session)

@@ -205,6 +205,7 @@ def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetim
         class_eligibility=dict(result.class_eligibility),
         escaped_computed_class=result.escaped_computed_class,
         rolling_wait_s=result.rolling_wait_ns / 1e9,
+        blocked_nodes=result.blocked_nodes,
     )
 
 

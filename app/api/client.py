@@ -58,7 +58,7 @@ def heartbeat(node_id: str) -> Response:
 
 class _HealthBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
-    DeploymentID: UUID = Field(strict=False)
+    DeploymentID: UUID | None = Field(default=None, strict=False)  # None: outside any deployment (migrate health)
     Healthy: bool
 
 

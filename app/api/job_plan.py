@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from flask import Blueprint, Response
 
@@ -12,13 +13,61 @@ from app.api.jobs import normalized_job
 from app.api.params import json_body
 from app.errors import InvalidInput
 from app.jobspec.diff import job_diff
-from app.pipeline.broker import metrics_json
 from app.pipeline.job_plan import DryRun, dry_run
+from app.pipeline.plan_codec import metrics_to_json
+from app.plan_wire import AllocMetricJson
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
 from app.structs import Allocation
 
 bp = Blueprint("job_plan", __name__)
+
+
+class DesiredUpdatesJson(TypedDict):
+    Ignore: int
+    Place: int
+    Migrate: int
+    Stop: int
+    InPlaceUpdate: int
+    DestructiveUpdate: int
+    Canary: int
+    Preemptions: int
+
+
+class AllocStubJson(TypedDict):
+    """Nomad's AllocListStub, as far as the scheduler's view of the allocation goes."""
+
+    ID: str
+    EvalID: str
+    Name: str
+    Namespace: str
+    NodeID: str
+    NodeName: str
+    JobID: str
+    JobVersion: int
+    TaskGroup: str
+    DesiredStatus: str
+    ClientStatus: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class PlanAnnotationsJson(TypedDict):
+    DesiredTGUpdates: dict[str, DesiredUpdatesJson]
+    PreemptedAllocs: list[AllocStubJson] | None
+
+
+class JobPlanResponseJson(TypedDict):
+    """Nomad's JobPlanResponse."""
+
+    Annotations: PlanAnnotationsJson
+    FailedTGAllocs: dict[str, AllocMetricJson] | None
+    JobModifyIndex: int
+    CreatedEvals: None
+    Diff: Mapping[str, object] | None  # app.jobspec.diff's JobDiff
+    NextPeriodicLaunch: None
+    Warnings: str
+    Index: int
 
 
 @bp.route("/job/<path:job_id>/plan", methods=["PUT", "POST"])
@@ -36,14 +85,14 @@ def plan(job_id: str) -> Response:
     return respond(plan_response(dry, spec if want_diff else None), dry.snapshot.index)
 
 
-def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> dict[str, Any]:
+def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> JobPlanResponseJson:
     failed = dry.result.failed_tg_allocs
     return {
         "Annotations": {
             "DesiredTGUpdates": {group: _updates(u) for group, u in sorted(dry.updates.items())},
             "PreemptedAllocs": [_stub(a) for a in dry.preempted] or None,
         },
-        "FailedTGAllocs": {group: metrics_json(m) for group, m in failed.items()} or None,
+        "FailedTGAllocs": {group: metrics_to_json(m) for group, m in failed.items()} or None,
         "JobModifyIndex": dry.job_modify_index,
         "CreatedEvals": None,
         "Diff": job_diff(dry.current_spec, diff_against) if diff_against is not None else None,
@@ -53,7 +102,7 @@ def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> dict[str,
     }
 
 
-def _updates(u: DesiredUpdates) -> dict[str, int]:
+def _updates(u: DesiredUpdates) -> DesiredUpdatesJson:
     return {
         "Ignore": u.ignore,
         "Place": u.place,
@@ -66,8 +115,7 @@ def _updates(u: DesiredUpdates) -> dict[str, int]:
     }
 
 
-def _stub(a: Allocation) -> dict[str, Any]:
-    """Nomad's AllocListStub, as far as the scheduler's view of the allocation goes."""
+def _stub(a: Allocation) -> AllocStubJson:
     return {
         "ID": str(a.id),
         "EvalID": str(a.eval_id),

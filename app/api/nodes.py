@@ -13,8 +13,8 @@ from app.api.context import client_lane, read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
-from app.leader.drain import DrainSpec, set_drain
 from app.store import nodes as store
+from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
 
 bp = Blueprint("nodes", __name__)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from app.config import Settings, get_settings
+from app.config import ConfigError, Settings, get_settings
 from app.logging import configure
 
 
@@ -16,10 +16,14 @@ from app.logging import configure
 def main() -> None:
     """corral: a Nomad-style cluster scheduler whose whole state lives in PostgreSQL.
 
-    Configuration comes from CORRAL_* environment variables (see README). Without
+    Configuration comes from CORRAL_* environment variables (see docs/configuration.md). Without
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
     (default .corral/ in the working directory).
     """
+    try:
+        get_settings()
+    except ConfigError as err:
+        raise click.ClickException(f"invalid configuration: {err}") from None
 
 
 @main.command()

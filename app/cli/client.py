@@ -4,16 +4,44 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from app.config import get_settings
 from app.logging import configure
 
+if TYPE_CHECKING:
+    from workers.client.config import ClientConfig
+
 
 def default_address() -> str:
     return os.environ.get("CORRAL_ADDR") or os.environ.get("NOMAD_ADDR") or "http://127.0.0.1:4646"
+
+
+class Interval(click.ParamType[float]):
+    """Nomad's duration ("1m", "90s") or a number of seconds, as seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from workers.client.config import ConfigError, interval_seconds
+
+        if isinstance(value, float):
+            return value
+        try:
+            return interval_seconds(value)
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+
+
+def _ports(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Nomad's reserved port syntax, checked here so a typo is a usage error, not a rejected registration."""
+    for part in filter(None, (p.strip() for p in (value or "").split(","))):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or not int(low) <= int(high or low) <= 65535:
+            raise click.BadParameter(f"must be ports or ascending ranges like '22,8000-8100', got {part!r}")
+    return value
 
 
 def _meta(values: tuple[str, ...]) -> dict[str, str]:
@@ -32,7 +60,10 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "--config",
     "config_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='JSON file with any of the settings below (snake_case keys; GC settings under "gc"). Flags win.',
+    help=(
+        "JSON file with any of the settings below (snake_case keys; GC settings by Nomad's names,"
+        ' gc_interval, gc_max_allocs, ..., at the top level or under "gc"). Flags win.'
+    ),
 )
 @click.option(
     "--server",
@@ -61,7 +92,7 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--reserved-cpu", type=click.IntRange(0), default=None, help="CPU MHz held back from scheduling.")
 @click.option("--reserved-memory", type=click.IntRange(0), default=None, help="Memory MB held back.")
 @click.option("--reserved-disk", type=click.IntRange(0), default=None, help="Disk MB held back.")
-@click.option("--reserved-ports", default=None, help="Host ports held back, e.g. '22,8000-8100'.")
+@click.option("--reserved-ports", default=None, callback=_ports, help="Host ports held back, e.g. '22,8000-8100'.")
 @click.option(
     "--cpu-total-compute",
     type=click.IntRange(1),
@@ -76,9 +107,9 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option(
     "--gc-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Interval(),
     default=None,
-    help="Seconds between GC runs [default: 60].",
+    help='Time between GC runs, a duration ("1m", "30s") or seconds [default: 1m].',
 )
 @click.option(
     "--gc-disk-usage-threshold",
@@ -110,8 +141,17 @@ def client(config_file: Path | None, **options: Any) -> None:
     drivers, report their status, and garbage-collect finished ones. Tasks keep running when
     the client stops; a restarted client re-attaches to them."""
     from workers.client.agent import run_client
-    from workers.client.config import ConfigError, build, load_file
     from workers.runtime import stop_on_signals
+
+    config = client_config(config_file, options)
+    settings = get_settings()
+    configure("client", settings.log_level, settings.log_format)
+    run_client(config, stop_on_signals())
+
+
+def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientConfig:
+    """The flags given (None: not given) over the config file over Nomad's defaults."""
+    from workers.client.config import ConfigError, build, load_file
 
     gc = {key.removeprefix("gc_"): options.pop(key) for key in list(options) if key.startswith("gc_")}
     flags = {
@@ -135,9 +175,7 @@ def client(config_file: Path | None, **options: Any) -> None:
         config = build(load_file(config_file) if config_file else {}, flags, gc)
     except ConfigError as err:
         raise click.UsageError(str(err)) from err
-    settings = get_settings()
-    configure("client", settings.log_level, settings.log_format)
-    run_client(config, stop_on_signals())
+    return config
 
 
 @click.command()

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
-SQL_DIR = PROJECT_ROOT / "sql"
+# SQL_DIR stays importable from here: the migrations read their versioned view and function files
+# through it.
+from app.db.bundled import MIGRATIONS_DIR
+from app.db.bundled import SQL_DIR as SQL_DIR
 
 
 class SchemaNotCurrentError(RuntimeError):

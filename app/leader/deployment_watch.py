@@ -9,47 +9,23 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 
 import structlog
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
+from app.leader.deployment_rules import Decision, GroupHealth, decide
 from app.models import Deployment as DeploymentRow
-from app.pipeline.plan_codec import group_from_json, group_to_json
 from app.scheduler.deployments import RUNNING
 from app.store import deployments
+from app.store.deployment_codec import group_from_json, group_to_json
 from app.store.jobs import RegisterOptions
 from app.store.sql import query
-from app.structs import DeploymentGroup
 
 NANOS = 1_000_000_000
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True)
-class GroupHealth:
-    healthy: int = 0
-    healthy_canaries: int = 0
-    unhealthy: tuple[uuid.UUID, ...] = ()  # not yet marked for replacement
-    unhealthy_total: int = 0
-    latest_healthy_ns: int = 0
-    latest_health_index: int = 0
-
-
-@dataclass
-class Decision:
-    fail: str | None = None
-    promote: bool = False
-    reschedule: list[uuid.UUID] = field(default_factory=list)
-    evaluate: bool = False
-    groups: dict[str, DeploymentGroup] = field(default_factory=dict)  # with moved progress deadlines
-
-    @property
-    def empty(self) -> bool:
-        return not (self.fail or self.promote or self.reschedule or self.evaluate or self.groups)
 
 
 def watcher(max_versions: int) -> Callable[[Session], int]:
@@ -99,44 +75,6 @@ def _decisions(session: Session, ids: list[uuid.UUID], now_ns: int) -> dict[uuid
     return found
 
 
-def decide(
-    groups: Mapping[str, DeploymentGroup], health: Mapping[str, GroupHealth], latest_eval_index: int, now_ns: int
-) -> Decision:
-    """What to do with one running deployment, from its groups and their allocations' health."""
-    decision = Decision()
-    for name, group in groups.items():
-        seen = health[name]
-        moved = deployments.with_progress(group, seen.latest_healthy_ns)
-        if moved != group:
-            decision.groups[name] = moved
-        if seen.latest_health_index > latest_eval_index:
-            decision.evaluate = True
-        if moved.progress_deadline_ns == 0 and seen.unhealthy_total > 0:
-            decision.fail = deployments.FAILED_UNHEALTHY
-        elif moved.progress_deadline_ns > 0:
-            decision.reschedule.extend(seen.unhealthy)
-            # A group whose canaries are all healthy waits for its promotion, not for its deadline.
-            waiting_for_promotion = (
-                moved.desired_canaries > 0 and not moved.promoted and seen.healthy_canaries >= moved.desired_canaries
-            )
-            done = waiting_for_promotion or (
-                seen.healthy >= max(moved.desired_total, moved.desired_canaries)
-                and (moved.desired_canaries == 0 or moved.promoted)
-            )
-            if not done and moved.require_progress_by_ns and now_ns > moved.require_progress_by_ns:
-                decision.fail = deployments.FAILED_PROGRESS
-    waiting = {n: g for n, g in groups.items() if g.desired_canaries > 0 and not g.promoted}
-    if (
-        waiting
-        and all(g.auto_promote for g in waiting.values())
-        and all(health[n].healthy_canaries >= g.desired_canaries for n, g in waiting.items())
-    ):
-        decision.promote = True
-    if decision.fail:
-        decision.promote, decision.reschedule, decision.evaluate = False, [], False
-    return decision
-
-
 def _act(session: Session, row: DeploymentRow, decision: Decision, index: int, options: RegisterOptions) -> None:
     if decision.groups:
         stored = dict(row.task_groups or {})
@@ -154,7 +92,7 @@ def _act(session: Session, row: DeploymentRow, decision: Decision, index: int, o
         }
         deployments.set_status(session, row, "running", RUNNING, index)
     if decision.reschedule:
-        session.execute(query("mark_for_reschedule"), {"ids": decision.reschedule, "index": index})
+        session.execute(query("mark_for_reschedule"), {"ids": list(decision.reschedule), "index": index})
     if decision.promote or decision.reschedule or decision.evaluate:
         deployments.watcher_eval(session, row, index)
 

@@ -1,14 +1,11 @@
-"""Disconnected nodes (group `disconnect { lost_after, replace, reconcile }`): a node that stops
-heartbeating while it runs allocations allowed a disconnect window becomes `disconnected`, not
-`down`; those allocations become `unknown` (the scheduler replaces them if allowed), and a
-`max-disconnect-timeout` evaluation waits for the window's end, when what is still unknown
-becomes lost. A client that returns in time reports them again (a `reconnect` evaluation)."""
+"""Disconnected nodes (group `disconnect { lost_after, replace, reconcile }`) once their window
+ends: what is still `unknown` becomes lost, and a disconnected node nothing waits for any more
+goes down. How a node becomes disconnected is in app/leader/heartbeat_expiry.py; a client that
+returns in time reports its allocations again (a `reconnect` evaluation)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -21,34 +18,6 @@ from app.store.sql import query
 EXPIRY_BATCH = 1000
 LOST_DESCRIPTION = "alloc is lost since its node stayed disconnected past disconnect.lost_after"
 SETTLED_DESCRIPTION = "node stayed disconnected past every allocation's disconnect window"
-
-
-def windows(session: Session, node_id: uuid.UUID) -> list[tuple[uuid.UUID, str, str, int]]:
-    rows = session.execute(query("disconnect_windows"), {"node_id": node_id}).all()
-    return [(r.id, r.namespace, r.job_id, int(r.lost_after_ns)) for r in rows]
-
-
-def mark_unknown(
-    session: Session, node: Node, found: list[tuple[uuid.UUID, str, str, int]], index: int
-) -> list[uuid.UUID]:
-    """The node went silent: its allocations with a window become unknown, and each job gets a
-    max-disconnect-timeout evaluation due when its window ends."""
-    now = datetime.now(UTC)
-    session.execute(
-        update(Allocation)
-        .where(Allocation.id.in_([f[0] for f in found]))
-        .values(client_status="unknown", modify_index=index, modify_time=now)
-    )
-    due: dict[tuple[str, str], int] = {}
-    for _, namespace, job_id, lost_after in found:
-        due[(namespace, job_id)] = max(due.get((namespace, job_id), 0), lost_after)
-    created = []
-    for (namespace, job_id), lost_after in sorted(due.items()):
-        evaluation = insert_node_eval(session, namespace, job_id, "max-disconnect-timeout", node, index)
-        if evaluation is not None:
-            evaluation.wait_until = now + timedelta(microseconds=lost_after / 1000)
-            created.append(evaluation.id)
-    return created
 
 
 def expire_unknown(session: Session, take_index: Callable[[], int]) -> int:

@@ -1,74 +1,23 @@
-"""Node drain (Nomad's drainer): an operator sets a drain strategy on a node; the leader then
-asks its allocations to migrate, at most migrate.max_parallel per job and group at a time,
-with one node-drain evaluation per job, system jobs last (or never, if ignored), everything
-at once past the deadline; the drain ends when nothing it must move is left."""
+"""The leader's drainer (Nomad's drainer), one step of every drain an operator started
+(app/store/drains.py): load each draining node's allocations into dataclasses, ask
+app/leader/drain_rules.py what to do, then mark the chosen allocations for migration with one
+node-drain evaluation per job, or complete the drain."""
 
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 
-from sqlalchemy import null, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from app.db.state_index import next_index
+from app.leader.drain_rules import Candidate, Migration, Replacement, Strategy, next_step
 from app.models import Allocation, Node
-from app.pipeline.broker import unblock_capacity
+from app.store.drains import SQL_NULL, now_ns
 from app.store.evals import EvalRequest, insert_eval
-from app.store.nodes import create_node_evals, get_node
 from app.store.sql import query
-
-DRAIN_TABLES = ("nodes", "evaluations", "allocations")
-NANOS = 1_000_000_000
-SYSTEM_TYPES = ("system", "sysbatch")
-# SQL NULL, not JSON null: the `drain` column is computed from `drain_strategy IS NOT NULL`.
-SQL_NULL: Any = null()
-
-
-@dataclass(frozen=True)
-class DrainSpec:
-    deadline_ns: int  # < 0: force now; 0: no deadline
-    ignore_system_jobs: bool = False
-
-
-def now_ns(moment: datetime) -> int:
-    return int(moment.timestamp() * NANOS)
-
-
-def set_drain(
-    session: Session, node_id: uuid.UUID, spec: DrainSpec | None, mark_eligible: bool, meta: dict[str, str]
-) -> tuple[int, list[uuid.UUID]]:
-    """Start, update or cancel a drain. Draining makes the node ineligible; cancelling with
-    mark_eligible makes it eligible again (with the evaluations that implies)."""
-    index = next_index(session, DRAIN_TABLES)
-    node = get_node(session, node_id, for_update=True)
-    now = datetime.now(UTC)
-    evals: list[uuid.UUID] = []
-    if spec is not None:
-        force = now + timedelta(microseconds=spec.deadline_ns / 1000) if spec.deadline_ns > 0 else None
-        node.drain_strategy = {
-            "DrainSpec": {"Deadline": spec.deadline_ns, "IgnoreSystemJobs": spec.ignore_system_jobs},
-            "ForceDeadline": now_ns(force) if force else (now_ns(now) if spec.deadline_ns < 0 else 0),
-            "StartedAt": (node.drain_strategy or {}).get("StartedAt") or now_ns(now),
-        }
-        node.scheduling_eligibility = "ineligible"
-        node.last_drain = {"Status": "draining", "StartedAt": now_ns(now), "UpdatedAt": now_ns(now), "Meta": meta}
-    else:
-        if node.drain_strategy is not None:
-            node.last_drain = {**(node.last_drain or {}), "Status": "canceled", "UpdatedAt": now_ns(now)}
-        node.drain_strategy = SQL_NULL
-        if mark_eligible and node.scheduling_eligibility == "ineligible":
-            node.scheduling_eligibility = "eligible"
-            session.flush()
-            if node.status == "ready":
-                evals = create_node_evals(session, node, index)
-                unblock_capacity(session, [node.computed_class], index)
-    node.modify_index, node.updated_at = index, now
-    return index, evals
 
 
 def advance(session: Session, take_index: Callable[[], int]) -> int:
@@ -84,49 +33,60 @@ def _advance_node(session: Session, node_id: uuid.UUID, take_index: Callable[[],
     node = session.get(Node, node_id)
     if node is None or node.drain_strategy is None:
         return 0
-    strategy = node.drain_strategy
-    now = now_ns(datetime.now(UTC))
-    forced = 0 < int(strategy.get("ForceDeadline") or 0) <= now
-    ignore_system = bool((strategy.get("DrainSpec") or {}).get("IgnoreSystemJobs"))
-    candidates = session.execute(query("drain_candidates"), {"node_id": node_id}).mappings().all()
-    regular = [c for c in candidates if c["job_type"] not in SYSTEM_TYPES]
-    system = [] if ignore_system else [c for c in candidates if c["job_type"] in SYSTEM_TYPES]
-    if not regular and not system:
-        if _remaining(session, node_id, ignore_system) == 0:
-            _complete(session, node, take_index())
-            return 1
-        return 0
-    chosen = list(regular) if forced else _within_max_parallel(session, regular)
-    if not regular:
-        chosen = list(system)  # system jobs go last, once everything else has moved
-    if not chosen:
+    strategy = Strategy.of(node.drain_strategy)
+    candidates = _candidates(session, node_id)
+    migrations = _migrations(session, candidates)
+    remaining = _remaining(session, node_id, strategy.ignore_system_jobs)
+    step = next_step(strategy, candidates, migrations, remaining, now_ns(datetime.now(UTC)))
+    if step.complete:
+        _complete(session, node, take_index())
+        return 1
+    if not step.migrate:
         return 0
     index = take_index()
-    _mark_migrate(session, [c["id"] for c in chosen], index)
-    _drain_evals(session, chosen, node, index)
-    return len(chosen)
+    _mark_migrate(session, [c.alloc_id for c in step.migrate], index)
+    _drain_evals(session, step.migrate, node, index)
+    return len(step.migrate)
 
 
-def _within_max_parallel(session: Session, candidates: list[Any]) -> list[Any]:
-    in_flight: dict[tuple[str, str, str], int] = defaultdict(int)
+def _candidates(session: Session, node_id: uuid.UUID) -> list[Candidate]:
+    rows = session.execute(query("drain_candidates"), {"node_id": node_id}).mappings()
+    return [
+        Candidate(
+            alloc_id=r["id"],
+            namespace=r["namespace"],
+            job_id=r["job_id"],
+            task_group=r["task_group"],
+            job_type=r["job_type"],
+            priority=int(r["priority"]),
+            job_modify_index=int(r["job_modify_index"]),
+            max_parallel=int(r["max_parallel"]),
+        )
+        for r in rows
+    ]
+
+
+def _migrations(session: Session, candidates: list[Candidate]) -> list[Migration]:
+    """The migrations of the candidates' jobs, with their replacements."""
+    if not candidates:
+        return []
     params = {
-        "namespaces": sorted({c["namespace"] for c in candidates}),
-        "job_ids": sorted({c["job_id"] for c in candidates}),
+        "namespaces": sorted({c.namespace for c in candidates}),
+        "job_ids": sorted({c.job_id for c in candidates}),
     }
-    for row in session.execute(query("migrations_in_flight"), params):
-        in_flight[(row.namespace, row.job_id, row.task_group)] = int(row.in_flight)
-    chosen = []
-    for candidate in candidates:
-        key = (candidate["namespace"], candidate["job_id"], candidate["task_group"])
-        if in_flight[key] < max(1, int(candidate["max_parallel"])):
-            in_flight[key] += 1
-            chosen.append(candidate)
-    return chosen
+    found: dict[uuid.UUID, Migration] = {}
+    for r in session.execute(query("drain_migrations"), params).mappings():
+        seen = found.get(r["id"]) or Migration(
+            r["namespace"], r["job_id"], r["task_group"], r["job_type"], r["client_status"], r["desired_status"]
+        )
+        if r["replacement_status"] is not None:
+            also = Replacement(r["replacement_status"], r["replacement_healthy"])
+            seen = replace(seen, replacements=(*seen.replacements, also))
+        found[r["id"]] = seen
+    return list(found.values())
 
 
 def _remaining(session: Session, node_id: uuid.UUID, ignore_system: bool) -> int:
-    """Nomad finishes a drain when the node's allocations are gone, not when their
-    replacements are healthy; the replacements' progress only paces the next batch."""
     params = {"node_id": node_id, "ignore_system": ignore_system}
     return int(session.execute(query("drain_remaining"), params).scalar_one())
 
@@ -143,16 +103,16 @@ def _mark_migrate(session: Session, alloc_ids: list[uuid.UUID], index: int) -> N
     )
 
 
-def _drain_evals(session: Session, chosen: list[Any], node: Node, index: int) -> None:
-    jobs = {(c["namespace"], c["job_id"]): c for c in chosen}
+def _drain_evals(session: Session, chosen: Sequence[Candidate], node: Node, index: int) -> None:
+    jobs = {(c.namespace, c.job_id): c for c in chosen}
     for (namespace, job_id), c in sorted(jobs.items()):
         request = EvalRequest(
             namespace=namespace,
             job_id=job_id,
-            job_type=c["job_type"],
-            priority=c["priority"],
+            job_type=c.job_type,
+            priority=c.priority,
             triggered_by="node-drain",
-            job_modify_index=c["job_modify_index"],
+            job_modify_index=c.job_modify_index,
             node_id=node.id,
             node_modify_index=node.modify_index,
         )

@@ -8,8 +8,7 @@ from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.db.state_index import next_index
-from app.leader import disconnect, drain
-from app.store import heartbeats
+from app.leader import disconnect, drain, heartbeat_expiry
 
 NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
 
@@ -29,7 +28,7 @@ class LazyIndex:
 def node_lifecycle(session: Session) -> int:
     """Leader duty (workers/leader.py)."""
     take_index = LazyIndex(session)
-    changed = heartbeats.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
+    changed = heartbeat_expiry.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
     changed += disconnect.expire_unknown(session, take_index)
     changed += disconnect.settle_disconnected(session, take_index)
     return changed + drain.advance(session, take_index)

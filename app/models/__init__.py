@@ -11,7 +11,7 @@ from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
 from app.models.scaling import JobScalingEvent
-from app.models.usage import ClassUnblock, NodeUsage
+from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
 
 __all__ = [
     "Allocation",
@@ -28,6 +28,7 @@ __all__ = [
     "Node",
     "NodeHeartbeat",
     "NodePool",
+    "NodeUnblock",
     "NodeUsage",
     "PeriodicLaunch",
     "Plan",

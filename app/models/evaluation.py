@@ -72,6 +72,13 @@ class Evaluation(Base):
             "job_id",
             postgresql_where=text("status = 'blocked'"),
         ),
+        # Capacity on a node finds the system blocked evals waiting on it.
+        Index(
+            "ix_evaluations_blocked_nodes",
+            "blocked_nodes",
+            postgresql_using="gin",
+            postgresql_where=text("status = 'blocked' AND blocked_nodes IS NOT NULL"),
+        ),
         # A scheduled collector is queued at most once: a second tick (or leader) adds nothing.
         Index(
             "uq_evaluations_core_queued",
@@ -146,6 +153,11 @@ class Evaluation(Base):
     class_eligibility: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"),
         comment="Computed class -> eligible, as seen by the scheduler; drives unblocking.",
+    )
+    blocked_nodes: Mapped[list[uuid.UUID] | None] = mapped_column(
+        comment="System and sysbatch blocked evals: the nodes too full to place on. Only capacity on "
+        "one of them releases the eval (Nomad's UnblockNode); NULL for every other eval, which "
+        "capacity in a class it can use releases.",
     )
     escaped_computed_class: Mapped[bool] = mapped_column(
         server_default=text("false"),

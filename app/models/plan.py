@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Identity, Index, Integer, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import PLAN_STATUSES, sql_in
 from app.models.base import Base, created_at_column
+from app.plan_wire import AllocJson, DeploymentJson, JsonObject, StatusUpdateJson, StopJson
 
 
 class Plan(Base):
@@ -47,20 +48,23 @@ class Plan(Base):
     status: Mapped[str] = mapped_column(
         server_default=text("'pending'"), comment="pending, applied (fully or partly) or rejected."
     )
-    node_update: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to stop."
+    # The JSON columns hold the wire format of app.plan_wire (encoded by app.pipeline.plan_codec).
+    node_update: Mapped[dict[str, list[StopJson]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to stop."
     )
-    node_allocation: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to create or update."
+    node_allocation: Mapped[dict[str, list[AllocJson]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to create or update."
     )
-    node_preemptions: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to evict."
+    node_preemptions: Mapped[dict[str, list[StopJson]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to evict."
     )
-    deployment: Mapped[dict[str, Any] | None] = mapped_column(comment="Deployment to create or update with the plan.")
-    deployment_updates: Mapped[list[Any]] = mapped_column(
-        server_default=text("'[]'::jsonb"), comment="Deployment status changes."
+    deployment: Mapped[DeploymentJson | None] = mapped_column(
+        JSONB, comment="Deployment to create or update with the plan."
     )
-    annotations: Mapped[dict[str, Any] | None] = mapped_column(comment="Plan annotations (job plan).")
+    deployment_updates: Mapped[list[StatusUpdateJson]] = mapped_column(
+        JSONB, server_default=text("'[]'::jsonb"), comment="Deployment status changes."
+    )
+    annotations: Mapped[JsonObject | None] = mapped_column(JSONB, comment="Plan annotations (job plan).")
     created_at: Mapped[datetime] = created_at_column()
     applied_at: Mapped[datetime | None] = mapped_column(comment="When the applier decided.")
 
@@ -75,14 +79,14 @@ class PlanResult(Base):
         primary_key=True,
         comment="The plan (one result per plan: a plan is applied at most once).",
     )
-    node_update: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> stopped allocation IDs committed."
+    node_update: Mapped[dict[str, list[str]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> stopped allocation IDs committed."
     )
-    node_allocation: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> placed allocation IDs committed."
+    node_allocation: Mapped[dict[str, list[str]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> placed allocation IDs committed."
     )
-    node_preemptions: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Node ID -> evicted allocation IDs committed."
+    node_preemptions: Mapped[dict[str, list[str]]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> evicted allocation IDs committed."
     )
     rejected_nodes: Mapped[list[str]] = mapped_column(
         server_default=text("'{}'"), comment="Nodes whose share of the plan did not fit."

@@ -27,6 +27,19 @@ class NodeUsage(Base):
     live_allocs: Mapped[int] = mapped_column(BigInteger, comment="Number of live allocations.")
 
 
+class NodeUnblock(Base):
+    __tablename__ = "node_unblocks"
+    __table_args__ = {
+        "comment": "Last state index at which capacity appeared on each node; a system blocked eval "
+        "whose snapshot predates it for a node it waits on was unblocked meanwhile (missed-unblock check)."
+    }
+
+    node_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True, comment="The node."
+    )
+    unblock_index: Mapped[int] = mapped_column(comment="State index of the latest capacity change.")
+
+
 class ClassUnblock(Base):
     __tablename__ = "class_unblocks"
     __table_args__ = {

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import psycopg
 import structlog
@@ -21,14 +20,15 @@ from app.db.state_index import next_index
 from app.models import Allocation as AllocRow
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
-from app.pipeline.broker import unblock_capacity
-from app.pipeline.plan_codec import stop_from_json
+from app.pipeline.plan_codec import decode_plan, encode_result, ports_to_json
 from app.pipeline.snapshot import node_from_row
+from app.plan_wire import PlanRowJson
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
 from app.store import deployments
+from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import query
-from app.structs import AllocationStop, Node, NodeUsage, Resources
+from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, PlanResult, Resources
 
 ROLE = "applier"
 log = structlog.get_logger(__name__)
@@ -40,17 +40,16 @@ class Deposed(Exception):
 
 @dataclass(frozen=True)
 class Placement:
-    """One allocation a plan asks for, kept as the worker wrote it (no struct per row: plans can
-    carry tens of thousands)."""
+    """One allocation a plan asks for, with the resources and host ports the fit check and the
+    writes charge it for."""
 
-    raw: dict[str, Any]
-    node_id: uuid.UUID
+    alloc: Allocation
     resources: Resources
     ports: tuple[int, ...]
 
     @property
     def alloc_id(self) -> uuid.UUID:
-        return uuid.UUID(self.raw["ID"])
+        return self.alloc.id
 
 
 @dataclass
@@ -64,6 +63,16 @@ class Verdict:
     def nodes(self) -> set[uuid.UUID]:
         return {*self.accepted, *self.stops, *self.preemptions, *self.rejected}
 
+    def result(self, alloc_index: int, refresh_index: int) -> PlanResult:
+        return PlanResult(
+            node_update={n: tuple(s.alloc_id for s in items) for n, items in self.stops.items()},
+            node_allocation={n: tuple(a.alloc_id for a in items) for n, items in self.accepted.items()},
+            node_preemptions={n: tuple(s.alloc_id for s in items) for n, items in self.preemptions.items()},
+            rejected_nodes=tuple(self.rejected),
+            refresh_index=refresh_index,
+            alloc_index=alloc_index,
+        )
+
 
 @dataclass(frozen=True)
 class Touched:
@@ -73,36 +82,46 @@ class Touched:
     ports: frozenset[int]
 
 
-def _placement(raw: dict[str, Any], node_id: uuid.UUID) -> Placement:
-    res = raw["Resources"]
-    return Placement(
-        raw=raw,
-        node_id=node_id,
-        resources=Resources(
-            cpu=res["CPU"],
-            memory_mb=res["MemoryMB"],
-            disk_mb=res["DiskMB"],
-            memory_max_mb=max(res.get("MemoryMaxMB", 0), res["MemoryMB"]),
-        ),
-        ports=tuple(p["Value"] for p in raw["Ports"] if p["Value"]),
-    )
+def _placement(alloc: Allocation) -> Placement:
+    res = alloc.resources
+    if res.memory_max_mb < res.memory_mb:  # the oldest rows carry no MemoryMaxMB: memory is the burst limit
+        res = replace(res, memory_max_mb=res.memory_mb)
+    return Placement(alloc=alloc, resources=res, ports=tuple(p.value for p in alloc.ports if p.value))
+
+
+def _stored(row: RowMapping) -> PlanRowJson:
+    """The plan's columns of a next_plan row, as the worker's encode_plan wrote them."""
+    return {
+        "eval_id": row["eval_id"],
+        "priority": row["priority"],
+        "snapshot_index": row["snapshot_index"],
+        "all_at_once": row["all_at_once"],
+        "namespace": row["namespace"],
+        "job_id": row["job_id"],
+        "node_update": row["node_update"],
+        "node_allocation": row["node_allocation"],
+        "node_preemptions": row["node_preemptions"],
+        "deployment": row["deployment"],
+        "deployment_updates": row["deployment_updates"],
+    }
 
 
 def apply_next(session: Session, term: int) -> int | None:
     """Apply the next pending plan; returns its id, or None when the queue is empty."""
-    plan = session.execute(query("next_plan")).mappings().first()
-    if plan is None:
+    row = session.execute(query("next_plan")).mappings().first()
+    if row is None:
         return None
+    plan_id, plan = int(row["id"]), decode_plan(_stored(row))
     tables = ["plans", "allocations", "evaluations"]
-    if plan["deployment"] or plan["deployment_updates"]:
+    if plan.deployment or plan.deployment_updates:
         tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
     index = next_index(session, tables)
     if session.execute(query("fence_term"), {"role": ROLE, "term": term}).first() is None:
         raise Deposed(f"applier term {term} is no longer current")
-    owned = session.execute(query("eval_still_owned"), {"eval_id": plan["eval_id"], "token": plan["eval_token"]})
+    owned = session.execute(query("eval_still_owned"), {"eval_id": plan.eval_id, "token": row["eval_token"]})
     if owned.first() is None:
-        _record(session, plan["id"], Verdict(), index, term, status="rejected", refresh=0)
-        return int(plan["id"])
+        _record(session, plan_id, Verdict(), index, term, status="rejected", refresh=0)
+        return plan_id
     verdict = evaluate(session, plan)
     try:
         with session.begin_nested():
@@ -111,20 +130,17 @@ def apply_next(session: Session, term: int) -> int | None:
         # The database refused the writes (the overcommit trigger, a constraint): our own check
         # let something through it should not have. Refuse the whole plan, so the worker re-plans
         # from fresh state, instead of failing this plan again on every retry.
-        log.error("database refused plan writes; rejecting the plan", plan_id=plan["id"], exc_info=True)
+        log.error("database refused plan writes; rejecting the plan", plan_id=plan_id, exc_info=True)
         verdict = Verdict(rejected=list(verdict.nodes))
     status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
-    _record(session, plan["id"], verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
-    return int(plan["id"])
+    _record(session, plan_id, verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
+    return plan_id
 
 
-def evaluate(session: Session, plan: RowMapping) -> Verdict:
-    placements = {
-        node_id: [_placement(a, node_id) for a in allocs]
-        for node_id, allocs in ((uuid.UUID(n), allocs) for n, allocs in plan["node_allocation"].items())
-    }
-    stops = _stops(plan["node_update"])
-    evictions = _stops(plan["node_preemptions"])
+def evaluate(session: Session, plan: Plan) -> Verdict:
+    placements = {n: [_placement(a) for a in allocs] for n, allocs in plan.node_allocation.items()}
+    stops = {n: list(items) for n, items in plan.node_update.items()}
+    evictions = {n: list(items) for n, items in plan.node_preemptions.items()}
     node_ids = list({*placements, *stops, *evictions})
     nodes = {r["id"]: node_from_row(r) for r in session.execute(query("plan_nodes"), {"ids": node_ids}).mappings()}
     usage = _usage(session, node_ids)
@@ -144,19 +160,12 @@ def evaluate(session: Session, plan: RowMapping) -> Verdict:
             verdict.preemptions[node_id] = victims
         else:
             verdict.rejected.append(node_id)
-    if plan["all_at_once"] and verdict.rejected:
+    if plan.all_at_once and verdict.rejected:
         return Verdict(rejected=node_ids)
     verdict.accepted = {n: a for n, a in verdict.accepted.items() if a}
     verdict.stops = {n: s for n, s in verdict.stops.items() if s}
     verdict.preemptions = {n: s for n, s in verdict.preemptions.items() if s}
     return verdict
-
-
-def _stops(column: dict[str, list[dict[str, Any]]]) -> dict[uuid.UUID, list[AllocationStop]]:
-    stops: dict[uuid.UUID, list[AllocationStop]] = defaultdict(list)
-    for n, items in column.items():
-        stops[uuid.UUID(n)].extend(stop_from_json(s) for s in items)
-    return stops
 
 
 def _victims_still_there(node_id: uuid.UUID, victims: list[AllocationStop], touched: dict[uuid.UUID, Touched]) -> bool:
@@ -225,68 +234,78 @@ def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]
     }
 
 
-def _write(session: Session, plan: RowMapping, verdict: Verdict, index: int) -> None:
+def _write(session: Session, plan: Plan, verdict: Verdict, index: int) -> None:
     now = datetime.now(UTC)
     # The deployment first: the new allocations reference it.
-    if plan["deployment"]:
-        deployments.apply_plan_deployment(session, plan["deployment"], index)
-    deployments.apply_status_updates(session, plan["deployment_updates"] or [], index)
+    if plan.deployment:
+        deployments.apply_plan_deployment(session, plan.deployment, index)
+    deployments.apply_status_updates(session, plan.deployment_updates, index)
     # Stops and evictions first: the usage triggers must see the room freed before the
     # preemptors are inserted, or they would refuse the placement as an overcommit.
     evictions = [s for items in verdict.preemptions.values() for s in items]
     for stop in (*(s for items in verdict.stops.values() for s in items), *evictions):
-        values: dict[str, Any] = {
-            "desired_status": stop.desired_status,
-            "desired_description": stop.description,
-            "modify_index": index,
-            "alloc_modify_index": index,
-            "modify_time": now,
-        }
-        if stop.client_status:
-            values["client_status"] = stop.client_status
-        session.execute(update(AllocRow).where(AllocRow.id == stop.alloc_id).values(**values))
+        _write_stop(session, stop, index, now)
     accepted = [a for allocs in verdict.accepted.values() for a in allocs]
     existing = set(session.scalars(select(AllocRow.id).where(AllocRow.id.in_([a.alloc_id for a in accepted]))))
-    for alloc in (a for a in accepted if a.alloc_id in existing):
-        # An in-place update joins the current deployment, where its health is judged anew.
-        joined: dict[str, Any] = (
-            {"deployment_id": uuid.UUID(alloc.raw["DeploymentID"]), "deployment_status": None}
-            if alloc.raw.get("DeploymentID")
-            else {}
-        )
-        session.execute(
-            update(AllocRow)
-            .where(AllocRow.id == alloc.alloc_id)
-            .values(
-                **joined,
-                job_version=alloc.raw["JobVersion"],
-                eval_id=uuid.UUID(alloc.raw["EvalID"]),
-                cpu=alloc.resources.cpu,
-                memory_mb=alloc.resources.memory_mb,
-                memory_max_mb=alloc.resources.memory_max_mb,
-                disk_mb=alloc.resources.disk_mb,
-                modify_index=index,
-                alloc_modify_index=index,
-                modify_time=now,
-            )
-        )
+    for placed in (a for a in accepted if a.alloc_id in existing):
+        _write_in_place(session, placed, index, now)
     fresh = [a for a in accepted if a.alloc_id not in existing]
     if fresh:
-        _copy_allocations(session, plan, fresh, index, now)
-        for alloc in fresh:
-            if alloc.raw.get("PreviousAllocation"):
+        _copy_allocations(session, fresh, index, now)
+        for placed in fresh:
+            if placed.alloc.previous_allocation:
                 session.execute(
                     update(AllocRow)
-                    .where(AllocRow.id == uuid.UUID(alloc.raw["PreviousAllocation"]))
-                    .values(next_allocation=alloc.alloc_id)
+                    .where(AllocRow.id == placed.alloc.previous_allocation)
+                    .values(next_allocation=placed.alloc_id)
                 )
     if evictions:
         _record_preemptions(session, evictions, index)
     # Evictions are not freed capacity: their room went to the preemptor.
     freed = [n for n, items in verdict.stops.items() if items]
     if freed:
-        classes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
-        unblock_capacity(session, [r["computed_class"] for r in classes], index)
+        nodes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
+        unblock_capacity(session, {r["id"]: r["computed_class"] for r in nodes}, index)
+
+
+def _write_stop(session: Session, stop: AllocationStop, index: int, now: datetime) -> None:
+    change = (
+        update(AllocRow)
+        .where(AllocRow.id == stop.alloc_id)
+        .values(
+            desired_status=stop.desired_status,
+            desired_description=stop.description,
+            modify_index=index,
+            alloc_modify_index=index,
+            modify_time=now,
+        )
+    )
+    if stop.client_status:
+        change = change.values(client_status=stop.client_status)
+    session.execute(change)
+
+
+def _write_in_place(session: Session, placed: Placement, index: int, now: datetime) -> None:
+    alloc, resources = placed.alloc, placed.resources
+    change = (
+        update(AllocRow)
+        .where(AllocRow.id == alloc.id)
+        .values(
+            job_version=alloc.job_version,
+            eval_id=alloc.eval_id,
+            cpu=resources.cpu,
+            memory_mb=resources.memory_mb,
+            memory_max_mb=resources.memory_max_mb,
+            disk_mb=resources.disk_mb,
+            modify_index=index,
+            alloc_modify_index=index,
+            modify_time=now,
+        )
+    )
+    if alloc.deployment_id:
+        # An in-place update joins the current deployment, where its health is judged anew.
+        change = change.values(deployment_id=alloc.deployment_id, deployment_status=None)
+    session.execute(change)
 
 
 def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:
@@ -346,37 +365,37 @@ COPY_COLUMNS = (
 )
 
 
-def _copy_allocations(session: Session, plan: RowMapping, fresh: list[Placement], index: int, now: datetime) -> None:
+def _copy_allocations(session: Session, fresh: list[Placement], index: int, now: datetime) -> None:
     """COPY, not INSERT: a plan can place tens of thousands of allocations in one commit. The
     statement trigger on allocations still checks the whole batch against node capacity."""
     cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
     with cursor.copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
-        for a in fresh:
-            raw = a.raw
+        for placed in fresh:
+            a, resources = placed.alloc, placed.resources
             copy.write_row(
                 (
-                    raw["ID"],
-                    plan["namespace"],
-                    plan["job_id"],
-                    raw["JobVersion"],
-                    raw["EvalID"],
+                    a.id,
+                    a.namespace,
+                    a.job_id,
+                    a.job_version,
+                    a.eval_id,
                     a.node_id,
-                    raw.get("NodeName", ""),
-                    raw["TaskGroup"],
-                    raw["Name"],
+                    a.node_name,
+                    a.task_group,
+                    a.name,
                     "run",
                     "pending",
-                    a.resources.cpu,
-                    a.resources.memory_mb,
-                    a.resources.memory_max_mb,
-                    a.resources.disk_mb,
-                    list(a.ports),
-                    Jsonb({"Shared": {"DiskMB": a.resources.disk_mb, "Ports": raw["Ports"]}}),
-                    raw.get("PreviousAllocation"),
-                    raw.get("PreemptedAllocations") or [],
-                    None if raw.get("RescheduleTracker") is None else Jsonb(raw["RescheduleTracker"]),
-                    raw.get("DeploymentID"),
-                    Jsonb({"Canary": True}) if raw.get("Canary") else None,
+                    resources.cpu,
+                    resources.memory_mb,
+                    resources.memory_max_mb,
+                    resources.disk_mb,
+                    list(placed.ports),
+                    Jsonb({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
+                    a.previous_allocation,
+                    list(a.preempted_allocations),
+                    Jsonb(dict(a.reschedule_tracker)) if a.reschedule_tracker else None,
+                    a.deployment_id,
+                    Jsonb({"Canary": True}) if a.canary else None,
                     index,
                     index,
                     index,
@@ -390,15 +409,4 @@ def _record(
     session: Session, plan_id: int, verdict: Verdict, index: int, term: int, *, status: str, refresh: int
 ) -> None:
     session.execute(update(PlanRow).where(PlanRow.id == plan_id).values(status=status, applied_at=datetime.now(UTC)))
-    session.add(
-        PlanResultRow(
-            plan_id=plan_id,
-            node_update={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.stops.items()},
-            node_allocation={str(n): [a.raw["ID"] for a in allocs] for n, allocs in verdict.accepted.items()},
-            node_preemptions={str(n): [str(s.alloc_id) for s in items] for n, items in verdict.preemptions.items()},
-            rejected_nodes=[str(n) for n in verdict.rejected],
-            refresh_index=refresh,
-            alloc_index=index,
-            applier_term=term,
-        )
-    )
+    session.add(PlanResultRow(plan_id=plan_id, applier_term=term, **encode_result(verdict.result(index, refresh))))

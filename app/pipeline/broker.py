@@ -15,14 +15,14 @@ from typing import Any
 
 import psycopg
 import psycopg.rows
-from sqlalchemy import Engine, func, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Engine, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.ids import new_id
-from app.models import ClassUnblock, Evaluation, Job
+from app.models import Evaluation, Job
+from app.pipeline.plan_codec import metrics_to_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
@@ -61,6 +61,8 @@ class Outcome:
     max_plan_attempts: bool = False
     # A rolling system update paused at max_parallel: a `rolling-update` evaluation this much later.
     rolling_wait_s: float = 0.0
+    # System jobs: the nodes too full to place on; their blocked evaluation waits on these only.
+    blocked_nodes: frozenset[uuid.UUID] = frozenset()
     # When the pass read its snapshot: a delayed evaluation due only after that was not served.
     scheduled_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -193,7 +195,7 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
             "status": "blocked" if reblock else outcome.status,
             "description": outcome.description,
             "snapshot_index": outcome.snapshot_index,
-            "failed": json.dumps({g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}),
+            "failed": json.dumps({g: metrics_to_json(m) for g, m in outcome.failed_tg_allocs.items()}),
             "queued": json.dumps(outcome.queued_allocations),
             "eligibility": json.dumps(outcome.class_eligibility),
             "escaped": outcome.escaped_computed_class,
@@ -250,10 +252,11 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
         blocked = insert_eval(session, _follow_up(ev, trigger, "blocked"), index)
     blocked.triggered_by = trigger
     blocked.previous_eval = ev.id
-    blocked.failed_tg_allocs = {g: metrics_json(m) for g, m in outcome.failed_tg_allocs.items()}
+    blocked.failed_tg_allocs = {g: metrics_to_json(m) for g, m in outcome.failed_tg_allocs.items()}
     blocked.queued_allocations = outcome.queued_allocations
     blocked.class_eligibility = outcome.class_eligibility
     blocked.escaped_computed_class = outcome.escaped_computed_class
+    blocked.blocked_nodes = sorted(outcome.blocked_nodes) or None
     blocked.snapshot_index = outcome.snapshot_index
     blocked.status_description = (
         "created due to placement conflicts" if outcome.max_plan_attempts else "created to place remaining allocations"
@@ -267,15 +270,22 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
 
 
 def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, index: int) -> None:
-    """Capacity that appeared after the snapshot would never wake this eval: requeue it now."""
-    missed = session.execute(
-        query("missed_unblock"),
-        {
-            "snapshot_index": outcome.snapshot_index,
-            "escaped": outcome.escaped_computed_class,
-            "eligibility": json.dumps(outcome.class_eligibility),
-        },
-    ).scalar_one()
+    """Capacity that appeared after the snapshot would never wake this eval: requeue it now.
+    A system eval only counts capacity on the nodes it waits on, as only those wake it."""
+    if outcome.blocked_nodes:
+        missed = session.execute(
+            query("missed_node_unblock"),
+            {"snapshot_index": outcome.snapshot_index, "node_ids": sorted(outcome.blocked_nodes)},
+        ).scalar_one()
+    else:
+        missed = session.execute(
+            query("missed_unblock"),
+            {
+                "snapshot_index": outcome.snapshot_index,
+                "escaped": outcome.escaped_computed_class,
+                "eligibility": json.dumps(outcome.class_eligibility),
+            },
+        ).scalar_one()
     if missed:
         session.execute(
             update(Evaluation)
@@ -358,54 +368,3 @@ def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uui
     session.flush()
     failed.next_eval = follow_up.id
     return follow_up.id
-
-
-def reap_over_limit(session: Session, batch: int = 500) -> int:
-    """Leader duty: leases that lapsed on the last allowed delivery become failed + follow-up."""
-    if not session.execute(query("any_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT}).scalar():
-        return 0  # idle ticks write nothing, so they wake no blocking query
-    index = next_index(session, ["evaluations"])
-    rows = session.execute(
-        query("release_expired_over_limit"), {"delivery_limit": DELIVERY_LIMIT, "batch": batch}
-    ).all()
-    for row in rows:
-        fail_with_follow_up(session, row.id, index)
-    return len(rows)
-
-
-def unblock_capacity(session: Session, computed_classes: Iterable[str], index: int) -> None:
-    """Capacity appeared on nodes of these classes: remember when, and release blocked evals."""
-    for computed_class in sorted(set(computed_classes)):
-        # One atomic upsert: node GC may delete the marker of a class that had no node left at
-        # any moment, and a read-then-write (merge) would then update a row that is gone.
-        marker = pg_insert(ClassUnblock).values(computed_class=computed_class, unblock_index=index)
-        session.execute(
-            marker.on_conflict_do_update(
-                index_elements=[ClassUnblock.computed_class],
-                set_={"unblock_index": func.greatest(ClassUnblock.unblock_index, marker.excluded.unblock_index)},
-            )
-        )
-        session.execute(query("unblock_class"), {"computed_class": computed_class, "index": index})
-
-
-def sweep_max_plan_blocked(session: Session) -> int:
-    if not session.execute(query("any_max_plan_blocked")).scalar():
-        return 0
-    index = next_index(session, ["evaluations"])
-    return int(session.execute(query("sweep_max_plan_blocked"), {"index": index}).rowcount)  # type: ignore[attr-defined]
-
-
-def metrics_json(m: PlacementMetrics) -> dict[str, Any]:
-    """Nomad's AllocMetric JSON shape."""
-    return {
-        "NodesEvaluated": m.nodes_evaluated,
-        "NodesFiltered": m.nodes_filtered,
-        "NodesInPool": m.nodes_in_pool,
-        "NodesAvailable": dict(m.nodes_available),
-        "ClassFiltered": dict(m.class_filtered),
-        "ConstraintFiltered": dict(m.constraint_filtered),
-        "NodesExhausted": m.nodes_exhausted,
-        "ClassExhausted": dict(m.class_exhausted),
-        "DimensionExhausted": dict(m.dimension_exhausted),
-        "CoalescedFailures": m.coalesced_failures,
-    }

@@ -1,138 +1,275 @@
-"""Plans as JSON rows: what workers write and the applier reads."""
+"""The one codec between the typed plan (app.structs) and its stored JSON.
+
+The worker encodes a `Plan` into a `plans` row, the applier decodes that row back into the same
+`Plan` and records a `PlanResult` that the worker decodes again; `job plan` and evaluations use
+the placement metrics' JSON. The TypedDicts below are the wire format, so mypy checks both sides
+of it. decode(encode(x)) == x for every well-formed plan: one whose allocations sit under their
+own node and belong to the namespace and job the row names (the row holds those once, not per
+allocation).
+
+The format is the one rows were always written in; keys added since are optional, and a row
+written without them decodes to the values a fresh placement has."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from functools import lru_cache
 
-from app.structs import Allocation, AllocationStop, Deployment, DeploymentGroup, Plan
+from app.plan_wire import (
+    AllocJson,
+    AllocMetricJson,
+    PlanResultJson,
+    PlanRowJson,
+    PortJson,
+    ResourcesJson,
+    StatusUpdateJson,
+    StopJson,
+)
+from app.store.deployment_codec import deployment_from_json, deployment_to_json
+from app.structs import (
+    Allocation,
+    AllocationStop,
+    DeploymentStatusUpdate,
+    PlacementMetrics,
+    Plan,
+    PlanResult,
+    Port,
+    Resources,
+)
+
+# --- the plan ------------------------------------------------------------------------------
 
 
-def alloc_to_json(a: Allocation) -> dict[str, Any]:
+def encode_plan(plan: Plan, namespace: str, job_id: str) -> PlanRowJson:
     return {
+        "eval_id": plan.eval_id,
+        "priority": plan.priority,
+        "snapshot_index": plan.snapshot_index,
+        "all_at_once": plan.all_at_once,
+        "namespace": namespace,
+        "job_id": job_id,
+        "node_update": _stops_by_node(plan.node_update),
+        "node_allocation": {str(n): [alloc_to_json(a) for a in allocs] for n, allocs in plan.node_allocation.items()},
+        "node_preemptions": _stops_by_node(plan.node_preemptions),
+        "deployment": deployment_to_json(plan.deployment) if plan.deployment else None,
+        "deployment_updates": [status_update_to_json(u) for u in plan.deployment_updates],
+    }
+
+
+def decode_plan(row: PlanRowJson) -> Plan:
+    namespace, job_id = row["namespace"], row["job_id"]
+    return Plan(
+        eval_id=row["eval_id"],
+        priority=row["priority"],
+        snapshot_index=row["snapshot_index"],
+        all_at_once=row["all_at_once"],
+        node_update=_stops_from_nodes(row["node_update"]),
+        node_allocation={
+            uuid.UUID(n): tuple(alloc_from_json(a, uuid.UUID(n), namespace, job_id) for a in allocs)
+            for n, allocs in row["node_allocation"].items()
+        },
+        node_preemptions=_stops_from_nodes(row["node_preemptions"]),
+        deployment=deployment_from_json(row["deployment"]) if row["deployment"] else None,
+        deployment_updates=tuple(status_update_from_json(u) for u in row["deployment_updates"] or ()),
+    )
+
+
+def _stops_by_node(items: Mapping[uuid.UUID, tuple[AllocationStop, ...]]) -> dict[str, list[StopJson]]:
+    return {str(n): [stop_to_json(s) for s in stops] for n, stops in items.items()}
+
+
+def _stops_from_nodes(items: Mapping[str, list[StopJson]]) -> dict[uuid.UUID, tuple[AllocationStop, ...]]:
+    return {uuid.UUID(n): tuple(stop_from_json(s) for s in stops) for n, stops in items.items()}
+
+
+def resources_to_json(r: Resources) -> ResourcesJson:
+    return {"CPU": r.cpu, "MemoryMB": r.memory_mb, "MemoryMaxMB": r.memory_max_mb, "DiskMB": r.disk_mb}
+
+
+def resources_from_json(raw: ResourcesJson) -> Resources:
+    return _resources(raw["CPU"], raw["MemoryMB"], raw["DiskMB"], raw.get("MemoryMaxMB", 0))
+
+
+# A plan can carry tens of thousands of allocations that share a few shapes and one evaluation:
+# decode each shape and shared ID once (the values are frozen, so sharing them is safe).
+@lru_cache(maxsize=4096)
+def _resources(cpu: int, memory_mb: int, disk_mb: int, memory_max_mb: int) -> Resources:
+    return Resources(cpu=cpu, memory_mb=memory_mb, disk_mb=disk_mb, memory_max_mb=memory_max_mb)
+
+
+@lru_cache(maxsize=4096)
+def _shared_id(value: str) -> uuid.UUID:
+    return uuid.UUID(value)
+
+
+def ports_to_json(ports: tuple[Port, ...]) -> list[PortJson]:
+    return [{"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in ports]
+
+
+def ports_from_json(raw: list[PortJson]) -> tuple[Port, ...]:
+    return tuple(Port(p["Label"], p["Value"], p["To"], p["HostNetwork"]) for p in raw)
+
+
+def alloc_to_json(a: Allocation) -> AllocJson:
+    out: AllocJson = {
         "ID": str(a.id),
         "Name": a.name,
         "JobVersion": a.job_version,
         "TaskGroup": a.task_group,
         "NodeName": a.node_name,
         "EvalID": str(a.eval_id),
-        "Resources": {
-            "CPU": a.resources.cpu,
-            "MemoryMB": a.resources.memory_mb,
-            "MemoryMaxMB": a.resources.memory_max_mb,
-            "DiskMB": a.resources.disk_mb,
-        },
-        "Ports": [{"Label": p.label, "Value": p.value, "To": p.to, "HostNetwork": p.host_network} for p in a.ports],
-        "PreviousAllocation": str(a.previous_allocation) if a.previous_allocation else None,
+        "Resources": resources_to_json(a.resources),
+        "Ports": ports_to_json(a.ports),
+        "PreviousAllocation": _str_or_none(a.previous_allocation),
         "PreemptedAllocations": [str(p) for p in a.preempted_allocations],
-        "RescheduleTracker": dict(a.reschedule_tracker) if a.reschedule_tracker else None,
-        "DeploymentID": str(a.deployment_id) if a.deployment_id else None,
+        "RescheduleTracker": None if a.reschedule_tracker is None else dict(a.reschedule_tracker),
+        "DeploymentID": _str_or_none(a.deployment_id),
         "Canary": a.canary,
     }
+    if a.desired_status != "run":
+        out["DesiredStatus"] = a.desired_status
+    if a.client_status != "pending":
+        out["ClientStatus"] = a.client_status
+    if a.followup_eval_id is not None:
+        out["FollowupEvalID"] = str(a.followup_eval_id)
+    if a.desired_transition:
+        out["DesiredTransition"] = dict(a.desired_transition)
+    if a.create_index:
+        out["CreateIndex"] = a.create_index
+    if a.modify_index:
+        out["ModifyIndex"] = a.modify_index
+    if a.healthy is not None:
+        out["Healthy"] = a.healthy
+    return out
 
 
-def deployment_to_json(d: Deployment) -> dict[str, Any]:
-    return {
-        "ID": str(d.id),
-        "Namespace": d.namespace,
-        "JobID": d.job_id,
-        "JobVersion": d.job_version,
-        "JobCreateIndex": d.job_create_index,
-        "JobModifyIndex": d.job_modify_index,
-        "Status": d.status,
-        "StatusDescription": d.status_description,
-        "EvalPriority": d.eval_priority,
-        "TaskGroups": {name: group_to_json(g) for name, g in d.groups.items()},
-    }
-
-
-def group_to_json(g: DeploymentGroup) -> dict[str, Any]:
-    """Stored in deployments.task_groups; the counts of allocations are added when read."""
-    return {
-        "AutoRevert": g.auto_revert,
-        "AutoPromote": g.auto_promote,
-        "ProgressDeadline": g.progress_deadline_ns,
-        "RequireProgressBy": g.require_progress_by_ns,
-        "Promoted": g.promoted,
-        "DesiredCanaries": g.desired_canaries,
-        "DesiredTotal": g.desired_total,
-    }
-
-
-DEPLOYMENT_COLUMNS = (
-    "id",
-    "namespace",
-    "job_id",
-    "job_version",
-    "job_create_index",
-    "job_modify_index",
-    "job_spec_modify_index",
-    "status",
-    "status_description",
-    "task_groups",
-    "eval_priority",
-)
-
-
-def deployment_from_mapping(r: Mapping[str, Any]) -> Deployment:
-    """From a deployments row (its DEPLOYMENT_COLUMNS)."""
-    return Deployment(
-        id=r["id"],
-        namespace=r["namespace"],
-        job_id=r["job_id"],
-        job_version=r["job_version"],
-        job_create_index=r["job_create_index"],
-        job_modify_index=r["job_modify_index"],
-        job_spec_modify_index=r["job_spec_modify_index"],
-        status=r["status"],
-        status_description=r["status_description"],
-        groups={name: group_from_json(g) for name, g in (r["task_groups"] or {}).items()},
-        eval_priority=r["eval_priority"],
+def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: str) -> Allocation:
+    followup = raw.get("FollowupEvalID")
+    return Allocation(
+        id=uuid.UUID(raw["ID"]),
+        namespace=namespace,
+        job_id=job_id,
+        job_version=raw["JobVersion"],
+        task_group=raw["TaskGroup"],
+        name=raw["Name"],
+        node_id=node_id,
+        eval_id=_shared_id(raw["EvalID"]),
+        desired_status=raw.get("DesiredStatus", "run"),
+        client_status=raw.get("ClientStatus", "pending"),
+        resources=resources_from_json(raw["Resources"]),
+        ports=ports_from_json(raw["Ports"]),
+        previous_allocation=_uuid_or_none(raw.get("PreviousAllocation")),
+        deployment_id=_shared_id(deployment) if (deployment := raw.get("DeploymentID")) else None,
+        followup_eval_id=_uuid_or_none(followup),
+        reschedule_tracker=raw.get("RescheduleTracker"),
+        desired_transition=raw.get("DesiredTransition", {}),
+        node_name=raw.get("NodeName", ""),
+        create_index=raw.get("CreateIndex", 0),
+        modify_index=raw.get("ModifyIndex", 0),
+        preempted_allocations=tuple(uuid.UUID(p) for p in raw.get("PreemptedAllocations") or ()),
+        healthy=raw.get("Healthy"),
+        canary=raw.get("Canary", False),
     )
 
 
-def group_from_json(raw: Mapping[str, Any]) -> DeploymentGroup:
-    return DeploymentGroup(
-        auto_revert=bool(raw.get("AutoRevert", False)),
-        auto_promote=bool(raw.get("AutoPromote", False)),
-        progress_deadline_ns=int(raw.get("ProgressDeadline", 0)),
-        require_progress_by_ns=int(raw.get("RequireProgressBy", 0)),
-        promoted=bool(raw.get("Promoted", False)),
-        desired_canaries=int(raw.get("DesiredCanaries", 0)),
-        desired_total=int(raw.get("DesiredTotal", 0)),
-    )
-
-
-def stop_to_json(s: AllocationStop) -> dict[str, Any]:
+def stop_to_json(s: AllocationStop) -> StopJson:
     return {
         "AllocID": str(s.alloc_id),
         "DesiredStatus": s.desired_status,
         "Description": s.description,
         "ClientStatus": s.client_status,
-        "PreemptedByAllocation": str(s.preempted_by) if s.preempted_by else None,
+        "PreemptedByAllocation": _str_or_none(s.preempted_by),
     }
 
 
-def stop_from_json(raw: Mapping[str, Any]) -> AllocationStop:
-    by = raw.get("PreemptedByAllocation")
+def stop_from_json(raw: StopJson) -> AllocationStop:
     return AllocationStop(
         uuid.UUID(raw["AllocID"]),
         raw["DesiredStatus"],
         raw["Description"],
         raw.get("ClientStatus"),
-        uuid.UUID(by) if by else None,
+        _uuid_or_none(raw.get("PreemptedByAllocation")),
     )
 
 
-def plan_columns(plan: Plan) -> dict[str, Any]:
+def status_update_to_json(u: DeploymentStatusUpdate) -> StatusUpdateJson:
+    return {"DeploymentID": str(u.deployment_id), "Status": u.status, "StatusDescription": u.description}
+
+
+def status_update_from_json(raw: StatusUpdateJson) -> DeploymentStatusUpdate:
+    return DeploymentStatusUpdate(uuid.UUID(raw["DeploymentID"]), raw["Status"], raw["StatusDescription"])
+
+
+# --- the plan result -----------------------------------------------------------------------
+
+
+def encode_result(result: PlanResult) -> PlanResultJson:
     return {
-        "node_update": {str(n): [stop_to_json(s) for s in stops] for n, stops in plan.node_update.items()},
-        "node_allocation": {str(n): [alloc_to_json(a) for a in allocs] for n, allocs in plan.node_allocation.items()},
-        "node_preemptions": {str(n): [stop_to_json(s) for s in stops] for n, stops in plan.node_preemptions.items()},
-        "deployment": deployment_to_json(plan.deployment) if plan.deployment else None,
-        "deployment_updates": [
-            {"DeploymentID": str(u.deployment_id), "Status": u.status, "StatusDescription": u.description}
-            for u in plan.deployment_updates
-        ],
+        "node_update": _ids_by_node(result.node_update),
+        "node_allocation": _ids_by_node(result.node_allocation),
+        "node_preemptions": _ids_by_node(result.node_preemptions),
+        "rejected_nodes": [str(n) for n in result.rejected_nodes],
+        "refresh_index": result.refresh_index,
+        "alloc_index": result.alloc_index,
     }
+
+
+def decode_result(row: PlanResultJson) -> PlanResult:
+    return PlanResult(
+        node_update=_ids_from_nodes(row["node_update"]),
+        node_allocation=_ids_from_nodes(row["node_allocation"]),
+        node_preemptions=_ids_from_nodes(row["node_preemptions"]),
+        rejected_nodes=tuple(uuid.UUID(n) for n in row["rejected_nodes"]),
+        refresh_index=row["refresh_index"],
+        alloc_index=row["alloc_index"],
+    )
+
+
+def _ids_by_node(items: Mapping[uuid.UUID, tuple[uuid.UUID, ...]]) -> dict[str, list[str]]:
+    return {str(n): [str(i) for i in ids] for n, ids in items.items()}
+
+
+def _ids_from_nodes(items: Mapping[str, list[str]]) -> dict[uuid.UUID, tuple[uuid.UUID, ...]]:
+    return {uuid.UUID(n): tuple(uuid.UUID(i) for i in ids) for n, ids in items.items()}
+
+
+# --- placement metrics ---------------------------------------------------------------------
+
+
+def metrics_to_json(m: PlacementMetrics) -> AllocMetricJson:
+    return {
+        "NodesEvaluated": m.nodes_evaluated,
+        "NodesFiltered": m.nodes_filtered,
+        "NodesInPool": m.nodes_in_pool,
+        "NodesAvailable": dict(m.nodes_available),
+        "ClassFiltered": dict(m.class_filtered),
+        "ConstraintFiltered": dict(m.constraint_filtered),
+        "NodesExhausted": m.nodes_exhausted,
+        "ClassExhausted": dict(m.class_exhausted),
+        "DimensionExhausted": dict(m.dimension_exhausted),
+        "CoalescedFailures": m.coalesced_failures,
+    }
+
+
+def metrics_from_json(raw: AllocMetricJson) -> PlacementMetrics:
+    return PlacementMetrics(
+        nodes_evaluated=raw["NodesEvaluated"],
+        nodes_filtered=raw["NodesFiltered"],
+        nodes_in_pool=raw["NodesInPool"],
+        nodes_available=dict(raw["NodesAvailable"]),
+        class_filtered=dict(raw["ClassFiltered"]),
+        constraint_filtered=dict(raw["ConstraintFiltered"]),
+        nodes_exhausted=raw["NodesExhausted"],
+        class_exhausted=dict(raw["ClassExhausted"]),
+        dimension_exhausted=dict(raw["DimensionExhausted"]),
+        coalesced_failures=raw["CoalescedFailures"],
+    )
+
+
+def _str_or_none(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _uuid_or_none(value: str | None) -> uuid.UUID | None:
+    return uuid.UUID(value) if value else None

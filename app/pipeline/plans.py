@@ -13,8 +13,9 @@ from app.models import Evaluation
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
 from app.pipeline.broker import Claim, LeaseLost
-from app.pipeline.plan_codec import plan_columns
-from app.structs import Plan
+from app.pipeline.plan_codec import decode_result, encode_plan
+from app.plan_wire import PlanResultJson
+from app.structs import Plan, PlanResult
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,9 @@ def submit(session: Session, held: Claim, attempt: int, plan: Plan, job_id: str,
     plan_id = session.scalar(
         insert(PlanRow)
         .values(
-            eval_id=held.evaluation.id,
             eval_token=held.token,
             attempt=attempt,
-            namespace=namespace,
-            job_id=job_id,
-            priority=plan.priority,
-            all_at_once=plan.all_at_once,
-            snapshot_index=plan.snapshot_index,
-            **plan_columns(plan),
+            **encode_plan(plan, namespace, job_id),
         )
         .on_conflict_do_nothing(index_elements=["eval_id", "eval_token", "attempt"])
         .returning(PlanRow.id)
@@ -77,10 +72,27 @@ def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
         if row is None:
             return None
         status = session.scalar(select(PlanRow.status).where(PlanRow.id == plan_id))
-        return AppliedPlan(
-            placed=sum(len(v) for v in row.node_allocation.values()),
-            stopped=sum(len(v) for v in row.node_update.values()),
-            rejected_nodes=len(row.rejected_nodes),
-            refresh_index=row.refresh_index,
-            fenced=status == "rejected" and not row.rejected_nodes and row.refresh_index == 0,
-        )
+        return applied(decode_result(stored_result(row)), refused=status == "rejected")
+
+
+def stored_result(row: PlanResultRow) -> PlanResultJson:
+    return {
+        "node_update": row.node_update,
+        "node_allocation": row.node_allocation,
+        "node_preemptions": row.node_preemptions,
+        "rejected_nodes": row.rejected_nodes,
+        "refresh_index": row.refresh_index,
+        "alloc_index": row.alloc_index,
+    }
+
+
+def applied(verdict: PlanResult, *, refused: bool) -> AppliedPlan:
+    """A refused plan that rejected no node and asks for no refresh was fenced: the evaluation's
+    lease had moved on before the applier took the plan."""
+    return AppliedPlan(
+        placed=sum(len(v) for v in verdict.node_allocation.values()),
+        stopped=sum(len(v) for v in verdict.node_update.values()),
+        rejected_nodes=len(verdict.rejected_nodes),
+        refresh_index=verdict.refresh_index,
+        fenced=refused and not verdict.rejected_nodes and verdict.refresh_index == 0,
+    )

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, RowMapping
 
-from app.pipeline.plan_codec import deployment_from_mapping
 from app.scheduler.preemption import PRIORITY_DELTA
+from app.store.deployment_codec import deployment_from_mapping
 from app.store.sql import query
 from app.structs import (
     Allocation,

@@ -3,6 +3,7 @@ built, feasibility caches, and the result assembly common to both schedulers."""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
@@ -30,6 +31,7 @@ class Pass:
         self.state = PlanState(snapshot.usage, (a for a in snapshot.allocations if not a.terminal), self.nodes)
         self.failures = Failures()
         self.queued: Counter[str] = Counter()
+        self.blocked_nodes: set[uuid.UUID] = set()  # system jobs: nodes too full to place on
         self.feasibility: Feasibility | None = None
 
     def ordered_nodes(self, nodes: Iterable[Node]) -> list[Node]:
@@ -118,4 +120,5 @@ class Pass:
             queued_allocations=queued,
             class_eligibility=feasibility.class_eligibility() if feasibility else {},
             escaped_computed_class=feasibility.escaped if feasibility else False,
+            blocked_nodes=frozenset(self.blocked_nodes),
         )

@@ -162,6 +162,7 @@ def _place_on(scope: _GroupScope, node: Node, previous: Allocation | None, stop_
             if metrics.exhausted:  # filtered nodes simply do not run the group; exhausted ones are failures
                 run.failures.record(group.name, metrics)
                 run.queued[group.name] += 1
+                run.blocked_nodes.add(node.id)
             return
         victims = option[1]
     name = alloc_name(scope.job, group, SYSTEM_INDEX)

@@ -17,8 +17,8 @@ from app.db.state_index import next_index
 from app.errors import Forbidden
 from app.ids import secret_hash
 from app.models import Allocation, Evaluation, JobVersion, Node
-from app.pipeline.broker import unblock_capacity
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
+from app.store.blocked_evals import unblock_capacity
 from app.store.evals import insert_node_eval
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
@@ -43,7 +43,7 @@ class AllocUpdate:
 
 @dataclass(frozen=True)
 class DeploymentHealth:
-    deployment_id: uuid.UUID
+    deployment_id: uuid.UUID | None  # None: judged by the group's migrate block, outside any deployment
     healthy: bool
 
 
@@ -88,7 +88,7 @@ def update_allocations(session: Session, node_id: uuid.UUID, secret: str, update
             reconnected.add(key)
     session.flush()
     if freed:
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     eval_ids = _reschedule_evals(session, failed, node, index, now)
     eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", node, index)]
     return UpdateResult(index, eval_ids, updated)
@@ -120,8 +120,9 @@ def _apply(alloc: Allocation, update: AllocUpdate, index: int, now: datetime) ->
 
 
 def _record_health(alloc: Allocation, health: DeploymentHealth | None, index: int, now: datetime) -> None:
-    """Health counts for the deployment the allocation is in now, and only once: a verdict for
-    an older deployment (before an in-place update moved it) or a second verdict is ignored."""
+    """Health counts for the deployment the allocation is in now (or for none, when it is in
+    none), and only once: a verdict for an older deployment (before an in-place update moved it)
+    or a second verdict is ignored."""
     if health is None or alloc.deployment_id != health.deployment_id:
         return
     status = dict(alloc.deployment_status or {})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,18 +19,16 @@ from app.db.state_index import next_index
 from app.errors import Conflict, CorralError, InvalidInput, NotFound
 from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
-from app.pipeline.plan_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
 from app.scheduler.deployments import RUNNING
+from app.store.deployment_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json, group_to_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.jobs import RegisterOptions, register_at
 from app.store.sql import query
-from app.structs import Deployment, DeploymentGroup
+from app.structs import Deployment, DeploymentStatusUpdate
 
 TABLES = ["deployments", "evaluations", "jobs", "allocations"]
 PAUSED = "Deployment is paused"
 MARKED_FAILED = "Deployment marked as failed"
-FAILED_PROGRESS = "Failed due to progress deadline"
-FAILED_UNHEALTHY = "Failed due to unhealthy allocations"
 
 
 @dataclass(frozen=True)
@@ -59,26 +57,25 @@ def get_row(session: Session, deployment_id: uuid.UUID, *, for_update: bool = Fa
 # --- written by the plan applier ----------------------------------------------------------
 
 
-def apply_plan_deployment(session: Session, raw: Mapping[str, Any], index: int) -> None:
+def apply_plan_deployment(session: Session, planned: Deployment, index: int) -> None:
     """Create the plan's deployment, or merge its group states into the stored one. Fields an
     operator owns (Promoted) and the progress deadline the watcher moves are kept as stored."""
-    deployment_id = uuid.UUID(raw["ID"])
-    row = session.get(DeploymentRow, deployment_id, with_for_update=True)
+    row = session.get(DeploymentRow, planned.id, with_for_update=True)
     now = datetime.now(UTC)
     if row is None:
         session.add(
             DeploymentRow(
-                id=deployment_id,
-                namespace=raw["Namespace"],
-                job_id=raw["JobID"],
-                job_version=raw["JobVersion"],
-                job_modify_index=raw["JobModifyIndex"],
-                job_spec_modify_index=raw["JobModifyIndex"],
-                job_create_index=raw["JobCreateIndex"],
-                status=raw["Status"],
-                status_description=raw["StatusDescription"],
-                task_groups=raw["TaskGroups"],
-                eval_priority=raw["EvalPriority"],
+                id=planned.id,
+                namespace=planned.namespace,
+                job_id=planned.job_id,
+                job_version=planned.job_version,
+                job_modify_index=planned.job_modify_index,
+                job_spec_modify_index=planned.job_modify_index,
+                job_create_index=planned.job_create_index,
+                status=planned.status,
+                status_description=planned.status_description,
+                task_groups={name: group_to_json(g) for name, g in planned.groups.items()},
+                eval_priority=planned.eval_priority,
                 create_index=index,
                 modify_index=index,
                 create_time=now,
@@ -90,25 +87,25 @@ def apply_plan_deployment(session: Session, raw: Mapping[str, Any], index: int) 
     if row.status not in DEPLOYMENT_ACTIVE_STATUSES:
         return
     groups = dict(row.task_groups or {})
-    for name, planned in raw["TaskGroups"].items():
+    for name, group in planned.groups.items():
         stored = groups.get(name)
         if stored is None:
-            groups[name] = planned
+            groups[name] = group_to_json(group)
         else:
-            groups[name] = {**stored, "DesiredCanaries": max(stored["DesiredCanaries"], planned["DesiredCanaries"])}
-    if groups != row.task_groups or raw["StatusDescription"] != row.status_description:
+            groups[name] = {**stored, "DesiredCanaries": max(stored["DesiredCanaries"], group.desired_canaries)}
+    if groups != row.task_groups or planned.status_description != row.status_description:
         row.task_groups = groups
         if row.status == "running":
-            row.status_description = raw["StatusDescription"]
+            row.status_description = planned.status_description
         row.modify_index, row.modify_time = index, now
 
 
-def apply_status_updates(session: Session, updates: Iterable[Mapping[str, Any]], index: int) -> None:
+def apply_status_updates(session: Session, updates: Iterable[DeploymentStatusUpdate], index: int) -> None:
     """Status changes a plan asks for; a deployment that already ended keeps its ending."""
-    for raw in updates:
-        row = session.get(DeploymentRow, uuid.UUID(raw["DeploymentID"]), with_for_update=True)
+    for change in updates:
+        row = session.get(DeploymentRow, change.deployment_id, with_for_update=True)
         if row is not None and row.status in DEPLOYMENT_ACTIVE_STATUSES:
-            set_status(session, row, raw["Status"], raw["StatusDescription"], index)
+            set_status(session, row, change.status, change.description, index)
 
 
 def set_status(session: Session, row: DeploymentRow, status: str, description: str, index: int) -> None:
@@ -336,11 +333,3 @@ def group_counts(session: Session, ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID
 def _healthy_canaries(session: Session, deployment_id: uuid.UUID) -> dict[str, int]:
     rows = session.execute(query("deployment_healthy_canaries"), {"id": deployment_id})
     return {str(group): int(n) for group, n in rows}
-
-
-def with_progress(group: DeploymentGroup, latest_healthy_ns: int) -> DeploymentGroup:
-    """The progress deadline moves on with every allocation that turns healthy."""
-    if group.progress_deadline_ns == 0 or latest_healthy_ns == 0:
-        return group
-    moved = latest_healthy_ns + group.progress_deadline_ns
-    return replace(group, require_progress_by_ns=max(group.require_progress_by_ns, moved))

@@ -12,7 +12,7 @@ from app.constants import NODE_STATUSES
 from app.db.state_index import next_index
 from app.errors import InvalidInput
 from app.models import Node
-from app.pipeline.broker import unblock_capacity
+from app.store.blocked_evals import unblock_capacity
 from app.store.nodes import create_node_evals, get_node
 
 STATUS_TABLES = ("nodes", "evaluations")
@@ -43,5 +43,5 @@ def apply_node_status(session: Session, node: Node, status: str, description: st
     else:
         evals = []
     if status == "ready":
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     return evals

@@ -18,8 +18,8 @@ from app.db.state_index import next_index
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ids import secret_hash
 from app.models import Allocation, Job, Node, NodePool
-from app.pipeline.broker import unblock_capacity
 from app.scheduler.computed_class import computed_class
+from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.heartbeat_ttl import HeartbeatPolicy, grant
 
@@ -102,7 +102,7 @@ def register_node(
         eval_ids = create_node_evals(session, node, index)
     if node.status == "ready" and (not was_ready or before != _fingerprint(node) or capacity_before != _capacity(node)):
         # Same transaction as the change: no blocked evaluation can miss this capacity.
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     return NodeWriteResult(node.id, secret, ttl, eval_ids, index if eval_ids else 0, index, index)
 
 
@@ -228,7 +228,7 @@ def set_eligibility(session: Session, node_id: uuid.UUID, eligibility: str) -> N
     session.flush()
     eval_ids = create_node_evals(session, node, index) if became_eligible and node.status == "ready" else []
     if became_eligible and node.status == "ready":
-        unblock_capacity(session, [node.computed_class], index)
+        unblock_capacity(session, {node.id: node.computed_class}, index)
     return NodeWriteResult(node.id, None, None, eval_ids, index if eval_ids else 0, index, index)
 
 

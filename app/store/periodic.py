@@ -1,7 +1,8 @@
-"""Periodic launches: the leader's tick and the forced launch. Each launch commits the child job
-`<parent>/periodic-<unix time>`, its `periodic-job` evaluation and the parent's launch record
-together. The record only moves forward (a conditional upsert that waits on the row lock), so
-the same time is never launched twice, even by two leaders at once."""
+"""Periodic launches: one scheduled launch (the leader's tick in app/leader/periodic_launch.py
+calls it) and the forced launch. Each launch commits the child job `<parent>/periodic-<unix
+time>`, its `periodic-job` evaluation and the parent's launch record together. The record only
+moves forward (a conditional upsert that waits on the row lock), so the same time is never
+launched twice, even by two leaders at once."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfoNotFoundError
 
 import structlog
 from sqlalchemy.orm import Session
 
-from app.cron import due_launch
 from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job
@@ -40,45 +39,19 @@ def child_id(parent_id: str, launch_time: datetime) -> str:
     return f"{parent_id}/periodic-{int(launch_time.timestamp())}"
 
 
-def launch_due(session: Session, now: datetime | None = None) -> int:
-    """The leader's duty: launch every periodic job whose most recent scheduled time is past its
-    last launch. After a leader change (or any gap) only that most recent time is launched, once.
-    Returns the number of children launched; writes nothing when nothing is due."""
-    now = now or datetime.now(UTC)
-    due: list[tuple[str, str, datetime]] = []
-    for row in session.execute(query("periodic_parents")).mappings():
-        try:
-            at = due_launch(row["periodic"], row["last_launch"], now)
-        except (ZoneInfoNotFoundError, ValueError, KeyError) as err:  # CronError is a ValueError
-            log.warning(
-                "periodic job has an unusable schedule", job=row["id"], namespace=row["namespace"], error=str(err)
-            )
-            continue
-        if at is not None:
-            due.append((row["namespace"], row["id"], at))
-    if not due:
-        return 0
-    index = next_index(session, LAUNCH_TABLES)
-    launched = 0
-    for namespace, job_id, at in due:
-        result = _launch(session, namespace, job_id, at, index, forced=False)
-        if result is not None and result.child_id is not None:
-            launched += 1
-            log.info("periodic launch", job=job_id, namespace=namespace, child=result.child_id, at=at.isoformat())
-    return launched
-
-
 def force_launch(session: Session, namespace: str, job_id: str, now: datetime | None = None) -> Launch:
     """POST /v1/job/:id/periodic/force: launch now, whatever the schedule and prohibit_overlap
     say (as Nomad's Periodic.Force)."""
     index = next_index(session, LAUNCH_TABLES)
     at = (now or datetime.now(UTC)).replace(microsecond=0)
-    result = _launch(session, namespace, job_id, at, index, forced=True)
+    result = launch(session, namespace, job_id, at, index, forced=True)
     assert result is not None and result.child_id is not None  # a forced launch raises instead
     return result
 
 
-def _launch(session: Session, namespace: str, job_id: str, at: datetime, index: int, *, forced: bool) -> Launch | None:
+def launch(session: Session, namespace: str, job_id: str, at: datetime, index: int, *, forced: bool) -> Launch | None:
+    """Launch `job_id` for time `at`; None when there is nothing to launch (gone, disabled, or
+    launched already), a Launch without a child when prohibit_overlap skipped it."""
     # Key-share the parent: job GC locks it FOR UPDATE SKIP LOCKED before deleting, so it is
     # either ours for the transaction or already gone (then there is nothing to launch).
     parent = session.get(Job, (namespace, job_id), with_for_update={"key_share": True}, populate_existing=True)

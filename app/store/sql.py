@@ -7,7 +7,7 @@ from functools import cache
 
 from sqlalchemy import TextClause, text
 
-from app.db.schema import SQL_DIR
+from app.db.bundled import SQL_DIR
 
 _HEADER = re.compile(r"^-- name: (\S+)\s*$", re.MULTILINE)
 

@@ -1,7 +1,7 @@
 -- name: next_plan
 -- Plans by priority, then submit order.
-SELECT id, eval_id, eval_token, namespace, job_id, all_at_once, node_update, node_allocation, node_preemptions,
-       deployment, deployment_updates
+SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
+       node_allocation, node_preemptions, deployment, deployment_updates
 FROM plans WHERE status = 'pending'
 ORDER BY priority DESC, id
 LIMIT 1;

@@ -4,7 +4,7 @@
 -- evaluation in flight is skipped (and the unique index uq_evaluations_in_flight_job makes
 -- a racing second claim fail instead of running two passes of one job).
 -- The set_config(..., true) makes the statement's own transaction commit without waiting for
--- its WAL flush: a claim is a lease, and losing one in a crash is safe (README, "How
+-- its WAL flush: a claim is a lease, and losing one in a crash is safe (docs/scheduling.md, "How
 -- scheduling works"). Run it autocommitted, so that transaction is the claim alone.
 WITH candidate AS MATERIALIZED (
     SELECT e.id
@@ -70,11 +70,27 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: unblock_class
 -- Capacity appeared in a class: release blocked evals that did not rule that class out.
+-- System blocked evals (blocked_nodes set) wait on their own nodes only: see unblock_nodes.
 UPDATE evaluations
 SET status = 'pending', modify_index = :index, modify_time = now(), delivery_count = 0,
     status_description = 'unblocked: capacity changed in class ' || :computed_class
-WHERE status = 'blocked'
+WHERE status = 'blocked' AND blocked_nodes IS NULL
   AND (escaped_computed_class OR COALESCE(class_eligibility ->> :computed_class, 'true') <> 'false');
+
+-- name: mark_node_unblocks
+-- When capacity last appeared on each of these nodes, for the missed-unblock check of system
+-- blocked evals (a node deleted meanwhile simply gets no row).
+INSERT INTO node_unblocks AS u (node_id, unblock_index)
+SELECT n.id, :index FROM nodes n WHERE n.id = ANY(:node_ids)
+ON CONFLICT (node_id) DO UPDATE SET unblock_index = GREATEST(u.unblock_index, EXCLUDED.unblock_index);
+
+-- name: unblock_nodes
+-- Capacity appeared on these nodes: release the system blocked evals waiting on any of them
+-- (Nomad's UnblockNode).
+UPDATE evaluations
+SET status = 'pending', modify_index = :index, modify_time = now(), delivery_count = 0,
+    status_description = 'unblocked: capacity changed on a node it waits on'
+WHERE status = 'blocked' AND blocked_nodes IS NOT NULL AND blocked_nodes && CAST(:node_ids AS uuid[]);
 
 -- name: sweep_max_plan_blocked
 -- Nomad retries max-plan-attempts blocked evaluations every minute whatever the class.
@@ -89,6 +105,12 @@ SELECT EXISTS (
     SELECT 1 FROM class_unblocks u
     WHERE u.unblock_index > :snapshot_index
       AND (CAST(:escaped AS boolean) OR COALESCE(CAST(:eligibility AS jsonb) ->> u.computed_class, 'true') <> 'false')
+);
+
+-- name: missed_node_unblock
+-- True when a node this system eval waits on got capacity after its snapshot.
+SELECT EXISTS (
+    SELECT 1 FROM node_unblocks WHERE node_id = ANY(:node_ids) AND unblock_index > :snapshot_index
 );
 
 -- name: any_expired_over_limit

@@ -17,18 +17,20 @@ WHERE a.node_id = :node_id
   AND COALESCE((a.desired_transition ->> 'Migrate')::boolean, false) = false
 ORDER BY a.create_index, a.id;
 
--- name: migrations_in_flight
--- Per job and group: allocations on draining nodes asked to migrate whose replacement is not
--- running yet (these pace the next batch, as healthy replacements do in Nomad).
-SELECT a.namespace, a.job_id, a.task_group, count(*) AS in_flight
-FROM allocations a JOIN nodes n ON n.id = a.node_id AND n.drain_strategy IS NOT NULL
+-- name: drain_migrations
+-- Allocations on draining nodes already asked to migrate, of the given jobs, one row per
+-- replacement (none: NULL replacement columns), with the replacement's health verdict (the
+-- client judges it by the group's migrate block). They pace the next batch
+-- (app/leader/drain_rules.py).
+SELECT a.id, a.namespace, a.job_id, a.task_group, j.type AS job_type, a.client_status, a.desired_status,
+       r.client_status AS replacement_status, (r.deployment_status ->> 'Healthy')::boolean AS replacement_healthy
+FROM allocations a
+JOIN nodes n ON n.id = a.node_id AND n.drain_strategy IS NOT NULL
+JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
+LEFT JOIN allocations r ON r.previous_allocation = a.id
 WHERE COALESCE((a.desired_transition ->> 'Migrate')::boolean, false)
   AND a.namespace = ANY(:namespaces) AND a.job_id = ANY(:job_ids)
-  AND NOT EXISTS (
-      SELECT 1 FROM allocations r WHERE r.previous_allocation = a.id AND r.client_status IN ('running', 'complete')
-  )
-  AND NOT (a.client_status IN ('complete', 'failed', 'lost') AND a.desired_status = 'run')
-GROUP BY a.namespace, a.job_id, a.task_group;
+ORDER BY a.id, r.id;
 
 -- name: drain_remaining
 -- What still keeps a drain open: live allocations on the node (system ones unless ignored).

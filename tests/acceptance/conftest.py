@@ -1,1 +1,1 @@
-"""Acceptance tests use the `corral` fixture from tests/conftest.py and helpers from tests/processes.py."""
+"""Acceptance tests use the `corral` fixture from tests/conftest.py and helpers from tests/support/."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.cluster import Cluster, job, mock_task
-from tests.processes import Corral, wait_for
+from tests.support.cluster import Cluster, job, mock_task
+from tests.support.processes import Corral, wait_for
 
 pytestmark = pytest.mark.acceptance
 

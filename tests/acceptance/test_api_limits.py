@@ -15,8 +15,8 @@ import httpx
 import psutil
 import pytest
 
-from tests.acceptance.cluster import Cluster
-from tests.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.cluster import Cluster
+from tests.support.processes import Corral, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.acceptance.cluster import Cluster, job, mock_task
-from tests.processes import Corral, wait_for
+from tests.support.cluster import Cluster, job, mock_task
+from tests.support.processes import Corral, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -165,7 +165,8 @@ def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_nod
 
 def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corral: type[Corral]) -> None:
     cluster.client("old")
-    cluster.register(job("web", [mock_task()], count=3, Migrate={"MaxParallel": 1}))
+    # The client judges each replacement healthy after migrate.min_healthy_time (1 s here).
+    cluster.register(job("web", [mock_task()], count=3, Migrate={"MaxParallel": 1, "MinHealthyTime": 1_000_000_000}))
     assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 3, 60)
     cluster.client("new")
     old = cluster.node_id("old")
@@ -177,8 +178,9 @@ def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corra
         nonlocal peak
         allocs = cluster.allocs("web")
         by_id = {a["ID"]: a for a in allocs}
-        replaced = {a["PreviousAllocation"] for a in allocs if a["ClientStatus"] == "running"}
-        # Asked to migrate and no running replacement yet: what max_parallel limits.
+        healthy = [a for a in allocs if a["ClientStatus"] == "running" and (a["DeploymentStatus"] or {}).get("Healthy")]
+        replaced = {a["PreviousAllocation"] for a in healthy}
+        # Asked to migrate and no healthy replacement yet: what max_parallel limits.
         in_flight = [a for a in allocs if a["DesiredTransition"].get("Migrate") and a["ID"] not in replaced]
         peak = max(peak, len(in_flight))
         live = [a for a in by_id.values() if a["ClientStatus"] == "running" and a["DesiredStatus"] == "run"]

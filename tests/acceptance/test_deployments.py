@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.cluster import Cluster, job, mock_task
-from tests.processes import Corral, wait_for
+from tests.support.cluster import Cluster, job, mock_task
+from tests.support.processes import Corral, wait_for
 
 pytestmark = pytest.mark.acceptance
 SECOND = 1_000_000_000

@@ -11,7 +11,7 @@ import psutil
 import psycopg
 import pytest
 
-from tests.processes import Corral, free_port, postgres_running_in, wait_for, wait_healthy
+from tests.support.processes import Corral, free_port, postgres_running_in, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 

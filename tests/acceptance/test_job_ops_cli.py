@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.processes import Corral, free_port, wait_healthy
+from tests.support.processes import Corral, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 

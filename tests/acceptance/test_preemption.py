@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -7,7 +7,7 @@ import signal
 import httpx
 import pytest
 
-from tests.processes import Corral, free_port, wait_healthy
+from tests.support.processes import Corral, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from bench.gc_fill import fill_terminal
-from tests.processes import Corral, free_port, wait_healthy
+from tests.support.processes import Corral, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 

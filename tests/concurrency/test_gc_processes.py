@@ -21,9 +21,9 @@ from app.gc.thresholds import Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 from bench.gc_fill import fill_terminal
-from tests.concurrency.test_pipeline_processes import add_nodes
-from tests.orphans import orphans
-from tests.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.orphans import orphans
+from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -176,7 +176,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
     corral: type[Corral], database_url: str, engine: Engine, pg: Conn
 ) -> None:
     pg.execute(WITNESS)
-    add_nodes(pg, 20)
+    add_nodes(pg, 20, cpu=1000)
     port = free_port()
     env = {
         "CORRAL_DATABASE_URL": database_url,

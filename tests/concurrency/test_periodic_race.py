@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.db.engines import libpq_url
 from app.jobspec import normalize_job
-from app.store import periodic
+from app.leader import periodic_launch
 from app.store.jobs import RegisterOptions, register_job
 
 pytestmark = pytest.mark.concurrency
@@ -44,19 +44,19 @@ def test_racing_leaders_never_launch_the_same_time_twice(
     # Both leaders have read what is due before either takes its first write: the database,
     # not timing, must keep the second from launching the same times.
     barrier = threading.Barrier(LEADERS, timeout=30)
-    real_next_index = periodic.next_index
+    real_next_index = periodic_launch.next_index
 
     def next_index_after_both_read(session: Session, tables: Any) -> int:
         barrier.wait()
         return real_next_index(session, tables)
 
-    monkeypatch.setattr(periodic, "next_index", next_index_after_both_read)
+    monkeypatch.setattr(periodic_launch, "next_index", next_index_after_both_read)
 
     def leader(_: int) -> list[int]:
         launched = []
         for r in range(1, ROUNDS + 1):
             with Session(engine) as session, session.begin():
-                launched.append(periodic.launch_due(session, T0 + timedelta(seconds=r, milliseconds=200)))
+                launched.append(periodic_launch.launch_due(session, T0 + timedelta(seconds=r, milliseconds=200)))
         return launched
 
     with ThreadPoolExecutor(LEADERS) as pool:

@@ -7,7 +7,6 @@ import random
 import signal
 import threading
 import time
-import uuid
 
 import psycopg
 import pytest
@@ -16,25 +15,14 @@ from sqlalchemy import Engine
 from app.db.engines import libpq_url, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
-from tests.processes import Corral, wait_for
+from tests.support.processes import Corral, wait_for
+from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
 Conn = psycopg.Connection[tuple[object, ...]]
 
 NODES, NODE_CPU = 60, 1000
 JOBS, COUNT, TASK_CPU = 80, 10, 100  # 8,000 MHz asked for 6,000 available: some jobs stay blocked
-
-
-def add_nodes(pg: Conn, n: int) -> None:
-    for i in range(n):
-        pg.execute(
-            "INSERT INTO nodes (id, secret_hash, name, datacenter, node_pool, computed_class, status, "
-            "status_updated_at, scheduling_eligibility, drivers, cpu_shares, memory_mb, disk_mb, create_index, "
-            "modify_index) VALUES (%s, 'x', %s, 'dc1', 'default', 'v1:small', 'ready', now(), 'eligible', "
-            '\'{"mock": {"Healthy": true}}\', %s, 4096, 10000, 1, 1)',
-            (uuid.uuid4(), f"n{i:03}", NODE_CPU),
-        )
-    pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
 
 
 def register(engine: Engine, job_id: str, count: int = COUNT) -> None:
@@ -99,7 +87,7 @@ def assert_invariants(pg: Conn, count: int = COUNT) -> None:
 def test_workers_and_applier_killed_at_random(
     corral: type[Corral], database_url: str, engine: Engine, pg: Conn
 ) -> None:
-    add_nodes(pg, NODES)
+    add_nodes(pg, NODES, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "3", "CORRAL_POLL_INTERVAL_S": "0.2"}
     roles = {f"worker{i}": ["worker"] for i in range(4)} | {
         "applier0": ["applier"],
@@ -164,7 +152,7 @@ def test_workers_and_applier_killed_at_random(
     # Now cut every corral session at once (a failover or a restart looks like this to them):
     # no role may die, and new work still gets scheduled.
     pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'corral-%'")
-    add_nodes(pg, 1)
+    add_nodes(pg, 1, cpu=NODE_CPU)
     register(engine, "after-cut", count=NODE_CPU // TASK_CPU)
     assert wait_for(
         lambda: (
@@ -184,7 +172,7 @@ def test_workers_and_applier_killed_at_random(
 def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
     corral: type[Corral], database_url: str, engine: Engine, pg: Conn
 ) -> None:
-    add_nodes(pg, 3)
+    add_nodes(pg, 3, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "2", "CORRAL_POLL_INTERVAL_S": "0.2"}
     register(engine, "web", count=4)
     frozen = corral(["worker"], env=env)
@@ -216,7 +204,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
 ) -> None:
     """An advisory lock alone never frees up while its holder is frozen: the standby must see
     the term go stale, terminate the holder's backend, and take over with a new term."""
-    add_nodes(pg, 3)
+    add_nodes(pg, 3, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}
     first = corral(["applier"], env=env)
     assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
@@ -248,7 +236,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
 def test_sigterm_while_waiting_for_the_applier_gives_the_eval_back(
     corral: type[Corral], database_url: str, engine: Engine, pg: Conn
 ) -> None:
-    add_nodes(pg, 1)
+    add_nodes(pg, 1, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}
     register(engine, "web", count=2)
     worker = corral(["worker"], env=env)

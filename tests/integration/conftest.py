@@ -3,10 +3,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
+from app.cli import http as cli_http
 from app.config import Settings
 
 
@@ -18,21 +20,18 @@ def client(database_url: str) -> Iterator[FlaskClient]:
     app.extensions["corral"].close()
 
 
-def minimal_job(job_id: str = "web", **fields: Any) -> dict[str, Any]:
-    return {
-        "ID": job_id,
-        "TaskGroups": [{"Name": "g", "Count": 2, "Tasks": [{"Name": "t", "Driver": "mock"}]}],
-        **fields,
-    }
+@pytest.fixture
+def sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, Any]]]:
+    """Route the CLI's httpx requests to the test client; records (method, path, body)."""
+    calls: list[tuple[str, str, Any]] = []
 
+    def fake(method: str, url: str, **kwargs: Any) -> httpx.Response:
+        path = url.removeprefix("http://corral.test")
+        params = {k: v for k, v in (kwargs.get("params") or {}).items() if v is not None}
+        calls.append((method, path, kwargs.get("json")))
+        resp = client.open(path, method=method, query_string=params, json=kwargs.get("json"))
+        return httpx.Response(resp.status_code, content=resp.get_data(), headers=dict(resp.headers))
 
-def node_body(node_id: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "ID": node_id,
-        "Name": f"node-{node_id[:4]}",
-        "Datacenter": "dc1",
-        "Attributes": {"kernel.name": "linux", "unique.network.ip-address": "10.0.0.1"},
-        "NodeResources": {"Cpu": {"CpuShares": 4000}, "Memory": {"MemoryMB": 8192}, "Disk": {"DiskMB": 50000}},
-        "ReservedResources": {"Cpu": {"CpuShares": 100}, "Memory": {"MemoryMB": 256}},
-        **fields,
-    }
+    monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
+    monkeypatch.setattr(cli_http.httpx, "request", fake)
+    yield calls

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.store import scheduler_config
-from tests.integration.conftest import minimal_job, node_body
+from tests.support.api import minimal_job, node_body
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

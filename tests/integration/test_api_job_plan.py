@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job
+from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job
+from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
 
@@ -179,7 +179,7 @@ def test_list_filters_by_prefix_and_namespace(client: FlaskClient, pg: Conn) -> 
 
 
 def test_summary_counts_allocations_by_client_status(client: FlaskClient, pg: Conn) -> None:
-    from tests.integration.fixtures import insert_allocation, insert_node
+    from tests.support.rows import insert_allocation, insert_node
 
     body = client.put("/v1/jobs", json={"Job": minimal_job()}).json
     assert body is not None
@@ -230,7 +230,7 @@ def test_job_ids_with_slashes_and_children_counts(client: FlaskClient, pg: Conn)
 def test_status_is_derived_from_allocations_and_evaluations(
     client: FlaskClient, pg: psycopg.Connection[tuple[object, ...]]
 ) -> None:
-    from tests.integration.fixtures import insert_allocation, insert_node
+    from tests.support.rows import insert_allocation, insert_node
 
     def status(job_id: str = "web") -> str:
         body = client.get(f"/v1/job/{job_id}").json

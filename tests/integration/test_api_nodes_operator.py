@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job, node_body
+from tests.support.api import minimal_job, node_body
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -8,39 +8,16 @@ import uuid
 import psycopg
 import pytest
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
-from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
-from app.pipeline import broker, plans
-from app.pipeline.applier import Deposed, apply_next
+from app.pipeline import plans
+from app.pipeline.applier import Deposed
 from app.structs import Allocation, AllocationStop, Plan, Resources
-from tests.integration.fixtures import insert_node
-from tests.integration.test_broker import claim, register
+from tests.support.pipeline import alloc, apply, claim, register, submit
+from tests.support.rows import insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-
-
-def alloc(held: broker.Claim, node: str, index: int, cpu: int = 500, alloc_id: uuid.UUID | None = None) -> Allocation:
-    return Allocation(
-        id=alloc_id or uuid.uuid4(),
-        namespace="default",
-        job_id=held.evaluation.job_id,
-        job_version=0,
-        task_group="g",
-        name=f"{held.evaluation.job_id}.g[{index}]",
-        node_id=uuid.UUID(node),
-        eval_id=held.evaluation.id,
-        desired_status="run",
-        client_status="pending",
-        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
-    )
-
-
-def submit(engine: Engine, held: broker.Claim, plan: Plan, attempt: int = 1) -> int:
-    with transaction(make_sessionmaker(engine)) as session:
-        return plans.submit(session, held, attempt, plan, held.evaluation.job_id, "default")
 
 
 @pytest.fixture
@@ -49,11 +26,6 @@ def term(engine: Engine) -> tuple[Leadership, int]:
     assert lead.try_acquire() and lead.term is not None
     yield lead, lead.term
     lead.close()
-
-
-def apply(lead: Leadership, term: int) -> int | None:
-    with Session(bind=lead.connection) as session, session.begin():
-        return apply_next(session, term)
 
 
 def test_partial_commit_rejects_only_the_full_node(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:

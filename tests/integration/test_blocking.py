@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.integration.conftest import minimal_job
+from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
 

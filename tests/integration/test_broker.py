@@ -10,32 +10,15 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db.engines import make_sessionmaker, transaction
-from app.jobspec import normalize_job
+from app.leader import eval_sweeps
 from app.pipeline import broker
 from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
-from app.store.jobs import RegisterOptions, deregister_job, register_job
+from app.store.blocked_evals import unblock_capacity
+from app.store.jobs import deregister_job
+from tests.support.pipeline import claim, register
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-TYPES = ("service", "batch", "system", "sysbatch")
-
-
-def register(engine: Engine, job_id: str, priority: int = 50, job_type: str = "service") -> str:
-    spec = normalize_job(
-        {
-            "ID": job_id,
-            "Type": job_type,
-            "Priority": priority,
-            "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}],
-        }
-    )
-    with transaction(make_sessionmaker(engine)) as session:
-        result = register_job(session, spec, RegisterOptions())
-    return str(result.eval_id)
-
-
-def claim(engine: Engine, types: tuple[str, ...] = TYPES, lease_s: float = 60) -> broker.Claim | None:
-    return broker.claim(engine, types, "test-worker", lease_s)
 
 
 def test_claims_by_priority_then_age(engine: Engine) -> None:
@@ -152,7 +135,7 @@ def test_leader_reaps_leases_that_lapsed_at_the_limit(engine: Engine, pg: Conn) 
     pg.execute("UPDATE evaluations SET lease_expires_at = now() - interval '1 second'")
     assert claim(engine) is None  # over the limit: no worker rescues it
     with transaction(make_sessionmaker(engine)) as session:
-        assert broker.reap_over_limit(session) == 1
+        assert eval_sweeps.reap_over_limit(session) == 1
     statuses = sorted(pg.execute("SELECT status, triggered_by FROM evaluations").fetchall())
     assert statuses == [("failed", "job-register"), ("pending", "failed-follow-up")]
 
@@ -208,10 +191,10 @@ def test_capacity_in_an_eligible_class_unblocks(engine: Engine, pg: Conn) -> Non
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, outcome)
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:bad"], next_index(session, ["evaluations"]))
+        unblock_capacity(session, {uuid.uuid4(): "v1:bad"}, next_index(session, ["evaluations"]))
     assert pg.execute("SELECT count(*) FROM evaluations WHERE status = 'blocked'").fetchone() == (1,)
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:new-class"], next_index(session, ["evaluations"]))
+        unblock_capacity(session, {uuid.uuid4(): "v1:new-class"}, next_index(session, ["evaluations"]))
     assert pg.execute("SELECT count(*) FROM evaluations WHERE status = 'blocked'").fetchone() == (0,)
 
 
@@ -223,7 +206,7 @@ def test_missed_unblock_requeues_at_block_time(engine: Engine, pg: Conn) -> None
     held = claim(engine)
     assert held is not None
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:good"], next_index(session, ["evaluations"]))
+        unblock_capacity(session, {uuid.uuid4(): "v1:good"}, next_index(session, ["evaluations"]))
     outcome = Outcome(snapshot_index=1, failed_tg_allocs={"g": PlacementMetrics()}, class_eligibility={"v1:good": True})
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, outcome)
@@ -326,7 +309,7 @@ def test_releasing_a_blocked_eval_resets_its_deliveries(engine: Engine, pg: Conn
         broker.complete(session, held, Outcome(snapshot_index=10**9, failed_tg_allocs={"g": PlacementMetrics()}))
     pg.execute("UPDATE evaluations SET delivery_count = 3 WHERE status = 'blocked'")
     with transaction(make_sessionmaker(engine)) as session:
-        broker.unblock_capacity(session, ["v1:any"], next_index(session, ["evaluations"]))
+        unblock_capacity(session, {uuid.uuid4(): "v1:any"}, next_index(session, ["evaluations"]))
     assert pg.execute(
         "SELECT status, delivery_count FROM evaluations WHERE triggered_by = 'queued-allocs'"
     ).fetchone() == (

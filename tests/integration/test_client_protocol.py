@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 
 from app import create_app
 from app.config import Settings
+from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
-from app.store.heartbeats import expire
-from tests.integration.conftest import minimal_job, node_body
-from tests.integration.fixtures import insert_allocation
+from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -4,7 +4,6 @@ directly, jobs are registered through the API."""
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from typing import Any
@@ -16,9 +15,9 @@ from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_allocation, insert_node
-from tests.integration.test_fuzz_api import FUZZ, content_types, query_values, scalars, send, texts
+from tests.support.api import minimal_job, register
+from tests.support.fuzz import FUZZ, content_types, query_values, scalars, send, texts
+from tests.support.rows import deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
 
 pytestmark = pytest.mark.integration
 
@@ -56,75 +55,6 @@ GROUP_KEYS = {
     "UnhealthyAllocs",
 }
 UPDATE_KEYS = {"EvalID", "EvalCreateIndex", "DeploymentModifyIndex", "RevertedJobVersion", "Index"}
-
-
-def register(client: FlaskClient, job: dict[str, Any]) -> dict[str, Any]:
-    resp = client.put("/v1/jobs", json={"Job": job})
-    assert resp.status_code == 200, resp.json
-    body: dict[str, Any] = resp.json  # type: ignore[assignment]
-    return body
-
-
-def group_state(**fields: Any) -> dict[str, Any]:
-    state = {
-        "AutoRevert": False,
-        "AutoPromote": False,
-        "ProgressDeadline": 0,
-        "RequireProgressBy": 0,
-        "Promoted": False,
-        "DesiredCanaries": 0,
-        "DesiredTotal": 2,
-    }
-    return {**state, **fields}
-
-
-def insert_deployment(
-    pg: Conn,
-    *,
-    job_id: str = "web",
-    status: str = "running",
-    groups: dict[str, Any] | None = None,
-    create_index: int = 100,
-    version: int | None = None,
-    description: str = "Deployment is running",
-) -> str:
-    deployment_id = str(uuid.uuid4())
-    pg.execute(
-        "INSERT INTO deployments (id, namespace, job_id, job_version, job_modify_index, job_spec_modify_index, "
-        "job_create_index, status, status_description, task_groups, eval_priority, create_index, modify_index) "
-        "SELECT %s, namespace, id, coalesce(%s, version), job_modify_index, job_modify_index, create_index, %s, %s, "
-        "%s, 50, %s, %s FROM jobs WHERE id = %s",
-        (
-            deployment_id,
-            version,
-            status,
-            description,
-            json.dumps(groups if groups is not None else {"g": group_state()}),
-            create_index,
-            create_index,
-            job_id,
-        ),
-    )
-    return deployment_id
-
-
-def deployed_alloc(
-    pg: Conn,
-    node: str,
-    eval_id: str,
-    deployment_id: str,
-    *,
-    healthy: bool | None = None,
-    canary: bool = False,
-    job_id: str = "web",
-) -> str:
-    alloc = insert_allocation(pg, node, eval_id, job_id=job_id)
-    status = {"Healthy": healthy, "Canary": canary, "Timestamp": None, "ModifyIndex": 0}
-    pg.execute(
-        "UPDATE allocations SET deployment_id = %s, deployment_status = %s WHERE id = %s",
-        (deployment_id, json.dumps(status), alloc),
-    )
-    return alloc
 
 
 def body_of(resp: Any) -> Any:

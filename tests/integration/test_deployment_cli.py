@@ -4,38 +4,17 @@ Flask test client, so prefix resolution, the requests sent and the printed text 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
-from app.cli import http as cli_http
 from app.cli import main
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_node
-from tests.integration.test_deployment_api import Conn, deployed_alloc, group_state, insert_deployment, register
+from tests.support.api import minimal_job, register
+from tests.support.rows import Conn, deployed_alloc, group_state, insert_deployment, insert_node
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, Any]]]:
-    """Route the CLI's httpx requests to the test client; records (method, path, body)."""
-    calls: list[tuple[str, str, Any]] = []
-
-    def fake(method: str, url: str, **kwargs: Any) -> httpx.Response:
-        path = url.removeprefix("http://corral.test")
-        params = {k: v for k, v in (kwargs.get("params") or {}).items() if v is not None}
-        calls.append((method, path, kwargs.get("json")))
-        resp = client.open(path, method=method, query_string=params, json=kwargs.get("json"))
-        return httpx.Response(resp.status_code, content=resp.get_data(), headers=dict(resp.headers))
-
-    monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
-    monkeypatch.setattr(cli_http.httpx, "request", fake)
-    yield calls
 
 
 def run(*args: str) -> Result:

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job, node_body
-from tests.integration.fixtures import insert_allocation
+from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

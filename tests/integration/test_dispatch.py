@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import Conn
+from tests.support.api import minimal_job
+from tests.support.rows import Conn
 
 pytestmark = pytest.mark.integration
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -11,8 +12,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.leader.node_lifecycle import node_lifecycle
-from tests.integration.conftest import minimal_job, node_body
-from tests.integration.fixtures import insert_allocation
+from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -44,7 +45,8 @@ def test_drain_paces_migrations_by_max_parallel_and_completes(client: FlaskClien
     replacement = insert_allocation(pg, node_id, eval_id)
     pg.execute("UPDATE allocations SET previous_allocation = %s WHERE id = %s", (first, replacement))
     pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = %s", (first,))
-    assert tick(engine) == 1, "one replacement runs: one more may go"
+    pg.execute("""UPDATE allocations SET deployment_status = '{"Healthy": true}' WHERE id = %s""", (replacement,))
+    assert tick(engine) == 1, "one replacement is healthy: one more may go"
     pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = ANY(%s)", (allocs,))
     pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (replacement,))
     assert tick(engine) == 1  # nothing left on the node: the drain completes
@@ -87,3 +89,45 @@ def test_forced_drain_moves_everything_at_once_and_system_jobs_go_last(
     pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = ANY(%s)", (web,))
     assert tick(engine) == 1  # then the system job's allocation
     assert {r[0] for r in pg.execute(migrating).fetchall()} == {*web, system}
+
+
+def report_health(client: FlaskClient, node_id: str, secret: str, alloc_id: str, healthy: bool | None) -> None:
+    """The client's update for a running allocation outside any deployment, with the health it
+    judged by the group's migrate block (none yet: no DeploymentStatus)."""
+    body: dict[str, Any] = {"ID": alloc_id, "ClientStatus": "running"}
+    if healthy is not None:
+        body["DeploymentStatus"] = {"Healthy": healthy}
+    answer = client.put(f"/v1/node/{node_id}/allocations", json={"Allocs": [body]}, headers={"X-Nomad-Token": secret})
+    assert answer.status_code == 200, answer.json
+
+
+def test_the_next_allocation_moves_only_once_the_replacement_is_healthy(
+    client: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    """Nomad's drainer paces migrations by healthy replacements (migrate.min_healthy_time), not
+    by running ones: a replacement that runs but has no health verdict yet keeps the slot."""
+    draining, other = str(uuid.uuid4()), str(uuid.uuid4())
+    client.put("/v1/node/register", json={"Node": node_body(draining)})
+    answer = client.put("/v1/node/register", json={"Node": node_body(other)}).json
+    assert answer is not None
+    secret = str(answer["SecretID"])
+    group = {**minimal_job()["TaskGroups"][0], "Count": 2, "Migrate": {"MaxParallel": 1}}
+    client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
+    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    for _ in range(2):
+        insert_allocation(pg, draining, eval_id)
+    client.post(f"/v1/node/{draining}/drain", json={"DrainSpec": {"Deadline": 0}})
+    assert tick(engine) == 1, "max_parallel 1: one at a time"
+    migrating = "SELECT id FROM allocations WHERE (desired_transition->>'Migrate')::boolean"
+    first = str(pg.execute(migrating).fetchone()[0])  # type: ignore[index]
+
+    replacement = insert_allocation(pg, other, eval_id, client_status="pending")
+    pg.execute("UPDATE allocations SET previous_allocation = %s WHERE id = %s", (first, replacement))
+    pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = %s", (first,))
+    report_health(client, other, secret, replacement, healthy=None)
+    assert tick(engine) == 0, "the replacement runs but is not healthy yet: it keeps the slot"
+    assert len(pg.execute(migrating).fetchall()) == 1
+
+    report_health(client, other, secret, replacement, healthy=True)
+    assert tick(engine) == 1, "healthy: the second allocation may go"
+    assert len(pg.execute(migrating).fetchall()) == 2

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.leadership import Leadership
 from app.pipeline.applier import apply_next
-from tests.integration.fixtures import insert_node
-from tests.integration.test_broker import claim, register
+from tests.support.pipeline import claim, register
+from tests.support.rows import insert_node
 from workers.worker import ATTEMPTS, Worker
 
 pytestmark = pytest.mark.integration

@@ -3,11 +3,14 @@ in the transaction that queues the force-gc evaluation, to destroy its terminal 
 
 from __future__ import annotations
 
+import pytest
 from flask.testing import FlaskClient
 from psycopg import Connection
 
-from tests.integration.fixtures import insert_node
-from tests.integration.test_gc import core_worker
+from tests.support.pipeline import core_worker
+from tests.support.rows import insert_node
+
+pytestmark = pytest.mark.integration
 
 Conn = Connection[tuple]
 

@@ -9,14 +9,14 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from flask.testing import FlaskClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.integration.conftest import minimal_job, node_body
+from tests.support.api import minimal_job, node_body
+from tests.support.fuzz import FUZZ, body_texts, content_types, integers, query_values, scalars, send, texts
 
 pytestmark = pytest.mark.integration
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 NODE_ID = "5f0c6d1e-0000-4000-8000-000000000001"
 # A client may choose its secret at first registration; knowing it lets mutations re-register.
 NODE_SECRET = "fuzz-secret"
@@ -32,19 +32,8 @@ KEYS = [
     "Eligibility", "NodeID", "SchedulerAlgorithm", "PreemptionConfig", "SystemSchedulerEnabled",
     "MemoryOversubscriptionEnabled", "RejectJobRegistration", "PauseEvalBroker", "JobHCL",
 ]  # fmt: skip
-NASTY_TEXT = ["", "\x00", "a\x00b", "*", "all", "default", "%", "_", "\\", "💥", "\u202e", "é" * 300, "1s", "-1"]
 
-texts = st.text(max_size=20) | st.sampled_from(NASTY_TEXT)
-# JSON may also carry lone surrogates (\ud800), which no UTF-8 database text can hold.
-body_texts = texts | st.sampled_from(["\ud800", "a\udfffb"])
 keys = st.sampled_from(KEYS) | body_texts
-integers = (
-    st.integers(min_value=-5, max_value=100)
-    | st.integers(min_value=-(2**64), max_value=2**64)
-    | st.sampled_from([2**31 - 1, 2**31, 2**63 - 1, 2**63, -(2**63) - 1, 10**40])
-)
-floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([float("nan"), float("inf"), 1e308, 0.5])
-scalars = st.none() | st.booleans() | integers | floats | body_texts
 json_values = st.recursive(
     scalars,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=5),
@@ -112,22 +101,11 @@ def mutated(draw: st.DrawFn, valid: dict[str, Any]) -> Any:
     return doc
 
 
-def send(client: FlaskClient, method: str, url: str, body: Any, content_type: str | None) -> None:
-    # Nomad's Go client sends no Content-Type; NaN and Infinity go out as the bare tokens.
-    headers = {"Content-Type": content_type} if content_type else {}
-    resp = client.open(url, method=method, data=json.dumps(body, allow_nan=True).encode(), headers=headers)
-    assert resp.status_code < 500, (url, body, resp.json)
-    assert resp.is_json, (url, body, resp.data[:200])
-
-
 @pytest.fixture
 def fuzz_client(client: FlaskClient) -> FlaskClient:
     """The API with a registered node, so eligibility and re-registration reach the database."""
     assert client.put("/v1/node/register", json=valid_node()).status_code == 200
     return client
-
-
-content_types = st.sampled_from([None, "application/json", "text/plain"])
 
 
 @FUZZ
@@ -159,12 +137,6 @@ def test_mutated_valid_bodies_never_5xx(
 
 
 QUERY_KEYS = ["job", "prefix", "namespace", "per_page", "next_token", "status", "reverse", "filter", "all", "wait"]
-query_values = (
-    texts
-    | integers.map(str)
-    | st.builds(lambda n, u: f"{n}.{u}", integers, st.uuids())
-    | st.sampled_from(["*", "true", "0", "1ms", "5m"])
-)
 
 
 @FUZZ

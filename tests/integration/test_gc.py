@@ -25,10 +25,11 @@ from app.gc.thresholds import SCHEDULED, Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_allocation, insert_node
-from tests.orphans import orphans
-from tests.processes import wait_for
+from tests.support.api import minimal_job
+from tests.support.orphans import orphans
+from tests.support.pipeline import core_worker
+from tests.support.processes import wait_for
+from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -419,22 +420,6 @@ def test_gc_runs_limit_is_validated(client: FlaskClient) -> None:
     response = client.get("/v1/system/gc/runs?limit=0")
     assert response.status_code == 400
     assert response.json["errors"][0]["field"] == "limit"
-
-
-@contextmanager
-def core_worker(database_url: str) -> Iterator[None]:
-    """A real worker serving only _core evaluations, in a thread, for the duration."""
-    from workers.worker import Worker
-
-    stop = threading.Event()
-    worker = Worker(Settings(database_url=database_url, poll_interval_s=0.1), database_url, ("_core",))
-    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 # --- Reschedule policy -------------------------------------------------------------------

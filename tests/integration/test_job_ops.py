@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from app import create_app
 from app.config import Settings
 from app.store import job_scale
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_allocation, insert_node
+from tests.support.api import minimal_job
+from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,8 @@ from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app.cli import main
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_node
-from tests.integration.test_deployment_api import Conn, deployed_alloc, insert_deployment, register
-from tests.integration.test_deployment_cli import sent  # noqa: F401  (fixture)
+from tests.support.api import minimal_job, register
+from tests.support.rows import Conn, deployed_alloc, insert_deployment, insert_node
 
 # `sent` routes the CLI's requests to the Flask test client.
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sent")]

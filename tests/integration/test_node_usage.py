@@ -6,8 +6,8 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import insert_allocation, insert_node
+from tests.support.api import minimal_job
+from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

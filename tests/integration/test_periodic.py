@@ -13,9 +13,11 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.store.periodic import LAUNCH_TABLES, _launch, launch_due
-from tests.integration.conftest import minimal_job
-from tests.integration.fixtures import Conn
+from app.leader.periodic_launch import launch_due
+from app.store import periodic as periodic_store
+from app.store.periodic import LAUNCH_TABLES
+from tests.support.api import minimal_job
+from tests.support.rows import Conn
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2030, 1, 1, tzinfo=UTC)  # after any registration time in these tests
@@ -102,7 +104,7 @@ def test_a_launched_time_is_never_launched_again_even_once_its_child_is_gone(
     # Even a leader that read the record before that launch (a stale reader) cannot make it again.
     with Session(engine) as session, session.begin():
         index = next_index(session, LAUNCH_TABLES)
-        assert _launch(session, "default", "nightly", launch, index, forced=False) is None
+        assert periodic_store.launch(session, "default", "nightly", launch, index, forced=False) is None
     assert children(pg) == []
 
 
@@ -224,7 +226,7 @@ def test_bad_periodic_blocks_are_400_naming_the_field(
 def test_a_job_that_becomes_periodic_gets_an_evaluation_that_stops_its_allocations(
     client: FlaskClient, pg: Conn
 ) -> None:
-    from tests.integration.fixtures import insert_allocation, insert_node
+    from tests.support.rows import insert_allocation, insert_node
 
     eval_id = client.put("/v1/jobs", json={"Job": minimal_job("nightly", Type="batch")}).json["EvalID"]  # type: ignore[index]
     insert_allocation(pg, insert_node(pg), eval_id, job_id="nightly")

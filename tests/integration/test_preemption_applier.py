@@ -15,9 +15,8 @@ from sqlalchemy import Engine
 from app.db.leadership import Leadership
 from app.pipeline import broker
 from app.structs import AllocationStop, Plan
-from tests.integration.fixtures import insert_allocation, insert_node
-from tests.integration.test_applier import alloc, apply, submit
-from tests.integration.test_broker import claim, register
+from tests.support.pipeline import alloc, apply, claim, register, submit
+from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 from alembic import command
-from sqlalchemy import create_engine
+from sqlalchemy import CheckConstraint, MetaData, create_engine, text
 
+from app.constants import EVAL_TRIGGERS, sql_in
 from app.db.engines import libpq_url, sqlalchemy_url
 from app.db.schema import (
     SchemaNotCurrentError,
@@ -17,6 +18,8 @@ from app.db.schema import (
     head_revision,
     upgrade,
 )
+from app.models import Base
+from tests.support import schema_catalog
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +169,45 @@ def test_inspection_views_exist_with_comments(pg: psycopg.Connection[tuple[objec
         row = pg.execute("SELECT obj_description(%s::regclass, 'pg_class')", (view,)).fetchone()
         assert row is not None and row[0], view
         pg.execute(f"SELECT * FROM {view}").fetchall()
+
+
+def models_catalog(url: str, metadata: MetaData = Base.metadata) -> dict[str, schema_catalog.Table]:
+    """The catalog of a fresh database built by `create_all` from `metadata`."""
+    engine = create_engine(sqlalchemy_url(url))
+    metadata.create_all(engine)
+    engine.dispose()
+    with psycopg.connect(libpq_url(url)) as conn:
+        return schema_catalog.describe(conn, list(metadata.tables))
+
+
+def migrated_catalog(pg: psycopg.Connection[tuple[object, ...]]) -> dict[str, schema_catalog.Table]:
+    return schema_catalog.describe(pg, list(Base.metadata.tables))
+
+
+def test_migrated_schema_matches_the_models_in_the_catalog(
+    pg: psycopg.Connection[tuple[object, ...]], empty_database_url: str
+) -> None:
+    """CHECK constraints, defaults, indexes, comments, identity, storage: what `alembic check` skips."""
+    expected = models_catalog(empty_database_url)
+    assert len(expected) == len(Base.metadata.tables)
+    assert schema_catalog.differences(expected, migrated_catalog(pg)) == []
+
+
+def test_a_drifted_check_constraint_is_caught(
+    pg: psycopg.Connection[tuple[object, ...]], empty_database_url: str
+) -> None:
+    """A trigger added to the model's CHECK without a migration, which `alembic check` lets pass."""
+    drifted = MetaData(naming_convention=Base.metadata.naming_convention)
+    for table in Base.metadata.tables.values():
+        copy = table.to_metadata(drifted)
+        copy._prefixes = list(table._prefixes)  # to_metadata drops them (UNLOGGED)
+    (check,) = [
+        c
+        for c in drifted.tables["evaluations"].constraints
+        if isinstance(c, CheckConstraint) and str(c.name).endswith("triggered_by")
+    ]
+    check.sqltext = text(f"triggered_by IN {sql_in((*EVAL_TRIGGERS, 'drifted-trigger'))}")
+    found = schema_catalog.differences(models_catalog(empty_database_url, drifted), migrated_catalog(pg))
+    assert len(found) == 1
+    assert found[0].startswith("evaluations constraints ck_evaluations_triggered_by:")
+    assert "drifted-trigger" in found[0]

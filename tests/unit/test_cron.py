@@ -11,7 +11,7 @@ import pytest
 
 from app.cron import CronError, cron_problem, due_launch, next_launch, parse, specs_of
 from app.structs import launches_children
-from tests.unit.scheduler.harness import alloc, job, node, placed, run, snapshot, stopped
+from tests.support.scheduler_harness import alloc, job, node, placed, run, snapshot, stopped
 
 pytestmark = pytest.mark.unit
 

@@ -1,13 +1,15 @@
-"""The deployment watcher's decision for one running deployment (pure part of
-app/store/deployment_watch.py)."""
+"""The deployment watcher's decision for one running deployment (app/leader/deployment_rules.py)."""
 
 from __future__ import annotations
 
 import uuid
 
-from app.leader.deployment_watch import GroupHealth, decide
-from app.store.deployments import FAILED_PROGRESS, FAILED_UNHEALTHY
+import pytest
+
+from app.leader.deployment_rules import FAILED_PROGRESS, FAILED_UNHEALTHY, GroupHealth, decide
 from app.structs import DeploymentGroup
+
+pytestmark = pytest.mark.unit
 
 S = 1_000_000_000
 NOW = 1_000_000 * S
@@ -37,7 +39,7 @@ def test_unhealthy_allocation_fails_without_deadline_or_is_replaced_with_one() -
     assert decide({"g": strict}, {"g": seen}, 0, NOW).fail == FAILED_UNHEALTHY
     lenient = DeploymentGroup(desired_total=2, progress_deadline_ns=600 * S, require_progress_by_ns=NOW + S)
     decision = decide({"g": lenient}, {"g": seen}, 0, NOW)
-    assert decision.fail is None and decision.reschedule == [bad]
+    assert decision.fail is None and decision.reschedule == (bad,)
 
 
 def test_auto_promote_only_when_every_canarying_group_allows_it_and_is_healthy() -> None:

@@ -26,7 +26,12 @@ FORBIDDEN = (
     "random",
     "datetime",
 )
-PURE = [*sorted((ROOT / "app" / "scheduler").rglob("*.py")), ROOT / "app" / "structs.py", ROOT / "app" / "constants.py"]
+PURE = [
+    *sorted((ROOT / "app" / "scheduler").rglob("*.py")),
+    ROOT / "app" / "structs.py",
+    ROOT / "app" / "constants.py",
+    ROOT / "app" / "plan_wire.py",
+]
 
 
 def imports_of(path: Path) -> set[str]:
@@ -57,6 +62,7 @@ LAYERS: list[tuple[str, ...]] = [
     # 0: values and pure logic (no I/O)
     (
         "app.structs",
+        "app.plan_wire",
         "app.constants",
         "app.errors",
         "app.ids",
@@ -183,3 +189,35 @@ def test_initial_revision_runs_the_versioned_view_files() -> None:
     for view, name in revision.VIEW_FILES.items():
         assert name == f"{view}_v1.sql"
         assert (ROOT / "sql" / "views" / name).is_file()
+
+
+# The leader's decisions (app/leader/*_rules.py) are pure too. They may use datetime values,
+# but the I/O step passes `now` in: no clock calls.
+LEADER_RULES = sorted((ROOT / "app" / "leader").glob("*_rules.py"))
+LEADER_FORBIDDEN = (*(f for f in FORBIDDEN if f != "datetime"), "app.pipeline", "app.gc", "structlog")
+CLOCK_CALLS = {"now", "utcnow", "today", "time", "time_ns", "monotonic"}
+
+
+def clock_calls(path: Path) -> set[str]:
+    calls = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLOCK_CALLS:
+            calls.add(node.func.attr)
+    return calls
+
+
+def test_there_are_leader_rules() -> None:
+    assert {p.stem for p in LEADER_RULES} >= {"deployment_rules", "drain_rules", "launch_rules", "silence_rules"}
+
+
+@pytest.mark.parametrize("path", LEADER_RULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_leader_rules_import_no_io_and_read_no_clock(path: Path) -> None:
+    bad = {name for name in imports_of(path) if any(name == f or name.startswith(f + ".") for f in LEADER_FORBIDDEN)}
+    assert bad == set()
+    assert clock_calls(path) == set()
+
+
+def test_the_clock_check_can_fail(tmp_path: Path) -> None:
+    probe = tmp_path / "probe_rules.py"
+    probe.write_text("from datetime import UTC, datetime\nnow = datetime.now(UTC)\n")
+    assert clock_calls(probe) == {"now"}

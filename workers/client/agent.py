@@ -258,7 +258,7 @@ class Client:
                     runner.join_deployment(full)
         for runner in self._runner_list():
             if runner.id not in listed and runner.terminal:
-                self._destroy(runner)  # the servers collected it: nothing left to keep it for
+                self.gc.destroy(runner, "collected by the servers")  # nothing left to keep it for
 
     def _place(self, alloc_id: str) -> None:
         full = self.api.allocation(alloc_id)
@@ -289,8 +289,8 @@ class Client:
                 self.gc.collect()
 
     def _forced_gc(self) -> None:
-        destroyed = self.gc.collect(forced=True)
-        log.info("forced garbage collection", destroyed=len(destroyed))
+        queued = self.gc.collect(forced=True)
+        log.info("forced garbage collection", queued=len(queued))
         self._save_identity()
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from app.jobspec.durations import SECOND, DurationError, duration_ns
 
 DRIVERS = ("raw_exec", "mock")
 
@@ -62,21 +65,74 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v not in (None, (), {})}
 
 
+def interval_seconds(value: object) -> float:
+    """A GC interval: Nomad's duration string ("1m", "30s") or a number of seconds; positive."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError('must be a duration like "1m" or "30s", or seconds')
+    if isinstance(value, str) and not value.strip().isdigit():
+        try:
+            seconds = duration_ns(value.strip()) / SECOND
+        except DurationError as err:
+            raise ConfigError(str(err)) from err
+    else:
+        seconds = float(value)
+    if seconds <= 0:
+        raise ConfigError(f"must be positive, got {value!r}")
+    return seconds
+
+
+def _percent(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise ConfigError(f"must be a percentage between 0 and 100, got {value!r}")
+    return float(value)
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"must be an integer of at least 1, got {value!r}")
+    return value
+
+
+# Nomad's client keys without their "gc_" prefix, the GcConfig field each sets, and its check.
+# "interval_s" (seconds) is the name this file format used first; it stays accepted.
+GC_KEYS: dict[str, tuple[str, Callable[[object], float]]] = {
+    "interval": ("interval_s", interval_seconds),
+    "interval_s": ("interval_s", interval_seconds),
+    "disk_usage_threshold": ("disk_usage_threshold", _percent),
+    "inode_usage_threshold": ("inode_usage_threshold", _percent),
+    "max_allocs": ("max_allocs", _count),
+    "parallel_destroys": ("parallel_destroys", _count),
+}
+
+
+def gc_config(values: dict[str, Any]) -> GcConfig:
+    """GcConfig from Nomad's key names, with or without their "gc_" prefix; errors name the key."""
+    settings: dict[str, Any] = {}
+    for key, value in values.items():
+        name = key.removeprefix("gc_")
+        if name not in GC_KEYS:
+            raise ConfigError(f"gc: unknown setting {key!r}; choose from {', '.join(f'gc_{k}' for k in GC_KEYS)}")
+        attribute, check = GC_KEYS[name]
+        try:
+            settings[attribute] = check(value)
+        except ConfigError as err:
+            raise ConfigError(f"gc_{name}: {err}") from err
+    return replace(GcConfig(), **settings)
+
+
 def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str, Any]) -> ClientConfig:
-    """Defaults, then the file, then flags that were given (None means not given)."""
+    """Defaults, then the file, then flags that were given (None means not given).
+    GC settings come from the file's "gc" object or its top-level "gc_*" keys, as Nomad names them."""
     values = {**file_values, **_given(flags)}
     gc_file = values.pop("gc", {}) or {}
     if not isinstance(gc_file, dict):
         raise ConfigError("gc: must be an object")
-    gc_values = {**gc_file, **_given(gc_flags)}
+    top_level_gc = {k: values.pop(k) for k in list(values) if k.startswith("gc_")}
+    gc = gc_config({**top_level_gc, **gc_file, **_given(gc_flags)})
     known = {f.name for f in fields(ClientConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"unknown client setting(s): {', '.join(unknown)}")
-    try:
-        gc = replace(GcConfig(), **{k.removeprefix("gc_"): v for k, v in gc_values.items()})
-    except TypeError as err:
-        raise ConfigError(f"gc: {err}") from err
     config = replace(ClientConfig(), **values, gc=gc)
     config = replace(
         config, data_dir=Path(config.data_dir).resolve(), drivers=tuple(config.drivers), meta=dict(config.meta)
@@ -84,6 +140,4 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
     bad = sorted(set(config.drivers) - set(DRIVERS))
     if bad:
         raise ConfigError(f"drivers: unknown driver(s) {', '.join(bad)}; choose from {', '.join(DRIVERS)}")
-    if config.gc.max_allocs < 1 or config.gc.parallel_destroys < 1 or config.gc.interval_s <= 0:
-        raise ConfigError("gc: max_allocs and parallel_destroys must be at least 1 and interval_s positive")
     return config

@@ -2,7 +2,9 @@
 "task_states"`; with no service catalog, "checks" means the same): healthy once every task
 has run for `min_healthy_time` without restarting, unhealthy when a task fails or
 `healthy_deadline` passes first. `manual` leaves health to the operator. Judged once per
-deployment: a verdict is final, as in Nomad."""
+deployment: a verdict is final, as in Nomad. A service allocation outside any deployment is
+judged by its group's `migrate` block instead (Nomad's client does the same): the drainer
+waits for that verdict before it moves the next allocation."""
 
 from __future__ import annotations
 
@@ -26,13 +28,17 @@ class HealthWatch:
 
     @classmethod
     def of(cls, alloc: dict[str, Any], now: float | None = None) -> HealthWatch | None:
-        """A watch for an allocation placed in a deployment, or None when it has none."""
+        """A watch for an allocation in a deployment (by its update block) or for a service
+        allocation outside one (by its migrate block); None for any other."""
         deployment_id = alloc.get("DeploymentID")
-        if not deployment_id:
+        if deployment_id:
+            update = _update_block(alloc)
+        elif (alloc.get("Job") or {}).get("Type") == "service":
+            update = _migrate_block(alloc)
+        else:
             return None
-        update = _update_block(alloc)
         return cls(
-            deployment_id=str(deployment_id),
+            deployment_id=str(deployment_id or ""),
             min_healthy_s=float(update.get("MinHealthyTime", 10 * NANOS)) / NANOS,
             deadline_s=float(update.get("HealthyDeadline", 300 * NANOS)) / NANOS,
             manual=update.get("HealthCheck") == "manual",
@@ -67,7 +73,7 @@ class HealthWatch:
         if self.healthy is None:
             return None
         return {
-            "DeploymentID": self.deployment_id,
+            "DeploymentID": self.deployment_id or None,
             "Healthy": self.healthy,
             "Timestamp": datetime.fromtimestamp(self.decided_at, UTC).isoformat(),
         }
@@ -88,5 +94,16 @@ def _verdict(
 
 def _update_block(alloc: dict[str, Any]) -> dict[str, Any]:
     job = alloc.get("Job") or {}
+    return dict(_group(alloc).get("Update") or job.get("Update") or {})
+
+
+def _migrate_block(alloc: dict[str, Any]) -> dict[str, Any]:
+    """The group's migrate block; its defaults (10 s, 5 m) are the ones `of` falls back to."""
+    job = alloc.get("Job") or {}
+    return dict(_group(alloc).get("Migrate") or job.get("Migrate") or {})
+
+
+def _group(alloc: dict[str, Any]) -> dict[str, Any]:
+    job = alloc.get("Job") or {}
     group = next((g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")), None)
-    return dict((group or {}).get("Update") or job.get("Update") or {})
+    return dict(group or {})

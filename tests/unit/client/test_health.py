@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from workers.client.health import NANOS, HealthWatch
 
+pytestmark = pytest.mark.unit
 T0 = 1_000.0
 
 
@@ -81,3 +84,23 @@ def test_a_restarted_client_keeps_the_clock_and_the_verdict() -> None:
     again = HealthWatch.restore(restored.saved())
     assert again is not None and again.healthy is True and again.report() == restored.report()
     assert HealthWatch.restore(None) is None and HealthWatch.restore({"unknown": 1}) is None
+
+
+def migrating(job_type: str, migrate: dict[str, Any] | None = None) -> dict[str, Any]:
+    group: dict[str, Any] = {"Name": "g", "Update": {"MinHealthyTime": 1 * NANOS}}
+    if migrate is not None:
+        group["Migrate"] = migrate
+    return {"DeploymentID": None, "TaskGroup": "g", "Job": {"Type": job_type, "TaskGroups": [group]}}
+
+
+def test_a_service_allocation_outside_a_deployment_is_judged_by_its_migrate_block() -> None:
+    """The drainer waits for this verdict (Nomad's client judges migrations the same way)."""
+    watch = HealthWatch.of(migrating("service", {"MinHealthyTime": 20 * NANOS, "HealthyDeadline": 90 * NANOS}), T0)
+    assert watch is not None and (watch.min_healthy_s, watch.deadline_s) == (20, 90)
+    assert not watch.judge("running", [running(T0)], T0 + 19)
+    assert watch.judge("running", [running(T0)], T0 + 20)
+    report = watch.report()
+    assert report is not None and report["DeploymentID"] is None and report["Healthy"] is True
+    defaults = HealthWatch.of(migrating("service"), T0)  # migrate's defaults: 10 s, 5 m
+    assert defaults is not None and (defaults.min_healthy_s, defaults.deadline_s) == (10, 300)
+    assert HealthWatch.of(migrating("batch"), T0) is None

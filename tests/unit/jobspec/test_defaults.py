@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from app.jobspec import normalize_job
-from tests.unit.jobspec.builders import group, job, task
+from tests.support.jobspec_builders import group, job, task
 
 pytestmark = pytest.mark.unit
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from app.jobspec import FieldError, JobSpecError, normalize_job, parse_duration
-from tests.unit.jobspec.builders import group, job, messages_at, task
+from tests.support.jobspec_builders import group, job, messages_at, task
 
 pytestmark = pytest.mark.unit
 

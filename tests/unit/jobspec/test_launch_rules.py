@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.jobspec import normalize_job
-from tests.unit.jobspec.builders import job, messages_at
+from tests.support.jobspec_builders import job, messages_at
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.jobspec import normalize_job
-from tests.unit.jobspec.builders import group, job, messages_at, task
+from tests.support.jobspec_builders import group, job, messages_at, task
 
 pytestmark = pytest.mark.unit
 

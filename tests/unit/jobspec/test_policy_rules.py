@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.jobspec import FieldError, normalize_job
-from tests.unit.jobspec.builders import errors_of, group, job, messages_at, task
+from tests.support.jobspec_builders import errors_of, group, job, messages_at, task
 
 pytestmark = pytest.mark.unit
 

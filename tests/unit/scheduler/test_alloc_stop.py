@@ -7,8 +7,7 @@ import pytest
 
 from app.scheduler import reasons
 from app.scheduler.reconcile import ReconcileContext, reconcile_group
-
-from .harness import NOW, alloc, apply, group, job, live, node, placed, run, snapshot, stopped
+from tests.support.scheduler_harness import NOW, alloc, apply, group, job, live, node, placed, run, snapshot, stopped
 
 pytestmark = pytest.mark.unit
 

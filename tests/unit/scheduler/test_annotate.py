@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.scheduler.annotate import desired_updates
-
-from .harness import alloc, group, job, node, run, snapshot, task
+from tests.support.scheduler_harness import alloc, group, job, node, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
+import pytest
+
 from app.scheduler import reasons
 from app.scheduler.deployments import (
     CANCELLED_NEWER,
@@ -15,7 +17,9 @@ from app.scheduler.deployments import (
     SUCCESSFUL,
 )
 from app.structs import Allocation, Deployment, DeploymentGroup, Job, Snapshot, UpdateStrategy
-from tests.unit.scheduler.harness import NOW, alloc, group, job, node, placed, run, snapshot, stopped, task
+from tests.support.scheduler_harness import NOW, alloc, group, job, node, placed, run, snapshot, stopped, task
+
+pytestmark = pytest.mark.unit
 
 SECOND = 10**9
 

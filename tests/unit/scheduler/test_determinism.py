@@ -7,8 +7,7 @@ import uuid
 import pytest
 
 from app.scheduler.shuffle import IdSource, Rng, seed_for, shuffled
-
-from .harness import group, job, node, placed, run, snapshot
+from tests.support.scheduler_harness import group, job, node, placed, run, snapshot
 
 pytestmark = pytest.mark.unit
 NODES = [node(f"n{i}") for i in range(40)]

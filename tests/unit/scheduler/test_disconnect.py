@@ -9,8 +9,7 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import DisconnectStrategy
-
-from .harness import alloc, group, job, node, placed, run, snapshot, stopped
+from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, stopped
 
 pytestmark = pytest.mark.unit
 S = 1_000_000_000

@@ -7,8 +7,7 @@ import pytest
 from app.scheduler.feasible import MISSING_DRIVERS, Feasibility
 from app.scheduler.fit import CPU, MEMORY, PORTS
 from app.structs import Constraint
-
-from .harness import alloc, group, job, node, placed, run, snapshot, task
+from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 

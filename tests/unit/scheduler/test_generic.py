@@ -9,8 +9,21 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import Constraint, Job, ReschedulePolicy
-
-from .harness import HOUR, NOW, alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
+from tests.support.scheduler_harness import (
+    HOUR,
+    NOW,
+    alloc,
+    apply,
+    group,
+    job,
+    live,
+    node,
+    placed,
+    run,
+    snapshot,
+    stopped,
+    task,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,7 @@ from app.scheduler import operators
 from app.scheduler.feasible import satisfies
 from app.scheduler.targets import escapes_class, resolve
 from app.structs import Constraint
-
-from .harness import node
+from tests.support.scheduler_harness import node
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,7 @@ from app.scheduler.preemption import (
     select_victims,
 )
 from app.structs import Node, NodeUsage, Port, Resources, RunningAllocation
-
-from .harness import alloc, group, job, node, task, usage_of
+from tests.support.scheduler_harness import alloc, group, job, node, task, usage_of
 
 pytestmark = pytest.mark.unit
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,8 +19,7 @@ from app.structs import (
     SchedulerResult,
     Snapshot,
 )
-
-from .harness import alloc, group, job, node, placed, run, snapshot, task
+from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 ALL_ON = SchedulerConfiguration(preempt_service=True, preempt_batch=True, preempt_sysbatch=True)

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from app.scheduler.fit import add_usage, exhausted_dimension
 from app.structs import Allocation, Job, Node, NodeUsage, Snapshot
-
-from .harness import alloc, apply, group, job, live, node, placed, run, snapshot, task
+from tests.support.scheduler_harness import alloc, apply, group, job, live, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,8 +9,7 @@ import pytest
 from app.scheduler.place import GroupAsk, score_limit
 from app.scheduler.rank import affinity_score, anti_affinity, fit_score, spread_rules, spread_score
 from app.structs import Affinity, Allocation, Node, Resources, Spread, SpreadTarget
-
-from .harness import alloc, group, job, node, placed, run, snapshot, task
+from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 ALLOC = Resources(cpu=1000, memory_mb=1000)

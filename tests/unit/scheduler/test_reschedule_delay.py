@@ -7,8 +7,7 @@ import pytest
 
 from app.scheduler.reschedule import failed_tracker, next_delay
 from app.structs import ReschedulePolicy
-
-from .harness import HOUR, NOW, alloc, group, job, node, placed, run, snapshot
+from tests.support.scheduler_harness import HOUR, NOW, alloc, group, job, node, placed, run, snapshot
 
 pytestmark = pytest.mark.unit
 S = 1_000_000_000

@@ -8,8 +8,7 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import Constraint
-
-from .harness import alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
+from tests.support.scheduler_harness import alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
 
 pytestmark = pytest.mark.unit
 
@@ -34,6 +33,7 @@ def test_one_allocation_per_ready_node(kind: str) -> None:
     assert sorted(a.node_name for a in placed(result)) == ["a", "b"]
     assert {a.name for a in placed(result)} == {"agent.g[0]"}
     assert not result.failed_tg_allocs  # filtered nodes are not failures
+    assert not result.blocked_nodes  # nor anything a blocked evaluation waits on
     after = apply(snapshot(j, nodes), result)
     assert run(after, key="again").plan.is_noop
 
@@ -46,6 +46,8 @@ def test_system_exhausted_node_is_a_failure() -> None:
     metrics = result.failed_tg_allocs["g"]
     assert metrics.nodes_exhausted == 1 and metrics.coalesced_failures == 1
     assert result.queued_allocations == {"g": 2}
+    # The blocked evaluation waits on the full nodes only: capacity elsewhere cannot help.
+    assert result.blocked_nodes == {nodes[1].id, nodes[2].id}
 
 
 def test_lost_allocations_are_not_replaced_elsewhere() -> None:

@@ -11,7 +11,7 @@ import httpx
 import psycopg
 
 from app.db.engines import libpq_url
-from tests.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, free_port, wait_for, wait_healthy
 
 # Short enough that a killed client's node goes down within seconds, long enough that a
 # client on a busy test machine does not miss one.

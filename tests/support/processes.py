@@ -29,10 +29,12 @@ def free_port() -> int:
 class Corral:
     """One `corral ...` process with its output captured to a file."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], executable: str = CORRAL) -> None:
         self.log_path = cwd / f"corral-{'-'.join(args)}-{time.monotonic_ns()}.log"
         self._log: IO[bytes] = self.log_path.open("wb")
-        self.process = subprocess.Popen([CORRAL, *args], cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [executable, *args], cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     @property
     def output(self) -> str:

@@ -1,0 +1,132 @@
+"""The stored JSON of plans, plan results, deployments and placement metrics, as TypedDicts:
+the wire format between worker and applier (app.pipeline.plan_codec encodes and decodes it),
+and the type of the JSONB columns that hold it (app.models)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import NotRequired, TypedDict
+
+# A JSON object the plan carries through without looking inside (reschedule tracker, transition).
+JsonObject = dict[str, object]
+
+
+class ResourcesJson(TypedDict):
+    CPU: int
+    MemoryMB: int
+    MemoryMaxMB: NotRequired[int]  # absent in the oldest rows
+    DiskMB: int
+
+
+class PortJson(TypedDict):
+    Label: str
+    Value: int
+    To: int
+    HostNetwork: str
+
+
+class AllocJson(TypedDict):
+    ID: str
+    Name: str
+    JobVersion: int
+    TaskGroup: str
+    NodeName: str
+    EvalID: str
+    Resources: ResourcesJson
+    Ports: list[PortJson]
+    PreviousAllocation: str | None
+    PreemptedAllocations: list[str]
+    RescheduleTracker: JsonObject | None
+    DeploymentID: str | None
+    Canary: bool
+    # Written only where they differ from a fresh placement's: an in-place update carries the
+    # allocation as the scheduler saw it. Fresh placements, tens of thousands a plan, stay small.
+    DesiredStatus: NotRequired[str]
+    ClientStatus: NotRequired[str]
+    FollowupEvalID: NotRequired[str]
+    DesiredTransition: NotRequired[JsonObject]
+    CreateIndex: NotRequired[int]
+    ModifyIndex: NotRequired[int]
+    Healthy: NotRequired[bool]
+
+
+class StopJson(TypedDict):
+    AllocID: str
+    DesiredStatus: str
+    Description: str
+    ClientStatus: str | None
+    PreemptedByAllocation: str | None
+
+
+class DeploymentGroupJson(TypedDict):
+    """Also the shape of each group in deployments.task_groups."""
+
+    AutoRevert: bool
+    AutoPromote: bool
+    ProgressDeadline: int
+    RequireProgressBy: int
+    Promoted: bool
+    DesiredCanaries: int
+    DesiredTotal: int
+
+
+class DeploymentJson(TypedDict):
+    ID: str
+    Namespace: str
+    JobID: str
+    JobVersion: int
+    JobCreateIndex: int
+    JobModifyIndex: int
+    JobSpecModifyIndex: NotRequired[int]  # absent in older rows (and 0 in a new deployment)
+    Status: str
+    StatusDescription: str
+    EvalPriority: int
+    TaskGroups: dict[str, DeploymentGroupJson]
+
+
+class StatusUpdateJson(TypedDict):
+    DeploymentID: str
+    Status: str
+    StatusDescription: str
+
+
+class PlanRowJson(TypedDict):
+    """The columns of a `plans` row that hold the plan (lease and bookkeeping columns aside)."""
+
+    eval_id: uuid.UUID
+    priority: int
+    snapshot_index: int
+    all_at_once: bool
+    namespace: str
+    job_id: str
+    node_update: dict[str, list[StopJson]]
+    node_allocation: dict[str, list[AllocJson]]
+    node_preemptions: dict[str, list[StopJson]]
+    deployment: DeploymentJson | None
+    deployment_updates: list[StatusUpdateJson]
+
+
+class PlanResultJson(TypedDict):
+    """The columns of a `plan_results` row that hold the verdict."""
+
+    node_update: dict[str, list[str]]
+    node_allocation: dict[str, list[str]]
+    node_preemptions: dict[str, list[str]]
+    rejected_nodes: list[str]
+    refresh_index: int
+    alloc_index: int
+
+
+class AllocMetricJson(TypedDict):
+    """Nomad's AllocMetric."""
+
+    NodesEvaluated: int
+    NodesFiltered: int
+    NodesInPool: int
+    NodesAvailable: dict[str, int]
+    ClassFiltered: dict[str, int]
+    ConstraintFiltered: dict[str, int]
+    NodesExhausted: int
+    ClassExhausted: dict[str, int]
+    DimensionExhausted: dict[str, int]
+    CoalescedFailures: int

@@ -1,0 +1,82 @@
+"""Steps of the evaluation pipeline driven directly: register, claim, build and submit a plan, apply it."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db.engines import make_sessionmaker, transaction
+from app.db.leadership import Leadership
+from app.jobspec import normalize_job
+from app.pipeline import broker, plans
+from app.pipeline.applier import apply_next
+from app.store.jobs import RegisterOptions, register_job
+from app.structs import Allocation, Plan, Resources
+
+TYPES = ("service", "batch", "system", "sysbatch")
+
+
+def register(engine: Engine, job_id: str, priority: int = 50, job_type: str = "service") -> str:
+    spec = normalize_job(
+        {
+            "ID": job_id,
+            "Type": job_type,
+            "Priority": priority,
+            "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}],
+        }
+    )
+    with transaction(make_sessionmaker(engine)) as session:
+        result = register_job(session, spec, RegisterOptions())
+    return str(result.eval_id)
+
+
+def claim(engine: Engine, types: tuple[str, ...] = TYPES, lease_s: float = 60) -> broker.Claim | None:
+    return broker.claim(engine, types, "test-worker", lease_s)
+
+
+def alloc(held: broker.Claim, node: str, index: int, cpu: int = 500, alloc_id: uuid.UUID | None = None) -> Allocation:
+    return Allocation(
+        id=alloc_id or uuid.uuid4(),
+        namespace="default",
+        job_id=held.evaluation.job_id,
+        job_version=0,
+        task_group="g",
+        name=f"{held.evaluation.job_id}.g[{index}]",
+        node_id=uuid.UUID(node),
+        eval_id=held.evaluation.id,
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
+    )
+
+
+def submit(engine: Engine, held: broker.Claim, plan: Plan, attempt: int = 1) -> int:
+    with transaction(make_sessionmaker(engine)) as session:
+        return plans.submit(session, held, attempt, plan, held.evaluation.job_id, "default")
+
+
+def apply(lead: Leadership, term: int) -> int | None:
+    with Session(bind=lead.connection) as session, session.begin():
+        return apply_next(session, term)
+
+
+@contextmanager
+def core_worker(database_url: str) -> Iterator[None]:
+    """A real worker serving only _core evaluations, in a thread, for the duration."""
+    from workers.worker import Worker
+
+    stop = threading.Event()
+    worker = Worker(Settings(database_url=database_url, poll_interval_s=0.1), database_url, ("_core",))
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)

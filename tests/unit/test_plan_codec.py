@@ -1,0 +1,252 @@
+"""The plan codec: a plan, its result and placement metrics survive the trip through the stored
+JSON exactly, and rows in the format written before the codec was typed still decode."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.pipeline.plan_codec import (
+    alloc_to_json,
+    decode_plan,
+    decode_result,
+    encode_plan,
+    encode_result,
+    metrics_from_json,
+    metrics_to_json,
+)
+from app.plan_wire import AllocJson, PlanResultJson, PlanRowJson
+from app.structs import (
+    Allocation,
+    AllocationStop,
+    Deployment,
+    DeploymentGroup,
+    DeploymentStatusUpdate,
+    PlacementMetrics,
+    Plan,
+    PlanResult,
+    Port,
+    Resources,
+)
+
+pytestmark = pytest.mark.unit
+
+SETTINGS = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+JSON_COLUMNS = ("node_update", "node_allocation", "node_preemptions", "deployment", "deployment_updates")
+
+counts = st.integers(min_value=0, max_value=2**53)
+names = st.text(max_size=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=4,
+)
+json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=2)
+resources = st.builds(Resources, cpu=counts, memory_mb=counts, disk_mb=counts, memory_max_mb=counts)
+ports = st.builds(Port, label=names, value=st.integers(0, 65535), to=st.integers(0, 65535), host_network=names)
+stops = st.builds(
+    AllocationStop,
+    alloc_id=st.uuids(),
+    desired_status=st.sampled_from(["stop", "evict"]),
+    description=names,
+    client_status=st.none() | st.sampled_from(["lost", "complete"]),
+    preempted_by=st.none() | st.uuids(),
+)
+groups = st.builds(
+    DeploymentGroup,
+    auto_revert=st.booleans(),
+    auto_promote=st.booleans(),
+    progress_deadline_ns=counts,
+    require_progress_by_ns=counts,
+    promoted=st.booleans(),
+    desired_canaries=counts,
+    desired_total=counts,
+)
+deployments = st.builds(
+    Deployment,
+    id=st.uuids(),
+    namespace=names,
+    job_id=names,
+    job_version=counts,
+    job_create_index=counts,
+    status=st.sampled_from(["running", "paused", "successful", "failed", "cancelled"]),
+    status_description=names,
+    groups=st.dictionaries(names, groups, max_size=3),
+    job_modify_index=counts,
+    job_spec_modify_index=counts,
+    eval_priority=st.integers(1, 100),
+)
+status_updates = st.builds(DeploymentStatusUpdate, deployment_id=st.uuids(), status=names, description=names)
+
+
+def allocations(node_id: uuid.UUID, namespace: str, job_id: str) -> st.SearchStrategy[Allocation]:
+    """Any allocation a plan may carry under `node_id`: fresh placements and in-place updates."""
+    return st.builds(
+        Allocation,
+        id=st.uuids(),
+        namespace=st.just(namespace),
+        job_id=st.just(job_id),
+        job_version=counts,
+        task_group=names,
+        name=names,
+        node_id=st.just(node_id),
+        eval_id=st.uuids(),
+        desired_status=st.sampled_from(["run", "stop", "evict"]),
+        client_status=st.sampled_from(["pending", "running", "complete", "failed", "lost", "unknown"]),
+        resources=resources,
+        ports=st.lists(ports, max_size=3).map(tuple),
+        previous_allocation=st.none() | st.uuids(),
+        deployment_id=st.none() | st.uuids(),
+        followup_eval_id=st.none() | st.uuids(),
+        reschedule_tracker=st.none() | json_objects,
+        desired_transition=json_objects,
+        node_name=names,
+        create_index=counts,
+        modify_index=counts,
+        preempted_allocations=st.lists(st.uuids(), max_size=3).map(tuple),
+        healthy=st.none() | st.booleans(),
+        canary=st.booleans(),
+    )
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> tuple[Plan, str, str]:
+    namespace, job_id = draw(names), draw(names)
+    nodes = draw(st.lists(st.uuids(), max_size=3, unique=True))
+    placed = {n: tuple(draw(st.lists(allocations(n, namespace, job_id), max_size=2))) for n in nodes}
+    plan = Plan(
+        eval_id=draw(st.uuids()),
+        priority=draw(st.integers(1, 100)),
+        snapshot_index=draw(counts),
+        all_at_once=draw(st.booleans()),
+        node_update=draw(st.dictionaries(st.uuids(), st.lists(stops, max_size=3).map(tuple), max_size=3)),
+        node_allocation={n: allocs for n, allocs in placed.items() if draw(st.booleans())},
+        node_preemptions=draw(st.dictionaries(st.uuids(), st.lists(stops, max_size=3).map(tuple), max_size=3)),
+        deployment=draw(st.none() | deployments),
+        deployment_updates=tuple(draw(st.lists(status_updates, max_size=2))),
+    )
+    return plan, namespace, job_id
+
+
+def stored(row: PlanRowJson) -> PlanRowJson:
+    """What the applier reads back: the JSON columns have been through jsonb."""
+    through = json.loads(json.dumps({k: v for k, v in row.items() if k in JSON_COLUMNS}))
+    return cast(PlanRowJson, {**row, **through})
+
+
+@settings(SETTINGS, max_examples=100)
+@given(plans())
+def test_a_plan_round_trips_through_its_row_exactly(case: tuple[Plan, str, str]) -> None:
+    plan, namespace, job_id = case
+    row = encode_plan(plan, namespace, job_id)
+    assert (row["namespace"], row["job_id"]) == (namespace, job_id)
+    assert decode_plan(stored(row)) == plan
+
+
+id_lists = st.dictionaries(st.uuids(), st.lists(st.uuids(), max_size=3).map(tuple), max_size=3)
+
+
+@SETTINGS
+@given(
+    st.builds(
+        PlanResult,
+        node_update=id_lists,
+        node_allocation=id_lists,
+        node_preemptions=id_lists,
+        rejected_nodes=st.lists(st.uuids(), max_size=3).map(tuple),
+        refresh_index=counts,
+        alloc_index=counts,
+    )
+)
+def test_a_plan_result_round_trips_exactly(result: PlanResult) -> None:
+    row: PlanResultJson = json.loads(json.dumps(encode_result(result)))
+    assert decode_result(row) == result
+
+
+tallies = st.dictionaries(names, counts, max_size=3)
+
+
+@SETTINGS
+@given(
+    st.builds(
+        PlacementMetrics,
+        nodes_evaluated=counts,
+        nodes_filtered=counts,
+        nodes_in_pool=counts,
+        nodes_available=tallies,
+        class_filtered=tallies,
+        constraint_filtered=tallies,
+        nodes_exhausted=counts,
+        class_exhausted=tallies,
+        dimension_exhausted=tallies,
+        coalesced_failures=counts,
+    )
+)
+def test_placement_metrics_round_trip_exactly(metrics: PlacementMetrics) -> None:
+    assert metrics_from_json(json.loads(json.dumps(metrics_to_json(metrics)))) == metrics
+
+
+NODE, ALLOC, EVAL = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+# A placement as rows held it before the codec was typed.
+OLD_PLACEMENT: dict[str, Any] = {
+    "ID": str(ALLOC),
+    "Name": "web.g[0]",
+    "JobVersion": 2,
+    "TaskGroup": "g",
+    "NodeName": "n1",
+    "EvalID": str(EVAL),
+    "Resources": {"CPU": 100, "MemoryMB": 64, "MemoryMaxMB": 128, "DiskMB": 10},
+    "Ports": [{"Label": "http", "Value": 20001, "To": 0, "HostNetwork": "default"}],
+    "PreviousAllocation": None,
+    "PreemptedAllocations": [],
+    "RescheduleTracker": None,
+    "DeploymentID": None,
+    "Canary": False,
+}
+
+
+def old_row() -> PlanRowJson:
+    return {
+        "eval_id": EVAL,
+        "priority": 50,
+        "snapshot_index": 7,
+        "all_at_once": False,
+        "namespace": "default",
+        "job_id": "web",
+        "node_update": {},
+        "node_allocation": {str(NODE): [cast(AllocJson, OLD_PLACEMENT)]},
+        "node_preemptions": {},
+        "deployment": None,
+        "deployment_updates": [],
+    }
+
+
+def test_rows_in_the_old_format_decode_as_fresh_placements() -> None:
+    [alloc] = decode_plan(old_row()).node_allocation[NODE]
+    assert alloc == Allocation(
+        id=ALLOC,
+        namespace="default",
+        job_id="web",
+        job_version=2,
+        task_group="g",
+        name="web.g[0]",
+        node_id=NODE,
+        eval_id=EVAL,
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=100, memory_mb=64, disk_mb=10, memory_max_mb=128),
+        ports=(Port("http", 20001),),
+        node_name="n1",
+    )
+
+
+def test_a_fresh_placement_is_written_in_the_old_format() -> None:
+    """Rows stay readable by an applier that predates the typed codec: a fresh placement
+    carries exactly the keys it always did."""
+    [alloc] = decode_plan(old_row()).node_allocation[NODE]
+    assert dict(alloc_to_json(alloc)) == OLD_PLACEMENT
