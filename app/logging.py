@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal
+from typing import IO, Literal
 
 import structlog
 
@@ -18,11 +18,21 @@ _SHARED_PROCESSORS: list[structlog.typing.Processor] = [
 ]
 
 
+def resolve_format(
+    fmt: Literal["auto", "console", "json"], stream: IO[str] | None = None
+) -> Literal["console", "json"]:
+    """auto: human-readable on a terminal, JSON for whatever reads a pipe or a file."""
+    if fmt != "auto":
+        return fmt
+    return "console" if (stream or sys.stderr).isatty() else "json"
+
+
 def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "json"] = "auto") -> None:
     """Route structlog and stdlib logging to stderr, tagging every line with the role."""
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if resolve_format(fmt) == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[*_SHARED_PROCESSORS, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
