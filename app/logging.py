@@ -55,4 +55,7 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
     # Per-request and per-tick lines (client heartbeats, second-by-second leader duties) drown the rest.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
+    # Start-up chatter repeated by every role: alembic's plugin set-up, APScheduler adding each duty.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    logging.getLogger("apscheduler.scheduler").setLevel(logging.WARNING)
     structlog.contextvars.bind_contextvars(role=role)

@@ -177,8 +177,12 @@ def run_dev_agent(settings: Settings) -> int:
         children.append(_spawn(dev_client_role(settings), env, lock))
         return _supervise(children, stop)
     finally:
-        _stop_children(children)
+        client_s, roles_s = _stop_children(children)
+        began = time.monotonic()
         database.close()
+        if children:
+            database_s = round(time.monotonic() - began, 2)
+            log.info("stopped", client_s=client_s, roles_s=roles_s, database_s=database_s)
 
 
 def _healthy(url: str) -> bool:
@@ -220,11 +224,14 @@ def _supervise(children: list[Child], stop: threading.Event) -> int:
     return 0
 
 
-def _stop_children(children: list[Child]) -> None:
+def _stop_children(children: list[Child]) -> tuple[float, float]:
     """The client first, so it destroys its tasks while the API still takes its last updates;
-    then every other role at once."""
+    then every other role at once. Returns the seconds each step took."""
+    began = time.monotonic()
     _stop_group([c for c in children if c.role == "client"], CLIENT_STOP_S)
+    client_stopped = time.monotonic()
     _stop_group([c for c in children if c.role != "client"], ROLE_STOP_S)
+    return round(client_stopped - began, 2), round(time.monotonic() - client_stopped, 2)
 
 
 def _stop_group(children: list[Child], bound_s: float) -> None:
