@@ -51,10 +51,12 @@ def wait_until(condition: object, timeout: float = 120.0) -> None:
     raise RuntimeError("timed out")
 
 
-def task_pid(base: str) -> int:
-    allocs = httpx.get(f"{base}/v1/job/sleeper/allocations").json()
-    alloc = httpx.get(f"{base}/v1/allocation/{allocs[0]['ID']}").json()
-    assert alloc["ClientStatus"] == "running"
+def running(base: str) -> bool:
+    """A run on a reused data directory also lists the allocations earlier runs destroyed."""
+    return "running" in [a["ClientStatus"] for a in httpx.get(f"{base}/v1/job/sleeper/allocations").json()]
+
+
+def task_pid() -> int:
     for proc in psutil.process_iter(["cmdline"]):
         if proc.info["cmdline"] == ["sleep", "300"]:
             return int(proc.pid)
@@ -67,19 +69,19 @@ def one_stop(workdir: Path) -> tuple[float, bool]:
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     env["CORRAL_BIND"] = f"127.0.0.1:{port}"
-    agent = subprocess.Popen(
-        [CORRAL, "agent", "-dev"], cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    with (workdir / "agent.log").open("ab") as out:
+        agent = subprocess.Popen([CORRAL, "agent", "-dev"], cwd=workdir, env=env, stdout=out, stderr=out)
     try:
         wait_until(lambda: httpx.get(f"{base}/v1/agent/health", timeout=1).status_code == 200)
         httpx.put(f"{base}/v1/jobs", json=JOB).raise_for_status()
-        wait_until(lambda: httpx.get(f"{base}/v1/job/sleeper/allocations").json()[0]["ClientStatus"] == "running")
-        wait_until(lambda: task_pid(base) > 0)
-        pid = task_pid(base)
+        wait_until(lambda: running(base) and task_pid() > 0)
+        pid = task_pid()
         began = time.monotonic()
         agent.send_signal(signal.SIGINT)
         agent.wait(120)
         took = time.monotonic() - began
+        steps = [line for line in (workdir / "agent.log").read_text().splitlines() if '"stopped"' in line]
+        print("  agent:", steps[-1] if steps else "no 'stopped' line")
         survived = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
         if survived:
             os.kill(pid, signal.SIGKILL)
@@ -99,7 +101,10 @@ def main(runs: int) -> None:
             samples.append(took)
             survivors += survived
             print(f"stop {took:5.2f} s  task survived: {survived}")
-    finally:
+    except Exception:
+        print(f"failed; the agent's output is in {workdir / 'agent.log'}")
+        raise
+    else:
         shutil.rmtree(workdir, ignore_errors=True)
     print(
         f"Ctrl-C to exit: median {statistics.median(samples):.2f} s  min {min(samples):.2f}  "

@@ -30,6 +30,9 @@ log = structlog.get_logger(__name__)
 CLIENT_STOP_S = 10.0
 # Every other role only has to drop what it is doing; after this its process group is killed.
 ROLE_STOP_S = 1.5
+# gunicorn's quick shutdown: once the client is gone nothing in flight matters, and SIGTERM
+# (graceful) would wait out the blocking queries parked in its threads.
+STOP_SIGNAL = {"server": signal.SIGINT}
 HEALTH_POLL_S = 0.1
 SUPERVISE_POLL_S = 0.5
 PR_SET_PDEATHSIG = 1
@@ -225,25 +228,33 @@ def _supervise(children: list[Child], stop: threading.Event) -> int:
 
 
 def _stop_children(children: list[Child]) -> tuple[float, float]:
-    """The client first, so it destroys its tasks while the API still takes its last updates;
-    then every other role at once. Returns the seconds each step took."""
+    """The client and the roles behind the API first: the client destroys its tasks while the
+    API still takes its last updates. The API once the client is gone. Returns the seconds
+    each step took."""
     began = time.monotonic()
-    _stop_group([c for c in children if c.role == "client"], CLIENT_STOP_S)
+    client = [c for c in children if c.role == "client"]
+    server = [c for c in children if c.role == "server"]
+    others = [c for c in children if c not in client and c not in server]
+    _signal(client + others)
+    _reap(client, began + CLIENT_STOP_S)
     client_stopped = time.monotonic()
-    _stop_group([c for c in children if c.role != "client"], ROLE_STOP_S)
+    _signal(server)
+    _reap(others + server, client_stopped + ROLE_STOP_S)
     return round(client_stopped - began, 2), round(time.monotonic() - client_stopped, 2)
 
 
-def _stop_group(children: list[Child], bound_s: float) -> None:
+def _signal(children: list[Child]) -> None:
     for child in children:
         if child.process.poll() is None:
-            child.process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + bound_s
+            child.process.send_signal(STOP_SIGNAL.get(child.role, signal.SIGTERM))
+
+
+def _reap(children: list[Child], deadline: float) -> None:
     for child in children:
         try:
             child.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            log.warning("role did not stop in time; killing it", role=child.role, after_s=bound_s)
+            log.warning("role did not stop in time; killing it", role=child.role)
         # Also whatever the role forked (gunicorn's workers) and left behind.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.process.pid, signal.SIGKILL)
