@@ -85,9 +85,11 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
 def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {"CORRAL_BIND": f"127.0.0.1:{port}"}
+    env = {"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "auto"}
     first = corral(["agent", "-dev"], env=env)
     wait_healthy(base, first)
+    # Not a terminal: every role logs JSON, one object a line.
+    assert wait_for(lambda: "worker1 | {" in first.output), first.output
     httpx.put(f"{base}/v1/jobs", json=JOB).raise_for_status()
     roles = [p for p in first.descendants() if "postgres" not in " ".join(p.cmdline())]
     first.process.send_signal(signal.SIGKILL)
