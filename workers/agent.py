@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import signal
 import socket
@@ -29,7 +30,7 @@ log = structlog.get_logger(__name__)
 # The client kills its tasks before it exits, honouring their kill_timeout (5 s unless the job says).
 CLIENT_STOP_S = 10.0
 # Every other role only has to drop what it is doing; after this its process group is killed.
-ROLE_STOP_S = 1.5
+ROLE_STOP_S = 1.0
 # gunicorn's quick shutdown: once the client is gone nothing in flight matters, and SIGTERM
 # (graceful) would wait out the blocking queries parked in its threads.
 STOP_SIGNAL = {"server": signal.SIGINT}
@@ -170,6 +171,7 @@ def run_dev_agent(settings: Settings) -> int:
         upgrade(database.url)
         if stop.is_set():
             return 0
+        gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
         env = role_env(os.environ, database.url, settings.log_format)
         lock = threading.Lock()
         children = [_spawn(role, env, lock) for role in dev_roles(os.environ)]
