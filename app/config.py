@@ -24,8 +24,51 @@ class Settings(BaseSettings):
         description="Where the embedded PostgreSQL keeps its data (created on first use).",
     )
     bind: str = Field(default="127.0.0.1:4646", description="host:port the HTTP API listens on.")
-    http_workers: int = Field(default=2, ge=1, description="gunicorn worker processes.")
-    http_threads: int = Field(default=16, ge=1, description="Threads per gunicorn worker.")
+    http_workers: int = Field(
+        default=2, ge=1, description="gunicorn worker processes (gevent: each serves many connections)."
+    )
+    http_worker_connections: int = Field(
+        default=10000, ge=1, description="Most open connections one API worker process serves at once."
+    )
+    http_db_pool_size: int = Field(
+        default=8,
+        ge=1,
+        description="Database connections per API worker for ordinary requests; requests queue for one "
+        "(http_db_pool_timeout_s) instead of opening more. Waiting blocking queries hold none.",
+    )
+    http_node_pool_size: int = Field(
+        default=4,
+        ge=1,
+        description="Database connections per API worker reserved for client traffic (heartbeats, allocation "
+        "updates, node registration), so a flood of reads never delays a heartbeat.",
+    )
+    http_db_pool_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long a request waits for a database connection before a 503."
+    )
+    http_max_conns_per_client: int = Field(
+        default=100,
+        ge=0,
+        description="Open connections one client address may hold per API worker process (Nomad's "
+        "http_max_conns_per_client); over it a connection gets 429 and is closed. 0 turns the limit off.",
+    )
+    http_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Time a connection has to send a request's line and headers (and to stay idle between "
+        "keep-alive requests) before it is closed.",
+    )
+    http_body_timeout_s: float = Field(
+        default=30.0, gt=0, description="Longest pause while a request body is read before the request gets 408."
+    )
+    http_max_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="Largest request body accepted (413 beyond it)."
+    )
+    http_graceful_timeout_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="On shutdown, how long running requests may finish; waiting blocking queries return at once.",
+    )
+    http_access_log: bool = Field(default=True, description="Log one line per request.")
     log_level: str = Field(default="info", description="debug, info, warning or error.")
     log_format: Literal["auto", "console", "json"] = Field(
         default="auto", description="console on a terminal and json otherwise, unless forced."

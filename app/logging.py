@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal
+from typing import IO, Literal
 
 import structlog
 
@@ -18,11 +18,21 @@ _SHARED_PROCESSORS: list[structlog.typing.Processor] = [
 ]
 
 
+def resolve_format(
+    fmt: Literal["auto", "console", "json"], stream: IO[str] | None = None
+) -> Literal["console", "json"]:
+    """auto: human-readable on a terminal, JSON for whatever reads a pipe or a file."""
+    if fmt != "auto":
+        return fmt
+    return "console" if (stream or sys.stderr).isatty() else "json"
+
+
 def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "json"] = "auto") -> None:
     """Route structlog and stdlib logging to stderr, tagging every line with the role."""
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if resolve_format(fmt) == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[*_SHARED_PROCESSORS, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
@@ -45,4 +55,7 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
     # Per-request and per-tick lines (client heartbeats, second-by-second leader duties) drown the rest.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
+    # Start-up chatter repeated by every role: alembic's plugin set-up, APScheduler adding each duty.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    logging.getLogger("apscheduler.scheduler").setLevel(logging.WARNING)
     structlog.contextvars.bind_contextvars(role=role)

@@ -1,18 +1,25 @@
 """`corral agent -dev`: embedded Postgres, migrations, and every role as a child process,
-their logs merged into one stream with a role prefix. Ctrl-C stops all of it."""
+their logs merged into one stream with a role prefix. Ctrl-C stops all of it: the client
+first (it destroys its allocations, as Nomad's dev agent does), then the other roles, then
+the database."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
+import httpx
 import structlog
 
 from app.config import Settings
@@ -20,8 +27,31 @@ from app.db.database import open_database
 from app.db.schema import upgrade
 
 log = structlog.get_logger(__name__)
-STOP_TIMEOUT_S = 15.0
+# The client kills its tasks before it exits, honouring their kill_timeout (5 s unless the job says).
+CLIENT_STOP_S = 10.0
+# Every other role only has to drop what it is doing; after this its process group is killed.
+ROLE_STOP_S = 1.0
+# gunicorn's quick shutdown: once the client is gone nothing in flight matters, and SIGTERM
+# (graceful) would wait out the blocking queries parked in its threads.
+STOP_SIGNAL = {"server": signal.SIGINT}
+HEALTH_POLL_S = 0.1
+SUPERVISE_POLL_S = 0.5
 PR_SET_PDEATHSIG = 1
+# What the dev server does differently (settings of workers/server.py): no access log, whose
+# per-request lines drowned the rest, and a short graceful stop, so parked blocking queries
+# do not hold up Ctrl-C. An operator's own CORRAL_* values win.
+DEV_SERVER_ENV = {"CORRAL_HTTP_ACCESS_LOG": "false", "CORRAL_HTTP_GRACEFUL_TIMEOUT_S": "1"}
+
+
+class StartRefusedError(Exception):
+    """The API's bind address is unusable or taken: the agent refuses to start anything."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    args: list[str]
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -29,6 +59,66 @@ class Child:
     role: str
     process: subprocess.Popen[bytes]
     pump: threading.Thread = field(init=False)
+
+
+def host_port(bind: str) -> tuple[str, int]:
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise StartRefusedError(f"CORRAL_BIND {bind!r} must be host:port, e.g. 127.0.0.1:4646")
+    return host.strip("[]"), int(port)
+
+
+def api_url(bind: str) -> str:
+    """Where the agent's client and health probe reach the API (a wildcard bind answers on loopback)."""
+    host, port = host_port(bind)
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def check_port_free(bind: str) -> None:
+    """Bind the API's address once, as gunicorn will, so a taken port stops the agent before it
+    starts a database or a client that would register into whichever cluster holds the port."""
+    host, port = host_port(bind)
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as err:
+        raise StartRefusedError(f"CORRAL_BIND {bind!r}: cannot resolve {host!r}: {err}") from err
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        # As gunicorn does: a port in TIME_WAIT after a previous agent is free, a listener is not.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as err:
+            raise StartRefusedError(
+                f"port {port} ({bind}) is already in use ({err.strerror}); is another corral agent running? "
+                "Stop it or set CORRAL_BIND to a free host:port"
+            ) from err
+
+
+def role_env(base: Mapping[str, str], database_url: str, log_format: str) -> dict[str, str]:
+    """Every role's environment. The log format is decided once by the agent: a child's stdout
+    is a pipe to the agent, so left to itself it would always pick JSON."""
+    return {**base, "CORRAL_DATABASE_URL": database_url, "CORRAL_LOG_FORMAT": log_format, "PYTHONUNBUFFERED": "1"}
+
+
+def dev_roles(base: Mapping[str, str]) -> list[Role]:
+    """The roles started with the database, before the API answers; the client comes after."""
+    server_env = {key: value for key, value in DEV_SERVER_ENV.items() if key not in base}
+    return [
+        Role("server", ["server"], server_env),
+        Role("worker1", ["worker"]),
+        Role("worker2", ["worker"]),
+        Role("applier", ["applier"]),
+        Role("leader", ["leader"]),
+    ]
+
+
+def dev_client_role(settings: Settings) -> Role:
+    """One client with both drivers, so a quick-start job is placed, runs and completes; in
+    dev mode it destroys its allocations when it stops."""
+    args = ["client", "--dev", "--server", api_url(settings.bind), "--data-dir", str(settings.data_dir / "client")]
+    return Role("client", [*args, "--driver", "raw_exec", "--driver", "mock"])
 
 
 def _die_with_parent() -> None:
@@ -45,86 +135,131 @@ def _pump(role: str, stream: IO[bytes], out: IO[str], lock: threading.Lock) -> N
             out.flush()
 
 
-def _spawn(role: str, args: list[str], env: dict[str, str], lock: threading.Lock) -> Child:
+def _spawn(role: Role, env: Mapping[str, str], lock: threading.Lock) -> Child:
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env,
+        [sys.executable, "-m", "app.cli", *role.args],
+        env={**env, **role.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         preexec_fn=_die_with_parent,
-        start_new_session=True,  # Ctrl-C reaches the agent only; it stops children in order
+        # Ctrl-C reaches the agent only; it stops children in order. Each role is its own
+        # process group, so a role that will not stop is killed with everything it forked.
+        start_new_session=True,
     )
-    child = Child(role, process)
+    child = Child(role.name, process)
     assert process.stdout is not None
-    child.pump = threading.Thread(target=_pump, args=(role, process.stdout, sys.stderr, lock), daemon=True)
+    child.pump = threading.Thread(
+        target=_pump, args=(role.name, process.stdout, sys.stderr, lock), name=f"pump-{role.name}", daemon=True
+    )
     child.pump.start()
     return child
 
 
-ROLES: list[tuple[str, list[str]]] = [
-    ("server", ["server"]),
-    ("worker1", ["worker"]),
-    ("worker2", ["worker"]),
-    ("applier", ["applier"]),
-    ("leader", ["leader"]),
-]
-
-
-def dev_client_args(settings: Settings) -> list[str]:
-    """One client with both drivers, so a quick-start job is placed, runs and completes."""
-    return [
-        "client",
-        "--server",
-        f"http://{settings.bind}",
-        "--data-dir",
-        str(settings.data_dir / "client"),
-        "--driver",
-        "raw_exec",
-        "--driver",
-        "mock",
-    ]
-
-
-def run_dev_agent(settings: Settings) -> int:
+def _stop_on_signals() -> threading.Event:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def run_dev_agent(settings: Settings) -> int:
+    check_port_free(settings.bind)
+    stop = _stop_on_signals()
     database = open_database(settings)
     children: list[Child] = []
     try:
         upgrade(database.url)
-        env = {**os.environ, "CORRAL_DATABASE_URL": database.url, "PYTHONUNBUFFERED": "1"}
+        if stop.is_set():
+            return 0
+        gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
+        env = role_env(os.environ, database.url, settings.log_format)
         lock = threading.Lock()
-        roles = [*ROLES, ("client", dev_client_args(settings))]
-        children = [_spawn(role, args, env, lock) for role, args in roles]
-        log.info("dev agent running", api=f"http://{settings.bind}", roles=[c.role for c in children])
+        children = [_spawn(role, env, lock) for role in dev_roles(os.environ)]
+        url = api_url(settings.bind)
+        if not await_api(lambda: _healthy(url), lambda: _exited(children), stop):
+            return 0 if stop.is_set() else 1
+        log.info(f"API listening on {url}")
+        children.append(_spawn(dev_client_role(settings), env, lock))
         return _supervise(children, stop)
     finally:
-        _stop_children(children)
+        client_s, roles_s = _stop_children(children)
+        began = time.monotonic()
         database.close()
+        if children:
+            database_s = round(time.monotonic() - began, 2)
+            log.info("stopped", client_s=client_s, roles_s=roles_s, database_s=database_s)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/v1/agent/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _exited(children: list[Child]) -> Child | None:
+    return next((child for child in children if child.process.poll() is not None), None)
+
+
+def await_api(
+    healthy: Callable[[], bool],
+    exited: Callable[[], Child | None],
+    stop: threading.Event,
+    poll_s: float = HEALTH_POLL_S,
+) -> bool:
+    """Wait until the API answers its health check; False on Ctrl-C or when a role dies first."""
+    while not stop.is_set():
+        dead = exited()
+        if dead is not None:
+            log.error("role exited before the API answered; stopping the agent", role=dead.role)
+            return False
+        if healthy():
+            return True
+        stop.wait(poll_s)
+    return False
 
 
 def _supervise(children: list[Child], stop: threading.Event) -> int:
-    while not stop.wait(0.5):
-        for child in children:
-            code = child.process.poll()
-            if code is not None:
-                log.error("role exited; stopping the agent", role=child.role, exit_code=code)
-                return 1
+    while not stop.wait(SUPERVISE_POLL_S):
+        dead = _exited(children)
+        if dead is not None:
+            log.error("role exited; stopping the agent", role=dead.role, exit_code=dead.process.returncode)
+            return 1
     log.info("stopping")
     return 0
 
 
-def _stop_children(children: list[Child]) -> None:
+def _stop_children(children: list[Child]) -> tuple[float, float]:
+    """The client and the roles behind the API first: the client destroys its tasks while the
+    API still takes its last updates. The API once the client is gone. Returns the seconds
+    each step took."""
+    began = time.monotonic()
+    client = [c for c in children if c.role == "client"]
+    server = [c for c in children if c.role == "server"]
+    others = [c for c in children if c not in client and c not in server]
+    _signal(client + others)
+    _reap(client, began + CLIENT_STOP_S)
+    client_stopped = time.monotonic()
+    _signal(server)
+    _reap(others + server, client_stopped + ROLE_STOP_S)
+    return round(client_stopped - began, 2), round(time.monotonic() - client_stopped, 2)
+
+
+def _signal(children: list[Child]) -> None:
     for child in children:
         if child.process.poll() is None:
-            child.process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
+            child.process.send_signal(STOP_SIGNAL.get(child.role, signal.SIGTERM))
+
+
+def _reap(children: list[Child], deadline: float) -> None:
     for child in children:
         try:
-            child.process.wait(max(0.1, deadline - time.monotonic()))
+            child.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             log.warning("role did not stop in time; killing it", role=child.role)
-            child.process.kill()
-            child.process.wait()
-        child.pump.join(timeout=2)
+        # Also whatever the role forked (gunicorn's workers) and left behind.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, signal.SIGKILL)
+        child.process.wait()
+    for child in children:
+        child.pump.join(timeout=1)

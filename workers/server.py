@@ -1,13 +1,15 @@
-"""`corral server`: the API under gunicorn with gthread workers."""
+"""`corral server`: the API under gunicorn with gevent workers (workers.http_worker)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
+from workers.http_worker import CorralWorker
 
 
 class ApiServer(BaseApplication):  # type: ignore[misc]
@@ -22,13 +24,14 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
         options: dict[str, Any] = {
             "bind": self.settings.bind,
             "workers": self.settings.http_workers,
-            "worker_class": "gthread",
-            # Blocking queries park a thread each for up to 5 minutes.
-            "threads": self.settings.http_threads,
+            # Evented: a blocking query parks a greenlet for up to 5 minutes, not a thread.
+            "worker_class": CorralWorker,
+            "worker_connections": self.settings.http_worker_connections,
             "timeout": 60,
-            "graceful_timeout": 10,
-            "keepalive": 5,
-            "accesslog": "-",
+            "graceful_timeout": math.ceil(self.settings.http_graceful_timeout_s),
+            # On, so gunicorn reads every request's headers under CorralWorker.timeout_ctx.
+            "keepalive": max(1, round(self.settings.http_header_timeout_s)),
+            "accesslog": "-" if self.settings.http_access_log else None,
             "errorlog": "-",
             "loglevel": self.settings.log_level,
             "proc_name": "corral-server",
@@ -47,4 +50,5 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
 
 
 def run_server(settings: Settings, database_url: str) -> None:
+    CorralWorker.settings = settings  # read by every worker after the fork
     ApiServer(settings, database_url).run()

@@ -6,7 +6,7 @@ from flask import Blueprint, Response
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.api.context import respond, state
+from app.api.context import client_lane, respond, state
 from app.db.schema import current_revision, head_revision
 from app.db.state_index import current_index
 
@@ -15,6 +15,7 @@ VERSION = "0.1.0"
 
 
 @bp.get("/agent/health")
+@client_lane
 def health() -> Response:
     try:
         with state().reads() as session, session.begin():

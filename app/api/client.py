@@ -12,7 +12,7 @@ import httpx
 from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.context import respond, state, write
+from app.api.context import client_lane, respond, state, write
 from app.api.errors import problem
 from app.api.params import arg, bool_arg, integer_arg, json_body, uuid_value
 from app.api.validation import validate
@@ -43,6 +43,7 @@ class _HeartbeatBody(BaseModel):
 
 
 @bp.route("/node/<node_id>/heartbeat", methods=["PUT", "POST"])
+@client_lane
 def heartbeat(node_id: str) -> Response:
     """Nomad's Node.UpdateStatus: answers the TTL the client must heartbeat within."""
     key = uuid_value(node_id, "NodeID")
@@ -77,6 +78,7 @@ class _AllocUpdatesBody(BaseModel):
 
 
 @bp.route("/node/<node_id>/allocations", methods=["PUT", "POST"])
+@client_lane
 def update_allocations(node_id: str) -> Response:
     """Nomad's Node.UpdateAlloc: the client's batch of allocation status changes."""
     key = uuid_value(node_id, "NodeID")

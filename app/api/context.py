@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from flask import Response, current_app, jsonify
+from flask import Response, current_app, g, has_request_context, jsonify, request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api.blocking import IndexWatcher, blocking_read
+from app.api.blocking import IndexWatcher, blocking_read, hung_up
 from app.api.params import blocking_params
 from app.config import Settings
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Session factories over one connection pool."""
+
+    writes: sessionmaker[Session]
+    reads: sessionmaker[Session]
 
 
 @dataclass
@@ -22,9 +32,42 @@ class ApiState:
     settings: Settings
     database_url: str
     engine: Engine
-    writes: sessionmaker[Session]
-    reads: sessionmaker[Session]
+    ordinary: Lane
+    # Heartbeats, allocation updates, node registration and health: a pool of their own, so a
+    # flood of reads or writes queued on the ordinary pool never makes a healthy node miss its TTL.
+    client: Lane
     watcher: IndexWatcher
+    client_engine: Engine
+
+    def close(self) -> None:
+        """Stop the index watcher and close every pooled connection (tests, app teardown)."""
+        self.watcher.stop()
+        self.engine.dispose()
+        self.client_engine.dispose()
+
+    @property
+    def lane(self) -> Lane:
+        on_client_lane = has_request_context() and g.get("corral_client_lane", False)
+        return self.client if on_client_lane else self.ordinary
+
+    @property
+    def writes(self) -> sessionmaker[Session]:
+        return self.lane.writes
+
+    @property
+    def reads(self) -> sessionmaker[Session]:
+        return self.lane.reads
+
+
+def client_lane(view: Callable[P, T]) -> Callable[P, T]:
+    """Serve this route from the pool reserved for client traffic."""
+
+    @functools.wraps(view)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        g.corral_client_lane = True
+        return view(*args, **kwargs)
+
+    return wrapped
 
 
 def state() -> ApiState:
@@ -45,7 +88,8 @@ def read(tables: list[str], fn: Callable[[Session], T]) -> tuple[T, int]:
     """A blocking-capable read: honours ?index= and ?wait= on every read endpoint."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
-    return blocking_read(current.reads, current.watcher, tables, params, fn)
+    caller = hung_up(request.environ.get("gunicorn.socket"))
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller)
 
 
 def write(fn: Callable[[Session], T]) -> T:

@@ -41,6 +41,16 @@ def install(app: Flask) -> None:
         status = err.code or 500
         return problem(status, err.name, [FieldProblem("", err.description or err.name)])
 
+    @app.errorhandler(sa_exc.TimeoutError)
+    def _pool_exhausted(err: sa_exc.TimeoutError) -> Response:
+        log.warning("no database connection free in time", error=str(err).splitlines()[0])
+        return busy("every database connection of this server is in use; retry")
+
+    @app.errorhandler(TimeoutError)
+    def _slow_body(err: TimeoutError) -> Response:
+        # The socket's read timeout (http_body_timeout_s) expired while the body was read.
+        return problem(408, "Request Timeout", [FieldProblem("", "the request body stopped arriving; send it again")])
+
     @app.errorhandler(sa_exc.DBAPIError)
     def _database(err: sa_exc.DBAPIError) -> Response:
         return _database_problem(err.orig, err)
@@ -54,15 +64,17 @@ def install(app: Flask) -> None:
         return _internal(err)
 
 
+def busy(message: str) -> Response:
+    response = problem(503, "Service Unavailable", [FieldProblem("", message)])
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
 def _database_problem(orig: BaseException | None, err: Exception) -> Response:
     """A backstop: input validation should have caught bad values before the database did."""
     if isinstance(orig, BUSY_ERRORS):
         log.warning("database busy", error=str(orig))
-        response = problem(
-            503, "Service Unavailable", [FieldProblem("", "the database is busy (lock or statement timeout); retry")]
-        )
-        response.headers["Retry-After"] = str(RETRY_AFTER_S)
-        return response
+        return busy("the database is busy (lock or statement timeout); retry")
     if isinstance(orig, psycopg.DataError):
         # Worth a warning: some validation let through what the database refused.
         log.warning("database refused input", error=str(orig))

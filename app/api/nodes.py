@@ -9,7 +9,7 @@ from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api import encode
-from app.api.context import read, respond, state, write
+from app.api.context import client_lane, read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
@@ -121,6 +121,7 @@ def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistrat
 
 
 @bp.route("/node/register", methods=["PUT", "POST"])
+@client_lane
 def register() -> Response:
     body = json_body()
     raw = body.get("Node")
@@ -179,6 +180,7 @@ def eligibility(node_id: str) -> Response:
 
 
 @bp.get("/node/<node_id>/allocations")
+@client_lane
 def node_allocations(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
     body, index = read(

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import click
 
 from app.config import ConfigError, Settings, get_settings
-from app.logging import configure
+from app.logging import configure, resolve_format
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,16 +34,22 @@ def agent(dev: bool) -> None:
     stops everything, the embedded database included."""
     if not dev:
         raise click.UsageError("only `corral agent -dev` exists; run roles separately in production")
-    from workers.agent import run_dev_agent
+    from workers.agent import StartRefusedError, run_dev_agent
 
     settings = get_settings()
+    # Decided once, on the agent's terminal: the roles write to a pipe and are told the result.
+    settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})
     configure("agent", settings.log_level, settings.log_format)
-    sys.exit(run_dev_agent(settings))
+    try:
+        code = run_dev_agent(settings)
+    except StartRefusedError as err:
+        raise click.ClickException(str(err)) from err
+    sys.exit(code)
 
 
 @main.command()
 def server() -> None:
-    """Serve the HTTP API (gunicorn, gthread workers) on CORRAL_BIND (default 127.0.0.1:4646).
+    """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
     Exits with an error if the database schema is not at the current revision."""
     from workers.server import run_server
 

@@ -135,6 +135,14 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     default=None,
     help="Allocations destroyed in parallel [default: 2].",
 )
+@click.option(
+    "-dev",
+    "--dev",
+    "dev",
+    is_flag=True,
+    hidden=True,
+    help="Dev mode (what `corral agent -dev` runs): destroy every allocation when the client stops.",
+)
 def client(config_file: Path | None, **options: Any) -> None:
     """Run the node agent: register this machine (fingerprinted CPU, memory, disk, kernel and
     OS attributes), heartbeat, run the allocations placed here with the raw_exec and mock
@@ -170,6 +178,7 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
         "cpu_total_mhz": options["cpu_total_compute"],
         "memory_total_mb": options["memory_total_mb"],
         "http_bind": options["http_bind"],
+        "dev_mode": True if options["dev"] else None,
     }
     try:
         config = build(load_file(config_file) if config_file else {}, flags, gc)

@@ -71,14 +71,24 @@ def connect_args(role: str) -> dict[str, Any]:
     }
 
 
-def make_engine(url: str, role: str, *, pool_size: int = 5, pre_ping: bool = True) -> Engine:
+def make_engine(
+    url: str,
+    role: str,
+    *,
+    pool_size: int = 5,
+    pre_ping: bool = True,
+    max_overflow: int | None = None,
+    pool_timeout_s: float = 30.0,
+) -> Engine:
     """pre_ping costs a round trip per checkout; hot loops turn it off and survive a dead
-    connection by retrying (SQLAlchemy discards connections that failed with a disconnect)."""
+    connection by retrying (SQLAlchemy discards connections that failed with a disconnect).
+    `max_overflow` defaults to the pool size; 0 makes callers queue for a pooled connection."""
     return create_engine(
         sqlalchemy_url(url),
         connect_args=connect_args(role),
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
+        pool_timeout=pool_timeout_s,
         pool_pre_ping=pre_ping,
         pool_recycle=1800,
     )

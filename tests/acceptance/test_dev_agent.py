@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
 import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +16,7 @@ import psutil
 import psycopg
 import pytest
 
-from tests.support.processes import Corral, free_port, postgres_running_in, wait_for, wait_healthy
+from tests.support.processes import CORRAL, Corral, free_port, postgres_running_in, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -80,9 +85,11 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
 def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {"CORRAL_BIND": f"127.0.0.1:{port}"}
+    env = {"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "auto"}
     first = corral(["agent", "-dev"], env=env)
     wait_healthy(base, first)
+    # Not a terminal: every role logs JSON, one object a line.
+    assert wait_for(lambda: "worker1 | {" in first.output), first.output
     httpx.put(f"{base}/v1/jobs", json=JOB).raise_for_status()
     roles = [p for p in first.descendants() if "postgres" not in " ".join(p.cmdline())]
     first.process.send_signal(signal.SIGKILL)
@@ -98,3 +105,131 @@ def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corr
     second.process.send_signal(signal.SIGINT)
     assert second.wait(60) == 0
     assert postgres_running_in(workdir / ".corral") == []
+
+
+class TerminalAgent:
+    """`corral agent -dev` with a terminal for stdout and stderr, as a user runs it; whatever
+    it writes is collected from the terminal's other end."""
+
+    def __init__(self, cwd: Path, port: int) -> None:
+        master, replica = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+        env.update(CORRAL_BIND=f"127.0.0.1:{port}", CORRAL_LOG_FORMAT="auto")
+        self.process = subprocess.Popen([CORRAL, "agent", "-dev"], cwd=cwd, env=env, stdout=replica, stderr=replica)
+        os.close(replica)
+        self._master = master
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                return
+            if not chunk:
+                return
+            self._chunks.append(chunk)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self._chunks).decode(errors="replace").replace("\r\n", "\n")
+
+    def descendants(self) -> list[psutil.Process]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            return psutil.Process(self.process.pid).children(recursive=True)
+        return []
+
+    def close(self) -> None:
+        for proc in self.descendants():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=5)
+        os.close(self._master)
+
+
+SLEEPER = {
+    "Job": {
+        "ID": "sleeper",
+        "TaskGroups": [
+            {
+                "Name": "g",
+                "Tasks": [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "sleep", "args": ["3600"]}}],
+            }
+        ],
+    }
+}
+LISTENING = "API listening on http://"
+
+
+def sleeping_task(agent: TerminalAgent) -> psutil.Process | None:
+    return next((p for p in agent.descendants() if p.cmdline() == ["sleep", "3600"]), None)
+
+
+def alive(proc: psutil.Process) -> bool:
+    return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+
+
+def test_dev_agent_on_a_terminal_announces_the_api_refuses_a_taken_port_and_ctrl_c_kills_its_tasks(
+    corral: type[Corral], workdir: Path
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    agent = TerminalAgent(workdir, port)
+    try:
+        # "API listening" appears only once the health check passes: output read first, then
+        # the API asked, so a line already written must be matched by a healthy API.
+        def announced_and_healthy() -> bool:
+            if agent.process.poll() is not None:
+                pytest.fail(f"the agent exited early:\n{agent.output}")
+            announced = LISTENING in agent.output
+            try:
+                healthy = httpx.get(f"{base}/v1/agent/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                healthy = False
+            assert healthy or not announced, f"announced before the API answered:\n{agent.output}"
+            return announced and healthy
+
+        assert wait_for(announced_and_healthy, timeout=120), agent.output
+        output = agent.output
+        assert output.count(LISTENING) == 1
+        assert f"{LISTENING}127.0.0.1:{port}" in output
+        # The client starts once the API answers, so it never registers elsewhere.
+        assert " client | " not in output.split(LISTENING)[0]
+        # On a terminal every role logs for a human, not JSON (their stdout is a pipe to the agent).
+        role_lines = [line for line in output.splitlines() if line.startswith((" leader | ", "worker1 | "))]
+        assert role_lines and not any(line.split(" | ", 1)[1].startswith("{") for line in role_lines)
+
+        # A second agent on the same port refuses to start: no database, no client in our cluster.
+        assert wait_for(lambda: len(httpx.get(f"{base}/v1/nodes").json()) == 1), agent.output
+        second_dir = workdir / "second"
+        second_dir.mkdir()
+        second = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"}, cwd=second_dir)
+        assert second.wait(60) != 0
+        assert f"port {port}" in second.output and "in use" in second.output
+        assert "Traceback" not in second.output
+        assert not (second_dir / ".corral").exists()
+        assert len(httpx.get(f"{base}/v1/nodes").json()) == 1
+
+        httpx.put(f"{base}/v1/jobs", json=SLEEPER).raise_for_status()
+        assert wait_for(lambda: sleeping_task(agent) is not None), agent.output
+        task = sleeping_task(agent)
+        assert task is not None
+        roles = agent.descendants()
+
+        began = time.monotonic()
+        agent.process.send_signal(signal.SIGINT)
+        assert agent.process.wait(60) == 0
+        took = time.monotonic() - began
+        # Nomad's dev agent destroys its allocations: the task does not outlive the agent.
+        assert not alive(task), f"the raw_exec task survived Ctrl-C:\n{agent.output}"
+        assert not any(alive(p) for p in roles)
+        assert postgres_running_in(workdir / ".corral") == []
+        # A liveness bound, not the target: the figure (under 2 s) is measured by bench/agent_stop.py.
+        assert took < 10, f"Ctrl-C took {took:.1f} s"
+    finally:
+        agent.close()

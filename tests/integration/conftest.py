@@ -17,8 +17,7 @@ def client(database_url: str) -> Iterator[FlaskClient]:
     app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5), database_url)
     # No `with`: a preserved request context would break requests made from other threads.
     yield app.test_client()
-    app.extensions["corral"].watcher.stop()
-    app.extensions["corral"].engine.dispose()
+    app.extensions["corral"].close()
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from app import create_app
+from app.config import Settings
 from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
@@ -72,3 +74,20 @@ def test_errors_carry_x_nomad_index_too(client: FlaskClient, method: str, path: 
     resp = getattr(client, method)(path, json={"Job": {}} if method == "put" else None)
     assert resp.status_code == status
     assert int(resp.headers["X-Nomad-Index"]) >= 2
+
+
+def test_a_request_that_finds_every_pooled_connection_busy_gets_503_with_retry_after(database_url: str) -> None:
+    settings = Settings(database_url=database_url, http_db_pool_size=1, http_db_pool_timeout_s=0.2)
+    app = create_app(settings, database_url)
+    state = app.extensions["corral"]
+    try:
+        with state.engine.connect():  # the ordinary lane's only connection
+            busy = app.test_client().get("/v1/jobs")
+            assert busy.status_code == 503
+            assert busy.headers["Retry-After"] == "1"
+            assert "database connection" in busy.get_json()["detail"]
+            # Client traffic has its own pool: health still answers.
+            assert app.test_client().get("/v1/agent/health").status_code == 200
+        assert app.test_client().get("/v1/jobs").status_code == 200
+    finally:
+        state.close()

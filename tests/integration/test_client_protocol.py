@@ -31,8 +31,7 @@ def fast(database_url: str) -> Iterator[FlaskClient]:
     settings = Settings(database_url=database_url, heartbeat_min_ttl_s=2, heartbeat_grace_s=1)
     app = create_app(settings, database_url)
     yield app.test_client()
-    app.extensions["corral"].watcher.stop()
-    app.extensions["corral"].engine.dispose()
+    app.extensions["corral"].close()
 
 
 def register(client: FlaskClient, node_id: str | None = None) -> tuple[str, str]:

@@ -912,8 +912,7 @@ def api(database_url: str, **settings: Any) -> Iterator[Flask]:
     try:
         yield app
     finally:
-        app.extensions["corral"].watcher.stop()
-        app.extensions["corral"].engine.dispose()
+        app.extensions["corral"].close()
 
 
 class Waiter(threading.Thread):

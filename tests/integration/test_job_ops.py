@@ -276,8 +276,7 @@ def test_versions_are_pruned_to_the_configured_limit_keeping_tagged_ones(databas
         kept = [r[0] for r in pg.execute("SELECT version FROM job_versions ORDER BY version").fetchall()]
         assert kept == [0, 4, 5, 6]
     finally:
-        app.extensions["corral"].watcher.stop()
-        app.extensions["corral"].engine.dispose()
+        app.extensions["corral"].close()
 
 
 def test_default_keeps_six_versions(client: FlaskClient, pg: Conn) -> None:

@@ -150,7 +150,9 @@ def same_default(cell: str, default: object) -> bool:
     if default is None:
         return cell == "unset"
     value = cell.strip("`")
-    if isinstance(default, bool | str | Path):
+    if isinstance(default, bool):
+        return value == str(default).lower()  # as the variable is written: true / false
+    if isinstance(default, str | Path):
         return value == str(default)
     try:
         return float(value) == float(default)  # type: ignore[arg-type]

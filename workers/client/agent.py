@@ -124,10 +124,24 @@ class Client:
             for thread in threads:
                 thread.start()
             self.stop.wait()
-            self._flush()  # tasks keep running, as Nomad's do: a restarted client re-attaches
+            if self.config.dev_mode:
+                self._destroy_all()
+            self._flush()  # otherwise tasks keep running, as Nomad's do: a restarted client re-attaches
         finally:
             server.shutdown()
             self.api.close()
+
+    def _destroy_all(self) -> None:
+        """Dev mode's shutdown (Nomad's too): kill every allocation's tasks, in parallel so the
+        slowest kill_timeout bounds the stop, and remove their directories."""
+        runners = self._runner_list()
+        destroyers = [threading.Thread(target=self._destroy, args=(r,), name=f"destroy-{r.id}") for r in runners]
+        for thread in destroyers:
+            thread.start()
+        for thread in destroyers:
+            thread.join()
+        if runners:
+            log.info("dev mode: destroyed allocations on shutdown", count=len(runners))
 
     def _restore(self) -> None:
         """Re-attach to the allocations a previous run of this client left on disk."""
@@ -262,8 +276,8 @@ class Client:
 
     def _place(self, alloc_id: str) -> None:
         full = self.api.allocation(alloc_id)
-        if full is None:
-            return
+        if full is None or self.stop.is_set():
+            return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
         runner = AllocRunner(full, self.allocs_dir / alloc_id, self.drivers, self._on_change)

@@ -45,6 +45,8 @@ class ClientConfig:
     http_bind: str = "127.0.0.1:0"
     gc: GcConfig = GcConfig()
     sync_interval_s: float = 0.2
+    # Nomad's dev mode: on shutdown destroy every allocation instead of leaving tasks running.
+    dev_mode: bool = False
 
 
 class ConfigError(ValueError):

@@ -16,7 +16,7 @@ from workers.client.restarts import RestartTracker
 
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000
-WAIT_SLICE_S = 1.0
+WAIT_SLICE_S = 0.25  # also how soon a stop is noticed
 MAX_EVENTS = 10
 
 
