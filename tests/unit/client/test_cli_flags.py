@@ -71,6 +71,8 @@ FLAGS: list[tuple[list[str], str, object]] = [
     (["--cpu-total-compute", "8000"], "cpu_total_mhz", 8000),
     (["--memory-total-mb", "16384"], "memory_total_mb", 16384),
     (["--http-bind", "0.0.0.0:4647"], "http_bind", "0.0.0.0:4647"),
+    (["--dev"], "dev_mode", True),
+    (["-dev"], "dev_mode", True),
 ]
 
 
