@@ -9,13 +9,13 @@ from collections.abc import Iterable
 
 from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
-from app.scheduler.feasible import Feasibility, in_job_scope, in_pool
+from app.scheduler.feasible import Feasibility, JobScope, in_pool
 from app.scheduler.metrics import Failures, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionScope
 from app.scheduler.reconcile import Stop, stop_all
-from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, Rng, seed_for, shuffled
+from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, LazyShuffle, Rng, seed_for
 from app.structs import Allocation, Evaluation, Job, Node, RunningAllocation, SchedulerResult, Snapshot, TaskGroup
 
 
@@ -34,11 +34,12 @@ class Pass:
         self.blocked_nodes: set[uuid.UUID] = set()  # system jobs: nodes too full to place on
         self.feasibility: Feasibility | None = None
 
-    def ordered_nodes(self, nodes: Iterable[Node]) -> list[Node]:
-        """Sorted first so the input order never matters, then shuffled by the pass seed."""
-        return shuffled(sorted(nodes, key=lambda n: n.id), Rng(self.seed, NODE_ORDER))
+    def ordered_nodes(self, nodes: Iterable[Node]) -> LazyShuffle[Node]:
+        """Sorted first so the input order never matters (by the ID's integer: comparing UUID
+        objects was most of a pass's time), then shuffled by the pass seed as far as it is read."""
+        return LazyShuffle(sorted(nodes, key=_id_int), Rng(self.seed, NODE_ORDER))
 
-    def ranker(self, job: Job, candidates: list[Node]) -> NodeRanker:
+    def ranker(self, job: Job, candidates: Iterable[Node]) -> NodeRanker:
         self.feasibility = Feasibility(job)
         in_pool_count = sum(1 for n in self.snapshot.nodes if in_pool(n, job.node_pool))
         return NodeRanker(
@@ -55,9 +56,10 @@ class Pass:
             return None
         return PreemptionScope(self.snapshot.preemptible, job.priority, (job.namespace, job.id))
 
-    def candidates(self, job: Job) -> list[Node]:
+    def candidates(self, job: Job) -> LazyShuffle[Node]:
         """Nodes that may receive new allocations: ready, eligible, not draining, in scope."""
-        return self.ordered_nodes(n for n in self.snapshot.nodes if n.ready_for_placement and in_job_scope(n, job))
+        in_scope = JobScope(job)
+        return self.ordered_nodes(n for n in self.snapshot.nodes if n.ready_for_placement and in_scope(n))
 
     def apply_stops(self, stops: Iterable[Stop]) -> None:
         for stop in stops:
@@ -122,3 +124,7 @@ class Pass:
             escaped_computed_class=feasibility.escaped if feasibility else False,
             blocked_nodes=frozenset(self.blocked_nodes),
         )
+
+
+def _id_int(node: Node) -> int:
+    return node.id.int

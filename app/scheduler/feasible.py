@@ -39,6 +39,21 @@ def in_job_scope(node: Node, job: Job) -> bool:
     return in_datacenters(node, job.datacenters) and in_pool(node, job.node_pool)
 
 
+class JobScope:
+    """in_job_scope for many nodes: a cluster has a handful of datacenters and thousands of
+    nodes, so each datacenter is matched against the job's patterns once, not once per node."""
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+        self._datacenters: dict[str, bool] = {}
+
+    def __call__(self, node: Node) -> bool:
+        inside = self._datacenters.get(node.datacenter)
+        if inside is None:
+            inside = self._datacenters[node.datacenter] = in_datacenters(node, self._job.datacenters)
+        return inside and in_pool(node, self._job.node_pool)
+
+
 def group_constraints(group: TaskGroup) -> tuple[Constraint, ...]:
     """Group constraints plus every task's: Nomad checks them together for the group."""
     return group.constraints + tuple(c for task in group.tasks for c in task.constraints)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from app.scheduler import ports
@@ -175,7 +175,7 @@ class Stack:
     """Walks the shuffled candidate list lazily; the cursor persists between selections,
     so consecutive placements start at different nodes and each costs O(limit) when nodes fit."""
 
-    def __init__(self, nodes: list[Node], ranker: NodeRanker, batch: bool) -> None:
+    def __init__(self, nodes: Sequence[Node], ranker: NodeRanker, batch: bool) -> None:
         self._nodes = nodes
         self._ranker = ranker
         self._batch = batch

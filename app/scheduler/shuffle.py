@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 _MASK64 = (1 << 64) - 1
@@ -41,13 +41,48 @@ class Rng:
         return self.next64() % n
 
 
-def shuffled(items: Sequence[T], rng: Rng) -> list[T]:
-    """Fisher-Yates over a copy."""
-    out = list(items)
-    for i in range(len(out) - 1, 0, -1):
-        j = rng.below(i + 1)
-        out[i], out[j] = out[j], out[i]
-    return out
+class LazyShuffle(Sequence[T]):
+    """A Fisher-Yates permutation drawn only as far as it is read.
+
+    The placement walk usually stops after a few nodes (Nomad's candidate limit), so shuffling
+    all of a large cluster for every evaluation would be most of the pass's cost. Reading item i
+    fixes items 0..i for good; the order is a pure function of the items and the generator."""
+
+    def __init__(self, items: Sequence[T], rng: Rng) -> None:
+        self._items = list(items)
+        self._rng = rng
+        self._drawn = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def members(self) -> list[T]:
+        """The items in no particular order, for counting without drawing the permutation."""
+        return list(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._items)))]
+        if index < 0:
+            index += len(self._items)
+        if not 0 <= index < len(self._items):
+            raise IndexError(index)
+        self._draw_through(index)
+        return self._items[index]
+
+    def _draw_through(self, index: int) -> None:
+        items, size = self._items, len(self._items)
+        while self._drawn <= index:
+            i = self._drawn
+            j = i + self._rng.below(size - i)
+            items[i], items[j] = items[j], items[i]
+            self._drawn += 1
 
 
 class IdSource:

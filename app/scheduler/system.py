@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.scheduler import reasons
@@ -78,7 +79,7 @@ class _GroupScope:
         return self.ask.group
 
 
-def _schedule_group(scope: _GroupScope, nodes: list[Node], allocs: list[Allocation]) -> None:
+def _schedule_group(scope: _GroupScope, nodes: Sequence[Node], allocs: list[Allocation]) -> None:
     run = scope.run
     # Lost allocations are not replaced elsewhere: the group runs once per node.
     run.apply_stops(stop_all((a for a in allocs if node_lost(a, run.nodes)), run.nodes, reasons.LOST))

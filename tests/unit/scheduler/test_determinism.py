@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from app.scheduler.shuffle import IdSource, Rng, seed_for, shuffled
+from app.scheduler.feasible import JobScope, in_job_scope
+from app.scheduler.shuffle import IdSource, LazyShuffle, Rng, seed_for
 from tests.support.scheduler_harness import group, job, node, placed, run, snapshot
 
 pytestmark = pytest.mark.unit
@@ -37,8 +38,43 @@ def test_seed_mixes_eval_id_and_index() -> None:
 
 def test_shuffle_is_a_permutation_and_ids_are_v4() -> None:
     items = list(range(100))
-    assert sorted(shuffled(items, Rng(1))) == items and shuffled(items, Rng(1)) != items
+    full = list(LazyShuffle(items, Rng(1)))
+    assert sorted(full) == items and full != items
     ids = IdSource(42)
     first = [ids.next() for _ in range(100)]
     assert len(set(first)) == 100 and all(i.version == 4 for i in first)
     assert first == [IdSource(42).next() for _ in range(1)] + first[1:]
+
+
+def test_lazy_shuffle_draws_the_same_order_however_it_is_read() -> None:
+    items = list(range(50))
+    partly = LazyShuffle(items, Rng(9))
+    first_three = [partly[0], partly[1], partly[2]]
+    assert len(partly) == 50 and partly.members() != list(LazyShuffle(items, Rng(9)))  # only 3 drawn
+    assert list(partly) == list(LazyShuffle(items, Rng(9)))
+    assert first_three == list(LazyShuffle(items, Rng(9)))[:3]
+    assert partly[-1] == partly[49] and partly[47:] == list(partly)[47:]
+    assert sorted(partly.members()) == items
+    with pytest.raises(IndexError):
+        partly[50]
+
+
+def test_lazy_shuffle_is_uniform_enough() -> None:
+    # Every item reaches the first slot about equally often over many seeds (chi-square-ish bound).
+    counts = [0] * 5
+    for seed in range(5000):
+        counts[LazyShuffle(range(5), Rng(seed))[0]] += 1
+    assert all(800 < c < 1200 for c in counts), counts
+
+
+def test_job_scope_matches_in_job_scope_per_node() -> None:
+    nodes = [
+        node(f"n{i}", dc=dc, pool=pool)
+        for i, (dc, pool) in enumerate(
+            [("dc1", "default"), ("dc2", "default"), ("eu-1", "gpu"), ("eu-2", "default"), ("dc1", "gpu")]
+        )
+    ]
+    for datacenters, pool in [(("dc*",), "default"), (("eu-*", "dc2"), "all"), (("*",), "gpu"), ((), "default")]:
+        scoped = job(datacenters=datacenters, pool=pool)
+        matcher = JobScope(scoped)
+        assert [matcher(n) for n in nodes] == [in_job_scope(n, scoped) for n in nodes]
