@@ -69,6 +69,10 @@ class Settings(BaseSettings):
         description="On shutdown, how long running requests may finish; waiting blocking queries return at once.",
     )
     http_access_log: bool = Field(default=True, description="Log one line per request.")
+    metrics_bind: str | None = Field(
+        default=None,
+        description="host:port where a worker, applier or leader serves /v1/metrics; unset: not served.",
+    )
     log_level: str = Field(default="info", description="debug, info, warning or error.")
     log_format: Literal["auto", "console", "json"] = Field(
         default="auto", description="console on a terminal and json otherwise, unless forced."

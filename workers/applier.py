@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import psycopg
 import structlog
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
+from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, apply_next
 from workers.runtime import Wakeup
 
@@ -50,8 +52,11 @@ def _serve(engine: Engine, lead: Leadership, wakeup: Wakeup, stop: threading.Eve
     renewer.start()
     assert lead.term is not None
     while not stop.is_set() and not deposed.is_set():
+        began = time.perf_counter()
         with Session(bind=lead.connection) as session, session.begin():
             plan_id = apply_next(session, lead.term)
+        if plan_id is not None:  # an empty queue is no apply
+            PLAN_APPLY.observe((time.perf_counter() - began) * 1000)
         if plan_id is None:
             wakeup.wait()
         else:

@@ -20,6 +20,7 @@ from app.db.leadership import holder_name
 from app.gc.core_evals import run_core_eval
 from app.gc.pacer import Pacer
 from app.gc.thresholds import Thresholds
+from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, timed
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
@@ -76,6 +77,7 @@ class Worker:
         try:
             while not stop.is_set():
                 rescue = time.monotonic() >= next_rescue
+                began = time.perf_counter()
                 try:
                     held = broker.claim(
                         self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue
@@ -90,6 +92,7 @@ class Worker:
                     self.wakeup.wait()
                     next_rescue = 0.0  # idle: look for lapsed leases on the next round
                 else:
+                    DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
                     self.handle(held, stop)
         finally:
             self.wakeup.close()
@@ -126,11 +129,13 @@ class Worker:
         while True:
             scheduled_at = datetime.now(UTC)
             snapshot = self.loader.load(held.evaluation)
-            result = process(held.evaluation, snapshot, now_ns=time.time_ns())
+            with timed(INVOKE_SCHEDULER, type=held.evaluation.type):
+                result = process(held.evaluation, snapshot, now_ns=time.time_ns())
             if result.plan.is_noop:
                 return _outcome(result, snapshot.index, scheduled_at)
             attempt += 1
-            applied = self._submit_and_wait(held, attempt, result, keeper, stop)
+            with timed(SUBMIT_PLAN):
+                applied = self._submit_and_wait(held, attempt, result, keeper, stop)
             if not applied.partial:
                 return _outcome(result, snapshot.index, scheduled_at)
             failures = 0 if applied.progress else failures + 1

@@ -81,6 +81,7 @@ def worker(schedulers: str) -> None:
         )
     settings = get_settings()
     configure("worker", settings.log_level, settings.log_format)
+    _serve_metrics(settings, "worker")
     stop = stop_on_signals()
     with _database(settings, "worker") as url:
         run_worker(settings, url, chosen, stop)
@@ -95,6 +96,7 @@ def applier() -> None:
 
     settings = get_settings()
     configure("applier", settings.log_level, settings.log_format)
+    _serve_metrics(settings, "applier")
     stop = stop_on_signals()
     with _database(settings, "applier") as url:
         run_applier(settings, url, stop)
@@ -111,9 +113,22 @@ def leader() -> None:
 
     settings = get_settings()
     configure("leader", settings.log_level, settings.log_format)
+    _serve_metrics(settings, "leader")
     stop = stop_on_signals()
     with _database(settings, "leader") as url:
         run_leader(settings, url, stop)
+
+
+def _serve_metrics(settings: Settings, role: str) -> None:
+    """The role's own /v1/metrics on CORRAL_METRICS_BIND, if set; a bad address stops the role."""
+    if not settings.metrics_bind:
+        return
+    from workers.metrics_http import MetricsBindError, serve_metrics
+
+    try:
+        serve_metrics(settings.metrics_bind, role)
+    except MetricsBindError as err:
+        raise click.ClickException(str(err)) from err
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
+from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
 from app.models import Allocation as AllocRow
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
@@ -122,7 +123,8 @@ def apply_next(session: Session, term: int) -> int | None:
     if owned.first() is None:
         _record(session, plan_id, Verdict(), index, term, status="rejected", refresh=0)
         return plan_id
-    verdict = evaluate(session, plan)
+    with timed(PLAN_EVALUATE):
+        verdict = evaluate(session, plan)
     try:
         with session.begin_nested():
             _write(session, plan, verdict, index)
@@ -132,6 +134,7 @@ def apply_next(session: Session, term: int) -> int | None:
         # from fresh state, instead of failing this plan again on every retry.
         log.error("database refused plan writes; rejecting the plan", plan_id=plan_id, exc_info=True)
         verdict = Verdict(rejected=list(verdict.nodes))
+    PLAN_NODE_REJECTED.inc(len(verdict.rejected))
     status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
     _record(session, plan_id, verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
     return plan_id

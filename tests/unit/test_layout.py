@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, ...]] = [
         "app.config",
         "app.cron",
         "app.logging",
+        "app.metrics",
         "app.jobspec",
         "app.scheduler",
         "app.models",
