@@ -155,7 +155,7 @@ class RawExec:
                     stderr=err,
                     start_new_session=True,  # its own process group, killed whole; outlives a client crash
                 )
-            except OSError as error:
+            except (OSError, ValueError) as error:  # ValueError: a NUL byte in an argument or variable
                 raise StartError(str(error)) from error
         created = psutil.Process(process.pid).create_time()
         return RawExecHandle(process.pid, created, exit_file, process)

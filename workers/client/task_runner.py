@@ -81,10 +81,6 @@ class TaskRunner:
                 self._event(*event)
         self._stop.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
     def _event(self, kind: str, message: str = "", **extra: Any) -> None:
         event = {"Type": kind, "Time": now_ns(), "DisplayMessage": message, **extra}
         self.state["Events"] = [*self.state["Events"], event][-MAX_EVENTS:]
