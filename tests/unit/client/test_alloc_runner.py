@@ -36,7 +36,8 @@ def alloc(tasks: list[dict[str, Any]], **job: Any) -> dict[str, Any]:
 
 
 def run(tmp_path: Path, body: dict[str, Any]) -> AllocRunner:
-    runner = AllocRunner(body, tmp_path / body["ID"], available(("mock",)), lambda _: None, node={"Name": "n1"})
+    node = {"Name": "n1", "SecretID": "node-s3cret"}  # what agent.py passes: its registration body
+    runner = AllocRunner(body, tmp_path / body["ID"], available(("mock",)), lambda _: None, node=node)
     runner.start()
     assert wait_for(lambda: runner.terminal, 30), runner.update()
     return runner
@@ -92,3 +93,19 @@ def test_an_unknown_hook_or_escaping_payload_path_fails_the_allocation(tmp_path:
     assert "lifecycle hook" in run(tmp_path / "a", alloc([mock("t", "midstart")])).description
     escaping = {**mock("t"), "DispatchPayload": {"File": "../../secrets/x"}}
     assert "dispatch_payload" in run(tmp_path / "b", alloc([escaping], Payload="eA==")).description
+
+
+def test_a_dead_leader_kills_its_siblings(tmp_path: Path) -> None:
+    leader = {**mock("leader", run_for="50ms"), "Leader": True}
+    runner = run(tmp_path, alloc([leader, mock("helper")]))  # the helper would run forever
+    assert runner.client_status == "complete"
+    assert "Leader Task Dead" in events(runner, "helper") and "Killed" in events(runner, "helper")
+
+
+def test_a_restored_allocation_keeps_the_node_facts_its_tasks_started_with(tmp_path: Path) -> None:
+    body = alloc([{**mock("t", run_for="10ms"), "Env": {"WHERE": "${node.unique.name}"}}])
+    first = run(tmp_path, body)
+    restored = AllocRunner.restore(first.dir, available(("mock",)), lambda _: None)
+    assert restored is not None and restored.node == first.node and restored.node.name == "n1"
+    assert restored.tasks["t"].spec.env["WHERE"] == "n1"
+    assert "node-s3cret" not in (first.dir / "alloc.json").read_text()
