@@ -280,7 +280,7 @@ class Client:
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
-        runner = AllocRunner(full, self.allocs_dir / alloc_id, self.drivers, self._on_change)
+        runner = AllocRunner(full, self.allocs_dir / alloc_id, self.drivers, self._on_change, node=self.node_body())
         with self.lock:
             self.runners[alloc_id] = runner
         log.info("running allocation", alloc_id=alloc_id, name=full.get("Name"))

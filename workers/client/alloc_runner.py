@@ -5,40 +5,97 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workers.client.drivers import Driver, StartError, TaskSpec
+from workers.client.drivers import DEFAULT_KILL_SIGNAL, Driver, StartError, TaskSpec
 from workers.client.health import HealthWatch
+from workers.client.lifecycle import (
+    MAIN,
+    OPEN,
+    POSTSTART,
+    POSTSTOP,
+    PRESTART,
+    LifecycleError,
+    advance,
+    kill_order,
+    kill_reason,
+    restarts_on_success,
+    stage_of,
+)
 from workers.client.restarts import RestartPolicy, RestartTracker
 from workers.client.task_runner import TaskRunner
+from workers.client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
 RECORD = "alloc.json"
+SHARED_DIRS = ("data", "logs", "tmp")  # alloc/…, shared by the group's tasks (Nomad's layout)
+BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
 
 
-def task_specs(alloc: dict[str, Any]) -> tuple[list[tuple[TaskSpec, dict[str, Any] | None]], bool]:
-    """The group's tasks from the allocation's job, with their restart policies, and whether it is batch."""
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task as the allocation runs it: its driver spec (environment built, config
+    interpolated), restart policy, lifecycle stage, and where its dispatch payload goes."""
+
+    spec: TaskSpec
+    policy: dict[str, Any] | None
+    stage: str
+    leader: bool
+    payload_file: str
+
+
+def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[list[TaskPlan], bool]:
+    """The group's tasks from the allocation's job, and whether it is batch. Raises StartError
+    for what no task of the group could run with."""
     job = alloc.get("Job") or {}
     group = next((g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc["TaskGroup"]), None)
     if group is None:
         raise StartError(f"task group {alloc['TaskGroup']!r} is not in job version {alloc.get('JobVersion')}")
-    specs = []
+    plans = []
     for task in group.get("Tasks") or []:
+        name = str(task["Name"])
+        if BAD_TASK_NAME.search(name):
+            raise StartError(f"task name {name!r} must not contain '/', '\\' or NUL, nor be '.' or '..'")
+        try:
+            stage = stage_of(task)
+        except LifecycleError as err:
+            raise StartError(f"task {name!r}: {err}") from None
+        paths = TaskPaths(alloc_dir / "alloc", alloc_dir / name)
+        env, attrs = build_env(alloc, task, node, paths)
         spec = TaskSpec(
-            name=str(task["Name"]),
+            name=name,
             driver=str(task.get("Driver", "")),
-            config=dict(task.get("Config") or {}),
-            env={str(k): str(v) for k, v in (task.get("Env") or {}).items()},
+            config=interpolate_config(dict(task.get("Config") or {}), env, attrs),
+            env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
+            kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
         )
-        specs.append((spec, task.get("RestartPolicy") or group.get("RestartPolicy")))
-    return specs, job.get("Type") in ("batch", "sysbatch")
+        payload = str((task.get("DispatchPayload") or {}).get("File") or "")
+        policy = task.get("RestartPolicy") or group.get("RestartPolicy")
+        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload))
+    return plans, job.get("Type") in ("batch", "sysbatch")
+
+
+def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:
+    """The task states deployment health is judged on: not the poststop tasks, nor the
+    prestart/poststart tasks that have finished successfully (they were meant to)."""
+    judged = []
+    for name, state in states.items():
+        stage = stages.get(name, MAIN)
+        if stage == POSTSTOP:
+            continue
+        if stage in (PRESTART, POSTSTART) and state.get("State") == "dead" and not state.get("Failed"):
+            continue
+        judged.append(state)
+    return judged
 
 
 class AllocRunner:
@@ -49,39 +106,74 @@ class AllocRunner:
         drivers: dict[str, Driver],
         on_change: Callable[[AllocRunner], None],
         saved: dict[str, Any] | None = None,
+        node: dict[str, Any] | None = None,
     ) -> None:
         self.id = str(alloc["ID"])
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
         saved = saved or {}
+        # The node's facts for NOMAD_DC and node.*/attr.* interpolation; kept in the record so a
+        # restarted client restarts tasks with the environment they started with.
+        self.node = NodeInfo.of(node if node is not None else saved.get("node"))
         self.client_status: str = saved.get("client_status", "pending")
         self.description: str = saved.get("description", "")
         self.finished_at: float | None = saved.get("finished_at")
         self.stopping = bool(saved.get("stopping", False))
         self.tasks: dict[str, TaskRunner] = {}
+        self.stages: dict[str, str] = {}
+        self.leaders: frozenset[str] = frozenset()
+        # Nomad's coordinator: a restored allocation starts again from prestart and moves on.
+        self.phase = "prestart" if saved else "init"
+        self.gates = {stage: threading.Event() for stage in OPEN["poststart"] | OPEN["prestart"] | {POSTSTOP}}
+        self._killing = False
         # A restarted client keeps its health clock and verdict (the servers keep the first one).
         self.health = HealthWatch.restore(saved.get("health")) or HealthWatch.of(alloc)
         self._lock = threading.RLock()
         self._build(drivers, saved.get("tasks") or {})
 
     def _build(self, drivers: dict[str, Driver], saved: dict[str, Any]) -> None:
-        logs = self.dir / "alloc" / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        shared = self.dir / "alloc"
+        for name in SHARED_DIRS:
+            (shared / name).mkdir(parents=True, exist_ok=True)
+        logs = shared / "logs"
         try:
-            specs, batch = task_specs(self.alloc)
+            plans, batch = task_plans(self.alloc, self.node, self.dir)
         except StartError as err:
             self._terminal("failed", str(err))
             return
-        for spec, policy in specs:
-            driver = drivers.get(spec.driver)
+        for plan in plans:
+            driver = drivers.get(plan.spec.driver)
             if driver is None:
-                self._terminal("failed", f"driver {spec.driver!r} is not enabled on this node")
+                self._terminal("failed", f"driver {plan.spec.driver!r} is not enabled on this node")
                 return
+        for plan in plans:
+            spec = plan.spec
             task_dir = self.dir / spec.name
-            task_dir.mkdir(parents=True, exist_ok=True)
-            tracker = RestartTracker(RestartPolicy.of(policy), batch)
+            paths = TaskPaths(shared, task_dir)
+            for directory, mode in ((paths.local, 0o755), (paths.secrets, 0o700), (paths.tmp, 0o1777)):
+                directory.mkdir(parents=True, exist_ok=True)
+                directory.chmod(mode)
+            tracker = RestartTracker(RestartPolicy.of(plan.policy), not restarts_on_success(plan.stage, batch))
+            previous = saved.get(spec.name)
+            if previous is None and plan.payload_file:
+                try:
+                    self._write_payload(paths, plan.payload_file)
+                except (StartError, OSError) as err:
+                    self.tasks, self.stages = {}, {}
+                    self._terminal("failed", f"task {spec.name!r}: {err}")
+                    return
+            self.stages[spec.name] = plan.stage
             self.tasks[spec.name] = TaskRunner(
-                spec, driver, tracker, task_dir, logs, self._changed, saved.get(spec.name)
+                spec, drivers[spec.driver], tracker, task_dir, logs, self._changed, previous, self.gates[plan.stage]
             )
+        self.leaders = frozenset(plan.spec.name for plan in plans if plan.leader)
+
+    def _write_payload(self, paths: TaskPaths, file: str) -> None:
+        """`dispatch_payload { file }`: the dispatched job's payload in the task's local/."""
+        target = payload_path(paths, file)
+        if target is None:
+            raise StartError(f"dispatch_payload file {file!r} must be a path inside the task's local/ directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(dispatch_payload(self.alloc.get("Job") or {}))
 
     @property
     def terminal(self) -> bool:
@@ -92,6 +184,7 @@ class AllocRunner:
             self.persist()
             self.on_change(self)
             return
+        self._coordinate()
         for task in self.tasks.values():
             task.start()
         if self.stopping:
@@ -99,28 +192,55 @@ class AllocRunner:
         self._changed()
 
     def stop(self) -> None:
-        """The servers want it stopped (stop or evict): kill every task, honouring kill_timeout."""
+        """The servers want it stopped (stop or evict): kill every task but the poststop ones,
+        leader first and sidecars last, honouring each kill_timeout; poststop tasks run next."""
         self.stopping = True
-        for task in self.tasks.values():
-            task.stop()
+        self._kill(None)
         if not any(t.thread.is_alive() for t in self.tasks.values()):
             self._changed()
 
+    def _kill(self, event: tuple[str, str] | None) -> None:
+        with self._lock:
+            if self._killing:
+                return
+            self._killing = True
+        threading.Thread(target=self._kill_in_order, args=(event,), name=f"kill-{self.id[:8]}", daemon=True).start()
+
+    def _kill_in_order(self, event: tuple[str, str] | None) -> None:
+        for batch in kill_order(self.stages, self.leaders):
+            runners = [self.tasks[name] for name in batch]
+            for task in runners:
+                task.stop(event)
+            for task in runners:
+                if task.thread.is_alive():
+                    task.thread.join()
+
+    def _coordinate(self) -> None:
+        """Move the lifecycle phase on and open or close each stage's gate."""
+        states = {name: t.state for name, t in self.tasks.items()}
+        self.phase = advance(self.phase, states, self.stages)
+        for stage, gate in self.gates.items():
+            if stage in OPEN[self.phase]:
+                gate.set()
+            else:
+                gate.clear()
+
     def _changed(self) -> None:
         with self._lock:
-            states = [t.state for t in self.tasks.values()]
-            status, description = self._derive(states)
+            self._coordinate()
+            states = {name: t.state for name, t in self.tasks.items()}
+            status, description = self._derive(list(states.values()))
             if not self.terminal:
                 if status in TERMINAL:
                     self._terminal(status, description)
                 else:
                     self.client_status, self.description = status, description
-            failed_task = any(s["State"] == "dead" and s["Failed"] for s in states)
+            reason = None if self._killing else kill_reason(states, self.stages, self.leaders)
             self.persist()
-        if failed_task and not self.stopping:
-            # A failed task fails its allocation: its siblings are stopped (Nomad does the same).
-            for task in self.tasks.values():
-                task.stop()
+        if reason is not None:
+            # A failed task fails its allocation: the others are killed (Nomad does the same),
+            # as they are when the leader dies or only sidecars are left.
+            self._kill(reason)
         self.on_change(self)
 
     def _derive(self, states: list[dict[str, Any]]) -> tuple[str, str]:
@@ -155,7 +275,7 @@ class AllocRunner:
         if self.health is None or self.stopping:
             return False
         with self._lock:
-            states = [t.state for t in self.tasks.values()]
+            states = health_states({name: t.state for name, t in self.tasks.items()}, self.stages)
             decided = self.health.judge(self.client_status, states, now)
         if decided:
             self.persist()
@@ -172,6 +292,7 @@ class AllocRunner:
         with self._lock:
             record = {
                 "alloc": self.alloc,
+                "node": self.node.saved(),
                 "client_status": self.client_status,
                 "description": self.description,
                 "finished_at": self.finished_at,
@@ -186,6 +307,9 @@ class AllocRunner:
 
     def destroy(self) -> None:
         """Kill whatever still runs, wait for the task runners, remove the directory."""
+        for name, task in self.tasks.items():
+            if self.stages.get(name) == POSTSTOP:
+                task.stop()  # nothing is left to run after: not even the poststop tasks
         self.stop()
         for task in self.tasks.values():
             if task.thread.is_alive():

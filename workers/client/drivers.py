@@ -19,8 +19,12 @@ import psutil
 from app.jobspec.durations import DurationError, duration_ns
 
 KILLED = -1  # exit code for a task that was killed (or vanished) without reporting one
-# Runs the task, then records its exit code where a re-attached client can read it.
-WRAPPER = '"$@"; code=$?; echo "$code" > "$CORRAL_EXIT_FILE"; exit "$code"'
+# Runs the task, then records its exit code where a re-attached client can read it. The wrapper
+# traps the kill signals (a handler, not an ignore: the task gets the default disposition) so it
+# outlives the task and records how it ended; `{traps}` is filled in per task.
+WRAPPER = 'f=$1; shift; trap : {traps}; "$@"; code=$?; echo "$code" > "$f"; exit "$code"'
+DEFAULT_KILL_SIGNAL = "SIGINT"  # Nomad's, when the task sets no kill_signal
+UNTRAPPABLE = frozenset({signal.SIGKILL, signal.SIGSTOP})
 
 
 class StartError(Exception):
@@ -32,16 +36,26 @@ class TaskSpec:
     name: str
     driver: str
     config: dict[str, Any]
-    env: dict[str, str]
+    env: dict[str, str]  # the whole environment of the task (built by taskenv, never the client's)
     kill_timeout_s: float
+    kill_signal: str = DEFAULT_KILL_SIGNAL
+
+
+def signal_number(name: str) -> signal.Signals:
+    """`SIGTERM` or `TERM` -> the signal; StartError for a name this system does not know."""
+    wanted = name.upper() if name.upper().startswith("SIG") else f"SIG{name.upper()}"
+    try:
+        return signal.Signals[wanted]
+    except KeyError:
+        raise StartError(f"kill_signal {name!r} is not a signal this node knows") from None
 
 
 class Handle(Protocol):
     def wait(self, timeout_s: float) -> int | None:
         """The exit code once the task has exited, else None after timeout_s."""
 
-    def kill(self, timeout_s: float) -> int:
-        """Stop the task (gracefully, then by force after timeout_s); returns its exit code."""
+    def kill(self, timeout_s: float, signal_name: str = DEFAULT_KILL_SIGNAL) -> int:
+        """Stop the task (signal_name, then by force after timeout_s); returns its exit code."""
 
     def state(self) -> dict[str, Any]: ...
 
@@ -97,12 +111,17 @@ class RawExecHandle:
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         return self._exit_code()
 
-    def kill(self, timeout_s: float) -> int:
-        """SIGTERM to the whole process group, SIGKILL after kill_timeout: nothing it forked survives."""
-        self._signal(signal.SIGTERM)
+    def kill(self, timeout_s: float, signal_name: str = DEFAULT_KILL_SIGNAL) -> int:
+        """The kill signal to the whole process group, then SIGKILL to whatever is left of it once
+        the task has exited or kill_timeout has passed: nothing it forked survives."""
+        try:
+            signum = signal_number(signal_name)
+        except StartError:
+            signum = signal.SIGINT  # as Nomad's SignalTask does with a name it does not know
+        self._signal(signum)
         code = self.wait(timeout_s)
+        self._signal(signal.SIGKILL)
         if code is None:
-            self._signal(signal.SIGKILL)
             code = self.wait(5.0)
         return KILLED if code is None else code
 
@@ -121,21 +140,22 @@ class RawExec:
         args = task.config.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
             raise StartError("config.args must be a list of strings")
+        kill = signal_number(task.kill_signal)
+        traps = " ".join(sorted({s.name[3:] for s in (signal.SIGINT, signal.SIGTERM, kill) if s not in UNTRAPPABLE}))
         exit_file = task_dir / "exit_code"
         exit_file.unlink(missing_ok=True)
-        env = {**os.environ, **task.env, "CORRAL_EXIT_FILE": str(exit_file), "NOMAD_TASK_DIR": str(task_dir)}
         with (logs / f"{task.name}.stdout.0").open("ab") as out, (logs / f"{task.name}.stderr.0").open("ab") as err:
             try:
                 process = subprocess.Popen(
-                    ["/bin/sh", "-c", WRAPPER, "sh", command, *map(str, args)],
+                    ["/bin/sh", "-c", WRAPPER.format(traps=traps), "sh", str(exit_file), command, *map(str, args)],
                     cwd=task_dir,
-                    env=env,
+                    env=dict(task.env),  # built from scratch: never the client's own environment
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
                     start_new_session=True,  # its own process group, killed whole; outlives a client crash
                 )
-            except OSError as error:
+            except (OSError, ValueError) as error:  # ValueError: a NUL byte in an argument or variable
                 raise StartError(str(error)) from error
         created = psutil.Process(process.pid).create_time()
         return RawExecHandle(process.pid, created, exit_file, process)
@@ -186,7 +206,7 @@ class MockHandle:
         natural = float("inf") if self.run_for_s is None else self.started + self.run_for_s
         return KILLED if ended < natural else self.exit_code
 
-    def kill(self, timeout_s: float) -> int:
+    def kill(self, timeout_s: float, signal_name: str = DEFAULT_KILL_SIGNAL) -> int:
         if not self._killed.is_set():
             self._killed_at = time.time()
             self._killed.set()

@@ -37,8 +37,9 @@ class Decision:
 
 
 class RestartTracker:
-    """Decides what follows each exit. A batch task that exits 0 is done; any other exit (a
-    service task's too: it is meant to run forever) is a restart while the policy allows."""
+    """Decides what follows each exit. With `batch` (a batch task, or a non-sidecar lifecycle
+    hook or poststop task: see lifecycle.restarts_on_success) an exit 0 is done; any other exit
+    (a service task's too: it is meant to run forever) is a restart while the policy allows."""
 
     def __init__(self, policy: RestartPolicy, batch: bool) -> None:
         self.policy, self.batch = policy, batch

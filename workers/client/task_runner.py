@@ -24,6 +24,12 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+def _open_gate() -> threading.Event:
+    gate = threading.Event()
+    gate.set()
+    return gate
+
+
 class TaskRunner:
     def __init__(
         self,
@@ -34,9 +40,12 @@ class TaskRunner:
         logs: Path,
         on_change: Callable[[], None],
         saved: dict[str, Any] | None = None,
+        gate: threading.Event | None = None,
     ) -> None:
         self.spec, self.driver, self.tracker = spec, driver, tracker
         self.task_dir, self.logs, self.on_change = task_dir, logs, on_change
+        # Open while the task's lifecycle stage may start (the allocation's coordinator sets it).
+        self.gate = gate if gate is not None else _open_gate()
         saved = saved or {}
         self.state: dict[str, Any] = saved.get("state") or {
             "State": "pending",
@@ -65,7 +74,11 @@ class TaskRunner:
         if not self.dead:
             self.thread.start()
 
-    def stop(self) -> None:
+    def stop(self, event: tuple[str, str] | None = None) -> None:
+        """Kill the task (or keep it from starting); `event` says why (a sibling failed …)."""
+        if event is not None and not self._stop.is_set() and not self.dead:
+            with self._lock:
+                self._event(*event)
         self._stop.set()
 
     def _event(self, kind: str, message: str = "", **extra: Any) -> None:
@@ -89,7 +102,7 @@ class TaskRunner:
         handle = self._reattach()
         while True:
             if handle is None:
-                if self._stop.is_set():
+                if not self._wait_gate() or self._stop.is_set():
                     return self._finish(failed=False, message="Task stopped before it started")
                 handle = self._start()
                 if handle is None:
@@ -117,6 +130,13 @@ class TaskRunner:
                 return self._finish(failed=False, message="")
             self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
 
+    def _wait_gate(self) -> bool:
+        """Wait until the task's lifecycle stage may start; False if it was stopped first."""
+        while not self.gate.wait(WAIT_SLICE_S):
+            if self._stop.is_set():
+                return False
+        return True
+
     def _reattach(self) -> Handle | None:
         if self._saved_handle is None or self.state["State"] != "running":
             return None
@@ -143,8 +163,11 @@ class TaskRunner:
             code = handle.wait(WAIT_SLICE_S)
             if code is not None:
                 return code
-        self._event("Killing", "Sent interrupt", KillTimeout=int(self.spec.kill_timeout_s * NANOS))
-        return handle.kill(self.spec.kill_timeout_s)
+        timeout, name = self.spec.kill_timeout_s, self.spec.kill_signal
+        message = f"Sent {name}. Waiting {timeout:g}s before force killing"
+        self._event("Killing", message, KillTimeout=int(timeout * NANOS), KillSignal=name)
+        self.on_change()
+        return handle.kill(timeout, name)
 
     def _finish(self, *, failed: bool, message: str) -> None:
         if message:

@@ -1,0 +1,111 @@
+"""The allocation runner with the in-process `mock` driver (no processes): the directory layout,
+lifecycle gates in the order Nomad's coordinator opens them, a failed prestart task failing the
+allocation while its poststop task still runs, the payload file, refused task names."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.processes import wait_for
+from workers.client.alloc_runner import AllocRunner
+from workers.client.drivers import available
+
+pytestmark = pytest.mark.unit
+
+NO_RESTART = {"Attempts": 0, "Interval": 60_000_000_000, "Delay": 0, "Mode": "fail"}
+
+
+def mock(name: str, hook: str = "", sidecar: bool = False, **config: Any) -> dict[str, Any]:
+    task: dict[str, Any] = {"Name": name, "Driver": "mock", "Config": config, "RestartPolicy": NO_RESTART}
+    if hook:
+        task["Lifecycle"] = {"Hook": hook, "Sidecar": sidecar}
+    return task
+
+
+def alloc(tasks: list[dict[str, Any]], **job: Any) -> dict[str, Any]:
+    return {
+        "ID": "a1b2c3d4-0000-0000-0000-000000000000",
+        "Name": "j.g[0]",
+        "TaskGroup": "g",
+        "Job": {"ID": "j", "Type": "batch", "TaskGroups": [{"Name": "g", "Tasks": tasks}], **job},
+    }
+
+
+def run(tmp_path: Path, body: dict[str, Any]) -> AllocRunner:
+    node = {"Name": "n1", "SecretID": "node-s3cret"}  # what agent.py passes: its registration body
+    runner = AllocRunner(body, tmp_path / body["ID"], available(("mock",)), lambda _: None, node=node)
+    runner.start()
+    assert wait_for(lambda: runner.terminal, 30), runner.update()
+    return runner
+
+
+def events(runner: AllocRunner, task: str) -> list[str]:
+    return [e["Type"] for e in runner.tasks[task].state["Events"]]
+
+
+def test_main_waits_for_prestart_and_poststop_runs_last(tmp_path: Path) -> None:
+    tasks = [
+        mock("setup", "prestart", run_for="300ms"),
+        mock("proxy", "prestart", sidecar=True),
+        mock("main", run_for="100ms"),
+        mock("announce", "poststart", run_for="10ms"),
+        mock("cleanup", "poststop", run_for="10ms"),
+    ]
+    runner = run(tmp_path, alloc(tasks))
+    assert runner.client_status == "complete", runner.update()
+    state = {name: t.state for name, t in runner.tasks.items()}
+    assert state["setup"]["FinishedAt"] <= state["main"]["StartedAt"]
+    assert state["proxy"]["StartedAt"] <= state["main"]["StartedAt"] <= state["announce"]["StartedAt"]
+    assert state["cleanup"]["StartedAt"] >= max(s["FinishedAt"] for n, s in state.items() if n != "cleanup")
+    assert "Main Tasks Dead" in events(runner, "proxy")  # the sidecar, killed once main was done
+    for directory in ("alloc/data", "alloc/logs", "alloc/tmp", "main/local", "main/secrets", "main/tmp"):
+        assert (runner.dir / directory).is_dir(), directory
+
+
+def test_failed_prestart_fails_the_allocation_main_never_starts_poststop_still_runs(tmp_path: Path) -> None:
+    setup = mock("setup", "prestart", run_for="10ms", exit_code=2)
+    tasks = [setup, mock("main"), mock("cleanup", "poststop", run_for="10ms")]
+    runner = run(tmp_path, alloc(tasks))
+    assert runner.client_status == "failed"
+    assert runner.tasks["setup"].state["Failed"] is True
+    assert "Started" not in events(runner, "main") and "Sibling Task Failed" in events(runner, "main")
+    assert "Started" in events(runner, "cleanup") and runner.tasks["cleanup"].state["Failed"] is False
+
+
+def test_dispatch_payload_lands_in_local(tmp_path: Path) -> None:
+    task = {**mock("main", run_for="10ms"), "DispatchPayload": {"File": "in/data.bin"}}
+    runner = run(tmp_path, alloc([task], Payload=base64.b64encode(b"\x00payload").decode()))
+    assert (runner.dir / "main" / "local" / "in" / "data.bin").read_bytes() == b"\x00payload"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".."])
+def test_a_task_name_that_is_a_path_fails_the_allocation_and_writes_nothing_outside(tmp_path: Path, name: str) -> None:
+    runner = run(tmp_path, alloc([mock(name)]))
+    assert runner.client_status == "failed" and "task name" in runner.description
+    assert sorted(p.name for p in tmp_path.iterdir()) == [runner.id]
+
+
+def test_an_unknown_hook_or_escaping_payload_path_fails_the_allocation(tmp_path: Path) -> None:
+    assert "lifecycle hook" in run(tmp_path / "a", alloc([mock("t", "midstart")])).description
+    escaping = {**mock("t"), "DispatchPayload": {"File": "../../secrets/x"}}
+    assert "dispatch_payload" in run(tmp_path / "b", alloc([escaping], Payload="eA==")).description
+
+
+def test_a_dead_leader_kills_its_siblings(tmp_path: Path) -> None:
+    leader = {**mock("leader", run_for="50ms"), "Leader": True}
+    runner = run(tmp_path, alloc([leader, mock("helper")]))  # the helper would run forever
+    assert runner.client_status == "complete"
+    assert "Leader Task Dead" in events(runner, "helper") and "Killed" in events(runner, "helper")
+
+
+def test_a_restored_allocation_keeps_the_node_facts_its_tasks_started_with(tmp_path: Path) -> None:
+    body = alloc([{**mock("t", run_for="10ms"), "Env": {"WHERE": "${node.unique.name}"}}])
+    first = run(tmp_path, body)
+    restored = AllocRunner.restore(first.dir, available(("mock",)), lambda _: None)
+    assert restored is not None and restored.node == first.node and restored.node.name == "n1"
+    assert restored.tasks["t"].spec.env["WHERE"] == "n1"
+    assert "node-s3cret" not in (first.dir / "alloc.json").read_text()
