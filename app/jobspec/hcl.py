@@ -13,7 +13,6 @@ booleans are converted where the job model expects them (``coerce``).
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,7 +91,9 @@ def parse_hcl(
         _check_root(root, evaluator, filename)
         scope.variables = _variables(root, evaluator, variables or {}, var_files, environ or {}, filename)
         scope.locals = _locals(root, evaluator)
-        jobs = [evaluator.block(child) for child in _trees(root) if child.data == "block" and _block_type(child) == "job"]
+        jobs = [
+            evaluator.block(child) for child in _trees(root) if child.data == "block" and _block_type(child) == "job"
+        ]
     except HCLError as exc:
         raise JobSpecError.single(_where(filename, exc.pos), exc.message) from None
     if len(jobs) != 1:
@@ -118,9 +119,10 @@ def _decode(text: str | bytes, filename: str) -> str:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = text[: exc.start].count(b"\n") + 1
+            raw = exc.object
+            line = raw[: exc.start].count(b"\n") + 1
             raise JobSpecError.single(
-                f"{filename}:{line}", f"is not valid UTF-8 (byte 0x{text[exc.start]:02x} at offset {exc.start})"
+                f"{filename}:{line}", f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
             ) from None
     if text.startswith("\ufeff"):
         raise JobSpecError.single(filename, _BOM)
@@ -189,7 +191,7 @@ def _variables(
         if name not in declared:
             raise HCLError(None, f"-var {name}: no variable {name!r} is declared in {filename}")
         values[name] = _from_text(text, declared[name][0])
-    for name, (type_source, value, pos) in declared.items():
+    for name, (type_source, _, pos) in declared.items():
         if values[name] is _UNSET:
             raise HCLError(pos, f'variable "{name}" has no value: set it with -var, -var-file or NOMAD_VAR_{name}')
         values[name] = _convert(values[name], type_source, name, pos)
@@ -281,7 +283,7 @@ def _tasks_into_groups(body: HCLBody) -> None:
 
 def _check_schema(block: Block, schema_name: str, filename: str) -> Iterator[FieldError]:
     schema = SCHEMAS[schema_name]
-    where = f'in {block.type}{"".join(f" {quote(label)}" for label in block.labels)}'
+    where = f"in {block.type}{''.join(f' {quote(label)}' for label in block.labels)}"
     for name, attribute in block.body.attributes.items():
         if name not in schema.attributes and name not in schema.blocks:
             yield FieldError(_where(filename, attribute.pos), _unknown("argument", name, schema.attributes, where))

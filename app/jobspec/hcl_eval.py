@@ -31,6 +31,10 @@ class Pos:
     column: int
 
 
+MAX_STEPS = 1_000_000
+MAX_VALUE_LENGTH = 1_000_000
+
+
 class HCLError(Exception):
     """A problem at a position in the file; ``str`` gives the message without the position."""
 
@@ -159,6 +163,7 @@ class Evaluator:
     def __init__(self, text: str, scope: Scope) -> None:
         self.text = text + "\n"  # parses_to_tree appends the same newline
         self.scope = scope
+        self.steps = 0
 
     def body(self, tree: Tree[Token], scope: Scope | None = None) -> Body:
         out = Body()
@@ -192,8 +197,9 @@ class Evaluator:
             return self._value(tree, scope)
         except _Runtime:
             raise HCLError(
-                _pos(tree), f"{self.source(tree) if isinstance(tree, Tree) else tree} is only known on the client; "
-                "write it inside a string, as \"${...}\""
+                _pos(tree),
+                f"{self.source(tree) if isinstance(tree, Tree) else tree} is only known on the client; "
+                'write it inside a string, as "${...}"',
             ) from None
         except FunctionError as exc:
             raise HCLError(_pos(tree), str(exc)) from None
@@ -205,7 +211,15 @@ class Evaluator:
         handler = _HANDLERS.get(str(kind))
         if handler is None:
             raise HCLError(_pos(tree), f"{kind} expressions are not supported")
-        return handler(self, tree, scope)
+        # A job file is evaluated on the API server (/v1/jobs/parse): bound the work and the
+        # size of every value, so nested for expressions or doubling locals cannot exhaust it.
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise HCLError(_pos(tree), f"the file takes more than {MAX_STEPS} evaluation steps")
+        result = handler(self, tree, scope)
+        if isinstance(result, str | list | dict) and len(result) > MAX_VALUE_LENGTH:
+            raise HCLError(_pos(tree), f"a value is longer than {MAX_VALUE_LENGTH} characters or items")
+        return result
 
     def _expr_term(self, tree: Tree[Token], scope: Scope) -> Any:
         children = _trees(tree)
@@ -519,7 +533,7 @@ def _number(value: Any, pos: Pos) -> int | float:
 
 def _binary(operator: str, left: Any, right: Any, pos: Pos) -> Any:
     if operator in ("==", "!="):
-        equal = left == right and type(left) is type(right) or (_is_num(left) and _is_num(right) and left == right)
+        equal = (left == right and type(left) is type(right)) or (_is_num(left) and _is_num(right) and left == right)
         return equal if operator == "==" else not equal
     if operator in ("&&", "||"):
         if not isinstance(left, bool) or not isinstance(right, bool):

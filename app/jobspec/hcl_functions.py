@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+MAX_PAD = 1000  # widths and indents: the server must not build huge strings for a caller
+
 
 class FunctionError(Exception):
     """A function was called with arguments it cannot use."""
@@ -77,8 +79,8 @@ def tonumber(value: Any) -> int | float:
 def tobool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if value in ("true", "false"):
-        return value == "true"
+    if value == "true" or value == "false":
+        return bool(value == "true")
     raise FunctionError(f"cannot convert {value!r} to a bool")
 
 
@@ -88,6 +90,8 @@ def _format(spec: Any, *args: Any) -> str:
 
     def one(match: re.Match[str]) -> str:
         flags, verb = match.group(1), match.group(2)
+        if any(int(width) > MAX_PAD for width in re.findall(r"\d+", flags)):
+            raise FunctionError(f"width or precision above {MAX_PAD}")
         if verb == "%":
             return "%"
         if not values:
@@ -118,7 +122,10 @@ def _substr(text: Any, offset: Any, length: Any) -> str:
 
 
 def _indent(spaces: Any, text: Any) -> str:
-    pad = " " * int(_num(spaces))
+    count = int(_num(spaces))
+    if not 0 <= count <= MAX_PAD:
+        raise FunctionError(f"spaces must be between 0 and {MAX_PAD}")
+    pad = " " * count
     lines = _str(text).split("\n")
     return "\n".join([lines[0], *[pad + line if line else line for line in lines[1:]]])
 
@@ -163,6 +170,9 @@ def _index(items: Any, value: Any) -> int:
 
 def _range(*args: Any) -> list[int | float]:
     numbers = [_num(a) for a in args]
+    start: int | float
+    stop: int | float
+    step: int | float
     if len(numbers) == 1:
         start, stop, step = 0, numbers[0], 1 if numbers[0] >= 0 else -1
     elif len(numbers) == 2:
@@ -295,7 +305,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "length": _length,
     "concat": lambda *lists: [v for items in lists for v in _list(items)],
     "contains": _contains,
-    "distinct": lambda items: [json.loads(k) for k in dict.fromkeys(json.dumps(v, sort_keys=True) for v in _list(items))],
+    "distinct": lambda items: [
+        json.loads(k) for k in dict.fromkeys(json.dumps(v, sort_keys=True) for v in _list(items))
+    ],
     "flatten": _flatten,
     "keys": lambda m: sorted(_map(m).keys()),
     "values": lambda m: [_map(m)[k] for k in sorted(_map(m).keys())],

@@ -58,8 +58,7 @@ SCHEMAS: dict[str, Schema] = {
     "job": _s(
         "region namespace name type priority datacenters node_pool all_at_once vault_token consul_token "
         "consul_namespace meta",
-        f"group task {_PLACEMENT} update reschedule migrate periodic parameterized meta multiregion ui vault "
-        "consul",
+        f"group task {_PLACEMENT} update reschedule migrate periodic parameterized meta multiregion ui vault consul",
     ),
     "group": _s(
         "count shutdown_delay stop_after_client_disconnect max_client_disconnect prevent_reschedule_on_lost meta",
@@ -75,7 +74,9 @@ SCHEMAS: dict[str, Schema] = {
         "attribute operator value distinct_hosts distinct_property regexp version semver set_contains "
         "set_contains_any set_contains_all"
     ),
-    "affinity": _s("attribute operator value weight regexp version semver set_contains set_contains_any set_contains_all"),
+    "affinity": _s(
+        "attribute operator value weight regexp version semver set_contains set_contains_any set_contains_all"
+    ),
     "spread": _s("attribute weight", "target"),
     "target": _s("value percent"),
     "update": _s(

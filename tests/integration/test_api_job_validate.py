@@ -76,7 +76,10 @@ def test_parse_reports_typos_with_position(client: FlaskClient) -> None:
 
 
 def test_parse_takes_variables_and_refuses_file(client: FlaskClient) -> None:
-    hcl = 'variable "n" {\n  type = number\n}\njob "j" {\n  group "g" {\n    count = var.n\n    task "t" {\n      driver = "mock"\n    }\n  }\n}\n'
+    hcl = (
+        'variable "n" {\n  type = number\n}\n'
+        'job "j" {\n  group "g" {\n    count = var.n\n    task "t" {\n      driver = "mock"\n    }\n  }\n}\n'
+    )
     resp = client.post("/v1/jobs/parse", json={"JobHCL": hcl, "Variables": "n = 3\n"})
     assert resp.status_code == 200, resp.json
     assert resp.json["TaskGroups"][0]["Count"] == 3  # type: ignore[index]

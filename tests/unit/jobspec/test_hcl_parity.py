@@ -56,7 +56,9 @@ def test_quoted_numbers_and_bools_convert_where_the_schema_expects_them() -> Non
 
 
 def test_meta_and_env_values_stay_strings() -> None:
-    spec = parse_hcl(_job('    meta {\n      n = 3\n      ok = true\n    }', 'driver = "mock"\n      env {\n        N = 1\n      }'))
+    spec = parse_hcl(
+        _job("    meta {\n      n = 3\n      ok = true\n    }", 'driver = "mock"\n      env {\n        N = 1\n      }')
+    )
     assert spec["TaskGroups"][0]["Meta"] == {"n": "3", "ok": "true"}
     assert spec["TaskGroups"][0]["Tasks"][0]["Env"] == {"N": "1"}
 
@@ -175,7 +177,11 @@ job "j" {
 
 def test_runtime_interpolations_are_kept_verbatim() -> None:
     spec = parse_hcl(
-        _job("", 'driver = "raw_exec"\n      config {\n        args = ["${NOMAD_ALLOC_ID}", "${node.unique.name}-${attr.kernel.name}", "$${literal}"]\n      }')
+        _job(
+            "",
+            'driver = "raw_exec"\n      config {\n        args = ["${NOMAD_ALLOC_ID}", '
+            '"${node.unique.name}-${attr.kernel.name}", "$${literal}"]\n      }',
+        )
     )
     assert spec["TaskGroups"][0]["Tasks"][0]["Config"]["args"] == [
         "${NOMAD_ALLOC_ID}",
@@ -196,7 +202,7 @@ def test_file_reads_relative_to_the_job_file(tmp_path: Path) -> None:
 
 def test_bom_and_invalid_utf8_give_one_clear_error() -> None:
     # Before: a 33-line traceback.
-    [error] = errors(b"\xef\xbb\xbfjob \"j\" {}\n", filename="bom.hcl")  # type: ignore[arg-type]
+    [error] = errors(b'\xef\xbb\xbfjob "j" {}\n', filename="bom.hcl")  # type: ignore[arg-type]
     assert error.field == "bom.hcl" and "byte order mark" in error.message
     [error] = errors(b'job "j" {\n  meta {\n    a = "\xff"\n  }\n}\n', filename="bad.hcl")  # type: ignore[arg-type]
     assert error.field == "bad.hcl:3" and "not valid UTF-8" in error.message
