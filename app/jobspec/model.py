@@ -281,3 +281,8 @@ class Job(NomadObject):
     migrate: MigrateStrategy | None = None
     periodic: PeriodicConfig | None = None
     parameterized_job: ParameterizedJobConfig | None = None
+    # Set on the children of periodic and parameterized jobs; stored in columns and read by
+    # the client (the payload), so they are typed although clients rarely send them.
+    parent_id: str | None = Field(default=None, alias="ParentID")
+    dispatched: bool | None = None
+    payload: str | None = None

@@ -261,3 +261,15 @@ def test_ordinary_names_are_accepted(name: str) -> None:
             normalize_job(payload)
     else:
         normalize_job(payload)
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"ParentID": {"a": 1}}, "Job.ParentID"),
+        ({"Dispatched": "yes"}, "Job.Dispatched"),
+        ({"Payload": 5}, "Job.Payload"),
+    ],
+)
+def test_child_job_fields_stored_in_columns_are_typed(fields: dict[str, Any], path: str) -> None:
+    assert messages_at(job(**fields), path)
