@@ -1,6 +1,7 @@
 """HCL2's type conversion: where the job model expects a number or a bool, a string that
-spells one is converted (``cpu = "500"``, ``unlimited = "true"``), as Nomad's parser does.
-JSON payloads do not go through here: Nomad's API refuses a quoted number too."""
+spells one is converted (``cpu = "500"``, ``unlimited = "true"``), and where it expects a
+string, a number or bool becomes its text (``user = 1000``), as Nomad's parser does. JSON
+payloads do not go through here: Nomad's API refuses a quoted number too."""
 
 from __future__ import annotations
 
@@ -41,4 +42,8 @@ def _coerce(value: Any, annotation: Any) -> Any:
         return int(value.strip())
     if annotation is int and isinstance(value, float) and value.is_integer():
         return int(value)
+    if annotation is str and isinstance(value, bool):
+        return "true" if value else "false"
+    if annotation is str and isinstance(value, int | float):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
     return value

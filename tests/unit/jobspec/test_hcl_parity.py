@@ -278,3 +278,10 @@ def test_lifecycle_kill_and_payload_fields_carry_nomads_names() -> None:
     assert task["KillTimeout"] == 20 * 10**9 and task["KillSignal"] == "SIGINT"
     assert task["Lifecycle"] == {"Hook": "poststart", "Sidecar": True}
     assert task["DispatchPayload"] == {"File": "in.json"} and task["Meta"] == {"m": "1"}
+
+
+def test_numbers_convert_to_strings_where_the_schema_expects_text() -> None:
+    spec = normalize_job(
+        parse_hcl('job "j" {\n  datacenters = [1]\n  task "t" {\n    driver = "mock"\n    user = 1000\n  }\n}\n')
+    )
+    assert spec["Datacenters"] == ["1"] and spec["TaskGroups"][0]["Tasks"][0]["User"] == "1000"
