@@ -48,7 +48,6 @@ OPAQUE = frozenset(
         "action",
         "schedule",
         "connect",
-        "logs",
     }
 )
 
@@ -56,12 +55,13 @@ _PLACEMENT = "constraint affinity spread"
 SCHEMAS: dict[str, Schema] = {
     "root": _s("", "job variable locals"),
     "job": _s(
-        "region namespace name type priority datacenters node_pool all_at_once vault_token consul_token "
+        "region namespace id name type priority datacenters node_pool all_at_once vault_token consul_token "
         "consul_namespace meta",
         f"group task {_PLACEMENT} update reschedule migrate periodic parameterized meta multiregion ui vault consul",
     ),
     "group": _s(
-        "count shutdown_delay stop_after_client_disconnect max_client_disconnect prevent_reschedule_on_lost meta",
+        "count shutdown_delay stop_after_client_disconnect max_client_disconnect prevent_reschedule_on_lost "
+        "max_run_duration meta",
         f"task {_PLACEMENT} network restart reschedule ephemeral_disk update migrate disconnect scaling meta "
         "service volume vault consul",
     ),
@@ -88,12 +88,13 @@ SCHEMAS: dict[str, Schema] = {
     "restart": _s("attempts interval delay mode render_templates"),
     "periodic": _s("cron crons enabled prohibit_overlap time_zone"),
     "parameterized": _s("payload meta_required meta_optional"),
-    "network": _s("mode hostname mbits", "port dns cni"),
-    "port": _s("static to host_network"),
+    "network": _s("mode hostname mbits device cidr ip", "port dns cni"),
+    "port": _s("static to host_network ignore_collision"),
     "ephemeral_disk": _s("size sticky migrate"),
     "disconnect": _s("lost_after stop_on_client_after replace reconcile"),
     "scaling": _s("min max enabled type", "policy"),
-    "resources": _s("cpu cores memory memory_max disk iops", "device numa network:network"),
+    "resources": _s("cpu cores memory memory_max disk iops secrets", "device numa network:network"),
+    "logs": _s("max_files max_file_size enabled disabled"),
     "lifecycle": _s("hook sidecar"),
     "dispatch_payload": _s("file"),
     "variable": _s("type default description sensitive nullable", "validation"),
