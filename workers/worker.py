@@ -119,8 +119,12 @@ class Worker:
             bound.info("giving the evaluation back before exiting", reason=str(err))
             self._nack(held, err)
         except Exception as err:
-            bound.exception("scheduling failed; nacking")
-            self._nack(held, err)
+            # The traceback is logged once, with the delivery that fails the evaluation;
+            # earlier deliveries log one line, so a bad job cannot flood the log.
+            if self._nack(held, err):
+                bound.exception("scheduling failed at the delivery limit; evaluation failed")
+            else:
+                bound.warning("scheduling failed; nacking", error=f"{type(err).__name__}: {err}"[:500])
         finally:
             keeper.stop()
 
@@ -191,14 +195,16 @@ class Worker:
                 return applied
             self.wakeup.wait(0.05)
 
-    def _nack(self, held: Claim, err: Exception) -> None:
+    def _nack(self, held: Claim, err: Exception) -> bool:
+        """Give the evaluation back; True when that failed it for good."""
         try:
             with transaction(self.sessions) as session:
-                broker.nack(session, held, f"{type(err).__name__}: {err}")
+                return broker.nack(session, held, f"{type(err).__name__}: {err}")
         except LeaseLost:
-            pass
+            return False
         except Exception:
             log.exception("nack failed; the lease will lapse and another worker will rescue the evaluation")
+            return False
 
 
 def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:

@@ -13,6 +13,7 @@ from app.api.jobs import normalized_job
 from app.api.params import json_body
 from app.errors import InvalidInput
 from app.jobspec.diff import job_diff
+from app.jobspec.warnings import format_warnings, job_warnings
 from app.pipeline.job_plan import DryRun, dry_run
 from app.pipeline.plan_codec import metrics_to_json
 from app.plan_wire import AllocMetricJson
@@ -82,10 +83,10 @@ def plan(job_id: str) -> Response:
     with state().reads() as session, session.begin():
         job_store.check_references(session, spec)
     dry = dry_run(state().engine, spec, time.time_ns())
-    return respond(plan_response(dry, spec if want_diff else None), dry.snapshot.index)
+    return respond(plan_response(dry, spec, diff=want_diff), dry.snapshot.index)
 
 
-def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> JobPlanResponseJson:
+def plan_response(dry: DryRun, spec: dict[str, Any], *, diff: bool) -> JobPlanResponseJson:
     failed = dry.result.failed_tg_allocs
     return {
         "Annotations": {
@@ -95,9 +96,9 @@ def plan_response(dry: DryRun, diff_against: dict[str, Any] | None) -> JobPlanRe
         "FailedTGAllocs": {group: metrics_to_json(m) for group, m in failed.items()} or None,
         "JobModifyIndex": dry.job_modify_index,
         "CreatedEvals": None,
-        "Diff": job_diff(dry.current_spec, diff_against) if diff_against is not None else None,
+        "Diff": job_diff(dry.current_spec, spec) if diff else None,
         "NextPeriodicLaunch": None,
-        "Warnings": "",
+        "Warnings": format_warnings(job_warnings(spec)),
         "Index": dry.snapshot.index,
     }
 

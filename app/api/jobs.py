@@ -11,6 +11,7 @@ from app.api.context import read, respond, state, write
 from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
+from app.jobspec.warnings import format_warnings, job_warnings
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
 
@@ -64,7 +65,7 @@ def _register(url_job_id: str | None) -> Response:
             "EvalID": encode.ident(result.eval_id),
             "EvalCreateIndex": result.eval_create_index,
             "JobModifyIndex": result.job_modify_index,
-            "Warnings": "",
+            "Warnings": format_warnings(job_warnings(spec)),
             "Index": result.index,
             "LastContact": 0,
             "KnownLeader": True,
@@ -118,8 +119,12 @@ def parse() -> Response:
     hcl = body.get("JobHCL")
     if not isinstance(hcl, str) or not hcl.strip():
         raise InvalidInput.of("JobHCL", "is required and must be a non-empty string")
+    variables = body.get("Variables", "")
+    if not isinstance(variables, str):
+        raise InvalidInput.of("Variables", "must be a string (the contents of a variable file)")
     try:
-        job = parse_hcl(hcl)
+        # file() stays off: the server must not read its own files for a caller.
+        job = parse_hcl(hcl, var_files=[("Variables", variables)] if variables.strip() else ())
         if body.get("Canonicalize"):
             job = normalize_job(job)
     except JobSpecError as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,38 +15,91 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
+from app.cli.job_init import init as init_command
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.plan_output import has_changes, render
+from app.jobspec import JobSpecError, parse_hcl
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
 
 
 @click.group()
 def job() -> None:
-    """Plan, run, inspect, stop, scale, revert, dispatch and force-launch jobs on a corral server (CORRAL_ADDR,
-    else NOMAD_ADDR, default http://127.0.0.1:4646). FILE is a Nomad HCL2 job file or Nomad API JSON (a job, or
-    {"Job": {...}})."""
+    """Write, validate, plan, run, inspect, stop, scale, revert, dispatch and force-launch jobs on a corral server
+    (CORRAL_ADDR, else NOMAD_ADDR, default http://127.0.0.1:4646). FILE is a Nomad HCL2 job file (parsed
+    locally: variables, locals, functions, file()) or Nomad API JSON (a job, or {"Job": {...}})."""
 
 
-def load_job(file: str) -> dict[str, Any]:
-    """The job in FILE as Nomad API JSON; HCL is parsed by the server (/v1/jobs/parse)."""
+def _var_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected name=value, got {value!r}", ctx=ctx, param=param)
+        pairs[key] = text
+    return pairs
+
+
+def hcl_options(command: Any) -> Any:
+    """-var and -var-file, as Nomad's job run, plan and validate take them."""
+    command = click.option(
+        "-var-file",
+        "--var-file",
+        "var_files",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="An HCL file of name = value lines setting the job file's variables; repeatable, later files win.",
+    )(command)
+    return click.option(
+        "-var",
+        "--var",
+        "variables",
+        multiple=True,
+        callback=_var_pairs,
+        metavar="NAME=VALUE",
+        help="Set a variable declared in the job file (overrides -var-file and NOMAD_VAR_<name>); repeatable.",
+    )(command)
+
+
+def load_job(file: str, variables: dict[str, str] | None = None, var_files: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The job in FILE as Nomad API JSON. HCL is parsed here, as Nomad's CLI does, so that
+    file() reads beside the job file and -var, -var-file and NOMAD_VAR_* apply."""
     try:
-        text = Path(file).read_text()
+        data = Path(file).read_bytes()
     except OSError as err:
         raise click.ClickException(f"cannot read job file {file}: {err.strerror or err}") from err
-    if text.lstrip().startswith("{"):
+    if data.lstrip().startswith(b"{"):
         try:
-            body = json.loads(text)
-        except json.JSONDecodeError as err:
+            body = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise click.ClickException(f"{file}: invalid JSON: {err}") from err
         found = body.get("Job", body) if isinstance(body, dict) else None
         if not isinstance(found, dict):
             raise click.ClickException(f"{file}: expected a JSON object with the job")
         return found
-    parsed = http.post("/v1/jobs/parse", {"JobHCL": text})
-    if not isinstance(parsed, dict):
-        raise click.ClickException(f"{file}: the server did not return a job")
-    return parsed
+    files = []
+    for var_file in var_files:
+        try:
+            files.append((var_file, Path(var_file).read_bytes().decode("utf-8")))
+        except (OSError, UnicodeDecodeError) as err:
+            raise click.ClickException(f"cannot read variable file {var_file}: {err}") from err
+    try:
+        return parse_hcl(
+            data,
+            filename=file,
+            variables=variables or {},
+            var_files=files,
+            environ=dict(os.environ),
+            base_dir=Path(file).resolve().parent,
+        )
+    except JobSpecError as err:
+        raise click.ClickException("\n".join(str(error) for error in err.errors)) from None
+
+
+def _show_warnings(response: dict[str, Any]) -> None:
+    warnings = response.get("Warnings")
+    if isinstance(warnings, str) and warnings:
+        click.echo(f"Job Warnings:\n{warnings}\n", err=True)
 
 
 def _job_id(spec: dict[str, Any], file: str) -> str:
@@ -56,20 +110,22 @@ def _job_id(spec: dict[str, Any], file: str) -> str:
 
 
 @job.command()
+@hcl_options
 @click.argument("file")
-def plan(file: str) -> None:
+def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
     """Dry-run the scheduler for the job in FILE: what would be created, destroyed or updated,
     which placements would fail, and which allocations would be preempted. Writes nothing.
 
     Exit codes, as Nomad's: 0 no allocations would be created or destroyed, 1 some would,
     255 an error."""
     try:
-        spec = load_job(file)
+        spec = load_job(file, variables, var_files)
         job_id = _job_id(spec, file)
         response = http.post(f"/v1/job/{quote(job_id, safe='')}/plan", {"Job": spec, "Diff": True})
     except click.ClickException as err:
         err.show()
         sys.exit(PLAN_ERROR)
+    _show_warnings(response)
     click.echo(render(response, job_id, file))
     sys.exit(PLAN_CHANGES if has_changes(response) else PLAN_NO_CHANGES)
 
@@ -83,19 +139,43 @@ def plan(file: str) -> None:
     help="Register only if the job's modify index still equals this (0: the job must not exist). "
     "`corral job plan` prints the index to use.",
 )
+@hcl_options
 @click.argument("file")
-def run(file: str, check_index: int | None) -> None:
+def run(file: str, check_index: int | None, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
     """Register (or update) the job in FILE and print its evaluation. The evaluation is
-    scheduled by the workers; follow it with GET /v1/evaluation/:id."""
-    spec = load_job(file)
+    scheduled by the workers; follow it with GET /v1/evaluation/:id. Blocks corral keeps
+    but does not act on (service, template, vault, ...) are listed as warnings."""
+    spec = load_job(file, variables, var_files)
     body: dict[str, Any] = {"Job": spec}
     if check_index is not None:
         body.update(EnforceIndex=True, JobModifyIndex=check_index)
     response = http.put("/v1/jobs", body)
+    _show_warnings(response)
     click.echo("Job registration successful")
     if response.get("EvalID"):
         click.echo(f"Evaluation ID: {response['EvalID']}")
     click.echo(f"Job Modify Index: {response.get('JobModifyIndex', 0)}")
+
+
+@job.command()
+@hcl_options
+@click.argument("file")
+def validate(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
+    """Check the job in FILE without registering it: the file is parsed here (position and
+    valid names for unknown arguments and blocks) and the job is checked by the server
+    (POST /v1/validate/job). Exits 1 when the job is invalid."""
+    spec = load_job(file, variables, var_files)
+    response = http.post("/v1/validate/job", {"Job": spec})
+    _show_warnings(response)
+    errors = response.get("ValidationErrors") or []
+    if errors:
+        for error in errors:
+            click.echo(error, err=True)
+        raise SystemExit(1)
+    click.echo("Job validation successful")
+
+
+job.add_command(init_command)
 
 
 def _job_path(job_id: str, action: str = "") -> str:

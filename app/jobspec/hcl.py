@@ -3,31 +3,31 @@
 The mapping follows Nomad's jobspec2: block and attribute names become the API's
 PascalCase keys, repeated blocks become lists, and block labels become the field they
 name (a group's label is its Name, a port's its Label). Nothing is validated or
-defaulted here; ``normalize_job`` does that. Interpolations such as ``${attr.x}`` and
-duration strings are passed through as strings, since only Nomad can evaluate the
-former and ``normalize_job`` converts the latter. HCL variables (``variable`` and
-``locals`` blocks, ``var.x`` and ``local.x`` references) are refused until supported.
+defaulted here; ``normalize_job`` does that. Expressions, ``variable`` and ``locals``
+blocks and functions are evaluated by ``hcl_eval``; interpolations only the client can
+fill in (``${attr.x}``) and duration strings pass through as strings. Unknown arguments
+and blocks are errors at their ``file:line:col`` (``hcl_schema``); quoted numbers and
+booleans are converted where the job model expects them (``coerce``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeGuard
 
-import hcl2
+from lark import Token, Tree
 
-from app.jobspec.errors import JobSpecError, quote
+from app.jobspec import model
+from app.jobspec.coerce import coerce_scalars
+from app.jobspec.errors import FieldError, JobSpecError, quote
+from app.jobspec.hcl_eval import Block, Evaluator, HCLError, Pos, Scope, _name, _pos, _trees, parse_tree
+from app.jobspec.hcl_eval import Body as HCLBody
+from app.jobspec.hcl_functions import FunctionError, to_text, tobool, tonumber
+from app.jobspec.hcl_schema import OPAQUE, SCHEMAS
 
-# python-hcl2 keeps quotes and drops block markers by default, which would make blocks
-# indistinguishable from object-valued attributes; ask for the opposite.
-_OPTIONS = hcl2.SerializationOptions(
-    strip_string_quotes=True,
-    explicit_blocks=True,
-    with_comments=False,
-    preserve_heredocs=False,
-)
 _BLOCK_MARKER = "__is_block__"
 # Bookkeeping keys python-hcl2 may add to a block body; they are not attributes.
 _METADATA_KEYS = frozenset({_BLOCK_MARKER, "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
@@ -65,78 +65,253 @@ class _Block:
     keyed: bool = False  # an object keyed by label instead of a list
 
 
-def parse_hcl(text: str) -> dict[str, Any]:
+def parse_hcl(
+    text: str | bytes,
+    *,
+    filename: str = "job.hcl",
+    variables: Mapping[str, str] | None = None,
+    var_files: Sequence[tuple[str, str]] = (),
+    environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> dict[str, Any]:
     """Convert a Nomad HCL2 job file to the API JSON job object (not yet validated;
-    callers pass the result to normalize_job). Raises JobSpecError(field="Job", ...) on
-    HCL syntax errors or when there is not exactly one job block."""
+    callers pass the result to normalize_job).
+
+    ``variables`` are ``-var`` values, ``var_files`` (name, text) pairs of ``-var-file``
+    contents, ``environ`` the environment ``NOMAD_VAR_*`` values come from, and
+    ``base_dir`` the directory ``file()`` reads from (``None`` disables ``file()``).
+    Raises JobSpecError whose fields are ``file:line:col`` positions for problems in the
+    file itself."""
+    source = _decode(text, filename)
     try:
-        document = hcl2.loads(text, serialization_options=_OPTIONS)
-    # python-hcl2 reports syntax errors with lark's exception types and some malformed
-    # input with plain runtime errors; every one of them means "this is not valid HCL".
-    except Exception as exc:
-        raise JobSpecError.single("Job", f"invalid HCL: {_describe(exc)}") from None
-    jobs = _block_items(document.get("job"))
+        tree = parse_tree(source)
+        scope = Scope(base_dir=base_dir)
+        evaluator = Evaluator(source, scope)
+        root = _trees(tree)[0]
+        _check_root(root, evaluator, filename)
+        scope.variables = _variables(root, evaluator, variables or {}, var_files, environ or {}, filename)
+        scope.locals = _locals(root, evaluator)
+        jobs = [
+            evaluator.block(child) for child in _trees(root) if child.data == "block" and _block_type(child) == "job"
+        ]
+    except HCLError as exc:
+        raise JobSpecError.single(_where(filename, exc.pos), exc.message) from None
     if len(jobs) != 1:
         raise JobSpecError.single("Job", f"must contain exactly one job block, found {len(jobs)}")
-    _refuse_variables(document)
-    labels, body = jobs[0]
-    if len(labels) != 1:
-        raise JobSpecError.single("Job", f"job block must have exactly one label (the job ID), got {len(labels)}")
-    return {"ID": labels[0], "Name": labels[0], **_JOB(body, "Job")}
+    job = jobs[0]
+    if len(job.labels) != 1:
+        raise JobSpecError.single(
+            _where(filename, job.pos), f"job block must have exactly one label (the job ID), got {len(job.labels)}"
+        )
+    _tasks_into_groups(job.body)
+    problems = list(_check_schema(job, "job", filename))
+    if problems:
+        raise JobSpecError(problems)
+    converted = {"ID": job.labels[0], "Name": job.labels[0], **_JOB(_to_dict(job.body), "Job")}
+    coerced: dict[str, Any] = coerce_scalars(converted, model.Job)
+    return coerced
 
 
-_UNSUPPORTED_VARIABLES = "HCL variables are not supported yet"
-# A ${...} interpolation (not the $${...} escape) that mentions var.x or local.x.
-_VARIABLE_REFERENCE = re.compile(r"(?<!\$)\$\{[^}]*?(?<![\w.])(?P<ref>(?:var|local)\.[A-Za-z_][\w-]*)")
+def _decode(text: str | bytes, filename: str) -> str:
+    if isinstance(text, bytes):
+        if text.startswith(b"\xef\xbb\xbf"):
+            raise JobSpecError.single(filename, _BOM)
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raw = exc.object
+            line = raw[: exc.start].count(b"\n") + 1
+            raise JobSpecError.single(
+                f"{filename}:{line}", f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+            ) from None
+    if text.startswith("\ufeff"):
+        raise JobSpecError.single(filename, _BOM)
+    if "\x00" in text:
+        raise JobSpecError.single(filename, "contains a NUL character; job files are UTF-8 text")
+    return text
 
 
-def _refuse_variables(document: Mapping[str, Any]) -> None:
-    """Until variables are evaluated, refuse them rather than pass "${var.x}" through as text."""
-    for labels, _ in _block_items(document.get("variable")):
-        name = f"var.{labels[0]}" if labels else "Job"
-        raise JobSpecError.single(name, f"{_UNSUPPORTED_VARIABLES} (variable block)")
-    if "variables" in document:
-        raise JobSpecError.single("Job", f"{_UNSUPPORTED_VARIABLES} (variables block)")
-    for _, body in _block_items(document.get("locals")):
-        names = [name for name, _ in _attributes(body)]
-        raise JobSpecError.single(f"local.{names[0]}" if names else "Job", f"{_UNSUPPORTED_VARIABLES} (locals block)")
-    reference = _find_reference(document)
-    if reference is not None:
-        raise JobSpecError.single(reference, f"{_UNSUPPORTED_VARIABLES} (referenced as ${{{reference}}})")
+_BOM = "starts with a UTF-8 byte order mark (BOM); save the file as UTF-8 without BOM"
 
 
-def _find_reference(value: object) -> str | None:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            match = _VARIABLE_REFERENCE.search(item)
-            if match:
-                return match["ref"]
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
+def _where(filename: str, pos: Pos | None) -> str:
+    return f"{filename}:{pos.line}:{pos.column}" if pos is not None and pos.line else filename
 
 
-def _describe(exc: Exception) -> str:
-    """A one-line account of a parse failure, without lark's list of expected tokens."""
-    token = getattr(exc, "token", None)
-    if token is not None and getattr(token, "type", None) == "$END":
-        summary = "unexpected end of file"
-    elif token is not None:
-        summary = f"unexpected {quote(str(token).strip())}"
-    else:
-        text = str(exc).strip()
-        summary = text.splitlines()[0] if text else type(exc).__name__
-    line = getattr(exc, "line", None)
-    column = getattr(exc, "column", None)
-    if isinstance(line, int) and isinstance(column, int) and line > 0:
-        summary = re.sub(r"\s*at line \d+, column \d+\.?$", "", summary)
-        return f"{summary} at line {line}, column {column}"
-    return summary
+def _block_type(tree: Tree[Token]) -> str:
+    return _name(_trees(tree)[0])
+
+
+def _check_root(root: Tree[Token], evaluator: Evaluator, filename: str) -> None:
+    for child in _trees(root):
+        if child.data == "attribute":
+            name = _name(_trees(child)[0])
+            raise HCLError(_pos(child), f'unsupported argument "{name}" at the top level; expected a job block')
+        kind = _block_type(child)
+        if kind not in SCHEMAS["root"].blocks:
+            raise HCLError(_pos(child), _unknown("block", kind, SCHEMAS["root"].blocks, "at the top level"))
+
+
+def _variables(
+    root: Tree[Token],
+    evaluator: Evaluator,
+    given: Mapping[str, str],
+    var_files: Sequence[tuple[str, str]],
+    environ: Mapping[str, str],
+    filename: str,
+) -> dict[str, Any]:
+    declared: dict[str, tuple[str, Any, Pos]] = {}  # name -> (type source, default or _UNSET, position)
+    for child in _trees(root):
+        if child.data != "block" or _block_type(child) != "variable":
+            continue
+        parts = _trees(child)
+        labels = [_name(part) for part in parts[1:-1]]
+        if len(labels) != 1:
+            raise HCLError(_pos(child), "a variable block takes one label, its name")
+        type_source, default = "", _UNSET
+        for item in _trees(parts[-1]):
+            if item.data == "block":
+                continue  # validation blocks are accepted; their conditions are not evaluated
+            name = _name(_trees(item)[0])
+            expression = _trees(item)[-1]
+            if name not in SCHEMAS["variable"].attributes:
+                raise HCLError(_pos(item), _unknown("argument", name, SCHEMAS["variable"].attributes, "in variable"))
+            if name == "type":
+                type_source = evaluator.source(expression).strip()
+            elif name == "default":
+                default = evaluator.value(expression, Scope())
+        declared[labels[0]] = (type_source, default, _pos(child))
+    values: dict[str, Any] = {name: default for name, (_, default, _) in declared.items()}
+    for name in declared:
+        if f"NOMAD_VAR_{name}" in environ:
+            values[name] = _from_text(environ[f"NOMAD_VAR_{name}"], declared[name][0])
+    for var_file, var_text in var_files:
+        values.update(_var_file(var_file, var_text, declared))
+    for name, text in given.items():
+        if name not in declared:
+            raise HCLError(None, f"-var {name}: no variable {name!r} is declared in {filename}")
+        values[name] = _from_text(text, declared[name][0])
+    for name, (type_source, _, pos) in declared.items():
+        if values[name] is _UNSET:
+            raise HCLError(pos, f'variable "{name}" has no value: set it with -var, -var-file or NOMAD_VAR_{name}')
+        values[name] = _convert(values[name], type_source, name, pos)
+    return values
+
+
+_UNSET: Any = object()
+
+
+def _var_file(var_file: str, text: str, declared: Mapping[str, tuple[str, Any, Pos]]) -> dict[str, Any]:
+    try:
+        tree = parse_tree(_decode(text, var_file))
+        evaluator = Evaluator(text, Scope())
+        body = evaluator.body(_trees(tree)[0])
+    except HCLError as exc:
+        raise HCLError(None, f"{_where(var_file, exc.pos)}: {exc.message}") from None
+    if body.blocks:
+        raise HCLError(None, f"{_where(var_file, body.blocks[0].pos)}: a variable file holds only name = value lines")
+    for name, attribute in body.attributes.items():
+        if name not in declared:
+            raise HCLError(None, f"{_where(var_file, attribute.pos)}: no variable {name!r} is declared")
+    return {name: attribute.value for name, attribute in body.attributes.items()}
+
+
+def _from_text(text: str, type_source: str) -> Any:
+    """A -var or NOMAD_VAR_ value: text for string variables, an HCL expression otherwise."""
+    if type_source in ("", "string", "any"):
+        return text
+    if type_source in ("number", "bool"):
+        return text
+    try:
+        tree = parse_tree(f"__v = {text}")
+        return Evaluator(f"__v = {text}", Scope()).body(_trees(tree)[0]).attributes["__v"].value
+    except HCLError as exc:
+        raise HCLError(None, f"invalid value {text!r} for a {type_source} variable: {exc.message}") from None
+
+
+def _convert(value: Any, type_source: str, name: str, pos: Pos) -> Any:
+    try:
+        if type_source == "number":
+            return tonumber(value)
+        if type_source == "bool":
+            return tobool(value)
+        if type_source == "string" and not isinstance(value, str):
+            return to_text(value)
+    except FunctionError as exc:
+        raise HCLError(pos, f'variable "{name}": {exc}') from None
+    if type_source.startswith(("list", "set", "tuple")) and not isinstance(value, list):
+        raise HCLError(pos, f'variable "{name}" must be a list')
+    if type_source.startswith(("map", "object")) and not isinstance(value, dict):
+        raise HCLError(pos, f'variable "{name}" must be a map')
+    return value
+
+
+def _locals(root: Tree[Token], evaluator: Evaluator) -> dict[str, Any]:
+    pending = [
+        item
+        for child in _trees(root)
+        if child.data == "block" and _block_type(child) == "locals"
+        for item in _trees(_trees(child)[-1])
+    ]
+    values: dict[str, Any] = {}
+    while pending:
+        waiting, first_error = [], None
+        for item in pending:
+            if item.data != "attribute":
+                raise HCLError(_pos(item), "a locals block holds only name = value lines")
+            name = _name(_trees(item)[0])
+            try:
+                values[name] = evaluator.value(_trees(item)[-1], evaluator.scope)
+                evaluator.scope.locals = values
+            except HCLError as exc:
+                waiting.append(item)
+                first_error = first_error or exc
+        if len(waiting) == len(pending):
+            assert first_error is not None
+            raise first_error
+        pending = waiting
+    return values
+
+
+def _tasks_into_groups(body: HCLBody) -> None:
+    """A task directly in the job becomes a group of the same name holding it, as in Nomad."""
+    for block in list(body.blocks):
+        if block.type == "task":
+            group = Block("group", list(block.labels), HCLBody(blocks=[block]), block.pos)
+            body.blocks[body.blocks.index(block)] = group
+
+
+def _check_schema(block: Block, schema_name: str, filename: str) -> Iterator[FieldError]:
+    schema = SCHEMAS[schema_name]
+    where = f"in {block.type}{''.join(f' {quote(label)}' for label in block.labels)}"
+    for name, attribute in block.body.attributes.items():
+        if name not in schema.attributes and name not in schema.blocks:
+            yield FieldError(_where(filename, attribute.pos), _unknown("argument", name, schema.attributes, where))
+    for child in block.body.blocks:
+        kind = schema.blocks.get(child.type)
+        if kind is None:
+            yield FieldError(_where(filename, child.pos), _unknown("block", child.type, schema.blocks, where))
+        elif kind in SCHEMAS and kind not in OPAQUE:
+            yield from _check_schema(child, kind, filename)
+
+
+def _unknown(what: str, name: str, valid: Iterable[str], where: str) -> str:
+    names = sorted(valid)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(quote(c) for c in close)}?" if close else ""
+    listing = f" (valid: {', '.join(names)})" if names else ""
+    return f"unsupported {what} {quote(name)} {where}{hint}{listing}"
+
+
+def _to_dict(body: HCLBody) -> dict[str, Any]:
+    """The shape python-hcl2 gives a body, which the conversion tables below read."""
+    out: dict[str, Any] = {name: attribute.value for name, attribute in body.attributes.items()}
+    for block in body.blocks:
+        item: dict[str, Any] = {**_to_dict(block.body), _BLOCK_MARKER: True}
+        for label in reversed(block.labels):
+            item = {label: item}
+        out.setdefault(block.type, []).append(item)
+    return out
 
 
 def _pascal(name: str) -> str:
@@ -390,6 +565,9 @@ _TASK = _fields(
         ),
         "logs": _one("LogConfig", _fields({"max_file_size": "MaxFileSizeMB"})),
         "volume_mount": _many("VolumeMounts", _fields({})),
+        "csi_plugin": _one("CSIPluginConfig"),
+        "lifecycle": _one("Lifecycle"),
+        "dispatch_payload": _one("DispatchPayload"),
     }
 )
 

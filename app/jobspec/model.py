@@ -204,9 +204,27 @@ class ScalingPolicy(NomadObject):
     policy: dict[str, Any] | None = None
 
 
+class TaskLifecycle(NomadObject):
+    """When a task runs relative to the group's main tasks (Nomad's ``lifecycle`` block)."""
+
+    hook: str = ""
+    sidecar: bool = False
+
+
+class DispatchPayloadConfig(NomadObject):
+    """Where a dispatched job's payload is written, relative to the task's ``local/``."""
+
+    file: str = ""
+
+
 class Task(NomadObject):
     name: str = ""
     driver: str = ""
+    user: str = ""
+    leader: bool = False
+    kill_signal: str = ""
+    lifecycle: TaskLifecycle | None = None
+    dispatch_payload: DispatchPayloadConfig | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
     meta: dict[str, str] = Field(default_factory=dict)
@@ -234,6 +252,11 @@ class TaskGroup(NomadObject):
     disconnect: DisconnectStrategy | None = None
     scaling: ScalingPolicy | None = None
     meta: dict[str, str] = Field(default_factory=dict)
+    # The older spellings of ``disconnect``; the scheduler still reads MaxClientDisconnect.
+    max_client_disconnect: Duration | None = None
+    stop_after_client_disconnect: Duration | None = None
+    prevent_reschedule_on_lost: bool | None = None
+    shutdown_delay: Duration | None = None
 
 
 class Job(NomadObject):
@@ -258,3 +281,8 @@ class Job(NomadObject):
     migrate: MigrateStrategy | None = None
     periodic: PeriodicConfig | None = None
     parameterized_job: ParameterizedJobConfig | None = None
+    # Set on the children of periodic and parameterized jobs; stored in columns and read by
+    # the client (the payload), so they are typed although clients rarely send them.
+    parent_id: str | None = Field(default=None, alias="ParentID")
+    dispatched: bool | None = None
+    payload: str | None = None

@@ -23,8 +23,17 @@ from app.jobspec.defaults import (
     RESCHEDULABLE_TYPES,
     UPDATABLE_TYPES,
 )
-from app.jobspec.errors import FieldError
-from app.jobspec.model import Job, NomadObject, ParameterizedJobConfig, ScalingPolicy, Task, TaskGroup
+from app.jobspec.durations import format_duration
+from app.jobspec.errors import FieldError, quote
+from app.jobspec.model import (
+    DisconnectStrategy,
+    Job,
+    NomadObject,
+    ParameterizedJobConfig,
+    ScalingPolicy,
+    Task,
+    TaskGroup,
+)
 from app.jobspec.periodic import check_periodic
 from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
@@ -34,6 +43,8 @@ MAX_ID_LENGTH = 128
 MAX_GROUP_COUNT = 50_000
 PAYLOAD_MODES = ("optional", "required", "forbidden")
 HORIZONTAL = "horizontal"  # the only scaling type a task group takes
+LIFECYCLE_HOOKS = ("prestart", "poststart", "poststop")
+RECONCILE_STRATEGIES = ("best_score", "keep_original", "keep_replacement", "longest_running")
 
 Policy = TypeVar("Policy", bound=NomadObject)
 
@@ -121,8 +132,21 @@ def _check_parameterized(config: ParameterizedJobConfig, path: str) -> Problems:
     yield from one_of(config.payload, PAYLOAD_MODES, f"{path}.Payload")
 
 
+def check_path_safe_name(name: str, path: str) -> Problems:
+    """Group and task names become directory names on the client: nothing that can leave
+    the allocation directory or hide in a terminal (Nomad refuses ``/`` and ``\\`` too)."""
+    if "/" in name or "\\" in name:
+        yield FieldError(path, f"must not contain a slash or backslash, got {quote(name)}")
+    if ".." in name:
+        yield FieldError(path, f'must not contain "..", got {quote(name)}')
+    if any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in name):
+        yield FieldError(path, f"must not contain NUL or control characters, got {quote(name)}")
+
+
 def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) -> Problems:
     yield from required(group.name, f"{path}.Name")
+    yield from check_path_safe_name(group.name, f"{path}.Name")
+    yield from _check_disconnect(group, path)
     yield from at_least(group.count, 0, f"{path}.Count")
     if group.count > MAX_GROUP_COUNT:
         yield FieldError(
@@ -190,9 +214,41 @@ def check_scaling(scaling: ScalingPolicy, count: int, group_path: str) -> Proble
         yield FieldError(f"{group_path}.Count", f"must not be more than the scaling maximum {scaling.max}, got {count}")
 
 
+def _check_disconnect(group: TaskGroup, path: str) -> Problems:
+    for name, value in (
+        ("MaxClientDisconnect", group.max_client_disconnect),
+        ("StopAfterClientDisconnect", group.stop_after_client_disconnect),
+        ("ShutdownDelay", group.shutdown_delay),
+    ):
+        if value is not None:
+            yield from _not_negative_duration(value, f"{path}.{name}")
+    block: DisconnectStrategy | None = group.disconnect
+    if block is None:
+        return
+    for name, value in (("LostAfter", block.lost_after), ("StopOnClientAfter", block.stop_on_client_after)):
+        if value is not None:
+            yield from _not_negative_duration(value, f"{path}.Disconnect.{name}")
+    if block.reconcile is not None:
+        yield from one_of(block.reconcile, RECONCILE_STRATEGIES, f"{path}.Disconnect.Reconcile")
+    if block.lost_after and group.max_client_disconnect:
+        yield FieldError(f"{path}.MaxClientDisconnect", "cannot be combined with Disconnect.LostAfter")
+
+
+def _not_negative_duration(value: int, path: str) -> Problems:
+    if value < 0:
+        yield FieldError(path, f"must not be negative, got {format_duration(value)}")
+
+
 def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str) -> Problems:
     yield from required(task.name, f"{path}.Name")
+    yield from check_path_safe_name(task.name, f"{path}.Name")
     yield from required(task.driver, f"{path}.Driver")
+    yield from _not_negative_duration(task.kill_timeout, f"{path}.KillTimeout")
+    yield from _not_negative_duration(task.shutdown_delay, f"{path}.ShutdownDelay")
+    if task.lifecycle is not None:
+        yield from one_of(task.lifecycle.hook, LIFECYCLE_HOOKS, f"{path}.Lifecycle.Hook")
+    if task.dispatch_payload is not None:
+        yield from _check_payload_file(task.dispatch_payload.file, f"{path}.DispatchPayload.File")
     yield from check_constraints(task.constraints, f"{path}.Constraints")
     yield from check_affinities(task.affinities, f"{path}.Affinities")
     yield from check_resources(task.resources, f"{path}.Resources")
@@ -202,6 +258,14 @@ def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str
         f"{path}.RestartPolicy",
         (group.restart_policy, group_restart_path),
     )
+
+
+def _check_payload_file(file: str, path: str) -> Problems:
+    """The payload is written under the task's ``local/``: a relative path that stays there."""
+    if not file:
+        yield FieldError(path, "is required")
+    elif file.startswith(("/", "\\")) or ".." in file.replace("\\", "/").split("/") or "\x00" in file:
+        yield FieldError(path, f"must be a relative path inside the task's local/ directory, got {quote(file)}")
 
 
 def _policy(

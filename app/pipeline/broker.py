@@ -299,8 +299,9 @@ def _release_if_missed(session: Session, eval_id: uuid.UUID, outcome: Outcome, i
         )
 
 
-def nack(session: Session, held: Claim, reason: str) -> None:
-    """Give the evaluation back: Nomad's back-off, or failure plus follow-up at the limit."""
+def nack(session: Session, held: Claim, reason: str) -> bool:
+    """Give the evaluation back: Nomad's back-off, or failure plus follow-up at the limit.
+    Returns True when this was the last delivery and the evaluation failed with ``reason``."""
     index = next_index(session, ["evaluations"])
     row = session.execute(
         select(Evaluation.delivery_count)
@@ -312,8 +313,8 @@ def nack(session: Session, held: Claim, reason: str) -> None:
     if row is None:
         raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before nack")
     if row.delivery_count >= DELIVERY_LIMIT:
-        fail_with_follow_up(session, held.evaluation.id, index)
-        return
+        fail_with_follow_up(session, held.evaluation.id, index, reason)
+        return True
     session.execute(
         update(Evaluation)
         .where(Evaluation.id == held.evaluation.id)
@@ -326,6 +327,7 @@ def nack(session: Session, held: Claim, reason: str) -> None:
             modify_index=index,
         )
     )
+    return False
 
 
 def nack_delay(deliveries: int) -> timedelta:
@@ -333,14 +335,16 @@ def nack_delay(deliveries: int) -> timedelta:
     return NACK_INITIAL_DELAY if deliveries <= 1 else NACK_SUBSEQUENT_DELAY * (deliveries - 1)
 
 
-def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int) -> uuid.UUID | None:
+def fail_with_follow_up(session: Session, eval_id: uuid.UUID, index: int, reason: str = "") -> uuid.UUID | None:
     """Fail an evaluation that hit the delivery limit and, unless its job is gone, create the
-    failed-follow-up evaluation in the same transaction."""
+    failed-follow-up evaluation in the same transaction. ``reason`` (the last delivery's
+    error) goes into StatusDescription so the operator sees why without reading logs."""
     failed = session.get(Evaluation, eval_id, with_for_update=True)
     if failed is None:
         return None
     failed.status = "failed"
-    failed.status_description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
+    description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
+    failed.status_description = (f"{description}: {reason}" if reason else description)[:500]
     failed.lease_token = failed.lease_owner = failed.lease_expires_at = None
     failed.modify_index, failed.modify_time = index, datetime.now(UTC)
     if failed.namespace is None:  # a core evaluation: the next tick queues a fresh one

@@ -90,6 +90,9 @@ def test_minimal_job_gets_every_default() -> None:
                     {
                         "Name": "redis",
                         "Driver": "docker",
+                        "User": "",
+                        "Leader": False,
+                        "KillSignal": "",
                         "Config": {},
                         "Env": {},
                         "Meta": {},
@@ -166,7 +169,7 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
     assert out_group["Networks"][0]["DynamicPorts"][0]["X"] == 1
     out_task = out_group["Tasks"][0]
     assert out_task["Templates"] == [{"EmbeddedTmpl": "hi", "DestPath": "local/x"}]
-    assert out_task["Lifecycle"] == {"Hook": "prestart"}
+    assert out_task["Lifecycle"] == {"Hook": "prestart", "Sidecar": False}
     assert out_task["Resources"]["Devices"] == [{"Name": "nvidia/gpu"}]
     assert out_task["Constraints"][0]["Comment"] == "kept"
 

@@ -1,0 +1,60 @@
+"""Warnings for a registered job: the blocks corral accepts and keeps but does not act on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# API key -> the job file's block name, per level.
+_JOB = {"Multiregion": "multiregion", "UI": "ui", "Vault": "vault", "Consul": "consul"}
+_GROUP = {"Services": "service", "Volumes": "volume", "Vault": "vault", "Consul": "consul"}
+_TASK = {
+    "Services": "service",
+    "Templates": "template",
+    "Vault": "vault",
+    "Consul": "consul",
+    "VolumeMounts": "volume_mount",
+    "CSIPluginConfig": "csi_plugin",
+    "Artifacts": "artifact",
+    "Identity": "identity",
+    "Identities": "identity",
+    "Secrets": "secret",
+    "Actions": "action",
+    "Schedule": "schedule",
+}
+_RESOURCES = {"Devices": "device", "NUMA": "numa"}
+
+
+def job_warnings(spec: Mapping[str, Any]) -> list[str]:
+    """One line per ignored block and where it is, e.g. ``group "web": service block ...``."""
+    found: list[str] = []
+    found.extend(_present(spec, _JOB, "job"))
+    for group in spec.get("TaskGroups") or ():
+        if not isinstance(group, Mapping):
+            continue
+        found.extend(_present(group, _GROUP, f'group "{group.get("Name", "")}"'))
+        for task in group.get("Tasks") or ():
+            if not isinstance(task, Mapping):
+                continue
+            where = f'task "{task.get("Name", "")}"'
+            found.extend(_present(task, _TASK, where))
+            resources = task.get("Resources")
+            if isinstance(resources, Mapping):
+                found.extend(_present(resources, _RESOURCES, where))
+    return found
+
+
+def format_warnings(warnings: list[str]) -> str:
+    """Nomad's Warnings string: empty, or a count and one ``* line`` per warning."""
+    if not warnings:
+        return ""
+    noun = "warning" if len(warnings) == 1 else "warnings"
+    return f"{len(warnings)} {noun}:\n\n" + "\n".join(f"* {line}" for line in warnings)
+
+
+def _present(obj: Mapping[str, Any], keys: Mapping[str, str], where: str) -> list[str]:
+    return [
+        f"{where}: {block} block is accepted and kept, but corral does not act on it"
+        for key, block in keys.items()
+        if obj.get(key) not in (None, [], {}, "")
+    ]
