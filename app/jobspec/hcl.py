@@ -23,13 +23,13 @@ from lark import Token, Tree
 from app.jobspec import model
 from app.jobspec.coerce import coerce_scalars
 from app.jobspec.errors import FieldError, JobSpecError, quote
-from app.jobspec.hcl_eval import Block, Evaluator, HCLError, Pos, Scope, _name, _pos, _trees, parse_tree
+from app.jobspec.hcl_eval import Block, Evaluator, HCLError, Pos, Scope, name_of, parse_tree, position, subtrees
 from app.jobspec.hcl_eval import Body as HCLBody
 from app.jobspec.hcl_functions import FunctionError, to_text, tobool, tonumber
 from app.jobspec.hcl_schema import OPAQUE, SCHEMAS
 
 _BLOCK_MARKER = "__is_block__"
-# Bookkeeping keys python-hcl2 may add to a block body; they are not attributes.
+# Keys that are bookkeeping in a block body (_to_dict marks blocks), not attributes.
 _METADATA_KEYS = frozenset({_BLOCK_MARKER, "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 _ACRONYMS = {
     "id": "ID",
@@ -87,12 +87,12 @@ def parse_hcl(
         tree = parse_tree(source)
         scope = Scope(base_dir=base_dir)
         evaluator = Evaluator(source, scope)
-        root = _trees(tree)[0]
-        _check_root(root, evaluator, filename)
+        root = subtrees(tree)[0]
+        _check_root(root)
         scope.variables = _variables(root, evaluator, variables or {}, var_files, environ or {}, filename)
         scope.locals = _locals(root, evaluator)
         jobs = [
-            evaluator.block(child) for child in _trees(root) if child.data == "block" and _block_type(child) == "job"
+            evaluator.block(child) for child in subtrees(root) if child.data == "block" and _block_type(child) == "job"
         ]
     except HCLError as exc:
         raise JobSpecError.single(_where(filename, exc.pos), exc.message) from None
@@ -139,17 +139,17 @@ def _where(filename: str, pos: Pos | None) -> str:
 
 
 def _block_type(tree: Tree[Token]) -> str:
-    return _name(_trees(tree)[0])
+    return name_of(subtrees(tree)[0])
 
 
-def _check_root(root: Tree[Token], evaluator: Evaluator, filename: str) -> None:
-    for child in _trees(root):
+def _check_root(root: Tree[Token]) -> None:
+    for child in subtrees(root):
         if child.data == "attribute":
-            name = _name(_trees(child)[0])
-            raise HCLError(_pos(child), f'unsupported argument "{name}" at the top level; expected a job block')
+            name = name_of(subtrees(child)[0])
+            raise HCLError(position(child), f'unsupported argument "{name}" at the top level; expected a job block')
         kind = _block_type(child)
         if kind not in SCHEMAS["root"].blocks:
-            raise HCLError(_pos(child), _unknown("block", kind, SCHEMAS["root"].blocks, "at the top level"))
+            raise HCLError(position(child), _unknown("block", kind, SCHEMAS["root"].blocks, "at the top level"))
 
 
 def _variables(
@@ -161,26 +161,28 @@ def _variables(
     filename: str,
 ) -> dict[str, Any]:
     declared: dict[str, tuple[str, Any, Pos]] = {}  # name -> (type source, default or _UNSET, position)
-    for child in _trees(root):
+    for child in subtrees(root):
         if child.data != "block" or _block_type(child) != "variable":
             continue
-        parts = _trees(child)
-        labels = [_name(part) for part in parts[1:-1]]
+        parts = subtrees(child)
+        labels = [name_of(part) for part in parts[1:-1]]
         if len(labels) != 1:
-            raise HCLError(_pos(child), "a variable block takes one label, its name")
+            raise HCLError(position(child), "a variable block takes one label, its name")
         type_source, default = "", _UNSET
-        for item in _trees(parts[-1]):
+        for item in subtrees(parts[-1]):
             if item.data == "block":
                 continue  # validation blocks are accepted; their conditions are not evaluated
-            name = _name(_trees(item)[0])
-            expression = _trees(item)[-1]
+            name = name_of(subtrees(item)[0])
+            expression = subtrees(item)[-1]
             if name not in SCHEMAS["variable"].attributes:
-                raise HCLError(_pos(item), _unknown("argument", name, SCHEMAS["variable"].attributes, "in variable"))
+                raise HCLError(
+                    position(item), _unknown("argument", name, SCHEMAS["variable"].attributes, "in variable")
+                )
             if name == "type":
                 type_source = evaluator.source(expression).strip()
             elif name == "default":
                 default = evaluator.value(expression, Scope())
-        declared[labels[0]] = (type_source, default, _pos(child))
+        declared[labels[0]] = (type_source, default, position(child))
     values: dict[str, Any] = {name: default for name, (_, default, _) in declared.items()}
     for name in declared:
         if f"NOMAD_VAR_{name}" in environ:
@@ -205,7 +207,7 @@ def _var_file(var_file: str, text: str, declared: Mapping[str, tuple[str, Any, P
     try:
         tree = parse_tree(_decode(text, var_file))
         evaluator = Evaluator(text, Scope())
-        body = evaluator.body(_trees(tree)[0])
+        body = evaluator.body(subtrees(tree)[0])
     except HCLError as exc:
         raise HCLError(None, f"{_where(var_file, exc.pos)}: {exc.message}") from None
     if body.blocks:
@@ -224,7 +226,7 @@ def _from_text(text: str, type_source: str) -> Any:
         return text
     try:
         tree = parse_tree(f"__v = {text}")
-        return Evaluator(f"__v = {text}", Scope()).body(_trees(tree)[0]).attributes["__v"].value
+        return Evaluator(f"__v = {text}", Scope()).body(subtrees(tree)[0]).attributes["__v"].value
     except HCLError as exc:
         raise HCLError(None, f"invalid value {text!r} for a {type_source} variable: {exc.message}") from None
 
@@ -249,19 +251,19 @@ def _convert(value: Any, type_source: str, name: str, pos: Pos) -> Any:
 def _locals(root: Tree[Token], evaluator: Evaluator) -> dict[str, Any]:
     pending = [
         item
-        for child in _trees(root)
+        for child in subtrees(root)
         if child.data == "block" and _block_type(child) == "locals"
-        for item in _trees(_trees(child)[-1])
+        for item in subtrees(subtrees(child)[-1])
     ]
     values: dict[str, Any] = {}
     while pending:
         waiting, first_error = [], None
         for item in pending:
             if item.data != "attribute":
-                raise HCLError(_pos(item), "a locals block holds only name = value lines")
-            name = _name(_trees(item)[0])
+                raise HCLError(position(item), "a locals block holds only name = value lines")
+            name = name_of(subtrees(item)[0])
             try:
-                values[name] = evaluator.value(_trees(item)[-1], evaluator.scope)
+                values[name] = evaluator.value(subtrees(item)[-1], evaluator.scope)
                 evaluator.scope.locals = values
             except HCLError as exc:
                 waiting.append(item)

@@ -105,18 +105,18 @@ def _syntax_message(exc: UnexpectedInput) -> str:
     return "invalid HCL"
 
 
-def _pos(tree: Tree[Token] | Token) -> Pos:
+def position(tree: Tree[Token] | Token) -> Pos:
     if isinstance(tree, Token):
         return Pos(tree.line or 0, tree.column or 0)
     meta = tree.meta
     return Pos(getattr(meta, "line", 0), getattr(meta, "column", 0))
 
 
-def _trees(tree: Tree[Token]) -> list[Tree[Token]]:
+def subtrees(tree: Tree[Token]) -> list[Tree[Token]]:
     return [child for child in tree.children if isinstance(child, Tree) and child.data != "new_line_or_comment"]
 
 
-def _name(tree: Tree[Token]) -> str:
+def name_of(tree: Tree[Token]) -> str:
     """The text of an identifier, keyword, literal_value or string used as a name."""
     if tree.data == "string":
         return _literal_string(tree)
@@ -130,7 +130,7 @@ def _literal_string(tree: Tree[Token]) -> str:
     for part in parts:
         inner = part.children[0]
         if not isinstance(inner, Token):
-            raise HCLError(_pos(tree), "a block label must be a literal string, without ${...}")
+            raise HCLError(position(tree), "a block label must be a literal string, without ${...}")
         out.append(_unescape(str(inner)))
     return "".join(out)
 
@@ -167,22 +167,22 @@ class Evaluator:
 
     def body(self, tree: Tree[Token], scope: Scope | None = None) -> Body:
         out = Body()
-        for child in _trees(tree):
+        for child in subtrees(tree):
             if child.data == "attribute":
-                name_tree, expression = _trees(child)[0], _trees(child)[-1]
-                name = _name(name_tree)
+                name_tree, expression = subtrees(child)[0], subtrees(child)[-1]
+                name = name_of(name_tree)
                 if name in out.attributes:
-                    raise HCLError(_pos(child), f'argument "{name}" is set more than once')
-                out.attributes[name] = Attribute(name, self.value(expression, scope or self.scope), _pos(child))
+                    raise HCLError(position(child), f'argument "{name}" is set more than once')
+                out.attributes[name] = Attribute(name, self.value(expression, scope or self.scope), position(child))
             elif child.data == "block":
                 out.blocks.append(self.block(child, scope))
         return out
 
     def block(self, tree: Tree[Token], scope: Scope | None = None) -> Block:
-        parts = _trees(tree)
-        kind = _name(parts[0])
-        labels = [_name(part) for part in parts[1:-1]]
-        return Block(kind, labels, self.body(parts[-1], scope), _pos(tree))
+        parts = subtrees(tree)
+        kind = name_of(parts[0])
+        labels = [name_of(part) for part in parts[1:-1]]
+        return Block(kind, labels, self.body(parts[-1], scope), position(tree))
 
     def source(self, tree: Tree[Token]) -> str:
         start, end = getattr(tree.meta, "start_pos", None), getattr(tree.meta, "end_pos", None)
@@ -197,32 +197,32 @@ class Evaluator:
             return self._value(tree, scope)
         except _Runtime:
             raise HCLError(
-                _pos(tree),
+                position(tree),
                 f"{self.source(tree) if isinstance(tree, Tree) else tree} is only known on the client; "
                 'write it inside a string, as "${...}"',
             ) from None
         except FunctionError as exc:
-            raise HCLError(_pos(tree), str(exc)) from None
+            raise HCLError(position(tree), str(exc)) from None
 
     def _value(self, tree: Tree[Token] | Token, scope: Scope) -> Any:
         if isinstance(tree, Token):
-            raise HCLError(_pos(tree), f"unexpected {str(tree)!r}")
+            raise HCLError(position(tree), f"unexpected {str(tree)!r}")
         kind = tree.data
         handler = _HANDLERS.get(str(kind))
         if handler is None:
-            raise HCLError(_pos(tree), f"{kind} expressions are not supported")
+            raise HCLError(position(tree), f"{kind} expressions are not supported")
         # A job file is evaluated on the API server (/v1/jobs/parse): bound the work and the
         # size of every value, so nested for expressions or doubling locals cannot exhaust it.
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise HCLError(_pos(tree), f"the file takes more than {MAX_STEPS} evaluation steps")
+            raise HCLError(position(tree), f"the file takes more than {MAX_STEPS} evaluation steps")
         result = handler(self, tree, scope)
         if isinstance(result, str | list | dict) and len(result) > MAX_VALUE_LENGTH:
-            raise HCLError(_pos(tree), f"a value is longer than {MAX_VALUE_LENGTH} characters or items")
+            raise HCLError(position(tree), f"a value is longer than {MAX_VALUE_LENGTH} characters or items")
         return result
 
     def _expr_term(self, tree: Tree[Token], scope: Scope) -> Any:
-        children = _trees(tree)
+        children = subtrees(tree)
         return self._value(children[0], scope)
 
     def _int(self, tree: Tree[Token], scope: Scope) -> Any:
@@ -246,11 +246,11 @@ class Evaluator:
             elif inner.data == "interpolation":
                 out.append(self._interpolate(inner, scope))
             else:
-                raise HCLError(_pos(part), "template directives (%{ if } and %{ for }) are not supported")
+                raise HCLError(position(part), "template directives (%{ if } and %{ for }) are not supported")
         return "".join(out)
 
     def _interpolate(self, tree: Tree[Token], scope: Scope) -> str:
-        expression = _trees(tree)[0]
+        expression = subtrees(tree)[0]
         try:
             return to_text(self._value(expression, scope))
         except _Runtime:
@@ -268,7 +268,7 @@ class Evaluator:
             cut = min(indents, default=0)
             body_lines = [line[cut:] for line in body_lines]
         text = "".join(line.rstrip("\r") + "\n" for line in body_lines)
-        return self._template_text(text, _pos(tree), scope)
+        return self._template_text(text, position(tree), scope)
 
     def _template_text(self, text: str, pos: Pos, scope: Scope) -> str:
         """Interpolate ``${...}`` in heredoc text, which python-hcl2 leaves unparsed."""
@@ -296,29 +296,29 @@ class Evaluator:
             tree = parses_to_tree(f"__x = {inner}")
         except (LarkError, ValueError):
             raise HCLError(pos, f"invalid expression in heredoc: {original}") from None
-        attribute = _trees(_trees(tree)[0])[0]
+        attribute = subtrees(subtrees(tree)[0])[0]
         nested = Evaluator(f"__x = {inner}", scope)
         try:
-            return to_text(nested._value(_trees(attribute)[-1], scope))
+            return to_text(nested._value(subtrees(attribute)[-1], scope))
         except _Runtime:
             return original
 
     def _tuple(self, tree: Tree[Token], scope: Scope) -> Any:
-        return [self._value(item, scope) for item in _trees(tree)]
+        return [self._value(item, scope) for item in subtrees(tree)]
 
     def _object(self, tree: Tree[Token], scope: Scope) -> Any:
         out: dict[str, Any] = {}
-        for element in _trees(tree):
-            key_tree, value_tree = _trees(element)[0], _trees(element)[-1]
+        for element in subtrees(tree):
+            key_tree, value_tree = subtrees(element)[0], subtrees(element)[-1]
             out[self._object_key(key_tree, scope)] = self._value(value_tree, scope)
         return out
 
     def _object_key(self, tree: Tree[Token], scope: Scope) -> str:
-        inner = _trees(tree)[0] if _trees(tree) else tree
+        inner = subtrees(tree)[0] if subtrees(tree) else tree
         if inner.data == "keyword":
             return str(inner.children[0])
         if inner.data == "expr_term":
-            term = _trees(inner)[0]
+            term = subtrees(inner)[0]
             if term.data == "identifier":  # a bare key is a name, not a variable
                 return str(term.children[0])
             if term.data == "expr_term" or term.data == "tuple":
@@ -334,44 +334,44 @@ class Evaluator:
         raise _Runtime(name)
 
     def _get_attr(self, tree: Tree[Token], scope: Scope) -> Any:
-        base_tree, access = _trees(tree)
+        base_tree, access = subtrees(tree)
         base = self._value(base_tree, scope)
-        key = _name(_trees(access)[0])
-        return _lookup(base, key, _pos(access), self.source(tree))
+        key = name_of(subtrees(access)[0])
+        return _lookup(base, key, position(access), self.source(tree))
 
     def _index(self, tree: Tree[Token], scope: Scope) -> Any:
-        base_tree, access = _trees(tree)
+        base_tree, access = subtrees(tree)
         base = self._value(base_tree, scope)
         if access.data == "short_index":
             key: Any = int(str(access.children[-1]))
         else:
-            key = self._value(_trees(access)[0], scope)
-        return _lookup(base, key, _pos(access), self.source(tree))
+            key = self._value(subtrees(access)[0], scope)
+        return _lookup(base, key, position(access), self.source(tree))
 
     def _function(self, tree: Tree[Token], scope: Scope) -> Any:
-        parts = _trees(tree)
+        parts = subtrees(tree)
         name = str(parts[0].children[0])
         arguments_tree = next((part for part in parts[1:] if part.data == "arguments"), None)
         args: list[Any] = []
         expand = False
         if arguments_tree is not None:
-            args = [self._value(arg, scope) for arg in _trees(arguments_tree)]
+            args = [self._value(arg, scope) for arg in subtrees(arguments_tree)]
             expand = any(isinstance(token, Token) and token.type == "ELLIPSIS" for token in arguments_tree.children)
         if expand:
             if not isinstance(args[-1], list):
-                raise HCLError(_pos(tree), f"{name}(): the argument before ... must be a list")
+                raise HCLError(position(tree), f"{name}(): the argument before ... must be a list")
             args = args[:-1] + args[-1]
         if name == "file":
-            return self._file(args, _pos(tree), scope)
+            return self._file(args, position(tree), scope)
         function = FUNCTIONS.get(name)
         if function is None:
-            raise HCLError(_pos(tree), f'unknown function "{name}"')
+            raise HCLError(position(tree), f'unknown function "{name}"')
         try:
             return function(*args)
         except FunctionError as exc:
-            raise HCLError(_pos(tree), f"{name}(): {exc}") from None
+            raise HCLError(position(tree), f"{name}(): {exc}") from None
         except TypeError:
-            raise HCLError(_pos(tree), f"{name}(): wrong number or type of arguments") from None
+            raise HCLError(position(tree), f"{name}(): wrong number or type of arguments") from None
 
     def _file(self, args: list[Any], pos: Pos, scope: Scope) -> str:
         if len(args) != 1 or not isinstance(args[0], str):
@@ -386,39 +386,39 @@ class Evaluator:
 
     def _unary(self, tree: Tree[Token], scope: Scope) -> Any:
         operator = str(tree.children[0])
-        operand = self._value(_trees(tree)[0], scope)
+        operand = self._value(subtrees(tree)[0], scope)
         if operator == "!":
             if not isinstance(operand, bool):
-                raise HCLError(_pos(tree), "! needs a bool")
+                raise HCLError(position(tree), "! needs a bool")
             return not operand
-        return -_number(operand, _pos(tree))
+        return -_number(operand, position(tree))
 
     def _binary(self, tree: Tree[Token], scope: Scope) -> Any:
-        left_tree, term = _trees(tree)[0], _trees(tree)[1]
-        operator = str(_trees(term)[0].children[0])
+        left_tree, term = subtrees(tree)[0], subtrees(tree)[1]
+        operator = str(subtrees(term)[0].children[0])
         left = self._value(left_tree, scope)
         if operator == "&&" and left is False:
             return False
         if operator == "||" and left is True:
             return True
-        right = self._value(_trees(term)[1], scope)
-        return _binary(operator, left, right, _pos(tree))
+        right = self._value(subtrees(term)[1], scope)
+        return _binary(operator, left, right, position(tree))
 
     def _conditional(self, tree: Tree[Token], scope: Scope) -> Any:
-        condition, yes, no = _trees(tree)
+        condition, yes, no = subtrees(tree)
         test = self._value(condition, scope)
         if not isinstance(test, bool):
-            raise HCLError(_pos(tree), "the condition of ? : must be a bool")
+            raise HCLError(position(tree), "the condition of ? : must be a bool")
         return self._value(yes if test else no, scope)
 
     def _parenthesised(self, tree: Tree[Token], scope: Scope) -> Any:
-        return self._value(_trees(tree)[0], scope)
+        return self._value(subtrees(tree)[0], scope)
 
     def _for(self, tree: Tree[Token], scope: Scope) -> Any:
-        parts = _trees(tree)
+        parts = subtrees(tree)
         intro, rest = parts[0], parts[1:]
-        names = [str(t.children[0]) for t in _trees(intro) if t.data == "identifier"]
-        collection = self._value(_trees(intro)[-1], scope)
+        names = [str(t.children[0]) for t in subtrees(intro) if t.data == "identifier"]
+        collection = self._value(subtrees(intro)[-1], scope)
         condition = rest[-1] if rest and rest[-1].data == "for_cond" else None
         expressions = [part for part in rest if part.data != "for_cond"]
         grouped = any(isinstance(t, Token) and t.type == "ELLIPSIS" for t in tree.children)
@@ -427,16 +427,16 @@ class Evaluator:
         elif isinstance(collection, list):
             pairs = list(enumerate(collection))
         else:
-            raise HCLError(_pos(tree), "for expressions need a list or a map")
+            raise HCLError(position(tree), "for expressions need a list or a map")
         results_list: list[Any] = []
         results_map: dict[str, Any] = {}
         for key, item in pairs:
             bound = {names[0]: item} if len(names) == 1 else {names[0]: key, names[1]: item}
             inner = scope.with_iterators(bound)
             if condition is not None:
-                test = self._value(_trees(condition)[0], inner)
+                test = self._value(subtrees(condition)[0], inner)
                 if not isinstance(test, bool):
-                    raise HCLError(_pos(condition), "the if of a for expression must be a bool")
+                    raise HCLError(position(condition), "the if of a for expression must be a bool")
                 if not test:
                     continue
             if tree.data == "for_tuple_expr":
@@ -447,14 +447,14 @@ class Evaluator:
                 if grouped:
                     results_map.setdefault(result_key, []).append(result_value)
                 elif result_key in results_map:
-                    raise HCLError(_pos(tree), f"duplicate key {result_key!r} in for expression (use ... to group)")
+                    raise HCLError(position(tree), f"duplicate key {result_key!r} in for expression (use ... to group)")
                 else:
                     results_map[result_key] = result_value
         return results_list if tree.data == "for_tuple_expr" else results_map
 
 
 def _expr_dispatch(self: Evaluator, tree: Tree[Token], scope: Scope) -> Any:
-    children = _trees(tree)
+    children = subtrees(tree)
     if len(children) == 1 and any(isinstance(t, Token) and t.type == "LPAR" for t in tree.children):
         return self._parenthesised(tree, scope)
     return self._expr_term(tree, scope)
