@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
@@ -35,17 +36,57 @@ ROLE_TIMEOUTS: dict[str, Timeouts] = {
 
 
 def sqlalchemy_url(url: str) -> str:
-    """Accept libpq-style URLs and point SQLAlchemy at psycopg 3."""
-    parsed = make_url(url)
+    """Accept libpq-style URLs and point SQLAlchemy at psycopg 3.
+
+    A libpq URL may name several hosts (`postgresql://u@h1:5432,h2:5433/corral?target_session_attrs=read-write`,
+    a replicated cluster): SQLAlchemy's URL parser cannot read that netloc, so the hosts move to
+    its own multi-host form (`?host=h1:5432&host=h2:5433`), which the psycopg dialect hands back
+    to libpq as `host=h1,h2 port=5432,5433`. Every other query parameter (target_session_attrs,
+    sslmode, ...) is kept as given."""
+    parsed = make_url(_hosts_to_query(url))
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)
 
 
 def libpq_url(url: str) -> str:
-    """The same URL without the SQLAlchemy driver suffix, for psycopg and psql."""
-    parsed = make_url(url).set(drivername="postgresql")
-    return parsed.render_as_string(hide_password=False)
+    """The same URL without the SQLAlchemy driver suffix, for psycopg and psql; several hosts
+    are written back the way libpq reads them (`h1:5432,h2:5433` in the netloc)."""
+    parsed = make_url(_hosts_to_query(url)).set(drivername="postgresql")
+    hosts = parsed.query.get("host")
+    if not isinstance(hosts, tuple):
+        return parsed.render_as_string(hide_password=False)
+    query = {key: value for key, value in parsed.query.items() if key != "host"}
+    bare = parsed.set(host=None, port=None, query=query).render_as_string(hide_password=False)
+    scheme, rest = bare.split("://", 1)
+    userinfo, at, tail = rest.rpartition("@") if rest.split("/", 1)[0].endswith("@") else ("", "", rest)
+    return f"{scheme}://{userinfo}{at}{','.join(hosts)}{tail}"
+
+
+def url_hosts(url: str) -> list[str]:
+    """The `host[:port]` entries a URL names, in the order libpq tries them."""
+    parsed = make_url(_hosts_to_query(url))
+    hosts = parsed.query.get("host")
+    if isinstance(hosts, tuple):
+        return list(hosts)
+    host = hosts if isinstance(hosts, str) else (parsed.host or "")
+    return [f"{host}:{parsed.port}" if parsed.port else host]
+
+
+def _hosts_to_query(url: str) -> str:
+    """Rewrite a netloc naming several hosts into SQLAlchemy's `?host=h:p&host=h:p` form;
+    any other URL is returned unchanged."""
+    parts = urlsplit(url)
+    userinfo, at, hostlist = parts.netloc.rpartition("@")
+    if "," not in hostlist:
+        return url
+    if "host" in parse_qs(parts.query):
+        raise ValueError(f"database URL names hosts both before the path and in ?host=: {url}")
+    hosts = [host for host in hostlist.split(",") if host]
+    query = "&".join([*(f"host={quote(host, safe=':[]')}" for host in hosts), *([parts.query] if parts.query else [])])
+    # Written by hand: urlunsplit drops the `//` of an empty netloc.
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return f"{parts.scheme}://{userinfo}{at}{parts.path}?{query}{fragment}"
 
 
 def connect_args(role: str) -> dict[str, Any]:
