@@ -114,7 +114,7 @@ class Replicated:
     @property
     def url(self) -> str:
         """libpq URL naming every node; libpq picks the one that accepts writes."""
-        hosts = ",".join(node.address for node in self.nodes)
+        hosts = ",".join(dict.fromkeys(node.address for node in self.nodes))
         return f"postgresql://postgres@{hosts}/{DATABASE}?target_session_attrs=read-write"
 
     @property
@@ -160,11 +160,12 @@ class Replicated:
             conn.execute(f"CREATE DATABASE {DATABASE}")
         return node
 
-    def add_standby(self, name: str) -> Node:
+    def add_standby(self, name: str, port: int | None = None) -> Node:
         """A streaming standby of the current primary (pg_basebackup -R), then made the
-        primary's synchronous standby: from here on a commit waits for it to flush."""
+        primary's synchronous standby: from here on a commit waits for it to flush. `port`
+        may reuse a dead node's, so a URL already handed to corral names the new standby too."""
         primary = self.primary()
-        node = Node(name, self.root / name, free_port())
+        node = Node(name, self.root / name, port or free_port())
         _run(
             [
                 _bin("pg_basebackup"),
