@@ -24,10 +24,18 @@ ACQUIRE = text(
     RETURNING term
     """
 )
+# The session that holds the role's advisory lock now, if the term stopped renewing. Found in
+# pg_locks rather than from leader_terms.holder_backend_pid: after a failover that pid names a
+# backend of the dead server, and on the new primary it may be an unrelated session.
+# pg_try_advisory_lock(bigint) shows the key's high 32 bits as classid and its low ones as objid.
 STALE_HOLDER = text(
     """
-    SELECT holder_backend_pid FROM leader_terms
-    WHERE role = :role AND renewed_at < now() - make_interval(secs => :stale_s)
+    SELECT l.pid
+    FROM leader_terms t
+    JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+        AND l.classid = CAST(:key_high AS oid) AND l.objid = CAST(:key_low AS oid)
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    WHERE t.role = :role AND t.renewed_at < now() - make_interval(secs => :stale_s)
     """
 )
 
@@ -63,7 +71,14 @@ class Leadership:
     def _evict_stale_holder(self) -> None:
         """A holder that stopped renewing (frozen, partitioned) keeps its lock forever: end its session."""
         with self.engine.connect() as conn:
-            pid = conn.execute(STALE_HOLDER, {"role": self.role, "stale_s": STALE_AFTER.total_seconds()}).scalar()
+            key = lock_key(self.role)
+            params = {
+                "role": self.role,
+                "stale_s": STALE_AFTER.total_seconds(),
+                "key_high": key >> 32,
+                "key_low": key & 0xFFFFFFFF,
+            }
+            pid = conn.execute(STALE_HOLDER, params).scalar()
             if pid is not None:
                 log.warning("terminating stale holder", role=self.role, backend_pid=pid)
                 conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
