@@ -124,6 +124,23 @@ class Settings(BaseSettings):
     max_heartbeats_per_second: float = Field(
         default=50.0, gt=0, description="Target heartbeat rate for the whole fleet; TTLs grow with the fleet."
     )
+    acl_enabled: bool = Field(
+        default=False,
+        description="Enforce ACLs (Nomad's acl.enabled): every request needs a token whose policies allow it; "
+        "off by default and in -dev unless set.",
+    )
+    acl_bootstrap_reset_index: int = Field(
+        default=0,
+        ge=0,
+        description="Lets POST /v1/acl/bootstrap run again when it equals the index the last bootstrap reported "
+        "(Nomad's acl-bootstrap-reset file); 0 never resets.",
+    )
+    acl_token_min_expiration_ttl_s: float = Field(
+        default=60.0, ge=0, description="Shortest ExpirationTTL a token may be created with."
+    )
+    acl_token_max_expiration_ttl_s: float = Field(
+        default=86400.0, gt=0, description="Longest ExpirationTTL a token may be created with."
+    )
     failover_heartbeat_ttl_s: float = Field(
         default=300.0, gt=0, description="TTL granted to every live node without a heartbeat row (after a crash)."
     )
