@@ -129,11 +129,13 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
         raise click.ClickException(str(err)) from err
 
 
+from app.cli.acl import acl  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.job import job  # noqa: E402
+from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -147,6 +149,8 @@ main.add_command(fleet)
 main.add_command(node)
 main.add_command(alloc)
 main.add_command(deployment)
+main.add_command(acl)
+main.add_command(namespace)
 
 if __name__ == "__main__":
     main()
