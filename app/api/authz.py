@@ -75,13 +75,20 @@ class NodeSecret:
 
 
 @dataclass(frozen=True)
+class NodeIntroduction:
+    """Node registration: a token with node:write (the introduction token), or, for a node
+    already registered, its own SecretID in the body (a client restarting after its
+    introduction token expired)."""
+
+
+@dataclass(frozen=True)
 class OwnFilter:
     """Any caller; the route (or the namespace filter) narrows the answer to what the token may see."""
 
     what: str
 
 
-Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | OwnFilter
+Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | NodeIntroduction | OwnFilter
 
 R, W = pol.READ, pol.WRITE
 REQUIREMENTS: dict[str, Requirement] = {
@@ -142,7 +149,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "allocs.stop_allocation": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client.logs": InNamespace(pol.READ_LOGS, "allocation"),
     # Nodes and the client protocol.
-    "nodes.register": Area("node", W),
+    "nodes.register": NodeIntroduction(),
     "nodes.list_nodes": Area("node", R),
     "nodes.get_node": Area("node", R),
     "nodes.eligibility": Area("node", W),
@@ -258,8 +265,11 @@ def _check(requirement: Requirement) -> None:
         g.corral_client_lane = True
         _check_node_secret()
         return
-    if isinstance(requirement, Area) and requirement.area == "node":
-        g.corral_client_lane = True  # node registration: the client pool
+    if isinstance(requirement, NodeIntroduction):
+        g.corral_client_lane = True
+        if _known_node_reregisters():
+            return
+        requirement = Area("node", W)
     if isinstance(requirement, InNamespace) and requirement.node_may and _node_owns_allocation():
         return
     found = resolve_caller()
@@ -307,6 +317,26 @@ def _check_node_secret() -> None:
     if stored is None and token is None:
         return  # unknown node: the route answers 404/403 as it does without ACLs
     raise Denied()
+
+
+def _known_node_reregisters() -> bool:
+    try:
+        body = json.loads(request.get_data(cache=True))
+    except ValueError:
+        return False
+    node = body.get("Node") if isinstance(body, dict) else None
+    if not isinstance(node, dict) or not isinstance(node.get("SecretID"), str) or not node["SecretID"]:
+        return False
+    try:
+        node_id = uuid.UUID(str(node.get("ID")))
+    except ValueError:
+        return False
+    with state().reads() as session, session.begin():
+        stored = session.scalar(select(Node.secret_hash).where(Node.id == node_id))
+    if stored is None or stored != secret_hash(node["SecretID"]):
+        return False
+    g.corral_accessor = f"node:{node_id}"
+    return True
 
 
 def _expired(moment: datetime | None) -> bool:

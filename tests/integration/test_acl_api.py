@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from app.config import Settings
 from tests.support.api import minimal_job, node_body
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -256,3 +257,33 @@ def test_namespace_crud(api: FlaskClient, root: str) -> None:
     assert api.delete("/v1/namespace/default", headers=auth(root)).status_code == 400
     missing = api.put("/v1/jobs", json={"Job": minimal_job("k", Namespace="nope")}, headers=auth(root))
     assert missing.status_code == 400 and "does not exist" in missing.json["detail"]
+
+
+def test_a_registered_node_reregisters_with_its_own_secret(api: FlaskClient, root: str) -> None:
+    introducer = make_token(api, root, 'node { policy = "write" }', "intro")["SecretID"]
+    node_id = str(uuid.uuid4())
+    first = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)).json
+    again = api.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=first["SecretID"])})
+    assert again.status_code == 200, again.get_data(as_text=True)
+    forged = api.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=str(uuid.uuid4()))})
+    assert forged.status_code == 403
+    fresh = api.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()), SecretID=str(uuid.uuid4()))})
+    assert fresh.status_code == 403  # an unknown node needs the introduction token
+
+
+def test_a_node_reads_allocations_placed_on_it_with_its_secret(api: FlaskClient, root: str, pg: Conn) -> None:
+    introducer = make_token(api, root, 'node { policy = "write" }', "intro")["SecretID"]
+    nodes = []
+    for _ in range(2):
+        node_id = str(uuid.uuid4())
+        reply = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)).json
+        nodes.append((node_id, reply["SecretID"]))
+    assert api.put("/v1/jobs", json={"Job": minimal_job("web")}, headers=auth(root)).status_code == 200
+    eval_id = pg.execute("SELECT id::text FROM evaluations WHERE job_id = 'web' LIMIT 1").fetchone()
+    assert eval_id is not None
+    insert_allocation(pg, nodes[0][0], str(eval_id[0]))
+    pg.commit()
+    alloc_id = api.get("/v1/allocations", headers=auth(root)).json[0]["ID"]
+    assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[0][1])).status_code == 200
+    assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[1][1])).status_code == 403
+    assert api.get(f"/v1/allocation/{alloc_id}").status_code == 403
