@@ -112,7 +112,7 @@ class Client:
     # -- run -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        server = serve(self.config.http_bind, self._alloc_dir)
+        server = serve(self.config.http_bind, self._alloc_dir, lambda: self.api.secret)
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
         self._load_identity()
