@@ -51,9 +51,13 @@ def agent(dev: bool) -> None:
 def server() -> None:
     """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
     Exits with an error if the database schema is not at the current revision."""
+    from app.config import tls_problem
     from workers.server import run_server
 
     settings = get_settings()
+    problem = tls_problem(settings)
+    if problem is not None:
+        raise click.ClickException(f"invalid configuration: {problem}")
     configure("server", settings.log_level, settings.log_format)
     with _database(settings, "api") as url:
         run_server(settings, url)

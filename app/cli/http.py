@@ -11,6 +11,8 @@ from typing import Any
 import click
 import httpx
 
+from app.config import client_tls
+
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
 
@@ -55,7 +57,9 @@ def request(
     url = address() + path
     headers = auth_headers()
     try:
-        response = httpx.request(method, url, params=params, json=body, headers=headers, timeout=timeout_s)
+        response = httpx.request(
+            method, url, params=params, json=body, headers=headers, timeout=timeout_s, verify=client_tls()
+        )
     except httpx.HTTPError as err:
         raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
     if response.status_code >= 400:

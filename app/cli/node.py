@@ -9,6 +9,7 @@ import httpx
 
 from app.cli import http
 from app.cli.client import default_address
+from app.config import client_tls
 from app.jobspec.durations import DurationError, duration_ns
 
 
@@ -59,6 +60,7 @@ def drain(
             json=body,
             headers=http.auth_headers(),
             timeout=30,
+            verify=client_tls(),
         )
     except httpx.HTTPError as err:
         raise click.ClickException(f"cannot reach the server: {err}") from err

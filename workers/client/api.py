@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from app.config import client_tls
+
 NANOS = 1_000_000_000
 WATCH_WAIT_S = 30.0
 
@@ -26,7 +28,7 @@ class Heartbeat:
 
 class ServerApi:
     def __init__(self, address: str, timeout_s: float = 10.0, token: str | None = None) -> None:
-        self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s)
+        self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s, verify=client_tls())
         self.node_id: uuid.UUID | None = None
         self.secret = ""
         # The introduction token (node:write) that registration needs when ACLs are on. Every
