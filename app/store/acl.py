@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Text, delete, select
+from sqlalchemy import Text, delete, func, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -108,20 +109,23 @@ def get_token(session: Session, accessor: uuid.UUID) -> AclToken:
 def list_tokens(session: Session, prefix: str = "") -> list[AclToken]:
     query = select(AclToken).order_by(AclToken.create_index, AclToken.accessor_id)
     if prefix:
-        query = query.where(AclToken.accessor_id.cast(Text).startswith(prefix.lower()))
+        query = query.where(AclToken.accessor_id.cast(Text).startswith(prefix.lower(), autoescape=True))
     return list(session.scalars(query))
 
 
 def resolve(session: Session, secret: str) -> Resolved | None:
-    """The token with this secret and the rules of its policies; None for an unknown secret.
-    Expiry is the caller's decision (it owns the clock)."""
-    token = session.scalar(select(AclToken).where(AclToken.secret_hash == secret_hash(secret)))
-    if token is None:
-        return None
-    rules = list(
-        session.scalars(select(AclPolicy.rules).where(AclPolicy.name.in_(token.policies)).order_by(AclPolicy.name))
+    """The token with this secret and the rules of its policies (one statement: it runs on
+    every request when ACLs are on); None for an unknown secret. Expiry is the caller's
+    decision (it owns the clock)."""
+    rules = (
+        select(func.array_agg(aggregate_order_by(AclPolicy.rules, AclPolicy.name)))
+        .where(AclPolicy.name == func.any(AclToken.policies))
+        .scalar_subquery()
     )
-    return Resolved(token, rules)
+    row = session.execute(select(AclToken, rules).where(AclToken.secret_hash == secret_hash(secret))).first()
+    if row is None:
+        return None
+    return Resolved(row[0], list(row[1] or []))
 
 
 def anonymous_rules(session: Session) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
@@ -287,3 +288,10 @@ def test_a_node_reads_allocations_placed_on_it_with_its_secret(api: FlaskClient,
     assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[0][1])).status_code == 200
     assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[1][1])).status_code == 403
     assert api.get(f"/v1/allocation/{alloc_id}").status_code == 403
+
+
+def test_concurrent_bootstraps_make_one_token(api: FlaskClient, pg: Conn) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        statuses = sorted(pool.map(lambda _: api.post("/v1/acl/bootstrap").status_code, range(4)))
+    assert statuses == [200, 400, 400, 400]
+    assert pg.execute("SELECT count(*) FROM acl_tokens WHERE type = 'management'").fetchone() == (1,)
