@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import ssl
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -128,9 +130,65 @@ class Settings(BaseSettings):
     max_heartbeats_per_second: float = Field(
         default=50.0, gt=0, description="Target heartbeat rate for the whole fleet; TTLs grow with the fleet."
     )
+    tls_cert_file: Path | None = Field(
+        default=None, description="PEM certificate the API serves HTTPS with (with tls_key_file); unset: HTTP."
+    )
+    tls_key_file: Path | None = Field(default=None, description="PEM private key of tls_cert_file.")
+    tls_ca_file: Path | None = Field(
+        default=None, description="PEM CA bundle client certificates are checked against (mTLS)."
+    )
+    tls_verify_client: bool = Field(
+        default=False, description="Require a client certificate signed by tls_ca_file on every connection (mTLS)."
+    )
+    acl_enabled: bool = Field(
+        default=False,
+        description="Enforce ACLs (Nomad's acl.enabled): every request needs a token whose policies allow it; "
+        "off by default and in -dev unless set.",
+    )
+    acl_bootstrap_reset_index: int = Field(
+        default=0,
+        ge=0,
+        description="Lets POST /v1/acl/bootstrap run again when it equals the index the last bootstrap reported "
+        "(Nomad's acl-bootstrap-reset file); 0 never resets.",
+    )
+    acl_token_min_expiration_ttl_s: float = Field(
+        default=60.0, ge=0, description="Shortest ExpirationTTL a token may be created with."
+    )
+    acl_token_max_expiration_ttl_s: float = Field(
+        default=86400.0, gt=0, description="Longest ExpirationTTL a token may be created with."
+    )
     failover_heartbeat_ttl_s: float = Field(
         default=300.0, gt=0, description="TTL granted to every live node without a heartbeat row (after a crash)."
     )
+
+
+def tls_problem(settings: Settings) -> str | None:
+    """What is wrong with the TLS settings taken together, or None."""
+    if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
+        return "CORRAL_TLS_CERT_FILE and CORRAL_TLS_KEY_FILE must be set together"
+    if settings.tls_verify_client and (settings.tls_cert_file is None or settings.tls_ca_file is None):
+        return "CORRAL_TLS_VERIFY_CLIENT needs CORRAL_TLS_CERT_FILE, CORRAL_TLS_KEY_FILE and CORRAL_TLS_CA_FILE"
+    for name in ("tls_cert_file", "tls_key_file", "tls_ca_file"):
+        path = getattr(settings, name)
+        if path is not None and not Path(path).is_file():
+            return f"CORRAL_{name.upper()}: {path} is not a readable file"
+    return None
+
+
+def client_tls() -> ssl.SSLContext | bool:
+    """TLS for the API's callers (CLI, client): CORRAL_CACERT or NOMAD_CACERT (CA bundle to trust),
+    CORRAL_CLIENT_CERT / NOMAD_CLIENT_CERT and CORRAL_CLIENT_KEY / NOMAD_CLIENT_KEY (the
+    certificate to present for mTLS). True (the system's trust store) when none is set."""
+    env = os.environ
+    ca = env.get("CORRAL_CACERT") or env.get("NOMAD_CACERT")
+    cert = env.get("CORRAL_CLIENT_CERT") or env.get("NOMAD_CLIENT_CERT")
+    key = env.get("CORRAL_CLIENT_KEY") or env.get("NOMAD_CLIENT_KEY")
+    if not (ca or cert):
+        return True
+    context = ssl.create_default_context(cafile=ca or None)
+    if cert:
+        context.load_cert_chain(cert, key or None)
+    return context
 
 
 class ConfigError(ValueError):

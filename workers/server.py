@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import ssl
 from typing import Any
 
 from flask import Flask
@@ -37,6 +38,13 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
             "proc_name": "corral-server",
             "worker_tmp_dir": "/dev/shm",
         }
+        settings = self.settings
+        if settings.tls_cert_file is not None:
+            options["certfile"] = str(settings.tls_cert_file)
+            options["keyfile"] = str(settings.tls_key_file)
+            if settings.tls_ca_file is not None:
+                options["ca_certs"] = str(settings.tls_ca_file)
+            options["cert_reqs"] = ssl.CERT_REQUIRED if settings.tls_verify_client else ssl.CERT_NONE
         if "control_socket_disable" in self.cfg.settings:
             # Several servers on one host would fight over the default socket path.
             options["control_socket_disable"] = True

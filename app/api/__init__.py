@@ -8,8 +8,10 @@ from flask import Flask, Response
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import (
+    acl,
     agent,
     allocs,
+    authz,
     client,
     deployments,
     errors,
@@ -20,6 +22,7 @@ from app.api import (
     job_versions,
     jobs,
     metrics,
+    namespaces,
     nodes,
     operator,
     periodic,
@@ -42,6 +45,8 @@ PATH_FIELDS = {
 def register(app: Flask) -> None:
     for module in (
         agent,
+        acl,
+        namespaces,
         job_plan,
         periodic,
         job_scale,
@@ -59,6 +64,7 @@ def register(app: Flask) -> None:
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.url_value_preprocessor(_check_path_values)
+    authz.install(app)
     errors.install(app)
     app.after_request(_index_header)
 

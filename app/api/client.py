@@ -5,6 +5,7 @@ the server proxies to the client that runs the allocation (its advertised HTTPAd
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any, Literal
 from uuid import UUID
 
@@ -12,6 +13,7 @@ import httpx
 from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.acl import client_link as link
 from app.api.context import client_lane, respond, state, write
 from app.api.errors import problem
 from app.api.params import arg, bool_arg, integer_arg, json_body, uuid_value
@@ -131,22 +133,30 @@ def logs(alloc_id: str) -> Response:
     with state().reads() as session, session.begin():
         alloc = alloc_store.get_allocation(session, key)
         node = node_store.get_node(session, alloc.node_id)
-        address = node.http_addr
-    if not address:
-        raise NotFound.of("AllocID", f"node {node.id} of allocation {key} has no client HTTP address")
-    params: dict[str, str | int] = {"task": task, "type": kind, "origin": origin, "offset": offset}
+        address, node_key = node.http_addr, link.key_from_hash(node.secret_hash)
+    if not address or link.http_addr_problem(address) is not None:
+        raise NotFound.of("AllocID", f"node {node.id} of allocation {key} has no usable client HTTP address")
+    query = {"task": task, "type": kind, "origin": origin, "offset": str(offset)}
+    path = f"/v1/client/fs/logs/{key}"
+    stamp = int(time.time())
+    proof = link.request_proof(node_key, "GET", path, query, stamp)
+    headers = {link.PROOF_HEADER: proof, link.TIME_HEADER: str(stamp)}
     try:
-        reply = httpx.get(_client_url(address, key), params=params, timeout=LOG_PROXY_TIMEOUT_S)
-    except httpx.HTTPError as err:
-        return problem(502, "Bad Gateway", [FieldProblem("", f"client at {address} did not answer: {err}")])
+        reply = httpx.get(link.base_url(address) + path, params=query, headers=headers, timeout=LOG_PROXY_TIMEOUT_S)
+        answer = reply.content
+    except httpx.HTTPError:
+        reply = None
+    # One answer for every failure (refused, timed out, unsigned or forged reply): the caller
+    # learns nothing about the network behind the address.
+    if reply is None or not link.verify_response(
+        node_key, proof, reply.status_code, answer, reply.headers.get(link.PROOF_HEADER, "")
+    ):
+        return problem(
+            502, "Bad Gateway", [FieldProblem("", f"the client running allocation {key} gave no valid answer")]
+        )
     if reply.status_code != 200:
-        return Response(reply.content, status=reply.status_code, content_type=reply.headers.get("content-type"))
-    return _log_response(reply.content, task, kind, offset, plain)
-
-
-def _client_url(address: str, alloc_id: UUID) -> str:
-    base = address if address.startswith(("http://", "https://")) else f"http://{address}"
-    return f"{base}/v1/client/fs/logs/{alloc_id}"
+        return Response(answer, status=reply.status_code, content_type=reply.headers.get("content-type"))
+    return _log_response(answer, task, kind, offset, plain)
 
 
 def _log_response(data: bytes, task: str, kind: str, offset: int, plain: bool) -> Response:

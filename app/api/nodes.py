@@ -8,6 +8,7 @@ from uuid import UUID
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.acl.client_link import http_addr_problem
 from app.api import encode
 from app.api.context import client_lane, read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
@@ -83,6 +84,15 @@ class NodeBody(_Strict):
     NodeResources: NodeResourcesBody
     ReservedResources: ReservedResourcesBody = ReservedResourcesBody()
     HTTPAddr: str = ""
+
+    @field_validator("HTTPAddr")
+    @classmethod
+    def _http_addr(cls, value: str) -> str:
+        """The servers proxy log reads to this address: only host:port or http(s)://host:port."""
+        problem = http_addr_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("NodePool")
     @classmethod

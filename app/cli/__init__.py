@@ -51,9 +51,13 @@ def agent(dev: bool) -> None:
 def server() -> None:
     """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
     Exits with an error if the database schema is not at the current revision."""
+    from app.config import tls_problem
     from workers.server import run_server
 
     settings = get_settings()
+    problem = tls_problem(settings)
+    if problem is not None:
+        raise click.ClickException(f"invalid configuration: {problem}")
     configure("server", settings.log_level, settings.log_format)
     with _database(settings, "api") as url:
         run_server(settings, url)
@@ -144,11 +148,13 @@ def _database(settings: Settings, role: str) -> Iterator[str]:
         raise click.ClickException(str(err)) from err
 
 
+from app.cli.acl import acl  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.job import job  # noqa: E402
+from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -162,6 +168,8 @@ main.add_command(fleet)
 main.add_command(node)
 main.add_command(alloc)
 main.add_command(deployment)
+main.add_command(acl)
+main.add_command(namespace)
 
 if __name__ == "__main__":
     main()

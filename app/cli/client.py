@@ -87,7 +87,7 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "drivers",
     multiple=True,
     type=click.Choice(["raw_exec", "mock"]),
-    help="Task driver to enable; repeatable [default: raw_exec and mock].",
+    help="Task driver to enable; repeatable [default: mock; raw_exec must be enabled here or in the config file].",
 )
 @click.option("--reserved-cpu", type=click.IntRange(0), default=None, help="CPU MHz held back from scheduling.")
 @click.option("--reserved-memory", type=click.IntRange(0), default=None, help="Memory MB held back.")
@@ -145,9 +145,11 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
 )
 def client(config_file: Path | None, **options: Any) -> None:
     """Run the node agent: register this machine (fingerprinted CPU, memory, disk, kernel and
-    OS attributes), heartbeat, run the allocations placed here with the raw_exec and mock
-    drivers, report their status, and garbage-collect finished ones. Tasks keep running when
-    the client stops; a restarted client re-attaches to them."""
+    OS attributes), heartbeat, run the allocations placed here with the enabled drivers (mock;
+    raw_exec only when --driver or the config file enables it), report their status, and
+    garbage-collect finished ones. Tasks keep running when the client stops; a restarted client
+    re-attaches to them. With ACLs on, CORRAL_TOKEN (or NOMAD_TOKEN) must hold a token with
+    node:write to register."""
     from workers.client.agent import run_client
     from workers.runtime import stop_on_signals
 

@@ -11,6 +11,8 @@ from typing import Any
 import click
 import httpx
 
+from app.config import client_tls
+
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
 
@@ -25,6 +27,16 @@ class ApiError(click.ClickException):
 
 def address() -> str:
     return (os.environ.get("CORRAL_ADDR") or os.environ.get("NOMAD_ADDR") or DEFAULT_ADDR).rstrip("/")
+
+
+def token() -> str:
+    return os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN") or ""
+
+
+def auth_headers() -> dict[str, str]:
+    """X-Nomad-Token from CORRAL_TOKEN or NOMAD_TOKEN, for every request the CLI makes."""
+    secret = token()
+    return {"X-Nomad-Token": secret} if secret else {}
 
 
 def get(path: str, params: dict[str, Any] | None = None) -> Any:
@@ -43,20 +55,19 @@ def request(
     method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, timeout_s: float = TIMEOUT_S
 ) -> Any:
     url = address() + path
-    headers = {}
-    token = os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN")
-    if token:
-        headers["X-Nomad-Token"] = token
+    headers = auth_headers()
     try:
-        response = httpx.request(method, url, params=params, json=body, headers=headers, timeout=timeout_s)
+        response = httpx.request(
+            method, url, params=params, json=body, headers=headers, timeout=timeout_s, verify=client_tls()
+        )
     except httpx.HTTPError as err:
         raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
     if response.status_code >= 400:
-        raise ApiError(f"{method} {path}: {response.status_code} {_problem(response)}", response.status_code)
+        raise ApiError(f"{method} {path}: {response.status_code} {problem_text(response)}", response.status_code)
     return response.json()
 
 
-def _problem(response: httpx.Response) -> str:
+def problem_text(response: httpx.Response) -> str:
     """The API's problem+json detail (which names the field), or the raw body."""
     try:
         body = response.json()

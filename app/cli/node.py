@@ -7,7 +7,9 @@ from typing import Any
 import click
 import httpx
 
+from app.cli import http
 from app.cli.client import default_address
+from app.config import client_tls
 from app.jobspec.durations import DurationError, duration_ns
 
 
@@ -54,12 +56,16 @@ def drain(
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
     try:
         reply = httpx.post(
-            f"{(address or default_address()).rstrip('/')}/v1/node/{node_id}/drain", json=body, timeout=30
+            f"{(address or default_address()).rstrip('/')}/v1/node/{node_id}/drain",
+            json=body,
+            headers=http.auth_headers(),
+            timeout=30,
+            verify=client_tls(),
         )
     except httpx.HTTPError as err:
         raise click.ClickException(f"cannot reach the server: {err}") from err
     if reply.status_code != 200:
-        raise click.ClickException(reply.json().get("detail", reply.text) if reply.content else str(reply.status_code))
+        raise click.ClickException(f"{reply.status_code} {http.problem_text(reply)}")
     click.echo(f"Node {node_id} drain {'enabled' if enable else 'disabled'}")
 
 

@@ -1,5 +1,6 @@
 """SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 
+from app.models.acl import AclBootstrap, AclPolicy, AclToken
 from app.models.allocation import Allocation
 from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
@@ -14,6 +15,9 @@ from app.models.scaling import JobScalingEvent
 from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
 
 __all__ = [
+    "AclBootstrap",
+    "AclPolicy",
+    "AclToken",
     "Allocation",
     "Base",
     "ClassUnblock",

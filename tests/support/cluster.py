@@ -42,7 +42,11 @@ class Cluster:
         # Its own working directory: the client keeps its state in ./.corral-client there.
         home = self.workdir / name
         home.mkdir(exist_ok=True)
-        process = self.corral(["client", "--name", name, *args], env={**self.env, "CORRAL_ADDR": self.base}, cwd=home)
+        # raw_exec is off by default outside -dev; these clusters run raw_exec work unless told otherwise.
+        drivers = [] if "--driver" in args else ["--driver", "raw_exec", "--driver", "mock"]
+        process = self.corral(
+            ["client", "--name", name, *drivers, *args], env={**self.env, "CORRAL_ADDR": self.base}, cwd=home
+        )
         assert wait_for(lambda: self.node_status(name) == "ready", 60), process.output
         return process
 

@@ -19,7 +19,7 @@ def compose() -> dict[str, Any]:
 
 
 def test_services_and_roles(compose: dict[str, Any]) -> None:
-    assert set(compose["services"]) == {"postgres", "migrate", "server", "worker", "applier", "leader"}
+    assert set(compose["services"]) == {"tls", "postgres", "migrate", "server", "worker", "applier", "leader"}
     assert "version" not in compose
     for role in ("server", "worker", "applier", "leader"):
         assert compose["services"][role]["command"] == ["corral", role]
@@ -39,8 +39,10 @@ def test_startup_order_uses_conditions(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert services["migrate"]["restart"] == "no"
-    for role in ("server", "worker", "applier", "leader"):
-        assert services[role]["depends_on"] == {"migrate": {"condition": "service_completed_successfully"}}
+    done = {"condition": "service_completed_successfully"}
+    for role in ("worker", "applier", "leader"):
+        assert services[role]["depends_on"] == {"migrate": done}
+    assert services["server"]["depends_on"] == {"migrate": done, "tls": done}
 
 
 def test_healthchecks(compose: dict[str, Any]) -> None:
@@ -55,3 +57,24 @@ def test_every_role_talks_to_the_compose_postgres(compose: dict[str, Any]) -> No
         assert env["CORRAL_DATABASE_URL"].startswith("postgresql://corral:corral@postgres:5432/")
     assert compose["services"]["server"]["environment"]["CORRAL_BIND"] == "0.0.0.0:4646"
     assert "pgdata" in compose["volumes"]
+
+
+def test_acls_and_tls_are_on(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name in ("migrate", "server", "worker", "applier", "leader"):
+        assert services[name]["environment"]["CORRAL_ACL_ENABLED"] == "true"
+    server = services["server"]
+    env = server["environment"]
+    assert env["CORRAL_TLS_CERT_FILE"].startswith("/tls/") and env["CORRAL_TLS_KEY_FILE"].startswith("/tls/")
+    assert server["volumes"] == ["tls:/tls:ro"]
+    health = " ".join(server["healthcheck"]["test"])
+    assert "https://127.0.0.1:4646/v1/agent/health" in health and "cafile='/tls/ca.pem'" in health
+    tls = services["tls"]
+    script = " ".join(tls["command"])
+    assert "server.pem" in script and "IP:127.0.0.1" in script and "chown -R corral:corral /tls" in script
+    assert tls["restart"] == "no" and "tls" in compose["volumes"]
+
+
+def test_the_bootstrap_step_is_documented() -> None:
+    text = (ROOT / "compose.yaml").read_text()
+    assert "corral acl bootstrap" in text and "CORRAL_CACERT" in text and "CORRAL_TOKEN" in text

@@ -33,7 +33,14 @@ CLIMB = re.compile(r"(?<![\w./])((?:\.\./)+[\w.\-/]*)")
 ENV = re.compile(r"\bCORRAL_[A-Z0-9_]*[A-Z0-9]\b")
 # Environment variables read outside Settings (the CLI, the test suite); each must still be read
 # somewhere in the code, so the docs cannot keep naming one that is gone.
-OTHER_ENV = {"CORRAL_ADDR", "CORRAL_TOKEN", "CORRAL_TEST_DATABASE_URL"}
+OTHER_ENV = {
+    "CORRAL_ADDR",
+    "CORRAL_TOKEN",
+    "CORRAL_TEST_DATABASE_URL",
+    "CORRAL_CACERT",
+    "CORRAL_CLIENT_CERT",
+    "CORRAL_CLIENT_KEY",
+}
 
 
 def prose(text: str) -> str:

@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, ...]] = [
         "app.jobspec",
         "app.scheduler",
         "app.models",
+        "app.acl",
     ),
     ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
     ("app.store",),  # 2: per-noun data access and the named-SQL loader

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -42,6 +43,7 @@ class Client:
         self.force_gc_index = 0
         self.allocs_dir = config.data_dir / "allocs"
         self.allocs_dir.mkdir(parents=True, exist_ok=True)
+        config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
         self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(config.data_dir))
         self.http_addr = ""
 
@@ -60,7 +62,10 @@ class Client:
     def _save_identity(self) -> None:
         path = self.config.data_dir / IDENTITY
         body = {"node_id": str(self.api.node_id), "secret": self.api.secret, "force_gc_index": self.force_gc_index}
-        path.with_suffix(".tmp").write_text(json.dumps(body))
+        temporary = path.with_suffix(".tmp")
+        temporary.unlink(missing_ok=True)
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(json.dumps(body))
         path.with_suffix(".tmp").replace(path)
 
     def node_body(self) -> dict[str, Any]:
@@ -107,7 +112,7 @@ class Client:
     # -- run -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        server = serve(self.config.http_bind, self._alloc_dir)
+        server = serve(self.config.http_bind, self._alloc_dir, lambda: self.api.secret)
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
         self._load_identity()

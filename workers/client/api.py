@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from app.config import client_tls
 
 NANOS = 1_000_000_000
 WATCH_WAIT_S = 30.0
@@ -24,10 +27,13 @@ class Heartbeat:
 
 
 class ServerApi:
-    def __init__(self, address: str, timeout_s: float = 10.0) -> None:
-        self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s)
+    def __init__(self, address: str, timeout_s: float = 10.0, token: str | None = None) -> None:
+        self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s, verify=client_tls())
         self.node_id: uuid.UUID | None = None
         self.secret = ""
+        # The introduction token (node:write) that registration needs when ACLs are on. Every
+        # other call authenticates with the node's own secret.
+        self.token = token if token is not None else os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN", "")
 
     def close(self) -> None:
         self._http.close()
@@ -36,7 +42,8 @@ class ServerApi:
         return {"X-Nomad-Token": self.secret}
 
     def register(self, node: dict[str, Any]) -> float:
-        reply = self._http.put("/v1/node/register", json={"Node": node})
+        headers = {"X-Nomad-Token": self.token} if self.token else {}
+        reply = self._http.put("/v1/node/register", json={"Node": node}, headers=headers)
         reply.raise_for_status()
         return float(reply.json()["HeartbeatTTL"]) / NANOS
 
@@ -53,15 +60,16 @@ class ServerApi:
         reply = self._http.get(
             f"/v1/node/{self.node_id}/allocations",
             params={"index": index, "wait": f"{int(wait_s)}s"},
+            headers=self._auth(),
             timeout=wait_s + wait_s / 16 + 10,
         )
-        if reply.status_code == 404:
+        if reply.status_code in (403, 404):
             raise NodeGone(reply.text)
         reply.raise_for_status()
         return list(reply.json()), int(reply.headers.get("X-Nomad-Index", "0"))
 
     def allocation(self, alloc_id: str) -> dict[str, Any] | None:
-        reply = self._http.get(f"/v1/allocation/{alloc_id}")
+        reply = self._http.get(f"/v1/allocation/{alloc_id}", headers=self._auth())
         if reply.status_code == 404:
             return None
         reply.raise_for_status()

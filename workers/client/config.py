@@ -11,6 +11,9 @@ from typing import Any
 from app.jobspec.durations import SECOND, DurationError, duration_ns
 
 DRIVERS = ("raw_exec", "mock")
+# raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
+# enables it, as in Nomad; dev mode (the dev agent's client) enables both.
+DEFAULT_DRIVERS = ("mock",)
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class ClientConfig:
     node_class: str = ""
     node_pool: str = "default"
     meta: dict[str, str] = field(default_factory=dict)
-    drivers: tuple[str, ...] = DRIVERS
+    drivers: tuple[str, ...] = DEFAULT_DRIVERS
     reserved_cpu: int = 0
     reserved_memory_mb: int = 0
     reserved_disk_mb: int = 0
@@ -135,6 +138,8 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"unknown client setting(s): {', '.join(unknown)}")
+    if "drivers" not in values and values.get("dev_mode"):
+        values["drivers"] = DRIVERS
     config = replace(ClientConfig(), **values, gc=gc)
     config = replace(
         config, data_dir=Path(config.data_dir).resolve(), drivers=tuple(config.drivers), meta=dict(config.meta)

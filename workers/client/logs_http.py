@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
+
+from app.acl import client_link as link
 
 ROUTE = re.compile(r"^/v1/client/fs/logs/([0-9a-f-]{36})$")
 TASK_NAME = re.compile(r"^[^/\\\x00]+$")
@@ -22,16 +25,28 @@ def read_log(alloc_dir: Path, task: str, kind: str, origin: str, offset: int) ->
     return data[offset:] if origin == "start" else data[max(0, len(data) - offset) :]
 
 
-def serve(bind: str, alloc_dir_of: Callable[[str], Path | None]) -> ThreadingHTTPServer:
-    """Start the log endpoint in a daemon thread; port 0 picks a free one (see server_address)."""
+def serve(bind: str, alloc_dir_of: Callable[[str], Path | None], secret_of: Callable[[], str]) -> ThreadingHTTPServer:
+    """Start the log endpoint in a daemon thread; port 0 picks a free one (see server_address).
+    Every request must carry the servers' proof (app/acl/client_link.py), keyed by the hash of
+    this node's secret (`secret_of`); every answer carries this client's proof in return."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             pass
 
+        proof = ""
+
+        def _sign(self, status: int, body: bytes) -> None:
+            secret = secret_of()
+            if self.proof and secret:
+                self.send_header(
+                    link.PROOF_HEADER, link.response_proof(link.key_from_secret(secret), self.proof, status, body)
+                )
+
         def _fail(self, status: int, field: str, message: str) -> None:
             body = json.dumps({"status": status, "errors": [{"field": field, "message": message}]}).encode()
             self.send_response(status)
+            self._sign(status, body)
             self.send_header("Content-Type", "application/problem+json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -43,6 +58,13 @@ def serve(bind: str, alloc_dir_of: Callable[[str], Path | None]) -> ThreadingHTT
             if match is None:
                 return self._fail(404, "", f"no route {url.path}")
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            secret = secret_of()
+            offered = self.headers.get(link.PROOF_HEADER, "")
+            stamp = self.headers.get(link.TIME_HEADER, "")
+            key = link.key_from_secret(secret) if secret else b""
+            if not link.verify_request(key, "GET", url.path, query, stamp, offered, time.time()):
+                return self._fail(403, "", "Permission denied")
+            self.proof = offered
             task, kind = query.get("task", ""), query.get("type", "stdout")
             origin, offset = query.get("origin", "start"), query.get("offset", "0")
             if not TASK_NAME.match(task):
@@ -57,6 +79,7 @@ def serve(bind: str, alloc_dir_of: Callable[[str], Path | None]) -> ThreadingHTT
             except FileNotFoundError:
                 return self._fail(404, "task", f"task {task!r} has no {kind} log in allocation {match.group(1)}")
             self.send_response(200)
+            self._sign(200, data)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

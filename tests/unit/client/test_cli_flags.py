@@ -50,8 +50,16 @@ def test_without_flags_the_agent_gets_nomads_defaults(started: list[ClientConfig
     assert config.gc == GcConfig(
         interval_s=60.0, disk_usage_threshold=80.0, inode_usage_threshold=70.0, max_allocs=50, parallel_destroys=2
     )
-    assert config.drivers == ("raw_exec", "mock")
+    assert config.drivers == ("mock",)  # raw_exec is off outside dev mode, as in Nomad
     assert config.data_dir == Path(".corral-client").resolve()
+
+
+def test_raw_exec_is_enabled_by_dev_mode_or_explicitly(started: list[ClientConfig], tmp_path: Path) -> None:
+    assert parsed(started, "--dev").drivers == ("raw_exec", "mock")
+    assert parsed(started, "--dev", "--driver", "mock").drivers == ("mock",)
+    config_file = tmp_path / "client.json"
+    config_file.write_text('{"drivers": ["raw_exec"]}')
+    assert parsed(started, "--config", str(config_file)).drivers == ("raw_exec",)
 
 
 FLAGS: list[tuple[list[str], str, object]] = [

@@ -1,0 +1,87 @@
+"""The link from the servers to a client's log endpoint (Nomad's client HTTP API): which
+addresses a node may advertise, and the proofs each side checks.
+
+The servers store only the SHA-256 of a node's secret, so that hash is the shared key: the
+client derives it from its secret, the server reads it from the node row. A request proof is an
+HMAC over the method, path, query and a timestamp (refused outside MAX_SKEW_S); the client's
+answer carries an HMAC over the request proof, status and body, so the server relays only
+answers that came from the node's own client, never the body of some other service at that
+address. Pure: callers pass the time in."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from urllib.parse import urlencode, urlsplit
+
+from app.ids import secret_hash
+
+PROOF_HEADER = "X-Corral-Proof"
+TIME_HEADER = "X-Corral-Proof-Time"
+MAX_SKEW_S = 60
+
+
+def http_addr_problem(value: str) -> str | None:
+    """None when `value` is empty, `host:port` or `http(s)://host:port`; else what is wrong."""
+    if value == "":
+        return None
+    if any(c.isspace() or ord(c) < 0x20 for c in value):
+        return "must not contain spaces or control characters"
+    url = value if "://" in value else f"http://{value}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        return f"must be host:port or http(s)://host:port ({err})"
+    if parts.scheme not in ("http", "https"):
+        return f"scheme must be http or https, got {parts.scheme!r}"
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return "must not carry credentials"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "must be host:port or http(s)://host:port, with no path, query or fragment"
+    if not parts.hostname:
+        return "must name a host"
+    if port is None or port == 0:
+        return "must name a port (1-65535)"
+    return None
+
+
+def base_url(value: str) -> str:
+    """The checked address as a URL prefix (http:// when no scheme was given)."""
+    url = value if "://" in value else f"http://{value}"
+    return url.rstrip("/")
+
+
+def key_from_secret(secret: str) -> bytes:
+    return secret_hash(secret).encode()
+
+
+def key_from_hash(stored: str) -> bytes:
+    return stored.encode()
+
+
+def _canonical(method: str, path: str, query: Mapping[str, str], timestamp: int) -> bytes:
+    return "\n".join([method.upper(), path, urlencode(sorted(query.items())), str(timestamp)]).encode()
+
+
+def request_proof(key: bytes, method: str, path: str, query: Mapping[str, str], timestamp: int) -> str:
+    return hmac.new(key, _canonical(method, path, query, timestamp), hashlib.sha256).hexdigest()
+
+
+def verify_request(
+    key: bytes, method: str, path: str, query: Mapping[str, str], timestamp: str, proof: str, now: float
+) -> bool:
+    if not key or not timestamp.isdigit() or abs(int(timestamp) - now) > MAX_SKEW_S:
+        return False
+    expected = request_proof(key, method, path, query, int(timestamp))
+    return hmac.compare_digest(expected, proof)
+
+
+def response_proof(key: bytes, request: str, status: int, body: bytes) -> str:
+    message = f"response\n{request}\n{status}\n{hashlib.sha256(body).hexdigest()}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def verify_response(key: bytes, request: str, status: int, body: bytes, proof: str) -> bool:
+    return hmac.compare_digest(response_proof(key, request, status, body), proof)

@@ -1,0 +1,248 @@
+"""Nomad's ACL policy language, in HCL or JSON, parsed into a typed Policy.
+
+    namespace "default" { policy = "read"  capabilities = ["submit-job"] }
+    namespace "prod-*"  { policy = "deny" }
+    node     { policy = "read" }
+    agent    { policy = "read" }
+    operator { policy = "read" }
+    plugin   { policy = "list" }
+
+A namespace's `policy` expands to a set of capabilities (read, write, scale, deny), merged with
+its explicit `capabilities`. Blocks corral has no objects for (host_volume, quota, variables)
+are accepted and checked for shape, so policies written for Nomad apply unchanged."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import hcl2
+
+DENY, READ, LIST, WRITE, SCALE = "deny", "read", "list", "write", "scale"
+
+# Namespace capabilities (Nomad's acl/policy.go names).
+LIST_JOBS = "list-jobs"
+PARSE_JOB = "parse-job"
+READ_JOB = "read-job"
+SUBMIT_JOB = "submit-job"
+DISPATCH_JOB = "dispatch-job"
+READ_LOGS = "read-logs"
+READ_FS = "read-fs"
+ALLOC_EXEC = "alloc-exec"
+ALLOC_NODE_EXEC = "alloc-node-exec"
+ALLOC_LIFECYCLE = "alloc-lifecycle"
+LIST_SCALING_POLICIES = "list-scaling-policies"
+READ_SCALING_POLICY = "read-scaling-policy"
+READ_JOB_SCALING = "read-job-scaling"
+SCALE_JOB = "scale-job"
+NAMESPACE_CAPABILITIES = frozenset(
+    {
+        DENY,
+        LIST_JOBS,
+        PARSE_JOB,
+        READ_JOB,
+        SUBMIT_JOB,
+        DISPATCH_JOB,
+        READ_LOGS,
+        READ_FS,
+        ALLOC_EXEC,
+        ALLOC_NODE_EXEC,
+        ALLOC_LIFECYCLE,
+        "sentinel-override",
+        "csi-register-plugin",
+        "csi-write-volume",
+        "csi-read-volume",
+        "csi-list-volume",
+        "csi-mount-volume",
+        "host-volume-create",
+        "host-volume-register",
+        "host-volume-read",
+        "host-volume-write",
+        "host-volume-delete",
+        LIST_SCALING_POLICIES,
+        READ_SCALING_POLICY,
+        READ_JOB_SCALING,
+        SCALE_JOB,
+        "submit-recommendation",
+    }
+)
+_READ_SET = (
+    LIST_JOBS,
+    PARSE_JOB,
+    READ_JOB,
+    "csi-list-volume",
+    "csi-read-volume",
+    READ_JOB_SCALING,
+    LIST_SCALING_POLICIES,
+    READ_SCALING_POLICY,
+    "host-volume-read",
+)
+EXPANSIONS: dict[str, tuple[str, ...]] = {
+    DENY: (DENY,),
+    READ: _READ_SET,
+    WRITE: (
+        *_READ_SET,
+        SCALE_JOB,
+        SUBMIT_JOB,
+        DISPATCH_JOB,
+        READ_LOGS,
+        READ_FS,
+        ALLOC_EXEC,
+        ALLOC_LIFECYCLE,
+        "csi-mount-volume",
+        "csi-write-volume",
+        "submit-recommendation",
+        "host-volume-create",
+        "host-volume-write",
+        "host-volume-delete",
+    ),
+    SCALE: (LIST_SCALING_POLICIES, READ_SCALING_POLICY, READ_JOB_SCALING, SCALE_JOB),
+}
+COARSE = (DENY, READ, WRITE)  # node, agent, operator, quota
+PLUGIN = (DENY, READ, LIST)
+NAMESPACE_POLICIES = (DENY, READ, WRITE, SCALE)
+# A namespace label: a name or a glob with '*'.
+_NAMESPACE_LABEL = re.compile(r"^[A-Za-z0-9*_.-]{1,128}$")
+_HCL_OPTIONS = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=True, with_comments=False)
+_BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
+
+
+class PolicyError(ValueError):
+    """The rules text is not a valid policy; the message names the block and the problem."""
+
+
+@dataclass(frozen=True)
+class NamespaceRule:
+    name: str  # a namespace or a glob
+    policy: str  # "" when only capabilities were given
+    capabilities: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Policy:
+    namespaces: tuple[NamespaceRule, ...] = ()
+    node: str = ""
+    agent: str = ""
+    operator: str = ""
+    plugin: str = ""
+
+
+def parse(rules: str) -> Policy:
+    """Parse Nomad policy rules (JSON when the text starts with '{', HCL otherwise)."""
+    text = rules.strip()
+    if not text:
+        raise PolicyError("Rules: must not be empty")
+    if text.startswith("{"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise PolicyError(f"Rules: invalid JSON: {err}") from None
+        if not isinstance(document, dict):
+            raise PolicyError("Rules: must be a JSON object")
+    else:
+        try:
+            document = hcl2.loads(text, serialization_options=_HCL_OPTIONS)
+        # python-hcl2 raises lark's exception types and plain runtime errors for bad input.
+        except Exception as err:
+            raise PolicyError(
+                f"Rules: invalid HCL: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+            ) from None
+    return _policy(document)
+
+
+def _policy(document: Mapping[str, Any]) -> Policy:
+    known = {"namespace", "node", "agent", "operator", "plugin", "quota", "host_volume"}
+    unknown = sorted(set(document) - known - _BOOKKEEPING)
+    if unknown:
+        raise PolicyError(f"Rules: unknown block(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    rules = [_namespace_rule(label, body) for label, body in _labelled(document.get("namespace"), "namespace")]
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.name in seen:
+            raise PolicyError(f"namespace {rule.name!r}: defined twice")
+        seen.add(rule.name)
+    for label, body in _labelled(document.get("host_volume"), "host_volume"):
+        _namespace_like(f"host_volume {label!r}", body, (DENY, READ, WRITE), None)
+    quota = _coarse(document.get("quota"), "quota", COARSE)
+    del quota  # corral has no quotas; the block is checked so Nomad's policies still apply
+    return Policy(
+        namespaces=tuple(rules),
+        node=_coarse(document.get("node"), "node", COARSE),
+        agent=_coarse(document.get("agent"), "agent", COARSE),
+        operator=_coarse(document.get("operator"), "operator", COARSE),
+        plugin=_coarse(document.get("plugin"), "plugin", PLUGIN),
+    )
+
+
+def _bodies(value: object, where: str) -> list[dict[str, Any]]:
+    """A block as HCL gives it (a list of bodies) or as JSON does (one object)."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return list(value)
+    raise PolicyError(f"{where}: must be a block")
+
+
+def _labelled(value: object, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """`namespace "x" {...}`: HCL gives [{"x": {...}}], JSON gives {"x": {...}}."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for body in _bodies(value, where):
+        for label, inner in body.items():
+            if label in _BOOKKEEPING:
+                raise PolicyError(f'{where}: needs a label, e.g. {where} "default" {{ ... }}')
+            if not isinstance(inner, dict):
+                raise PolicyError(f"{where} {label!r}: must be a block")
+            out.append((str(label), inner))
+    return out
+
+
+def _namespace_rule(label: str, body: dict[str, Any]) -> NamespaceRule:
+    where = f"namespace {label!r}"
+    if not _NAMESPACE_LABEL.fullmatch(label):
+        raise PolicyError(f"{where}: a namespace name or glob of letters, digits, '-', '_', '.' and '*'")
+    policy, capabilities = _namespace_like(where, body, NAMESPACE_POLICIES, NAMESPACE_CAPABILITIES)
+    expanded = set(EXPANSIONS.get(policy, ())) | capabilities
+    return NamespaceRule(label, policy, frozenset(expanded))
+
+
+def _namespace_like(
+    where: str, body: dict[str, Any], policies: tuple[str, ...], capabilities: frozenset[str] | None
+) -> tuple[str, frozenset[str]]:
+    allowed = {"policy", "capabilities", "variables"} if capabilities is not None else {"policy", "capabilities"}
+    unknown = sorted(set(body) - allowed - _BOOKKEEPING)
+    if unknown:
+        raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+    policy = body.get("policy", "")
+    if not isinstance(policy, str) or (policy and policy not in policies):
+        raise PolicyError(f"{where}: policy must be one of {', '.join(policies)}, got {policy!r}")
+    caps = body.get("capabilities", [])
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise PolicyError(f"{where}: capabilities must be a list of strings")
+    if capabilities is not None:
+        bad = sorted(set(caps) - capabilities)
+        if bad:
+            raise PolicyError(f"{where}: unknown capabilities {', '.join(bad)}")
+    if not policy and not caps:
+        raise PolicyError(f"{where}: needs a policy or capabilities")
+    return policy, frozenset(caps)
+
+
+def _coarse(value: object, where: str, choices: tuple[str, ...]) -> str:
+    bodies = _bodies(value, where)
+    if not bodies:
+        return ""
+    if len(bodies) > 1:
+        raise PolicyError(f"{where}: defined more than once")
+    body = bodies[0]
+    unknown = sorted(set(body) - {"policy"} - _BOOKKEEPING)
+    if unknown:
+        raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+    policy = body.get("policy")
+    if policy not in choices:
+        raise PolicyError(f"{where}: policy must be one of {', '.join(choices)}, got {policy!r}")
+    return str(policy)

@@ -1,0 +1,105 @@
+"""The log proxy (GET /v1/client/fs/logs/:alloc) only talks to the address a node registered,
+only in host:port form, proves itself to the client and relays only answers the client signed:
+a node advertising some other service gets nothing back, and errors read the same whether the
+port is closed or answers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psycopg
+import pytest
+from flask.testing import FlaskClient
+
+from tests.support.api import minimal_job, node_body, register
+from tests.support.rows import insert_allocation
+from workers.client.logs_http import serve
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+class _Secret(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"internal secret page"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def other_service() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Secret)
+    threading.Thread(target=server.serve_forever, args=(0.1,), daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def node_with_alloc(client: FlaskClient, pg: Conn, http_addr: str, secret: str | None = None) -> tuple[str, str]:
+    node_id = str(uuid.uuid4())
+    fields = {"HTTPAddr": http_addr, **({"SecretID": secret} if secret else {})}
+    reply = client.put("/v1/node/register", json={"Node": node_body(node_id, **fields)})
+    assert reply.status_code == 200, reply.json
+    eval_id = pg.execute("SELECT id::text FROM evaluations ORDER BY create_index DESC LIMIT 1").fetchone()
+    assert eval_id is not None
+    alloc_id = insert_allocation(pg, node_id, str(eval_id[0]))
+    pg.commit()
+    return node_id, alloc_id
+
+
+def test_registration_refuses_an_address_with_a_path_or_query(client: FlaskClient) -> None:
+    body = node_body(str(uuid.uuid4()), HTTPAddr="http://127.0.0.1:4646/v1/agent/self?x=")
+    reply = client.put("/v1/node/register", json={"Node": body})
+    assert reply.status_code == 400
+    assert reply.json is not None and reply.json["errors"][0]["field"] == "Node.HTTPAddr"
+
+
+def test_proxy_relays_nothing_from_another_service_and_hides_the_network(
+    client: FlaskClient, pg: Conn, other_service: str
+) -> None:
+    register(client, minimal_job("web"))
+    _, foreign = node_with_alloc(client, pg, other_service)
+    _, closed = node_with_alloc(client, pg, closed_port())
+    answers = []
+    for alloc_id in (foreign, closed):
+        reply = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "plain": "true"})
+        assert reply.status_code == 502
+        assert b"internal secret page" not in reply.data
+        answers.append(reply.json["detail"].replace(alloc_id, "<alloc>") if reply.json else None)
+    assert answers[0] == answers[1]
+
+
+def test_proxy_reads_logs_from_the_nodes_own_client(client: FlaskClient, pg: Conn, tmp_path: Path) -> None:
+    register(client, minimal_job("web"))
+    secret = str(uuid.uuid4())
+    dirs: dict[str, Path] = {}
+    server = serve("127.0.0.1:0", lambda a: dirs.get(a), lambda: secret)
+    try:
+        _, alloc_id = node_with_alloc(client, pg, f"127.0.0.1:{server.server_address[1]}", secret)
+        logs = tmp_path / "alloc" / "logs"
+        logs.mkdir(parents=True)
+        (logs / "t.stdout.0").write_text("from the task\n")
+        dirs[alloc_id] = tmp_path
+        reply = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "plain": "true"})
+        assert reply.status_code == 200 and reply.data == b"from the task\n"
+        missing = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "nope", "plain": "true"})
+        assert missing.status_code == 404  # the client's own signed answer is relayed
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,83 @@
+"""The servers' link to a client's log endpoint: advertised addresses are host:port only, and
+requests and answers carry HMAC proofs keyed by the hash of the node secret; the client's
+endpoint refuses requests without a valid proof and signs its answers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.acl import client_link as link
+from app.ids import secret_hash
+from workers.client.logs_http import serve
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("value", ["", "10.0.0.1:4647", "http://host.example:80", "https://[::1]:8443", "node-1:1"])
+def test_plain_addresses_pass(value: str) -> None:
+    assert link.http_addr_problem(value) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("http://127.0.0.1:4646/v1/agent/self?x=", "no path, query or fragment"),
+        ("127.0.0.1:4646/x", "no path"),
+        ("127.0.0.1:4646?x=1", "no path"),
+        ("127.0.0.1:4646#f", "no path"),
+        ("http://user:pw@10.0.0.1:80", "credentials"),
+        ("ftp://10.0.0.1:21", "scheme"),
+        ("10.0.0.1", "port"),
+        ("10.0.0.1:0", "port"),
+        ("10.0.0.1:99999", "host:port"),
+        ("10.0.0.1 :80", "spaces"),
+        ("10.0.0.1:80\r\nX: y", "control"),
+    ],
+)
+def test_addresses_with_more_than_host_and_port_are_refused(value: str, problem: str) -> None:
+    found = link.http_addr_problem(value)
+    assert found is not None and problem in found
+
+
+def test_request_proof_binds_method_path_query_and_time() -> None:
+    key = link.key_from_hash(secret_hash("s3cret"))
+    assert key == link.key_from_secret("s3cret")
+    query = {"task": "t", "type": "stdout"}
+    proof = link.request_proof(key, "GET", "/v1/client/fs/logs/x", query, 1000)
+    assert link.verify_request(key, "GET", "/v1/client/fs/logs/x", query, "1000", proof, now=1010)
+    assert not link.verify_request(key, "GET", "/v1/client/fs/logs/y", query, "1000", proof, now=1010)
+    assert not link.verify_request(key, "GET", "/v1/client/fs/logs/x", {**query, "task": "u"}, "1000", proof, 1010)
+    assert not link.verify_request(key, "GET", "/v1/client/fs/logs/x", query, "1000", proof, now=1000 + 61)
+    assert not link.verify_request(b"other", "GET", "/v1/client/fs/logs/x", query, "1000", proof, now=1010)
+    assert not link.verify_request(key, "GET", "/v1/client/fs/logs/x", query, "", proof, now=1010)
+
+
+def test_log_endpoint_refuses_requests_without_proof_and_signs_answers(tmp_path: Path) -> None:
+    alloc_id = "0b9e0d2a-5f7c-4c55-9a55-4b9c5c0e6f11"
+    logs = tmp_path / alloc_id / "alloc" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "t.stdout.0").write_bytes(b"hello\n")
+    server = serve("127.0.0.1:0", lambda a: tmp_path / a if a == alloc_id else None, lambda: "node-secret")
+    host, port = server.server_address[:2]
+    base = f"http://{host!s}:{port}"
+    path = f"/v1/client/fs/logs/{alloc_id}"
+    query = {"task": "t", "type": "stdout", "origin": "start", "offset": "0"}
+    try:
+        assert httpx.get(base + path, params=query).status_code == 403
+        stamp = int(time.time())
+        forged = link.request_proof(b"guess", "GET", path, query, stamp)
+        headers = {link.PROOF_HEADER: forged, link.TIME_HEADER: str(stamp)}
+        assert httpx.get(base + path, params=query, headers=headers).status_code == 403
+        key = link.key_from_hash(secret_hash("node-secret"))
+        proof = link.request_proof(key, "GET", path, query, stamp)
+        reply = httpx.get(base + path, params=query, headers={link.PROOF_HEADER: proof, link.TIME_HEADER: str(stamp)})
+        assert reply.status_code == 200 and reply.content == b"hello\n"
+        assert link.verify_response(key, proof, 200, reply.content, reply.headers[link.PROOF_HEADER])
+        assert not link.verify_response(key, proof, 200, b"tampered", reply.headers[link.PROOF_HEADER])
+    finally:
+        server.shutdown()
+        server.server_close()
