@@ -6,10 +6,12 @@ the request and the HTTP problem, so every command reports them the same way."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
@@ -42,6 +44,8 @@ def post(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
 def request(
     method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, timeout_s: float = TIMEOUT_S
 ) -> Any:
+    import httpx  # here, not at the top: most of the CLI's start-up time was imports
+
     url = address() + path
     headers = {}
     token = os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN")

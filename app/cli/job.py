@@ -18,7 +18,6 @@ from app.cli import http
 from app.cli.job_init import init as init_command
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.plan_output import has_changes, render
-from app.jobspec import JobSpecError, parse_hcl
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
 
@@ -83,6 +82,8 @@ def load_job(file: str, variables: dict[str, str] | None = None, var_files: tupl
             files.append((var_file, Path(var_file).read_bytes().decode("utf-8")))
         except (OSError, UnicodeDecodeError) as err:
             raise click.ClickException(f"cannot read variable file {var_file}: {err}") from err
+    from app.jobspec import JobSpecError, parse_hcl
+
     try:
         return parse_hcl(
             data,

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import httpx
 
 from app.cli.client import default_address
-from app.jobspec.durations import DurationError, duration_ns
 
 
 @click.group()
@@ -52,6 +50,8 @@ def drain(
     body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
+    import httpx
+
     try:
         reply = httpx.post(
             f"{(address or default_address()).rstrip('/')}/v1/node/{node_id}/drain", json=body, timeout=30
@@ -68,6 +68,8 @@ def _deadline(text: str, no_deadline: bool, force: bool) -> int:
         return -1
     if no_deadline:
         return 0
+    from app.jobspec.durations import DurationError, duration_ns
+
     try:
         return duration_ns(text)
     except DurationError as err:
