@@ -23,7 +23,7 @@ CORRAL = str(Path(sys.executable).parent / "corral")
 
 
 class _Stub(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         body = b"[]"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
