@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from app.cli import http
+from app.cli.monitor import follow, monitor_options
 
 FULL_ID_LENGTH = 36
 
@@ -28,12 +29,14 @@ def resolve(alloc_id: str) -> str:
 
 
 @alloc.command()
+@monitor_options
 @click.argument("alloc_id")
-def stop(alloc_id: str) -> None:
+def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
     """Stop ALLOC_ID (a full id or a unique prefix) and have the scheduler place a replacement,
     as Nomad's `alloc stop`: the allocation is marked to migrate and an alloc-stop evaluation is
-    created with it. Prints the evaluation; an allocation already stopped or finished is an error."""
+    created with it. Monitors the evaluation (-detach: prints it); an allocation already stopped
+    or finished is an error."""
     full = resolve(alloc_id)
     response = http.post(f"/v1/allocation/{full}/stop", None)
     click.echo(f"Allocation {full} stop requested")
-    click.echo(f"Evaluation ID: {response.get('EvalID', '')}")
+    follow(response.get("EvalID"), detach, verbose)

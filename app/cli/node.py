@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from app.cli.client import default_address
+from app.cli.monitor import follow, monitor_options
 
 
 @click.group()
@@ -31,6 +32,7 @@ def node() -> None:
 @click.option(
     "--address", default=None, help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646]."
 )
+@monitor_options
 @click.argument("node_id")
 def drain(
     node_id: str,
@@ -42,9 +44,13 @@ def drain(
     ignore_system: bool,
     keep_ineligible: bool,
     address: str | None,
+    detach: bool,
+    verbose: bool,
 ) -> None:
     """Drain NODE_ID: make it ineligible and migrate its allocations elsewhere, at most each
-    group's migrate.max_parallel at a time, system jobs last; or cancel a drain."""
+    group's migrate.max_parallel at a time, system jobs last; or cancel a drain. The
+    evaluations the change creates are monitored unless -detach (the drain itself is not
+    followed: `corral node status NODE` shows it)."""
     if enable == disable:
         raise click.UsageError("give exactly one of -enable or -disable")
     body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
@@ -61,6 +67,14 @@ def drain(
     if reply.status_code != 200:
         raise click.ClickException(reply.json().get("detail", reply.text) if reply.content else str(reply.status_code))
     click.echo(f"Node {node_id} drain {'enabled' if enable else 'disabled'}")
+    codes = [0]
+    for eval_id in reply.json().get("EvalIDs") or []:
+        try:
+            follow(str(eval_id), detach, verbose)
+        except SystemExit as exit_:
+            codes.append(int(exit_.code or 0))
+    if max(codes):
+        raise SystemExit(max(codes))
 
 
 def _deadline(text: str, no_deadline: bool, force: bool) -> int:
