@@ -61,10 +61,14 @@ def agent(dev: bool) -> None:
     sys.exit(code)
 
 
-@main.command()
-def server() -> None:
-    """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
-    Exits with an error if the database schema is not at the current revision."""
+@main.group(invoke_without_command=True)
+@click.pass_context
+def server(ctx: click.Context) -> None:
+    """Without a subcommand: serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND
+    (default 127.0.0.1:4646); exits with an error if the database schema is not at the current
+    revision. `corral server members` lists the servers of the cluster at CORRAL_ADDR."""
+    if ctx.invoked_subcommand is not None:
+        return
     from app.logging import configure
     from workers.server import run_server
 
@@ -166,9 +170,11 @@ from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
+from app.cli.eval import eval_  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
+from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
 main.add_command(db)
@@ -180,6 +186,11 @@ main.add_command(fleet)
 main.add_command(node)
 main.add_command(alloc)
 main.add_command(deployment)
+main.add_command(eval_)
+main.add_command(status)
+main.add_command(version)
+main.add_command(agent_info)
+add_server_views(server)
 
 if __name__ == "__main__":
     main()

@@ -70,3 +70,19 @@ def _problem(response: httpx.Response) -> str:
         title, detail = body.get("title") or response.reason_phrase, body.get("detail")
         return f"{title}: {detail}" if detail else str(title)
     return str(body)
+
+
+def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S) -> bytes:
+    """A GET whose answer is not JSON (plain log text); errors as `request` reports them."""
+    import httpx
+
+    url = address() + path
+    token = os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN")
+    headers = {"X-Nomad-Token": token} if token else {}
+    try:
+        response = httpx.request("GET", url, params=params, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as err:
+        raise ApiError(f"GET {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
+    if response.status_code >= 400:
+        raise ApiError(f"GET {path}: {response.status_code} {_problem(response)}", response.status_code)
+    return response.content

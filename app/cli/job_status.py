@@ -10,8 +10,9 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns, render_status, short
+from app.cli.deployment import columns, render_list, render_status, short
 from app.cli.monitor import alloc_metric_lines, follow, monitor_options
+from app.cli.output import ago, format_options, formatted
 
 SUMMARY_COLUMNS = ("Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
 
@@ -136,3 +137,53 @@ def add_commands(job: click.Group) -> None:
             click.echo(f"Evaluation ID: {response.get('EvalID') or ''}".rstrip())
             return
         follow(response["EvalID"], detach, verbose)
+
+    @job.command()
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def inspect(job_id: str, as_json: bool, template: str | None) -> None:
+        """Print JOB as the API holds it: `{"Job": {...}}` in JSON (the default, as Nomad), or
+        through -t."""
+        found = http.get(_path(job_id))
+        if template is not None:
+            formatted(found, False, template)
+            return
+        formatted({"Job": found}, True, None)
+
+    @job.command()
+    @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def allocs(job_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+        """List JOB's allocations, newest first, in Nomad's columns."""
+        found = http.get(_path(job_id, "allocations"))
+        if formatted(found, as_json, template):
+            return
+        if not found:
+            click.echo("No allocations placed")
+            return
+        rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
+        for a in sorted(found, key=lambda a: -int(a.get("CreateIndex", 0))):
+            rows.append(
+                [
+                    short(str(a["ID"]), verbose),
+                    short(str(a.get("NodeID", "")), verbose),
+                    str(a["TaskGroup"]),
+                    str(a.get("JobVersion", 0)),
+                    str(a["DesiredStatus"]),
+                    str(a["ClientStatus"]),
+                    ago(a.get("CreateTime")),
+                    ago(a.get("ModifyTime")),
+                ]
+            )
+        click.echo("\n".join(columns(rows)))
+
+    @job.command()
+    @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def deployments(job_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+        """List JOB's deployments, newest first."""
+        found = http.get(_path(job_id, "deployments"))
+        if not formatted(found, as_json, template):
+            click.echo(render_list(found, verbose))

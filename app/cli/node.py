@@ -6,8 +6,11 @@ from typing import Any
 
 import click
 
+from app.cli import http
 from app.cli.client import default_address
+from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
+from app.cli.output import ago, format_options, formatted, key_values, resolve
 
 
 @click.group()
@@ -88,3 +91,108 @@ def _deadline(text: str, no_deadline: bool, force: bool) -> int:
         return duration_ns(text)
     except DurationError as err:
         raise click.BadParameter(str(err), param_hint="-deadline") from err
+
+
+def _short(value: Any, verbose: bool) -> str:
+    return str(value or "") if verbose else str(value or "")[:8]
+
+
+def render_nodes(nodes: list[dict[str, Any]], verbose: bool) -> str:
+    if not nodes:
+        return "No nodes registered"
+    rows = [["ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"]]
+    for n in sorted(nodes, key=lambda n: str(n.get("Name", ""))):
+        rows.append(
+            [
+                _short(n["ID"], verbose),
+                str(n.get("NodePool") or "default"),
+                str(n.get("Datacenter", "")),
+                str(n.get("Name", "")),
+                str(n.get("NodeClass") or "<none>"),
+                str(bool(n.get("Drain"))).lower(),
+                str(n.get("SchedulingEligibility", "")),
+                str(n.get("Status", "")),
+            ]
+        )
+    return "\n".join(columns(rows))
+
+
+def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) -> str:
+    lines = key_values(
+        [
+            ("ID", n["ID"]),
+            ("Name", n.get("Name", "")),
+            ("Node Pool", n.get("NodePool") or "default"),
+            ("Class", n.get("NodeClass") or "<none>"),
+            ("DC", n.get("Datacenter", "")),
+            ("Drain", str(bool(n.get("Drain"))).lower()),
+            ("Eligibility", n.get("SchedulingEligibility", "")),
+            ("Status", n.get("Status", "")),
+            ("Address", n.get("HTTPAddr") or "<none>"),
+            ("Drivers", ",".join(sorted(n.get("Drivers") or {})) or "<none>"),
+        ]
+    )
+    resources = n.get("NodeResources") or {}
+    cpu = (resources.get("Cpu") or {}).get("CpuShares")
+    memory = (resources.get("Memory") or {}).get("MemoryMB")
+    if cpu or memory:
+        lines += ["", "Node Resources", f"CPU = {cpu or 0} MHz", f"Memory = {memory or 0} MiB"]
+    lines += ["", "Allocations"]
+    if not allocs:
+        lines.append("No allocations placed")
+    else:
+        rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
+        for a in sorted(allocs, key=lambda a: -int(a.get("CreateIndex", 0))):
+            rows.append(
+                [
+                    _short(a["ID"], verbose),
+                    _short(a.get("NodeID"), verbose),
+                    str(a.get("TaskGroup", "")),
+                    str(a.get("JobVersion", 0)),
+                    str(a.get("DesiredStatus", "")),
+                    str(a.get("ClientStatus", "")),
+                    ago(a.get("CreateTime")),
+                    ago(a.get("ModifyTime")),
+                ]
+            )
+        lines += columns(rows)
+    if verbose:
+        attributes = n.get("Attributes") or {}
+        lines += ["", "Attributes", *key_values(sorted(attributes.items()))] if attributes else []
+        meta = n.get("Meta") or {}
+        lines += ["", "Meta", *key_values(sorted(meta.items()))] if meta else []
+    return "\n".join(lines)
+
+
+@node.command()
+@click.option("-verbose", "--verbose", is_flag=True, help="Full IDs, and the node's attributes and meta.")
+@format_options
+@click.argument("node_id", metavar="[NODE]", required=False)
+def status(node_id: str | None, verbose: bool, as_json: bool, template: str | None) -> None:
+    """Without NODE, list the client nodes (ID, pool, datacenter, name, class, drain,
+    eligibility, status). With NODE (a full ID or a unique prefix), show it with its allocations."""
+    if node_id is None:
+        nodes = http.get("/v1/nodes")
+        if not formatted(nodes, as_json, template):
+            click.echo(render_nodes(nodes, verbose))
+        return
+    full = resolve("node", "/v1/nodes", node_id)
+    found = http.get(f"/v1/node/{full}")
+    if formatted(found, as_json, template):
+        return
+    click.echo(render_node(found, http.get(f"/v1/node/{full}/allocations"), verbose))
+
+
+@node.command()
+@click.option("-enable", "--enable", "enable", is_flag=True, help="Make the node eligible for placements.")
+@click.option("-disable", "--disable", "disable", is_flag=True, help="Make the node ineligible for placements.")
+@click.argument("node_id", metavar="NODE")
+def eligibility(node_id: str, enable: bool, disable: bool) -> None:
+    """Set whether the scheduler may place new allocations on NODE (a full ID or a unique prefix);
+    its running allocations stay. Becoming eligible creates node-update evaluations."""
+    if enable == disable:
+        raise click.UsageError("give exactly one of -enable or -disable")
+    full = resolve("node", "/v1/nodes", node_id)
+    value = "eligible" if enable else "ineligible"
+    http.post(f"/v1/node/{full}/eligibility", {"NodeID": full, "Eligibility": value})
+    click.echo(f'Node "{full}" scheduling eligibility set: {value} for scheduling')
