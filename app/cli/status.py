@@ -46,9 +46,9 @@ def status(ctx: click.Context, prefix: str | None, verbose: bool, as_json: bool,
         ("evaluations", "/v1/evaluations", eval_status, {"eval_id": prefix}),
         ("deployments", "/v1/deployments", deployment_status, {}),
     ]
-    matched = (
-        [] if len(jobs) > 1 else [(kind, cmd, args) for kind, route, cmd, args in others if listing(route)(prefix)]
-    )
+    # IDs are UUIDs: a prefix that is not hex cannot name one (and the routes refuse it).
+    searchable = len(jobs) <= 1 and all(c in "0123456789abcdefABCDEF-" for c in prefix)
+    matched = [(kind, cmd, args) for kind, route, cmd, args in others if searchable and listing(route)(prefix)]
     if len(jobs) > 1 or len(matched) > 1:
         kinds = ["jobs"] if len(jobs) > 1 else [kind for kind, _, _ in matched]
         raise click.ClickException(f"Prefix {prefix!r} matched several {' and '.join(kinds)}; give more characters")
