@@ -52,7 +52,7 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Flask:
-        from app import create_app
+        from app.api.factory import create_app
 
         return create_app(self.settings, self.database_url)
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
-from app.config import ConfigError, Settings, get_settings
-from app.logging import configure, resolve_format
+if TYPE_CHECKING:
+    from app.config import Settings
+
+# Start-up time matters (every `corral job status` pays it): this module and the command
+# modules import only click at top level. Settings (pydantic-settings), logging, the job
+# parser (hcl2/lark), httpx and the database stack are imported inside the commands that use them.
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,10 +23,18 @@ def main() -> None:
 
     Configuration comes from CORRAL_* environment variables (see docs/configuration.md). Without
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
-    (default .corral/ in the working directory).
+    (default .corral/ in the working directory). Commands that talk to a server read only
+    CORRAL_ADDR (else NOMAD_ADDR) and CORRAL_TOKEN (else NOMAD_TOKEN).
     """
+
+
+def get_settings() -> Settings:
+    """The validated configuration, for the commands that need it; a bad value is a usage error."""
+    from app.config import ConfigError
+    from app.config import get_settings as load
+
     try:
-        get_settings()
+        return load()
     except ConfigError as err:
         raise click.ClickException(f"invalid configuration: {err}") from None
 
@@ -34,6 +47,7 @@ def agent(dev: bool) -> None:
     stops everything, the embedded database included."""
     if not dev:
         raise click.UsageError("only `corral agent -dev` exists; run roles separately in production")
+    from app.logging import configure, resolve_format
     from workers.agent import StartRefusedError, run_dev_agent
 
     settings = get_settings()
@@ -47,11 +61,17 @@ def agent(dev: bool) -> None:
     sys.exit(code)
 
 
-@main.command()
-def server() -> None:
-    """Serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND (default 127.0.0.1:4646).
-    Exits with an error if the database schema is not at the current revision."""
+@main.group(invoke_without_command=True)
+@click.pass_context
+def server(ctx: click.Context) -> None:
+    """Without a subcommand: serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND
+    (default 127.0.0.1:4646); exits with an error if the database schema is not at the current
+    revision or the TLS settings are incomplete. `corral server members` lists the servers of
+    the cluster at CORRAL_ADDR."""
+    if ctx.invoked_subcommand is not None:
+        return
     from app.config import tls_problem
+    from app.logging import configure
     from workers.server import run_server
 
     settings = get_settings()
@@ -74,6 +94,7 @@ def worker(schedulers: str) -> None:
     """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
     you like, on any host. SIGTERM finishes the current evaluation (or gives it back, if its plan
     is still waiting for the applier), then exits."""
+    from app.logging import configure
     from workers.runtime import stop_on_signals
     from workers.worker import ALL_SCHEDULERS, run_worker
 
@@ -95,6 +116,7 @@ def worker(schedulers: str) -> None:
 def applier() -> None:
     """Run the plan applier: the single writer of placements. Start two or more; one holds the
     role (advisory lock + term) and the others stand by and take over if it dies or freezes."""
+    from app.logging import configure
     from workers.applier import run_applier
     from workers.runtime import stop_on_signals
 
@@ -112,6 +134,7 @@ def leader() -> None:
     sweep, node heartbeat expiry, disconnect windows and drains, periodic job launches every
     second, and one garbage-collection core evaluation per collector on its
     CORRAL_*_GC_INTERVAL_S). Start two or more; one holds the role and the others stand by."""
+    from app.logging import configure
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 
@@ -153,10 +176,12 @@ from app.cli.alloc import alloc  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
+from app.cli.eval import eval_  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
+from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
 main.add_command(db)
@@ -170,6 +195,11 @@ main.add_command(alloc)
 main.add_command(deployment)
 main.add_command(acl)
 main.add_command(namespace)
+main.add_command(eval_)
+main.add_command(status)
+main.add_command(version)
+main.add_command(agent_info)
+add_server_views(server)
 
 if __name__ == "__main__":
     main()

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from typing import Any
+
 import click
 
 from app.cli import http
+from app.cli.deployment import columns
+from app.cli.monitor import follow, monitor_options
+from app.cli.output import ago, date, format_options, formatted, key_values
+from app.cli.output import resolve as resolve_id
 
 FULL_ID_LENGTH = 36
+FOLLOW_POLL_S = 0.5
 
 
 @click.group()
@@ -16,24 +25,115 @@ def alloc() -> None:
 
 def resolve(alloc_id: str) -> str:
     """A full allocation id, or the one allocation whose id starts with the given prefix."""
-    if len(alloc_id) == FULL_ID_LENGTH:
-        return alloc_id
-    found = http.get("/v1/allocations", {"prefix": alloc_id, "namespace": "*"})
-    ids = sorted({a["ID"] for a in found}) if isinstance(found, list) else []
-    if not ids:
-        raise click.ClickException(f"no allocation with id prefix {alloc_id!r}")
-    if len(ids) > 1:
-        raise click.ClickException(f"prefix {alloc_id!r} matches {len(ids)} allocations: {', '.join(ids[:10])}")
-    return str(ids[0])
+    return resolve_id("allocation", "/v1/allocations", alloc_id, full_length=FULL_ID_LENGTH)
 
 
 @alloc.command()
+@monitor_options
 @click.argument("alloc_id")
-def stop(alloc_id: str) -> None:
+def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
     """Stop ALLOC_ID (a full id or a unique prefix) and have the scheduler place a replacement,
     as Nomad's `alloc stop`: the allocation is marked to migrate and an alloc-stop evaluation is
-    created with it. Prints the evaluation; an allocation already stopped or finished is an error."""
+    created with it. Monitors the evaluation (-detach: prints it); an allocation already stopped
+    or finished is an error."""
     full = resolve(alloc_id)
     response = http.post(f"/v1/allocation/{full}/stop", None)
     click.echo(f"Allocation {full} stop requested")
-    click.echo(f"Evaluation ID: {response.get('EvalID', '')}")
+    follow(response.get("EvalID"), detach, verbose)
+
+
+def render_alloc(a: dict[str, Any], verbose: bool) -> str:
+    def short(value: Any) -> str:
+        return str(value or "") if verbose else str(value or "")[:8]
+
+    lines = key_values(
+        [
+            ("ID", a["ID"]),
+            ("Eval ID", short(a.get("EvalID"))),
+            ("Name", a.get("Name", "")),
+            ("Node ID", short(a.get("NodeID"))),
+            ("Node Name", a.get("NodeName", "")),
+            ("Job ID", a.get("JobID", "")),
+            ("Job Version", a.get("JobVersion", 0)),
+            ("Client Status", a.get("ClientStatus", "")),
+            ("Client Description", a.get("ClientDescription") or "<none>"),
+            ("Desired Status", a.get("DesiredStatus", "")),
+            ("Desired Description", a.get("DesiredDescription") or "<none>"),
+            ("Created", ago(a.get("CreateTime"))),
+            ("Modified", ago(a.get("ModifyTime"))),
+            *([("Deployment ID", short(a["DeploymentID"]))] if a.get("DeploymentID") else []),
+            *(
+                [("Deployment Health", _health(a["DeploymentStatus"]))]
+                if isinstance(a.get("DeploymentStatus"), dict)
+                else []
+            ),
+        ]
+    )
+    for name, state in sorted((a.get("TaskStates") or {}).items()):
+        lines += ["", f'Task "{name}" is "{state.get("State", "")}"']
+        events = state.get("Events") or []
+        if events:
+            rows = [["Time", "Type", "Description"]]
+            for event in reversed(events[-10:] if not verbose else events):
+                description = event.get("DisplayMessage") or event.get("Message") or ""
+                rows.append([date(event.get("Time")), str(event.get("Type", "")), str(description)])
+            lines += ["Recent Events:", *columns(rows)]
+    return "\n".join(lines)
+
+
+def _health(status: dict[str, Any]) -> str:
+    healthy = status.get("Healthy")
+    return "unset" if healthy is None else ("healthy" if healthy else "unhealthy")
+
+
+@alloc.command()
+@click.option("-verbose", "--verbose", is_flag=True, help="Full IDs and every task event.")
+@format_options
+@click.argument("alloc_id")
+def status(alloc_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+    """Show ALLOC_ID (a full ID or a unique prefix) in Nomad's layout: its statuses, node, job,
+    deployment health, and each task's state with its recent events."""
+    found = http.get(f"/v1/allocation/{resolve(alloc_id)}")
+    if not formatted(found, as_json, template):
+        click.echo(render_alloc(found, verbose))
+
+
+@alloc.command()
+@click.option("-stderr", "--stderr", "stderr", is_flag=True, help="Show the task's standard error.")
+@click.option("-f", "--follow", "follow_", is_flag=True, help="Keep printing new output until interrupted.")
+@click.option("-tail", "--tail", "tail", is_flag=True, help="Show the end of the log (with -n).")
+@click.option("-n", "lines", type=click.IntRange(min=0), default=10, show_default=True, help="Lines with -tail.")
+@click.argument("alloc_id")
+@click.argument("task", required=False)
+def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: bool, lines: int) -> None:
+    """Print the stdout (or -stderr) of TASK in ALLOC_ID, read from its client through the
+    server. TASK may be left out when the allocation has one task. -f follows the log: the
+    server's log route does not stream, so the CLI polls it every 0.5 s from the last offset."""
+    full = resolve(alloc_id)
+    task = task or _only_task(full)
+    params: dict[str, Any] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
+    data = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": 0})
+    offset = len(data)
+    if tail:
+        data = b"".join(data.splitlines(keepends=True)[-lines:]) if lines else b""
+    out = sys.stdout.buffer
+    out.write(data)
+    out.flush()
+    while follow_:
+        time.sleep(FOLLOW_POLL_S)
+        more = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": offset})
+        if more:
+            offset += len(more)
+            out.write(more)
+            out.flush()
+
+
+def _only_task(alloc_id: str) -> str:
+    found = http.get(f"/v1/allocation/{alloc_id}")
+    group = next(
+        (g for g in (found.get("Job") or {}).get("TaskGroups") or [] if g.get("Name") == found.get("TaskGroup")), None
+    )
+    names = [t["Name"] for t in (group or {}).get("Tasks") or []] or sorted(found.get("TaskStates") or {})
+    if len(names) != 1:
+        raise click.UsageError(f"allocation {alloc_id[:8]} has tasks {', '.join(names) or '(none)'}; name one")
+    return str(names[0])

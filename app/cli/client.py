@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from app.config import get_settings
-from app.logging import configure
-
 if TYPE_CHECKING:
     from workers.client.config import ClientConfig
 
@@ -154,6 +151,9 @@ def client(config_file: Path | None, **options: Any) -> None:
     from workers.runtime import stop_on_signals
 
     config = client_config(config_file, options)
+    from app.cli import get_settings
+    from app.logging import configure
+
     settings = get_settings()
     configure("client", settings.log_level, settings.log_format)
     run_client(config, stop_on_signals())
@@ -205,6 +205,8 @@ def fleet(
     """Simulate a fleet for tests and benchmarks: register NODES mock nodes, heartbeat each
     within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
     start_error) and report their status, all from one process."""
+    from app.cli import get_settings
+    from app.logging import configure
     from workers.client.fleet import FleetConfig, run_fleet
     from workers.runtime import stop_on_signals
 

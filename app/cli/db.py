@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import click
 
-from app.config import get_settings
-from app.logging import configure
-
 
 @click.group()
 def db() -> None:
@@ -17,8 +14,10 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 def upgrade(revision: str) -> None:
     """Migrate the database to the latest schema (or --revision)."""
+    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.schema import upgrade as run_upgrade
+    from app.logging import configure
 
     settings = get_settings()
     configure("migrate", settings.log_level, settings.log_format)
@@ -33,9 +32,11 @@ def upgrade(revision: str) -> None:
 @db.command()
 def current() -> None:
     """Print the database's schema revision and the revision this code needs."""
+    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.engines import make_engine
     from app.db.schema import current_revision, head_revision
+    from app.logging import configure
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)
@@ -57,8 +58,10 @@ def psql(psql_args: tuple[str, ...]) -> None:
     import shutil
     import subprocess
 
+    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.engines import libpq_url
+    from app.logging import configure
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)

@@ -6,12 +6,13 @@ the request and the HTTP problem, so every command reports them the same way."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
-from app.config import client_tls
+if TYPE_CHECKING:
+    import httpx
+
 
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
@@ -54,11 +55,13 @@ def post(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
 def request(
     method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, timeout_s: float = TIMEOUT_S
 ) -> Any:
+    import httpx  # here, not at the top: most of the CLI's start-up time was imports
+
     url = address() + path
     headers = auth_headers()
     try:
         response = httpx.request(
-            method, url, params=params, json=body, headers=headers, timeout=timeout_s, verify=client_tls()
+            method, url, params=params, json=body, headers=headers, timeout=timeout_s, verify=_tls()
         )
     except httpx.HTTPError as err:
         raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
@@ -77,3 +80,25 @@ def problem_text(response: httpx.Response) -> str:
         title, detail = body.get("title") or response.reason_phrase, body.get("detail")
         return f"{title}: {detail}" if detail else str(title)
     return str(body)
+
+
+def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S) -> bytes:
+    """A GET whose answer is not JSON (plain log text); errors as `request` reports them."""
+    import httpx
+
+    url = address() + path
+    try:
+        response = httpx.request("GET", url, params=params, headers=auth_headers(), timeout=timeout_s, verify=_tls())
+    except httpx.HTTPError as err:
+        raise ApiError(f"GET {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
+    if response.status_code >= 400:
+        raise ApiError(f"GET {path}: {response.status_code} {problem_text(response)}", response.status_code)
+    return response.content
+
+
+def _tls() -> Any:
+    """The CLI's TLS verification (CORRAL_CACERT and friends), imported on first use: app.config
+    loads pydantic-settings, which every CLI call would otherwise pay for at start-up."""
+    from app.config import client_tls
+
+    return client_tls()

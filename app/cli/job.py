@@ -17,8 +17,8 @@ import click
 from app.cli import http
 from app.cli.job_init import init as init_command
 from app.cli.job_status import add_commands as add_status_commands
+from app.cli.monitor import follow, monitor_options
 from app.cli.plan_output import has_changes, render
-from app.jobspec import JobSpecError, parse_hcl
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
 
@@ -83,6 +83,8 @@ def load_job(file: str, variables: dict[str, str] | None = None, var_files: tupl
             files.append((var_file, Path(var_file).read_bytes().decode("utf-8")))
         except (OSError, UnicodeDecodeError) as err:
             raise click.ClickException(f"cannot read variable file {var_file}: {err}") from err
+    from app.jobspec import JobSpecError, parse_hcl
+
     try:
         return parse_hcl(
             data,
@@ -140,17 +142,29 @@ def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> No
     "`corral job plan` prints the index to use.",
 )
 @hcl_options
+@monitor_options
 @click.argument("file")
-def run(file: str, check_index: int | None, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
-    """Register (or update) the job in FILE and print its evaluation. The evaluation is
-    scheduled by the workers; follow it with GET /v1/evaluation/:id. Blocks corral keeps
-    but does not act on (service, template, vault, ...) are listed as warnings."""
+def run(
+    file: str,
+    check_index: int | None,
+    variables: dict[str, str],
+    var_files: tuple[str, ...],
+    detach: bool,
+    verbose: bool,
+) -> None:
+    """Register (or update) the job in FILE and monitor its evaluation until it finishes
+    (allocations placed, placement failures; exit 2 if placement failed), or with -detach print
+    the evaluation and return. Blocks corral keeps but does not act on (service, template,
+    vault, ...) are listed as warnings."""
     spec = load_job(file, variables, var_files)
     body: dict[str, Any] = {"Job": spec}
     if check_index is not None:
         body.update(EnforceIndex=True, JobModifyIndex=check_index)
     response = http.put("/v1/jobs", body)
     _show_warnings(response)
+    if not detach and response.get("EvalID"):
+        follow(response["EvalID"], detach, verbose)
+        return
     click.echo("Job registration successful")
     if response.get("EvalID"):
         click.echo(f"Evaluation ID: {response['EvalID']}")
@@ -190,12 +204,13 @@ def periodic() -> None:
 
 
 @periodic.command()
+@monitor_options
 @click.argument("job_id", metavar="JOB")
-def force(job_id: str) -> None:
+def force(job_id: str, detach: bool, verbose: bool) -> None:
     """Launch the periodic job JOB now, whatever its schedule and prohibit_overlap say, and
-    print the evaluation of the child job it creates."""
+    monitor the evaluation of the child job it creates (-detach: print it)."""
     response = http.post(_job_path(job_id, "periodic/force"), {})
-    click.echo(f"Evaluation ID: {response['EvalID']}")
+    follow(response["EvalID"], detach, verbose)
 
 
 def _meta_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -211,10 +226,12 @@ def _meta_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, .
 @job.command()
 @click.argument("job_id", metavar="JOB")
 @click.argument("args", nargs=-1, metavar="[GROUP] COUNT")
-def scale(job_id: str, args: tuple[str, ...]) -> None:
+@monitor_options
+def scale(job_id: str, args: tuple[str, ...], detach: bool, verbose: bool) -> None:
     """Set the count of one task group of JOB. GROUP may be left out when the job has a single
     group. The count must lie within the group's scaling { min, max } and no deployment of the
-    job may be active; the new version and its job-scaling evaluation are written together."""
+    job may be active; the new version and its job-scaling evaluation are written together.
+    The evaluation is monitored unless -detach."""
     if len(args) not in (1, 2):
         raise click.UsageError("expected JOB [GROUP] COUNT")
     try:
@@ -225,8 +242,7 @@ def scale(job_id: str, args: tuple[str, ...]) -> None:
     body = {"Count": count, "Target": {"Group": group}, "Message": "submitted using the corral CLI"}
     response = http.post(_job_path(job_id, "scale"), body)
     click.echo(f"Job {job_id} group {group} scaled to {count}")
-    if response.get("EvalID"):
-        click.echo(f"Evaluation ID: {response['EvalID']}")
+    follow(response.get("EvalID"), detach, verbose)
 
 
 def _only_group(job_id: str) -> str:
@@ -270,16 +286,20 @@ def history(job_id: str) -> None:
     help="File whose contents are the payload (at most 16 KiB; '-' reads standard input). "
     "Required or forbidden by the job's parameterized payload setting.",
 )
+@monitor_options
 @click.argument("job_id", metavar="JOB")
-def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None) -> None:
+def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None, detach: bool, verbose: bool) -> None:
     """Dispatch the parameterized job JOB: create the child job <JOB>/dispatch-<unix time>-<8
-    hex> with the given meta and payload, and print it with its evaluation."""
+    hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it)."""
     body: dict[str, Any] = {"Meta": meta}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
     response = http.post(_job_path(job_id, "dispatch"), body)
     click.echo(f"Dispatched Job ID = {response['DispatchedJobID']}")
-    click.echo(f"Evaluation ID     = {response['EvalID']}")
+    if detach:
+        click.echo(f"Evaluation ID     = {response['EvalID']}")
+    else:
+        follow(response["EvalID"], detach, verbose)
 
 
 @job.command()
@@ -292,16 +312,16 @@ def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None) -
 )
 @click.argument("job_id", metavar="JOB")
 @click.argument("version", type=click.IntRange(min=0))
-def revert(job_id: str, version: int, check_version: int | None) -> None:
+@monitor_options
+def revert(job_id: str, version: int, check_version: int | None, detach: bool, verbose: bool) -> None:
     """Register VERSION of JOB again, as a new version with its job-register evaluation (see
-    `corral job history`). Reverting to the current version is an error."""
+    `corral job history`), monitored unless -detach. Reverting to the current version is an error."""
     body: dict[str, Any] = {"JobID": job_id, "JobVersion": version}
     if check_version is not None:
         body["EnforcePriorVersion"] = check_version
     response = http.post(_job_path(job_id, "revert"), body)
     click.echo(f"Job {job_id} reverted to version {version}")
-    if response.get("EvalID"):
-        click.echo(f"Evaluation ID: {response['EvalID']}")
+    follow(response.get("EvalID"), detach, verbose)
 
 
 add_status_commands(job)

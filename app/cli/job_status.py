@@ -10,7 +10,9 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns, render_status, short
+from app.cli.deployment import columns, render_list, render_status, short
+from app.cli.monitor import alloc_metric_lines, follow, monitor_options
+from app.cli.output import ago, format_options, formatted
 
 SUMMARY_COLUMNS = ("Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
 
@@ -45,6 +47,7 @@ def render_job(
     allocs: list[dict[str, Any]],
     deployment: dict[str, Any] | None,
     verbose: bool = False,
+    evals: list[dict[str, Any]] | None = None,
 ) -> str:
     lines = [
         f"ID            = {job['ID']}",
@@ -65,6 +68,7 @@ def render_job(
     rows = [["Task Group", *SUMMARY_COLUMNS]]
     rows += [[name, *(str(groups[name].get(c, 0)) for c in SUMMARY_COLUMNS)] for name in sorted(groups)]
     lines += columns(rows)
+    lines += placement_failure(evals or [])
     if deployment is not None:
         lines += ["", "Latest Deployment", *render_status(deployment, verbose).splitlines()]
     lines += ["", "Allocations"]
@@ -87,6 +91,22 @@ def render_job(
     return "\n".join([*lines, *columns(rows)])
 
 
+def placement_failure(evals: list[dict[str, Any]]) -> list[str]:
+    """Nomad's "Placement Failure" section: the newest evaluation's FailedTGAllocs, shown while
+    the job still has a blocked evaluation waiting for capacity (or when the newest evaluation
+    itself failed to place)."""
+    ordered = sorted(evals, key=lambda e: -int(e.get("CreateIndex", 0)))
+    failed = next((e for e in ordered if e.get("FailedTGAllocs")), None)
+    blocked = any(e.get("Status") == "blocked" for e in ordered)
+    if failed is None or not (blocked or failed is ordered[0]):
+        return []
+    lines = ["", "Placement Failure"]
+    for group in sorted(failed["FailedTGAllocs"]):
+        lines.append(f'Task Group "{group}":')
+        lines += alloc_metric_lines(failed["FailedTGAllocs"][group], "  ")
+    return lines
+
+
 def add_commands(job: click.Group) -> None:
     @job.command()
     @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs instead of the first 8 characters.")
@@ -102,13 +122,68 @@ def add_commands(job: click.Group) -> None:
         summary = http.get(_path(job_id, "summary"))
         allocs = http.get(_path(job_id, "allocations"))
         deployment = http.get(_path(job_id, "deployment"))
-        click.echo(render_job(found, summary, allocs, deployment, verbose))
+        evals = http.get(_path(job_id, "evaluations"))
+        click.echo(render_job(found, summary, allocs, deployment, verbose, evals))
 
     @job.command()
     @click.option("-purge", "--purge", is_flag=True, help="Also remove the job from the API (GC removes its rows).")
+    @monitor_options
     @click.argument("job_id", metavar="JOB")
-    def stop(job_id: str, purge: bool) -> None:
+    def stop(job_id: str, purge: bool, detach: bool, verbose: bool) -> None:
         """Stop JOB: a new version with Stop set and a job-deregister evaluation, after which the
-        scheduler stops its allocations. Prints the evaluation."""
+        scheduler stops its allocations. Monitors the evaluation (-detach: prints it)."""
         response = http.request("DELETE", _path(job_id), params={"purge": "true"} if purge else None)
-        click.echo(f"Evaluation ID: {response.get('EvalID') or ''}".rstrip())
+        if detach or not response.get("EvalID"):
+            click.echo(f"Evaluation ID: {response.get('EvalID') or ''}".rstrip())
+            return
+        follow(response["EvalID"], detach, verbose)
+
+    @job.command()
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def inspect(job_id: str, as_json: bool, template: str | None) -> None:
+        """Print JOB as the API holds it: `{"Job": {...}}` in JSON (the default, as Nomad), or
+        through -t."""
+        found = http.get(_path(job_id))
+        if template is not None:
+            formatted(found, False, template)
+            return
+        formatted({"Job": found}, True, None)
+
+    @job.command()
+    @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def allocs(job_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+        """List JOB's allocations, newest first, in Nomad's columns."""
+        found = http.get(_path(job_id, "allocations"))
+        if formatted(found, as_json, template):
+            return
+        if not found:
+            click.echo("No allocations placed")
+            return
+        rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
+        for a in sorted(found, key=lambda a: -int(a.get("CreateIndex", 0))):
+            rows.append(
+                [
+                    short(str(a["ID"]), verbose),
+                    short(str(a.get("NodeID", "")), verbose),
+                    str(a["TaskGroup"]),
+                    str(a.get("JobVersion", 0)),
+                    str(a["DesiredStatus"]),
+                    str(a["ClientStatus"]),
+                    ago(a.get("CreateTime")),
+                    ago(a.get("ModifyTime")),
+                ]
+            )
+        click.echo("\n".join(columns(rows)))
+
+    @job.command()
+    @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+    @format_options
+    @click.argument("job_id", metavar="JOB")
+    def deployments(job_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+        """List JOB's deployments, newest first."""
+        found = http.get(_path(job_id, "deployments"))
+        if not formatted(found, as_json, template):
+            click.echo(render_list(found, verbose))

@@ -6,10 +6,8 @@ import json
 from typing import Any
 
 import click
-import httpx
 
 from app.cli import http
-from app.config import get_settings
 
 
 @click.group()
@@ -25,6 +23,10 @@ def force_gc(as_json: bool) -> None:
     Prints what was removed. Fails (exit 1) if the collection failed or is still running
     after CORRAL_FORCE_GC_WAIT_S on the server; it then carries on, and `corral system gc-runs`
     shows how it ends."""
+    import httpx
+
+    from app.cli import get_settings
+
     wait_s = get_settings().force_gc_wait_s + 30
     try:
         run = http.request("PUT", "/v1/system/gc", timeout_s=wait_s)

@@ -35,8 +35,10 @@ def test_init_validate_run_and_corpus(corral: type[Corral], database_url: str, t
 
         validated = cmd("job", "validate", "example.nomad.hcl")
         assert validated.wait() == 0 and "Job validation successful" in validated.output, validated.output
+        # Monitored (no -detach): the evaluation is followed to "complete", placement included.
         run = cmd("job", "run", "example.nomad.hcl")
-        assert run.wait() == 0 and "Job registration successful" in run.output, run.output
+        assert run.wait() == 0 and 'finished with status "complete"' in run.output, run.output
+        assert "Monitoring evaluation" in run.output and '" created: node "' in run.output, run.output
 
         def example_running() -> bool:
             return any(a["ClientStatus"] == "running" for a in cluster.allocs("example"))
@@ -50,7 +52,7 @@ def test_init_validate_run_and_corpus(corral: type[Corral], database_url: str, t
         bad = cmd("job", "validate", "typo.nomad.hcl")
         assert bad.wait() != 0 and "typo.nomad.hcl:3:5" in bad.output and '"count"' in bad.output, bad.output
 
-        ignored = cmd("job", "run", "ignored_blocks.nomad.hcl")
+        ignored = cmd("job", "run", "-detach", "ignored_blocks.nomad.hcl")
         assert ignored.wait() == 0, ignored.output
         assert "service block" in ignored.output and "template block" in ignored.output
 

@@ -24,19 +24,19 @@ def test_scale_history_and_revert_through_the_cli(corral: type[Corral], database
     }
     assert httpx.put(f"{base}/v1/jobs", json={"Job": job}).status_code == 200
 
-    scaled = corral(["job", "scale", "web", "3"], env=cli)
+    scaled = corral(["job", "scale", "-detach", "web", "3"], env=cli)
     assert scaled.wait() == 0, scaled.output
     assert "scaled to 3" in scaled.output and "Evaluation ID:" in scaled.output
-    too_many = corral(["job", "scale", "web", "g", "9"], env=cli)
+    too_many = corral(["job", "scale", "-detach", "web", "g", "9"], env=cli)
     assert too_many.wait() != 0 and "Count" in too_many.output and "maximum 4" in too_many.output
 
     history = corral(["job", "history", "web"], env=cli)
     assert history.wait() == 0, history.output
     assert [line.split()[0] for line in history.output.splitlines()[1:]] == ["1", "0"]
 
-    reverted = corral(["job", "revert", "web", "0"], env=cli)
+    reverted = corral(["job", "revert", "-detach", "web", "0"], env=cli)
     assert reverted.wait() == 0, reverted.output
     current = httpx.get(f"{base}/v1/job/web").json()
     assert (current["Version"], current["TaskGroups"][0]["Count"]) == (2, 2)
-    stale = corral(["job", "revert", "-check-version", "1", "web", "0"], env=cli)
+    stale = corral(["job", "revert", "-detach", "-check-version", "1", "web", "0"], env=cli)
     assert stale.wait() != 0 and "409" in stale.output

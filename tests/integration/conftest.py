@@ -8,7 +8,6 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.cli import http as cli_http
 from app.config import Settings
 
 
@@ -33,5 +32,5 @@ def sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
         return httpx.Response(resp.status_code, content=resp.get_data(), headers=dict(resp.headers))
 
     monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
-    monkeypatch.setattr(cli_http.httpx, "request", fake)
+    monkeypatch.setattr(httpx, "request", fake)
     yield calls

@@ -53,12 +53,12 @@ def test_status_lists_jobs_then_shows_one_with_its_deployment_and_allocations(cl
 
 def test_stop_prints_the_evaluation_and_status_says_stopped(client: FlaskClient, pg: Conn) -> None:
     register(client, minimal_job())
-    stopped = run("stop", "web")
+    stopped = run("stop", "-detach", "web")
     assert stopped.exit_code == 0, stopped.output
     assert stopped.output.startswith("Evaluation ID: ")
     pg.execute("UPDATE evaluations SET status = 'complete'")
     assert "Status        = dead (stopped)" in run("status", "web").output
-    missing = run("stop", "nope")
+    missing = run("stop", "-detach", "nope")
     assert missing.exit_code != 0 and "404" in missing.output
-    purged = run("stop", "-purge", "web")
+    purged = run("stop", "-purge", "-detach", "web")
     assert purged.exit_code == 0 and client.get("/v1/job/web").status_code == 404

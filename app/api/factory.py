@@ -1,0 +1,49 @@
+"""The API's Flask application factory (kept out of `app/__init__.py` so that importing any `app`
+module, the CLI's above all, does not import Flask)."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from app.config import Settings
+
+
+def create_app(settings: Settings | None = None, database_url: str | None = None) -> Flask:
+    """The API application. Refuses to start against a database not at the current schema."""
+    from app.api import register
+    from app.api.blocking import IndexWatcher
+    from app.api.context import ApiState, Lane
+    from app.config import get_settings
+    from app.db.engines import make_engine, make_sessionmaker
+    from app.db.schema import ensure_current
+
+    settings = settings or get_settings()
+    url = database_url or settings.database_url
+    if not url:
+        raise RuntimeError("create_app needs a database URL (CORRAL_DATABASE_URL); `corral server` sets it")
+    # Requests queue for a pooled connection instead of opening more: thousands of greenlets
+    # must not become thousands of backends. Client traffic has a pool of its own.
+    timeout = settings.http_db_pool_timeout_s
+    engine = make_engine(url, "api", pool_size=settings.http_db_pool_size, max_overflow=0, pool_timeout_s=timeout)
+    ensure_current(engine)
+    node_engine = make_engine(
+        url, "api", pool_size=settings.http_node_pool_size, max_overflow=0, pool_timeout_s=timeout
+    )
+    reads = make_sessionmaker(engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True))
+    node_reads = make_sessionmaker(
+        node_engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    )
+    app = Flask("corral")
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.config["MAX_CONTENT_LENGTH"] = settings.http_max_body_bytes
+    app.extensions["corral"] = ApiState(
+        settings=settings,
+        database_url=url,
+        engine=engine,
+        ordinary=Lane(writes=make_sessionmaker(engine), reads=reads),
+        client=Lane(writes=make_sessionmaker(node_engine), reads=node_reads),
+        watcher=IndexWatcher(url),
+        client_engine=node_engine,
+    )
+    register(app)
+    return app

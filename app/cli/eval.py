@@ -1,0 +1,102 @@
+"""`corral eval status|list`: evaluations in Nomad's layout, through the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from app.cli import http
+from app.cli.deployment import columns
+from app.cli.monitor import failed_group_lines
+from app.cli.output import date, format_options, formatted, key_values, resolve
+
+
+@click.group("eval")
+def eval_() -> None:
+    """Inspect evaluations (CORRAL_ADDR, else NOMAD_ADDR, default http://127.0.0.1:4646)."""
+
+
+def _short(value: Any, verbose: bool) -> str:
+    return str(value or "") if verbose else str(value or "")[:8]
+
+
+def render_evals(evals: list[dict[str, Any]], verbose: bool) -> str:
+    if not evals:
+        return "No evals found"
+    rows = [["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status", "Placement Failures"]]
+    for e in evals:
+        rows.append(
+            [
+                _short(e["ID"], verbose),
+                str(e.get("Priority", "")),
+                str(e.get("TriggeredBy", "")),
+                str(e.get("JobID", "")),
+                str(e.get("Namespace") or ""),
+                _short(e.get("NodeID"), verbose) or "<none>",
+                str(e.get("Status", "")),
+                str(bool(e.get("FailedTGAllocs"))).lower(),
+            ]
+        )
+    return "\n".join(columns(rows))
+
+
+def render_eval(e: dict[str, Any], verbose: bool) -> str:
+    lines = key_values(
+        [
+            ("ID", _short(e["ID"], verbose)),
+            ("Create Time", date(e.get("CreateTime"))),
+            ("Modify Time", date(e.get("ModifyTime"))),
+            ("Status", e.get("Status", "")),
+            ("Status Description", e.get("StatusDescription") or "<none>"),
+            ("Type", e.get("Type", "")),
+            ("TriggeredBy", e.get("TriggeredBy", "")),
+            ("Job ID", e.get("JobID", "")),
+            ("Namespace", e.get("Namespace") or ""),
+            *([("Node ID", _short(e["NodeID"], verbose))] if e.get("NodeID") else []),
+            *([("Deployment ID", _short(e["DeploymentID"], verbose))] if e.get("DeploymentID") else []),
+            ("Priority", e.get("Priority", "")),
+            ("Placement Failures", str(bool(e.get("FailedTGAllocs"))).lower()),
+            *([("Previous Eval", _short(e["PreviousEval"], verbose))] if e.get("PreviousEval") else []),
+            *([("Next Eval", _short(e["NextEval"], verbose))] if e.get("NextEval") else []),
+            *([("Blocked Eval", _short(e["BlockedEval"], verbose))] if e.get("BlockedEval") else []),
+        ]
+    )
+    failed = e.get("FailedTGAllocs") or {}
+    if failed:
+        lines += ["", "Failed Placements", *failed_group_lines(failed)]
+        if e.get("BlockedEval"):
+            lines.append(
+                f'Evaluation "{_short(e["BlockedEval"], verbose)}" waiting for additional capacity to place remainder'
+            )
+    return "\n".join(lines)
+
+
+@eval_.command("list")
+@click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+@click.option("-job", "--job", "job", help="Only this job's evaluations.")
+@click.option("-status", "--status", "status", help="Only evaluations with this status.")
+@click.option("-per-page", "--per-page", "per_page", type=click.IntRange(min=1), help="At most this many.")
+@format_options
+def list_(
+    verbose: bool, job: str | None, status: str | None, per_page: int | None, as_json: bool, template: str | None
+) -> None:
+    """List evaluations, newest first: ID, priority, trigger, job, namespace, node, status and
+    whether placement failed."""
+    params: dict[str, Any] = {"namespace": "*"}
+    params.update({k: v for k, v in (("job", job), ("status", status), ("per_page", per_page)) if v is not None})
+    evals = http.get("/v1/evaluations", params)
+    if not formatted(evals, as_json, template):
+        click.echo(render_evals(evals, verbose))
+
+
+@eval_.command()
+@click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+@format_options
+@click.argument("eval_id", metavar="EVAL")
+def status(eval_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+    """Show EVAL (a full ID or a unique prefix): its status, trigger, job, chained evaluations
+    and, when placement failed, Nomad's "Failed Placements" block per task group."""
+    found = http.get(f"/v1/evaluation/{resolve('evaluation', '/v1/evaluations', eval_id)}")
+    if not formatted(found, as_json, template):
+        click.echo(render_eval(found, verbose))

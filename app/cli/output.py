@@ -1,0 +1,188 @@
+"""Shared output for the read commands: Nomad's `-json` and `-t` flags, key = value blocks and
+ID prefixes. `-t` takes a subset of Go's text/template (what Nomad's -t takes): `{{.}}`,
+`{{.Field}}`, `{{ .A.B }}`, `{{range .List}}...{{end}}` (inside, `.` is the element),
+`{{if .X}}...{{else}}...{{end}}`, `{{- ...}}`/`{{... -}}` trim. Nothing else (no functions,
+variables or pipes): anything else is a usage error naming the action."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from app.cli import http
+
+ACTION = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}(\s*)", re.S)
+FIELD = re.compile(r"^\.(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)?$")
+
+Node = tuple[str, Any]  # ("text", str) | ("field", str) | ("range", (field, body)) | ("if", (field, then, else))
+
+
+class TemplateError(click.UsageError):
+    pass
+
+
+def _tokens(template: str) -> Iterator[tuple[str, str]]:
+    pos = 0
+    for match in ACTION.finditer(template):
+        lead, left, action, right, trail = match.groups()
+        text = template[pos : match.start()] + ("" if left else lead)
+        if text:
+            yield "text", text
+        yield "action", action
+        pos = match.end() - (0 if right else len(trail))
+    if template[pos:]:
+        yield "text", template[pos:]
+
+
+def parse_template(template: str) -> list[Node]:
+    tokens = list(_tokens(template))
+    nodes, rest, stop = _parse(tokens, 0)
+    if stop is not None:
+        raise TemplateError(f"template: unexpected {{{{{stop}}}}}")
+    del rest
+    return nodes
+
+
+def _parse(tokens: list[tuple[str, str]], at: int) -> tuple[list[Node], int, str | None]:
+    nodes: list[Node] = []
+    while at < len(tokens):
+        kind, value = tokens[at]
+        at += 1
+        if kind == "text":
+            nodes.append(("text", value))
+            continue
+        word, _, arg = value.partition(" ")
+        if word in ("end", "else"):
+            return nodes, at, word
+        if word in ("range", "if"):
+            field = _field(arg.strip())
+            body, at, stop = _parse(tokens, at)
+            other: list[Node] = []
+            if stop == "else" and word == "if":
+                other, at, stop = _parse(tokens, at)
+            if stop != "end":
+                raise TemplateError(f"template: {{{{{value}}}}} has no {{{{end}}}}")
+            nodes.append((word, (field, body, other)))
+            continue
+        nodes.append(("field", _field(value)))
+    return nodes, at, None
+
+
+def _field(text: str) -> str:
+    if not FIELD.match(text):
+        raise TemplateError(f"template: unsupported action {{{{{text}}}}} (supported: .Field, range, if, else, end)")
+    return text
+
+
+def _lookup(dot: Any, field: str) -> Any:
+    value = dot
+    for name in filter(None, field.split(".")):
+        if not isinstance(value, Mapping) or name not in value:
+            return None
+        value = value[name]
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "<no value>"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, Mapping | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def render_template(template: str, data: Any) -> str:
+    out: list[str] = []
+
+    def walk(nodes: list[Node], dot: Any) -> None:
+        for kind, value in nodes:
+            if kind == "text":
+                out.append(value)
+            elif kind == "field":
+                out.append(_text(_lookup(dot, value)))
+            elif kind == "range":
+                field, body, _ = value
+                items = _lookup(dot, field)
+                for item in items.values() if isinstance(items, Mapping) else items or []:
+                    walk(body, item)
+            else:
+                field, then, other = value
+                walk(then if _lookup(dot, field) else other, dot)
+
+    walk(parse_template(template), data)
+    return "".join(out)
+
+
+def format_options(command: Any) -> Any:
+    """Nomad's -json and -t for a read command."""
+    command = click.option(
+        "-t",
+        "template",
+        metavar="TEMPLATE",
+        help="Format the API object with a Go template subset ({{.Field}}, {{.A.B}}, {{range .X}}...{{end}}, {{if}}).",
+    )(command)
+    return click.option("-json", "--json", "as_json", is_flag=True, help="Print the API object as JSON.")(command)
+
+
+def formatted(data: Any, as_json: bool, template: str | None) -> bool:
+    """Print DATA as -json or -t asked; False when neither was given (the caller prints its layout)."""
+    if as_json and template:
+        raise click.UsageError("give -json or -t, not both")
+    if as_json:
+        click.echo(json.dumps(data, indent=4))
+        return True
+    if template is not None:
+        click.echo(render_template(template, data), nl=False)
+        return True
+    return False
+
+
+def key_values(pairs: list[tuple[str, Any]]) -> list[str]:
+    """Nomad's `Key = value` block, the equals signs aligned."""
+    width = max(len(key) for key, _ in pairs)
+    return [f"{key.ljust(width)} = {value}" for key, value in pairs]
+
+
+def date(nanos: Any) -> str:
+    return datetime.fromtimestamp(int(nanos) / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if nanos else ""
+
+
+def ago(nanos: Any) -> str:
+    if not nanos:
+        return ""
+    seconds = int(datetime.now(UTC).timestamp() - int(nanos) / 1e9)
+    if seconds < 60:
+        return f"{max(seconds, 0)}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60}s ago"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60}m ago"
+    return date(nanos)
+
+
+def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36) -> str:
+    """The one full ID of a KIND starting with PREFIX (Nomad accepts any unique prefix)."""
+    if len(prefix) == full_length:
+        return prefix
+    found = http.get(route, {"prefix": prefix, "namespace": "*"})
+    ids = sorted({str(item["ID"]) for item in found}) if isinstance(found, list) else []
+    if not ids:
+        raise click.ClickException(f"No {kind} with prefix {prefix!r} found")
+    if len(ids) > 1:
+        raise click.ClickException(f"Prefix {prefix!r} matched multiple {kind}s: {', '.join(i[:8] for i in ids[:10])}")
+    return ids[0]
+
+
+def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
+    def fetch(prefix: str) -> list[dict[str, Any]]:
+        found = http.get(route, {"prefix": prefix, "namespace": "*"})
+        return list(found) if isinstance(found, list) else []
+
+    return fetch

@@ -1,0 +1,121 @@
+"""The evaluation monitor (issue 19, item 2) against the real API in-process: `corral job run`
+follows its evaluation to the end, prints the allocations it placed or Nomad's placement failure
+block, and exits 2 when placement failed; `job status` shows "Placement Failure". The scheduler
+is played by the test: the monitor's sleep between polls finishes the evaluation in the database."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from app.cli import main, monitor
+from tests.support.api import minimal_job
+from tests.support.rows import Conn, insert_allocation, insert_node
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sent")]
+
+FAILED = {
+    "g": {
+        "NodesEvaluated": 1,
+        "NodesExhausted": 1,
+        "DimensionExhausted": {"memory": 1},
+        "ConstraintFiltered": {"${attr.kernel.name} = windows": 2},
+        "CoalescedFailures": 1,
+    }
+}
+
+
+def run_job(tmp_path: Path, *extra: str) -> Result:
+    spec = tmp_path / "web.json"
+    spec.write_text(json.dumps({"Job": minimal_job()}))
+    return CliRunner().invoke(main, ["job", "run", *extra, str(spec)])
+
+
+def scheduler_finishes(pg: Conn, monkeypatch: pytest.MonkeyPatch, *, place: bool) -> None:
+    def finish(_seconds: float) -> None:
+        (eval_id, job_id) = pg.execute("SELECT id, job_id FROM evaluations WHERE status = 'pending'").fetchone() or (
+            None,
+            None,
+        )
+        if eval_id is None:
+            return
+        if place:
+            insert_allocation(pg, insert_node(pg), str(eval_id), job_id=job_id)
+            pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (eval_id,))
+        else:
+            blocked = uuid.uuid4()
+            pg.execute(
+                "INSERT INTO evaluations (id, namespace, job_id, priority, type, triggered_by, job_modify_index, "
+                "status, previous_eval, create_index, modify_index) SELECT %s, namespace, job_id, priority, type, "
+                "'queued-allocs', job_modify_index, 'blocked', id, create_index + 1, modify_index + 1 "
+                "FROM evaluations WHERE id = %s",
+                (blocked, eval_id),
+            )
+            pg.execute(
+                "UPDATE evaluations SET status = 'complete', failed_tg_allocs = %s, blocked_eval = %s WHERE id = %s",
+                (json.dumps(FAILED), blocked, eval_id),
+            )
+
+    monkeypatch.setattr(monitor.time, "sleep", finish)
+
+
+def test_run_monitors_the_evaluation_and_lists_the_allocation_it_placed(
+    tmp_path: Path, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheduler_finishes(pg, monkeypatch, place=True)
+    result = run_job(tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = [line.split(": ", 1)[1] if ": " in line else line for line in result.output.splitlines()]
+    (eval_id,) = pg.execute("SELECT id FROM evaluations").fetchone() or ()
+    (alloc_id, node_id) = pg.execute("SELECT id, node_id FROM allocations").fetchone() or ()
+    assert lines == [
+        f'Monitoring evaluation "{str(eval_id)[:8]}"',
+        'Evaluation triggered by job "web"',
+        f'Allocation "{str(alloc_id)[:8]}" created: node "{str(node_id)[:8]}", group "g"',
+        'Evaluation status changed: "pending" -> "complete"',
+        f'Evaluation "{str(eval_id)[:8]}" finished with status "complete"',
+    ]
+    assert result.output.startswith("==> 20") and "\n    20" in result.output
+
+
+def test_placement_failure_exits_2_and_job_status_shows_it(
+    tmp_path: Path, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheduler_finishes(pg, monkeypatch, place=False)
+    result = run_job(tmp_path, "-verbose")
+    assert result.exit_code == 2, result.output
+    text = result.output
+    assert 'finished with status "complete" but failed to place all allocations:' in text
+    assert 'Task Group "g" (failed to place 2 allocations):' in text
+    assert '      * Constraint "${attr.kernel.name} = windows": 2 nodes excluded by filter' in text
+    assert "      * Resources exhausted on 1 nodes" in text
+    assert '      * Dimension "memory" exhausted on 1 nodes' in text
+    (blocked,) = pg.execute("SELECT id FROM evaluations WHERE status = 'blocked'").fetchone() or ()
+    assert f'Evaluation "{blocked}" waiting for additional capacity to place remainder' in text
+
+    status = CliRunner().invoke(main, ["job", "status", "web"])
+    assert status.exit_code == 0, status.output
+    section = status.output[status.output.index("Placement Failure") :].splitlines()
+    assert section[:5] == [
+        "Placement Failure",
+        'Task Group "g":',
+        '  * Constraint "${attr.kernel.name} = windows": 2 nodes excluded by filter',
+        "  * Resources exhausted on 1 nodes",
+        '  * Dimension "memory" exhausted on 1 nodes',
+    ]
+
+
+def test_detach_prints_the_evaluation_and_returns(tmp_path: Path, pg: Conn) -> None:
+    result = run_job(tmp_path, "-detach")
+    assert result.exit_code == 0, result.output
+    (eval_id,) = pg.execute("SELECT id FROM evaluations").fetchone() or ()
+    assert result.output.splitlines() == [
+        "Job registration successful",
+        f"Evaluation ID: {eval_id}",
+        "Job Modify Index: " + result.output.split("Job Modify Index: ")[1].strip(),
+    ]
+    assert "Placement Failure" not in CliRunner().invoke(main, ["job", "status", "web"]).output
