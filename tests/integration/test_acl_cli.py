@@ -14,7 +14,6 @@ from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.cli import http as cli_http
 from app.cli import main
 from app.config import Settings
 
@@ -37,7 +36,7 @@ def api(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlaskCli
     monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
     monkeypatch.delenv("CORRAL_TOKEN", raising=False)
     monkeypatch.delenv("NOMAD_TOKEN", raising=False)
-    monkeypatch.setattr(cli_http.httpx, "request", fake)
+    monkeypatch.setattr(httpx, "request", fake)
     yield test_client
     app.extensions["corral"].close()
 

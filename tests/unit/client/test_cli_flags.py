@@ -12,6 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+import app.logging
 import workers.client.agent
 import workers.runtime
 from app.cli import main
@@ -27,7 +28,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[ClientConfig]:
     configs: list[ClientConfig] = []
     monkeypatch.setattr(workers.client.agent, "run_client", lambda config, _stop: configs.append(config))
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
-    monkeypatch.setattr(client_cli, "configure", lambda *_args: None)
+    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
     monkeypatch.delenv("CORRAL_ADDR", raising=False)
     monkeypatch.delenv("NOMAD_ADDR", raising=False)
     return configs
