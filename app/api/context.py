@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
@@ -84,12 +85,13 @@ def respond(body: Any, index: int, status: int = 200) -> Response:
     return response
 
 
-def read(tables: list[str], fn: Callable[[Session], T]) -> tuple[T, int]:
-    """A blocking-capable read: honours ?index= and ?wait= on every read endpoint."""
+def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None = None) -> tuple[T, int]:
+    """A blocking-capable read: honours ?index= and ?wait= on every read endpoint. With `node`
+    (a node's own allocations), only that node's changes end the wait."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
-    return blocking_read(current.reads, current.watcher, tables, params, fn, caller)
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
 
 
 def write(fn: Callable[[Session], T]) -> T:

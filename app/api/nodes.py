@@ -183,8 +183,9 @@ def eligibility(node_id: str) -> Response:
 @client_lane
 def node_allocations(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
+    # Woken only by this node's changes: thousands of clients each hold one of these.
     body, index = read(
-        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)]
+        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)], node=key
     )
     return respond(body, index)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
@@ -36,6 +37,61 @@ def test_simulated_fleet_stays_ready_and_runs_batch_work(
     assert len({a["NodeID"] for a in cluster.allocs("sims")}) > 1
     # Heartbeats have kept every node ready meanwhile.
     assert cluster.pg.execute(ready).fetchone() == (NODES,)
+    fleet.process.send_signal(signal.SIGTERM)
+    assert fleet.wait(30) == 0
+    cluster.close()
+
+
+def _fleet_connections(fleet: Corral, port: int) -> list[tuple[str, int]]:
+    """The fleet's open connections to the API port: (source address, source port)."""
+    try:
+        found = psutil.Process(fleet.process.pid).net_connections("tcp")
+    except psutil.Error:
+        return []
+    return [(c.laddr.ip, c.laddr.port) for c in found if c.raddr and c.raddr.port == port and c.status == "ESTABLISHED"]
+
+
+def test_realistic_fleet_watches_per_node_and_recovers_from_dropped_connections(
+    corral: type[Corral], database_url: str, workdir: Path
+) -> None:
+    nodes = 60
+    cluster = Cluster(
+        corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "5", "CORRAL_HEARTBEAT_GRACE_S": "5"}
+    )
+    port = int(cluster.base.rsplit(":", 1)[1])
+    fleet = corral(
+        ["fleet", "--nodes", str(nodes), "--name-prefix", "real", "--nodes-per-address", "20"],
+        env={**cluster.env, "CORRAL_ADDR": cluster.base},
+    )
+    ready = "SELECT count(*) FROM nodes WHERE status = 'ready' AND name LIKE 'real-%'"
+    assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (nodes,), 120), fleet.output
+    # One blocking query per node, held open, from three source addresses (20 nodes each), so the
+    # servers' per-address limit (on by default) never sees more than a few dozen from one.
+    assert wait_for(lambda: len(_fleet_connections(fleet, port)) >= nodes, 60), fleet.output
+    assert len({address for address, _ in _fleet_connections(fleet, port)}) == 3
+
+    def place_on(node: str, job_id: str) -> None:
+        spec = job(job_id, [mock_task()])
+        spec["Constraints"] = [{"LTarget": "${node.unique.name}", "RTarget": node, "Operand": "="}]
+        cluster.register(spec)
+
+    def running_on(job_id: str, node: str) -> bool:
+        allocs = cluster.allocs(job_id)
+        return len(allocs) == 1 and allocs[0]["ClientStatus"] == "running" and allocs[0]["NodeID"] == node
+
+    # The node the allocation is placed on finds it through its own query and starts it.
+    place_on("real-00042", "pinned")
+    assert wait_for(lambda: running_on("pinned", cluster.node_id("real-00042")), 60), fleet.output
+
+    # An API worker dies with every connection it held: the nodes whose polls, heartbeats or
+    # updates it served see their connection dropped, back off, and carry on.
+    worker = max(cluster.server.descendants(), key=lambda proc: proc.create_time())
+    worker.kill()
+    place_on("real-00007", "after")
+    assert wait_for(lambda: running_on("after", cluster.node_id("real-00007")), 90), fleet.output
+    assert wait_for(lambda: len(_fleet_connections(fleet, port)) >= nodes, 60), fleet.output
+    assert cluster.pg.execute(ready).fetchone() == (nodes,)
+    assert fleet.process.poll() is None
     fleet.process.send_signal(signal.SIGTERM)
     assert fleet.wait(30) == 0
     cluster.close()
