@@ -9,7 +9,7 @@ from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api import encode
-from app.api.context import client_lane, read, respond, state, write
+from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
@@ -128,7 +128,7 @@ def register() -> Response:
     node = validate(NodeBody, raw, "Node")
     assert isinstance(raw, dict)  # validation passed, so it is an object
     policy = HeartbeatPolicy.of(state().settings)
-    result = write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
+    result = client_write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
     ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
     return respond(
         {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -26,7 +27,7 @@ def test_simulated_fleet_stays_ready_and_runs_batch_work(
     )
     fleet = corral(["fleet", "--nodes", str(NODES), "--threads", "8"], env={**cluster.env, "CORRAL_ADDR": cluster.base})
     ready = "SELECT count(*) FROM nodes WHERE status = 'ready' AND name LIKE 'sim-%'"
-    assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (NODES,), 120), fleet.output
+    assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (NODES,), 240), fleet.output
     cluster.register(job("sims", [mock_task(run_for="300ms")], count=100, kind="batch"))
 
     def done() -> bool:
@@ -73,10 +74,15 @@ def test_realistic_fleet_watches_per_node_and_recovers_from_dropped_connections(
     def place_on(node: str, job_id: str) -> None:
         spec = job(job_id, [mock_task()])
         spec["Constraints"] = [{"LTarget": "${node.unique.name}", "RTarget": node, "Operand": "="}]
-        cluster.register(spec)
+        # A fresh connection: the test's own keep-alive one may have died with a worker.
+        answer = httpx.put(f"{cluster.base}/v1/jobs", json={"Job": spec}, timeout=30)
+        assert answer.status_code == 200, answer.text
 
     def running_on(job_id: str, node: str) -> bool:
-        allocs = cluster.allocs(job_id)
+        try:
+            allocs = httpx.get(f"{cluster.base}/v1/job/{job_id}/allocations", timeout=30).json()
+        except httpx.HTTPError:
+            return False
         return len(allocs) == 1 and allocs[0]["ClientStatus"] == "running" and allocs[0]["NodeID"] == node
 
     # The node the allocation is placed on finds it through its own query and starts it.
