@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,43 +179,43 @@ def operator_load(base: str, samples: Samples, stop: threading.Event, rate: floa
     next_at = time.monotonic()
     registered = 0
     with httpx.Client(base_url=base, timeout=30) as http:
+
+        def timed(kind: str, method: str, path: str, body: Any = None) -> httpx.Response | None:
+            began = time.monotonic()
+            try:
+                reply = http.request(method, path, json=body)
+            except httpx.HTTPError:
+                samples.fail(kind)
+                return None
+            if reply.status_code >= 400:
+                samples.fail(kind)
+                return None
+            samples.add(kind, time.monotonic() - began)
+            return reply
+
         for i in range(10**9):
             next_at += interval
             if stop.wait(max(0.0, next_at - time.monotonic())):
                 return
-
-            def timed(kind: str, call: Callable[[], httpx.Response]) -> httpx.Response | None:
-                began = time.monotonic()
-                try:
-                    reply = call()
-                except httpx.HTTPError:
-                    samples.fail(kind)
-                    return None
-                if reply.status_code >= 400:
-                    samples.fail(kind)
-                    return None
-                samples.add(kind, time.monotonic() - began)
-                return reply
-
             if i % max(1, round(rate)) == 0:
                 job_id = f"{prefix}-{registered}"
                 registered += 1
-                if timed("register", lambda: http.put("/v1/jobs", json={"Job": batch_job(job_id)})):
+                if timed("register", "PUT", "/v1/jobs", {"Job": batch_job(job_id)}):
                     jobs.append(job_id)
                 continue
             choice = i % 5
             if choice == 0 or not jobs:
-                timed("read", lambda: http.get("/v1/jobs"))
+                timed("read", "GET", "/v1/jobs")
             elif choice == 1:
-                timed("read", lambda: http.get(f"/v1/job/{rng.choice(jobs)}"))
+                timed("read", "GET", f"/v1/job/{rng.choice(jobs)}")
             elif choice == 2:
-                reply = timed("read", lambda: http.get(f"/v1/job/{rng.choice(jobs)}/allocations"))
+                reply = timed("read", "GET", f"/v1/job/{rng.choice(jobs)}/allocations")
                 if reply is not None:
                     allocs = [a["ID"] for a in reply.json()][-50:] or allocs
             elif choice == 3 and allocs:
-                timed("read", lambda: http.get(f"/v1/allocation/{rng.choice(allocs)}"))
+                timed("read", "GET", f"/v1/allocation/{rng.choice(allocs)}")
             else:
-                timed("read", lambda: http.get(f"/v1/job/{rng.choice(jobs)}/summary"))
+                timed("read", "GET", f"/v1/job/{rng.choice(jobs)}/summary")
 
 
 class Hostile:
@@ -423,7 +423,8 @@ def report(result: StepResult) -> None:
         f"(idle {result.health_idle[0] * ms:.1f}/{result.health_idle[1] * ms:.1f}; "
         f"ratio p99 {result.health[1] / max(result.health_idle[1], 1e-6):.1f}x; failures {result.health_failures})  "
         f"register p99 {result.register_p99 * ms:.0f} ms  read p99 {result.read_p99 * ms:.0f} ms "
-        f"(failed {result.operator_failures})  server CPU {result.server_cpu_pct:.0f} % RSS {result.server_rss_mb:.0f} MB  "
+        f"(failed {result.operator_failures})  "
+        f"server CPU {result.server_cpu_pct:.0f} % RSS {result.server_rss_mb:.0f} MB  "
         f"fleet CPU {result.fleet_cpu_pct:.0f} %  hostile reopened {result.hostile_reopened}  "
         f"{'HELD' if result.held else 'did not hold'}",
         flush=True,
