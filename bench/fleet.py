@@ -285,9 +285,14 @@ def fleet_stats(path: Path) -> dict[str, Any]:
         return {}
 
 
+class RampTimeout(RuntimeError):
+    """The fleet did not come up (every node ready) in time."""
+
+
 @dataclass
 class StepResult:
     nodes: int
+    load: tuple[float, float]  # the machine's 1-minute load average at the start and end of the window
     ramp_s: float
     on_time_pct: float
     heartbeats_per_s: float
@@ -313,7 +318,7 @@ class StepResult:
         )
 
 
-def step(nodes: int, seconds: float, read_rate: float) -> StepResult:
+def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float) -> StepResult:
     with bench_database() as url, tempfile.TemporaryDirectory(prefix="corral-bench-fleet-") as tmp:
         work = Path(tmp)
         with cluster(url, work) as (base, server):
@@ -349,15 +354,21 @@ def step(nodes: int, seconds: float, read_rate: float) -> StepResult:
             try:
                 began = time.monotonic()
                 with psycopg.connect(libpq_url(url), autocommit=True) as conn:
-                    while time.monotonic() - began < 600:
+                    ready = 0
+                    while time.monotonic() - began < ramp_limit_s:
                         row = conn.execute("SELECT count(*) FROM nodes WHERE status = 'ready'").fetchone()
-                        if row is not None and row[0] >= nodes:
+                        ready = int(row[0]) if row is not None else 0
+                        if ready >= nodes:
                             break
                         if fleet.poll() is not None:
                             raise RuntimeError(f"the fleet exited: {(work / 'fleet.log').read_text()[-2000:]}")
                         time.sleep(0.5)
                     else:
-                        raise RuntimeError("the fleet did not come up within 600 s")
+                        stats = fleet_stats(stats_path)
+                        raise RampTimeout(
+                            f"N={nodes}: only {ready} nodes ready after {ramp_limit_s:.0f} s "
+                            f"(load average {os.getloadavg()[0]:.1f}); fleet: {json.dumps(stats)}"
+                        )
                 ramp = time.monotonic() - began
                 time.sleep(3)  # the stats file is rewritten every 2 s
 
@@ -368,6 +379,7 @@ def step(nodes: int, seconds: float, read_rate: float) -> StepResult:
                     threading.Thread(target=hostile.run, args=(stop,)),
                 ]
                 before = fleet_stats(stats_path)
+                load_before = os.getloadavg()[0]
                 cpu_before, fleet_before = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
                 window_began = time.monotonic()
                 for thread in threads:
@@ -376,6 +388,7 @@ def step(nodes: int, seconds: float, read_rate: float) -> StepResult:
                 elapsed = time.monotonic() - window_began
                 cpu_after, fleet_after = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
                 rss = rss_mb(server.pid)
+                load_after = os.getloadavg()[0]
                 time.sleep(2.5)
                 after = fleet_stats(stats_path)
             finally:
@@ -397,6 +410,7 @@ def step(nodes: int, seconds: float, read_rate: float) -> StepResult:
     health = samples.get("health")
     return StepResult(
         nodes=nodes,
+        load=(load_before, load_after),
         ramp_s=ramp,
         on_time_pct=100.0 * delta("on_time") / tried if tried else 0.0,
         heartbeats_per_s=delta("heartbeats") / elapsed,
@@ -426,7 +440,7 @@ def report(result: StepResult) -> None:
         f"(failed {result.operator_failures})  "
         f"server CPU {result.server_cpu_pct:.0f} % RSS {result.server_rss_mb:.0f} MB  "
         f"fleet CPU {result.fleet_cpu_pct:.0f} %  hostile reopened {result.hostile_reopened}  "
-        f"{'HELD' if result.held else 'did not hold'}",
+        f"load average {result.load[0]:.1f}-{result.load[1]:.1f}  {'HELD' if result.held else 'did not hold'}",
         flush=True,
     )
 
@@ -436,11 +450,16 @@ def main() -> None:
     parser.add_argument("--ladder", default="1000,2500,5000", help="fleet sizes to try, in order")
     parser.add_argument("--seconds", type=float, default=120.0, help="measured window per size")
     parser.add_argument("--read-rate", type=float, default=50.0, help="operator requests per second")
+    parser.add_argument("--ramp-limit", type=float, default=900.0, help="seconds for every node to be ready")
     args = parser.parse_args()
     ladder = [int(n) for n in args.ladder.split(",") if n.strip()]
     held = 0
     for nodes in ladder:
-        result = step(nodes, args.seconds, args.read_rate)
+        try:
+            result = step(nodes, args.seconds, args.read_rate, args.ramp_limit)
+        except RampTimeout as err:
+            print(f"did not come up: {err}", flush=True)
+            break
         report(result)
         if result.held:
             held = max(held, nodes)

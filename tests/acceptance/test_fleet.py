@@ -25,7 +25,11 @@ def test_simulated_fleet_stays_ready_and_runs_batch_work(
     cluster = Cluster(
         corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "5", "CORRAL_HEARTBEAT_GRACE_S": "5"}
     )
-    fleet = corral(["fleet", "--nodes", str(NODES), "--threads", "8"], env={**cluster.env, "CORRAL_ADDR": cluster.base})
+    # Compact mode (one cluster-wide watch); the realistic mode has its own test below.
+    fleet = corral(
+        ["fleet", "--nodes", str(NODES), "--threads", "8", "--mode", "compact"],
+        env={**cluster.env, "CORRAL_ADDR": cluster.base},
+    )
     ready = "SELECT count(*) FROM nodes WHERE status = 'ready' AND name LIKE 'sim-%'"
     assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (NODES,), 240), fleet.output
     cluster.register(job("sims", [mock_task(run_for="300ms")], count=100, kind="batch"))
@@ -34,7 +38,7 @@ def test_simulated_fleet_stays_ready_and_runs_batch_work(
         allocs = cluster.allocs("sims")
         return len(allocs) == 100 and all(a["ClientStatus"] == "complete" for a in allocs)
 
-    assert wait_for(done, 120)
+    assert wait_for(done, 240), fleet.output
     assert len({a["NodeID"] for a in cluster.allocs("sims")}) > 1
     # Heartbeats have kept every node ready meanwhile.
     assert cluster.pg.execute(ready).fetchone() == (NODES,)

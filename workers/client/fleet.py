@@ -149,7 +149,10 @@ class FleetStats:
     errors: Counter[str] = field(default_factory=Counter)
 
     def snapshot(self) -> dict[str, Any]:
+        recent = sorted(self.latencies_s[-5000:])
         return {
+            "heartbeat_p50_s": round(recent[len(recent) // 2], 4) if recent else None,
+            "heartbeat_p99_s": round(recent[int(len(recent) * 0.99)], 4) if recent else None,
             "registered": self.registered,
             "heartbeats": self.heartbeats,
             "on_time": self.on_time,
