@@ -19,11 +19,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 import psycopg
 import structlog
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from app.api.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
@@ -210,7 +211,7 @@ class IndexWatcher:
 
 
 def blocking_read(
-    factory: sessionmaker[Session],
+    factory: Callable[[], AbstractContextManager[Session]],
     watcher: IndexWatcher,
     tables: list[str],
     params: BlockingParams,
