@@ -2,7 +2,7 @@
 `corral server` (gevent workers, default limits: 100 connections per address, 10 s header
 deadline), worker, applier and leader processes, and `corral fleet --nodes N` in its realistic
 mode (every node heartbeats at its TTL and holds its own blocking query on its allocations, from
-source addresses 127.0.0.2… at 40 nodes each). While it runs, from this process:
+source addresses 127.0.0.2… at 30 nodes each). While it runs, from this process:
 
 - an operator load of about 50 requests/s: job and allocation reads, and one job registration a
   second (a batch job of 5 mock tasks running 10 s, placed on the fleet and run by it);

@@ -216,7 +216,7 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
 @click.option(
     "--nodes-per-address",
     type=click.IntRange(0),
-    default=40,
+    default=30,
     show_default=True,
     help="With a server on loopback, nodes per source address (127.0.0.2, 127.0.0.3, ...), so the "
     "servers' per-address connection limit can stay on; 0: one address for all.",

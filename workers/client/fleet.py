@@ -29,9 +29,10 @@ and one socket per poll, and httpx is the HTTP library the real client uses.
 Source addresses: the servers limit open connections per client address
 (`http_max_conns_per_client`, 100), and a real fleet connects from as many addresses as it has
 nodes. When the server is on loopback (Linux routes all of 127.0.0.0/8 there) the fleet spreads
-its nodes over source addresses 127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (40)
-nodes on each, plus a small pool for their short requests, so the default limit stays on in
-tests and benchmarks. Elsewhere every node connects from the machine's own address."""
+its nodes over source addresses 127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (30)
+nodes on each, each node with its poll and one connection for its short requests (at most 64
+per address), so the default limit stays on in tests and benchmarks. Elsewhere every node
+connects from the machine's own address."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ REGISTER_BACKOFF_CAP_S = 10.0
 # A heartbeat retried later than a few seconds would eat into the servers' grace.
 HEARTBEAT_BACKOFF_CAP_S = 4.0
 WATCH_BACKOFF_CAP_S = 10.0
-SHORT_CONNECTIONS_PER_ADDRESS = 10  # heartbeats, updates, fetches of one address's nodes
+SHORT_CONNECTIONS_PER_ADDRESS = 4  # beyond one per node, for heartbeats, updates and fetches
 ON_TIME_S = 1.0  # a heartbeat accepted within this long of falling due is on time
 SUMMARY_EVERY_S = 30.0
 Mode = Literal["realistic", "compact"]
@@ -175,7 +176,7 @@ class FleetConfig:
     threads: int = 16  # registrations in flight at once (and, in compact mode, every request)
     sync_interval_s: float = 0.2
     mode: Mode = "realistic"
-    nodes_per_address: int = 40  # 0: never bind source addresses
+    nodes_per_address: int = 30  # 0: never bind source addresses
     watch_wait_s: float = WATCH_WAIT_S
     stats_file: Path | None = None
 
@@ -200,15 +201,17 @@ class Fleet:
         self.clients: list[httpx.AsyncClient] = []
         self.rng = random.Random()
         self._gate: asyncio.Semaphore | None = None
+        self._beat_gate: asyncio.Semaphore | None = None
         self._logged: set[tuple[str, str]] = set()
 
     # -- HTTP ----------------------------------------------------------------------------
 
     def _client(self, address: str | None, nodes: int) -> httpx.AsyncClient:
-        # Realistic: a poll per node plus a few connections for the short requests; compact:
-        # the concurrency the caller asked for.
+        # Realistic: a poll per node plus, as a real client has, one more for its heartbeats and
+        # updates, so a slow update never holds up another node's heartbeat; compact: the
+        # concurrency the caller asked for.
         realistic = self.config.mode == "realistic"
-        size = nodes + SHORT_CONNECTIONS_PER_ADDRESS if realistic else self.config.threads * 2 + 2
+        size = 2 * nodes + SHORT_CONNECTIONS_PER_ADDRESS if realistic else self.config.threads * 2 + 2
         transport = httpx.AsyncHTTPTransport(
             local_address=address, limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
         )
@@ -228,6 +231,13 @@ class Fleet:
         if self._gate is None:
             self._gate = asyncio.Semaphore(self.config.threads)
         return self._gate
+
+    def _beat_gated(self) -> asyncio.Semaphore:
+        """Compact mode's heartbeats: a concurrency of their own, so slow status updates or
+        fetches never hold a heartbeat back."""
+        if self._beat_gate is None:
+            self._beat_gate = asyncio.Semaphore(self.config.threads)
+        return self._beat_gate
 
     # -- failures ------------------------------------------------------------------------
 
@@ -336,7 +346,7 @@ class Fleet:
         began = time.monotonic()
         try:
             if self.config.mode == "compact":
-                async with self._gated():
+                async with self._beat_gated():
                     reply = await self._put_heartbeat(node)
             else:
                 reply = await self._put_heartbeat(node)
