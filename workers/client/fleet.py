@@ -267,8 +267,11 @@ class Fleet:
         log.info("fleet", **snapshot)
         if self.config.stats_file is not None:
             path = self.config.stats_file
-            path.with_suffix(".tmp").write_text(json.dumps(snapshot))
-            path.with_suffix(".tmp").replace(path)
+            try:
+                path.with_suffix(".tmp").write_text(json.dumps(snapshot))
+                path.with_suffix(".tmp").replace(path)
+            except OSError as err:
+                self._failure("stats", None, err)
 
     # -- registration --------------------------------------------------------------------
 

@@ -75,3 +75,53 @@ def test_nodes_are_spread_evenly_at_most_per_address() -> None:
         per_slot[node.slot] = per_slot.get(node.slot, 0) + 1
     assert len(per_slot) == 25
     assert max(per_slot.values()) <= 40
+
+
+def test_a_nodes_watch_survives_a_failed_allocation_fetch_and_starts_it() -> None:
+    """Issue 23: an HTTP error while fetching a placed allocation must not end the watch; the
+    allocation is fetched again and started, and the poll carries the node's secret."""
+    fleet = Fleet(FleetConfig(server="http://corral.test", nodes=1), threading.Event())
+    node = next(iter(fleet.nodes.values()))
+    alloc_id = "8f7e2a3c-0000-4000-8000-000000000001"
+    stub = {
+        "ID": alloc_id,
+        "NodeID": str(node.id),
+        "Namespace": "default",
+        "JobID": "web",
+        "JobVersion": 0,
+        "TaskGroup": "g",
+        "DesiredStatus": "run",
+        "ClientStatus": "pending",
+    }
+    fetches: list[int] = []
+    polls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == f"/v1/node/{node.id}/allocations":
+            polls.append(request)
+            return httpx.Response(200, json=[stub], headers={"X-Nomad-Index": str(10 + len(polls))})
+        fetches.append(1)
+        if len(fetches) == 1:
+            return httpx.Response(500, json={"detail": "boom"})
+        if len(fetches) == 2:
+            raise httpx.ReadError("connection dropped")
+        job = {"TaskGroups": [{"Name": "g", "Tasks": [{"Config": {}}]}]}
+        return httpx.Response(200, json={**stub, "Job": job})
+
+    fleet.clients = [httpx.AsyncClient(base_url="http://corral.test", transport=httpx.MockTransport(answer))]
+
+    async def scenario() -> None:
+        watch = asyncio.ensure_future(fleet._watch_node(node))
+        for _ in range(200):
+            if alloc_id in fleet.known:
+                break
+            await asyncio.sleep(0.05)
+        watch.cancel()
+
+    asyncio.run(scenario())
+    assert fleet.known[alloc_id] == node.id
+    assert fleet.dirty[node.id][alloc_id]["ClientStatus"] == "running"
+    assert len(fetches) == 3
+    assert polls[0].headers["X-Nomad-Token"] == node.secret
+    assert polls[0].url.params["index"] == "0"
+    assert fleet.stats.errors["watch:HTTP 500"] == 1 and fleet.stats.errors["watch:ReadError"] == 1
