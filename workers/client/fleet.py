@@ -561,6 +561,11 @@ class Fleet:
         await self.register(node)
         await asyncio.gather(self._heartbeats(node, 0.0), self._watch_node(node))
 
+    async def _compact_node(self, node: SimNode, spread: float) -> None:
+        """A compact-mode node: register, then heartbeat (its allocations are watched for it)."""
+        await self.register(node)
+        await self._heartbeats(node, spread * node.ttl_s)
+
     async def _summaries(self) -> None:
         while True:
             await asyncio.sleep(SUMMARY_EVERY_S if self.config.stats_file is None else 2.0)
@@ -581,21 +586,12 @@ class Fleet:
             if self.config.mode == "realistic":
                 work = [asyncio.ensure_future(self._node(node)) for node in self.nodes.values()]
             else:
-                registering = asyncio.ensure_future(self.register_all())
-                stopped = asyncio.ensure_future(self._stopped())
-                await asyncio.wait([registering, stopped], return_when=asyncio.FIRST_COMPLETED)
-                stopped.cancel()
-                if not registering.done():
-                    registering.cancel()
-                    return
-                registering.result()
-                log.info("fleet registered", nodes=len(self.nodes))
                 work = [asyncio.ensure_future(_guard("watch", self._watch_all, self._failure))]
                 count = max(1, len(self.nodes))
                 for i, node in enumerate(self.nodes.values()):
-                    # Start spread over the first TTL, as a fleet that registered over time would be.
-                    first = (i % 1000) / min(count, 1000) * node.ttl_s
-                    work.append(asyncio.ensure_future(self._heartbeats(node, first)))
+                    # First beats spread over the first TTL, as a fleet that registered over time.
+                    spread = (i % 1000) / min(count, 1000)
+                    work.append(asyncio.ensure_future(self._compact_node(node, spread)))
             stopped = asyncio.ensure_future(self._stopped())
             done, _ = await asyncio.wait([stopped, *work], return_when=asyncio.FIRST_COMPLETED)
             for finished in done:
