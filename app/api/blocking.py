@@ -19,12 +19,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from typing import TypeVar
 
 import psycopg
 import structlog
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
@@ -211,7 +210,7 @@ class IndexWatcher:
 
 
 def blocking_read(
-    factory: Callable[[], AbstractContextManager[Session]],
+    factory: sessionmaker[Session],
     watcher: IndexWatcher,
     tables: list[str],
     params: BlockingParams,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -46,15 +45,9 @@ class ApiState:
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a
     # heartbeat without a connection.
     client_writes: threading.BoundedSemaphore = field(init=False)
-    # Everything on the client lane but heartbeats and health (registrations, allocation
-    # updates, nodes' allocation queries) holds at most all but one of its connections at once:
-    # the last one is kept for heartbeats, however many clients poll or register.
-    client_others: threading.BoundedSemaphore = field(init=False)
 
     def __post_init__(self) -> None:
-        size = self.settings.http_node_pool_size
-        self.client_writes = threading.BoundedSemaphore(max(1, size // 2))
-        self.client_others = threading.BoundedSemaphore(max(1, size - 1))
+        self.client_writes = threading.BoundedSemaphore(max(1, self.settings.http_node_pool_size // 2))
 
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
@@ -107,17 +100,7 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
-    factory: Callable[[], AbstractContextManager[Session]] = current.reads
-    if current.lane is current.client:
-        factory = functools.partial(_gated_session, current.reads, current.client_others)
-    return blocking_read(factory, current.watcher, tables, params, fn, caller, node)
-
-
-@contextmanager
-def _gated_session(factory: sessionmaker[Session], gate: threading.BoundedSemaphore) -> Iterator[Session]:
-    """A session taken only once `gate` lets this request hold one of the pool's connections."""
-    with gate, factory() as session:
-        yield session
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
 
 
 def write(fn: Callable[[Session], T]) -> T:
@@ -129,6 +112,5 @@ def write(fn: Callable[[Session], T]) -> T:
 def client_write(fn: Callable[[Session], T]) -> T:
     """A client lane write that takes the state index: waits its turn (without a connection)
     behind the other such writes, so heartbeats always find a pooled connection."""
-    current = state()
-    with current.client_writes, current.client_others:
+    with state().client_writes:
         return write(fn)
