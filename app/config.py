@@ -121,6 +121,13 @@ class Settings(BaseSettings):
         description="Versions kept per job (Nomad's job_tracked_versions); older untagged ones are pruned "
         "on each new version unless an allocation still runs them.",
     )
+    job_max_source_size: int = Field(
+        default=1_000_000,
+        ge=0,
+        description="Largest job source (a registration's Submission: Source, Variables and VariableFlags) in "
+        "bytes (Nomad's job_max_source_size, 1M); a larger one is discarded with a warning and the job still "
+        "registers, as Nomad does. 0 discards every source.",
+    )
     heartbeat_min_ttl_s: float = Field(
         default=10.0, gt=0, description="Shortest heartbeat TTL handed to a client (Nomad's min_heartbeat_ttl)."
     )

@@ -56,7 +56,8 @@ def api_rate(url: str, nodes: int, seconds: float, concurrency: int) -> tuple[fl
             except httpx.HTTPError:
                 time.sleep(0.2)
         stop = threading.Event()
-        fleet = Fleet(FleetConfig(base, nodes, threads=concurrency), stop)
+        # Compact mode: a fixed request concurrency, to compare with the SQL loop at the same one.
+        fleet = Fleet(FleetConfig(base, nodes, threads=concurrency, mode="compact"), stop)
         runner = threading.Thread(target=fleet.run, daemon=True)
         runner.start()
         while fleet.stats.heartbeats == 0 and runner.is_alive():

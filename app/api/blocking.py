@@ -2,7 +2,12 @@
 
 A reader takes the tables' index and the data in one REPEATABLE READ snapshot, so the
 index it returns covers exactly what it returned. Writers take indexes under one row lock
-(app.db.state_index), so any later commit carries a higher index and wakes the next call."""
+(app.db.state_index), so any later commit carries a higher index and wakes the next call.
+
+A node's query on its own allocations (every client holds one) is woken only by a change to
+that node or its allocations, as Nomad's per-node watch is: the watcher asks once per change
+which nodes moved, instead of every one of thousands of waiting clients re-reading the
+database whenever any allocation anywhere changes."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import select
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -21,7 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
-from app.db.state_index import current_index
+from app.db.state_index import current_index, node_index
+from app.store.sql import psycopg_query
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
@@ -31,6 +38,7 @@ JITTER_FRACTION = 16  # Nomad adds up to wait/16 so many watchers do not return 
 # How often a waiting blocking query looks whether its caller hung up (Nomad cancels the
 # request's context at once; a waiter here notices within this long and frees its socket).
 CALLER_CHECK_S = 2.0
+NODE_TABLES = ("allocations", "nodes")
 
 
 def hung_up(sock: socket.socket | None) -> Callable[[], bool]:
@@ -60,12 +68,23 @@ class IndexWatcher:
         self._pid = 0
         self._stopped = threading.Event()
         self.released = False  # shutting down: waiters answer with what they have
+        # Per-node wake-ups, once a node's query has asked for them: the highest index of a
+        # change to each node (or its allocations) seen since `_node_base`, and the events of
+        # the queries waiting on each node.
+        self._tracking_nodes = False
+        self._node_base: int | None = None
+        self._node_level = 0
+        self._node_marks: dict[uuid.UUID, int] = {}
+        self._node_waiters: dict[uuid.UUID, set[threading.Event]] = {}
 
     def release_waiters(self) -> None:
         """Wake every waiting blocking query for good (the server is shutting down)."""
         with self._cond:
             self.released = True
             self._cond.notify_all()
+            for events in self._node_waiters.values():
+                for event in events:
+                    event.set()
 
     def stop(self) -> None:
         """End the background thread (used when an app or a test database goes away)."""
@@ -87,6 +106,68 @@ class IndexWatcher:
                     return
                 self._cond.wait(min(remaining, CALLER_CHECK_S))
 
+    def wait_for_node(
+        self, node: uuid.UUID, seen: int, snapshot_index: int, deadline: float, gone: Callable[[], bool]
+    ) -> None:
+        """Return once `node` or one of its allocations changed past `seen`, at the deadline, once
+        the caller hung up, or when the caller must look again (its snapshot, taken at
+        `snapshot_index`, predates what the watcher has tracked). Other nodes' changes never
+        wake it."""
+        self._ensure_running()
+        self._tracking_nodes = True
+        with self._cond:
+            tracked = self._node_base is not None and self._node_base <= snapshot_index
+        if not tracked:
+            # Tracking starts with the watcher's next look; until then wake on any change.
+            soon = min(deadline, time.monotonic() + POLL_INTERVAL_S * 2)
+            self.wait_beyond(NODE_TABLES, snapshot_index, soon, gone)
+            return
+        event = threading.Event()
+        with self._cond:
+            self._node_waiters.setdefault(node, set()).add(event)
+        try:
+            while True:
+                with self._cond:
+                    if self.released or self._node_marks.get(node, 0) > seen:
+                        return
+                    if self._node_base is None or self._node_base > snapshot_index:
+                        return  # the watcher reconnected and may have missed changes: look again
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or gone():
+                    return
+                event.wait(min(remaining, CALLER_CHECK_S))
+                event.clear()
+        finally:
+            with self._cond:
+                waiting = self._node_waiters.get(node)
+                if waiting is not None:
+                    waiting.discard(event)
+                    if not waiting:
+                        del self._node_waiters[node]
+
+    def _track_nodes(self, conn: psycopg.Connection[tuple[object, ...]], indexes: dict[str, int]) -> None:
+        level = max(indexes.get(table, 0) for table in NODE_TABLES)
+        if self._node_base is None:
+            with self._cond:
+                self._node_base = self._node_level = level
+            return
+        if level <= self._node_level:
+            return
+        # Every change up to `level` has committed (indexes are taken under one row lock held
+        # to commit), so this sees all of (previous level, level]; later ones come again next time.
+        rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level}).fetchall()
+        with self._cond:
+            for node_id, index in rows:
+                if node_id is None:
+                    continue
+                key = node_id if isinstance(node_id, uuid.UUID) else uuid.UUID(str(node_id))
+                changed = int(str(index))
+                if changed > self._node_marks.get(key, 0):
+                    self._node_marks[key] = changed
+                for event in self._node_waiters.get(key, ()):
+                    event.set()
+            self._node_level = level
+
     def _ensure_running(self) -> None:
         # gunicorn forks after import: a thread started in the parent does not exist here.
         if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
@@ -102,6 +183,8 @@ class IndexWatcher:
             try:
                 self._watch()
             except psycopg.Error as err:
+                with self._cond:
+                    self._node_base = None  # changes made while disconnected were not tracked
                 if self._stopped.is_set():
                     return
                 log.warning("index watcher lost its connection; reconnecting", error=str(err))
@@ -114,6 +197,8 @@ class IndexWatcher:
             while not self._stopped.is_set():
                 rows = conn.execute("SELECT name, value FROM state_index").fetchall()
                 indexes = {str(name): int(value) for name, value in rows}
+                if self._tracking_nodes:
+                    self._track_nodes(conn, indexes)
                 if indexes != self._indexes:
                     # Only a change wakes the waiters: thousands of them must not all run
                     # every poll interval for nothing.
@@ -131,15 +216,22 @@ def blocking_read(
     params: BlockingParams,
     read: Callable[[Session], T],
     gone: Callable[[], bool] = lambda: False,
+    node: uuid.UUID | None = None,
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index (or the
-    wait ends, the server shuts down, or the caller hangs up)."""
+    wait ends, the server shuts down, or the caller hangs up). With `node`, only a change to
+    that node or its allocations counts (the tables must be NODE_TABLES)."""
     wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)
     deadline = time.monotonic() + wait
     while True:
         with factory() as session, session.begin():
             index = current_index(session, tables)
             seen = params.index
-            if seen is None or index > seen or watcher.released or time.monotonic() >= deadline or gone():
+            moved = seen is None or (node_index(session, node) if node is not None else index) > seen
+            if moved or watcher.released or time.monotonic() >= deadline or gone():
                 return read(session), index
-        watcher.wait_beyond(tables, seen, deadline, gone)
+        assert seen is not None
+        if node is None:
+            watcher.wait_beyond(tables, seen, deadline, gone)
+        else:
+            watcher.wait_for_node(node, seen, index, deadline, gone)

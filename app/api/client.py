@@ -14,7 +14,7 @@ from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.acl import client_link as link
-from app.api.context import client_lane, respond, state, write
+from app.api.context import client_lane, client_write, respond, state, write
 from app.api.errors import problem
 from app.api.params import arg, bool_arg, integer_arg, json_body, uuid_value
 from app.api.validation import validate
@@ -99,7 +99,7 @@ def update_allocations(node_id: str) -> Response:
         )
         for u in body.Allocs
     ]
-    result = write(lambda s: client_allocs.update_allocations(s, key, secret, updates))
+    result = client_write(lambda s: client_allocs.update_allocations(s, key, secret, updates))
     return respond(
         {"Index": result.index, "EvalIDs": [str(e) for e in result.eval_ids], "Updated": result.updated}, result.index
     )

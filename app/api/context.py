@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import threading
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 from flask import Response, current_app, g, has_request_context, jsonify, request
@@ -38,6 +40,14 @@ class ApiState:
     client: Lane
     watcher: IndexWatcher
     client_engine: Engine
+    # Client writes that take the state index (registrations, allocation updates) queue on
+    # the cluster-wide index lock while holding a pooled connection: at most half the client
+    # pool may do so at once, so a burst of them (a fleet registering) never leaves a
+    # heartbeat without a connection.
+    client_writes: threading.BoundedSemaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client_writes = threading.BoundedSemaphore(max(1, self.settings.http_node_pool_size // 2))
 
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
@@ -84,15 +94,23 @@ def respond(body: Any, index: int, status: int = 200) -> Response:
     return response
 
 
-def read(tables: list[str], fn: Callable[[Session], T]) -> tuple[T, int]:
-    """A blocking-capable read: honours ?index= and ?wait= on every read endpoint."""
+def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None = None) -> tuple[T, int]:
+    """A blocking-capable read: honours ?index= and ?wait= on every read endpoint. With `node`
+    (a node's own allocations), only that node's changes end the wait."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
-    return blocking_read(current.reads, current.watcher, tables, params, fn, caller)
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
 
 
 def write(fn: Callable[[Session], T]) -> T:
     """One write transaction: everything in fn commits together or not at all."""
     with state().writes() as session, session.begin():
         return fn(session)
+
+
+def client_write(fn: Callable[[Session], T]) -> T:
+    """A client lane write that takes the state index: waits its turn (without a connection)
+    behind the other such writes, so heartbeats always find a pooled connection."""
+    with state().client_writes:
+        return write(fn)

@@ -59,13 +59,14 @@ def _register(url_job_id: str | None) -> Response:
     if url_job_id is not None and spec["ID"] != url_job_id:
         raise InvalidInput.of("Job.ID", f"{spec['ID']!r} does not match the job ID in the URL ({url_job_id!r})")
     options = _register_options(body)
+    warnings = _submission_warnings(body.get("Submission"), state().settings.job_max_source_size)
     result = write(lambda session: store.register_job(session, spec, options))
     return respond(
         {
             "EvalID": encode.ident(result.eval_id),
             "EvalCreateIndex": result.eval_create_index,
             "JobModifyIndex": result.job_modify_index,
-            "Warnings": format_warnings(job_warnings(spec)),
+            "Warnings": format_warnings(job_warnings(spec) + ([warnings] if warnings else [])),
             "Index": result.index,
             "LastContact": 0,
             "KnownLeader": True,
@@ -84,6 +85,35 @@ def normalized_job(body: dict[str, Any]) -> dict[str, Any]:
         return normalize_job(job)
     except JobSpecError as err:
         raise InvalidInput([FieldProblem(e.field, e.message) for e in err.errors]) from err
+
+
+def _submission_warnings(submission: Any, limit: int) -> str:
+    """Nomad's job source (the HCL or JSON the job was written in, with its variables): checked
+    and measured. Over job_max_source_size it is discarded with a warning and the job still
+    registers, as Nomad does. corral keeps no sources (there is no /v1/job/:id/submission), so a
+    source within the limit is discarded too, silently."""
+    if submission is None:
+        return ""
+    if not isinstance(submission, dict):
+        raise InvalidInput.of("Submission", "must be a JSON object")
+    problems = [
+        FieldProblem(f"Submission.{name}", "must be a string")
+        for name in ("Source", "Format", "Variables")
+        if not isinstance(submission.get(name, ""), str)
+    ]
+    flags = submission.get("VariableFlags") or {}
+    if not isinstance(flags, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in flags.items()):
+        problems.append(FieldProblem("Submission.VariableFlags", "must be an object of strings"))
+    if problems:
+        raise InvalidInput(problems)
+    size = sum(len(str(submission.get(name) or "").encode()) for name in ("Source", "Variables"))
+    size += sum(len(k.encode()) + len(v.encode()) for k, v in flags.items())
+    if size <= limit:
+        return ""
+    return (
+        f"Submission: the job source is {size} bytes, over job_max_source_size ({limit} bytes); "
+        "it was discarded and the job registered without it"
+    )
 
 
 def _register_options(body: dict[str, Any]) -> store.RegisterOptions:

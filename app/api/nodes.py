@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.acl.client_link import http_addr_problem
 from app.api import encode
-from app.api.context import client_lane, read, respond, state, write
+from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
@@ -138,7 +138,7 @@ def register() -> Response:
     node = validate(NodeBody, raw, "Node")
     assert isinstance(raw, dict)  # validation passed, so it is an object
     policy = HeartbeatPolicy.of(state().settings)
-    result = write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
+    result = client_write(lambda s: store.register_node(s, _to_registration(node, raw), policy))
     ttl = result.heartbeat_ttl.total_seconds() if result.heartbeat_ttl else 0
     return respond(
         {
@@ -193,8 +193,9 @@ def eligibility(node_id: str) -> Response:
 @client_lane
 def node_allocations(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
+    # Woken only by this node's changes: thousands of clients each hold one of these.
     body, index = read(
-        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)]
+        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)], node=key
     )
     return respond(body, index)
 

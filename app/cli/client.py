@@ -194,23 +194,77 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
 @click.option(
     "--server", default=None, help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646]."
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["realistic", "compact"]),
+    default="realistic",
+    show_default=True,
+    help="realistic: every node holds its own blocking query on its allocations, as `corral client` "
+    "does; compact: one cluster-wide query for all nodes (cheaper, not what a real fleet costs).",
+)
 @click.option("--name-prefix", default="sim", show_default=True, help="Node names are <prefix>-00000, ...")
 @click.option("-dc", "--datacenter", default="dc1", show_default=True, help="Datacenter of every node.")
 @click.option("--cpu", type=click.IntRange(1), default=4000, show_default=True, help="MHz per node.")
 @click.option("--memory", type=click.IntRange(1), default=8192, show_default=True, help="Memory MB per node.")
-@click.option("--threads", type=click.IntRange(1), default=16, show_default=True, help="HTTP concurrency.")
+@click.option(
+    "--concurrency",
+    "--threads",
+    "concurrency",
+    type=click.IntRange(1),
+    default=16,
+    show_default=True,
+    help="Registrations in flight at once (compact mode: every request).",
+)
+@click.option(
+    "--nodes-per-address",
+    type=click.IntRange(0),
+    default=30,
+    show_default=True,
+    help="With a server on loopback, nodes per source address (127.0.0.2, 127.0.0.3, ...), so the "
+    "servers' per-address connection limit can stay on; 0: one address for all.",
+)
+@click.option(
+    "--stats-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the fleet's counters (heartbeats, on time, failures) as JSON here every 2 s and at exit.",
+)
 def fleet(
-    nodes: int, server: str | None, name_prefix: str, datacenter: str, cpu: int, memory: int, threads: int
+    nodes: int,
+    server: str | None,
+    mode: str,
+    name_prefix: str,
+    datacenter: str,
+    cpu: int,
+    memory: int,
+    concurrency: int,
+    nodes_per_address: int,
+    stats_file: Path | None,
 ) -> None:
     """Simulate a fleet for tests and benchmarks: register NODES mock nodes, heartbeat each
     within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
-    start_error) and report their status, all from one process."""
+    start_error) and report their status, all from one process. Busy or failing servers are
+    waited out with jittered backoff; only a refused registration ends the fleet."""
     from app.cli import get_settings
     from app.logging import configure
-    from workers.client.fleet import FleetConfig, run_fleet
+    from workers.client.fleet import FleetConfig, Refused, run_fleet
     from workers.runtime import stop_on_signals
 
     settings = get_settings()
     configure("fleet", settings.log_level, settings.log_format)
-    config = FleetConfig(server or default_address(), nodes, name_prefix, datacenter, cpu, memory, threads)
-    run_fleet(config, stop_on_signals())
+    config = FleetConfig(
+        server or default_address(),
+        nodes,
+        name_prefix,
+        datacenter,
+        cpu,
+        memory,
+        concurrency,
+        mode="realistic" if mode == "realistic" else "compact",
+        nodes_per_address=nodes_per_address,
+        stats_file=stats_file,
+    )
+    try:
+        run_fleet(config, stop_on_signals())
+    except Refused as err:
+        raise click.ClickException(f"the servers refused a node: {err}") from err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
@@ -33,3 +34,8 @@ def current_index(session: Session, tables: Iterable[str]) -> int:
 
 def all_indexes(session: Session) -> dict[str, int]:
     return {str(name): int(value) for name, value in session.execute(query("read_all"))}
+
+
+def node_index(session: Session, node_id: uuid.UUID) -> int:
+    """The highest index of a change to the node or to one of its allocations."""
+    return int(session.execute(query("node_index"), {"node_id": node_id}).scalar_one())

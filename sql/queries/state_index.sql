@@ -24,3 +24,19 @@ SELECT (SELECT first_write FROM guard) AS first_write,
        (SELECT value FROM bumped) AS taken,
        (SELECT count(*) FROM stamped) AS stamped,
        CASE WHEN CAST(:notify AS boolean) THEN pg_notify('corral_index', '') END AS notified;
+
+-- name: node_index
+-- The highest index of a change to one node or to any of its allocations, as seen by the
+-- current snapshot: a node's blocking query on its allocations answers once this passes.
+SELECT COALESCE(greatest(
+    (SELECT modify_index FROM nodes WHERE id = :node_id),
+    (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id)
+), 0);
+
+-- name: node_changes_since
+-- The nodes that changed, or whose allocations changed, after an index: the API's index
+-- watcher wakes only those nodes' blocking queries. (A full scan of allocations per change:
+-- an index on allocations.modify_index would make it proportional to the change.)
+SELECT node_id, max(modify_index) FROM allocations WHERE modify_index > :since GROUP BY node_id
+UNION ALL
+SELECT id, modify_index FROM nodes WHERE modify_index > :since;

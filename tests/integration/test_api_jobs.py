@@ -6,6 +6,8 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
+from app import create_app
+from app.config import Settings
 from tests.support.api import minimal_job
 
 pytestmark = pytest.mark.integration
@@ -253,3 +255,26 @@ def test_status_is_derived_from_allocations_and_evaluations(
     assert status("sys") == "running"  # system jobs run until stopped
     assert client.delete("/v1/job/sys").status_code == 200
     assert status("sys") == "dead"
+
+
+def test_a_job_source_over_job_max_source_size_is_discarded_with_a_warning(database_url: str) -> None:
+    app = create_app(Settings(database_url=database_url, job_max_source_size=100), database_url)
+    client = app.test_client()
+    try:
+        small = {"Source": 'job "web" {}', "Format": "hcl2", "VariableFlags": {"n": "1"}}
+        resp = client.put("/v1/jobs", json={"Job": minimal_job("small"), "Submission": small})
+        assert resp.status_code == 200, resp.json
+        assert resp.json is not None and resp.json["Warnings"] == ""
+        # As Nomad does: the source is dropped, the job registers, the answer says why.
+        big = {"Source": "x" * 80, "Variables": "y" * 10, "VariableFlags": {"name": "z" * 20}}
+        resp = client.put("/v1/jobs", json={"Job": minimal_job("big"), "Submission": big})
+        assert resp.status_code == 200, resp.json
+        assert resp.json is not None
+        assert "job_max_source_size" in resp.json["Warnings"] and "114 bytes" in resp.json["Warnings"]
+        assert client.get("/v1/job/big").status_code == 200
+        bad = client.put("/v1/jobs", json={"Job": minimal_job("bad"), "Submission": {"Source": 7}})
+        assert bad.status_code == 400
+        assert bad.json is not None and "Submission.Source" in bad.json["detail"]
+        assert client.get("/v1/job/bad").status_code == 404
+    finally:
+        app.extensions["corral"].close()

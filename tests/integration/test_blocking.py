@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job
+from tests.support.api import minimal_job, node_body
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +93,30 @@ def test_a_request_that_finds_every_pooled_connection_busy_gets_503_with_retry_a
         assert app.test_client().get("/v1/jobs").status_code == 200
     finally:
         state.close()
+
+
+def test_a_nodes_allocation_query_wakes_for_that_node_only(client: FlaskClient) -> None:
+    first, other = str(uuid.uuid4()), str(uuid.uuid4())
+    for node_id in (first, other):
+        assert client.put("/v1/node/register", json={"Node": node_body(node_id)}).status_code == 200
+    index = int(client.get(f"/v1/node/{first}/allocations").headers["X-Nomad-Index"])
+    watcher = client.application.extensions["corral"].watcher
+    result: dict[str, int] = {}
+
+    def block() -> None:
+        resp = client.get(f"/v1/node/{first}/allocations?index={index}&wait=290s")
+        result["index"] = int(resp.headers["X-Nomad-Index"])
+
+    waiter = threading.Thread(target=block)
+    waiter.start()
+    # Another node's change moves the allocations/nodes index but must not wake this query.
+    assert wait_for(lambda: watcher._node_base is not None, 30)
+    changed = client.put(f"/v1/node/{other}/eligibility", json={"Eligibility": "ineligible"})
+    other_index = int(changed.json["Index"])  # type: ignore[index]
+    assert wait_for(lambda: watcher._node_level >= other_index, 30)
+    waiter.join(timeout=1)
+    assert waiter.is_alive()
+    client.put(f"/v1/node/{first}/eligibility", json={"Eligibility": "ineligible"})
+    waiter.join(timeout=60)
+    assert not waiter.is_alive()
+    assert result["index"] > other_index

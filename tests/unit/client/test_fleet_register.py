@@ -1,20 +1,23 @@
-"""The simulated fleet waits out a busy server at registration instead of exiting."""
+"""The simulated fleet waits out a busy server at registration instead of exiting, and spreads
+its nodes over loopback source addresses."""
 
 from __future__ import annotations
 
+import asyncio
+import random
 import threading
 
 import httpx
 import pytest
 
-from workers.client.fleet import NANOS, Fleet, FleetConfig
+from workers.client.fleet import NANOS, Fleet, FleetConfig, Refused, backoff_delay, source_addresses
 
 pytestmark = pytest.mark.unit
 
 
 def _fleet(handler: httpx.MockTransport) -> Fleet:
     fleet = Fleet(FleetConfig(server="http://corral.test", nodes=2, threads=2), threading.Event())
-    fleet.http = httpx.Client(base_url="http://corral.test", transport=handler)
+    fleet.clients = [httpx.AsyncClient(base_url="http://corral.test", transport=handler)]
     return fleet
 
 
@@ -28,15 +31,97 @@ def test_registration_retries_busy_answers_and_dropped_connections() -> None:
             return httpx.Response(503, headers={"Retry-After": "1"})
         if seen[node] == 2:
             raise httpx.ConnectError("connection refused")
+        if seen[node] == 3:
+            return httpx.Response(429, headers={"Retry-After": "1"})
         return httpx.Response(200, json={"HeartbeatTTL": 7 * NANOS})
 
     fleet = _fleet(httpx.MockTransport(answer))
-    fleet.register_all()
-    assert sorted(seen.values()) == [3, 3]
-    assert all(node.ttl_s == 7 for node in fleet.nodes.values())
+    asyncio.run(fleet.register_all())
+    assert sorted(seen.values()) == [4, 4]
+    assert all(node.ttl_s == 7 and node.registered for node in fleet.nodes.values())
+    assert fleet.stats.registered == 2
 
 
 def test_a_refused_node_ends_registration_with_the_error() -> None:
     fleet = _fleet(httpx.MockTransport(lambda request: httpx.Response(400, json={"detail": "Node.Name: bad"})))
-    with pytest.raises(httpx.HTTPStatusError):
-        fleet.register_all()
+    with pytest.raises(Refused, match=r"Node\.Name: bad"):
+        asyncio.run(fleet.register_all())
+
+
+def test_backoff_grows_to_its_cap_with_jitter() -> None:
+    rng = random.Random(1)
+    delays = [backoff_delay(attempt, rng, 4.0) for attempt in range(10)]
+    assert all(0 < d <= 4.0 for d in delays)
+    assert delays[0] <= 0.5
+    assert delays[-1] >= 2.0  # at the cap, jittered down to half of it at most
+    assert len({round(d, 6) for d in delays[5:]}) > 1  # jittered, not all equal
+
+
+def test_loopback_fleets_spread_over_source_addresses() -> None:
+    addresses = source_addresses("http://127.0.0.1:4646", 5000, 40)
+    assert len(addresses) == 125 == len(set(addresses))
+    assert addresses[0] == "127.0.0.2"
+    assert all(a is not None and a.startswith("127.") and not a.endswith((".0", ".255")) for a in addresses)
+    assert len(source_addresses("http://localhost:4646", 10, 40)) == 1
+    assert source_addresses("http://10.0.0.5:4646", 5000, 40) == [None]
+    assert source_addresses("http://127.0.0.1:4646", 5000, 0) == [None]
+
+
+def test_nodes_are_spread_evenly_at_most_per_address() -> None:
+    fleet = Fleet(FleetConfig(server="http://127.0.0.1:4646", nodes=1000, nodes_per_address=40), threading.Event())
+    assert FleetConfig(server="x", nodes=1).nodes_per_address * 2 + 4 <= 100  # the servers' default limit
+    per_slot: dict[int, int] = {}
+    for node in fleet.nodes.values():
+        per_slot[node.slot] = per_slot.get(node.slot, 0) + 1
+    assert len(per_slot) == 25
+    assert max(per_slot.values()) <= 40
+
+
+def test_a_nodes_watch_survives_a_failed_allocation_fetch_and_starts_it() -> None:
+    """Issue 23: an HTTP error while fetching a placed allocation must not end the watch; the
+    allocation is fetched again and started, and the poll carries the node's secret."""
+    fleet = Fleet(FleetConfig(server="http://corral.test", nodes=1), threading.Event())
+    node = next(iter(fleet.nodes.values()))
+    alloc_id = "8f7e2a3c-0000-4000-8000-000000000001"
+    stub = {
+        "ID": alloc_id,
+        "NodeID": str(node.id),
+        "Namespace": "default",
+        "JobID": "web",
+        "JobVersion": 0,
+        "TaskGroup": "g",
+        "DesiredStatus": "run",
+        "ClientStatus": "pending",
+    }
+    fetches: list[int] = []
+    polls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == f"/v1/node/{node.id}/allocations":
+            polls.append(request)
+            return httpx.Response(200, json=[stub], headers={"X-Nomad-Index": str(10 + len(polls))})
+        fetches.append(1)
+        if len(fetches) == 1:
+            return httpx.Response(500, json={"detail": "boom"})
+        if len(fetches) == 2:
+            raise httpx.ReadError("connection dropped")
+        job = {"TaskGroups": [{"Name": "g", "Tasks": [{"Config": {}}]}]}
+        return httpx.Response(200, json={**stub, "Job": job})
+
+    fleet.clients = [httpx.AsyncClient(base_url="http://corral.test", transport=httpx.MockTransport(answer))]
+
+    async def scenario() -> None:
+        watch = asyncio.ensure_future(fleet._watch_node(node))
+        for _ in range(200):
+            if alloc_id in fleet.known:
+                break
+            await asyncio.sleep(0.05)
+        watch.cancel()
+
+    asyncio.run(scenario())
+    assert fleet.known[alloc_id] == node.id
+    assert fleet.dirty[node.id][alloc_id]["ClientStatus"] == "running"
+    assert len(fetches) == 3
+    assert polls[0].headers["X-Nomad-Token"] == node.secret
+    assert polls[0].url.params["index"] == "0"
+    assert fleet.stats.errors["watch:HTTP 500"] == 1 and fleet.stats.errors["watch:ReadError"] == 1
