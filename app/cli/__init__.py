@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -82,7 +83,7 @@ def worker(schedulers: str) -> None:
     settings = get_settings()
     configure("worker", settings.log_level, settings.log_format)
     stop = stop_on_signals()
-    with _database(settings, "worker") as url:
+    with _database(settings, "worker", stop) as url:
         run_worker(settings, url, chosen, stop)
 
 
@@ -96,7 +97,7 @@ def applier() -> None:
     settings = get_settings()
     configure("applier", settings.log_level, settings.log_format)
     stop = stop_on_signals()
-    with _database(settings, "applier") as url:
+    with _database(settings, "applier", stop) as url:
         run_applier(settings, url, stop)
 
 
@@ -112,21 +113,24 @@ def leader() -> None:
     settings = get_settings()
     configure("leader", settings.log_level, settings.log_format)
     stop = stop_on_signals()
-    with _database(settings, "leader") as url:
+    with _database(settings, "leader", stop) as url:
         run_leader(settings, url, stop)
 
 
 @contextmanager
-def _database(settings: Settings, role: str) -> Iterator[str]:
-    """The database URL for a role, refusing a schema that is not at head with a clear message."""
+def _database(settings: Settings, role: str, stop: threading.Event | None = None) -> Iterator[str]:
+    """The database URL for a role once the database answers (the role waits for it, with one
+    log line, rather than exit), refusing a schema that is not at head with a clear message."""
     from app.db.schema import SchemaNotCurrentError
-    from workers.runtime import database_for
+    from workers.runtime import StoppedWaiting, database_for
 
     try:
-        with database_for(settings, role) as url:
+        with database_for(settings, role, stop) as url:
             yield url
     except SchemaNotCurrentError as err:
         raise click.ClickException(str(err)) from err
+    except StoppedWaiting:
+        sys.exit(0)
 
 
 from app.cli.alloc import alloc  # noqa: E402
