@@ -102,6 +102,7 @@ def write(fn: Callable[[Session], T]) -> T:
         session.begin()
         try:
             result = fn(session)
+            session.flush()  # every statement now: only COMMIT itself is left for the outcome check
         except BaseException:
             with contextlib.suppress(Exception):  # the connection may be gone: the error that matters is fn's
                 session.rollback()
