@@ -6,7 +6,6 @@ the servers mark its node down instead of leaving work pending on a node that lo
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import uuid
@@ -135,7 +134,7 @@ def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
     assert eventually(lambda: runner.client_status == "running")
     # GC removed the directory (its destroy raced the watch loop), then the servers stop the
     # allocation: stopping it writes its record into the directory that is gone.
-    shutil.rmtree(runner.dir)
+    runner.dir.rename(runner.dir.with_name("collected"))  # atomically gone, as after GC's rmtree
     original_stop = runner.stop
 
     def stop_into_a_missing_directory() -> None:
