@@ -184,22 +184,27 @@ class Chaos:
         self.stop = threading.Event()
         self.pg_lock = threading.Lock()  # held while Postgres restarts: checks wait
         self.pg = Postgres(work / "pg")
-        port = free_port()
-        self.base = f"http://127.0.0.1:{port}"
+        ports = [free_port() for _ in range(args.servers)]
+        self.bases = [f"http://127.0.0.1:{port}" for port in ports]
+        self.base = self.bases[0]
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-        env = {**inherited, **ENV, "CORRAL_DATABASE_URL": self.pg.url, "CORRAL_BIND": f"127.0.0.1:{port}"}
-        client_env = {**env, "CORRAL_ADDR": self.base}
-        self.roles: list[Role] = [Role("server", ["server"], env, work / "server")]
+        env = {**inherited, **ENV, "CORRAL_DATABASE_URL": self.pg.url}
+        self.roles: list[Role] = [
+            Role(f"server-{i}", ["server"], {**env, "CORRAL_BIND": f"127.0.0.1:{port}"}, work / f"server-{i}")
+            for i, port in enumerate(ports)
+        ]
         for kind, n in (("worker", args.workers), ("applier", 2), ("leader", 2)):
             self.roles += [Role(f"{kind}-{i}", [kind], env, work / f"{kind}-{i}") for i in range(n)]
         for i in range(args.clients):
             flags = ["--name", f"client-{i}", "--driver", "mock", "--cpu-total-compute", "4000"]
             flags += ["--memory-total-mb", "4096", "--data-dir", str(work / f"client-{i}" / "data")]
+            client_env = {**env, "CORRAL_ADDR": self.bases[i % len(self.bases)]}
             self.roles.append(Role(f"client-{i}", ["client", *flags], client_env, work / f"client-{i}"))
         if args.fleet_nodes:
             fleet = ["fleet", "--nodes", str(args.fleet_nodes), "--server", self.base, "--name-prefix", "fleet"]
-            self.roles.append(Role("fleet", fleet, client_env, work / "fleet"))
-        self.http = httpx.Client(base_url=self.base, timeout=10)
+            self.roles.append(Role("fleet", fleet, {**env, "CORRAL_ADDR": self.base}, work / "fleet"))
+        self.https = [httpx.Client(base_url=base, timeout=10) for base in self.bases]
+        self.http = self.https[0]
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -256,10 +261,17 @@ class Chaos:
     # -- load --------------------------------------------------------------------------------
 
     def _send(self, kind: str, job_id: str | None, method: str, path: str, body: Any = None) -> dict[str, Any] | None:
-        try:
-            answer = self.http.request(method, path, json=body)
-        except httpx.HTTPError:
-            answer = None
+        answer = None
+        # Any server will do; only a refused connection (the request never arrived) moves on to
+        # the next one: after a timeout the outcome is unknown and the write is not sent again.
+        for http in self.random.sample(self.https, len(self.https)):
+            try:
+                answer = http.request(method, path, json=body)
+                break
+            except httpx.ConnectError:
+                continue
+            except httpx.HTTPError:
+                break
         if answer is not None and answer.status_code == 200:
             self.results.acked[kind] += 1
             return dict(answer.json()) if answer.content else {}
@@ -444,7 +456,8 @@ class Chaos:
             return self.settle()
         finally:
             self.stop.set()
-            self.http.close()
+            for http in self.https:
+                http.close()
             for role in self.roles:
                 role.close()
             self.pg.close()
@@ -503,6 +516,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=180.0, help="seconds of faults and load")
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--servers", type=int, default=2, help="API servers; the load uses any that answers")
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--clients", type=int, default=3)
     parser.add_argument("--fleet-nodes", type=int, default=5)
