@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -16,6 +17,7 @@ from app.db.engines import make_engine
 from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, apply_next
+from workers.loops import Backoff, Streak
 from workers.runtime import Wakeup
 
 log = structlog.get_logger(__name__)
@@ -25,22 +27,31 @@ RENEW_EVERY_S = 1.0
 def run_applier(settings: Settings, database_url: str, stop: threading.Event) -> None:
     engine = make_engine(database_url, "applier", pool_size=2)
     wakeup = Wakeup(database_url, "applier", settings.poll_interval_s)
+    backoff = Backoff(cap=5.0)
+    streak = Streak("the applier role")
     try:
         while not stop.is_set():
             lead: Leadership | None = None
             try:
                 lead = Leadership(engine, "applier")
                 if lead.try_acquire():
+                    backoff.reset()
+                    streak.succeeded()
                     _serve(engine, lead, wakeup, stop)
                 else:
+                    streak.succeeded()
                     stop.wait(1.0)
             except (Deposed, DBAPIError, psycopg.Error) as err:
                 # Lost the term or the database: drop the role, then stand for election again.
-                log.warning("gave up the applier role", error=str(err).splitlines()[0])
-                stop.wait(1.0)
+                streak.failed(err)
+                stop.wait(backoff.next())
+            except Exception as err:  # a bug: log it once, back off, stand again (never die silently)
+                streak.failed(err, traceback=True)
+                stop.wait(backoff.next())
             finally:
                 if lead is not None:
-                    lead.close()
+                    with contextlib.suppress(Exception):
+                        lead.close()
     finally:
         wakeup.close()
         engine.dispose()
@@ -72,6 +83,7 @@ def _renew(engine: Engine, lead: Leadership, stop: threading.Event, deposed: thr
                 if not lead.renew(conn):
                     deposed.set()
                     return
-            except DBAPIError:
+            except Exception as err:  # the database or anything else: the serving loop must step down
+                log.warning("applier term renewal failed; stepping down", error=repr(err))
                 deposed.set()
                 return

@@ -3,6 +3,7 @@ the leader role. Every tick is fenced by the term and safe to run twice."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from app.db.engines import make_engine
 from app.db.leadership import Leadership
 from app.leader import deployment_watch, eval_sweeps, gc_schedule, node_lifecycle, periodic_launch
 from app.store.sql import query
+from workers.loops import Backoff, Streak
 
 log = structlog.get_logger(__name__)
 RENEW_EVERY_S = 1.0
@@ -42,21 +44,30 @@ def duties(settings: Settings) -> dict[str, tuple[float, Duty]]:
 
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:
     engine = make_engine(database_url, "leader", pool_size=2)
+    backoff = Backoff(cap=5.0)
+    streak = Streak("the leader role")
     try:
         while not stop.is_set():
             lead: Leadership | None = None
             try:
                 lead = Leadership(engine, "leader")
                 if lead.try_acquire():
+                    backoff.reset()
+                    streak.succeeded()
                     _lead(engine, lead, stop, duties(settings))
                 else:
+                    streak.succeeded()
                     stop.wait(1.0)
             except (DBAPIError, psycopg.Error) as err:
-                log.warning("gave up the leader role", error=str(err).splitlines()[0])
-                stop.wait(1.0)
+                streak.failed(err)
+                stop.wait(backoff.next())
+            except Exception as err:  # a bug: log it once, back off, stand again (never die silently)
+                streak.failed(err, traceback=True)
+                stop.wait(backoff.next())
             finally:
                 if lead is not None:
-                    lead.close()
+                    with contextlib.suppress(Exception):
+                        lead.close()
     finally:
         engine.dispose()
 
@@ -75,7 +86,7 @@ def _lead(
             _tick,
             "interval",
             seconds=seconds,
-            args=(lead, name, duty, deposed),
+            args=(lead, name, duty, deposed, Streak(f"leader duty {name!r}", duty=name)),
             id=name,
             max_instances=1,
             coalesce=True,
@@ -94,7 +105,7 @@ def _lead(
         raise DBAPIError("leader duty", None, RuntimeError("stepped down"))
 
 
-def _tick(lead: Leadership, name: str, duty: Duty, deposed: threading.Event) -> None:
+def _tick(lead: Leadership, name: str, duty: Duty, deposed: threading.Event, streak: Streak) -> None:
     try:
         with Session(bind=lead.connection) as session, session.begin():
             changed = duty(session)
@@ -102,12 +113,14 @@ def _tick(lead: Leadership, name: str, duty: Duty, deposed: threading.Event) -> 
             if fenced is None:
                 deposed.set()
                 raise RuntimeError("leader term moved on; rolling back")
+        streak.succeeded()
         if changed:
             log.info("leader duty", duty=name, changed=changed)
-    except (DBAPIError, psycopg.Error):
+    except (DBAPIError, psycopg.Error) as err:
         # The lock connection may be gone (and with it the advisory lock): step down and stand
         # for election again rather than carry on over a silently replaced connection.
-        log.exception("leader duty failed on the database; stepping down", duty=name)
+        streak.failed(err)
+        log.warning("leader duty failed on the database; stepping down", duty=name)
         deposed.set()
-    except Exception:
-        log.exception("leader duty failed", duty=name)
+    except Exception as err:  # logged once per run of failures; the next tick tries again
+        streak.failed(err, traceback=True)

@@ -12,11 +12,14 @@ from contextlib import contextmanager
 
 import psycopg
 import structlog
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.db.database import open_database
 from app.db.engines import connect_args, libpq_url, make_engine
 from app.db.schema import ensure_current
+from workers.loops import Backoff, Streak
 
 log = structlog.get_logger(__name__)
 
@@ -38,18 +41,57 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
+class StoppedWaiting(Exception):
+    """SIGTERM/SIGINT arrived while the role was still waiting for its database."""
+
+
 @contextmanager
-def database_for(settings: Settings, role: str) -> Iterator[str]:
+def database_for(settings: Settings, role: str, stop: threading.Event | None = None) -> Iterator[str]:
     database = open_database(settings)
     try:
-        engine = make_engine(database.url, role, pool_size=1)
-        try:
-            ensure_current(engine)
-        finally:
-            engine.dispose()
+        wait_for_database(database.url, role, stop)
         yield database.url
     finally:
         database.close()
+
+
+UNREACHABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def wait_for_database(url: str, role: str, stop: threading.Event | None = None, backoff: Backoff | None = None) -> None:
+    """Check the schema, waiting (capped, jittered backoff; one log line while it lasts) for a
+    database that is not reachable yet, instead of exiting. A schema that is not at head is not
+    something to wait for: SchemaNotCurrentError goes to the caller at once."""
+    backoff = backoff or Backoff(cap=10.0)
+    waited = 0
+    while True:
+        engine = make_engine(url, role, pool_size=1)
+        try:
+            ensure_current(engine)
+        except UNREACHABLE as err:
+            if not waited:
+                log.warning(
+                    "database unavailable; waiting for it with backoff",
+                    role=role,
+                    url=_safe(url),
+                    error=str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__,
+                )
+            waited += 1
+        else:
+            if waited:
+                log.info("database available; starting", role=role, attempts=waited + 1)
+            return
+        finally:
+            engine.dispose()
+        delay = backoff.next()
+        if stop is None:
+            time.sleep(delay)
+        elif stop.wait(delay):
+            raise StoppedWaiting(f"{role}: stopped while waiting for the database")
+
+
+def _safe(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
 
 
 DEBOUNCE_S = 0.005
@@ -65,6 +107,7 @@ class Wakeup:
         self._poll_s = poll_s
         self._random = random.Random()
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+        self._streak = Streak("the change listener (polling meanwhile)", role=role)
 
     def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
         args = {k: v for k, v in connect_args(self._role).items() if k != "application_name"}
@@ -86,9 +129,11 @@ class Wakeup:
                     pass
         except psycopg.Error as err:
             # Without the listener we still poll: sleep the interval and reconnect next time.
-            log.warning("listener lost; polling until it reconnects", error=str(err).splitlines()[0])
+            self._streak.failed(err)
             self.close()
             time.sleep(limit)
+        else:
+            self._streak.succeeded()
 
     def close(self) -> None:
         if self._conn is not None:

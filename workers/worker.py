@@ -26,6 +26,7 @@ from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import process
 from app.structs import SchedulerResult
+from workers.loops import Backoff, Streak, guarded
 from workers.runtime import Wakeup
 
 log = structlog.get_logger(__name__)
@@ -74,26 +75,31 @@ class Worker:
     def run(self, stop: threading.Event) -> None:
         log.info("worker started", schedulers=list(self.schedulers), owner=self.owner)
         next_rescue = 0.0
+        backoff, streak = Backoff(), Streak("claiming evaluations", owner=self.owner)
+
+        def step() -> float | None:
+            nonlocal next_rescue
+            rescue = time.monotonic() >= next_rescue
+            began = time.perf_counter()
+            try:
+                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue)
+            except (DBAPIError, psycopg.Error) as err:  # the database is away: one line per outage
+                streak.failed(err)
+                return backoff.next()
+            streak.succeeded()
+            backoff.reset()
+            if rescue:
+                next_rescue = time.monotonic() + RESCUE_EVERY_S
+            if held is None:
+                self.wakeup.wait()
+                next_rescue = 0.0  # idle: look for lapsed leases on the next round
+            else:
+                DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
+                self.handle(held, stop)
+            return None
+
         try:
-            while not stop.is_set():
-                rescue = time.monotonic() >= next_rescue
-                began = time.perf_counter()
-                try:
-                    held = broker.claim(
-                        self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue
-                    )
-                except (DBAPIError, psycopg.Error) as err:
-                    log.warning("claim failed; retrying", error=str(err).splitlines()[0])
-                    stop.wait(1.0)
-                    continue
-                if rescue:
-                    next_rescue = time.monotonic() + RESCUE_EVERY_S
-                if held is None:
-                    self.wakeup.wait()
-                    next_rescue = 0.0  # idle: look for lapsed leases on the next round
-                else:
-                    DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
-                    self.handle(held, stop)
+            guarded("worker", step, stop)  # anything unexpected: logged once, backed off, carried on
         finally:
             self.wakeup.close()
             self.engine.dispose()

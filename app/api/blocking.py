@@ -67,6 +67,7 @@ class IndexWatcher:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._stopped = threading.Event()
+        self._listening = False
         self.released = False  # shutting down: waiters answer with what they have
         # Per-node wake-ups, once a node's query has asked for them: the highest index of a
         # change to each node (or its allocations) seen since `_node_base`, and the events of
@@ -179,6 +180,7 @@ class IndexWatcher:
                 self._thread.start()
 
     def _run(self) -> None:
+        lost = 0
         while not self._stopped.is_set():
             try:
                 self._watch()
@@ -187,13 +189,18 @@ class IndexWatcher:
                     self._node_base = None  # changes made while disconnected were not tracked
                 if self._stopped.is_set():
                     return
-                log.warning("index watcher lost its connection; reconnecting", error=str(err))
+                if self._listening:
+                    lost, self._listening = 0, False
+                if not lost:  # once per outage, not every second of it
+                    log.warning("index watcher lost its connection; reconnecting", error=str(err))
+                lost += 1
                 self._stopped.wait(1.0)
 
     def _watch(self) -> None:
         kwargs = {k: v for k, v in connect_args("api").items() if k != "application_name"}
         with psycopg.connect(self._url, autocommit=True, application_name="corral-api-index-watcher", **kwargs) as conn:
             conn.execute("LISTEN corral_index")
+            self._listening = True
             while not self._stopped.is_set():
                 rows = conn.execute("SELECT name, value FROM state_index").fetchall()
                 indexes = {str(name): int(value) for name, value in rows}

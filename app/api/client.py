@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.acl import client_link as link
 from app.api.context import client_lane, client_write, respond, state, write
 from app.api.errors import problem
-from app.api.params import arg, bool_arg, integer_arg, json_body, uuid_value
+from app.api.params import arg, bool_arg, integer_arg, json_body, optional_json_body, uuid_value
 from app.api.validation import validate
 from app.errors import FieldProblem, Forbidden, InvalidInput, NotFound
 from app.gc.client_gc import request_client_gc
@@ -50,7 +50,7 @@ def heartbeat(node_id: str) -> Response:
     """Nomad's Node.UpdateStatus: answers the TTL the client must heartbeat within."""
     key = uuid_value(node_id, "NodeID")
     secret = node_secret()
-    body = validate(_HeartbeatBody, request.get_json(silent=True) or {}, "")
+    body = validate(_HeartbeatBody, optional_json_body(), "")
     current = state()
     beat = record_heartbeat(current.writes, key, secret, HeartbeatPolicy.of(current.settings), body.Status)
     ttl_ns = int(beat.ttl.total_seconds() * NANOS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import uuid
@@ -11,9 +12,11 @@ from typing import Any, ParamSpec, TypeVar
 
 from flask import Response, current_app, g, has_request_context, jsonify, request
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.blocking import IndexWatcher, blocking_read, hung_up
+from app.api.errors import CommitOutcomeUnknown, database_unavailable
 from app.api.params import blocking_params
 from app.config import Settings
 
@@ -104,9 +107,24 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
 
 
 def write(fn: Callable[[Session], T]) -> T:
-    """One write transaction: everything in fn commits together or not at all."""
-    with state().writes() as session, session.begin():
-        return fn(session)
+    """One write transaction: everything in fn commits together or not at all. A connection
+    lost during COMMIT leaves the outcome unknown, and the answer says so."""
+    with state().writes() as session:
+        session.begin()
+        try:
+            result = fn(session)
+            session.flush()  # every statement now: only COMMIT itself is left for the outcome check
+        except BaseException:
+            with contextlib.suppress(Exception):  # the connection may be gone: the error that matters is fn's
+                session.rollback()
+            raise
+        try:
+            session.commit()
+        except DBAPIError as err:
+            if database_unavailable(err):
+                raise CommitOutcomeUnknown(str(err.orig or err).strip().splitlines()[0]) from err
+            raise
+        return result
 
 
 def client_write(fn: Callable[[Session], T]) -> T:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import structlog
 from flask import Flask, Response, jsonify
@@ -14,7 +16,48 @@ from app.errors import CorralError, FieldProblem
 log = structlog.get_logger(__name__)
 # A lock or statement timeout means the database is busy, not that the request is wrong.
 BUSY_ERRORS = (pg_errors.LockNotAvailable, pg_errors.QueryCanceled)
+# The server is down, restarting, in recovery, or the connection to it was cut.
+UNAVAILABLE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 RETRY_AFTER_S = 1
+UNAVAILABLE_RETRY_AFTER_S = 2
+UNAVAILABLE = "the database is unavailable (down, restarting or unreachable); nothing was written; retry"
+OUTCOME_UNKNOWN = (
+    "the database connection was lost while the write was committing: it may or may not have been "
+    "applied; read the object back before retrying"
+)
+LOG_EVERY_S = 5.0
+
+
+class CommitOutcomeUnknown(Exception):
+    """The connection dropped during COMMIT: the transaction may have committed or not."""
+
+
+def database_unavailable(err: BaseException) -> bool:
+    """Whether an error means the database could not be reached (rather than refused the request)."""
+    if isinstance(err, sa_exc.DBAPIError):
+        if err.connection_invalidated:
+            return True
+        err = err.orig if err.orig is not None else err
+    return isinstance(err, UNAVAILABLE_ERRORS) and not isinstance(err, BUSY_ERRORS)
+
+
+class _Throttled:
+    """One warning per LOG_EVERY_S while the database stays away, not one per request."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+        self._suppressed = 0
+
+    def warning(self, message: str, **fields: object) -> None:
+        now = time.monotonic()
+        if now - self._last < LOG_EVERY_S:
+            self._suppressed += 1
+            return
+        log.warning(message, suppressed=self._suppressed, **fields)
+        self._last, self._suppressed = now, 0
+
+
+_unavailable_log = _Throttled()
 
 
 def problem(status: int, title: str, problems: list[FieldProblem]) -> Response:
@@ -51,6 +94,11 @@ def install(app: Flask) -> None:
         # The socket's read timeout (http_body_timeout_s) expired while the body was read.
         return problem(408, "Request Timeout", [FieldProblem("", "the request body stopped arriving; send it again")])
 
+    @app.errorhandler(CommitOutcomeUnknown)
+    def _outcome_unknown(err: CommitOutcomeUnknown) -> Response:
+        log.warning("commit outcome unknown: the connection dropped during COMMIT", error=str(err.__cause__))
+        return busy(OUTCOME_UNKNOWN, title="Commit Outcome Unknown", retry_after_s=UNAVAILABLE_RETRY_AFTER_S)
+
     @app.errorhandler(sa_exc.DBAPIError)
     def _database(err: sa_exc.DBAPIError) -> Response:
         return _database_problem(err.orig, err)
@@ -64,9 +112,9 @@ def install(app: Flask) -> None:
         return _internal(err)
 
 
-def busy(message: str) -> Response:
-    response = problem(503, "Service Unavailable", [FieldProblem("", message)])
-    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+def busy(message: str, title: str = "Service Unavailable", retry_after_s: int = RETRY_AFTER_S) -> Response:
+    response = problem(503, title, [FieldProblem("", message)])
+    response.headers["Retry-After"] = str(retry_after_s)
     return response
 
 
@@ -75,11 +123,19 @@ def _database_problem(orig: BaseException | None, err: Exception) -> Response:
     if isinstance(orig, BUSY_ERRORS):
         log.warning("database busy", error=str(orig))
         return busy("the database is busy (lock or statement timeout); retry")
+    if database_unavailable(err) or (orig is not None and database_unavailable(orig)):
+        _unavailable_log.warning("database unavailable; answering 503", error=_first_line(orig or err))
+        return busy(UNAVAILABLE, title="Database Unavailable", retry_after_s=UNAVAILABLE_RETRY_AFTER_S)
     if isinstance(orig, psycopg.DataError):
         # Worth a warning: some validation let through what the database refused.
         log.warning("database refused input", error=str(orig))
         return problem(400, "Bad Request", [FieldProblem("", f"invalid input: {_primary_message(orig)}")])
     return _internal(err)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _primary_message(err: psycopg.Error) -> str:

@@ -10,6 +10,9 @@ from app.config import Settings
 
 def create_app(settings: Settings | None = None, database_url: str | None = None) -> Flask:
     """The API application. Refuses to start against a database not at the current schema."""
+    import structlog
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
     from app.api import register
     from app.api.blocking import IndexWatcher
     from app.api.context import ApiState, Lane
@@ -25,7 +28,15 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     # must not become thousands of backends. Client traffic has a pool of its own.
     timeout = settings.http_db_pool_timeout_s
     engine = make_engine(url, "api", pool_size=settings.http_db_pool_size, max_overflow=0, pool_timeout_s=timeout)
-    ensure_current(engine)
+    try:
+        ensure_current(engine)
+    except (OperationalError, InterfaceError) as err:
+        # A gunicorn worker (re)started while the database is away: serve 503s until it is
+        # back rather than fail to boot (gunicorn would then stop the whole server). The
+        # server checked the schema before forking its workers.
+        structlog.get_logger(__name__).warning(
+            "database unavailable while the API starts; answering 503 until it returns", error=str(err.orig)
+        )
     node_engine = make_engine(
         url, "api", pool_size=settings.http_node_pool_size, max_overflow=0, pool_timeout_s=timeout
     )

@@ -144,6 +144,12 @@ def json_body() -> dict[str, Any]:
     return body
 
 
+def optional_json_body() -> dict[str, Any]:
+    """json_body() for routes whose body may be left out: an empty (or all-whitespace) body is
+    `{}`; anything else must be a valid JSON object, as for json_body()."""
+    return json_body() if request.get_data(cache=True).strip() else {}
+
+
 def _check_values(body: dict[str, Any]) -> list[FieldProblem]:
     """Walk the parsed body without recursion, collecting what no part of corral can store."""
     problems: list[FieldProblem] = []

@@ -7,10 +7,10 @@ import base64
 import binascii
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
 from app.api.context import respond, write
-from app.api.params import json_body, namespace
+from app.api.params import namespace, optional_json_body
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec.errors import json_type
 from app.store import dispatch as dispatch_store
@@ -33,7 +33,7 @@ def force(job_id: str) -> Response:
 def dispatch(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
-    body = json_body() if request.get_data(cache=True).strip() else {}
+    body = optional_json_body()
     payload, meta = _payload(body.get("Payload")), _meta(body.get("Meta"))
     result = write(lambda session: dispatch_store.dispatch_job(session, ns, job_id, payload, meta))
     return respond(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -108,7 +109,7 @@ def worker(schedulers: str) -> None:
     configure("worker", settings.log_level, settings.log_format)
     _serve_metrics(settings, "worker")
     stop = stop_on_signals()
-    with _database(settings, "worker") as url:
+    with _database(settings, "worker", stop) as url:
         run_worker(settings, url, chosen, stop)
 
 
@@ -124,7 +125,7 @@ def applier() -> None:
     configure("applier", settings.log_level, settings.log_format)
     _serve_metrics(settings, "applier")
     stop = stop_on_signals()
-    with _database(settings, "applier") as url:
+    with _database(settings, "applier", stop) as url:
         run_applier(settings, url, stop)
 
 
@@ -142,7 +143,7 @@ def leader() -> None:
     configure("leader", settings.log_level, settings.log_format)
     _serve_metrics(settings, "leader")
     stop = stop_on_signals()
-    with _database(settings, "leader") as url:
+    with _database(settings, "leader", stop) as url:
         run_leader(settings, url, stop)
 
 
@@ -159,16 +160,19 @@ def _serve_metrics(settings: Settings, role: str) -> None:
 
 
 @contextmanager
-def _database(settings: Settings, role: str) -> Iterator[str]:
-    """The database URL for a role, refusing a schema that is not at head with a clear message."""
+def _database(settings: Settings, role: str, stop: threading.Event | None = None) -> Iterator[str]:
+    """The database URL for a role once the database answers (the role waits for it, with one
+    log line, rather than exit), refusing a schema that is not at head with a clear message."""
     from app.db.schema import SchemaNotCurrentError
-    from workers.runtime import database_for
+    from workers.runtime import StoppedWaiting, database_for
 
     try:
-        with database_for(settings, role) as url:
+        with database_for(settings, role, stop) as url:
             yield url
     except SchemaNotCurrentError as err:
         raise click.ClickException(str(err)) from err
+    except StoppedWaiting:
+        sys.exit(0)
 
 
 from app.cli.acl import acl  # noqa: E402

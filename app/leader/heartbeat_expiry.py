@@ -23,11 +23,16 @@ EXPIRY_BATCH = 500
 
 
 def expire(
-    session: Session, failover_ttl_s: float, take_index: Callable[[], int] | None = None, batch: int = EXPIRY_BATCH
+    session: Session,
+    failover_ttl_s: float,
+    take_index: Callable[[], int] | None = None,
+    batch: int = EXPIRY_BATCH,
+    *,
+    grant: bool = True,
 ) -> int:
     """Mark nodes whose heartbeat deadline passed as down (node-update evaluations and all),
-    then grant the failover TTL to live nodes with no heartbeat row. Idle ticks write nothing
-    logged, so they wake no blocking query."""
+    then (unless `grant` is off: the caller grants last) grant the failover TTL to live nodes
+    with no heartbeat row. Idle ticks write nothing logged, so they wake no blocking query."""
     expired = [row.node_id for row in session.execute(query("expired_heartbeats"), {"batch": batch})]
     if expired:
         index = take_index() if take_index is not None else next_index(session, STATUS_TABLES)
@@ -36,8 +41,17 @@ def expire(
             if node is not None:
                 _went_silent(session, node, index)
             session.execute(query("forget_heartbeat"), {"node_id": node_id})
-    session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
+    if grant:
+        grant_failover(session, failover_ttl_s)
     return len(expired)
+
+
+def grant_failover(session: Session, failover_ttl_s: float) -> None:
+    """Give every live node without a heartbeat row the failover TTL. After a crash the UNLOGGED
+    heartbeat table is empty, so this writes (and takes a transaction id): in a transaction that
+    may still take the state index it must come after every write that does, since the index
+    must be a transaction's first write."""
+    session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
 
 
 def _went_silent(session: Session, node: Node, index: int) -> None:

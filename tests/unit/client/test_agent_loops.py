@@ -1,0 +1,239 @@
+"""The client's loops survive what they do not expect (issue 23): the servers failing while a
+placed allocation is fetched, an allocation's directory collected under the watch loop, an
+exception inside any loop. A client whose watch loop is dead or wedged stops heartbeating, so
+the servers mark its node down instead of leaving work pending on a node that looks ready."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from workers.client.agent import Client
+from workers.client.config import ClientConfig, GcConfig
+from workers.loops import Backoff, guarded
+
+pytestmark = pytest.mark.unit
+NANOS = 1_000_000_000
+
+
+def full_alloc(alloc_id: str) -> dict[str, Any]:
+    task = {"Name": "t", "Driver": "mock", "Config": {"run_for": "1h"}}
+    return {
+        "ID": alloc_id,
+        "Name": "web.g[0]",
+        "TaskGroup": "g",
+        "DesiredStatus": "run",
+        "ClientStatus": "pending",
+        "Job": {"ID": "web", "Type": "service", "TaskGroups": [{"Name": "g", "Tasks": [task]}]},
+    }
+
+
+class FakeServers:
+    """The REST API a client talks to, in memory. `fail_fetches` answers 500 to that many
+    fetches of a placed allocation (a server killed mid-request looks the same to a client)."""
+
+    def __init__(self) -> None:
+        self.allocs: dict[str, dict[str, Any]] = {}
+        self.index = 1
+        self.fail_fetches = 0
+        self.heartbeats = 0
+        self.lock = threading.Lock()
+
+    def place(self, alloc_id: str, desired: str = "run") -> None:
+        with self.lock:
+            self.allocs[alloc_id] = {**full_alloc(alloc_id), "DesiredStatus": desired}
+            self.index += 1
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path.endswith("/heartbeat"):
+            with self.lock:
+                self.heartbeats += 1
+            return httpx.Response(200, json={"HeartbeatTTL": NANOS // 20, "NodeStatus": "ready", "ForceGCIndex": 0})
+        if path == "/v1/node/register":
+            return httpx.Response(200, json={"HeartbeatTTL": NANOS // 20})
+        if path.startswith("/v1/node/") and path.endswith("/allocations"):
+            if request.method == "PUT":
+                return httpx.Response(200, json={})
+            if int(request.url.params.get("index", "0")) >= self.index:
+                time.sleep(0.02)  # a short blocking query
+            with self.lock:
+                stubs = [{k: a[k] for k in ("ID", "DesiredStatus", "ClientStatus")} for a in self.allocs.values()]
+                return httpx.Response(200, json=stubs, headers={"X-Nomad-Index": str(self.index)})
+        if path.startswith("/v1/allocation/"):
+            with self.lock:
+                if self.fail_fetches > 0:
+                    self.fail_fetches -= 1
+                    return httpx.Response(500, json={"title": "Internal Server Error"})
+                found = self.allocs.get(path.rsplit("/", 1)[1])
+            return httpx.Response(200, json=found) if found else httpx.Response(404)
+        return httpx.Response(404)
+
+
+@pytest.fixture
+def servers() -> FakeServers:
+    return FakeServers()
+
+
+@pytest.fixture
+def client(tmp_path: Path, servers: FakeServers) -> Iterator[Client]:
+    stop = threading.Event()
+    config = ClientConfig(data_dir=tmp_path, drivers=("mock",), gc=GcConfig(interval_s=0.05), sync_interval_s=0.02)
+    agent = Client(config, stop)
+    agent.api._http = httpx.Client(base_url="http://servers.test", transport=httpx.MockTransport(servers.handle))
+    agent.api.node_id, agent.api.secret = uuid.uuid4(), "secret"
+    yield agent
+    stop.set()
+    for runner in agent._runner_list():
+        with contextlib.suppress(OSError):  # one test removes a directory under its runner
+            runner.stop()
+    for thread in agent.threads.values():
+        thread.join(timeout=10)
+
+
+def eventually(condition: Any, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())
+
+
+def test_the_watch_loop_survives_a_server_error_while_fetching_a_placed_allocation(
+    client: Client, servers: FakeServers
+) -> None:
+    servers.fail_fetches = 2
+    servers.place("a1")
+    client.start_loops(ttl=0.05)
+
+    # The fetch fails twice; the loop must ask again (the index must not move past the
+    # placement) and run the allocation, without anything else changing on the servers.
+    assert eventually(lambda: "a1" in client.runners), "the placed allocation never ran"
+    assert client.threads["watch"].is_alive()
+    servers.place("a2")
+    assert eventually(lambda: "a2" in client.runners)
+    assert client.unhealthy() is None
+
+
+def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
+    client: Client, servers: FakeServers
+) -> None:
+    servers.place("a1")
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: "a1" in client.runners)
+    runner = client.runners["a1"]
+    assert eventually(lambda: runner.client_status == "running")
+    # GC removed the directory (its destroy raced the watch loop), then the servers stop the
+    # allocation: stopping it writes its record into the directory that is gone.
+    runner.dir.rename(runner.dir.with_name("collected"))  # atomically gone, as after GC's rmtree
+    original_stop = runner.stop
+
+    def stop_into_a_missing_directory() -> None:
+        runner.persist()  # FileNotFoundError, as in the race
+        original_stop()
+
+    runner.stop = stop_into_a_missing_directory  # type: ignore[method-assign]
+    servers.place("a1", desired="stop")
+    time.sleep(0.3)
+    servers.place("a2")
+    assert eventually(lambda: "a2" in client.runners), "the watch loop died on the collected directory"
+    assert client.threads["watch"].is_alive()
+
+
+def test_a_client_whose_watch_loop_is_dead_stops_heartbeating(client: Client, servers: FakeServers) -> None:
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: servers.heartbeats > 2)
+    # Something the loops never expected, outside any per-allocation handling: a BaseException
+    # ends the watch thread (as a bug could); the heartbeat must notice and stop.
+    client.threads["watch"] = dead = threading.Thread(target=lambda: None)
+    dead.start()
+    dead.join()
+    assert client.unhealthy() == "the watch loop is dead"
+    time.sleep(0.2)
+    before = servers.heartbeats
+    time.sleep(1.5)
+    assert servers.heartbeats == before, "a client with a dead watch loop kept heartbeating"
+
+
+def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_after(
+    client: Client, servers: FakeServers
+) -> None:
+    release = threading.Event()
+    real = client.api.node_allocations
+
+    def wedged(index: int, wait_s: float = 30.0) -> tuple[list[dict[str, Any]], int]:
+        release.wait(30)
+        return real(index, wait_s)
+
+    client.api.node_allocations = wedged  # type: ignore[method-assign]
+    client.watch_stall_s = 0.5
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: client.unhealthy() is not None)
+    time.sleep(0.2)
+    before = servers.heartbeats
+    time.sleep(1.5)
+    assert servers.heartbeats == before, "a client with a wedged watch loop kept heartbeating"
+    release.set()
+    assert eventually(lambda: servers.heartbeats > before), "heartbeats did not resume"
+
+
+def test_every_client_loop_survives_an_injected_exception(client: Client, servers: FakeServers) -> None:
+    boom = {"judge": 2, "collect": 2, "heartbeat": 2}
+    real_judge, real_collect, real_beat = client._judge_health, client.gc.collect, client.api.heartbeat
+
+    def flaky(name: str, real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if boom[name] > 0:
+                boom[name] -= 1
+                raise RuntimeError(f"injected into {name}")
+            return real(*args, **kwargs)
+
+        return call
+
+    client._judge_health = flaky("judge", real_judge)  # type: ignore[method-assign]
+    client.gc.collect = flaky("collect", real_collect)  # type: ignore[method-assign]
+    client.api.heartbeat = flaky("heartbeat", real_beat)  # type: ignore[method-assign]
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: boom == {"judge": 0, "collect": 0, "heartbeat": 0})
+    before = servers.heartbeats
+    assert eventually(lambda: servers.heartbeats > before + 2)
+    assert all(thread.is_alive() for thread in client.threads.values())
+    assert client.unhealthy() is None
+
+
+def test_guarded_backs_off_and_carries_on_and_exits_on_fatal() -> None:
+    stop, rounds, fatal = threading.Event(), [], []
+
+    def step() -> None:
+        rounds.append(1)
+        if len(rounds) < 3:
+            raise ValueError("injected")
+        stop.set()
+
+    guarded("probe", step, stop, Backoff(base=0.001, cap=0.01), on_fatal=lambda n, e: fatal.append(n))
+    assert len(rounds) == 3 and fatal == []
+
+    def dies() -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit):
+        guarded("probe", dies, threading.Event(), on_fatal=lambda n, e: fatal.append(n))
+    assert fatal == ["probe"]
+
+
+def test_backoff_is_capped_and_jittered() -> None:
+    backoff = Backoff(base=1.0, cap=8.0)
+    delays = [backoff.next() for _ in range(10)]
+    assert all(0.5 <= d <= 8.0 for d in delays)
+    assert max(delays[5:]) > 4.0
+    backoff.reset()
+    assert backoff.next() <= 1.0
