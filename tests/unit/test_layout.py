@@ -72,6 +72,8 @@ LAYERS: list[tuple[str, ...]] = [
         "app.jobspec",
         "app.scheduler",
         "app.models",
+        # Nomad's filter= grammar (go-bexpr): a parser and an evaluator over plain JSON values.
+        "app.bexpr",
     ),
     ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
     ("app.store",),  # 2: per-noun data access and the named-SQL loader
