@@ -32,7 +32,6 @@ def list_allocations() -> Response:
     return with_token(respond(body, index), token)
 
 
-
 @bp.get("/allocation/<alloc_id>")
 def get_allocation(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")

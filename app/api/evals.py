@@ -55,7 +55,6 @@ def list_evaluations() -> Response:
     return with_token(respond(body, index), token)
 
 
-
 def _next_token() -> tuple[int, uuid.UUID] | None:
     raw = arg("next_token")
     if not raw:

@@ -180,4 +180,3 @@ def _text_problem(text: str) -> str | None:
 
 def _field(location: tuple[str | int, ...]) -> str:
     return join_path("", location).lstrip(".") or "body"
-
