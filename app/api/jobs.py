@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 
 from app.api import encode
 from app.api.context import read, respond, state, write
+from app.api.evaluate import refuse_unknown_subroute
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
 from app.errors import FieldProblem, InvalidInput
@@ -55,6 +56,7 @@ def register() -> Response:
 
 @bp.route("/job/<path:job_id>", methods=["PUT", "POST"])
 def update(job_id: str) -> Response:
+    refuse_unknown_subroute(job_id, request.method)
     return _register(url_job_id=job_id)
 
 
@@ -137,6 +139,7 @@ def parse() -> Response:
 def get_job(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    refuse_unknown_subroute(job_id, "GET")
 
     def fetch(session: Any) -> dict[str, Any]:
         job = store.get_job(session, ns, job_id)
@@ -151,6 +154,7 @@ def get_job(job_id: str) -> Response:
 def deregister(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    refuse_unknown_subroute(job_id, "DELETE")
     purge = bool_arg("purge")
     eval_priority = integer_arg("eval_priority", minimum=1)
     if eval_priority is not None and eval_priority > 100:
