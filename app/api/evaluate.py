@@ -3,6 +3,7 @@ and the 404 for a /v1/job/:id/<sub-route> corral does not have."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -67,7 +68,7 @@ def refuse_unknown_subroute(job_id: str, method: str) -> None:
     read as job 'web/services'. When no such job exists but 'web' does, the caller meant a
     sub-route corral does not have: 404 naming the route, not 'job not found'."""
     parent, slash, sub = job_id.rpartition("/")
-    if not slash or not parent:
+    if not slash or not parent or _registers(job_id):
         return
     ns = namespace(allow_wildcard=False)
     with state().reads() as session, session.begin():
@@ -78,3 +79,16 @@ def refuse_unknown_subroute(job_id: str, method: str) -> None:
         if owner is None or owner.purged_at is not None:
             return
     raise NotFound.of("URL", f"no route {method} /v1/job/<id>/{sub} in corral (job {parent!r} exists)")
+
+
+def _registers(job_id: str) -> bool:
+    """A write whose body registers the job the whole path names (a new job 'team/web' while
+    job 'team' exists) is a registration, not a sub-route."""
+    if request.method not in ("PUT", "POST"):
+        return False
+    try:
+        body = json.loads(request.get_data(cache=True))
+    except (ValueError, RecursionError):
+        return False
+    job = body.get("Job") if isinstance(body, dict) else None
+    return isinstance(job, dict) and job.get("ID") == job_id

@@ -200,7 +200,8 @@ def test_unknown_job_sub_routes_are_404_naming_the_route(client: FlaskClient) ->
         assert resp.status_code == 404
         assert error_fields(resp) == ["URL"]
         assert f"no route {sub}" in resp.json["detail"]  # type: ignore[index]
-    # A job whose ID has a slash is still a job.
+    # A job whose ID has a slash is still a job, registered through either route.
     register(client, minimal_job("team/web"))
+    assert body_of(client.put("/v1/job/web/api", json={"Job": minimal_job("web/api")}))["EvalID"]
     assert body_of(client.get("/v1/job/team/web"))["ID"] == "team/web"
     assert error_fields(client.get("/v1/job/nothing/services")) == ["JobID"]
