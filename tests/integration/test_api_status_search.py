@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 import pytest
 from flask.testing import FlaskClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.api import minimal_job, node_body, register
+from tests.support.fuzz import FUZZ, body_texts, content_types, scalars, send, texts
 from tests.support.rows import insert_allocation, insert_deployment, insert_node
 
 pytestmark = pytest.mark.integration
@@ -205,3 +209,21 @@ def test_unknown_job_sub_routes_are_404_naming_the_route(client: FlaskClient) ->
     assert body_of(client.put("/v1/job/web/api", json={"Job": minimal_job("web/api")}))["EvalID"]
     assert body_of(client.get("/v1/job/team/web"))["ID"] == "team/web"
     assert error_fields(client.get("/v1/job/nothing/services")) == ["JobID"]
+
+
+SEARCH_KEYS = st.sampled_from(["Prefix", "Text", "Context", "Namespace", "JobID", "EvalOptions", "ForceReschedule"])
+search_bodies = st.recursive(
+    scalars | st.sampled_from(["all", "jobs", "nodes", "evals", "web", "*", "groups"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(SEARCH_KEYS | body_texts, children, max_size=4),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(body=search_bodies, content_type=content_types, job_id=texts)
+def test_arbitrary_search_and_evaluate_bodies_never_5xx(
+    client: FlaskClient, body: Any, content_type: str | None, job_id: str
+) -> None:
+    ident = quote(job_id, safe="") or "web"
+    for url in ("/v1/search", "/v1/search/fuzzy", f"/v1/job/{ident}/evaluate", f"/v1/job/{ident}/x"):
+        send(client, "PUT", url, body, content_type)
