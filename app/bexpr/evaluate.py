@@ -15,6 +15,7 @@ None), with go-bexpr's semantics:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -86,6 +87,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+@functools.lru_cache(maxsize=4096)
 def coerce_bool(raw: str) -> bool:
     if raw in _GO_TRUE:
         return True
@@ -94,6 +96,7 @@ def coerce_bool(raw: str) -> bool:
     raise _Syntax(f"{raw!r} is not a boolean (true or false)")
 
 
+@functools.lru_cache(maxsize=4096)
 def coerce_int(raw: str) -> int:
     if not _GO_INT.fullmatch(raw):
         raise _Syntax(f"{raw!r} is not an integer")
@@ -112,6 +115,7 @@ def coerce_int(raw: str) -> int:
     return number
 
 
+@functools.lru_cache(maxsize=4096)
 def coerce_float(raw: str) -> float:
     if not _GO_FLOAT.fullmatch(raw):
         raise _Syntax(f"{raw!r} is not a number")
@@ -120,6 +124,8 @@ def coerce_float(raw: str) -> float:
 
 def _equal(raw: str, value: Any) -> bool:
     """Whether `raw`, coerced to the type of `value`, equals it; _Syntax when it cannot be."""
+    if isinstance(value, str):
+        return raw == value
     if isinstance(value, bool):
         return coerce_bool(raw) == value
     if isinstance(value, int):
@@ -173,7 +179,7 @@ def _evaluate(node: Node, obj: Mapping[str, Any], local: tuple[_Local, ...]) -> 
 def _resolve(selector: Selector, obj: Mapping[str, Any], local: tuple[_Local, ...]) -> Any:
     """The value `selector` names, or _ABSENT."""
     path = selector.parts
-    for binding in reversed(local):
+    for binding in reversed(local) if local else ():
         if path and path[0] == binding.name:
             if binding.path is None:
                 if len(path) > 1:
