@@ -30,6 +30,8 @@ FUZZY_MIN_TERM = 2
 # Nomad's contexts corral has objects for; the others exist in Nomad and match nothing here.
 CONTEXTS = ("allocs", "deployment", "evals", "jobs", "namespaces", "node_pools", "nodes")
 EMPTY_CONTEXTS = ("host_volumes", "plugins", "quotas", "recommendations", "scaling_policy", "vars", "volumes")
+# Nomad's `all` covers its open-source contexts (quotas and recommendations are Enterprise).
+ALL_CONTEXTS = (*CONTEXTS, "host_volumes", "plugins", "scaling_policy", "vars", "volumes")
 JOB_SUB_CONTEXTS = ("groups", "services", "tasks", "images", "commands", "classes")
 TABLES = ["jobs", "evaluations", "allocations", "nodes", "deployments"]
 # What a job's task runs, by driver, searched as Nomad does (context, config key).
@@ -66,7 +68,7 @@ def _request(term_field: str) -> SearchRequest:
 
 
 def _contexts(context: str) -> tuple[str, ...]:
-    return (*CONTEXTS, *EMPTY_CONTEXTS) if context == "all" else (context,)
+    return ALL_CONTEXTS if context == "all" else (context,)
 
 
 def _in_namespace(stmt: Select[Any], column: Any, ns: str | None) -> Select[Any]:

@@ -271,7 +271,7 @@ class _Lexer:
             if len(digits) != width or any(d not in _HEX for d in digits):
                 raise FilterSyntaxError(f"invalid escape \\{letter}: expected {width} hex digits", start)
             self.pos += 2 + width
-            return _code_point(int(digits, 16), start)
+            return _code_point(int(digits, 16))
         if letter in "01234567" and letter:
             digits = self.text[self.pos + 1 : self.pos + 4]
             if len(digits) != 3 or any(d not in "01234567" for d in digits) or int(digits, 8) > 255:
@@ -281,7 +281,7 @@ class _Lexer:
         raise FilterSyntaxError(f"invalid escape sequence \\{letter}", start)
 
 
-def _code_point(value: int, position: int) -> str:
+def _code_point(value: int) -> str:
     if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
         return "\ufffd"  # as Go: an invalid code point becomes the replacement character
     return chr(value)
