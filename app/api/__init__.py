@@ -16,6 +16,7 @@ from app.api import (
     deployments,
     errors,
     evals,
+    evaluate,
     job_plan,
     job_scale,
     job_validate,
@@ -26,6 +27,8 @@ from app.api import (
     nodes,
     operator,
     periodic,
+    search,
+    status,
     system,
 )
 from app.api.context import state
@@ -61,6 +64,9 @@ def register(app: Flask) -> None:
         operator,
         system,
         client,
+        status,
+        search,
+        evaluate,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.url_value_preprocessor(_check_path_values)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response
+from sqlalchemy.orm import Session
 
 from app.api import encode
 from app.api.context import read, respond, write
-from app.api.params import bool_arg, id_prefix_arg, namespace, no_filter, uuid_value
+from app.api.listing import Entry, Order, as_is, list_query, page, with_token
+from app.api.params import bool_arg, id_prefix_arg, namespace, uuid_value
 from app.models import JobVersion
 from app.store import allocs as store
 
@@ -17,10 +19,17 @@ bp = Blueprint("allocs", __name__)
 
 @bp.get("/allocations")
 def list_allocations() -> Response:
-    no_filter()
-    ns, prefix = namespace(allow_wildcard=True), id_prefix_arg()
-    body, index = read(["allocations"], lambda s: [encode.allocation(a) for a in store.list_allocations(s, ns, prefix)])
-    return respond(body, index)
+    """By CreateIndex and ID, or by ID with ?prefix (Nomad's indexes); filter, per_page,
+    next_token and reverse as Nomad."""
+    ns, prefix, query = namespace(allow_wildcard=True), id_prefix_arg(), list_query()
+    order = Order.ID if prefix else Order.CREATE_INDEX_ID
+
+    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        bodies = [(a, encode.allocation(a)) for a in store.list_allocations(session, ns, prefix)]
+        return page((Entry(a.namespace, str(a.id), a.create_index, as_is(b), b) for a, b in bodies), order, query)
+
+    (body, token), index = read(["allocations"], fetch)
+    return with_token(respond(body, index), token)
 
 
 @bp.get("/allocation/<alloc_id>")

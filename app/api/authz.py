@@ -95,6 +95,15 @@ REQUIREMENTS: dict[str, Requirement] = {
     "static": Public(),
     "agent.health": Public(),
     "metrics.metrics": Public(),  # Nomad's /v1/metrics needs no token either
+    # Cluster status (Nomad: none for leader, peers and regions; node:read for members).
+    "status.leader": Public(),
+    "status.peers": Public(),
+    "status.regions": Public(),
+    "status.members": Area("node", R),
+    # Search answers across contexts without filtering each by the caller's capabilities yet:
+    # a management token until it does, so nothing leaks.
+    "search.prefix_search": Management(),
+    "search.fuzzy_search": Management(),
     "agent.self_": Area("agent", R),
     # ACL objects (the bootstrap guards itself; reads filter to the token's own policies).
     "acl.bootstrap": Public(),
@@ -132,6 +141,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "job_scale.scale": InNamespace(pol.SCALE_JOB),
     "job_versions.revert": InNamespace(pol.SUBMIT_JOB),
     "job_versions.stable": InNamespace(pol.SUBMIT_JOB),
+    "evaluate.job_evaluate": InNamespace(pol.SUBMIT_JOB),  # Nomad's job eval: submit-job
     # Deployments.
     "deployments.list_deployments": ListIn(pol.READ_JOB),
     "deployments.get_deployment": InNamespace(pol.READ_JOB, "deployment"),
@@ -156,6 +166,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "nodes.get_node": Area("node", R),
     "nodes.eligibility": Area("node", W),
     "nodes.drain": Area("node", W),
+    "evaluate.node_evaluate": Area("node", W),
     "nodes.node_allocations": NodeSecret(),
     "client.heartbeat": NodeSecret(),
     "client.update_allocations": NodeSecret(),

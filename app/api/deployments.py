@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from app.api import deployment_encode, encode
 from app.api.context import read, respond, state, write
-from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, no_filter, uuid_value
+from app.api.listing import Entry, Order, as_is, filtered, list_query, page, predicate_arg, with_token
+from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
 from app.models import Deployment
@@ -33,10 +34,22 @@ def _encode_all(session: Session, rows: Sequence[Deployment]) -> list[dict[str, 
 
 @bp.get("/deployments")
 def list_deployments() -> Response:
-    no_filter()
-    ns, prefix, ascending = namespace(allow_wildcard=True), id_prefix_arg(), bool_arg("ascending")
-    body, index = read(TABLES, lambda s: _encode_all(s, reads.list_deployments(s, ns, prefix, ascending=ascending)))
-    return respond(body, index)
+    """As Nomad: oldest first by CreateIndex and ID (by ID with ?prefix); reverse=true for newest
+    first. `ascending`, the parameter of Nomad 1.2, is accepted and is the default order."""
+    ns, prefix, query = namespace(allow_wildcard=True), id_prefix_arg(), list_query()
+    bool_arg("ascending")
+    order = Order.ID if prefix else Order.CREATE_INDEX_ID
+
+    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        rows = reads.list_deployments(session, ns, prefix, ascending=True)
+        entries = [
+            Entry(d.namespace, str(d.id), d.create_index, as_is(body), body)
+            for d, body in zip(rows, _encode_all(session, rows), strict=True)
+        ]
+        return page(entries, order, query)
+
+    (body, token), index = read(TABLES, fetch)
+    return with_token(respond(body, index), token)
 
 
 @bp.get("/deployment/<deployment_id>")
@@ -57,11 +70,13 @@ def deployment_allocations(deployment_id: str) -> Response:
 @bp.get("/job/<path:job_id>/deployments")
 def job_deployments(job_id: str) -> Response:
     """Newest first; `?all=true` includes those of an earlier job that had the same ID."""
-    ns, include_all = namespace(allow_wildcard=False), bool_arg("all")
+    ns, include_all, predicate = namespace(allow_wildcard=False), bool_arg("all"), predicate_arg()
     assert ns is not None
     body, index = read(
         [*TABLES, "jobs"],
-        lambda s: _encode_all(s, reads.job_deployments(s, ns, job_id, include_all=include_all)),
+        lambda s: filtered(
+            predicate, _encode_all(s, reads.job_deployments(s, ns, job_id, include_all=include_all)), lambda d: d
+        ),
     )
     return respond(body, index)
 

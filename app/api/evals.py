@@ -9,17 +9,8 @@ from flask import Blueprint, Response
 
 from app.api import encode
 from app.api.context import read, respond
-from app.api.params import (
-    MAX_BIGINT,
-    MAX_PER_PAGE,
-    arg,
-    bool_arg,
-    id_prefix_arg,
-    integer_arg,
-    namespace,
-    no_filter,
-    uuid_value,
-)
+from app.api.listing import Entry, Order, as_is, list_query, page, with_token
+from app.api.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
 from app.constants import EVAL_STATUSES
 from app.errors import InvalidInput
 from app.store import evals as store
@@ -29,31 +20,39 @@ bp = Blueprint("evals", __name__)
 
 @bp.get("/evaluations")
 def list_evaluations() -> Response:
-    no_filter()
     status = arg("status") or None
     if status is not None and status not in EVAL_STATUSES:
         raise InvalidInput.of("status", f"must be one of {', '.join(EVAL_STATUSES)}, got {status!r}")
+    query = list_query()
+    if query.predicate is not None and (status or arg("job")):
+        # Nomad's ErrIncompatibleFiltering
+        raise InvalidInput.of("filter", "a filter expression cannot be used with the job or status parameters")
     where = store.EvalFilter(
         namespace=namespace(allow_wildcard=True),
         job_id=arg("job") or None,
         status=status,
         prefix=id_prefix_arg(),
     )
-    page = store.Page(
-        per_page=integer_arg("per_page", minimum=1, maximum=MAX_PER_PAGE),
-        next_token=_next_token(),
-        reverse=bool_arg("reverse"),
-    )
+    if query.predicate is None and where.prefix is None:
+        # Keyset pagination in SQL: the table can hold far more evaluations than one page.
+        sql_page = store.Page(per_page=query.per_page, next_token=_next_token(), reverse=query.reverse)
 
-    def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
-        rows, token = store.list_evals(session, where, page)
-        return [encode.evaluation(e) for e in rows], token
+        def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+            rows, token = store.list_evals(session, where, sql_page)
+            return [encode.evaluation(e) for e in rows], token
+
+    else:
+        # A filter runs on every evaluation; by ID prefix Nomad walks its ID index.
+        order = Order.ID if where.prefix else Order.CREATE_INDEX_ID
+
+        def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+            rows, _ = store.list_evals(session, where, store.Page())
+            bodies = [(e, encode.evaluation(e)) for e in rows]
+            entries = [Entry(e.namespace or "", str(e.id), e.create_index, as_is(b), b) for e, b in bodies]
+            return page(entries, order, query)
 
     (body, token), index = read(["evaluations"], fetch)
-    response = respond(body, index)
-    if token:
-        response.headers["X-Nomad-NextToken"] = token
-    return response
+    return with_token(respond(body, index), token)
 
 
 def _next_token() -> tuple[int, uuid.UUID] | None:

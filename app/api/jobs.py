@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 
 from app.api import encode
 from app.api.context import read, respond, state, write
+from app.api.evaluate import refuse_unknown_subroute
+from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
+from app.models import Job
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
 
@@ -21,26 +25,29 @@ JOB_TABLES = ["jobs", "allocations", "evaluations"]
 
 @bp.get("/jobs")
 def list_jobs() -> Response:
-    ns, prefix = namespace(allow_wildcard=True), prefix_arg()
+    ns, prefix, query = namespace(allow_wildcard=True), prefix_arg(), list_query()
 
-    def fetch(session: Any) -> list[dict[str, Any]]:
+    def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
         summaries = store.task_group_summaries(session, ns)
         children = store.children_summaries(session, ns)
         statuses = store.derived_statuses(session, ns)
         no_children = {"Pending": 0, "Running": 0, "Dead": 0}
-        return [
-            encode.job_stub(
-                job,
-                encode.job_summary(
-                    job, summaries.get((job.namespace, job.id), {}), children.get((job.namespace, job.id), no_children)
-                ),
-                statuses.get((job.namespace, job.id), job.status),
-            )
-            for job in store.list_jobs(session, ns, prefix)
-        ]
+        entries = []
+        for job in store.list_jobs(session, ns, prefix):
+            key = (job.namespace, job.id)
+            status = statuses.get(key, job.status)
+            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key, no_children))
+            stub = encode.job_stub(job, summary, status)
+            entries.append(Entry(job.namespace, job.id, job.create_index, _job_view(job, status, stub), stub))
+        return page(entries, Order.NAMESPACE_ID, query)
 
-    body, index = read(JOB_TABLES, fetch)
-    return respond(body, index)
+    (body, token), index = read(JOB_TABLES, fetch)
+    return with_token(respond(body, index), token)
+
+
+def _job_view(job: Job, status: str, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """What a filter on /v1/jobs sees: the full job, as Nomad evaluates it, and the stub's keys."""
+    return lambda: merged(encode.job(job, status), stub)
 
 
 @bp.route("/jobs", methods=["PUT", "POST"])
@@ -50,6 +57,7 @@ def register() -> Response:
 
 @bp.route("/job/<path:job_id>", methods=["PUT", "POST"])
 def update(job_id: str) -> Response:
+    refuse_unknown_subroute(job_id, request.method)
     return _register(url_job_id=job_id)
 
 
@@ -166,6 +174,7 @@ def parse() -> Response:
 def get_job(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    refuse_unknown_subroute(job_id, "GET")
 
     def fetch(session: Any) -> dict[str, Any]:
         job = store.get_job(session, ns, job_id)
@@ -180,6 +189,7 @@ def get_job(job_id: str) -> Response:
 def deregister(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    refuse_unknown_subroute(job_id, "DELETE")
     purge = bool_arg("purge")
     eval_priority = integer_arg("eval_priority", minimum=1)
     if eval_priority is not None and eval_priority > 100:
@@ -216,13 +226,14 @@ def versions(job_id: str) -> Response:
 
 @bp.get("/job/<path:job_id>/evaluations")
 def evaluations(job_id: str) -> Response:
-    ns = namespace(allow_wildcard=False)
+    """All of them; ?filter= applies (Nomad's route takes none: an extension), per_page does not."""
+    ns, predicate = namespace(allow_wildcard=False), predicate_arg()
 
     def fetch(session: Any) -> list[dict[str, Any]]:
         assert ns is not None
         store.get_job(session, ns, job_id)
         rows, _ = list_evals(session, EvalFilter(namespace=ns, job_id=job_id), Page())
-        return [encode.evaluation(e) for e in rows]
+        return filtered(predicate, [encode.evaluation(e) for e in rows], lambda e: e)
 
     body, index = read(["evaluations"], fetch)
     return respond(body, index)
@@ -230,7 +241,8 @@ def evaluations(job_id: str) -> Response:
 
 @bp.get("/job/<path:job_id>/allocations")
 def allocations(job_id: str) -> Response:
-    ns = namespace(allow_wildcard=False)
+    """All of them; ?filter= applies (Nomad's route takes none: an extension), per_page does not."""
+    ns, predicate = namespace(allow_wildcard=False), predicate_arg()
     include_all = bool_arg("all")
 
     def fetch(session: Any) -> list[dict[str, Any]]:
@@ -240,7 +252,7 @@ def allocations(job_id: str) -> Response:
         if not include_all:
             # Without ?all, Nomad leaves out allocations of an earlier incarnation of the job.
             rows = [a for a in rows if a.create_index >= job.create_index]
-        return [encode.allocation(a) for a in rows]
+        return filtered(predicate, [encode.allocation(a) for a in rows], lambda a: a)
 
     body, index = read(["allocations", "jobs"], fetch)
     return respond(body, index)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 from uuid import UUID
 
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.orm import Session
 
 from app.acl.client_link import http_addr_problem
 from app.api import encode
 from app.api.context import client_lane, client_write, read, respond, state, write
+from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
+from app.models import Node
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
@@ -156,9 +160,23 @@ def register() -> Response:
 
 @bp.get("/nodes")
 def list_nodes() -> Response:
-    prefix = id_prefix_arg()
-    body, index = read(["nodes"], lambda s: [encode.node_stub(n) for n in store.list_nodes(s, prefix)])
-    return respond(body, index)
+    """By ID, as Nomad (which ignores reverse here); the filter sees the full node (Attributes,
+    Meta, Drivers...) as in Nomad, and the stub's keys."""
+    prefix, query = id_prefix_arg(), list_query(reverse=False)
+
+    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        entries = []
+        for node in store.list_nodes(session, prefix):
+            stub = encode.node_stub(node)
+            entries.append(Entry("", str(node.id), node.create_index, _node_view(node, stub), stub))
+        return page(entries, Order.ID, query)
+
+    (body, token), index = read(["nodes"], fetch)
+    return with_token(respond(body, index), token)
+
+
+def _node_view(node: Node, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: merged(encode.node(node), stub)
 
 
 @bp.get("/node/<node_id>")
@@ -192,10 +210,13 @@ def eligibility(node_id: str) -> Response:
 @bp.get("/node/<node_id>/allocations")
 @client_lane
 def node_allocations(node_id: str) -> Response:
-    key = uuid_value(node_id, "NodeID")
-    # Woken only by this node's changes: thousands of clients each hold one of these.
+    """?filter= applies (Nomad's route takes none: an extension). Woken only by this node's
+    changes: thousands of clients each hold one of these."""
+    key, predicate = uuid_value(node_id, "NodeID"), predicate_arg()
     body, index = read(
-        ["allocations", "nodes"], lambda s: [encode.allocation(a) for a in store.node_allocations(s, key)], node=key
+        ["allocations", "nodes"],
+        lambda s: filtered(predicate, [encode.allocation(a) for a in store.node_allocations(s, key)], lambda a: a),
+        node=key,
     )
     return respond(body, index)
 

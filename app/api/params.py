@@ -186,9 +186,3 @@ def _text_problem(text: str) -> str | None:
 
 def _field(location: tuple[str | int, ...]) -> str:
     return join_path("", location).lstrip(".") or "body"
-
-
-def no_filter() -> None:
-    """Refuse ?filter= rather than silently return unfiltered results."""
-    if arg("filter"):
-        raise InvalidInput.of("filter", "filter expressions are not supported yet; use job, status and prefix")

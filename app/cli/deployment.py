@@ -142,7 +142,7 @@ def render_update(message: str, response: dict[str, Any]) -> str:
 @verbose_option
 def list_command(namespace: str, verbose: bool) -> None:
     """List deployments, newest first: ID, job, job version, status and its description."""
-    found = http.get("/v1/deployments", {"namespace": namespace})
+    found = http.get("/v1/deployments", {"namespace": namespace, "reverse": "true"})
     click.echo(render_list(found if isinstance(found, list) else [], verbose))
 
 

@@ -308,12 +308,14 @@ def _classify_finished(
     group: TaskGroup, alloc: Allocation, replaced: bool, ctx: ReconcileContext, classes: _Classes
 ) -> None:
     """Completed batch work counts as done; failed work is rescheduled while the policy allows
-    and once its delay has passed, and otherwise keeps its slot (so it is not replaced behind
+    and once its delay has passed (or at once when forced), and otherwise keeps its slot (so it is not replaced behind
     the policy's back, nor early: its delayed evaluation comes back for it)."""
     if alloc.client_status == "complete" and ctx.batch:
         classes.untainted.append(alloc)
     elif alloc.client_status == "failed" and not replaced:
-        if attempts_left(group.reschedule, alloc, ctx.now_ns) and due(alloc, ctx.now_ns):
+        # `job eval -force-reschedule` marks it: now, whatever the policy says (as Nomad).
+        forced = bool(alloc.desired_transition.get("ForceReschedule"))
+        if forced or (attempts_left(group.reschedule, alloc, ctx.now_ns) and due(alloc, ctx.now_ns)):
             classes.reschedule.append(alloc)
         else:
             classes.untainted.append(alloc)

@@ -160,7 +160,7 @@ def test_read_unknown_is_404_and_a_malformed_id_is_400(client: FlaskClient) -> N
     assert error_fields(malformed) == {"DeploymentID"}
 
 
-def test_list_is_newest_first_with_namespace_and_prefix(client: FlaskClient, pg: Conn) -> None:
+def test_list_is_oldest_first_with_reverse_namespace_and_prefix(client: FlaskClient, pg: Conn) -> None:
     register(client, minimal_job())
     register(client, minimal_job("api"))
     old = insert_deployment(pg, create_index=100, status="successful")
@@ -168,15 +168,17 @@ def test_list_is_newest_first_with_namespace_and_prefix(client: FlaskClient, pg:
     other = insert_deployment(pg, job_id="api", create_index=150)
 
     listed = body_of(client.get("/v1/deployments"))
-    assert [d["ID"] for d in listed] == [new, other, old]
+    assert [d["ID"] for d in listed] == [old, other, new]  # Nomad's order: CreateIndex, then ID
     assert all(set(d) == DEPLOYMENT_KEYS for d in listed)
     assert [d["ID"] for d in body_of(client.get("/v1/deployments?ascending=true"))] == [old, other, new]
-    assert [d["ID"] for d in body_of(client.get("/v1/deployments?namespace=*"))] == [new, other, old]
+    assert [d["ID"] for d in body_of(client.get("/v1/deployments?reverse=true"))] == [new, other, old]
+    assert [d["ID"] for d in body_of(client.get("/v1/deployments?namespace=*&reverse=true"))] == [new, other, old]
     assert body_of(client.get("/v1/deployments?namespace=elsewhere")) == []
     assert [d["ID"] for d in body_of(client.get(f"/v1/deployments?prefix={new[:6]}"))] == [new]
     assert [d["ID"] for d in body_of(client.get(f"/v1/deployments?prefix={new[:6].upper()}"))] == [new]
     assert error_fields(client.get("/v1/deployments?prefix=zz%25")) == {"prefix"}
-    assert error_fields(client.get("/v1/deployments?filter=Status%20==%20%22running%22")) == {"filter"}
+    assert [d["ID"] for d in body_of(client.get("/v1/deployments?filter=Status%20==%20%22running%22"))] == [other, new]
+    assert error_fields(client.get("/v1/deployments?filter=Status%20=%20%22running%22")) == {"filter"}
 
 
 def test_list_covers_other_namespaces_only_with_a_wildcard(client: FlaskClient, pg: Conn) -> None:
@@ -188,7 +190,7 @@ def test_list_covers_other_namespaces_only_with_a_wildcard(client: FlaskClient, 
     assert [d["ID"] for d in body_of(client.get("/v1/deployments"))] == [default]
     assert [d["ID"] for d in body_of(client.get("/v1/deployments?namespace=team"))] == [team]
     listed = body_of(client.get("/v1/deployments?namespace=*"))
-    assert [(d["ID"], d["Namespace"]) for d in listed] == [(team, "team"), (default, "default")]
+    assert [(d["ID"], d["Namespace"]) for d in listed] == [(default, "default"), (team, "team")]
 
 
 def test_deployment_allocations_are_allocation_stubs(client: FlaskClient, pg: Conn) -> None:

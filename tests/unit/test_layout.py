@@ -74,6 +74,8 @@ LAYERS: list[tuple[str, ...]] = [
         "app.scheduler",
         "app.models",
         "app.acl",
+        # Nomad's filter= grammar (go-bexpr): a parser and an evaluator over plain JSON values.
+        "app.bexpr",
     ),
     ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
     ("app.store",),  # 2: per-noun data access and the named-SQL loader

@@ -223,6 +223,22 @@ def test_failed_without_policy_keeps_its_slot() -> None:
     assert run(snapshot(j, NODES, [alloc(j, NODES[0], 0, client="failed")])).plan.is_noop
 
 
+@pytest.mark.parametrize("policy", [None, "exhausted"])
+def test_force_reschedule_replaces_a_failed_allocation_whatever_the_policy(policy: str | None) -> None:
+    """Nomad's `job eval -force-reschedule` (DesiredTransition.ForceReschedule): at once, even
+    with no reschedule policy or no attempts left."""
+    reschedule = ONCE_A_DAY if policy else None
+    j = job(groups=[group(count=1, reschedule=reschedule)], type="batch")
+    tracker = {"Events": [{"RescheduleTime": NOW - HOUR}]}
+    failed = alloc(j, NODES[0], 0, client="failed", reschedule_tracker=tracker)
+    assert run(snapshot(j, NODES, [failed])).plan.is_noop
+    forced = dataclasses.replace(failed, desired_transition={"ForceReschedule": True})
+    result = run(snapshot(j, NODES, [forced]))
+    assert stopped(result)[failed.id].description == reasons.RESCHEDULED
+    (new,) = placed(result)
+    assert new.previous_allocation == failed.id
+
+
 def test_already_replaced_failed_allocation_is_ignored() -> None:
     j = job(groups=[group(count=1, reschedule=UNLIMITED)])
     failed = alloc(j, NODES[0], 0, client="failed")
