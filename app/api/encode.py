@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 
@@ -20,6 +20,30 @@ def nanos(moment: datetime | None) -> int:
 
 def ident(value: uuid.UUID | None) -> str:
     return "" if value is None else str(value)
+
+
+class JobEvalResult(Protocol):
+    """What a job write that creates an evaluation reports (register, scale, revert, evaluate)."""
+
+    @property
+    def eval_id(self) -> uuid.UUID | None: ...
+    @property
+    def eval_create_index(self) -> int: ...
+    @property
+    def job_modify_index(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+
+
+def job_eval_answer(result: JobEvalResult, warnings: str = "") -> dict[str, Any]:
+    """Nomad's JobRegisterResponse fields, shared by every job write that creates an evaluation."""
+    return {
+        "EvalID": ident(result.eval_id),
+        "EvalCreateIndex": result.eval_create_index,
+        "JobModifyIndex": result.job_modify_index,
+        "Warnings": warnings,
+        "Index": result.index,
+    }
 
 
 def job(row: Job, status: str) -> dict[str, Any]:

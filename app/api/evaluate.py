@@ -36,16 +36,7 @@ def job_evaluate(job_id: str) -> Response:
         if not isinstance(force, bool):
             raise InvalidInput.of("EvalOptions.ForceReschedule", "must be a boolean")
     result = write(lambda s: evaluate_job(s, ns, job_id, force_reschedule=force))
-    return respond(
-        {
-            "EvalID": encode.ident(result.eval_id),
-            "EvalCreateIndex": result.eval_create_index,
-            "JobModifyIndex": result.job_modify_index,
-            "Warnings": "",
-            "Index": result.index,
-        },
-        result.index,
-    )
+    return respond(encode.job_eval_answer(result), result.index)
 
 
 @bp.route("/node/<node_id>/evaluate", methods=["PUT", "POST"])

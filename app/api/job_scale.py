@@ -66,16 +66,7 @@ def scale(job_id: str) -> Response:
     assert ns is not None
     request = _scale_request(json_body())
     result = write(lambda session: store.scale_job(session, ns, job_id, request))
-    return respond(
-        {
-            "EvalID": encode.ident(result.eval_id),
-            "EvalCreateIndex": result.eval_create_index,
-            "JobModifyIndex": result.job_modify_index,
-            "Warnings": "",
-            "Index": result.index,
-        },
-        result.index,
-    )
+    return respond(encode.job_eval_answer(result), result.index)
 
 
 def _scale_request(body: dict[str, Any]) -> store.ScaleRequest:

@@ -41,16 +41,7 @@ def revert(job_id: str) -> Response:
     assert version is not None
     options = RegisterOptions(max_versions=state().settings.job_max_versions)
     result = write(lambda s: store.revert_job(s, ns, job_id, version, prior, options))
-    return respond(
-        {
-            "EvalID": encode.ident(result.eval_id),
-            "EvalCreateIndex": result.eval_create_index,
-            "JobModifyIndex": result.job_modify_index,
-            "Warnings": "",
-            "Index": result.index,
-        },
-        result.index,
-    )
+    return respond(encode.job_eval_answer(result), result.index)
 
 
 @bp.route("/job/<path:job_id>/stable", methods=["PUT", "POST"])
