@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.state_index import next_index
-from app.errors import Forbidden
+from app.errors import Conflict, Forbidden
 from app.ids import secret_hash
 from app.models import Allocation, Evaluation, JobVersion, Node
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
@@ -61,8 +61,17 @@ def authenticate(session: Session, node_id: uuid.UUID, secret: str) -> Node:
     return node
 
 
+# Nomad's Node.UpdateAlloc refuses these: a node must heartbeat (and so become initializing)
+# before it reports allocations. Otherwise a returning client's report could reach the
+# scheduler while its node still counts as lost, and its allocations would be marked lost
+# right as they came back.
+UNRESPONSIVE_STATUSES = ("down", "disconnected")
+
+
 def update_allocations(session: Session, node_id: uuid.UUID, secret: str, updates: list[AllocUpdate]) -> UpdateResult:
     node = authenticate(session, node_id, secret)
+    if node.status in UNRESPONSIVE_STATUSES:
+        raise Conflict.of("NodeID", f"node {node_id} is {node.status}: it must heartbeat before reporting allocations")
     index = next_index(session, ["allocations", "evaluations"])
     rows = _locked(session, [u.id for u in updates])
     now = datetime.now(UTC)

@@ -221,6 +221,28 @@ def test_silent_node_with_a_disconnect_window_is_disconnected_and_can_reconnect(
     assert beat(fast, node_id, secret, Status="ready").json["NodeStatus"] == "ready"
 
 
+def test_a_disconnected_node_must_heartbeat_before_it_reports_allocations(
+    fast: FlaskClient, engine: Engine, pg: Conn
+) -> None:
+    # A returning client whose report reached the scheduler while its node still counted as
+    # disconnected had its allocations marked lost right as they came back (a CI flake).
+    node_id, secret = register(fast)
+    alloc = disconnecting_job(fast, pg, node_id)
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1
+    evals_before = pg.execute("SELECT count(*) FROM evaluations").fetchone()
+    refused = updates(fast, node_id, secret, {"ID": alloc, "ClientStatus": "running"})
+    assert refused.status_code == 409 and refused.json["errors"][0]["field"] == "NodeID"
+    assert "disconnected" in refused.json["errors"][0]["message"]
+    assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("unknown",)
+    assert pg.execute("SELECT count(*) FROM evaluations").fetchone() == evals_before  # nothing half-written
+    assert beat(fast, node_id, secret, Status="initializing").json["NodeStatus"] == "initializing"
+    assert updates(fast, node_id, secret, {"ID": alloc, "ClientStatus": "running"}).status_code == 200
+    pg.execute("UPDATE nodes SET status = 'down'")
+    assert updates(fast, node_id, secret, {"ID": alloc, "ClientStatus": "running"}).status_code == 409
+
+
 def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
     node_id, _ = register(fast)
     alloc = disconnecting_job(fast, pg, node_id)

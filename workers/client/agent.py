@@ -269,10 +269,13 @@ class Client:
             self._unhealthy_reason = reason
         if reason:
             return RETRY_S
-        if not self.synced and not self._resync():
-            return RETRY_S
+        # Until the servers have our allocations' state we say "initializing", never "ready".
+        # Still beat: a node the servers marked down or disconnected refuses allocation
+        # reports until a heartbeat brings it back (Nomad's rule), so a failed re-send must
+        # not stop the heartbeat that unblocks it.
+        ready = self.synced or self._resync()
         try:
-            beat = self.api.heartbeat("ready")
+            beat = self.api.heartbeat("ready" if ready else "initializing")
         except NodeGone:
             log.warning("the servers no longer know this node; registering again")
             self.register()
@@ -283,6 +286,8 @@ class Client:
             return RETRY_S
         if streak is not None:
             streak.succeeded()
+        if not ready:
+            return RETRY_S  # re-send on the next beat, soon
         if beat.status == "initializing":
             self.synced = False  # we were marked down meanwhile: re-send, then say ready
             return 0.01

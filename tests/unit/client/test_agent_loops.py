@@ -6,6 +6,7 @@ the servers mark its node down instead of leaving work pending on a node that lo
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -45,6 +46,7 @@ class FakeServers:
         self.index = 1
         self.fail_fetches = 0
         self.heartbeats = 0
+        self.node_status = "ready"  # as the servers see the node; down/disconnected refuse reports
         self.lock = threading.Lock()
 
     def place(self, alloc_id: str, desired: str = "run") -> None:
@@ -55,14 +57,22 @@ class FakeServers:
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path.endswith("/heartbeat"):
+            wanted = json.loads(request.content or b"{}").get("Status")
             with self.lock:
                 self.heartbeats += 1
-            return httpx.Response(200, json={"HeartbeatTTL": NANOS // 20, "NodeStatus": "ready", "ForceGCIndex": 0})
+                if self.node_status in ("down", "disconnected"):
+                    self.node_status = "initializing"
+                elif self.node_status == "initializing" and wanted == "ready":
+                    self.node_status = "ready"
+                status = self.node_status
+            return httpx.Response(200, json={"HeartbeatTTL": NANOS // 20, "NodeStatus": status, "ForceGCIndex": 0})
         if path == "/v1/node/register":
             return httpx.Response(200, json={"HeartbeatTTL": NANOS // 20})
         if path.startswith("/v1/node/") and path.endswith("/allocations"):
             if request.method == "PUT":
-                return httpx.Response(200, json={})
+                with self.lock:
+                    refused = self.node_status in ("down", "disconnected")
+                return httpx.Response(409, json={"title": "Conflict"}) if refused else httpx.Response(200, json={})
             if int(request.url.params.get("index", "0")) >= self.index:
                 time.sleep(0.02)  # a short blocking query
             with self.lock:
@@ -237,3 +247,16 @@ def test_backoff_is_capped_and_jittered() -> None:
     assert max(delays[5:]) > 4.0
     backoff.reset()
     assert backoff.next() <= 1.0
+
+
+def test_a_refused_resend_does_not_stop_the_heartbeat_that_unblocks_it(client: Client, servers: FakeServers) -> None:
+    # The servers marked the node disconnected while the client was silent: they refuse its
+    # allocation reports until it heartbeats. A client that waited for its re-send to succeed
+    # before heartbeating would never come back.
+    servers.place("a1")
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: "a1" in client.runners and client.runners["a1"].client_status == "running")
+    with servers.lock:
+        servers.node_status = "disconnected"
+    client.synced = False  # as after a heartbeat answered "initializing"
+    assert eventually(lambda: servers.node_status == "ready" and client.synced), servers.node_status
