@@ -6,7 +6,7 @@ import time
 
 import psycopg
 import structlog
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 from psycopg import errors as pg_errors
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
@@ -82,6 +82,9 @@ def install(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http(err: HTTPException) -> Response:
         status = err.code or 500
+        if status == 404 and request.url_rule is None:
+            # No route matched: name the path, as the job sub-route 404s do.
+            return problem(status, err.name, [FieldProblem("URL", f"no route {request.method} {request.path} in corral")])
         return problem(status, err.name, [FieldProblem("", err.description or err.name)])
 
     @app.errorhandler(sa_exc.TimeoutError)

@@ -46,6 +46,9 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     )
     app = Flask("corral")
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    # An ID may hold slashes (a job named "/" is "/v1/job///evaluate" once decoded): Werkzeug's
+    # default answers such paths with an HTML redirect to a merged path that names another object.
+    app.url_map.merge_slashes = False
     app.config["MAX_CONTENT_LENGTH"] = settings.http_max_body_bytes
     app.extensions["corral"] = ApiState(
         settings=settings,

@@ -227,3 +227,12 @@ def test_arbitrary_search_and_evaluate_bodies_never_5xx(
     ident = quote(job_id, safe="") or "web"
     for url in ("/v1/search", "/v1/search/fuzzy", f"/v1/job/{ident}/evaluate", f"/v1/job/{ident}/x"):
         send(client, "PUT", url, body, content_type)
+
+
+def test_an_id_of_slashes_is_routed_not_redirected(client: FlaskClient) -> None:
+    # "/v1/job/%2F/evaluate" decodes to "/v1/job///evaluate"; merging the slashes would send the
+    # caller to another object with an HTML redirect.
+    resp = client.put("/v1/job/%2F/evaluate")
+    assert resp.status_code == 404 and resp.is_json
+    assert error_fields(resp) == ["URL"]
+    assert "PUT /v1/job///evaluate" in resp.json["detail"]  # type: ignore[index]
