@@ -84,7 +84,9 @@ def install(app: Flask) -> None:
         status = err.code or 500
         if status == 404 and request.url_rule is None:
             # No route matched: name the path, as the job sub-route 404s do.
-            return problem(status, err.name, [FieldProblem("URL", f"no route {request.method} {request.path} in corral")])
+            return problem(
+                status, err.name, [FieldProblem("URL", f"no route {request.method} {request.path} in corral")]
+            )
         return problem(status, err.name, [FieldProblem("", err.description or err.name)])
 
     @app.errorhandler(sa_exc.TimeoutError)
