@@ -37,6 +37,8 @@ class Allocation(Base):
             "node_id",
             postgresql_where=text(LIVE_ALLOC + " AND host_ports <> '{}'"),
         ),
+        # The API's index watcher asks which nodes' allocations changed after an index.
+        Index("ix_allocations_modify_index", "modify_index"),
         Index(
             "ix_allocations_gc",
             "modify_time",

@@ -35,8 +35,8 @@ SELECT COALESCE(greatest(
 
 -- name: node_changes_since
 -- The nodes that changed, or whose allocations changed, after an index: the API's index
--- watcher wakes only those nodes' blocking queries. (A full scan of allocations per change:
--- an index on allocations.modify_index would make it proportional to the change.)
+-- watcher wakes only those nodes' blocking queries. ix_allocations_modify_index keeps the
+-- cost proportional to the change, not to the table.
 SELECT node_id, max(modify_index) FROM allocations WHERE modify_index > :since GROUP BY node_id
 UNION ALL
 SELECT id, modify_index FROM nodes WHERE modify_index > :since;
