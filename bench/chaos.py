@@ -46,6 +46,11 @@ ENV = {
     "CORRAL_EVAL_LEASE_S": "5",
     "CORRAL_LOG_FORMAT": "console",
     "CORRAL_HTTP_MAX_CONNS_PER_CLIENT": "0",
+    # After each Postgres crash every live node without a heartbeat row (the table is UNLOGGED)
+    # gets this TTL, as Nomad's new leader grants its failover TTL. A killed fleet comes back with
+    # new node IDs, so its old nodes are dead but "ready" until it runs out: at the default 300 s,
+    # longer than the restart rhythm, they never would, and the soak would not settle.
+    "CORRAL_FAILOVER_HEARTBEAT_TTL_S": "20",
 }
 LIVE = "('pending', 'running')"
 

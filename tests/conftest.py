@@ -18,7 +18,7 @@ from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
 from tests.support.processes import CORRAL, Corral
-from tests.support.tmp_dirs import shared_tmp_dir
+from bench.replication import shared_tmp_dir
 
 pytest_plugins = ["tests.support.tiers"]
 

@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app.db.engines import libpq_url, make_engine
 from app.db.schema import upgrade
-from tests.support.replication import Replicated, replicated_postgres
+from bench.replication import Replicated, replicated_postgres
 
 pytestmark = pytest.mark.concurrency
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.db.embedded import MIB, EmbeddedPostgres, server_settings
 from app.db.engines import libpq_url
-from tests.support.tmp_dirs import shared_tmp_dir
+from bench.replication import shared_tmp_dir
 
 pytestmark = pytest.mark.integration
 

