@@ -17,8 +17,8 @@ from sqlalchemy.engine import make_url
 from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
-from tests.support.processes import CORRAL, Corral
 from bench.replication import shared_tmp_dir
+from tests.support.processes import CORRAL, Corral
 
 pytest_plugins = ["tests.support.tiers"]
 

@@ -16,9 +16,9 @@ import pytest
 
 from app.db.engines import libpq_url
 from app.db.schema import upgrade
+from bench.replication import Replicated, replicated_postgres
 from tests.support.cluster import Cluster, job, mock_task
 from tests.support.processes import Corral, wait_for
-from bench.replication import Replicated, replicated_postgres
 
 pytestmark = pytest.mark.acceptance
 # Long enough that a node's heartbeats missed during the failover do not mark it down.
