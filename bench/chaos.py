@@ -215,6 +215,7 @@ class Chaos:
             self.roles.append(Role(f"client-{i}", ["client", *flags], client_env, work / f"client-{i}"))
         if args.fleet_nodes:
             fleet = ["fleet", "--nodes", str(args.fleet_nodes), "--server", self.base, "--name-prefix", "fleet"]
+            fleet += ["--data-dir", str(work / "fleet" / "data")]  # a restarted fleet takes its nodes back
             self.roles.append(Role("fleet", fleet, {**env, "CORRAL_ADDR": self.base}, work / "fleet"))
         self.https = [httpx.Client(base_url=base, timeout=10) for base in self.bases]
         self.http = self.https[0]

@@ -229,6 +229,14 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
     default=None,
     help="Write the fleet's counters (heartbeats, on time, failures) as JSON here every 2 s and at exit.",
 )
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the nodes' IDs and secrets here (fleet-nodes.json, mode 0600), so a restarted fleet "
+    "takes its nodes and their allocations back, as `corral client` does; without it every run "
+    "registers new nodes.",
+)
 def fleet(
     nodes: int,
     server: str | None,
@@ -240,6 +248,7 @@ def fleet(
     concurrency: int,
     nodes_per_address: int,
     stats_file: Path | None,
+    data_dir: Path | None,
 ) -> None:
     """Simulate a fleet for tests and benchmarks: register NODES mock nodes, heartbeat each
     within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
@@ -248,6 +257,7 @@ def fleet(
     from app.cli import get_settings
     from app.logging import configure
     from workers.client.fleet import FleetConfig, Refused, run_fleet
+    from workers.client.fleet_identity import IdentityFileError
     from workers.runtime import stop_on_signals
 
     settings = get_settings()
@@ -263,8 +273,11 @@ def fleet(
         mode="realistic" if mode == "realistic" else "compact",
         nodes_per_address=nodes_per_address,
         stats_file=stats_file,
+        data_dir=data_dir,
     )
     try:
         run_fleet(config, stop_on_signals())
+    except IdentityFileError as err:
+        raise click.ClickException(str(err)) from err
     except Refused as err:
         raise click.ClickException(f"the servers refused a node: {err}") from err

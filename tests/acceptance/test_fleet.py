@@ -105,3 +105,38 @@ def test_realistic_fleet_watches_per_node_and_recovers_from_dropped_connections(
     fleet.process.send_signal(signal.SIGTERM)
     assert fleet.wait(30) == 0
     cluster.close()
+
+
+def test_a_restarted_fleet_takes_its_nodes_and_their_allocations_back(
+    corral: type[Corral], database_url: str, workdir: Path
+) -> None:
+    cluster = Cluster(corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "5"})
+    args = ["fleet", "--nodes", "3", "--name-prefix", "kept", "--data-dir", "fleet-data"]  # in workdir
+    env = {**cluster.env, "CORRAL_ADDR": cluster.base}
+    fleet = corral(args, env=env)
+    ready = "SELECT count(*) FROM nodes WHERE status = 'ready' AND name LIKE 'kept-%'"
+    assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (3,), 120), fleet.output
+    spec = job("kept", [mock_task(run_for="1h")])
+    spec["Constraints"] = [{"LTarget": "${node.unique.name}", "RTarget": "kept-00001", "Operand": "="}]
+    cluster.register(spec)
+
+    def statuses() -> list[str]:
+        return [str(a["ClientStatus"]) for a in cluster.allocs("kept")]
+
+    assert wait_for(lambda: statuses() == ["running"], 60), fleet.output
+    [before] = cluster.allocs("kept")
+    fleet.kill_all()
+
+    # The same nodes come back (no second set under the same names) and keep the allocation.
+    fleet = corral(args, env=env)
+    nodes = "SELECT count(*) FROM nodes WHERE name LIKE 'kept-%'"
+    assert wait_for(lambda: cluster.pg.execute(ready).fetchone() == (3,), 120), fleet.output
+    assert cluster.pg.execute(nodes).fetchone() == (3,)
+    [after] = cluster.allocs("kept")
+    assert (after["ID"], after["ClientStatus"]) == (before["ID"], "running")
+    # It was taken back, not forgotten: stopping the job completes it on the node.
+    assert cluster.http.delete("/v1/job/kept").status_code == 200
+    assert wait_for(lambda: statuses() == ["complete"], 60), fleet.output
+    fleet.process.send_signal(signal.SIGTERM)
+    assert fleet.wait(30) == 0
+    cluster.close()

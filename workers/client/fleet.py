@@ -57,6 +57,7 @@ import structlog
 from app.jobspec.durations import DurationError, duration_ns
 from workers.client.api import WATCH_WAIT_S
 from workers.client.drivers import fingerprint as driver_fingerprint
+from workers.client.fleet_identity import identities, node_names
 
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000
@@ -179,6 +180,7 @@ class FleetConfig:
     nodes_per_address: int = 30  # 0: never bind source addresses
     watch_wait_s: float = WATCH_WAIT_S
     stats_file: Path | None = None
+    data_dir: Path | None = None  # keeps node IDs and secrets across restarts (fleet_identity)
 
 
 class Fleet:
@@ -186,10 +188,8 @@ class Fleet:
         self.config, self.stop = config, stop
         self.base = loopback_url(config.server.rstrip("/"))
         self.addresses = source_addresses(self.base, config.nodes, config.nodes_per_address)
-        self.nodes = {
-            (node_id := uuid.uuid4()): SimNode(node_id, f"{config.name_prefix}-{i:05}", str(uuid.uuid4()))
-            for i in range(config.nodes)
-        }
+        names = node_names(config.name_prefix, config.nodes)
+        self.nodes = {i.id: SimNode(i.id, i.name, i.secret) for i in identities(names, config.data_dir)}
         for i, node in enumerate(self.nodes.values()):
             node.slot = i * len(self.addresses) // max(1, config.nodes)
         self.stats = FleetStats()
@@ -450,13 +450,19 @@ class Fleet:
 
     async def _consider(self, alloc: dict[str, Any], node: SimNode) -> None:
         alloc_id = str(alloc["ID"])
-        seen = alloc_id in self.known
+        live = alloc["ClientStatus"] in ("pending", "running")
         wanted = alloc["DesiredStatus"] == "run" and alloc["ClientStatus"] != "lost"
-        if not wanted and seen and alloc["ClientStatus"] in ("pending", "running"):
-            self._report(alloc_id, "complete", "stopped by the servers")
+        if not wanted:
+            # Ours, or started on this node by the fleet's previous run (kept identities): a
+            # restarted client stops what it restored, too.
+            if live and self.last.get(alloc_id, {}).get("ClientStatus") not in ("complete", "failed"):
+                self.known.setdefault(alloc_id, node.id)
+                self._report(alloc_id, "complete", "stopped by the servers")
             return
-        if seen or not wanted or alloc["ClientStatus"] != "pending":
+        if alloc_id in self.known or not live:
             return
+        # Pending: placed here. Running but unknown: the previous run of this fleet started it;
+        # as a restarted `corral client` restores its allocations, take it back.
         config = await self._mock_config(alloc, node)
         if config is None or alloc_id in self.known:
             return  # gone meanwhile, or another watch took it
