@@ -64,8 +64,8 @@ def test_log_endpoint_refuses_requests_without_proof_and_signs_answers(tmp_path:
     server = serve("127.0.0.1:0", lambda a: tmp_path / a if a == alloc_id else None, lambda: "node-secret")
     host, port = server.server_address[:2]
     base = f"http://{host!s}:{port}"
-    path = f"/v1/client/fs/logs/{alloc_id}"
-    query = {"task": "t", "type": "stdout", "origin": "start", "offset": "0"}
+    path = f"/v1/client/fs/readat/{alloc_id}"
+    query = {"path": "alloc/logs/t.stdout.0", "offset": "0", "limit": "0"}
     try:
         assert httpx.get(base + path, params=query).status_code == 403
         stamp = int(time.time())

@@ -1,6 +1,6 @@
 """What the client's own HTTP endpoint answers (the servers proxy Nomad's /v1/client/... routes
-here, signed; see logs_http.py): logs, the allocation directory, resource usage, and restart and
-signal of tasks. Each handler takes the request's query and answers (status, body, type), or
+here, signed; see logs_http.py): the allocation directory (logs are read from it too), resource
+usage, and restart and signal of tasks. Each handler takes the request's query and answers (status, body, type), or
 raises FsError naming the field at fault. The servers validate the caller's input first; these
 checks stand on their own all the same."""
 
@@ -19,8 +19,6 @@ from workers.client.alloc_runner import AllocRunner
 from workers.client.drivers import StartError, signal_number
 from workers.client.task_runner import NotRunning
 
-TASK_NAME = re.compile(r"^[^/\\\x00]+$")
-TEXT = "text/plain; charset=utf-8"
 JSON = "application/json"
 Answer = tuple[int, bytes, str]
 Query = Mapping[str, str]
@@ -59,21 +57,6 @@ def _runner(local: Local, alloc_id: str) -> AllocRunner:
     if found is None:
         raise FsError(404, "AllocID", f"allocation {alloc_id} is not on this node")
     return found
-
-
-def logs(local: Local, alloc_id: str, query: Query) -> Answer:
-    task, kind, origin = query.get("task", ""), query.get("type", "stdout"), query.get("origin", "start")
-    if not TASK_NAME.match(task):
-        raise FsError(400, "task", "is required and must be a task name")
-    if kind not in ("stdout", "stderr") or origin not in ("start", "end"):
-        raise FsError(400, "type", "type must be stdout|stderr, origin start|end")
-    offset = _number(query, "offset")
-    path = _alloc_dir(local, alloc_id) / "alloc" / "logs" / f"{task}.{kind}.0"
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FsError(404, "task", f"task {task!r} has no {kind} log in allocation {alloc_id}") from None
-    return 200, data[offset:] if origin == "start" else data[max(0, len(data) - offset) :], TEXT
 
 
 def fs_ls(local: Local, alloc_id: str, query: Query) -> Answer:
@@ -140,7 +123,6 @@ def signal(local: Local, alloc_id: str, query: Query) -> Answer:
 ALLOC = r"([0-9a-f-]{36})"
 Handler = Callable[[Local, str, Query], Answer]
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
-    ("GET", re.compile(rf"^/v1/client/fs/logs/{ALLOC}$"), logs),
     ("GET", re.compile(rf"^/v1/client/fs/ls/{ALLOC}$"), fs_ls),
     ("GET", re.compile(rf"^/v1/client/fs/stat/{ALLOC}$"), fs_stat),
     ("GET", re.compile(rf"^/v1/client/fs/readat/{ALLOC}$"), fs_readat),
