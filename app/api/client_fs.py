@@ -178,6 +178,8 @@ def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool)
 
 def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Iterator[bytes]:
     quiet_since = time.monotonic()
+    if not data:
+        yield b"" if plain else b"{}"  # the answer's headers go now, not with the first new bytes
     while data is not None:  # None: the client stopped answering mid-stream; the caller reconnects
         if data:
             offset += len(data)
