@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import click
@@ -15,7 +14,6 @@ from app.cli.output import ago, date, format_options, formatted, key_values
 from app.cli.output import resolve as resolve_id
 
 FULL_ID_LENGTH = 36
-FOLLOW_POLL_S = 0.5
 
 
 @click.group()
@@ -107,8 +105,8 @@ def status(alloc_id: str, verbose: bool, as_json: bool, template: str | None) ->
 @click.argument("task", required=False)
 def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: bool, lines: int) -> None:
     """Print the stdout (or -stderr) of TASK in ALLOC_ID, read from its client through the
-    server. TASK may be left out when the allocation has one task. -f follows the log: the
-    server's log route does not stream, so the CLI polls it every 0.5 s from the last offset."""
+    server. TASK may be left out when the allocation has one task. -f follows the log (the
+    server streams what the task writes until the task is dead)."""
     full = resolve(alloc_id)
     task = task or _only_task(full)
     params: dict[str, Any] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
@@ -119,12 +117,10 @@ def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: boo
     out = sys.stdout.buffer
     out.write(data)
     out.flush()
-    while follow_:
-        time.sleep(FOLLOW_POLL_S)
-        more = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": offset})
-        if more:
-            offset += len(more)
-            out.write(more)
+    if follow_:
+        followed = {**params, "origin": "start", "offset": offset, "follow": "true"}
+        for chunk in http.stream_text(f"/v1/client/fs/logs/{full}", followed):
+            out.write(chunk)
             out.flush()
 
 
