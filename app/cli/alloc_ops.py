@@ -4,7 +4,6 @@ output; exit 0 on success, 1 on any error (printed on stderr)."""
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
@@ -12,18 +11,8 @@ import click
 
 from app.cli import http
 from app.cli.alloc import alloc, resolve
+from app.cli.alloc_stats import ibytes
 from app.cli.deployment import columns
-
-IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
-
-
-def ibytes(size: int) -> str:
-    """go-humanize's IBytes, as Nomad's fs listing prints sizes: '512 B', '4.0 KiB', '12 MiB'."""
-    if size < 10:
-        return f"{size} B"
-    exponent = min(math.floor(math.log(size, 1024)), len(IEC) - 1)
-    value = math.floor(size / 1024**exponent * 10 + 0.5) / 10
-    return f"{value:.0f} {IEC[exponent]}" if value >= 10 else f"{value:.1f} {IEC[exponent]}"
 
 
 def _file_row(info: dict[str, Any], machine: bool, with_type: bool) -> list[str]:

@@ -94,6 +94,8 @@ def test_client_routes_end_to_end(cluster: Cluster) -> None:
     assert get(f"fs/readat/{alloc_id}", path="t/local/hello.txt", offset=1, limit=3).content == b"ell"
     assert get(f"fs/cat/{alloc_id}", path="alloc/logs/t.stdout.0").content == b"started\n"
     assert get(f"fs/stat/{alloc_id}", path="nope").status_code == 404
+    whole = get(f"fs/stream/{alloc_id}", path="t/local/hello.txt", follow="false").json()
+    assert base64.b64decode(whole["Data"]) == b"hello\n" and whole["File"] == "t/local/hello.txt"
 
     # Escapes (by .. or by a symlink out) and the secrets directory are refused, naming path.
     for path in ("../..", "t/local/root/etc"):
@@ -116,6 +118,9 @@ def test_client_routes_end_to_end(cluster: Cluster) -> None:
     host = get("stats", node_id=cluster.node_id("c1")).json()
     assert host["Memory"]["Total"] > 0 and host["CPU"] and host["Uptime"] > 0
     assert get("stats").status_code == 400
+    with_stats = cli(cluster, root["X-Nomad-Token"], "alloc", "status", "-stats", alloc_id)
+    assert with_stats.returncode == 0 and "Task Resources:" in with_stats.stdout, with_stats.stderr
+    assert "Memory Stats" in with_stats.stdout and "RSS" in with_stats.stdout
 
     # Signal reaches the process; a bad signal or task is refused naming it.
     signals = task_dir / "local" / "signals"
