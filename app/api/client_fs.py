@@ -20,11 +20,12 @@ from flask import Blueprint, Response, stream_with_context
 from app.api.client_proxy import Relayed, Target, Unreachable, forward, relay, relay_failure, target_of_alloc
 from app.api.context import state
 from app.api.params import arg, bool_arg, integer_arg, uuid_value
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.store import allocs as alloc_store
 
 bp = Blueprint("client_fs", __name__)
 FOLLOW_POLL_S = 0.5
+FINISHED_CHECK_S = 2.0  # how often an idle follow asks the database whether the writer is gone
 HEARTBEAT_S = 10.0  # Nomad's stream heartbeat: an empty frame when nothing else was sent
 STREAM_TYPE = "application/json"
 TERMINAL = ("complete", "failed", "lost")
@@ -156,7 +157,10 @@ class Source:
     def finished(self) -> bool:
         """The writer is gone: the task is dead (or the allocation terminal), nothing more comes."""
         with state().reads() as session, session.begin():
-            alloc = alloc_store.get_allocation(session, self.alloc_id)
+            try:
+                alloc = alloc_store.get_allocation(session, self.alloc_id)
+            except NotFound:
+                return True  # collected meanwhile
             if alloc.client_status in TERMINAL:
                 return True
             if self.task is None:
@@ -177,7 +181,7 @@ def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool)
 
 
 def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Iterator[bytes]:
-    quiet_since = time.monotonic()
+    quiet_since = checked = time.monotonic()
     if not data:
         yield b"" if plain else b"{}"  # the answer's headers go now, not with the first new bytes
     while data is not None:  # None: the client stopped answering mid-stream; the caller reconnects
@@ -185,11 +189,13 @@ def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Ite
             offset += len(data)
             yield data if plain else frame(data, offset, source.path)
             quiet_since = time.monotonic()
-        elif source.finished():
-            data = _read_quietly(source, offset)
-            if not data:
-                return  # drained after the writer died
-            continue
+        elif time.monotonic() - checked >= FINISHED_CHECK_S:
+            checked = time.monotonic()
+            if source.finished():
+                data = _read_quietly(source, offset)
+                if not data:
+                    return  # drained after the writer died
+                continue
         elif not plain and time.monotonic() - quiet_since >= HEARTBEAT_S:
             yield b"{}"
             quiet_since = time.monotonic()
