@@ -146,12 +146,24 @@ class Source:
     path: str
     task: str | None
 
-    def read(self, offset: int) -> bytes:
+    def read(self, offset: int, missing_is_empty: bool = False) -> bytes:
+        """The bytes from offset on; a file not there yet reads empty when `missing_is_empty`
+        (a follow waits for it, as Nomad's does), else its 404 is the caller's answer."""
         query = {"path": self.path, "offset": str(offset), "limit": "0"}
-        return _fetch(self.target, "readat", self.alloc_id, query).body
+        try:
+            return _fetch(self.target, "readat", self.alloc_id, query).body
+        except Unreachable as err:
+            if missing_is_empty and _file_missing(err):
+                return b""
+            raise
 
-    def size(self) -> int:
-        info = json.loads(_fetch(self.target, "stat", self.alloc_id, {"path": self.path}).body)
+    def size(self, missing_is_empty: bool = False) -> int:
+        try:
+            info = json.loads(_fetch(self.target, "stat", self.alloc_id, {"path": self.path}).body)
+        except Unreachable as err:
+            if missing_is_empty and _file_missing(err):
+                return 0
+            raise
         return int(info.get("Size") or 0)
 
     def finished(self) -> bool:
@@ -169,10 +181,17 @@ class Source:
             return bool(task_state.get("State") == "dead")
 
 
+def _file_missing(err: Unreachable) -> bool:
+    """The client's 404 names `path`: the file is not there (yet), the allocation is."""
+    body = err.response.get_json(silent=True) if err.response.status_code == 404 else None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    return bool(errors) and isinstance(errors, list) and errors[0].get("field") == "path"
+
+
 def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool) -> Response:
     """The first read answers now (errors as problems); following goes on in a generator."""
-    start = offset if origin == "start" else max(0, source.size() - offset)
-    first = source.read(start)
+    start = offset if origin == "start" else max(0, source.size(follow) - offset)
+    first = source.read(start, follow)
     content_type = "text/plain; charset=utf-8" if plain else STREAM_TYPE
     if not follow:
         body = first if plain else (frame(first, start + len(first), source.path) if first else b"")
@@ -205,6 +224,6 @@ def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Ite
 
 def _read_quietly(source: Source, offset: int) -> bytes | None:
     try:
-        return source.read(offset)
+        return source.read(offset, missing_is_empty=True)
     except Unreachable:
         return None

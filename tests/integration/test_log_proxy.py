@@ -135,6 +135,15 @@ def test_follow_of_a_finished_allocation_drains_the_log_in_frames_and_ends(
             f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "origin": "end", "offset": 5, "plain": "1"}
         )
         assert ending.data == b"last\n"
+        # A log not written yet: a follow waits for it (here: only a heartbeat, as the task is over).
+        waited = client.get(
+            f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "type": "stderr", "follow": "1"}
+        )
+        assert waited.status_code == 200 and waited.data == b"{}"
+        assert (
+            client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "type": "stderr"}).status_code
+            == 404
+        )
     finally:
         server.shutdown()
         server.server_close()

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 
 SAMPLE_S = 0.1  # CPU percentages need two readings; this is the gap between them
-MEMORY_MEASURED = ["RSS", "Swap"]  # what Nomad's raw_exec executor measures
+MEMORY_MEASURED = ["RSS"]  # Nomad's raw_exec adds Swap; it is not read here
 CPU_MEASURED = ["System Mode", "User Mode", "Percent"]
 
 
@@ -77,39 +77,42 @@ def _cpu_seconds(process: psutil.Process) -> tuple[float, float] | None:
     return times.user, times.system
 
 
-def task_usage(pids: list[int]) -> dict[str, Any]:
-    """Nomad's TaskResourceUsage for the process trees rooted at `pids` (none: a driver with
-    no processes, all zeros and nothing measured)."""
-    processes = [p for pid in pids for p in _tree(pid)]
-    before = {p.pid: _cpu_seconds(p) for p in processes}
-    time.sleep(SAMPLE_S if processes else 0)
-    mhz, per_pid, total = _cpu_mhz(), {}, _empty_usage(measured=bool(pids))
-    for process in processes:
-        first, second = before.get(process.pid), _cpu_seconds(process)
-        try:
-            memory = process.memory_info()
-        except psutil.Error:
-            continue
-        usage = _empty_usage(measured=True)
-        usage["MemoryStats"].update(RSS=memory.rss, Usage=memory.rss)
-        if first is not None and second is not None:
-            user = max(0.0, second[0] - first[0]) / SAMPLE_S * 100
-            system = max(0.0, second[1] - first[1]) / SAMPLE_S * 100
-            usage["CpuStats"].update(
-                UserMode=user, SystemMode=system, Percent=user + system, TotalTicks=(user + system) / 100 * mhz
-            )
-        per_pid[str(process.pid)] = usage
-        _add(total, usage)
-    return {"ResourceUsage": total, "Timestamp": time.time_ns(), "Pids": per_pid}
+def _usage_of(process: psutil.Process, first: tuple[float, float] | None, mhz: float) -> dict[str, Any] | None:
+    second = _cpu_seconds(process)
+    try:
+        memory = process.memory_info()
+    except psutil.Error:
+        return None  # gone since the first reading
+    usage = _empty_usage(measured=True)
+    usage["MemoryStats"].update(RSS=memory.rss, Usage=memory.rss)
+    if first is not None and second is not None:
+        user = max(0.0, second[0] - first[0]) / SAMPLE_S * 100
+        system = max(0.0, second[1] - first[1]) / SAMPLE_S * 100
+        usage["CpuStats"].update(
+            UserMode=user, SystemMode=system, Percent=user + system, TotalTicks=(user + system) / 100 * mhz
+        )
+    return usage
 
 
 def alloc_usage(tasks: Mapping[str, list[int]]) -> dict[str, Any]:
-    """Nomad's AllocResourceUsage: each task's usage and their sum."""
-    per_task = {name: task_usage(pids) for name, pids in tasks.items()}
-    total = _empty_usage(measured=False)
-    for usage in per_task.values():
-        _add(total, usage["ResourceUsage"])
-    return {"ResourceUsage": total, "Tasks": per_task, "Timestamp": time.time_ns()}
+    """Nomad's AllocResourceUsage: each task's TaskResourceUsage (summed over the process trees
+    rooted at its pids; none, as a mock task has, measures nothing) and their sum. One CPU
+    sample of SAMPLE_S for all the tasks together."""
+    trees = {name: [p for pid in pids for p in _tree(pid)] for name, pids in tasks.items()}
+    before = {p.pid: _cpu_seconds(p) for processes in trees.values() for p in processes}
+    if before:
+        time.sleep(SAMPLE_S)
+    mhz, now, total, per_task = _cpu_mhz(), time.time_ns(), _empty_usage(measured=False), {}
+    for name, processes in trees.items():
+        task_total, per_pid = _empty_usage(measured=bool(tasks[name])), {}
+        for process in processes:
+            usage = _usage_of(process, before.get(process.pid), mhz)
+            if usage is not None:
+                per_pid[str(process.pid)] = usage
+                _add(task_total, usage)
+        per_task[name] = {"ResourceUsage": task_total, "Timestamp": now, "Pids": per_pid}
+        _add(total, task_total)
+    return {"ResourceUsage": total, "Tasks": per_task, "Timestamp": now}
 
 
 def _disk(path: str, device: str) -> dict[str, Any] | None:
@@ -158,7 +161,7 @@ def host_stats(data_dir: Path) -> dict[str, Any]:
         "Memory": {"Total": memory.total, "Available": memory.available, "Used": memory.used, "Free": memory.free},
         "CPU": cpus,
         "DiskStats": disks,
-        "AllocDirStats": _disk(str(data_dir), ""),
+        "AllocDirStats": _disk(str(data_dir.resolve()), ""),
         "DeviceStats": [],
         "Uptime": int(time.time() - psutil.boot_time()),
         "Timestamp": time.time_ns(),
