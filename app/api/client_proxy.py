@@ -77,6 +77,8 @@ def forward(target: Target, method: str, path: str, query: dict[str, str]) -> Re
     """One signed request to the client; Unreachable (502, or 504 on a timeout) naming the node
     and its address when no signed answer comes back. One message for every other failure
     (refused, unsigned or forged reply): the caller learns nothing more about the network."""
+    if method != "GET":
+        query = {**query, "nonce": uuid.uuid4().hex}  # the client acts once per proof: two acts, two proofs
     stamp = int(time.time())
     proof = link.request_proof(target.key, method, path, query, stamp)
     headers = {link.PROOF_HEADER: proof, link.TIME_HEADER: str(stamp)}

@@ -22,6 +22,23 @@ from workers.client.http_api import Local, route
 log = structlog.get_logger(__name__)
 
 
+class SeenProofs:
+    """The proofs of acts (restart, signal) already done, kept as long as they would verify:
+    a captured request replayed within the allowed clock skew does not act again."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def first_use(self, proof: str, now: float) -> bool:
+        with self._lock:
+            self._until = {p: t for p, t in self._until.items() if t > now}
+            if proof in self._until:
+                return False
+            self._until[proof] = now + 2 * link.MAX_SKEW_S
+            return True
+
+
 def serve(
     bind: str,
     alloc_dir_of: Callable[[str], Path | None],
@@ -33,6 +50,7 @@ def serve(
     Every request must carry the servers' proof (app/acl/client_link.py), keyed by the hash of
     this node's secret (`secret_of`); every answer carries this client's proof in return."""
     local = Local(alloc_dir_of, runner_of, data_dir or Path("."))
+    seen = SeenProofs()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
@@ -66,8 +84,11 @@ def serve(
             offered = self.headers.get(link.PROOF_HEADER, "")
             stamp = self.headers.get(link.TIME_HEADER, "")
             key = link.key_from_secret(secret) if secret else b""
-            if not link.verify_request(key, method, url.path, query, stamp, offered, time.time()):
+            now = time.time()
+            if not link.verify_request(key, method, url.path, query, stamp, offered, now):
                 return self._fail(403, "", "Permission denied")
+            if method != "GET" and not seen.first_use(offered, now):
+                return self._fail(403, "", "Permission denied: this request was already served")
             self.proof = offered
             handler, alloc_id = found
             try:
