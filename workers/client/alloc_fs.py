@@ -8,7 +8,7 @@ import mimetypes
 import stat as stat_mode
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 # The client's own record of the allocation lives in its directory; it is not the task's.
@@ -69,7 +69,7 @@ def content_type(path: Path, is_dir: bool) -> str:
     UTF-8, else by the extension, else octet-stream."""
     if path.name.endswith(".json"):
         return "application/json"
-    if is_dir:
+    if is_dir or not path.is_file():  # never open a FIFO or device to sniff it
         return "application/octet-stream"
     try:
         with path.open("rb") as handle:
@@ -99,7 +99,11 @@ def stat(alloc_dir: Path, relative: str) -> dict[str, Any]:
     target = resolve(alloc_dir, relative)
     if not target.exists():
         raise FsError(404, "path", f"{relative!r}: no such file or directory")
-    return file_info(target, with_content_type=True)
+    info = file_info(target, with_content_type=True)
+    named = PurePosixPath(relative).name
+    if named and named not in (".", ".."):
+        info["Name"] = named  # as os.Stat names it: the path asked for, even through a symlink
+    return info
 
 
 def read_at(alloc_dir: Path, tasks: Iterable[str], relative: str, offset: int, limit: int) -> bytes:
@@ -115,6 +119,8 @@ def read_at(alloc_dir: Path, tasks: Iterable[str], relative: str, offset: int, l
         raise FsError(404, "path", f"{relative!r}: no such file or directory")
     if target.is_dir():
         raise FsError(400, "path", f"{relative!r} is a directory")
+    if not stat_mode.S_ISREG(target.stat().st_mode):  # a FIFO would hold the reader forever
+        raise FsError(400, "path", f"{relative!r} is not a regular file")
     wanted = MAX_READ if limit <= 0 else min(limit, MAX_READ)
     with target.open("rb") as handle:
         handle.seek(offset)

@@ -4,6 +4,7 @@ FileMode text, restart in place and signal of a mock task, and the endpoint's re
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,10 @@ def test_paths_stay_inside_the_allocation_directory(alloc_dir: Path) -> None:
     # A symlink that stays inside, and `..` that stays inside, are fine.
     assert alloc_fs.read_at(alloc_dir, ["web"], "web/local/notes-link", 0, 0) == b"hello world\n"
     assert alloc_fs.read_at(alloc_dir, ["web"], "web/../web/local/notes.txt", 6, 5) == b"world"
+    assert alloc_fs.stat(alloc_dir, "web/local/notes-link")["Name"] == "notes-link"
+    os.mkfifo(alloc_dir / "web" / "local" / "pipe")  # reading it would block the endpoint for good
+    assert refusal(lambda: alloc_fs.read_at(alloc_dir, ["web"], "web/local/pipe", 0, 0)) == (400, "path")
+    assert alloc_fs.stat(alloc_dir, "web/local/pipe")["FileMode"].startswith("p")
 
 
 def test_secrets_are_listed_but_never_read_and_the_record_is_hidden(alloc_dir: Path) -> None:
