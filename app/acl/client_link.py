@@ -1,5 +1,5 @@
-"""The link from the servers to a client's log endpoint (Nomad's client HTTP API): which
-addresses a node may advertise, and the proofs each side checks.
+"""The link from the servers to a client's endpoint (Nomad's client HTTP API: logs, fs, stats,
+restart, signal): which addresses a node may advertise, and the proofs each side checks.
 
 The servers store only the SHA-256 of a node's secret, so that hash is the shared key: the
 client derives it from its secret, the server reads it from the node row. A request proof is an

@@ -159,7 +159,17 @@ REQUIREMENTS: dict[str, Requirement] = {
     "allocs.list_allocations": ListIn(pol.READ_JOB),
     "allocs.get_allocation": InNamespace(pol.READ_JOB, "allocation", node_may=True),
     "allocs.stop_allocation": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
-    "client.logs": InNamespace(pol.READ_LOGS, "allocation"),
+    # Nomad's client routes, proxied to the client running the allocation.
+    "client_fs.logs": InNamespace(pol.READ_LOGS, "allocation"),
+    "client_fs.ls": InNamespace(pol.READ_FS, "allocation"),
+    "client_fs.stat": InNamespace(pol.READ_FS, "allocation"),
+    "client_fs.cat": InNamespace(pol.READ_FS, "allocation"),
+    "client_fs.readat": InNamespace(pol.READ_FS, "allocation"),
+    "client_fs.stream": InNamespace(pol.READ_FS, "allocation"),
+    "client_allocs.alloc_stats": InNamespace(pol.READ_JOB, "allocation"),  # Nomad: read-job
+    "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
+    "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
+    "client_allocs.host_stats": Area("node", R),
     # Nodes and the client protocol.
     "nodes.register": NodeIntroduction(),
     "nodes.list_nodes": Area("node", R),

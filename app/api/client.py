@@ -1,28 +1,21 @@
 """The client protocol: node heartbeats and allocation status batches, authenticated by the
-node's SecretID in X-Nomad-Token (Nomad's AuthToken for node RPCs); and allocation logs, which
-the server proxies to the client that runs the allocation (its advertised HTTPAddr)."""
+node's SecretID in X-Nomad-Token (Nomad's AuthToken for node RPCs). The routes the servers
+proxy to a client agent are in client_fs.py and client_allocs.py."""
 
 from __future__ import annotations
 
-import base64
-import time
 from typing import Any, Literal
 from uuid import UUID
 
-import httpx
 from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.acl import client_link as link
 from app.api.context import client_lane, client_write, respond, state, write
-from app.api.errors import problem
-from app.api.params import arg, bool_arg, integer_arg, json_body, optional_json_body, uuid_value
+from app.api.params import arg, json_body, optional_json_body, uuid_value
 from app.api.validation import validate
-from app.errors import FieldProblem, Forbidden, InvalidInput, NotFound
+from app.errors import Forbidden
 from app.gc.client_gc import request_client_gc
-from app.store import allocs as alloc_store
 from app.store import client_allocs
-from app.store import nodes as node_store
 from app.store.heartbeat_ttl import HeartbeatPolicy
 from app.store.heartbeats import heartbeat as record_heartbeat
 
@@ -113,55 +106,3 @@ def client_gc() -> Response:
     node_id = uuid_value(raw, "node_id") if raw else None
     result = write(lambda s: request_client_gc(s, node_id))
     return respond({"Index": result.index, "Nodes": result.nodes}, result.index)
-
-
-@bp.get("/client/fs/logs/<alloc_id>")
-def logs(alloc_id: str) -> Response:
-    """Proxied to the client running the allocation, so it works whichever host that is."""
-    key = uuid_value(alloc_id, "AllocID")
-    task = arg("task")
-    if not task:
-        raise InvalidInput.of("task", "is required: the task whose logs to read")
-    kind = arg("type") or "stdout"
-    if kind not in ("stdout", "stderr"):
-        raise InvalidInput.of("type", f"must be 'stdout' or 'stderr', got {kind!r}")
-    origin = arg("origin") or "start"
-    if origin not in ("start", "end"):
-        raise InvalidInput.of("origin", f"must be 'start' or 'end', got {origin!r}")
-    offset = integer_arg("offset") or 0
-    plain = bool_arg("plain")
-    with state().reads() as session, session.begin():
-        alloc = alloc_store.get_allocation(session, key)
-        node = node_store.get_node(session, alloc.node_id)
-        address, node_key = node.http_addr, link.key_from_hash(node.secret_hash)
-    if not address or link.http_addr_problem(address) is not None:
-        raise NotFound.of("AllocID", f"node {node.id} of allocation {key} has no usable client HTTP address")
-    query = {"task": task, "type": kind, "origin": origin, "offset": str(offset)}
-    path = f"/v1/client/fs/logs/{key}"
-    stamp = int(time.time())
-    proof = link.request_proof(node_key, "GET", path, query, stamp)
-    headers = {link.PROOF_HEADER: proof, link.TIME_HEADER: str(stamp)}
-    try:
-        reply = httpx.get(link.base_url(address) + path, params=query, headers=headers, timeout=LOG_PROXY_TIMEOUT_S)
-        answer = reply.content
-    except httpx.HTTPError:
-        reply = None
-    # One answer for every failure (refused, timed out, unsigned or forged reply): the caller
-    # learns nothing about the network behind the address.
-    if reply is None or not link.verify_response(
-        node_key, proof, reply.status_code, answer, reply.headers.get(link.PROOF_HEADER, "")
-    ):
-        return problem(
-            502, "Bad Gateway", [FieldProblem("", f"the client running allocation {key} gave no valid answer")]
-        )
-    if reply.status_code != 200:
-        return Response(answer, status=reply.status_code, content_type=reply.headers.get("content-type"))
-    return _log_response(answer, task, kind, offset, plain)
-
-
-def _log_response(data: bytes, task: str, kind: str, offset: int, plain: bool) -> Response:
-    if plain:
-        return Response(data, content_type="text/plain; charset=utf-8")
-    # Nomad's StreamFrame; one frame, as follow=true streaming is not offered.
-    frame = {"Data": base64.b64encode(data).decode(), "File": f"alloc/logs/{task}.{kind}.0", "Offset": offset}
-    return respond(frame, 0)

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import click
 
 from app.cli import http
+from app.cli.alloc_stats import task_resources
 from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, date, format_options, formatted, key_values
 from app.cli.output import resolve as resolve_id
 
 FULL_ID_LENGTH = 36
-FOLLOW_POLL_S = 0.5
 
 
 @click.group()
@@ -42,7 +41,7 @@ def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
     follow(response.get("EvalID"), detach, verbose)
 
 
-def render_alloc(a: dict[str, Any], verbose: bool) -> str:
+def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None = None) -> str:
     def short(value: Any) -> str:
         return str(value or "") if verbose else str(value or "")[:8]
 
@@ -71,6 +70,9 @@ def render_alloc(a: dict[str, Any], verbose: bool) -> str:
     )
     for name, state in sorted((a.get("TaskStates") or {}).items()):
         lines += ["", f'Task "{name}" is "{state.get("State", "")}"']
+        if stats is not None:
+            usage = ((stats.get("Tasks") or {}).get(name) or {}).get("ResourceUsage")
+            lines += [*task_resources(_task_resources(a, name), usage), ""]
         events = state.get("Events") or []
         if events:
             rows = [["Time", "Type", "Description"]]
@@ -81,6 +83,15 @@ def render_alloc(a: dict[str, Any], verbose: bool) -> str:
     return "\n".join(lines)
 
 
+def _task_resources(a: dict[str, Any], task: str) -> dict[str, Any]:
+    for group in (a.get("Job") or {}).get("TaskGroups") or []:
+        if group.get("Name") == a.get("TaskGroup"):
+            for found in group.get("Tasks") or []:
+                if found.get("Name") == task:
+                    return dict(found.get("Resources") or {})
+    return {}
+
+
 def _health(status: dict[str, Any]) -> str:
     healthy = status.get("Healthy")
     return "unset" if healthy is None else ("healthy" if healthy else "unhealthy")
@@ -88,14 +99,23 @@ def _health(status: dict[str, Any]) -> str:
 
 @alloc.command()
 @click.option("-verbose", "--verbose", is_flag=True, help="Full IDs and every task event.")
+@click.option("-stats", "--stats", "with_stats", is_flag=True, help="Each task's measured resource use.")
 @format_options
 @click.argument("alloc_id")
-def status(alloc_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+def status(alloc_id: str, verbose: bool, with_stats: bool, as_json: bool, template: str | None) -> None:
     """Show ALLOC_ID (a full ID or a unique prefix) in Nomad's layout: its statuses, node, job,
-    deployment health, and each task's state with its recent events."""
+    deployment health, and each task's state with its recent events (-stats: and its resources
+    with the use its client measures)."""
     found = http.get(f"/v1/allocation/{resolve(alloc_id)}")
-    if not formatted(found, as_json, template):
-        click.echo(render_alloc(found, verbose))
+    if formatted(found, as_json, template):
+        return
+    stats: dict[str, Any] | None = None
+    if with_stats and found.get("ClientStatus") == "running":
+        try:
+            stats = http.get(f"/v1/client/allocation/{found['ID']}/stats")
+        except http.ApiError as err:
+            click.echo(f"Couldn't retrieve stats: {err.message}", err=True)  # as Nomad: the rest still prints
+    click.echo(render_alloc(found, verbose, stats))
 
 
 @alloc.command()
@@ -107,8 +127,8 @@ def status(alloc_id: str, verbose: bool, as_json: bool, template: str | None) ->
 @click.argument("task", required=False)
 def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: bool, lines: int) -> None:
     """Print the stdout (or -stderr) of TASK in ALLOC_ID, read from its client through the
-    server. TASK may be left out when the allocation has one task. -f follows the log: the
-    server's log route does not stream, so the CLI polls it every 0.5 s from the last offset."""
+    server. TASK may be left out when the allocation has one task. -f follows the log (the
+    server streams what the task writes until the task is dead)."""
     full = resolve(alloc_id)
     task = task or _only_task(full)
     params: dict[str, Any] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
@@ -119,12 +139,10 @@ def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: boo
     out = sys.stdout.buffer
     out.write(data)
     out.flush()
-    while follow_:
-        time.sleep(FOLLOW_POLL_S)
-        more = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": offset})
-        if more:
-            offset += len(more)
-            out.write(more)
+    if follow_:
+        followed = {**params, "origin": "start", "offset": offset, "follow": "true"}
+        for chunk in http.stream_text(f"/v1/client/fs/logs/{full}", followed):
+            out.write(chunk)
             out.flush()
 
 

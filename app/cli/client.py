@@ -100,7 +100,7 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--http-bind",
     default=None,
-    help="host:port of the client's log endpoint the servers proxy to [default: 127.0.0.1:0, a free port].",
+    help="host:port of the client's endpoint the servers proxy client routes to [default: 127.0.0.1:0, a free port].",
 )
 @click.option(
     "--gc-interval",

@@ -6,6 +6,7 @@ the request and the HTTP problem, so every command reports them the same way."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -94,6 +95,25 @@ def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float =
     if response.status_code >= 400:
         raise ApiError(f"GET {path}: {response.status_code} {problem_text(response)}", response.status_code)
     return response.content
+
+
+def stream_text(path: str, params: dict[str, Any] | None = None) -> Iterator[bytes]:
+    """A GET whose answer keeps coming (a followed log), chunk by chunk as it arrives; no read
+    timeout, as the stream may be quiet for long. Errors as `request` reports them."""
+    import httpx
+
+    url = address() + path
+    timeout = httpx.Timeout(TIMEOUT_S, read=None)
+    try:
+        with httpx.stream(
+            "GET", url, params=params, headers=auth_headers(), timeout=timeout, verify=_tls()
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise ApiError(f"GET {path}: {response.status_code} {problem_text(response)}", response.status_code)
+            yield from response.iter_bytes()
+    except httpx.HTTPError as err:
+        raise ApiError(f"GET {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
 
 
 def _tls() -> Any:

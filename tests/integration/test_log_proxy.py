@@ -1,10 +1,13 @@
 """The log proxy (GET /v1/client/fs/logs/:alloc) only talks to the address a node registered,
 only in host:port form, proves itself to the client and relays only answers the client signed:
 a node advertising some other service gets nothing back, and errors read the same whether the
-port is closed or answers."""
+port is closed or answers (the node and its address named); a follow of a finished
+allocation drains and ends; a client that never answers is a prompt 504."""
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 import threading
 import uuid
@@ -16,6 +19,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
+from app.api import client_proxy
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 from workers.client.logs_http import serve
@@ -74,14 +78,17 @@ def test_proxy_relays_nothing_from_another_service_and_hides_the_network(
     client: FlaskClient, pg: Conn, other_service: str
 ) -> None:
     register(client, minimal_job("web"))
-    _, foreign = node_with_alloc(client, pg, other_service)
-    _, closed = node_with_alloc(client, pg, closed_port())
+    foreign_node, foreign = node_with_alloc(client, pg, other_service)
+    closed_address = closed_port()
+    closed_node, closed = node_with_alloc(client, pg, closed_address)
     answers = []
-    for alloc_id in (foreign, closed):
+    for alloc_id, node_id, address in ((foreign, foreign_node, other_service), (closed, closed_node, closed_address)):
         reply = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "plain": "true"})
         assert reply.status_code == 502
         assert b"internal secret page" not in reply.data
-        answers.append(reply.json["detail"].replace(alloc_id, "<alloc>") if reply.json else None)
+        detail = reply.json["detail"] if reply.json else ""
+        assert address in detail and node_id in detail  # the operator learns which client to look at
+        answers.append(detail.replace(address, "<address>").replace(node_id, "<node>"))
     assert answers[0] == answers[1]
 
 
@@ -103,3 +110,55 @@ def test_proxy_reads_logs_from_the_nodes_own_client(client: FlaskClient, pg: Con
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_follow_of_a_finished_allocation_drains_the_log_in_frames_and_ends(
+    client: FlaskClient, pg: Conn, tmp_path: Path
+) -> None:
+    register(client, minimal_job("web"))
+    secret = str(uuid.uuid4())
+    dirs: dict[str, Path] = {}
+    server = serve("127.0.0.1:0", lambda a: dirs.get(a), lambda: secret)
+    try:
+        _, alloc_id = node_with_alloc(client, pg, f"127.0.0.1:{server.server_address[1]}", secret)
+        (tmp_path / "alloc" / "logs").mkdir(parents=True)
+        (tmp_path / "alloc" / "logs" / "t.stdout.0").write_text("first\nlast\n")
+        dirs[alloc_id] = tmp_path
+        pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (alloc_id,))
+        pg.commit()
+        reply = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "follow": "true"})
+        assert reply.status_code == 200
+        frame = json.loads(reply.data)  # one frame, then the stream ends: nothing more will come
+        assert base64.b64decode(frame["Data"]) == b"first\nlast\n" and frame["Offset"] == 11
+        assert frame["File"] == "alloc/logs/t.stdout.0"
+        ending = client.get(
+            f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "origin": "end", "offset": 5, "plain": "1"}
+        )
+        assert ending.data == b"last\n"
+        # A log not written yet: a follow waits for it (here: only a heartbeat, as the task is over).
+        waited = client.get(
+            f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "type": "stderr", "follow": "1"}
+        )
+        assert waited.status_code == 200 and waited.data == b"{}"
+        assert (
+            client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "type": "stderr"}).status_code
+            == 404
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_client_that_accepts_but_never_answers_is_a_504_naming_it(
+    client: FlaskClient, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_proxy, "READ_TIMEOUT_S", 0.5)
+    register(client, minimal_job("web"))
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nobody ever reads or answers
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        node_id, alloc_id = node_with_alloc(client, pg, address)
+        reply = client.get(f"/v1/client/fs/ls/{alloc_id}")
+    assert reply.status_code == 504 and reply.json is not None
+    assert address in reply.json["detail"] and node_id in reply.json["detail"]

@@ -64,8 +64,8 @@ def test_log_endpoint_refuses_requests_without_proof_and_signs_answers(tmp_path:
     server = serve("127.0.0.1:0", lambda a: tmp_path / a if a == alloc_id else None, lambda: "node-secret")
     host, port = server.server_address[:2]
     base = f"http://{host!s}:{port}"
-    path = f"/v1/client/fs/logs/{alloc_id}"
-    query = {"task": "t", "type": "stdout", "origin": "start", "offset": "0"}
+    path = f"/v1/client/fs/readat/{alloc_id}"
+    query = {"path": "alloc/logs/t.stdout.0", "offset": "0", "limit": "0"}
     try:
         assert httpx.get(base + path, params=query).status_code == 403
         stamp = int(time.time())
@@ -78,6 +78,24 @@ def test_log_endpoint_refuses_requests_without_proof_and_signs_answers(tmp_path:
         assert reply.status_code == 200 and reply.content == b"hello\n"
         assert link.verify_response(key, proof, 200, reply.content, reply.headers[link.PROOF_HEADER])
         assert not link.verify_response(key, proof, 200, b"tampered", reply.headers[link.PROOF_HEADER])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_act_replayed_with_its_valid_proof_is_refused(tmp_path: Path) -> None:
+    server = serve("127.0.0.1:0", lambda a: None, lambda: "node-secret")
+    host, port = server.server_address[:2]
+    path = "/v1/client/allocation/0b9e0d2a-5f7c-4c55-9a55-4b9c5c0e6f11/signal"
+    query = {"task": "t", "signal": "SIGUSR1", "nonce": "n1"}
+    key = link.key_from_hash(secret_hash("node-secret"))
+    stamp = int(time.time())
+    headers = {link.PROOF_HEADER: link.request_proof(key, "PUT", path, query, stamp), link.TIME_HEADER: str(stamp)}
+    try:
+        first = httpx.put(f"http://{host!s}:{port}{path}", params=query, headers=headers)
+        assert first.status_code == 404  # served (no such allocation here)
+        again = httpx.put(f"http://{host!s}:{port}{path}", params=query, headers=headers)
+        assert again.status_code == 403 and "already served" in again.text
     finally:
         server.shutdown()
         server.server_close()

@@ -124,7 +124,9 @@ class Client:
     # -- run -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        server = serve(self.config.http_bind, self._alloc_dir, lambda: self.api.secret)
+        server = serve(
+            self.config.http_bind, self._alloc_dir, lambda: self.api.secret, self._runner, self.config.data_dir
+        )
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
         self._load_identity()
@@ -193,6 +195,10 @@ class Client:
         with self.lock:
             runner = self.runners.get(alloc_id)
         return runner.dir if runner is not None else None
+
+    def _runner(self, alloc_id: str) -> AllocRunner | None:
+        with self.lock:
+            return self.runners.get(alloc_id)
 
     def _runner_list(self) -> list[AllocRunner]:
         with self.lock:

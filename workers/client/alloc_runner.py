@@ -30,7 +30,7 @@ from workers.client.lifecycle import (
     stage_of,
 )
 from workers.client.restarts import RestartPolicy, RestartTracker
-from workers.client.task_runner import TaskRunner
+from workers.client.task_runner import NotRunning, TaskRunner
 from workers.client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
 
 NANOS = 1_000_000_000
@@ -269,6 +269,44 @@ class AllocRunner:
             if health is not None:
                 body["DeploymentStatus"] = health
             return body
+
+    def restart(self, task: str, all_tasks: bool) -> None:
+        """Nomad's alloc restart: the named task, or every running one (AllTasks too: dead
+        tasks are not run again here). Raises KeyError for an unknown task, NotRunning when
+        the allocation or the named task does not run."""
+        if self.terminal or self.stopping:
+            raise NotRunning(f"allocation {self.id} is not running")
+        if task:
+            self.tasks[task].restart("User requested task to restart")
+            return
+        reason = "User requested all tasks to restart" if all_tasks else "User requested running tasks to restart"
+        restarted = 0
+        for runner in self.tasks.values():
+            try:
+                runner.restart(reason)
+                restarted += 1
+            except NotRunning:
+                continue  # as Nomad's: a task that is not running is not restarted
+        if not restarted:
+            raise NotRunning(f"allocation {self.id} has no running task")
+
+    def signal(self, task: str, name: str, signum: int) -> None:
+        """Nomad's alloc signal: the named task, or every running one."""
+        if task:
+            self.tasks[task].signal(name, signum)
+            return
+        signalled = 0
+        for runner in self.tasks.values():
+            try:
+                runner.signal(name, signum)
+                signalled += 1
+            except NotRunning:
+                continue
+        if not signalled:
+            raise NotRunning(f"allocation {self.id} has no running task")
+
+    def task_pids(self) -> dict[str, list[int]]:
+        return {name: runner.pids() for name, runner in self.tasks.items()}
 
     def judge_health(self, now: float) -> bool:
         """Whether the allocation's deployment health was decided just now."""

@@ -59,6 +59,12 @@ class Handle(Protocol):
 
     def state(self) -> dict[str, Any]: ...
 
+    def pids(self) -> list[int]:
+        """The processes the task's usage is measured from (none for a driver without any)."""
+
+    def signal(self, signum: int) -> None:
+        """Deliver signum to the task (Nomad's alloc signal)."""
+
 
 class Driver(Protocol):
     name: str
@@ -128,6 +134,21 @@ class RawExecHandle:
     def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signum)
+
+    def pids(self) -> list[int]:
+        return [self.pid] if self._alive() else []
+
+    def signal(self, signum: int) -> None:
+        """To every process of the task but the wrapper: the wrapper traps only the kill
+        signals, and any other (SIGUSR1's default is to terminate) would end it, and with it
+        the record of the task's exit, while the task itself kept running."""
+        try:
+            processes = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        for process in processes:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signum)
 
 
 class RawExec:
@@ -212,6 +233,12 @@ class MockHandle:
             self._killed.set()
         code = self.wait(timeout_s)
         return KILLED if code is None else code
+
+    def pids(self) -> list[int]:
+        return []
+
+    def signal(self, signum: int) -> None:
+        """The mock task has no process: a signal reaches nothing, as it would a task ignoring it."""
 
 
 class Mock:

@@ -30,6 +30,10 @@ def _open_gate() -> threading.Event:
     return gate
 
 
+class NotRunning(Exception):
+    """A restart or signal for a task with no running process (Nomad's ErrTaskNotRunning)."""
+
+
 class TaskRunner:
     def __init__(
         self,
@@ -58,6 +62,7 @@ class TaskRunner:
         self._saved_handle: dict[str, Any] | None = saved.get("handle")
         self.handle: Handle | None = None
         self._stop = threading.Event()
+        self._restart = threading.Event()  # a user asked for a restart in place
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"task-{spec.name}", daemon=True)
 
@@ -80,6 +85,29 @@ class TaskRunner:
             with self._lock:
                 self._event(*event)
         self._stop.set()
+
+    def restart(self, reason: str) -> None:
+        """Kill the running task and start it again at once, outside its restart policy
+        (Nomad's alloc restart: a 'Restart Signaled' event, and Restarts counts it)."""
+        with self._lock:
+            if self.handle is None or self.state["State"] != "running" or self._stop.is_set():
+                raise NotRunning(f"task {self.spec.name!r} is not running")
+            self._event("Restart Signaled", reason, RestartReason=reason)
+            self._restart.set()
+        self.on_change()
+
+    def signal(self, name: str, signum: int) -> None:
+        """Deliver a signal to the running task (Nomad's alloc signal: a 'Signaling' event)."""
+        with self._lock:
+            if self.handle is None or self.state["State"] != "running":
+                raise NotRunning(f"task {self.spec.name!r} is not running")
+            self.handle.signal(signum)
+            self._event("Signaling", f"Task being sent signal {name}", TaskSignal=name)
+        self.on_change()
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return self.handle.pids() if self.handle is not None else []
 
     def _event(self, kind: str, message: str = "", **extra: Any) -> None:
         event = {"Type": kind, "Time": now_ns(), "DisplayMessage": message, **extra}
@@ -118,6 +146,11 @@ class TaskRunner:
                 self._event("Killed", "Task successfully killed", ExitCode=code)
                 return self._finish(failed=False, message="")
             self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            if self._restart.is_set():
+                self._restart.clear()
+                self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
+                self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
+                continue
             decision = self.tracker.after_exit(time.time(), code, start_failed)
             if decision.action == "complete":
                 return self._finish(failed=False, message=decision.reason)
@@ -159,7 +192,7 @@ class TaskRunner:
         return handle
 
     def _wait(self, handle: Handle) -> int:
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self._restart.is_set():
             code = handle.wait(WAIT_SLICE_S)
             if code is not None:
                 return code

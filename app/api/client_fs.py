@@ -1,0 +1,229 @@
+"""Nomad's client filesystem routes (/v1/client/fs/...): logs, ls, stat, cat, readat and stream
+of an allocation's directory, proxied to the client that runs it (app/api/client_proxy.py).
+
+Logs and stream answer Nomad's StreamFrames (Data base64, Offset, File; `{}` heartbeats) unless
+plain=true. Following (follow=true) is done here: the server asks the client for what follows
+the last offset every FOLLOW_POLL_S, in a greenlet holding no database connection, until the
+task is dead and its log drained, or the caller goes away."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, stream_with_context
+
+from app.api.client_proxy import Relayed, Target, Unreachable, forward, relay, relay_failure, target_of_alloc
+from app.api.context import state
+from app.api.params import arg, bool_arg, integer_arg, uuid_value
+from app.errors import InvalidInput, NotFound
+from app.store import allocs as alloc_store
+
+bp = Blueprint("client_fs", __name__)
+FOLLOW_POLL_S = 0.5
+FINISHED_CHECK_S = 2.0  # how often an idle follow asks the database whether the writer is gone
+HEARTBEAT_S = 10.0  # Nomad's stream heartbeat: an empty frame when nothing else was sent
+STREAM_TYPE = "application/json"
+TERMINAL = ("complete", "failed", "lost")
+
+
+def frame(data: bytes, end_offset: int, file: str) -> bytes:
+    """Nomad's StreamFrame (empty fields left out, as its omitempty does): Offset is where the
+    reader resumes, the end of Data in the file."""
+    return json.dumps({"Offset": end_offset, "Data": base64.b64encode(data).decode(), "File": file}).encode()
+
+
+def _required_path() -> str:
+    path = arg("path")
+    if not path:
+        raise InvalidInput.of("path", "must provide a file name")
+    return path
+
+
+def _origin() -> str:
+    origin = arg("origin") or "start"
+    if origin not in ("start", "end"):
+        raise InvalidInput.of("origin", f"must be 'start' or 'end', got {origin!r}")
+    return origin
+
+
+def _client_path(kind: str, alloc_id: uuid.UUID) -> str:
+    return f"/v1/client/fs/{kind}/{alloc_id}"
+
+
+def _fetch(target: Target, kind: str, alloc_id: uuid.UUID, query: dict[str, str]) -> Relayed:
+    """A client answer, or the caller's problem raised as Unreachable (a client refusal too)."""
+    answer = forward(target, "GET", _client_path(kind, alloc_id), query)
+    if answer.status != 200:
+        raise Unreachable(relay_failure(answer))
+    return answer
+
+
+def _unreachable(err: Unreachable) -> Response:
+    return err.response
+
+
+bp.register_error_handler(Unreachable, _unreachable)
+
+
+@bp.get("/client/fs/ls/<alloc_id>")
+def ls(alloc_id: str) -> Response:
+    key = uuid_value(alloc_id, "AllocID")
+    query = {"path": arg("path") or "/"}
+    return relay(forward(target_of_alloc(key), "GET", _client_path("ls", key), query))
+
+
+@bp.get("/client/fs/stat/<alloc_id>")
+def stat(alloc_id: str) -> Response:
+    key = uuid_value(alloc_id, "AllocID")
+    query = {"path": _required_path()}
+    return relay(forward(target_of_alloc(key), "GET", _client_path("stat", key), query))
+
+
+@bp.get("/client/fs/cat/<alloc_id>")
+def cat(alloc_id: str) -> Response:
+    key = uuid_value(alloc_id, "AllocID")
+    query = {"path": _required_path(), "offset": "0", "limit": "0"}
+    return _untrusted(_fetch(target_of_alloc(key), "readat", key, query).body)
+
+
+@bp.get("/client/fs/readat/<alloc_id>")
+def readat(alloc_id: str) -> Response:
+    key = uuid_value(alloc_id, "AllocID")
+    path = _required_path()
+    offset = integer_arg("offset")
+    if offset is None:
+        raise InvalidInput.of("offset", "is required: where to start reading")
+    query = {"path": path, "offset": str(offset), "limit": str(integer_arg("limit") or 0)}
+    return _untrusted(_fetch(target_of_alloc(key), "readat", key, query).body)
+
+
+def _untrusted(data: bytes) -> Response:
+    """A file's bytes as Nomad serves untrusted content: never sniffed or rendered by a browser."""
+    response = Response(data, status=200, content_type="text/plain; charset=utf-8")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+    return response
+
+
+@bp.get("/client/fs/logs/<alloc_id>")
+def logs(alloc_id: str) -> Response:
+    """A task's stdout or stderr: frames (or plain=true bytes) from the offset, followed with
+    follow=true until the task is dead."""
+    key = uuid_value(alloc_id, "AllocID")
+    task = arg("task")
+    if not task:
+        raise InvalidInput.of("task", "is required: the task whose logs to read")
+    if any(c in task for c in "/\\\x00") or task in (".", ".."):
+        raise InvalidInput.of("task", f"{task!r} is not a task name")
+    kind = arg("type") or "stdout"
+    if kind not in ("stdout", "stderr"):
+        raise InvalidInput.of("type", f"must be 'stdout' or 'stderr', got {kind!r}")
+    source = Source(target_of_alloc(key), key, f"alloc/logs/{task}.{kind}.0", task)
+    return _stream(source, _origin(), integer_arg("offset") or 0, bool_arg("plain"), bool_arg("follow"))
+
+
+@bp.get("/client/fs/stream/<alloc_id>")
+def stream(alloc_id: str) -> Response:
+    """Any file of the allocation as frames, followed by default (Nomad's follow=true)."""
+    key = uuid_value(alloc_id, "AllocID")
+    path = _required_path()
+    follow = bool_arg("follow") if arg("follow") is not None else True
+    source = Source(target_of_alloc(key), key, path, None)
+    return _stream(source, _origin(), integer_arg("offset") or 0, False, follow)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file followed on a client; `task` is whose death ends a follow (None: the allocation's)."""
+
+    target: Target
+    alloc_id: uuid.UUID
+    path: str
+    task: str | None
+
+    def read(self, offset: int, missing_is_empty: bool = False) -> bytes:
+        """The bytes from offset on; a file not there yet reads empty when `missing_is_empty`
+        (a follow waits for it, as Nomad's does), else its 404 is the caller's answer."""
+        query = {"path": self.path, "offset": str(offset), "limit": "0"}
+        try:
+            return _fetch(self.target, "readat", self.alloc_id, query).body
+        except Unreachable as err:
+            if missing_is_empty and _file_missing(err):
+                return b""
+            raise
+
+    def size(self, missing_is_empty: bool = False) -> int:
+        try:
+            info = json.loads(_fetch(self.target, "stat", self.alloc_id, {"path": self.path}).body)
+        except Unreachable as err:
+            if missing_is_empty and _file_missing(err):
+                return 0
+            raise
+        return int(info.get("Size") or 0)
+
+    def finished(self) -> bool:
+        """The writer is gone: the task is dead (or the allocation terminal), nothing more comes."""
+        with state().reads() as session, session.begin():
+            try:
+                alloc = alloc_store.get_allocation(session, self.alloc_id)
+            except NotFound:
+                return True  # collected meanwhile
+            if alloc.client_status in TERMINAL:
+                return True
+            if self.task is None:
+                return False
+            task_state = (alloc.task_states or {}).get(self.task) or {}
+            return bool(task_state.get("State") == "dead")
+
+
+def _file_missing(err: Unreachable) -> bool:
+    """The client's 404 names `path`: the file is not there (yet), the allocation is."""
+    body = err.response.get_json(silent=True) if err.response.status_code == 404 else None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    return bool(errors) and isinstance(errors, list) and errors[0].get("field") == "path"
+
+
+def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool) -> Response:
+    """The first read answers now (errors as problems); following goes on in a generator."""
+    start = offset if origin == "start" else max(0, source.size(follow) - offset)
+    first = source.read(start, follow)
+    content_type = "text/plain; charset=utf-8" if plain else STREAM_TYPE
+    if not follow:
+        body = first if plain else (frame(first, start + len(first), source.path) if first else b"")
+        return Response(body, status=200, content_type=content_type)
+    return Response(stream_with_context(_follow(source, start, first, plain)), content_type=content_type)
+
+
+def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Iterator[bytes]:
+    quiet_since = checked = time.monotonic()
+    if not data:
+        yield b"" if plain else b"{}"  # the answer's headers go now, not with the first new bytes
+    while data is not None:  # None: the client stopped answering mid-stream; the caller reconnects
+        if data:
+            offset += len(data)
+            yield data if plain else frame(data, offset, source.path)
+            quiet_since = time.monotonic()
+        elif time.monotonic() - checked >= FINISHED_CHECK_S:
+            checked = time.monotonic()
+            if source.finished():
+                data = _read_quietly(source, offset)
+                if not data:
+                    return  # drained after the writer died
+                continue
+        elif not plain and time.monotonic() - quiet_since >= HEARTBEAT_S:
+            yield b"{}"
+            quiet_since = time.monotonic()
+        time.sleep(FOLLOW_POLL_S)
+        data = _read_quietly(source, offset)
+
+
+def _read_quietly(source: Source, offset: int) -> bytes | None:
+    try:
+        return source.read(offset, missing_is_empty=True)
+    except Unreachable:
+        return None
