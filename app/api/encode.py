@@ -90,8 +90,9 @@ def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str,
 
 
 def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
+    """Nomad's JobListStub (every key; the job's version is on the full job only)."""
     spec = row.spec
-    return {
+    stub = {
         "ID": row.id,
         "ParentID": row.parent_id or "",
         "Name": row.name,
@@ -111,9 +112,12 @@ def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
         "ModifyIndex": row.modify_index,
         "JobModifyIndex": row.job_modify_index,
         "SubmitTime": nanos(row.submit_time),
-        "Meta": spec.get("Meta") or {},
-        "Version": row.version,
     }
+    # Nomad's JobListStub sends Meta only when the job has some (omitempty).
+    meta = spec.get("Meta")
+    if meta:
+        stub["Meta"] = meta
+    return stub
 
 
 def evaluation(row: Evaluation) -> dict[str, Any]:
@@ -208,7 +212,8 @@ def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
     """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
     full Allocation but its Job (corral's lists have always carried them, and the CLI and
     UI read them)."""
-    return {**allocation(row), "JobType": job_type, "JobVersion": row.job_version}
+    listed = {key: value for key, value in allocation(row).items() if key != "Job"}
+    return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 
 def node(row: Node) -> dict[str, Any]:

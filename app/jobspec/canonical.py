@@ -26,6 +26,37 @@ def canonical_job(spec: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
+def job_update_as_sent(payload: object) -> object:
+    """Undo what ``canonical_job`` did to the job's update block, for a job read back.
+
+    Nomad's clients send a read job back as it came (``nomad job inspect`` piped into
+    ``nomad job run``): its job-level Update then holds stagger and max_parallel and the
+    zero value of every other field, which are not settings but absences (the groups carry
+    the real ones). A block whose max_parallel is zero too is Nomad's empty update block.
+    """
+    if not isinstance(payload, dict) or not _is_job_level_form(payload.get("Update")):
+        return payload
+    update = payload["Update"]
+    if not update["MaxParallel"]:
+        return {key: value for key, value in payload.items() if key != "Update"}
+    return {**payload, "Update": {key: update[key] for key in _JOB_LEVEL_UPDATE}}
+
+
+_JOB_LEVEL_UPDATE = ("Stagger", "MaxParallel")
+
+
+def _is_job_level_form(update: object) -> bool:
+    if not isinstance(update, dict) or set(update) != set(SHAPES["UpdateStrategy"]):
+        return False
+    zero = canonical({}, "UpdateStrategy")
+    # type() as well: False == 0 in Python, and a client's false is no zero duration.
+    return all(
+        type(update[key]) is type(zero[key]) and update[key] == zero[key]
+        for key in zero
+        if key not in _JOB_LEVEL_UPDATE
+    ) and all(type(update[key]) is int for key in _JOB_LEVEL_UPDATE)
+
+
 def canonical(value: dict[str, Any], shape: str) -> dict[str, Any]:
     """``value`` with exactly the keys of ``shape``: its own values, defaults for the rest."""
     out: dict[str, Any] = {}

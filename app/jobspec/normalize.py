@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.jobspec.canonical import job_update_as_sent
 from app.jobspec.decode import decode_job
 from app.jobspec.defaults import apply_defaults
 from app.jobspec.errors import JobSpecError, is_within
@@ -22,7 +23,7 @@ def normalize_job(payload: object) -> dict[str, Any]:
     reading (services, templates...) are passed through untouched.
     """
     unknown = unknown_keys(payload)
-    decoded = decode_job(payload)
+    decoded = decode_job(job_update_as_sent(payload))
     if decoded.job is None:
         raise JobSpecError(unknown + decoded.errors)
     job = apply_defaults(decoded.job)

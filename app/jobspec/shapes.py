@@ -217,7 +217,8 @@ SHAPES: dict[str, dict[str, Slot]] = {
         "CreateIndex": 0,
         "ModifyIndex": 0,
     },
-    "DisconnectStrategy": {"LostAfter": 0, "StopOnClientAfter": None, "Replace": None, "Reconcile": ""},
+    # Nomad's DisconnectStrategy.Canonicalize fills Replace and Reconcile of a set block.
+    "DisconnectStrategy": {"LostAfter": 0, "StopOnClientAfter": None, "Replace": True, "Reconcile": "best_score"},
 }
 
 # Keys the api package accepts that nomad/structs does not carry: Nomad merges the job's

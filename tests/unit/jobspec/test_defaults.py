@@ -144,7 +144,11 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
                 Volumes={"data": {"Type": "host"}},
                 EphemeralDisk={"SizeMB": 500, "Sticky": True},
                 Networks=[
-                    {"Mode": "bridge", "DNS": {"Servers": ["1.1.1.1"]}, "DynamicPorts": [{"Label": "h", "IgnoreCollision": True}]}
+                    {
+                        "Mode": "bridge",
+                        "DNS": {"Servers": ["1.1.1.1"]},
+                        "DynamicPorts": [{"Label": "h", "IgnoreCollision": True}],
+                    }
                 ],
                 Tasks=[
                     task(
