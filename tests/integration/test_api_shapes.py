@@ -214,6 +214,14 @@ def test_read_back_jobs_register_again_unchanged(client: FlaskClient) -> None:
         assert get(client, f"/v1/job/{job_id}")["Version"] == 0
 
 
+def test_read_back_job_plans_as_no_change(client: FlaskClient) -> None:
+    register(client, FULL_JOB)
+    read_back = get(client, "/v1/job/full")
+    resp = client.post("/v1/job/full/plan", json={"Job": read_back, "Diff": True})
+    assert resp.status_code == 200, resp.json
+    assert resp.json is not None and resp.json["Diff"]["Type"] == "None", resp.json["Diff"]
+
+
 def test_versions_have_every_key(client: FlaskClient) -> None:
     register(client, minimal_job("web"))
     register(client, minimal_job("web", Priority=70))
