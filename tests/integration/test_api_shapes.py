@@ -204,6 +204,23 @@ def test_batch_job_blocks_have_every_key(
     assert job["TaskGroups"][0]["Update"] is None and job["TaskGroups"][0]["Migrate"] is None
 
 
+def test_children_have_every_key(client: FlaskClient) -> None:
+    register(client, minimal_job("param", Type="batch", ParameterizedJob={"Payload": "optional"}))
+    dispatched = client.post("/v1/job/param/dispatch", json={"Meta": {}})
+    assert dispatched.status_code == 200, dispatched.json
+    assert dispatched.json is not None
+    child = get(client, f"/v1/job/{dispatched.json['DispatchedJobID']}")
+    assert_job_shape(child)
+    assert child["ParentID"] == "param" and child["Dispatched"] is True
+    register(client, minimal_job("cron", Type="batch", Periodic={"Spec": "0 0 1 1 *"}))
+    assert client.post("/v1/job/cron/periodic/force").status_code == 200
+    launched = [j for j in get(client, "/v1/jobs") if j["ParentID"] == "cron"]
+    assert len(launched) == 1
+    child = get(client, f"/v1/job/{launched[0]['ID']}")
+    assert_job_shape(child)
+    assert child["ParentID"] == "cron" and child["Dispatched"] is False
+
+
 def test_read_back_jobs_register_again_unchanged(client: FlaskClient) -> None:
     """What GET sends is a job Nomad (and corral) accept back: nothing new is registered."""
     for job_id, job in [("full", FULL_JOB), ("batch", minimal_job("batch", Type="batch"))]:
