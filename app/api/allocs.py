@@ -51,7 +51,7 @@ def get_allocation(alloc_id: str) -> Response:
     def fetch(session: Any) -> dict[str, Any]:
         alloc = store.get_allocation(session, key)
         version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
-        return encode.allocation(alloc, job_spec=None if version is None else version.spec)
+        return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))
 
     body, index = read(["allocations"], fetch)
     return respond(body, index)

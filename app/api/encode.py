@@ -78,6 +78,20 @@ def job_version(row: JobVersion, current: Job, status: str) -> dict[str, Any]:
     }
 
 
+def version_spec(row: JobVersion) -> dict[str, Any]:
+    """A version's stored spec with the server-set fields Nomad's job carries at that version
+    (what an allocation's Job shows)."""
+    return {
+        **row.spec,
+        "Stable": row.stable,
+        "Version": row.version,
+        "VersionTag": row.version_tag,
+        "SubmitTime": nanos(row.submit_time),
+        "ModifyIndex": row.job_modify_index,
+        "JobModifyIndex": row.job_modify_index,
+    }
+
+
 def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str, int]) -> dict[str, Any]:
     return {
         "JobID": row.id,

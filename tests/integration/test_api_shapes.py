@@ -296,7 +296,8 @@ def test_node_and_allocation_have_every_key(client: FlaskClient, pg: Conn) -> No
     alloc = get(client, f"/v1/allocation/{alloc_id}")
     assert_keys(alloc, nomad.ALLOCATION, "Allocation")
     assert_job_shape(alloc["Job"])
-    assert alloc["Job"]["Version"] == 0 and alloc["Job"]["ID"] == "web"
+    assert alloc["Job"]["Version"] == 0 and alloc["Job"]["ID"] == "web" and alloc["Job"]["SubmitTime"] > 0
+    assert alloc["Job"]["JobModifyIndex"] == get(client, "/v1/job/web")["JobModifyIndex"]
     # corral's lists add the full allocation's other keys (but its Job) to Nomad's stub.
     listed = [*nomad.ALLOC_LIST_STUB, *nomad.OMIT_EMPTY_ALLOC_LIST_STUB]
     beyond_stub = sorted(set(nomad.ALLOCATION) - set(listed) - {"Job"})
