@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, Response
@@ -11,7 +12,7 @@ from app.api import encode
 from app.api.context import read, respond, write
 from app.api.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.params import bool_arg, id_prefix_arg, namespace, uuid_value
-from app.models import JobVersion
+from app.models import Allocation, Job, JobVersion
 from app.store import allocs as store
 
 bp = Blueprint("allocs", __name__)
@@ -25,11 +26,22 @@ def list_allocations() -> Response:
     order = Order.ID if prefix else Order.CREATE_INDEX_ID
 
     def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
-        bodies = [(a, encode.allocation(a)) for a in store.list_allocations(session, ns, prefix)]
+        rows = store.list_allocations(session, ns, prefix)
+        bodies = zip(rows, listed(session, rows), strict=True)
         return page((Entry(a.namespace, str(a.id), a.create_index, as_is(b), b) for a, b in bodies), order, query)
 
     (body, token), index = read(["allocations"], fetch)
     return with_token(respond(body, index), token)
+
+
+def listed(session: Session, rows: Sequence[Allocation]) -> list[dict[str, Any]]:
+    """Allocations as lists show them; each job is read once (the session's identity map)."""
+    return [encode.allocation_listed(a, _job_type(session, a)) for a in rows]
+
+
+def _job_type(session: Session, alloc: Allocation) -> str:
+    job = session.get(Job, (alloc.namespace, alloc.job_id))
+    return "" if job is None else job.type
 
 
 @bp.get("/allocation/<alloc_id>")
@@ -39,7 +51,7 @@ def get_allocation(alloc_id: str) -> Response:
     def fetch(session: Any) -> dict[str, Any]:
         alloc = store.get_allocation(session, key)
         version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
-        return encode.allocation(alloc, job_spec=None if version is None else version.spec)
+        return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))
 
     body, index = read(["allocations"], fetch)
     return respond(body, index)

@@ -11,7 +11,8 @@ from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import Session
 
-from app.api import deployment_encode, encode
+from app.api import deployment_encode
+from app.api.allocs import listed
 from app.api.context import read, respond, state, write
 from app.api.listing import Entry, Order, as_is, filtered, list_query, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, uuid_value
@@ -63,7 +64,7 @@ def get_deployment(deployment_id: str) -> Response:
 def deployment_allocations(deployment_id: str) -> Response:
     """As Nomad: the allocations of the deployment, an empty list for an unknown one."""
     key = uuid_value(deployment_id, "DeploymentID")
-    body, index = read(TABLES, lambda s: [encode.allocation(a) for a in reads.deployment_allocations(s, key)])
+    body, index = read(TABLES, lambda s: listed(s, reads.deployment_allocations(s, key)))
     return respond(body, index)
 
 

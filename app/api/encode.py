@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -47,9 +48,10 @@ def job_eval_answer(result: JobEvalResult, warnings: str = "") -> dict[str, Any]
 
 
 def job(row: Job, status: str) -> dict[str, Any]:
-    """`status` is derived from the job's allocations and evaluations (store.derived_status)."""
+    """Every key of Nomad's Job (canonical.py); `status` is derived from the job's allocations
+    and evaluations (store.derived_status)."""
     return {
-        **row.spec,
+        **canonical_job(row.spec),
         "Stop": row.stop,
         "Status": status,
         "StatusDescription": row.status_description,
@@ -64,13 +66,27 @@ def job(row: Job, status: str) -> dict[str, Any]:
 
 def job_version(row: JobVersion, current: Job, status: str) -> dict[str, Any]:
     return {
-        **row.spec,
+        **canonical_job(row.spec),
         "Status": status,
         "Stable": row.stable,
         "Version": row.version,
         "VersionTag": row.version_tag,
         "SubmitTime": nanos(row.submit_time),
         "CreateIndex": current.create_index,
+        "ModifyIndex": row.job_modify_index,
+        "JobModifyIndex": row.job_modify_index,
+    }
+
+
+def version_spec(row: JobVersion) -> dict[str, Any]:
+    """A version's stored spec with the server-set fields Nomad's job carries at that version
+    (what an allocation's Job shows)."""
+    return {
+        **row.spec,
+        "Stable": row.stable,
+        "Version": row.version,
+        "VersionTag": row.version_tag,
+        "SubmitTime": nanos(row.submit_time),
         "ModifyIndex": row.job_modify_index,
         "JobModifyIndex": row.job_modify_index,
     }
@@ -88,8 +104,9 @@ def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str,
 
 
 def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
+    """Nomad's JobListStub (every key; the job's version is on the full job only)."""
     spec = row.spec
-    return {
+    stub = {
         "ID": row.id,
         "ParentID": row.parent_id or "",
         "Name": row.name,
@@ -109,9 +126,12 @@ def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
         "ModifyIndex": row.modify_index,
         "JobModifyIndex": row.job_modify_index,
         "SubmitTime": nanos(row.submit_time),
-        "Meta": spec.get("Meta") or {},
-        "Version": row.version,
     }
+    # Nomad's JobListStub sends Meta only when the job has some (omitempty).
+    meta = spec.get("Meta")
+    if meta:
+        stub["Meta"] = meta
+    return stub
 
 
 def evaluation(row: Evaluation) -> dict[str, Any]:
@@ -133,13 +153,19 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "NextEval": ident(row.next_eval),
         "PreviousEval": ident(row.previous_eval),
         "BlockedEval": ident(row.blocked_eval),
+        # Filled in by GET /v1/evaluation/:id?related=true only, as in Nomad.
+        "RelatedEvals": None,
         "FailedTGAllocs": row.failed_tg_allocs or None,
         "ClassEligibility": row.class_eligibility or None,
         "EscapedComputedClass": row.escaped_computed_class,
         "QuotaLimitReached": row.quota_limit_reached,
+        # corral has no resources outside nodes (CSI volumes, quotas) that could be missing.
+        "MissingNonNodeResources": None,
         "AnnotatePlan": row.annotate_plan,
         "QueuedAllocations": row.queued_allocations or None,
         "PlanAnnotations": row.plan_annotations,
+        # The leader's token for the scheduler's RPCs in Nomad; corral's workers need none.
+        "LeaderACL": "",
         "SnapshotIndex": row.snapshot_index,
         "CreateIndex": row.create_index,
         "ModifyIndex": row.modify_index,
@@ -149,7 +175,9 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
 
 
 def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
+    version (None when it was pruned, or in lists, which leave the job out)."""
+    return {
         "ID": str(row.id),
         "Namespace": row.namespace,
         "EvalID": str(row.eval_id),
@@ -157,33 +185,49 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
         "NodeID": str(row.node_id),
         "NodeName": row.node_name,
         "JobID": row.job_id,
-        "JobVersion": row.job_version,
+        "Job": None if job_spec is None else {**canonical_job(job_spec), "Version": row.job_version},
         "TaskGroup": row.task_group,
+        # Resources, SharedResources and TaskResources are Nomad's pre-0.9 forms, nil in
+        # Nomad for every allocation placed since; AllocatedResources replaced them.
+        "Resources": None,
+        "SharedResources": None,
+        "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,
+        "Metrics": row.metrics or None,
         "DesiredStatus": row.desired_status,
         "DesiredDescription": row.desired_description,
         "DesiredTransition": row.desired_transition,
         "ClientStatus": row.client_status,
         "ClientDescription": row.client_description,
         "TaskStates": row.task_states or None,
-        "DeploymentID": ident(row.deployment_id),
-        "DeploymentStatus": row.deployment_status,
-        "FollowupEvalID": ident(row.followup_eval_id),
+        # Client-side disconnect history and the CNI network status: corral's client
+        # reports neither.
+        "AllocStates": None,
         "PreviousAllocation": ident(row.previous_allocation),
         "NextAllocation": ident(row.next_allocation),
+        "DeploymentID": ident(row.deployment_id),
+        "DeploymentStatus": row.deployment_status,
         "RescheduleTracker": row.reschedule_tracker,
+        "NetworkStatus": None,
+        "FollowupEvalID": ident(row.followup_eval_id),
         "PreemptedAllocations": [str(a) for a in row.preempted_allocations] or None,
         "PreemptedByAllocation": ident(row.preempted_by_allocation),
-        "Metrics": row.metrics or None,
+        # corral signs no workload identities.
+        "SigningKeyID": "",
         "CreateIndex": row.create_index,
         "ModifyIndex": row.modify_index,
         "AllocModifyIndex": row.alloc_modify_index,
         "CreateTime": nanos(row.create_time),
         "ModifyTime": nanos(row.modify_time),
     }
-    if job_spec is not None:
-        body["Job"] = job_spec
-    return body
+
+
+def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
+    """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
+    full Allocation but its Job (corral's lists have always carried them, and the CLI and
+    UI read them)."""
+    listed = {key: value for key, value in allocation(row).items() if key != "Job"}
+    return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 
 def node(row: Node) -> dict[str, Any]:
@@ -198,16 +242,40 @@ def node(row: Node) -> dict[str, Any]:
     reserved["Disk"] = {**_object(reserved.get("Disk")), "DiskMB": row.reserved_disk_mb}
     reserved["Networks"] = {**_object(reserved.get("Networks")), "ReservedHostPorts": row.reserved_ports}
     return {
-        **node_stub(row),
-        "SecretID": "",
+        "ID": str(row.id),
+        "SecretID": "",  # never sent, as Nomad's Sanitize does for node reads
+        "Datacenter": row.datacenter,
+        "Name": row.name,
+        "CgroupParent": "",
         "HTTPAddr": row.http_addr,
+        "TLSEnabled": False,
         "Attributes": row.attributes,
-        "Meta": row.meta,
         "NodeResources": resources,
         "ReservedResources": reserved,
+        "Links": None,
+        "Meta": row.meta,
+        "NodeClass": row.node_class,
+        "NodePool": row.node_pool,
         "ComputedClass": row.computed_class,
         "DrainStrategy": row.drain_strategy,
+        "SchedulingEligibility": row.scheduling_eligibility,
+        "Status": row.status,
+        "StatusDescription": row.status_description,
+        "IdentitySigningKeyID": "",
         "StatusUpdatedAt": int(row.status_updated_at.timestamp()),
+        "Events": None,
+        "Drivers": row.drivers,
+        "CSIControllerPlugins": None,
+        "CSINodePlugins": None,
+        "HostVolumes": None,
+        "GCVolumesOnNodeGC": False,
+        "HostNetworks": None,
+        "LastDrain": row.last_drain,
+        "NodeMaxAllocs": 0,
+        "LastMissedHeartbeatIndex": 0,
+        "LastAllocUpdateIndex": 0,
+        "CreateIndex": row.create_index,
+        "ModifyIndex": row.modify_index,
     }
 
 
@@ -229,6 +297,7 @@ def node_stub(row: Node) -> dict[str, Any]:
         "Status": row.status,
         "StatusDescription": row.status_description,
         "Drivers": row.drivers,
+        "HostVolumes": None,
         "LastDrain": row.last_drain,
         "CreateIndex": row.create_index,
         "ModifyIndex": row.modify_index,

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, Response
 
 from app.api import encode
+from app.api.allocs import listed
 from app.api.context import read, respond
 from app.api.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
@@ -115,6 +116,6 @@ def evaluation_allocations(eval_id: str) -> Response:
     key = uuid_value(eval_id, "EvalID")
     body, index = read(
         ["allocations", "evaluations"],
-        lambda s: [encode.allocation(a) for a in store.eval_allocations(s, key)],
+        lambda s: listed(s, store.eval_allocations(s, key)),
     )
     return respond(body, index)

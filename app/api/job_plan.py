@@ -12,6 +12,7 @@ from app.api.context import respond, state
 from app.api.jobs import normalized_job
 from app.api.params import json_body
 from app.errors import InvalidInput
+from app.jobspec.canonical import canonical_job
 from app.jobspec.diff import job_diff
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.pipeline.job_plan import DryRun, dry_run
@@ -86,6 +87,12 @@ def plan(job_id: str) -> Response:
     return respond(plan_response(dry, spec, diff=want_diff), dry.snapshot.index)
 
 
+def _diff(current: dict[str, Any] | None, spec: dict[str, Any]) -> dict[str, Any]:
+    """Between the jobs as Nomad sends them, as registration compares them: a job read back
+    and planned again (its zero values spelt out) is no change."""
+    return job_diff(None if current is None else canonical_job(current), canonical_job(spec))
+
+
 def plan_response(dry: DryRun, spec: dict[str, Any], *, diff: bool) -> JobPlanResponseJson:
     failed = dry.result.failed_tg_allocs
     return {
@@ -96,7 +103,7 @@ def plan_response(dry: DryRun, spec: dict[str, Any], *, diff: bool) -> JobPlanRe
         "FailedTGAllocs": {group: metrics_to_json(m) for group, m in failed.items()} or None,
         "JobModifyIndex": dry.job_modify_index,
         "CreatedEvals": None,
-        "Diff": job_diff(dry.current_spec, spec) if diff else None,
+        "Diff": _diff(dry.current_spec, spec) if diff else None,
         "NextPeriodicLaunch": None,
         "Warnings": format_warnings(job_warnings(spec)),
         "Index": dry.snapshot.index,

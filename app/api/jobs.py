@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from app.api import encode
+from app.api.allocs import listed
 from app.api.context import read, respond, state, write
 from app.api.evaluate import refuse_unknown_subroute
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
@@ -252,7 +253,7 @@ def allocations(job_id: str) -> Response:
         if not include_all:
             # Without ?all, Nomad leaves out allocations of an earlier incarnation of the job.
             rows = [a for a in rows if a.create_index >= job.create_index]
-        return filtered(predicate, [encode.allocation(a) for a in rows], lambda a: a)
+        return filtered(predicate, listed(session, rows), lambda a: a)
 
     body, index = read(["allocations", "jobs"], fetch)
     return respond(body, index)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.acl.client_link import http_addr_problem
 from app.api import encode
+from app.api.allocs import listed
 from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import id_prefix_arg, json_body, uuid_value
@@ -215,7 +216,7 @@ def node_allocations(node_id: str) -> Response:
     key, predicate = uuid_value(node_id, "NodeID"), predicate_arg()
     body, index = read(
         ["allocations", "nodes"],
-        lambda s: filtered(predicate, [encode.allocation(a) for a in store.node_allocations(s, key)], lambda a: a),
+        lambda s: filtered(predicate, listed(s, store.node_allocations(s, key)), lambda a: a),
         node=key,
     )
     return respond(body, index)

@@ -53,7 +53,7 @@ def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None 
             ("Node ID", short(a.get("NodeID"))),
             ("Node Name", a.get("NodeName", "")),
             ("Job ID", a.get("JobID", "")),
-            ("Job Version", a.get("JobVersion", 0)),
+            ("Job Version", (a.get("Job") or {}).get("Version", a.get("JobVersion", 0))),
             ("Client Status", a.get("ClientStatus", "")),
             ("Client Description", a.get("ClientDescription") or "<none>"),
             ("Desired Status", a.get("DesiredStatus", "")),

@@ -131,7 +131,8 @@ def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) 
             ("Node Pool", n.get("NodePool") or "default"),
             ("Class", n.get("NodeClass") or "<none>"),
             ("DC", n.get("Datacenter", "")),
-            ("Drain", str(bool(n.get("Drain"))).lower()),
+            # The full node has no Drain flag in Nomad: a drain strategy means draining.
+            ("Drain", str(n.get("DrainStrategy") is not None).lower()),
             ("Eligibility", n.get("SchedulingEligibility", "")),
             ("Status", n.get("Status", "")),
             ("Address", n.get("HTTPAddr") or "<none>"),

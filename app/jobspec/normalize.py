@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.jobspec.canonical import job_update_as_sent
 from app.jobspec.decode import decode_job
 from app.jobspec.defaults import apply_defaults
 from app.jobspec.errors import JobSpecError, is_within
+from app.jobspec.unknown_keys import unknown_keys
 from app.jobspec.validate import check_job
 
 _TYPE_PATH = "Job.Type"
@@ -16,19 +18,21 @@ def normalize_job(payload: object) -> dict[str, Any]:
     """Validate a Nomad API job object (the value of "Job" in a register request body)
     and return a canonical copy with Nomad's defaults filled in.
 
-    Raises JobSpecError listing every problem found, not just the first. Fields this
-    package does not know are passed through untouched.
+    Raises JobSpecError listing every problem found, not just the first, keys that are
+    no field of Nomad's job structs included. Fields of blocks corral keeps without
+    reading (services, templates...) are passed through untouched.
     """
-    decoded = decode_job(payload)
+    unknown = unknown_keys(payload)
+    decoded = decode_job(job_update_as_sent(payload))
     if decoded.job is None:
-        raise JobSpecError(decoded.errors)
+        raise JobSpecError(unknown + decoded.errors)
     job = apply_defaults(decoded.job)
     rule_errors = [
         error
         for error in check_job(job, type_trusted=_TYPE_PATH not in decoded.discarded)
         if not any(is_within(error.field, removed) for removed in decoded.discarded)
     ]
-    errors = decoded.errors + rule_errors
+    errors = unknown + decoded.errors + rule_errors
     if errors:
         raise JobSpecError(errors)
     return job.model_dump(by_alias=True)

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.state_index import next_index
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Namespace, NodePool, SchedulerConfig
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import query
@@ -215,7 +216,9 @@ def _upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], in
         job.create_index, job.status, job.status_updated_at = index, "pending", now
     else:
         job = existing
-        if job.spec == spec:
+        # Compared as Nomad sends them: a job read back and registered again (its zero
+        # values spelt out) is the same job, as in Nomad.
+        if canonical_job(job.spec) == canonical_job(spec):
             job.modify_index = index
             return job
         _apply_spec(job, spec, version=job.version + 1, index=index, now=now)

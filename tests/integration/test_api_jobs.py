@@ -105,8 +105,8 @@ def test_server_fields_sent_back_are_ignored(client: FlaskClient) -> None:
     read_back = client.get("/v1/job/web").json
     assert read_back is not None
     read_back["Version"] = 99
-    again = client.put("/v1/jobs", json={"Job": read_back}).json
-    assert again is not None
+    again = client.put("/v1/jobs", json={"Job": read_back})
+    assert again.status_code == 200, again.json
     job = client.get("/v1/job/web").json
     assert job is not None and job["Version"] == 0
 

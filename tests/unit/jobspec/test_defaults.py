@@ -133,7 +133,7 @@ def test_nulls_mean_unset() -> None:
     assert out["Constraints"] == []
 
 
-def test_unknown_fields_are_preserved_at_every_level() -> None:
+def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     payload = job(
         VaultToken="",
         Multiregion=None,
@@ -144,14 +144,19 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
                 Volumes={"data": {"Type": "host"}},
                 EphemeralDisk={"SizeMB": 500, "Sticky": True},
                 Networks=[
-                    {"Mode": "bridge", "DNS": {"Servers": ["1.1.1.1"]}, "DynamicPorts": [{"Label": "h", "X": 1}]}
+                    {
+                        "Mode": "bridge",
+                        "DNS": {"Servers": ["1.1.1.1"]},
+                        "DynamicPorts": [{"Label": "h", "IgnoreCollision": True}],
+                    }
                 ],
                 Tasks=[
                     task(
                         Templates=[{"EmbeddedTmpl": "hi", "DestPath": "local/x"}],
                         Resources={"CPU": 200, "Devices": [{"Name": "nvidia/gpu"}]},
                         Lifecycle={"Hook": "prestart"},
-                        Constraints=[{"LTarget": "${attr.os}", "RTarget": "linux", "Comment": "kept"}],
+                        Constraints=[{"LTarget": "${attr.os}", "RTarget": "linux"}],
+                        LogConfig={"MaxFiles": 3},
                     )
                 ],
             )
@@ -166,12 +171,12 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
     assert out_group["Volumes"] == {"data": {"Type": "host"}}
     assert out_group["EphemeralDisk"] == {"SizeMB": 500, "Sticky": True}
     assert out_group["Networks"][0]["DNS"] == {"Servers": ["1.1.1.1"]}
-    assert out_group["Networks"][0]["DynamicPorts"][0]["X"] == 1
+    assert out_group["Networks"][0]["DynamicPorts"][0]["IgnoreCollision"] is True
     out_task = out_group["Tasks"][0]
     assert out_task["Templates"] == [{"EmbeddedTmpl": "hi", "DestPath": "local/x"}]
     assert out_task["Lifecycle"] == {"Hook": "prestart", "Sidecar": False}
     assert out_task["Resources"]["Devices"] == [{"Name": "nvidia/gpu"}]
-    assert out_task["Constraints"][0]["Comment"] == "kept"
+    assert out_task["LogConfig"] == {"MaxFiles": 3}
 
 
 def test_config_env_and_meta_are_kept_verbatim() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.jobspec import normalize_job
+from app.jobspec import JobSpecError, normalize_job
 
 pytestmark = pytest.mark.unit
 
@@ -22,8 +22,12 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
-# Keys that none of the models declare at any level, so they must ride along untouched.
-EXTRA_KEYS = st.sampled_from(["VaultToken", "ConsulToken", "X-Custom", "Multiregion", "Vault", "Services"])
+# Fields of Nomad's structs that the models do not type, per level: they ride along untouched.
+EXTRA_KEYS = {
+    "job": st.sampled_from(["VaultToken", "ConsulToken", "Multiregion", "UI", "VaultNamespace"]),
+    "group": st.sampled_from(["Services", "Volumes", "Consul"]),
+    "task": st.sampled_from(["Vault", "Services", "Templates", "Artifacts"]),
+}
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 
 
@@ -49,8 +53,8 @@ def optional_fields(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]]) 
 
 
 @st.composite
-def extras(draw: st.DrawFn) -> dict[str, Any]:
-    return draw(st.dictionaries(EXTRA_KEYS, JSON_VALUES, max_size=2))
+def extras(draw: st.DrawFn, level: str) -> dict[str, Any]:
+    return draw(st.dictionaries(EXTRA_KEYS[level], JSON_VALUES, max_size=2))
 
 
 @st.composite
@@ -182,7 +186,7 @@ def tasks(draw: st.DrawFn, name: str) -> dict[str, Any]:
             }
         )
     )
-    return task | draw(extras())
+    return task | draw(extras("task"))
 
 
 @st.composite
@@ -214,7 +218,7 @@ def groups(draw: st.DrawFn, name: str, job_type: str) -> dict[str, Any]:
         if draw(st.booleans()):
             scaling["Min"] = draw(st.integers(0, count))
         group["Scaling"] = scaling
-    return group | draw(extras())
+    return group | draw(extras("group"))
 
 
 @st.composite
@@ -251,7 +255,7 @@ def valid_jobs(draw: st.DrawFn) -> dict[str, Any]:
         # Without a Type the job is a service job, which the type-specific blocks would not suit.
         fields.pop("Type")
         job["Type"] = job_type
-    return job | draw(optional_fields(fields)) | draw(extras())
+    return job | draw(optional_fields(fields)) | draw(extras("job"))
 
 
 # database=None keeps hypothesis from writing an example database into the repository.
@@ -266,6 +270,10 @@ def test_normalize_is_idempotent(payload: dict[str, Any]) -> None:
 
 @settings(max_examples=100, deadline=None, database=None)
 @given(valid_jobs())
-def test_unknown_top_level_fields_survive(payload: dict[str, Any]) -> None:
+def test_unknown_fields_are_rejected_by_path(payload: dict[str, Any]) -> None:
     payload["XUnknownField"] = {"kept": [1, None, "x"]}
-    assert normalize_job(payload)["XUnknownField"] == {"kept": [1, None, "x"]}
+    payload["TaskGroups"][0]["Tasks"][0]["Bogus"] = 1
+    with pytest.raises(JobSpecError) as caught:
+        normalize_job(payload)
+    fields = [error.field for error in caught.value.errors]
+    assert "Job.XUnknownField" in fields and "Job.TaskGroups[0].Tasks[0].Bogus" in fields
