@@ -249,3 +249,53 @@ def test_a_second_write_of_a_row_in_one_transaction_is_one_event_with_the_last_s
     assert index is not None
     found = events(read_frames(client, f"index={index[0]}", until=heartbeats(3)))
     assert [(e["Type"], e["Payload"]["Job"]["StatusDescription"]) for e in found] == [("JobRegistered", "second")]
+
+
+@pytest.fixture
+def acl_client(database_url: str) -> Iterator[FlaskClient]:
+    app = create_app(Settings(database_url=database_url, acl_enabled=True, **SETTINGS), database_url)
+    yield app.test_client()
+    app.extensions["corral"].close()
+
+
+def token(api: FlaskClient, root: str, name: str, rules: str) -> dict[str, str]:
+    policy = api.put(f"/v1/acl/policy/{name}", json={"Name": name, "Rules": rules}, headers={"X-Nomad-Token": root})
+    assert policy.status_code == 200
+    made = api.put(
+        "/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name]}, headers={"X-Nomad-Token": root}
+    )
+    assert made.status_code == 200
+    return {"X-Nomad-Token": made.json["SecretID"]}  # type: ignore[index]
+
+
+def test_acl_topics_need_their_capability_and_other_namespaces_are_not_sent(acl_client: FlaskClient) -> None:
+    api = acl_client
+    root = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    management = {"X-Nomad-Token": root}
+    assert api.put("/v1/namespace/prod", json={"Name": "prod"}, headers=management).status_code == 200
+    for job in (minimal_job("web"), minimal_job("api", Namespace="prod")):
+        assert api.put("/v1/jobs", json={"Job": job}, headers=management).status_code == 200
+    node_id = str(uuid.uuid4())
+    assert api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=management).status_code == 200
+    prod = token(api, root, "prod-reader", 'namespace "prod" { policy = "read" }')
+    nodes = token(api, root, "node-reader", 'node { policy = "read" }')
+
+    def status(query: str, headers: dict[str, str] | None) -> int:
+        resp = api.get(f"/v1/event/stream?{query}", buffered=False, headers=headers or {})
+        resp.close()
+        return resp.status_code
+
+    assert status("topic=Job", None) == 403  # anonymous, no anonymous policy
+    assert status("topic=Job", prod) == 403  # read-job in prod only; the default namespace asked
+    assert status("namespace=prod&topic=Node", prod) == 403  # no node:read
+    assert status("namespace=prod", prod) == 403  # every topic ('*') needs a management token
+    assert status("topic=Job&namespace=prod", nodes) == 403
+    done = heartbeats(3)
+    mine = events(read_frames(api, "namespace=prod&topic=Job&topic=Evaluation", until=done, headers=prod))
+    assert {(e["Topic"], e["Namespace"]) for e in mine} == {("Job", "prod"), ("Evaluation", "prod")}
+    # Every namespace: only the events of the namespaces the token may read are sent.
+    wildcard = events(read_frames(api, "namespace=*&topic=Job", until=done, headers=prod))
+    assert [e["Key"] for e in wildcard] == ["api"]
+    assert [e["Key"] for e in events(read_frames(api, "topic=Node", until=done, headers=nodes))] == [node_id]
+    everything = events(read_frames(api, "namespace=*", until=done, headers=management))
+    assert {e["Topic"] for e in everything} == {"Job", "Evaluation", "Node"} and len(everything) == 5
