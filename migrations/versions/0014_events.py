@@ -23,13 +23,13 @@ down_revision: str | None = "0013_alloc_modify_index"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# table -> trigger function (events_v1.sql)
+# table -> the noun of its trigger functions (corral_event_<noun>_insert_v1 / _update_v1)
 WATCHED = {
-    "jobs": "corral_event_job_v1",
-    "evaluations": "corral_event_evaluation_v1",
-    "allocations": "corral_event_allocation_v1",
-    "deployments": "corral_event_deployment_v1",
-    "nodes": "corral_event_node_v1",
+    "jobs": "job",
+    "evaluations": "evaluation",
+    "allocations": "allocation",
+    "deployments": "deployment",
+    "nodes": "node",
 }
 
 
@@ -44,8 +44,15 @@ def upgrade() -> None:
             comment="Insertion order: orders the events of one index, and the GC walks it oldest first.",
         ),
         sa.Column("event_index", sa.BigInteger(), nullable=False, comment="State index of the change (its Index)."),
-        sa.Column("topic", sa.Text(), nullable=False, comment="Nomad's Topic: Job, Evaluation, Allocation, Deployment or Node."),
-        sa.Column("type", sa.Text(), nullable=False, comment="Nomad's event Type (JobRegistered, PlanResult, NodeDrain, ...)."),
+        sa.Column(
+            "topic",
+            sa.Text(),
+            nullable=False,
+            comment="Nomad's Topic: Job, Evaluation, Allocation, Deployment or Node.",
+        ),
+        sa.Column(
+            "type", sa.Text(), nullable=False, comment="Nomad's event Type (JobRegistered, PlanResult, NodeDrain, ...)."
+        ),
         sa.Column("key", sa.Text(), nullable=False, comment="ID of the object (Key)."),
         sa.Column(
             "namespace", sa.Text(), nullable=False, comment="Namespace of the object; '' for nodes (not namespaced)."
@@ -74,22 +81,29 @@ def upgrade() -> None:
         "deployment or node that took a state index, written by triggers in the change's transaction.",
     )
     op.create_index("ix_events_event_index", "events", ["event_index"])
-    op.execute("ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05)")
+    op.execute(
+        "ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05)"
+    )
     op.execute((SQL_DIR / "functions" / "events_v1.sql").read_text())
-    for table, function in WATCHED.items():
-        op.execute(f"CREATE TRIGGER events_insert AFTER INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION {function}()")
-        # A new index, or a later write of a row this transaction already wrote (same xmin).
+    for table, noun in WATCHED.items():
+        # Once per statement, from its transition table: a COPY of placements is one INSERT here.
+        op.execute(
+            f"CREATE TRIGGER events_insert AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION corral_event_{noun}_insert_v1()"
+        )
+        # Per row, only for a new index or a later write of a row this transaction already wrote.
         op.execute(
             f"CREATE TRIGGER events_update AFTER UPDATE ON {table} FOR EACH ROW "
             "WHEN (NEW.modify_index IS DISTINCT FROM OLD.modify_index OR OLD.xmin = NEW.xmin) "
-            f"EXECUTE FUNCTION {function}()"
+            f"EXECUTE FUNCTION corral_event_{noun}_update_v1()"
         )
 
 
 def downgrade() -> None:
-    for table, function in WATCHED.items():
+    for table, noun in WATCHED.items():
         op.execute(f"DROP TRIGGER events_update ON {table}")
         op.execute(f"DROP TRIGGER events_insert ON {table}")
-        op.execute(f"DROP FUNCTION {function}()")
+        op.execute(f"DROP FUNCTION corral_event_{noun}_update_v1()")
+        op.execute(f"DROP FUNCTION corral_event_{noun}_insert_v1()")
     op.drop_index("ix_events_event_index", table_name="events")
     op.drop_table("events")
