@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from flask import Blueprint, Response, request
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.api import event_encode
 from app.api.authz import caller
@@ -59,9 +60,9 @@ def _lines(current: ApiState, subscription: Subscription, after: int, gone: Call
     while True:
         try:
             frames, after, safe = _read(current, subscription, after)
-        except DBAPIError as err:
+        except (DBAPIError, PoolTimeout) as err:
             # The client resumes with ?index= past its last frame; nothing is lost.
-            log.warning("event stream ended: database unavailable", error=str(err.orig or err))
+            log.warning("event stream ended: database unavailable", error=str(err))
             return
         for frame in frames:
             yield _line(frame)
