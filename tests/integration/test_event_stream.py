@@ -17,6 +17,7 @@ from app import create_app
 from app.config import Settings
 from app.db.leadership import Leadership
 from app.leader import event_gc
+from app.store import events as event_store
 from app.structs import Plan
 from tests.support.api import minimal_job, node_body, register
 from tests.support.events import events, has, heartbeats, read_frames
@@ -299,3 +300,22 @@ def test_acl_topics_need_their_capability_and_other_namespaces_are_not_sent(acl_
     assert [e["Key"] for e in events(read_frames(api, "topic=Node", until=done, headers=nodes))] == [node_id]
     everything = events(read_frames(api, "namespace=*", until=done, headers=management))
     assert {e["Topic"] for e in everything} == {"Job", "Evaluation", "Node"} and len(everything) == 5
+
+
+def test_a_page_stops_at_the_safe_index_and_never_splits_an_index(engine: Engine, pg: Conn) -> None:
+    for index, key in ((5, "a"), (7, "b"), (7, "c"), (7, "d"), (9, "e")):
+        pg.execute(
+            "INSERT INTO events (event_index, topic, type, key, namespace, snapshot) "
+            "VALUES (%s, 'Job', 'JobRegistered', %s, 'default', '{}')",
+            (index, key),
+        )
+    with Session(engine) as session, session.begin():
+        # Index 9 may have company still to commit below it: not before the safe index passes it.
+        held = event_store.page_after(session, 0, 8, 100)
+        assert ([e.key for e in held.events], held.upto) == (["a", "b", "c", "d"], 8)
+        # A page of one event still takes every event of the index it reached.
+        small = event_store.page_after(session, 5, 9, 1)
+        assert ([e.key for e in small.events], small.upto) == (["b", "c", "d"], 7)
+        rest = event_store.page_after(session, small.upto, 9, 1)
+        assert ([e.key for e in rest.events], rest.upto) == (["e"], 9)
+        assert event_store.page_after(session, 9, 9, 1) == event_store.Page([], 9)
