@@ -95,6 +95,18 @@ class Settings(BaseSettings):
     job_gc_threshold_s: float = Field(default=14400.0, ge=0, description="Age of a dead job before GC.")
     node_gc_interval_s: float = Field(default=300.0, gt=0, description="How often node GC runs.")
     node_gc_threshold_s: float = Field(default=86400.0, ge=0, description="Time a node stays down before GC.")
+    # The event stream (GET /v1/event/stream). Nomad keeps its last event_buffer_size raft
+    # entries in memory; corral keeps every event in the events table for a time instead.
+    event_retention_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long events stay readable by the event stream (?index= resumes within it); "
+        "older ones are deleted by the leader.",
+    )
+    event_gc_interval_s: float = Field(default=60.0, gt=0, description="How often the leader deletes expired events.")
+    event_stream_heartbeat_s: float = Field(
+        default=30.0, gt=0, description="Interval of the event stream's heartbeat frame '{}' (Nomad's: 30 s)."
+    )
     deployment_gc_interval_s: float = Field(default=300.0, gt=0, description="How often deployment GC runs.")
     deployment_gc_threshold_s: float = Field(
         default=3600.0, ge=0, description="Age of a finished deployment before GC."

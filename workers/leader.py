@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
-from app.leader import deployment_watch, eval_sweeps, gc_schedule, node_lifecycle, periodic_launch
+from app.leader import deployment_watch, eval_sweeps, event_gc, gc_schedule, node_lifecycle, periodic_launch
 from app.store.sql import query
 from workers.loops import Backoff, Streak
 
@@ -39,7 +39,8 @@ def duties(settings: Settings) -> dict[str, tuple[float, Duty]]:
     """The fixed duties, the deployment watcher and one garbage-collection tick per collector."""
     # Nomad batches deployment-watcher evaluations per job over one second.
     watch = {"deployment-watch": (1.0, deployment_watch.watcher(settings.job_max_versions))}
-    return DUTIES | watch | gc_schedule.duties(settings)
+    events = {"event-gc": (settings.event_gc_interval_s, event_gc.collector(settings))}
+    return DUTIES | watch | events | gc_schedule.duties(settings)
 
 
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:

@@ -19,6 +19,7 @@ from app.api import (
     errors,
     evals,
     evaluate,
+    events,
     job_plan,
     job_scale,
     job_validate,
@@ -71,6 +72,7 @@ def register(app: Flask) -> None:
         status,
         search,
         evaluate,
+        events,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.url_value_preprocessor(_check_path_values)

@@ -186,6 +186,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "operator.put_configuration": Area("operator", W),
     "system.force_gc": Management(),
     "system.gc_runs": Area("operator", R),
+    # The event stream checks each requested topic itself (Nomad's rules) and drops the events
+    # of namespaces the token may not read (app/api/event_filter.py).
+    "events.stream": OwnFilter("events of the topics and namespaces the token may read"),
 }
 
 

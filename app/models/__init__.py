@@ -6,6 +6,7 @@ from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
 from app.models.deployment import Deployment
 from app.models.evaluation import Evaluation
+from app.models.event import Event
 from app.models.gc import GcRun
 from app.models.job import Job, JobVersion, PeriodicLaunch
 from app.models.namespace import Namespace, NodePool
@@ -23,6 +24,7 @@ __all__ = [
     "ClassUnblock",
     "Deployment",
     "Evaluation",
+    "Event",
     "GcRun",
     "Job",
     "JobScalingEvent",

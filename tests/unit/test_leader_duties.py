@@ -19,6 +19,7 @@ def test_every_duty_is_wired_on_its_interval() -> None:
         "node-lifecycle": 1.0,
         "periodic-launch": 1.0,
         "deployment-watch": 1.0,
+        "event-gc": settings.event_gc_interval_s,
         "eval-gc": settings.eval_gc_interval_s,
         "job-gc": settings.job_gc_interval_s,
         "node-gc": settings.node_gc_interval_s,

@@ -1,0 +1,60 @@
+"""Events in Nomad's JSON shapes: structs.Events frames ({"Index", "Events"}) whose events carry
+their object under the Payload key Nomad uses per topic (JobEvent, AllocationEvent, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.api import deployment_encode, encode
+from app.store import deployments as deployment_store
+from app.store.events import StoredEvent
+
+HEARTBEAT: dict[str, Any] = {}  # Nomad's JsonHeartbeat: an empty object
+
+
+def payloads(session: Session, events: list[StoredEvent]) -> list[dict[str, Any]]:
+    """Each event's Payload, in order. Deployments' allocation counts are counted now, from the
+    allocations as they are (they are never stored with the deployment)."""
+    deployment_ids = [e.row.id for e in events if e.topic == "Deployment" and e.row is not None]
+    counts = deployment_store.group_counts(session, deployment_ids)
+    return [_payload(e, counts) for e in events]
+
+
+def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> dict[str, Any]:
+    row = event.row
+    if row is None:  # a snapshot that no longer matches its table; the event still says what changed
+        return {}
+    if event.topic == "Job":
+        body: dict[str, Any] = {"Job": encode.job(row, event.extra.get("status", row.status))}
+        if row.purged_at is not None:
+            body["Deleted"] = True  # a purge is the job's deletion here (GC removes the row later)
+        return body
+    if event.topic == "Evaluation":
+        return {"Evaluation": encode.evaluation(row)}
+    if event.topic == "Allocation":
+        return {"Allocation": encode.allocation(row)}  # without its Job, as Nomad sends it
+    if event.topic == "Deployment":
+        return {"Deployment": deployment_encode.deployment(row, counts)}
+    return {"Node": encode.node(row)}
+
+
+def event_json(event: StoredEvent, payload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Topic": event.topic,
+        "Type": event.type,
+        "Key": event.key,
+        "Namespace": event.namespace,
+        "FilterKeys": event.filter_keys,
+        "Index": event.index,
+        "Payload": payload,
+    }
+
+
+def frames(events: Iterable[tuple[StoredEvent, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """One frame per index, as Nomad sends the events of one raft entry together."""
+    for index, group in groupby(events, key=lambda pair: pair[0].index):
+        yield {"Index": index, "Events": [event_json(e, p) for e, p in group]}
