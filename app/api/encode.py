@@ -160,6 +160,8 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
         "JobVersion": row.job_version,
         "TaskGroup": row.task_group,
         "AllocatedResources": row.allocated_resources or None,
+        # Nomad's (deprecated, still served) sum over the tasks: what the allocation holds on its node.
+        "Resources": {"CPU": row.cpu, "MemoryMB": row.memory_mb, "DiskMB": row.disk_mb},
         "DesiredStatus": row.desired_status,
         "DesiredDescription": row.desired_description,
         "DesiredTransition": row.desired_transition,

@@ -14,7 +14,7 @@ from app.acl.client_link import http_addr_problem
 from app.api import encode
 from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
-from app.api.params import id_prefix_arg, json_body, uuid_value
+from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
 from app.models import Node
@@ -163,11 +163,15 @@ def list_nodes() -> Response:
     """By ID, as Nomad (which ignores reverse here); the filter sees the full node (Attributes,
     Meta, Drivers...) as in Nomad, and the stub's keys."""
     prefix, query = id_prefix_arg(), list_query(reverse=False)
+    with_resources = bool_arg("resources")  # Nomad's ?resources=true adds the node's resources to each stub
 
     def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
         entries = []
         for node in store.list_nodes(session, prefix):
             stub = encode.node_stub(node)
+            if with_resources:
+                full = encode.node(node)
+                stub |= {key: full[key] for key in ("NodeResources", "ReservedResources")}
             entries.append(Entry("", str(node.id), node.create_index, _node_view(node, stub), stub))
         return page(entries, Order.ID, query)
 
