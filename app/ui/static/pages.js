@@ -2,7 +2,7 @@
 // fills the shell the server rendered; live() re-runs it whenever the cluster's state changes.
 import {
   act, ago, api, applyDenied, badge, bar, cards, countBy, enc, facts, failureLines, fill, h, jobPath, link, live,
-  session, short, specDiff, wireTokenButton,
+  session, short, specDiff, when, wireTokenButton,
 } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
@@ -297,6 +297,11 @@ async function nodesPage() {
   };
 }
 
+function drainText(drain, last) {
+  if (drain) return ["draining", drain.ForceDeadline > 0 ? [" until ", when(drain.ForceDeadline)] : ""];
+  return ["no", last ? [` · Last drain: ${last.Status} `, ago(last.UpdatedAt)] : ""];
+}
+
 async function nodePage() {
   const id = objectId();
   let node = null;
@@ -319,7 +324,7 @@ async function nodePage() {
     const drain = node.DrainStrategy;
     facts("node-facts", [["ID", h("span", { class: "mono" }, node.ID)], ["Address", node.HTTPAddr || node.Address],
       ["Datacenter", node.Datacenter], ["Pool", node.NodePool], ["Class", node.NodeClass || "—"],
-      ["Eligibility", badge(eligibilityText(node))], ["Drain", drain ? `draining${drain.ForceDeadline ? ` until ${drain.ForceDeadline}` : ""}` : "no"],
+      ["Eligibility", badge(eligibilityText(node))], ["Drain", drainText(drain, node.LastDrain)],
       ["Drivers", Object.keys(node.Drivers || {}).join(", ")],
       ["Last heartbeat", node.LastHeartbeat ? ago(node.LastHeartbeat) : "—"],
       ["Status changed", ago((node.StatusUpdatedAt || 0) * 1e9)], ["Version", node.Version]]);
@@ -414,6 +419,7 @@ async function overviewPage() {
       note.textContent = answer.Updated ? "Saved." : "Not saved: someone changed the configuration first; it is shown again below.";
       dirty = false;
       config = null;
+      await refresh(); // a refused check-and-set changed nothing, so no change would wake the page
     }
   });
   const fillForm = (c) => {
@@ -422,7 +428,7 @@ async function overviewPage() {
     for (const name of preemption) form.elements[name].checked = Boolean(c.PreemptionConfig?.[name]);
     $("scheduler-index").textContent = `Modify index ${c.ModifyIndex}`;
   };
-  return async () => {
+  const refresh = async () => {
     const get = (path) => api(path).then((r) => r.data);
     const [jobList, nodeList, allocs, metrics] = await Promise.all([get("/v1/jobs?namespace=*"), get("/v1/nodes"),
       get(`/v1/allocations?namespace=*&filter=${enc(LIVE_ALLOC)}`), get("/v1/metrics")]);
@@ -445,6 +451,7 @@ async function overviewPage() {
     }
     applyDenied();
   };
+  return refresh;
 }
 
 const PAGES = {

@@ -228,6 +228,12 @@ export function ago(nanos) {
   return h("time", { datetime: new Date(nanos / 1e6).toISOString(), title: when }, text);
 }
 
+// An absolute moment (nanoseconds), in UTC.
+export function when(nanos) {
+  const date = new Date(nanos / 1e6);
+  return h("time", { datetime: date.toISOString() }, `${date.toISOString().replace("T", " ").slice(0, 19)} UTC`);
+}
+
 // A utilisation bar: used of total, labelled for screen readers.
 export function bar(label, used, total, unit) {
   const share = total > 0 ? Math.min(1, used / total) : 0;
