@@ -17,7 +17,7 @@ from app.api.listing import Entry, Order, filtered, list_query, merged, page, pr
 from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
-from app.models import Node
+from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
@@ -186,7 +186,15 @@ def _node_view(node: Node, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]
 @bp.get("/node/<node_id>")
 def get_node(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
-    body, index = read(["nodes"], lambda s: encode.node(store.get_node(s, key)))
+
+    def fetch(session: Session) -> dict[str, Any]:
+        body = encode.node(store.get_node(session, key))
+        # corral's extension: when the client last heartbeated (0 before its first one), for
+        # the web UI's heartbeat age. Heartbeats take no index: the value is as of this read.
+        beat = session.get(NodeHeartbeat, key)
+        return {**body, "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None)}
+
+    body, index = read(["nodes"], fetch)
     return respond(body, index)
 
 

@@ -90,4 +90,6 @@ def test_allocations_by_eval_node_and_id(client: FlaskClient, pg: Conn) -> None:
     alloc = client.get(f"/v1/allocation/{alloc_id}").json
     assert alloc is not None
     assert alloc["Job"]["ID"] == "web" and alloc["ClientStatus"] == "running" and alloc["NodeID"] == node_id
+    # Nomad's Resources: what the allocation holds on its node (the web UI's utilisation bars sum it).
+    assert alloc["Resources"] == {"CPU": 500, "MemoryMB": 256, "DiskMB": 300}
     assert client.get(f"/v1/allocation/{uuid.uuid4()}").status_code == 404

@@ -326,7 +326,7 @@ async function nodePage() {
       ["Datacenter", node.Datacenter], ["Pool", node.NodePool], ["Class", node.NodeClass || "—"],
       ["Eligibility", badge(eligibilityText(node))], ["Drain", drainText(drain, node.LastDrain)],
       ["Drivers", Object.keys(node.Drivers || {}).join(", ")],
-      ["Last heartbeat", node.LastHeartbeat ? ago(node.LastHeartbeat) : "—"],
+      ["Last heartbeat", node.LastHeartbeat ? ago(node.LastHeartbeat) : "never"],
       ["Status changed", ago((node.StatusUpdatedAt || 0) * 1e9)], ["Version", node.Version]]);
     const live = allocs.data.filter((a) => a.ClientStatus === "pending" || a.ClientStatus === "running");
     $("node-usage").replaceChildren(bars(capacity(node), usage(live)[node.ID]));
