@@ -44,11 +44,15 @@ def test_allocations_appear_live_on_the_job_page(cluster: Cluster, open_page: Pa
     running = page.locator("#allocations tbody td:nth-child(4)", has_text="running")
     expect(running).to_have_count(1, timeout=DEADLINE_MS)
     not_reloaded(page)
+    first = page.locator("#allocations tbody a").first
+    focused = first.get_attribute("href")
+    first.focus()  # a keyboard user on the row keeps their place while rows arrive
 
     cluster.register(job("live", [mock_task()], count=3))
     expect(running).to_have_count(3, timeout=DEADLINE_MS)
     expect(page.locator("#groups tbody")).to_contain_text("3")
     assert_not_reloaded(page)
+    assert page.evaluate("document.activeElement.getAttribute('href')") == focused
 
 
 def test_allocation_page_shows_and_follows_the_task_log(cluster: Cluster, open_page: PageFactory) -> None:

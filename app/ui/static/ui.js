@@ -199,7 +199,10 @@ export function fill(table, rows, empty) {
   const columns = body.parentElement.tHead.rows[0].cells.length;
   const built = rows.map((cells) => h("tr", {}, cells.map((c) => h("td", {}, c))));
   if (!built.length) built.push(h("tr", {}, h("td", { colspan: columns, class: "empty" }, empty)));
+  // A keyboard user tabbing through the rows keeps their place when the rows are rebuilt.
+  const focused = body.contains(document.activeElement) ? document.activeElement.getAttribute("href") : null;
   body.replaceChildren(...built);
+  if (focused) [...body.querySelectorAll("a")].find((a) => a.getAttribute("href") === focused)?.focus();
 }
 
 export function facts(id, pairs) {
