@@ -130,6 +130,49 @@ def test_a_canary_is_promoted_from_the_job_page_and_versions_diff(cluster: Clust
     assert_not_reloaded(page)
 
 
+def test_a_deployment_is_paused_resumed_and_failed_from_the_job_page(cluster: Cluster, open_page: PageFactory) -> None:
+    cluster.register(canary_service("v2", Canary=1))
+    assert wait_for(lambda: latest_deployment(cluster).get("JobVersion") == 2, 60), latest_deployment(cluster)
+    page = open_page(f"{cluster.base}/ui/job/canary", name="job-deployment-controls")
+    article = page.locator("#deployments article").first
+
+    def status() -> str:
+        return str(latest_deployment(cluster).get("Status"))
+
+    article.get_by_role("button", name="Pause").click()
+    assert wait_for(lambda: status() == "paused", 30), latest_deployment(cluster)
+    article.get_by_role("button", name="Resume").click()
+    assert wait_for(lambda: status() == "running", 30), latest_deployment(cluster)
+    expect(article.get_by_role("button", name="Pause")).to_be_visible(timeout=DEADLINE_MS)
+    article.get_by_role("button", name="Fail").click()
+    assert wait_for(lambda: status() == "failed", 30), latest_deployment(cluster)
+    expect(article).to_contain_text("failed", timeout=DEADLINE_MS)
+    expect(article.get_by_role("button")).to_have_count(0)
+
+
+def test_an_evaluation_is_triggered_and_an_allocation_stopped_from_their_pages(
+    cluster: Cluster, open_page: PageFactory
+) -> None:
+    cluster.register(job("again", [mock_task()]))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("again")] == ["running"], 60)
+    (first,) = cluster.http.get("/v1/job/again/evaluations").json()
+    page = open_page(f"{cluster.base}/ui/evaluation/{first['ID']}", name="evaluation-again")
+    expect(page.locator("#eval-facts")).to_contain_text("job-register", timeout=DEADLINE_MS)
+    page.get_by_role("button", name="Evaluate the job again").click()
+    expect(page.locator("#eval-result")).to_contain_text("Created", timeout=DEADLINE_MS)
+    evaluations = cluster.http.get("/v1/job/again/evaluations").json()
+    assert len(evaluations) == 2, evaluations
+
+    (alloc,) = cluster.allocs("again")
+    page = open_page(f"{cluster.base}/ui/allocation/{alloc['ID']}", name="allocation-stop")
+    stop = page.get_by_role("button", name="Stop and reschedule")
+    stop.click(timeout=DEADLINE_MS)
+    assert wait_for(lambda: len(cluster.allocs("again")) == 2, 60), cluster.allocs("again")
+    stopped = cluster.http.get(f"/v1/allocation/{alloc['ID']}").json()
+    assert stopped["DesiredStatus"] == "stop" and stopped["NextAllocation"]
+    expect(stop).to_have_count(0, timeout=DEADLINE_MS)  # a stopping allocation offers no stop
+
+
 def test_every_page_renders_on_a_desktop_and_a_phone(cluster: Cluster, open_page: PageFactory) -> None:
     cluster.register(job("smoke", [mock_task()]))
     node_id = cluster.node_id("n1")
