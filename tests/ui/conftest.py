@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Request, sync_playwright
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
@@ -80,6 +80,7 @@ def open_page(chromium: Browser, tmp_path: Path) -> Iterator[PageFactory]:
     """Opens pages in a fresh browser context (its own sessionStorage); script errors on any
     of them fail the test, and each page is screenshotted into the test's tmp dir at the end."""
     contexts, errors = [], []
+    polls: list[LongPolls] = []
     opened: list[tuple[Page, str]] = []
 
     def opener(
@@ -90,6 +91,7 @@ def open_page(chromium: Browser, tmp_path: Path) -> Iterator[PageFactory]:
         page = context.new_page()
         page.on("pageerror", lambda err: errors.append(str(err)))
         page.on("console", lambda msg: _console(msg, errors))
+        polls.append(LongPolls(page))
         page.goto(url)
         opened.append((page, name))
         return page
@@ -100,6 +102,30 @@ def open_page(chromium: Browser, tmp_path: Path) -> Iterator[PageFactory]:
     for context in contexts:
         context.close()
     assert errors == [], errors
+    assert [p.most for p in polls if p.most > 1] == [], "a page held more than one long poll at a time"
+
+
+class LongPolls:
+    """Counts a page's blocking queries in flight: each page holds one at most (no polling storm)."""
+
+    def __init__(self, page: Page) -> None:
+        self.now = self.most = 0
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+
+    @staticmethod
+    def _is_poll(request: Request) -> bool:
+        return "/v1/" in request.url and "index=" in request.url and "wait=" in request.url
+
+    def _started(self, request: Request) -> None:
+        if self._is_poll(request):
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def _ended(self, request: Request) -> None:
+        if self._is_poll(request):
+            self.now -= 1
 
 
 def _console(message: ConsoleMessage, errors: list[str]) -> None:

@@ -158,6 +158,7 @@ async function jobPage() {
 
 // ---- one allocation --------------------------------------------------------------------------
 
+const LOG_KEEP = 256 * 1024;
 let logOffset = 0;
 let logKey = "";
 
@@ -178,6 +179,8 @@ async function tailLog() {
   const pre = $("log");
   const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   pre.append(data);
+  // The page keeps the last LOG_KEEP characters: a chatty task must not grow the page without end.
+  if (pre.textContent.length > LOG_KEEP) pre.textContent = pre.textContent.slice(-LOG_KEEP);
   if (atEnd) pre.scrollTop = pre.scrollHeight;
 }
 
