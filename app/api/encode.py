@@ -145,6 +145,9 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "ModifyIndex": row.modify_index,
         "CreateTime": nanos(row.create_time),
         "ModifyTime": nanos(row.modify_time),
+        # corral's extension: a pending evaluation with a lease is in flight on a worker until
+        # then (nanoseconds; 0 while queued or once finished). Claims take no state index.
+        "LeaseExpiresAt": nanos(row.lease_expires_at),
     }
 
 

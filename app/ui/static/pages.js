@@ -364,9 +364,13 @@ async function evaluationsPage() {
     const [pending, blocked, recent, metrics] = await Promise.all([list("pending"), list("blocked"),
       api("/v1/evaluations?namespace=*&per_page=25&reverse=true").then((r) => r.data),
       api("/v1/metrics").then((r) => r.data)]);
-    cards("eval-counts", [["Pending", pending.length], ["In flight", gauge(metrics, "nomad.nomad.broker.total_unacked")],
-      ["Blocked", blocked.length], ["Waiting (delayed)", gauge(metrics, "nomad.nomad.broker.total_waiting")]]);
-    fill("evals-pending", pending.map(evalRow), "Nothing pending.");
+    // A pending evaluation with a lease is being scheduled by a worker; without one it is queued.
+    const flying = pending.filter((e) => e.LeaseExpiresAt > 0);
+    const queued = pending.filter((e) => !(e.LeaseExpiresAt > 0));
+    cards("eval-counts", [["Queued", queued.length], ["In flight", flying.length], ["Blocked", blocked.length],
+      ["Waiting (delayed)", gauge(metrics, "nomad.nomad.broker.total_waiting")]]);
+    fill("evals-pending", queued.map(evalRow), "Nothing queued.");
+    fill("evals-flight", flying.map(evalRow), "Nothing in flight.");
     fill("evals-blocked", blocked.map(evalRow), "Nothing blocked.");
     fill("evals-recent", recent.filter((e) => e.Status !== "pending" && e.Status !== "blocked").map(evalRow), "None yet.");
   };
