@@ -223,8 +223,9 @@ async function allocationPage() {
     const note = h("span", { class: "note", role: "status" });
     facts("alloc-facts", [["ID", h("span", { class: "mono" }, a.ID)], ["Job", link(jobPath(a.JobID, a.Namespace), a.JobID)],
       ["Group", a.TaskGroup], ["Node", link(`/node/${a.NodeID}`, a.NodeName || short(a.NodeID))],
-      ["Status", `${a.ClientStatus} — ${a.ClientDescription || ""}`], ["Desired", `${a.DesiredStatus} ${a.DesiredDescription || ""}`],
-      ["Restarts", String(restarts(a))], ["Resources", `${r.CPU ?? "?"} MHz CPU, ${r.MemoryMB ?? "?"} MB memory, ${r.DiskMB ?? "?"} MB disk`],
+      ["Status", `${a.ClientStatus} — ${a.ClientDescription || ""}`],
+      ["Desired", `${a.DesiredStatus} ${a.DesiredDescription || ""}`], ["Restarts", String(restarts(a))],
+      ["Resources", `${r.CPU ?? "?"} MHz CPU, ${r.MemoryMB ?? "?"} MB memory, ${r.DiskMB ?? "?"} MB disk`],
       ["Evaluation", link(`/evaluation/${a.EvalID}`, short(a.EvalID))], ["Version", String(a.JobVersion)],
       ["Created", ago(a.CreateTime)], ["Modified", ago(a.ModifyTime)],
       ["Actions", a.DesiredStatus === "run" ? h("span", { "data-needs": "alloc-lifecycle" },
@@ -282,7 +283,8 @@ async function nodesPage() {
   let used = {};
   const render = () => {
     const q = $("node-search").value.trim().toLowerCase();
-    const shown = list.filter((n) => !q || [n.Name, n.NodeClass, n.Datacenter, n.NodePool, n.ID].some((v) => (v || "").toLowerCase().includes(q)));
+    const matches = (n) => [n.Name, n.NodeClass, n.Datacenter, n.NodePool, n.ID].some((v) => (v || "").toLowerCase().includes(q));
+    const shown = list.filter((n) => !q || matches(n));
     fill("nodes", shown.map((n) => [link(`/node/${n.ID}`, n.Name), badge(n.Status), badge(eligibilityText(n)),
       n.Drain ? badge("draining") : "no", n.NodeClass || "—", n.NodePool, n.Datacenter, bars(capacity(n), used[n.ID])]),
     list.length ? "No node matches." : "No nodes have registered.");
@@ -295,7 +297,8 @@ async function nodesPage() {
     used = usage(allocs.data);
     const by = countBy(list, (n) => n.Status);
     cards("node-counts", [["Nodes", list.length], ["Ready", by.ready || 0], ["Down", by.down || 0],
-      ["Draining", list.filter((n) => n.Drain).length], ["Ineligible", list.filter((n) => eligibilityText(n) !== "eligible").length]]);
+      ["Draining", list.filter((n) => n.Drain).length],
+      ["Ineligible", list.filter((n) => eligibilityText(n) !== "eligible").length]]);
     render();
   };
 }
@@ -338,8 +341,9 @@ async function nodePage() {
     $("eligibility-button").textContent = node.SchedulingEligibility === "eligible" ? "Mark ineligible" : "Mark eligible";
     $("eligibility-button").className = "secondary";
     allocs.data.sort((a, b) => b.CreateIndex - a.CreateIndex);
-    fill("allocations", allocs.data.map((a) => [link(`/allocation/${a.ID}`, short(a.ID)), link(jobPath(a.JobID, a.Namespace), a.JobID),
-      a.TaskGroup, badge(a.ClientStatus), a.DesiredStatus, `${a.Resources?.CPU ?? "?"} MHz`, `${a.Resources?.MemoryMB ?? "?"} MB`]),
+    fill("allocations", allocs.data.map((a) => [link(`/allocation/${a.ID}`, short(a.ID)),
+      link(jobPath(a.JobID, a.Namespace), a.JobID), a.TaskGroup, badge(a.ClientStatus), a.DesiredStatus,
+      `${a.Resources?.CPU ?? "?"} MHz`, `${a.Resources?.MemoryMB ?? "?"} MB`]),
     "No allocations on this node.");
     applyDenied();
   };
@@ -351,7 +355,8 @@ function evalRow(e) {
   const subject = e.JobID ? link(jobPath(e.JobID, e.Namespace), e.JobID) : link(`/node/${e.NodeID}`, short(e.NodeID));
   const reason = [e.StatusDescription, ...failureLines(e)].filter(Boolean).join(" ");
   const previous = e.PreviousEval ? [" ", link(`/evaluation/${e.PreviousEval}`, `after ${short(e.PreviousEval)}`)] : "";
-  return [link(`/evaluation/${e.ID}`, short(e.ID)), subject, e.TriggeredBy, badge(e.Status), [reason, previous], ago(e.CreateTime)];
+  return [link(`/evaluation/${e.ID}`, short(e.ID)), subject, e.TriggeredBy, badge(e.Status), [reason, previous],
+    ago(e.CreateTime)];
 }
 
 function gauge(metrics, name) {
@@ -381,7 +386,8 @@ async function evaluationPage() {
   let current = null;
   $("reevaluate").addEventListener("click", async () => {
     const e = current;
-    const path = e.JobID ? `/v1/job/${enc(e.JobID)}/evaluate?namespace=${enc(e.Namespace)}` : `/v1/node/${e.NodeID}/evaluate`;
+    const path = e.JobID ? `/v1/job/${enc(e.JobID)}/evaluate?namespace=${enc(e.Namespace)}`
+      : `/v1/node/${e.NodeID}/evaluate`;
     const answer = await act(path, {}, { note, needs: "job-submit" });
     if (answer?.EvalID) note.replaceChildren("Created ", link(`/evaluation/${answer.EvalID}`, short(answer.EvalID)));
   });
@@ -395,12 +401,14 @@ async function evaluationPage() {
       ["Node", e.NodeID ? link(`/node/${e.NodeID}`, short(e.NodeID)) : undefined], ["Type", e.Type],
       ["Triggered by", e.TriggeredBy], ["Priority", String(e.Priority)], ["Description", e.StatusDescription || "—"],
       ["Previous", follow("Previous", e.PreviousEval)], ["Next", follow("Next", e.NextEval)],
-      ["Blocked follow-up", follow("Blocked", e.BlockedEval)], ["Created", ago(e.CreateTime)], ["Modified", ago(e.ModifyTime)]]);
+      ["Blocked follow-up", follow("Blocked", e.BlockedEval)], ["Created", ago(e.CreateTime)],
+      ["Modified", ago(e.ModifyTime)]]);
     const lines = failureLines(e);
-    $("failures").replaceChildren(...(lines.length ? lines.map((l) => h("li", {}, l)) : [h("li", { class: "muted" }, "None.")]));
+    const none = () => [h("li", { class: "muted" }, "None.")];
+    $("failures").replaceChildren(...(lines.length ? lines.map((l) => h("li", {}, l)) : none()));
     const related = e.RelatedEvals || [];
-    $("related").replaceChildren(...(related.length ? related.map((r) => h("li", {}, link(`/evaluation/${r.ID}`, short(r.ID)), " ",
-      badge(r.Status), ` ${r.TriggeredBy}`)) : [h("li", { class: "muted" }, "None.")]));
+    const item = (r) => h("li", {}, link(`/evaluation/${r.ID}`, short(r.ID)), " ", badge(r.Status), ` ${r.TriggeredBy}`);
+    $("related").replaceChildren(...(related.length ? related.map(item) : none()));
     applyDenied();
   };
 }
@@ -413,7 +421,8 @@ async function overviewPage() {
   let config = null;
   let dirty = false;
   const boxes = ["MemoryOversubscriptionEnabled", "RejectJobRegistration", "PauseEvalBroker"];
-  const preemption = ["SystemSchedulerEnabled", "SysBatchSchedulerEnabled", "BatchSchedulerEnabled", "ServiceSchedulerEnabled"];
+  const preemption = ["SystemSchedulerEnabled", "SysBatchSchedulerEnabled", "BatchSchedulerEnabled",
+    "ServiceSchedulerEnabled"];
   form.addEventListener("input", () => { dirty = true; });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -423,7 +432,8 @@ async function overviewPage() {
     const answer = await act(`/v1/operator/scheduler/configuration?cas=${config.ModifyIndex}`, body,
       { note, needs: "operator-write" });
     if (answer) {
-      note.textContent = answer.Updated ? "Saved." : "Not saved: someone changed the configuration first; it is shown again below.";
+      note.textContent = answer.Updated ? "Saved."
+        : "Not saved: someone changed the configuration first; it is shown again below.";
       dirty = false;
       config = null;
       await refresh(); // a refused check-and-set changed nothing, so no change would wake the page
@@ -445,7 +455,8 @@ async function overviewPage() {
       ["Nodes ready", nodesBy.ready || 0], ["Nodes down", nodesBy.down || 0],
       ["Allocations live", allocs.length]]);
     const g = (name) => gauge(metrics, name);
-    cards("queues", [["Broker ready", g("nomad.nomad.broker.total_ready")], ["In flight", g("nomad.nomad.broker.total_unacked")],
+    cards("queues", [["Broker ready", g("nomad.nomad.broker.total_ready")],
+      ["In flight", g("nomad.nomad.broker.total_unacked")],
       ["Waiting", g("nomad.nomad.broker.total_waiting")], ["Blocked", g("nomad.nomad.blocked_evals.total_blocked")],
       ["Plan queue", g("nomad.nomad.plan.queue_depth")]]);
     try {

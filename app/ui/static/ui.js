@@ -271,7 +271,8 @@ export function explainFailure(group, m) {
   for (const quota of m.QuotaExhausted || []) reasons.push(`quota limit reached on ${quota}`);
   if (!reasons.length) reasons.push("no reason recorded");
   const count = `${missing} allocation${missing === 1 ? "" : "s"}`;
-  const evaluated = m.NodesEvaluated ? ` (${m.NodesEvaluated} of ${nodes(m.NodesInPool ?? m.NodesEvaluated)} in the pool evaluated)` : "";
+  const pool = nodes(m.NodesInPool ?? m.NodesEvaluated);
+  const evaluated = m.NodesEvaluated ? ` (${m.NodesEvaluated} of ${pool} in the pool evaluated)` : "";
   return `Task group "${group}" could not place ${count}: ${reasons.join(", ")}${evaluated}.`;
 }
 
@@ -285,7 +286,8 @@ export function failureLines(evaluation) {
 
 function flatten(value, prefix, out) {
   if (value && typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value).map(([k, v]) => [`.${k}`, v]);
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v])
+      : Object.entries(value).map(([k, v]) => [`.${k}`, v]);
     if (!entries.length) out.set(prefix || ".", JSON.stringify(value));
     for (const [key, child] of entries) flatten(child, `${prefix}${key}`, out);
   } else {
