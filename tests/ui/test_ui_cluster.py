@@ -88,6 +88,37 @@ def test_a_placement_failure_is_explained_in_words(cluster: Cluster, open_page: 
     expect(queue.locator("#evals-blocked")).to_contain_text("filtered by constraint ${attr.kernel.name} = windows")
 
 
+def test_placement_failure_wording_covers_every_reason(cluster: Cluster, open_page: PageFactory) -> None:
+    page = open_page(f"{cluster.base}/ui/jobs", name="wording")
+    metric = {
+        "NodesEvaluated": 5,
+        "NodesInPool": 6,
+        "NodesAvailable": {"dc1": 5, "dc2": 0},
+        "ClassFiltered": {"gpu": 1},
+        "ConstraintFiltered": {"${attr.kernel.name} = windows": 3},
+        "NodesExhausted": 2,
+        "DimensionExhausted": {"memory": 2},
+        "ClassExhausted": {"small": 2},
+        "QuotaExhausted": ["cpu"],
+        "CoalescedFailures": 2,
+    }
+    explained = page.evaluate(
+        "async (m) => (await import('/ui/static/ui.js')).explainFailure('web', m)",
+        metric,
+    )
+    assert explained == (
+        'Task group "web" could not place 3 allocations: no nodes are available in datacenter dc2, '
+        "1 node filtered by class gpu, 3 nodes filtered by constraint ${attr.kernel.name} = windows, "
+        "2 exhausted on memory, class small exhausted on 2 nodes, quota limit reached on cpu "
+        "(5 of 6 nodes in the pool evaluated)."
+    )
+    nothing = page.evaluate("async () => (await import('/ui/static/ui.js')).explainFailure('g', {NodesEvaluated: 0})")
+    assert nothing == 'Task group "g" could not place 1 allocation: no nodes were eligible for evaluation.'
+    exhausted = {"NodesEvaluated": 1, "NodesInPool": 1, "NodesExhausted": 1}
+    only = page.evaluate("async (m) => (await import('/ui/static/ui.js')).explainFailure('g', m)", exhausted)
+    assert only == 'Task group "g" could not place 1 allocation: 1 node exhausted (1 of 1 node in the pool evaluated).'
+
+
 def canary_service(tag: str, **update: Any) -> dict[str, Any]:
     block = {"MaxParallel": 1, "MinHealthyTime": SECOND, "HealthyDeadline": 20 * SECOND}
     block["ProgressDeadline"] = 60 * SECOND
