@@ -86,6 +86,9 @@ def test_a_placement_failure_is_explained_in_words(cluster: Cluster, open_page: 
     queue = open_page(f"{cluster.base}/ui/evaluations", name="evaluations")
     expect(queue.locator("#evals-blocked")).to_contain_text("windows", timeout=DEADLINE_MS)
     expect(queue.locator("#evals-blocked")).to_contain_text("filtered by constraint ${attr.kernel.name} = windows")
+    # The blocked evaluation links the one whose failures it carries (nested cells render as nodes, not text).
+    expect(queue.locator("#evals-blocked a", has_text="after ")).to_have_count(1)
+    assert "http" not in queue.locator("#evals-blocked tbody").inner_text()
 
 
 def test_placement_failure_wording_covers_every_reason(cluster: Cluster, open_page: PageFactory) -> None:
@@ -288,6 +291,8 @@ def test_a_node_is_drained_and_made_eligible_again_from_its_page(cluster: Cluste
     assert wait_for(lambda: node()["LastDrain"] is not None and node()["Drain"] is False, 30), node()
     assert node()["SchedulingEligibility"] == "ineligible"
     expect(page.locator("#node-facts")).to_contain_text("Last drain: complete", timeout=DEADLINE_MS)
+    expect(page.locator("#node-facts time")).not_to_have_count(0)
+    assert "object" not in page.locator("#node-facts").inner_text()
     eligibility = page.locator("#eligibility-button")
     expect(eligibility).to_have_text("Mark eligible")
 

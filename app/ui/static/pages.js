@@ -354,7 +354,7 @@ async function nodePage() {
 function evalRow(e) {
   const subject = e.JobID ? link(jobPath(e.JobID, e.Namespace), e.JobID) : link(`/node/${e.NodeID}`, short(e.NodeID));
   const reason = [e.StatusDescription, ...failureLines(e)].filter(Boolean).join(" ");
-  const previous = e.PreviousEval ? [" ", link(`/evaluation/${e.PreviousEval}`, `after ${short(e.PreviousEval)}`)] : "";
+  const previous = e.PreviousEval ? [" (", link(`/evaluation/${e.PreviousEval}`, `after ${short(e.PreviousEval)}`), ")"] : "";
   return [link(`/evaluation/${e.ID}`, short(e.ID)), subject, e.TriggeredBy, badge(e.Status), [reason, previous],
     ago(e.CreateTime)];
 }
