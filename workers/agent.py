@@ -178,7 +178,7 @@ def run_dev_agent(settings: Settings) -> int:
         url = api_url(settings.bind)
         if not await_api(lambda: _healthy(url), lambda: _exited(children), stop):
             return 0 if stop.is_set() else 1
-        log.info(f"API listening on {url}")
+        log.info(f"API listening on {url}; web UI at {url}/ui/")
         children.append(_spawn(dev_client_role(settings), env, lock))
         return _supervise(children, stop)
     finally:

@@ -37,6 +37,7 @@ from app.api import (
 from app.api.context import state
 from app.api.params import path_value
 from app.db.state_index import current_index
+from app.ui import pages as ui_pages
 
 # How each URL path variable is named in error messages, as in Nomad's bodies.
 PATH_FIELDS = {
@@ -75,6 +76,7 @@ def register(app: Flask) -> None:
         events,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
+    app.register_blueprint(ui_pages.bp, url_prefix="/ui")  # page shells; their data comes from /v1
     app.url_value_preprocessor(_check_path_values)
     authz.install(app)
     errors.install(app)

@@ -94,6 +94,10 @@ R, W = pol.READ, pol.WRITE
 REQUIREMENTS: dict[str, Requirement] = {
     "static": Public(),
     "agent.health": Public(),
+    # The web UI's page shells and script hold no cluster data: every figure on a page comes
+    # from a /v1 call made with the visitor's token and checked here like any other.
+    "ui.page": Public(),
+    "ui.static": Public(),
     "metrics.metrics": Public(),  # Nomad's /v1/metrics needs no token either
     # Cluster status (Nomad: none for leader, peers and regions; node:read for members).
     "status.leader": Public(),

@@ -171,6 +171,9 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "ModifyIndex": row.modify_index,
         "CreateTime": nanos(row.create_time),
         "ModifyTime": nanos(row.modify_time),
+        # corral's extension: a pending evaluation with a lease is in flight on a worker until
+        # then (nanoseconds; 0 while queued or once finished). Claims take no state index.
+        "LeaseExpiresAt": nanos(row.lease_expires_at),
     }
 
 
@@ -187,9 +190,10 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
         "JobID": row.job_id,
         "Job": None if job_spec is None else {**canonical_job(job_spec), "Version": row.job_version},
         "TaskGroup": row.task_group,
-        # Resources, SharedResources and TaskResources are Nomad's pre-0.9 forms, nil in
-        # Nomad for every allocation placed since; AllocatedResources replaced them.
-        "Resources": None,
+        # Nomad's pre-0.9 forms, replaced by AllocatedResources: SharedResources and TaskResources
+        # are nil for every allocation placed since. Resources is kept as the sum over the tasks
+        # (what the allocation holds on its node), which the UI's utilisation bars read.
+        "Resources": {"CPU": row.cpu, "MemoryMB": row.memory_mb, "DiskMB": row.disk_mb},
         "SharedResources": None,
         "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,

@@ -15,10 +15,10 @@ from app.api import encode
 from app.api.allocs import listed
 from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
-from app.api.params import id_prefix_arg, json_body, uuid_value
+from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
 from app.errors import InvalidInput
-from app.models import Node
+from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
@@ -164,11 +164,15 @@ def list_nodes() -> Response:
     """By ID, as Nomad (which ignores reverse here); the filter sees the full node (Attributes,
     Meta, Drivers...) as in Nomad, and the stub's keys."""
     prefix, query = id_prefix_arg(), list_query(reverse=False)
+    with_resources = bool_arg("resources")  # Nomad's ?resources=true adds the node's resources to each stub
 
     def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
         entries = []
         for node in store.list_nodes(session, prefix):
             stub = encode.node_stub(node)
+            if with_resources:
+                full = encode.node(node)
+                stub |= {key: full[key] for key in ("NodeResources", "ReservedResources")}
             entries.append(Entry("", str(node.id), node.create_index, _node_view(node, stub), stub))
         return page(entries, Order.ID, query)
 
@@ -183,7 +187,15 @@ def _node_view(node: Node, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]
 @bp.get("/node/<node_id>")
 def get_node(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
-    body, index = read(["nodes"], lambda s: encode.node(store.get_node(s, key)))
+
+    def fetch(session: Session) -> dict[str, Any]:
+        body = encode.node(store.get_node(session, key))
+        # corral's extension: when the client last heartbeated (0 before its first one), for
+        # the web UI's heartbeat age. Heartbeats take no index: the value is as of this read.
+        beat = session.get(NodeHeartbeat, key)
+        return {**body, "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None)}
+
+    body, index = read(["nodes"], fetch)
     return respond(body, index)
 
 

@@ -198,6 +198,7 @@ def test_dev_agent_on_a_terminal_announces_the_api_refuses_a_taken_port_and_ctrl
         output = agent.output
         assert output.count(LISTENING) == 1
         assert f"{LISTENING}127.0.0.1:{port}" in output
+        assert f"web UI at {base}/ui/" in output
         # The client starts once the API answers, so it never registers elsewhere.
         assert " client | " not in output.split(LISTENING)[0]
         # On a terminal every role logs for a human, not JSON (their stdout is a pipe to the agent).

@@ -84,4 +84,7 @@ def test_the_installed_wheel_migrates_and_serves(corral: type[Corral], workdir: 
     registered = httpx.put(f"{base}/v1/jobs", json=JOB)
     assert registered.status_code == 200, registered.text
     assert [j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()] == ["web"]
+    # The web UI's templates and script ship inside the package.
+    assert 'data-page="jobs"' in httpx.get(f"{base}/ui/jobs").text
+    assert "explainFailure" in httpx.get(f"{base}/ui/static/ui.js").text
     # The corral fixture kills the agent and every process under it.

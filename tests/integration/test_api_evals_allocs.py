@@ -65,6 +65,21 @@ def test_bad_list_parameters_are_400(client: FlaskClient, query: str, field: str
     assert resp.json["errors"][0]["field"] == field  # type: ignore[index]
 
 
+def test_a_leased_evaluation_says_until_when_it_is_in_flight(client: FlaskClient, pg: Conn) -> None:
+    eval_id = register(client, "web")
+    assert client.get(f"/v1/evaluation/{eval_id}").json["LeaseExpiresAt"] == 0  # type: ignore[index]
+    pg.execute(
+        "UPDATE evaluations SET lease_token = gen_random_uuid(), lease_owner = 'w:1', "
+        "lease_expires_at = '2030-01-01T00:00:00Z' WHERE id = %s",
+        (eval_id,),
+    )
+    leased = client.get(f"/v1/evaluation/{eval_id}").json
+    assert leased is not None and leased["Status"] == "pending"
+    assert leased["LeaseExpiresAt"] == 1_893_456_000 * 1_000_000_000
+    listed = client.get("/v1/evaluations").json
+    assert listed is not None and listed[0]["LeaseExpiresAt"] == leased["LeaseExpiresAt"]
+
+
 def test_get_eval_errors(client: FlaskClient) -> None:
     assert client.get("/v1/evaluation/not-a-uuid").status_code == 400
     assert client.get(f"/v1/evaluation/{uuid.uuid4()}").status_code == 404
@@ -90,4 +105,6 @@ def test_allocations_by_eval_node_and_id(client: FlaskClient, pg: Conn) -> None:
     alloc = client.get(f"/v1/allocation/{alloc_id}").json
     assert alloc is not None
     assert alloc["Job"]["ID"] == "web" and alloc["ClientStatus"] == "running" and alloc["NodeID"] == node_id
+    # Nomad's Resources: what the allocation holds on its node (the web UI's utilisation bars sum it).
+    assert alloc["Resources"] == {"CPU": 500, "MemoryMB": 256, "DiskMB": 300}
     assert client.get(f"/v1/allocation/{uuid.uuid4()}").status_code == 404

@@ -102,6 +102,22 @@ def test_node_list_and_prefix(client: FlaskClient) -> None:
     assert [n["ID"] for n in client.get(f"/v1/nodes?prefix={ids[1][:13]}").json] == [ids[1]]  # type: ignore[union-attr]
 
 
+def test_node_list_resources_and_last_heartbeat(client: FlaskClient, pg: Conn) -> None:
+    node_id = str(uuid.uuid4())
+    client.put("/v1/node/register", json={"Node": node_body(node_id)})
+    (stub,) = client.get("/v1/nodes").json  # type: ignore[misc]
+    assert "NodeResources" not in stub
+    (full,) = client.get("/v1/nodes?resources=true").json  # type: ignore[misc]
+    assert full["NodeResources"]["Cpu"]["CpuShares"] == 4000 and full["ReservedResources"]["Memory"]["MemoryMB"] == 256
+    assert client.get("/v1/nodes?resources=maybe").status_code == 400
+    seen = pg.execute("SELECT last_seen_at FROM node_heartbeats").fetchone()
+    assert seen is not None
+    heartbeat = client.get(f"/v1/node/{node_id}").json["LastHeartbeat"]  # type: ignore[index]
+    assert heartbeat == int(seen[0].timestamp() * 1_000_000) * 1000
+    pg.execute("DELETE FROM node_heartbeats")
+    assert client.get(f"/v1/node/{node_id}").json["LastHeartbeat"] == 0  # type: ignore[index]
+
+
 def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
     got = client.get("/v1/operator/scheduler/configuration").json
     assert got is not None

@@ -81,8 +81,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("app.store",),  # 2: per-noun data access and the named-SQL loader
     ("app.pipeline", "app.gc"),  # 3: the evaluation pipeline; garbage collection
     ("app.leader",),  # 4: leader duties
-    ("app.api",),  # 5: the HTTP API
-    ("app.cli", "workers"),  # 6: entry points
+    # 5: the web UI's page shells, which the API mounts under /ui; they read no data themselves
+    ("app.ui",),
+    ("app.api",),  # 6: the HTTP API
+    ("app.cli", "workers"),  # 7: entry points
 ]
 SHARED_LEVELS = (0, len(LAYERS) - 1)
 # Known crossings, each with its reason; keep this list short.

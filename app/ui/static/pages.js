@@ -1,0 +1,492 @@
+// corral's web UI, one renderer per page. Each reads the /v1 API (with the visitor's token) and
+// fills the shell the server rendered; live() re-runs it whenever the cluster's state changes.
+import {
+  act, ago, api, applyDenied, badge, bar, cards, countBy, enc, facts, failureLines, fill, h, jobPath, link, live,
+  session, short, specDiff, when, wireTokenButton,
+} from "./ui.js";
+
+const $ = (id) => document.getElementById(id);
+const objectId = () => document.body.dataset.id;
+const params = new URLSearchParams(location.search);
+const namespace = params.get("namespace") || "default";
+const nsArg = `namespace=${enc(namespace)}`;
+const apiJob = () => `/v1/job/${enc(objectId())}`;
+const LIVE_ALLOC = 'ClientStatus == "pending" or ClientStatus == "running"';
+
+function restarts(alloc) {
+  return Object.values(alloc.TaskStates || {}).reduce((sum, task) => sum + (task.Restarts || 0), 0);
+}
+
+// ---- jobs ----------------------------------------------------------------------------------
+
+let jobs = [];
+
+function jobRows() {
+  const q = $("job-search").value.trim().toLowerCase();
+  const status = $("job-status").value;
+  const type = $("job-type").value;
+  return jobs
+    .filter((j) => (!q || j.ID.toLowerCase().includes(q) || j.Name.toLowerCase().includes(q))
+      && (!status || j.Status === status) && (!type || j.Type === type))
+    .map((j) => {
+      const groups = Object.entries(j.JobSummary?.Summary || {});
+      const sum = (field) => groups.reduce((n, [, s]) => n + (s[field] || 0), 0);
+      return [
+        link(jobPath(j.ID, j.Namespace), j.ID), j.Namespace, badge(j.Status), j.Type, String(j.Priority),
+        String(groups.length),
+        `${sum("Running")} running, ${sum("Starting")} starting, ${sum("Queued")} queued, ${sum("Failed")} failed`,
+      ];
+    });
+}
+
+function renderJobs() {
+  fill("jobs", jobRows(), jobs.length ? "No job matches the filter." : "No jobs yet.");
+}
+
+async function jobsPage() {
+  for (const id of ["job-search", "job-status", "job-type"]) $(id).addEventListener("input", renderJobs);
+  $("job-filters").addEventListener("submit", (e) => e.preventDefault());
+  return async () => {
+    jobs = (await api("/v1/jobs?namespace=*")).data;
+    const by = countBy(jobs, (j) => j.Status);
+    cards("job-counts", [["Jobs", jobs.length], ["Running", by.running || 0], ["Pending", by.pending || 0],
+      ["Dead", by.dead || 0]]);
+    renderJobs();
+  };
+}
+
+// ---- one job -------------------------------------------------------------------------------
+
+let versions = [];
+
+function renderDiff() {
+  const find = (v) => versions.find((spec) => String(spec.Version) === v);
+  const older = find($("diff-a").value);
+  const newer = find($("diff-b").value);
+  if (!older || !newer) return;
+  const lines = specDiff(older, newer);
+  $("diff").replaceChildren(...(lines.length ? lines.map(([kind, text]) => h("span", { class: kind }, `${text}\n`))
+    : [`Versions ${older.Version} and ${newer.Version} are the same.`]));
+}
+
+function renderVersions(list) {
+  const known = versions.map((v) => v.Version).join();
+  versions = list;
+  if (known === list.map((v) => v.Version).join()) return; // keep the visitor's choice
+  const options = () => list.map((v) => h("option", { value: v.Version }, `v${v.Version}${v.Stable ? " (stable)" : ""}`));
+  $("diff-a").replaceChildren(...options());
+  $("diff-b").replaceChildren(...options());
+  if (list.length > 1) $("diff-a").value = String(list[1].Version);
+  $("versions").replaceChildren(...list.map((v) => h("li", {}, `Version ${v.Version}`, v.Stable ? " · stable" : "",
+    " · submitted ", ago(v.SubmitTime))));
+}
+
+function deploymentButtons(d, note) {
+  const path = (verb) => `/v1/deployment/${verb}/${d.ID}`;
+  const groups = Object.values(d.TaskGroups || {});
+  const canPromote = groups.some((g) => g.DesiredCanaries > 0 && !g.Promoted);
+  const active = d.Status === "running" || d.Status === "paused";
+  const button = (label, verb, body, kind) => h("button", { type: "button", class: kind, "data-needs": "job-submit",
+    onclick: () => act(path(verb), body, { note, needs: "job-submit" }) }, label);
+  return [
+    active && canPromote && button("Promote canaries", "promote", { DeploymentID: d.ID, All: true }),
+    d.Status === "running" && button("Pause", "pause", { DeploymentID: d.ID, Pause: true }, "secondary"),
+    d.Status === "paused" && button("Resume", "pause", { DeploymentID: d.ID, Pause: false }, "secondary"),
+    active && button("Fail", "fail", { DeploymentID: d.ID }, "danger"),
+  ];
+}
+
+function renderDeployment(d) {
+  const note = h("p", { class: "note", role: "status" });
+  const rows = Object.entries(d.TaskGroups || {}).map(([name, g]) => h("tr", {},
+    h("td", {}, name), h("td", {}, String(g.DesiredTotal)),
+    h("td", {}, `${(g.PlacedCanaries || []).length}/${g.DesiredCanaries}`), h("td", {}, String(g.PlacedAllocs)),
+    h("td", {}, String(g.HealthyAllocs)), h("td", {}, String(g.UnhealthyAllocs)), h("td", {}, g.Promoted ? "yes" : "no")));
+  return h("article", { class: "deployment", "aria-label": `Deployment ${short(d.ID)}` },
+    h("p", {}, h("span", { class: "mono" }, short(d.ID)), " ", badge(d.Status), ` version ${d.JobVersion} · `,
+      d.StatusDescription),
+    h("div", { class: "scroll" }, h("table", {},
+      h("thead", {}, h("tr", {}, ["Group", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy", "Promoted"]
+        .map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows))),
+    h("div", { class: "buttons" }, deploymentButtons(d, note)), note);
+}
+
+function renderFailures(evals) {
+  const blocked = evals.some((e) => e.Status === "blocked");
+  const latest = evals.find((e) => Object.keys(e.FailedTGAllocs || {}).length);
+  const lines = blocked && latest ? failureLines(latest) : [];
+  $("failures-section").hidden = !lines.length;
+  $("failures").replaceChildren(...lines.map((line) => h("li", {}, line, " ", link(`/evaluation/${latest.ID}`,
+    `(evaluation ${short(latest.ID)})`))));
+}
+
+async function jobPage() {
+  $("diff-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    renderDiff();
+  });
+  return async () => {
+    const [job, summary, allocs, evals, deployments, vs] = await Promise.all([
+      api(`${apiJob()}?${nsArg}`), api(`${apiJob()}/summary?${nsArg}`), api(`${apiJob()}/allocations?${nsArg}`),
+      api(`${apiJob()}/evaluations?${nsArg}`), api(`${apiJob()}/deployments?${nsArg}`),
+      api(`${apiJob()}/versions?${nsArg}`),
+    ].map((p) => p.then((r) => r.data)));
+    $("job-status").replaceWith(Object.assign(badge(job.Status), { id: "job-status" }));
+    facts("job-facts", [["Namespace", job.Namespace], ["Type", job.Type], ["Priority", String(job.Priority)],
+      ["Version", String(job.Version)], ["Datacenters", (job.Datacenters || []).join(", ")],
+      ["Node pool", job.NodePool], ["Submitted", ago(job.SubmitTime)]]);
+    fill("groups", (job.TaskGroups || []).map((g) => {
+      const s = summary.Summary?.[g.Name] || {};
+      return [g.Name, String(g.Count), ...["Queued", "Starting", "Running", "Complete", "Failed", "Lost"]
+        .map((k) => String(s[k] || 0))];
+    }), "No task groups.");
+    allocs.sort((a, b) => b.CreateIndex - a.CreateIndex);
+    fill("allocations", allocs.map((a) => [link(`/allocation/${a.ID}`, short(a.ID)), a.TaskGroup,
+      link(`/node/${a.NodeID}`, a.NodeName || short(a.NodeID)), badge(a.ClientStatus), a.DesiredStatus,
+      String(a.JobVersion), String(restarts(a)), ago(a.ModifyTime)]), "No allocations yet.");
+    evals.sort((a, b) => b.CreateIndex - a.CreateIndex);
+    fill("evaluations", evals.map((e) => [link(`/evaluation/${e.ID}`, short(e.ID)), e.TriggeredBy, badge(e.Status),
+      [e.StatusDescription, ...failureLines(e)].filter(Boolean).join(" "), ago(e.CreateTime)]), "No evaluations.");
+    renderFailures(evals);
+    $("deployments").replaceChildren(...(deployments.length ? deployments.slice(0, 3).map(renderDeployment)
+      : [h("p", { class: "muted" }, "No deployments.")]));
+    renderVersions(vs.Versions || []);
+    applyDenied();
+  };
+}
+
+// ---- one allocation --------------------------------------------------------------------------
+
+const LOG_KEEP = 256 * 1024;
+let logOffset = 0;
+let logKey = "";
+
+async function tailLog() {
+  const task = $("log-task").value;
+  const type = $("log-type").value;
+  if (!task) return;
+  const key = `${task}/${type}`;
+  if (key !== logKey) {
+    logKey = key;
+    logOffset = 0;
+    $("log").textContent = "";
+  }
+  const path = `/v1/client/fs/logs/${objectId()}?task=${enc(task)}&type=${type}&origin=start&offset=${logOffset}&plain=true`;
+  const { data } = await api(path, { text: true });
+  if (key !== logKey || !data) return;
+  logOffset += new TextEncoder().encode(data).length;
+  const pre = $("log");
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.append(data);
+  // The page keeps the last LOG_KEEP characters: a chatty task must not grow the page without end.
+  if (pre.textContent.length > LOG_KEEP) pre.textContent = pre.textContent.slice(-LOG_KEEP);
+  if (atEnd) pre.scrollTop = pre.scrollHeight;
+}
+
+// The log route cannot follow (it answers what the file holds now), so a followed log is read
+// again from where it stopped every two seconds while this page is open and visible.
+async function followLogs() {
+  for (;;) {
+    if (!document.hidden && ($("log-follow").checked || logOffset === 0)) {
+      try {
+        await tailLog();
+      } catch (err) {
+        $("log").dataset.error = err.message;
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+function renderTask(name, state) {
+  const events = (state.Events || []).slice().reverse();
+  return h("article", { class: "task", "aria-label": `Task ${name}` },
+    h("h3", {}, name, " ", badge(state.State)),
+    h("p", {}, `Restarts: ${state.Restarts || 0}`, state.Failed ? " · failed" : "", " · started ", ago(state.StartedAt),
+      state.FinishedAt ? [" · finished ", ago(state.FinishedAt)] : ""),
+    h("div", { class: "scroll" }, h("table", {},
+      h("thead", {}, h("tr", {}, ["Time", "Type", "Message"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, events.map((e) => h("tr", {}, h("td", {}, ago(e.Time)), h("td", {}, e.Type),
+        h("td", {}, e.DisplayMessage || e.Message || "")))))));
+}
+
+async function allocationPage() {
+  let started = false;
+  $("log-task").addEventListener("change", () => tailLog().catch(() => {}));
+  $("log-type").addEventListener("change", () => tailLog().catch(() => {}));
+  return async () => {
+    const a = (await api(`/v1/allocation/${enc(objectId())}`)).data;
+    $("alloc-name").textContent = a.Name;
+    $("alloc-status").replaceWith(Object.assign(badge(a.ClientStatus), { id: "alloc-status" }));
+    const r = a.Resources || {};
+    const note = h("span", { class: "note", role: "status" });
+    facts("alloc-facts", [["ID", h("span", { class: "mono" }, a.ID)], ["Job", link(jobPath(a.JobID, a.Namespace), a.JobID)],
+      ["Group", a.TaskGroup], ["Node", link(`/node/${a.NodeID}`, a.NodeName || short(a.NodeID))],
+      ["Status", `${a.ClientStatus} — ${a.ClientDescription || ""}`],
+      ["Desired", `${a.DesiredStatus} ${a.DesiredDescription || ""}`], ["Restarts", String(restarts(a))],
+      ["Resources", `${r.CPU ?? "?"} MHz CPU, ${r.MemoryMB ?? "?"} MB memory, ${r.DiskMB ?? "?"} MB disk`],
+      ["Evaluation", link(`/evaluation/${a.EvalID}`, short(a.EvalID))], ["Version", String(a.Job ? a.Job.Version : a.JobVersion)],
+      ["Created", ago(a.CreateTime)], ["Modified", ago(a.ModifyTime)],
+      ["Actions", a.DesiredStatus === "run" ? h("span", { "data-needs": "alloc-lifecycle" },
+        h("button", { type: "button", class: "danger", onclick: () => act(`/v1/allocation/${a.ID}/stop`, {},
+          { note, needs: "alloc-lifecycle" }) }, "Stop and reschedule"), " ", note) : "—"]]);
+    const states = a.TaskStates || {};
+    const tasks = Object.keys(states).length ? Object.keys(states)
+      : (a.Job?.TaskGroups || []).find((g) => g.Name === a.TaskGroup)?.Tasks?.map((t) => t.Name) || [];
+    $("tasks").replaceChildren(...(Object.keys(states).length ? Object.entries(states).map(([n, s]) => renderTask(n, s))
+      : [h("p", { class: "muted" }, "No task has reported yet.")]));
+    if ($("log-task").options.length !== tasks.length) {
+      $("log-task").replaceChildren(...tasks.map((t) => h("option", {}, t)));
+    }
+    applyDenied();
+    if (!started && tasks.length) {
+      started = true;
+      followLogs();
+    }
+  };
+}
+
+// ---- nodes ---------------------------------------------------------------------------------
+
+function capacity(node) {
+  const total = node.NodeResources || {};
+  const reserved = node.ReservedResources || {};
+  return {
+    cpu: (total.Cpu?.CpuShares || 0) - (reserved.Cpu?.CpuShares || 0),
+    memory: (total.Memory?.MemoryMB || 0) - (reserved.Memory?.MemoryMB || 0),
+    disk: (total.Disk?.DiskMB || 0) - (reserved.Disk?.DiskMB || 0),
+  };
+}
+
+function usage(allocs) {
+  const used = {};
+  for (const a of allocs) {
+    const u = (used[a.NodeID] ||= { cpu: 0, memory: 0, disk: 0 });
+    u.cpu += a.Resources?.CPU || 0;
+    u.memory += a.Resources?.MemoryMB || 0;
+    u.disk += a.Resources?.DiskMB || 0;
+  }
+  return used;
+}
+
+function bars(cap, used) {
+  const u = used || { cpu: 0, memory: 0, disk: 0 };
+  return h("div", { class: "bars" }, bar("CPU", u.cpu, cap.cpu, "MHz"), bar("Memory", u.memory, cap.memory, "MB"),
+    bar("Disk", u.disk, cap.disk, "MB"));
+}
+
+const eligibilityText = (n) => (n.SchedulingEligibility === "eligible" ? "eligible" : "ineligible");
+
+async function nodesPage() {
+  let list = [];
+  let used = {};
+  const render = () => {
+    const q = $("node-search").value.trim().toLowerCase();
+    const matches = (n) => [n.Name, n.NodeClass, n.Datacenter, n.NodePool, n.ID].some((v) => (v || "").toLowerCase().includes(q));
+    const shown = list.filter((n) => !q || matches(n));
+    fill("nodes", shown.map((n) => [link(`/node/${n.ID}`, n.Name), badge(n.Status), badge(eligibilityText(n)),
+      n.Drain ? badge("draining") : "no", n.NodeClass || "—", n.NodePool, n.Datacenter, bars(capacity(n), used[n.ID])]),
+    list.length ? "No node matches." : "No nodes have registered.");
+  };
+  $("node-search").addEventListener("input", render);
+  return async () => {
+    const [nodes, allocs] = await Promise.all([api("/v1/nodes?resources=true"),
+      api(`/v1/allocations?namespace=*&filter=${enc(LIVE_ALLOC)}`)]);
+    list = nodes.data;
+    used = usage(allocs.data);
+    const by = countBy(list, (n) => n.Status);
+    cards("node-counts", [["Nodes", list.length], ["Ready", by.ready || 0], ["Down", by.down || 0],
+      ["Draining", list.filter((n) => n.Drain).length],
+      ["Ineligible", list.filter((n) => eligibilityText(n) !== "eligible").length]]);
+    render();
+  };
+}
+
+function drainText(drain, last) {
+  if (drain) return ["draining", drain.ForceDeadline > 0 ? [" until ", when(drain.ForceDeadline)] : ""];
+  return ["no", last ? [` · Last drain: ${last.Status} `, ago(last.UpdatedAt)] : ""];
+}
+
+async function nodePage() {
+  const id = objectId();
+  let node = null;
+  const note = $("node-result");
+  $("drain-button").addEventListener("click", () => {
+    const body = node.DrainStrategy ? { NodeID: id, DrainSpec: null, MarkEligible: true }
+      : { NodeID: id, DrainSpec: { Deadline: 3600e9, IgnoreSystemJobs: false } };
+    act(`/v1/node/${id}/drain`, body, { note, needs: "node-write" });
+  });
+  $("eligibility-button").addEventListener("click", () => {
+    const next = node.SchedulingEligibility === "eligible" ? "ineligible" : "eligible";
+    act(`/v1/node/${id}/eligibility`, { NodeID: id, Eligibility: next }, { note, needs: "node-write" });
+  });
+  return async () => {
+    const filter = enc(`NodeID == "${id}"`);
+    const [n, allocs] = await Promise.all([api(`/v1/node/${enc(id)}`), api(`/v1/allocations?namespace=*&filter=${filter}`)]);
+    node = n.data;
+    $("node-name").textContent = node.Name;
+    $("node-status").replaceWith(Object.assign(badge(node.Status), { id: "node-status" }));
+    const drain = node.DrainStrategy;
+    facts("node-facts", [["ID", h("span", { class: "mono" }, node.ID)], ["Address", node.HTTPAddr || node.Address],
+      ["Datacenter", node.Datacenter], ["Pool", node.NodePool], ["Class", node.NodeClass || "—"],
+      ["Eligibility", badge(eligibilityText(node))], ["Drain", drainText(drain, node.LastDrain)],
+      ["Drivers", Object.keys(node.Drivers || {}).join(", ")],
+      ["Last heartbeat", node.LastHeartbeat ? ago(node.LastHeartbeat) : "never"],
+      ["Status changed", ago((node.StatusUpdatedAt || 0) * 1e9)], ["Version", (node.Attributes || {})["nomad.version"] || "—"]]);
+    const live = allocs.data.filter((a) => a.ClientStatus === "pending" || a.ClientStatus === "running");
+    $("node-usage").replaceChildren(bars(capacity(node), usage(live)[node.ID]));
+    $("drain-button").textContent = node.DrainStrategy ? "Stop draining" : "Drain (1h deadline)";
+    $("drain-button").className = node.DrainStrategy ? "secondary" : "danger";
+    $("eligibility-button").textContent = node.SchedulingEligibility === "eligible" ? "Mark ineligible" : "Mark eligible";
+    $("eligibility-button").className = "secondary";
+    allocs.data.sort((a, b) => b.CreateIndex - a.CreateIndex);
+    fill("allocations", allocs.data.map((a) => [link(`/allocation/${a.ID}`, short(a.ID)),
+      link(jobPath(a.JobID, a.Namespace), a.JobID), a.TaskGroup, badge(a.ClientStatus), a.DesiredStatus,
+      `${a.Resources?.CPU ?? "?"} MHz`, `${a.Resources?.MemoryMB ?? "?"} MB`]),
+    "No allocations on this node.");
+    applyDenied();
+  };
+}
+
+// ---- evaluations -----------------------------------------------------------------------------
+
+function evalRow(e) {
+  const subject = e.JobID ? link(jobPath(e.JobID, e.Namespace), e.JobID) : link(`/node/${e.NodeID}`, short(e.NodeID));
+  const reason = [e.StatusDescription, ...failureLines(e)].filter(Boolean).join(" ");
+  const previous = e.PreviousEval ? [" (", link(`/evaluation/${e.PreviousEval}`, `after ${short(e.PreviousEval)}`), ")"] : "";
+  return [link(`/evaluation/${e.ID}`, short(e.ID)), subject, e.TriggeredBy, badge(e.Status), [reason, previous],
+    ago(e.CreateTime)];
+}
+
+function gauge(metrics, name) {
+  return (metrics.Gauges || []).filter((g) => g.Name === name).reduce((sum, g) => sum + g.Value, 0);
+}
+
+async function evaluationsPage() {
+  const list = (status) => api(`/v1/evaluations?namespace=*&filter=${enc(`Status == "${status}"`)}`).then((r) => r.data);
+  return async () => {
+    const [pending, blocked, recent, metrics] = await Promise.all([list("pending"), list("blocked"),
+      api("/v1/evaluations?namespace=*&per_page=25&reverse=true").then((r) => r.data),
+      api("/v1/metrics").then((r) => r.data)]);
+    // A pending evaluation with a lease is being scheduled by a worker; without one it is queued.
+    const flying = pending.filter((e) => e.LeaseExpiresAt > 0);
+    const queued = pending.filter((e) => !(e.LeaseExpiresAt > 0));
+    cards("eval-counts", [["Queued", queued.length], ["In flight", flying.length], ["Blocked", blocked.length],
+      ["Waiting (delayed)", gauge(metrics, "nomad.nomad.broker.total_waiting")]]);
+    fill("evals-pending", queued.map(evalRow), "Nothing queued.");
+    fill("evals-flight", flying.map(evalRow), "Nothing in flight.");
+    fill("evals-blocked", blocked.map(evalRow), "Nothing blocked.");
+    fill("evals-recent", recent.filter((e) => e.Status !== "pending" && e.Status !== "blocked").map(evalRow), "None yet.");
+  };
+}
+
+async function evaluationPage() {
+  const note = $("eval-result");
+  let current = null;
+  $("reevaluate").addEventListener("click", async () => {
+    const e = current;
+    const path = e.JobID ? `/v1/job/${enc(e.JobID)}/evaluate?namespace=${enc(e.Namespace)}`
+      : `/v1/node/${e.NodeID}/evaluate`;
+    const answer = await act(path, {}, { note, needs: "job-submit" });
+    if (answer?.EvalID) note.replaceChildren("Created ", link(`/evaluation/${answer.EvalID}`, short(answer.EvalID)));
+  });
+  return async () => {
+    const e = (await api(`/v1/evaluation/${enc(objectId())}?related=true`)).data;
+    current = e;
+    $("eval-status").replaceWith(Object.assign(badge(e.Status), { id: "eval-status" }));
+    const follow = (label, id) => (id ? link(`/evaluation/${id}`, short(id)) : undefined);
+    facts("eval-facts", [["ID", h("span", { class: "mono" }, e.ID)],
+      ["Job", e.JobID ? link(jobPath(e.JobID, e.Namespace), e.JobID) : undefined],
+      ["Node", e.NodeID ? link(`/node/${e.NodeID}`, short(e.NodeID)) : undefined], ["Type", e.Type],
+      ["Triggered by", e.TriggeredBy], ["Priority", String(e.Priority)], ["Description", e.StatusDescription || "—"],
+      ["Previous", follow("Previous", e.PreviousEval)], ["Next", follow("Next", e.NextEval)],
+      ["Blocked follow-up", follow("Blocked", e.BlockedEval)], ["Created", ago(e.CreateTime)],
+      ["Modified", ago(e.ModifyTime)]]);
+    const lines = failureLines(e);
+    const none = () => [h("li", { class: "muted" }, "None.")];
+    $("failures").replaceChildren(...(lines.length ? lines.map((l) => h("li", {}, l)) : none()));
+    const related = e.RelatedEvals || [];
+    const item = (r) => h("li", {}, link(`/evaluation/${r.ID}`, short(r.ID)), " ", badge(r.Status), ` ${r.TriggeredBy}`);
+    $("related").replaceChildren(...(related.length ? related.map(item) : none()));
+    applyDenied();
+  };
+}
+
+// ---- overview --------------------------------------------------------------------------------
+
+async function overviewPage() {
+  const form = $("scheduler-form");
+  const note = $("scheduler-result");
+  let config = null;
+  let dirty = false;
+  const boxes = ["MemoryOversubscriptionEnabled", "RejectJobRegistration", "PauseEvalBroker"];
+  const preemption = ["SystemSchedulerEnabled", "SysBatchSchedulerEnabled", "BatchSchedulerEnabled",
+    "ServiceSchedulerEnabled"];
+  form.addEventListener("input", () => { dirty = true; });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { SchedulerAlgorithm: form.elements.SchedulerAlgorithm.value, PreemptionConfig: {} };
+    for (const name of boxes) body[name] = form.elements[name].checked;
+    for (const name of preemption) body.PreemptionConfig[name] = form.elements[name].checked;
+    const answer = await act(`/v1/operator/scheduler/configuration?cas=${config.ModifyIndex}`, body,
+      { note, needs: "operator-write" });
+    if (answer) {
+      note.textContent = answer.Updated ? "Saved."
+        : "Not saved: someone changed the configuration first; it is shown again below.";
+      dirty = false;
+      config = null;
+      await refresh(); // a refused check-and-set changed nothing, so no change would wake the page
+    }
+  });
+  const fillForm = (c) => {
+    form.elements.SchedulerAlgorithm.value = c.SchedulerAlgorithm;
+    for (const name of boxes) form.elements[name].checked = Boolean(c[name]);
+    for (const name of preemption) form.elements[name].checked = Boolean(c.PreemptionConfig?.[name]);
+    $("scheduler-index").textContent = `Modify index ${c.ModifyIndex}`;
+  };
+  const refresh = async () => {
+    const get = (path) => api(path).then((r) => r.data);
+    const [jobList, nodeList, allocs, metrics] = await Promise.all([get("/v1/jobs?namespace=*"), get("/v1/nodes"),
+      get(`/v1/allocations?namespace=*&filter=${enc(LIVE_ALLOC)}`), get("/v1/metrics")]);
+    const jobsBy = countBy(jobList, (j) => j.Status);
+    const nodesBy = countBy(nodeList, (n) => n.Status);
+    cards("counts", [["Jobs running", jobsBy.running || 0], ["Jobs pending", jobsBy.pending || 0],
+      ["Nodes ready", nodesBy.ready || 0], ["Nodes down", nodesBy.down || 0],
+      ["Allocations live", allocs.length]]);
+    const g = (name) => gauge(metrics, name);
+    cards("queues", [["Broker ready", g("nomad.nomad.broker.total_ready")],
+      ["In flight", g("nomad.nomad.broker.total_unacked")],
+      ["Waiting", g("nomad.nomad.broker.total_waiting")], ["Blocked", g("nomad.nomad.blocked_evals.total_blocked")],
+      ["Plan queue", g("nomad.nomad.plan.queue_depth")]]);
+    try {
+      const fresh = (await get("/v1/operator/scheduler/configuration")).SchedulerConfig;
+      if (!dirty && (!config || config.ModifyIndex !== fresh.ModifyIndex)) fillForm(fresh);
+      if (!dirty) config = fresh;
+    } catch (err) {
+      if (err.status !== 403) throw err;
+      form.hidden = true; // operator:read is missing: the token cannot see or change it
+    }
+    applyDenied();
+  };
+  return refresh;
+}
+
+const PAGES = {
+  overview: overviewPage, jobs: jobsPage, job: jobPage, allocation: allocationPage, nodes: nodesPage, node: nodePage,
+  evaluations: evaluationsPage, evaluation: evaluationPage,
+};
+
+async function main() {
+  wireTokenButton();
+  const visitor = await session();
+  if (!visitor) {
+    $("live").textContent = "token needed";
+    return;
+  }
+  applyDenied();
+  const refresh = await PAGES[document.body.dataset.page]();
+  await live(refresh);
+}
+
+main();
