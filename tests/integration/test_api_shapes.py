@@ -277,18 +277,18 @@ def test_job_list_stub_has_every_key(client: FlaskClient) -> None:
 
 def test_evaluation_has_every_key(client: FlaskClient) -> None:
     eval_id = register(client, minimal_job("web"))["EvalID"]
-    assert_keys(get(client, f"/v1/evaluation/{eval_id}"), nomad.EVALUATION, "Evaluation")
+    assert_keys(get(client, f"/v1/evaluation/{eval_id}"), nomad.EVALUATION + nomad.EVALUATION_EXTENSIONS, "Evaluation")
     related = get(client, f"/v1/evaluation/{eval_id}?related=true")
-    assert_keys(related, nomad.EVALUATION, "Evaluation")
+    assert_keys(related, nomad.EVALUATION + nomad.EVALUATION_EXTENSIONS, "Evaluation")
     for stub in related["RelatedEvals"]:
         assert_keys(stub, nomad.EVALUATION_STUB, "EvaluationStub")
-    assert_each(get(client, "/v1/evaluations"), nomad.EVALUATION, "Evaluations")
+    assert_each(get(client, "/v1/evaluations"), nomad.EVALUATION + nomad.EVALUATION_EXTENSIONS, "Evaluations")
 
 
 def test_node_and_allocation_have_every_key(client: FlaskClient, pg: Conn) -> None:
     node_id = str(uuid.uuid4())
     assert client.put("/v1/node/register", json={"Node": node_body(node_id)}).status_code == 200
-    assert_keys(get(client, f"/v1/node/{node_id}"), nomad.NODE, "Node")
+    assert_keys(get(client, f"/v1/node/{node_id}"), nomad.NODE + nomad.NODE_EXTENSIONS, "Node")
     assert_each(get(client, "/v1/nodes"), nomad.NODE_LIST_STUB, "NodeListStub")
 
     eval_id = register(client, minimal_job("web"))["EvalID"]

@@ -352,3 +352,7 @@ JOB_LIST_STUB = [
     "JobModifyIndex",
     "SubmitTime",
 ]
+
+# corral's extensions, documented in docs/api.md and sent beside Nomad's keys: the UI reads them.
+EVALUATION_EXTENSIONS = ["LeaseExpiresAt"]  # when a pending evaluation's worker lease lapses
+NODE_EXTENSIONS = ["LastHeartbeat"]  # when the client last heartbeated
