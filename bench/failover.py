@@ -172,7 +172,12 @@ def main() -> None:
             bench = Bench(replicated, work, roles)
             for n in range(args.failovers):
                 rounds.append(bench.round(n))
-                print(f"failover {n}: {rounds[-1]}", flush=True)
+                r = rounds[-1]
+                print(
+                    f"failover {n}: promoted {r.promoted_s:.2f}s, API write {r.write_s:.2f}s, "
+                    f"plan applied {r.applied_s:.2f}s after the primary's death",
+                    flush=True,
+                )
             report(rounds, len(bench.acknowledged), bench.lost())
         except TimeoutError:
             for log in sorted(work.glob("*.log")):  # the directory goes with the topology
