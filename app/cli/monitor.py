@@ -1,7 +1,8 @@
 """Following an evaluation to its end, as Nomad's CLI does after `job run`, `job stop`, `alloc
 stop`, `node drain` and the other commands that create one: its status changes, the allocations
-it placed, its placement failures. Exit code 2 when placement failed or the evaluation did not
-complete (Nomad's). Rendering is pure (`render_*`); `monitor` only polls the REST API."""
+it placed, its placement failures, then the deployment those allocations belong to until it
+ends. Exit code 2 when placement failed or the evaluation did not complete, 1 when a followed
+deployment did not succeed (Nomad's). `monitor` only polls the REST API."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from app.cli import http
 POLL_S = 0.25
 FAILED_EXIT = 2
 PENDING = ("pending",)
+DEPLOYMENT_POLL_S = 1.0
+DEPLOYMENT_ENDS = ("successful", "failed", "cancelled", "blocked")
+ROLLBACK_WAIT_S = 1.0
 
 
 def short(ident: str, verbose: bool) -> str:
@@ -79,6 +83,7 @@ def monitor(
     seen_allocs: set[str] = set()
     status: str | None = None
     triggered = False
+    deployment: str | None = None
     while True:
         evaluation = http.get(f"/v1/evaluation/{eval_id}")
         if not triggered:
@@ -88,6 +93,9 @@ def monitor(
             if alloc["ID"] in seen_allocs:
                 continue
             seen_allocs.add(alloc["ID"])
+            # Nomad learns the deployment from the evaluation; corral's evaluation does not carry
+            # the one its plan created, the allocations it placed do.
+            deployment = deployment or alloc.get("DeploymentID") or None
             echo(
                 f'    {stamp()}: Allocation "{short(alloc["ID"], verbose)}" created: '
                 f'node "{short(str(alloc.get("NodeID", "")), verbose)}", group "{alloc.get("TaskGroup", "")}"'
@@ -99,13 +107,48 @@ def monitor(
         if new_status in PENDING:
             time.sleep(poll_s)
             continue
+        deployment = deployment or evaluation.get("DeploymentID") or None
         if evaluation.get("DeploymentID"):
             echo(f'    {stamp()}: Evaluation within deployment: "{short(evaluation["DeploymentID"], verbose)}"')
         if evaluation.get("NextEval"):
             echo(f'==> {stamp()}: Monitoring next evaluation "{short(evaluation["NextEval"], verbose)}" in 0s')
             eval_id, status, triggered = str(evaluation["NextEval"]), None, False
             continue
-        return finish(evaluation, verbose, echo)
+        code = finish(evaluation, verbose, echo)
+        if deployment is None:
+            return code
+        # Nomad's exit code after following a deployment: 0 once it succeeded (even if some
+        # placement failed before), 1 for any other end.
+        return 0 if monitor_deployment(str(deployment), verbose, echo, poll_s) == "successful" else 1
+
+
+def monitor_deployment(
+    deployment_id: str, verbose: bool, echo: Callable[[str], None], poll_s: float = DEPLOYMENT_POLL_S
+) -> str:
+    """Print the deployment's status block each time it changes until it ends, as Nomad's monitor
+    does when stdout is not a terminal; after an auto-reverted failure, follow the rollback's
+    deployment too. Returns the followed deployment's final status."""
+    from app.cli.deployment import render_status
+
+    echo(f'==> {stamp()}: Monitoring deployment "{short(deployment_id, verbose)}"')
+    shown = ""
+    while True:
+        found = http.get(f"/v1/deployment/{deployment_id}")
+        text = render_status(found, verbose)
+        if text != shown:
+            echo(f"\n{stamp()}\n{text}")
+            shown = text
+        status = str(found.get("Status", ""))
+        if status not in DEPLOYMENT_ENDS:
+            time.sleep(poll_s)
+            continue
+        if status == "failed" and any(g.get("AutoRevert") for g in (found.get("TaskGroups") or {}).values()):
+            time.sleep(ROLLBACK_WAIT_S)  # the rollback's deployment starts with the reverted version
+            latest = http.get(f"/v1/job/{found['JobID']}/deployment", {"namespace": found.get("Namespace", "default")})
+            if latest and latest.get("ID") != deployment_id:
+                echo("")
+                monitor_deployment(str(latest["ID"]), verbose, echo, poll_s)
+        return status
 
 
 def finish(evaluation: Mapping[str, Any], verbose: bool, echo: Callable[[str], None]) -> int:

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from app.cli import main, monitor
 from tests.support.api import minimal_job
-from tests.support.rows import Conn, insert_allocation, insert_node
+from tests.support.rows import Conn, deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sent")]
 
@@ -119,3 +119,38 @@ def test_detach_prints_the_evaluation_and_returns(tmp_path: Path, pg: Conn) -> N
         "Job Modify Index: " + result.output.split("Job Modify Index: ")[1].strip(),
     ]
     assert "Placement Failure" not in CliRunner().invoke(main, ["job", "status", "web"]).output
+
+
+def scheduler_deploys(pg: Conn, monkeypatch: pytest.MonkeyPatch, outcome: str) -> None:
+    """The first sleep places an allocation within a new deployment and completes the evaluation;
+    the next ones (the deployment monitor's) end the deployment with `outcome`."""
+
+    def step(_seconds: float) -> None:
+        row = pg.execute("SELECT id, job_id FROM evaluations WHERE status = 'pending'").fetchone()
+        if row is not None:
+            deployment = insert_deployment(pg, groups={"g": group_state(DesiredTotal=1)})
+            deployed_alloc(pg, insert_node(pg), str(row[0]), deployment, healthy=True)
+            pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (row[0],))
+            return
+        described = {"successful": "Deployment completed successfully", "failed": "Failed due to unhealthy allocations"}
+        pg.execute(
+            "UPDATE deployments SET status = %s, status_description = %s, modify_index = modify_index + 1",
+            (outcome, described[outcome]),
+        )
+
+    monkeypatch.setattr(monitor.time, "sleep", step)
+
+
+@pytest.mark.parametrize(("outcome", "code"), [("successful", 0), ("failed", 1)])
+def test_run_follows_the_deployment_its_allocations_belong_to(
+    tmp_path: Path, pg: Conn, monkeypatch: pytest.MonkeyPatch, outcome: str, code: int
+) -> None:
+    scheduler_deploys(pg, monkeypatch, outcome)
+    result = run_job(tmp_path)
+    assert result.exit_code == code, result.output
+    (deployment,) = pg.execute("SELECT id FROM deployments").fetchone() or ()
+    text = result.output
+    assert f'Monitoring deployment "{str(deployment)[:8]}"' in text
+    # Each change of the deployment is printed once, as Nomad's monitor does off a terminal.
+    assert text.count("Status      = running") == 1 and text.count(f"Status      = {outcome}") == 1
+    assert text.index('finished with status "complete"') < text.index("Monitoring deployment")
