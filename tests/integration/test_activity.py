@@ -3,6 +3,7 @@ create_time; `minutes` validated; operator:read required with ACLs on."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -62,7 +63,7 @@ def test_buckets_count_the_rows_created_in_each_minute(client: FlaskClient, pg: 
 
     hour = buckets(client)
     assert len(hour) == 60
-    assert [b["Minute"] - a["Minute"] for a, b in zip(hour, hour[1:], strict=False)] == [60] * 59
+    assert [b["Minute"] - a["Minute"] for a, b in itertools.pairwise(hour)] == [60] * 59
     assert set(hour[0]) == {"Minute", "Placements", "Evaluations"}
     by_minute = {b["Minute"]: b for b in hour}
     assert by_minute[five_ago]["Placements"] == 3
