@@ -9,6 +9,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import (
     acl,
+    activity,
     agent,
     allocs,
     authz,
@@ -66,6 +67,7 @@ def register(app: Flask) -> None:
         nodes,
         metrics,
         operator,
+        activity,
         system,
         client,
         client_fs,

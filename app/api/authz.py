@@ -188,6 +188,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     # Operator and system.
     "operator.get_configuration": Area("operator", R),
     "operator.put_configuration": Area("operator", W),
+    "activity.activity": Area("operator", R),  # corral extension: the UI's activity chart
     "system.force_gc": Management(),
     "system.gc_runs": Area("operator", R),
     # The event stream checks each requested topic itself (Nomad's rules) and drops the events

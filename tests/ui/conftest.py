@@ -17,8 +17,8 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from app.db.engines import sqlalchemy_url
+from bench.replication import shared_tmp_dir
 from tests.support.processes import CORRAL, Corral
-from tests.support.tmp_dirs import shared_tmp_dir
 
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(

@@ -246,8 +246,27 @@ def scheduler_config(cluster: Cluster) -> dict[str, Any]:
     return dict(cluster.http.get("/v1/operator/scheduler/configuration").json()["SchedulerConfig"])
 
 
-def test_scheduler_configuration_is_edited_with_check_and_set(cluster: Cluster, open_page: PageFactory) -> None:
+def test_overview_charts_activity_lists_gc_runs_and_edits_the_scheduler_configuration(
+    cluster: Cluster, open_page: PageFactory
+) -> None:
+    cluster.register(job("charted", [mock_task()], count=2))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("charted")] == ["running"] * 2, 60)
+    # A forced GC keeps the running allocations (and so their evaluation): the chart still counts them.
+    collected = cluster.http.put("/v1/system/gc", timeout=120)
+    assert collected.status_code == 200, collected.text
     page = open_page(f"{cluster.base}/ui/", name="overview")
+    expect(page.locator("#gc-runs tbody tr").first).to_contain_text("force-gc", timeout=DEADLINE_MS)
+    expect(page.locator("#gc-runs tbody tr").first).to_contain_text("complete")
+    expect(page.locator("#activity-placements")).to_have_text(re.compile(r"^[1-9][0-9]*$"))
+    expect(page.locator("#activity-desc")).to_contain_text("placements and")
+    assert page.locator("#activity-chart polyline").count() == 2
+    busy = page.locator("#activity-table tbody tr").first.locator("td")
+    assert int(busy.nth(1).inner_text()) + int(busy.nth(2).inner_text()) > 0
+    dark = open_page(f"{cluster.base}/ui/", name="overview-dark", color_scheme="dark")
+    expect(dark.locator("#activity-chart polyline")).to_have_count(2, timeout=DEADLINE_MS)
+    stroke = "getComputedStyle(document.querySelector('#activity-chart .placements')).stroke"
+    assert page.evaluate(stroke) != dark.evaluate(stroke)  # the lines follow the colour scheme
+
     expect(page.locator("#scheduler-index")).to_contain_text("Modify index", timeout=DEADLINE_MS)
     page.select_option("select[name=SchedulerAlgorithm]", "spread")
     # Someone else changes it after the page read it: the page's write must not overwrite theirs.

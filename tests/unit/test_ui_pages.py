@@ -67,3 +67,20 @@ def test_pages_load_only_the_package_s_own_assets(client: Flask) -> None:
 def test_the_ui_room_reads_no_data_itself() -> None:
     found = set().union(*(imports_of(p) for p in UI.rglob("*.py")))
     assert found <= {"__future__", "dataclasses", "flask"}, found
+
+
+def test_the_overview_shell_holds_the_chart_and_gc_runs_with_their_403_notes(client: Flask) -> None:
+    html = client.test_client().get("/ui/").get_data(as_text=True)
+    # The chart is named for assistive technology by its own title and description...
+    svg = re.search(r"<svg[^>]*\bid=\"activity-chart\"[^>]*>", html)
+    assert svg is not None and 'role="img"' in svg[0]
+    assert 'aria-labelledby="activity-title activity-desc"' in svg[0]
+    assert 'id="activity-title"' in html and 'id="activity-desc"' in html
+    # ...and its numbers are in a table a screen reader can walk, with column headers.
+    table = re.search(r'<table class="sr-only" id="activity-table">.*?</table>', html, re.S)
+    assert table is not None and table[0].count('<th scope="col">') == 3 and "<caption>" in table[0]
+    gc = re.search(r'<table id="gc-runs">.*?</table>', html, re.S)
+    assert gc is not None and all(f">{c}</th>" in gc[0] for c in ("Started", "Kind", "Rows deleted", "Duration"))
+    # A token without operator:read gets a note in place of each, shown only after a 403.
+    for note in ("activity-denied", "gc-denied"):
+        assert re.search(rf'<p class="note" id="{note}" hidden>[^<]*<code>operator:read</code>', html), note

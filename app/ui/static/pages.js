@@ -415,6 +415,65 @@ async function evaluationPage() {
 
 // ---- overview --------------------------------------------------------------------------------
 
+const SVG_NS = "http://www.w3.org/2000/svg";
+const svg = (tag, attrs) => {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs)) el.setAttribute(key, String(value));
+  return el;
+};
+const minuteText = (unix) => `${new Date(unix * 1000).toISOString().slice(11, 16)} UTC`;
+
+// The activity chart: one line per series over a 600×100 box the CSS stretches to the page's
+// width (the strokes keep their width), its numbers in the svg's <desc> and a visually hidden table.
+function renderActivity(buckets) {
+  const top = Math.max(1, ...buckets.flatMap((b) => [b.Placements, b.Evaluations]));
+  const x = (i) => (buckets.length > 1 ? (i * 600) / (buckets.length - 1) : 300);
+  const y = (n) => 98 - (n / top) * 94; // 2 units of margin keep a zero or a peak line visible
+  const points = (key) => buckets.map((b, i) => `${x(i).toFixed(1)},${y(b[key]).toFixed(1)}`).join(" ");
+  const total = (key) => buckets.reduce((n, b) => n + b[key], 0);
+  const most = (key) => Math.max(0, ...buckets.map((b) => b[key]));
+  const line = (key, cls) => svg("polyline", { class: cls, points: points(key), "vector-effect": "non-scaling-stroke" });
+  const title = $("activity-title");
+  const desc = $("activity-desc");
+  desc.textContent = buckets.length ? `${total("Placements")} placements and ${total("Evaluations")} evaluations `
+    + `from ${minuteText(buckets[0].Minute)} to ${minuteText(buckets.at(-1).Minute)}; at most `
+    + `${most("Placements")} placements and ${most("Evaluations")} evaluations in one minute.` : "No data.";
+  const grid = [50, 2].map((at) => svg("line", { class: "grid", x1: 0, x2: 600, y1: at, y2: at,
+    "vector-effect": "non-scaling-stroke" }));
+  $("activity-chart").replaceChildren(title, desc, ...grid, line("Placements", "placements"),
+    line("Evaluations", "evaluations"));
+  $("activity-top").textContent = `${top} per minute`;
+  $("activity-from").textContent = buckets.length ? minuteText(buckets[0].Minute) : "";
+  $("activity-to").textContent = buckets.length ? minuteText(buckets.at(-1).Minute) : "";
+  $("activity-placements").textContent = String(total("Placements"));
+  $("activity-evaluations").textContent = String(total("Evaluations"));
+  const busy = buckets.filter((b) => b.Placements || b.Evaluations);
+  fill("activity-table", busy.map((b) => [minuteText(b.Minute), String(b.Placements), String(b.Evaluations)]),
+    "No placements or evaluations in the last hour.");
+}
+
+function renderGcRuns(runs) {
+  const started = (iso) => ago(Date.parse(iso) * 1e6);
+  const duration = (ms) => (ms === null ? "running" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+  const deleted = (run) => h("span", { title: Object.entries(run.Removed).map(([k, n]) => `${k}: ${n}`).join(", ") },
+    String(run.RowsRemoved));
+  fill("gc-runs", runs.map((r) => [started(r.StartedAt), r.Kind, badge(r.Status), deleted(r), duration(r.DurationMs)]),
+    "No garbage collection has run yet.");
+}
+
+// A section whose route needs operator:read: drawn from the answer, or hidden with its note on a 403.
+async function operatorSection(path, render, shown, note) {
+  try {
+    render((await api(path)).data);
+    $(shown).hidden = false;
+    $(note).hidden = true;
+  } catch (err) {
+    if (err.status !== 403) throw err;
+    $(shown).hidden = true;
+    $(note).hidden = false;
+  }
+}
+
 async function overviewPage() {
   const form = $("scheduler-form");
   const note = $("scheduler-result");
@@ -459,6 +518,10 @@ async function overviewPage() {
       ["In flight", g("nomad.nomad.broker.total_unacked")],
       ["Waiting", g("nomad.nomad.broker.total_waiting")], ["Blocked", g("nomad.nomad.blocked_evals.total_blocked")],
       ["Plan queue", g("nomad.nomad.plan.queue_depth")]]);
+    await Promise.all([
+      operatorSection("/v1/operator/activity?minutes=60", renderActivity, "activity", "activity-denied"),
+      operatorSection("/v1/system/gc/runs?limit=5", renderGcRuns, "gc-box", "gc-denied"),
+    ]);
     try {
       const fresh = (await get("/v1/operator/scheduler/configuration")).SchedulerConfig;
       if (!dirty && (!config || config.ModifyIndex !== fresh.ModifyIndex)) fillForm(fresh);
