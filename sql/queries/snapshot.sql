@@ -1,5 +1,10 @@
 -- name: snapshot_indexes
-SELECT name, value FROM state_index WHERE name IN ('_global', 'nodes');
+-- The pass's snapshot index is the safe index itself: every change at or below it is in this
+-- snapshot, so an evaluation created at or below it was seen (coalescing relies on that) and
+-- capacity freed above it may not have been (missed_unblock). 'nodes' keys the node cache.
+SELECT '_global' AS name, state_index_safe() AS value
+UNION ALL
+SELECT 'nodes', COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe();
 
 -- name: snapshot_nodes
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,

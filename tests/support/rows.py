@@ -47,7 +47,7 @@ def add_nodes(pg: Conn, n: int, *, cpu: int) -> None:
             '\'{"mock": {"Healthy": true}}\', %s, 4096, 10000, 1, 1)',
             (uuid.uuid4(), f"n{i:03}", cpu),
         )
-    pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
+    pg.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
 
 
 def group_state(**fields: Any) -> dict[str, Any]:
