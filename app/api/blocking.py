@@ -158,9 +158,7 @@ class IndexWatcher:
             return
         # `level` is at or below the safe index, so every change up to it has finished and this
         # sees all of (previous level, level]; later ones come with the next range.
-        rows = conn.execute(
-            psycopg_query("node_changes_since"), {"since": self._node_level, "until": level}
-        ).fetchall()
+        rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level, "until": level}).fetchall()
         with self._cond:
             for node_id, index in rows:
                 if node_id is None:

@@ -73,9 +73,7 @@ class StateIndex(Base):
         "or below state_index_safe(); the leader deletes all but the newest row per name below it."
     }
 
-    name: Mapped[str] = mapped_column(
-        primary_key=True, comment="A table name (or the pre-0015 '_global' floor)."
-    )
+    name: Mapped[str] = mapped_column(primary_key=True, comment="A table name (or the pre-0015 '_global' floor).")
     value: Mapped[int] = mapped_column(
         primary_key=True, comment="The index of a write transaction that changed that table."
     )

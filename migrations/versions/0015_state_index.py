@@ -78,9 +78,7 @@ def _create_functions(offset: int) -> None:
 
 def downgrade() -> None:
     # Back to one row per name, holding the newest index (the old counter continues from there).
-    op.execute(
-        "DELETE FROM state_index s USING state_index newer WHERE newer.name = s.name AND newer.value > s.value"
-    )
+    op.execute("DELETE FROM state_index s USING state_index newer WHERE newer.name = s.name AND newer.value > s.value")
     op.execute(
         "INSERT INTO state_index (name, value) SELECT '_global', max(value) FROM state_index "
         "ON CONFLICT (name, value) DO NOTHING"
