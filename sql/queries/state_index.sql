@@ -77,3 +77,8 @@ SELECT id, modify_index FROM nodes WHERE modify_index > :since AND modify_index 
 -- NOTIFY without an index, for writes no blocking query watches but a role waits for (a plan
 -- submission wakes the applier). Delivered at commit, like take_index's.
 SELECT pg_notify('corral_index', '');
+
+-- name: lock_object
+-- app.db.object_locks: one object's writers in turn, even before its row exists. A hash
+-- collision only makes two unrelated objects' writers take turns.
+SELECT pg_advisory_xact_lock(CAST(:kind AS integer), hashtext(:key));
