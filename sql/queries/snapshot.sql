@@ -1,8 +1,10 @@
 -- name: snapshot_indexes
--- The pass's snapshot index is the safe index itself: every change at or below it is in this
--- snapshot, so an evaluation created at or below it was seen (coalescing relies on that) and
--- capacity freed above it may not have been (missed_unblock). 'nodes' keys the node cache.
-SELECT '_global' AS name, state_index_safe() AS value
+-- The pass's snapshot index: the newest logged index at or below the safe index, so every
+-- change at or below it is in this snapshot (an evaluation created at or below it was seen:
+-- coalescing relies on that; capacity freed above it may not have been: missed_unblock). A
+-- logged index, not the safe index itself: it belongs to a synchronously committed write, so
+-- no transaction ID at or below it is handed out again after a crash. 'nodes' keys the node cache.
+SELECT '_global' AS name, COALESCE(max(value), 0) AS value FROM state_index WHERE value <= state_index_safe()
 UNION ALL
 SELECT 'nodes', COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe();
 
