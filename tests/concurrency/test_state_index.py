@@ -80,8 +80,9 @@ def test_chained_blocking_reads_never_miss_a_commit(engine: Engine, database_url
     assert indexes == sorted(indexes)
 
 
-def _spec(job_id: str) -> dict[str, Any]:
-    return normalize_job({"ID": job_id, "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
+def _spec(job_id: str, priority: int = 50) -> dict[str, Any]:
+    group = {"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}
+    return normalize_job({"ID": job_id, "Priority": priority, "TaskGroups": [group]})
 
 
 def _waits_on_a_lock(pg: psycopg.Connection[tuple[object, ...]], pid: int) -> bool:
@@ -167,3 +168,32 @@ def test_database_allows_one_in_flight_eval_per_job(database_url: str, engine: E
         first.commit()
         racer.join(timeout=30)
         assert len(failure) == 1
+
+
+def test_two_first_registrations_of_one_job_take_turns(engine: Engine, database_url: str) -> None:
+    """No row to lock yet: the per-object lock makes the second registration wait for the first
+    and then update the job it created (version 1), instead of inserting it a second time."""
+    writes = make_sessionmaker(engine)
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as pg, writes() as a:
+        with a.begin():
+            register_job(a, _spec("same"), RegisterOptions())
+            b_pid: list[int] = []
+            failure: list[BaseException] = []
+
+            def second() -> None:
+                try:
+                    with writes() as b, b.begin():
+                        b_pid.append(int(b.execute(text("SELECT pg_backend_pid()")).scalar_one()))
+                        register_job(b, _spec("same", priority=60), RegisterOptions())
+                except Exception as err:  # reported below, in the test's thread
+                    failure.append(err)
+
+            racer = threading.Thread(target=second)
+            racer.start()
+            while not (b_pid and _waits_on_a_lock(pg, b_pid[0])):
+                assert racer.is_alive(), failure
+                time.sleep(0.01)
+        racer.join()  # A committed on leaving the block above
+        assert failure == []
+        assert pg.execute("SELECT version, priority FROM jobs WHERE id = 'same'").fetchone() == (1, 60)
+        assert pg.execute("SELECT count(*) FROM evaluations WHERE job_id = 'same'").fetchone() == (2,)
