@@ -38,10 +38,29 @@ CROSS JOIN LATERAL (
 
 -- name: read_latest
 -- Highest index of any change the current snapshot is complete up to (what '_global' means).
-SELECT COALESCE(max(value), 0) FROM state_index WHERE value <= state_index_safe();
+-- Like read_all, one primary-key probe per name (a loose index scan over the dozen names), so
+-- its cost does not grow with the log when no leader compacts it.
+WITH RECURSIVE names (name) AS (
+    SELECT min(name) FROM state_index
+    UNION ALL
+    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
+)
+SELECT COALESCE(max(m.value), 0) FROM names n
+CROSS JOIN LATERAL (
+    SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
+) m;
 
 -- name: read_all
-SELECT name, max(value) FROM state_index WHERE value <= state_index_safe() GROUP BY name;
+WITH RECURSIVE names (name) AS (
+    SELECT min(name) FROM state_index
+    UNION ALL
+    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
+)
+SELECT n.name, m.value FROM names n
+CROSS JOIN LATERAL (
+    SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
+) m
+WHERE m.value IS NOT NULL;
 
 -- name: compact
 -- Keep the log short: below the safe index only the newest row of each name matters (it is
