@@ -56,7 +56,7 @@ def add_nodes(url: str, count: int, *, cpu: int, memory_mb: int) -> None:
             "'eligible', '{\"mock\": {\"Healthy\": true}}', %s, %s, 100000, 1, 1 FROM generate_series(1, %s) i",
             (cpu, memory_mb, count),
         )
-        conn.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
+        conn.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
 
 
 def pgbench() -> str:

@@ -18,7 +18,15 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
-from app.leader import deployment_watch, eval_sweeps, event_gc, gc_schedule, node_lifecycle, periodic_launch
+from app.leader import (
+    deployment_watch,
+    eval_sweeps,
+    event_gc,
+    gc_schedule,
+    index_log,
+    node_lifecycle,
+    periodic_launch,
+)
 from app.store.sql import query
 from workers.loops import Backoff, Streak
 
@@ -32,6 +40,7 @@ DUTIES: dict[str, tuple[float, Duty]] = {
     "node-lifecycle": (1.0, node_lifecycle.node_lifecycle),
     # Every second: a cron spec may have a seconds field. Writes nothing unless a launch is due.
     "periodic-launch": (1.0, periodic_launch.launch_due),
+    "compact-state-index": (index_log.COMPACT_EVERY_S, index_log.compact_index_log),
 }
 
 

@@ -1,8 +1,9 @@
 """Blocking queries (?index=&wait=): one index watcher per process wakes every waiter.
 
-A reader takes the tables' index and the data in one REPEATABLE READ snapshot, so the
-index it returns covers exactly what it returned. Writers take indexes under one row lock
-(app.db.state_index), so any later commit carries a higher index and wakes the next call.
+A reader takes the tables' index and the data in one REPEATABLE READ snapshot. The index is
+capped at the snapshot's safe index (app.db.state_index): every change at or below it is in
+what it returned, and any change that commits later carries a higher index, so it wakes the
+next call. Writers take no lock for their index and never wait for each other.
 
 A node's query on its own allocations (every client holds one) is woken only by a change to
 that node or its allocations, as Nomad's per-node watch is: the watcher asks once per change
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
-from app.db.state_index import current_index, node_index
+from app.db.state_index import GLOBAL, current_index, node_index
 from app.store.sql import psycopg_query
 
 T = TypeVar("T")
@@ -58,7 +59,8 @@ def hung_up(sock: socket.socket | None) -> Callable[[], bool]:
 
 
 class IndexWatcher:
-    """Tracks state_index in the background; waiters sleep until their tables move."""
+    """Tracks the tables' indexes (each capped at the safe index) in the background; waiters
+    sleep until their tables move."""
 
     def __init__(self, database_url: str) -> None:
         self._url = libpq_url(database_url)
@@ -154,9 +156,9 @@ class IndexWatcher:
             return
         if level <= self._node_level:
             return
-        # Every change up to `level` has committed (indexes are taken under one row lock held
-        # to commit), so this sees all of (previous level, level]; later ones come again next time.
-        rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level}).fetchall()
+        # `level` is at or below the safe index, so every change up to it has finished and this
+        # sees all of (previous level, level]; later ones come with the next range.
+        rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level, "until": level}).fetchall()
         with self._cond:
             for node_id, index in rows:
                 if node_id is None:
@@ -202,8 +204,9 @@ class IndexWatcher:
             conn.execute("LISTEN corral_index")
             self._listening = True
             while not self._stopped.is_set():
-                rows = conn.execute("SELECT name, value FROM state_index").fetchall()
-                indexes = {str(name): int(value) for name, value in rows}
+                rows = conn.execute(psycopg_query("read_all")).fetchall()
+                indexes = {str(name): int(str(value)) for name, value in rows}
+                indexes[GLOBAL] = max(indexes.values(), default=0)
                 if self._tracking_nodes:
                     self._track_nodes(conn, indexes)
                 if indexes != self._indexes:

@@ -43,8 +43,8 @@ class ApiState:
     client: Lane
     watcher: IndexWatcher
     client_engine: Engine
-    # Client writes that take the state index (registrations, allocation updates) queue on
-    # the cluster-wide index lock while holding a pooled connection: at most half the client
+    # Client writes that take the state index (registrations, allocation updates) hold a
+    # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a
     # heartbeat without a connection.
     client_writes: threading.BoundedSemaphore = field(init=False)

@@ -35,7 +35,7 @@ def watcher(max_versions: int) -> Callable[[Session], int]:
 
 def watch(session: Session, options: RegisterOptions, now_ns: int | None = None) -> int:
     """One tick; returns how many deployments it acted on. It decides from a plain read first
-    and takes the state index (every writer's first write) only when something is to be done,
+    and takes the state index only when something is to be done,
     then locks those deployments and decides again from what it sees under the lock."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     ids = [row[0] for row in session.execute(query("watch_running_ids"))]

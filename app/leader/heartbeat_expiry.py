@@ -48,9 +48,7 @@ def expire(
 
 def grant_failover(session: Session, failover_ttl_s: float) -> None:
     """Give every live node without a heartbeat row the failover TTL. After a crash the UNLOGGED
-    heartbeat table is empty, so this writes (and takes a transaction id): in a transaction that
-    may still take the state index it must come after every write that does, since the index
-    must be a transaction's first write."""
+    heartbeat table is empty, so this writes. No index: no blocking query watches heartbeats."""
     session.execute(query("grant_failover_heartbeats"), {"ttl_s": failover_ttl_s})
 
 

@@ -14,7 +14,7 @@ NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
 
 
 class LazyIndex:
-    """next_index on first use, then the same index: it must be the transaction's first write."""
+    """next_index on first use, then the same index: a tick that changes nothing logs none."""
 
     def __init__(self, session: Session) -> None:
         self._session, self._index = session, 0
@@ -33,7 +33,6 @@ def node_lifecycle(session: Session) -> int:
     changed += disconnect.expire_unknown(session, take_index)
     changed += disconnect.settle_disconnected(session, take_index)
     changed += drain.advance(session, take_index)
-    # Last: after a Postgres crash the heartbeat table is empty and the grant writes; before
-    # any step above it made their state index no longer the transaction's first write.
+    # Last: after a Postgres crash the heartbeat table is empty and the grant writes.
     heartbeat_expiry.grant_failover(session, failover_ttl_s)
     return changed

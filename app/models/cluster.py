@@ -68,9 +68,12 @@ class LeaderTerm(Base):
 class StateIndex(Base):
     __tablename__ = "state_index"
     __table_args__ = {
-        "comment": "Commit-ordered state index. Writers bump '_global' (a row lock, so indexes "
-        "become visible in order) and stamp it on the tables they touch."
+        "comment": "Append-only log of the state index: one row per table a write transaction changed, at "
+        "that transaction's index (its xid plus state_index_offset()). Readers take max(value) per name at "
+        "or below state_index_safe(); the leader deletes all but the newest row per name below it."
     }
 
-    name: Mapped[str] = mapped_column(primary_key=True, comment="'_global' or a table name.")
-    value: Mapped[int] = mapped_column(comment="Latest index written to that table.")
+    name: Mapped[str] = mapped_column(primary_key=True, comment="A table name (or the pre-0015 '_global' floor).")
+    value: Mapped[int] = mapped_column(
+        primary_key=True, comment="The index of a write transaction that changed that table."
+    )

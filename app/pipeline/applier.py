@@ -113,7 +113,7 @@ def apply_next(session: Session, term: int) -> int | None:
     if row is None:
         return None
     plan_id, plan = int(row["id"]), decode_plan(_stored(row))
-    tables = ["plans", "allocations", "evaluations"]
+    tables = ["allocations", "evaluations"]  # the plan's result needs no index: no blocking query watches it
     if plan.deployment or plan.deployment_updates:
         tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
     index = next_index(session, tables)

@@ -8,7 +8,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from app.db.state_index import next_index
+from app.db.state_index import wake_listeners
 from app.models import Evaluation
 from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
@@ -38,7 +38,8 @@ class AppliedPlan:
 
 
 def submit(session: Session, held: Claim, attempt: int, plan: Plan, job_id: str, namespace: str) -> int:
-    next_index(session, ["plans"])
+    # No index: no blocking query watches plans. The NOTIFY only wakes the applier.
+    wake_listeners(session)
     owns = session.scalar(
         select(Evaluation.id).where(
             Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"

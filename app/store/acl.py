@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ids import secret_hash
@@ -39,6 +40,7 @@ def bootstrap(session: Session, reset_index: int, secret: str | None, now: datet
     """The first management token. Once done, only a request carrying the recorded bootstrap
     index as its reset index may bootstrap again (Nomad's reset procedure)."""
     index = next_index(session, ["acl_tokens"])
+    lock_object(session, ObjectKind.ACL_BOOTSTRAP, "")  # the first bootstrap has no row to lock
     done = session.get(AclBootstrap, 1, with_for_update=True)
     if done is not None and reset_index != done.bootstrap_index:
         raise InvalidInput.of("", f"ACL bootstrap already done (reset index: {done.bootstrap_index})")

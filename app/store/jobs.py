@@ -13,6 +13,7 @@ from sqlalchemy import delete, exists, func, literal_column, select
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.jobspec.canonical import canonical_job
@@ -68,6 +69,7 @@ def register_at(session: Session, spec: dict[str, Any], options: RegisterOptions
     namespace, job_id = spec["Namespace"], spec["ID"]
     _check_registration_allowed(session)
     check_references(session, spec)
+    lock_object(session, ObjectKind.JOB, f"{namespace}/{job_id}")  # a first registration has no row to lock
     existing = session.get(Job, (namespace, job_id), with_for_update=True)
     live = existing if existing is not None and existing.purged_at is None else None
     _check_enforce_index(live, options)

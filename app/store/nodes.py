@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.ids import secret_hash
@@ -80,6 +81,7 @@ def register_node(
     session: Session, reg: NodeRegistration, heartbeat: HeartbeatPolicy = DEFAULT_HEARTBEAT
 ) -> NodeWriteResult:
     index = next_index(session, ["nodes", "node_pools", "evaluations"])
+    lock_object(session, ObjectKind.NODE, str(reg.id))  # a first registration has no row to lock
     existing = session.get(Node, reg.id, with_for_update=True)
     if existing is not None and (reg.secret_id is None or secret_hash(reg.secret_id) != existing.secret_hash):
         raise Forbidden.of("Node.SecretID", "does not match the secret of the registered node")

@@ -157,8 +157,8 @@ SELECT (SELECT count(*) FROM finished) AS finished, (SELECT count(*) FROM coales
 
 -- name: complete_eval_success
 -- complete_eval for a pass that placed everything, pipelined right after take_index in the same
--- transaction: the index comes from the '_global' row this transaction just bumped.
-WITH taken AS (SELECT value AS index FROM state_index WHERE name = '_global'), finished AS (
+-- transaction: the index is this transaction's own, the one take_index logged.
+WITH taken AS (SELECT state_index_own() AS index), finished AS (
     UPDATE evaluations
     SET status = 'complete', status_description = :description, lease_token = NULL, lease_owner = NULL,
         lease_expires_at = NULL, snapshot_index = :snapshot_index, failed_tg_allocs = '{}',

@@ -20,7 +20,7 @@ SELECT node.status, node.modify_index, node.gc_force_index, (SELECT ttl_ms FROM 
 
 -- name: expired_heartbeats
 -- Live nodes whose heartbeat deadline has passed, oldest first. Not locked here: a row lock
--- would be a write, and the state index must be the transaction's first write.
+-- is a write, and an idle tick writes nothing.
 SELECT h.node_id
 FROM node_heartbeats h JOIN nodes n ON n.id = h.node_id
 WHERE h.expires_at < now() AND n.status IN ('initializing', 'ready')

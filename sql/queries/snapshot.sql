@@ -1,5 +1,23 @@
 -- name: snapshot_indexes
-SELECT name, value FROM state_index WHERE name IN ('_global', 'nodes');
+-- The pass's snapshot index: the newest logged index at or below the safe index, so every
+-- change at or below it is in this snapshot (an evaluation created at or below it was seen:
+-- coalescing relies on that; capacity freed above it may not have been: missed_unblock). A
+-- logged index, not the safe index itself: it belongs to a synchronously committed write, so
+-- no transaction ID at or below it is handed out again after a crash. 'nodes' keys the node cache.
+-- Both through primary-key probes (read_latest in state_index.sql), whatever the log's length.
+WITH RECURSIVE names (name) AS (
+    SELECT min(name) FROM state_index
+    UNION ALL
+    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
+), latest AS (
+    SELECT n.name, m.value FROM names n
+    CROSS JOIN LATERAL (
+        SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
+    ) m
+)
+SELECT '_global' AS name, COALESCE(max(value), 0) AS value FROM latest
+UNION ALL
+SELECT 'nodes', COALESCE(max(value), 0) FROM latest WHERE name = 'nodes';
 
 -- name: snapshot_nodes
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,

@@ -1,42 +1,103 @@
--- name: read_tables
--- Highest index among the given tables, as seen by the current snapshot.
-SELECT COALESCE(max(value), 0) FROM state_index WHERE name = ANY(:tables);
-
--- name: read_all
-SELECT name, value FROM state_index;
+-- The state index (docs/architecture.md, "The state index"). A write's index is its own
+-- transaction ID plus a fixed offset (state_index_own(), migration 0015): no counter, no lock,
+-- so unrelated writers never wait for each other. Indexes are then NOT taken in commit order;
+-- what readers may rely on is state_index_safe(), the current snapshot's xmin minus one:
+-- every transaction with an index at or below it has finished (committed and visible, or
+-- rolled back). Readers report and wait on indexes at or below it only.
 
 -- name: take_index
--- bump_global + stamp_tables + notify_change in one round trip, refusing to run unless it is
--- the transaction's first write (the '_global' row is every writer's first lock: one lock
--- order, no deadlocks). The guard is materialized first, before any row is written.
-WITH guard AS MATERIALIZED (
-    SELECT pg_current_xact_id_if_assigned() IS NULL AS first_write
-), bumped AS (
-    UPDATE state_index SET value = value + 1
-    WHERE name = '_global' AND (SELECT first_write FROM guard)
-    RETURNING value
+-- Log this transaction's index against the tables it changes (plain INSERTs: two writers never
+-- touch the same row) and optionally NOTIFY. Only names that already have a row count: an
+-- unknown name would silently never wake the blocking queries that watch it. Taking it twice
+-- in one transaction is harmless.
+WITH own AS MATERIALIZED (
+    SELECT state_index_own() AS index
+), known AS MATERIALIZED (
+    SELECT t.name FROM unnest(CAST(:tables AS text[])) AS t (name)
+    WHERE EXISTS (SELECT 1 FROM state_index s WHERE s.name = t.name)
 ), stamped AS (
-    UPDATE state_index s SET value = b.value FROM bumped b
-    WHERE s.name = ANY(:tables)
-    RETURNING s.name
+    INSERT INTO state_index (name, value) SELECT k.name, o.index FROM known k CROSS JOIN own o
+    ON CONFLICT (name, value) DO NOTHING
+    RETURNING name
 )
-SELECT (SELECT first_write FROM guard) AS first_write,
-       (SELECT value FROM bumped) AS taken,
-       (SELECT count(*) FROM stamped) AS stamped,
+SELECT (SELECT index FROM own) AS taken,
+       (SELECT count(*) FROM known) AS stamped,
        CASE WHEN CAST(:notify AS boolean) THEN pg_notify('corral_index', '') END AS notified;
 
+-- name: safe_index
+-- The highest index a reader may report: every change at or below it is in its snapshot.
+SELECT state_index_safe();
+
+-- name: read_tables
+-- Highest index among the given tables that the current snapshot is complete up to.
+SELECT COALESCE(max(m.value), 0)
+FROM unnest(CAST(:tables AS text[])) AS t (name)
+CROSS JOIN LATERAL (
+    SELECT max(s.value) AS value FROM state_index s WHERE s.name = t.name AND s.value <= state_index_safe()
+) m;
+
+-- name: read_latest
+-- Highest index of any change the current snapshot is complete up to (what '_global' means).
+-- Like read_all, one primary-key probe per name (a loose index scan over the dozen names), so
+-- its cost does not grow with the log when no leader compacts it.
+WITH RECURSIVE names (name) AS (
+    SELECT min(name) FROM state_index
+    UNION ALL
+    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
+)
+SELECT COALESCE(max(m.value), 0) FROM names n
+CROSS JOIN LATERAL (
+    SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
+) m;
+
+-- name: read_all
+WITH RECURSIVE names (name) AS (
+    SELECT min(name) FROM state_index
+    UNION ALL
+    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
+)
+SELECT n.name, m.value FROM names n
+CROSS JOIN LATERAL (
+    SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
+) m
+WHERE m.value IS NOT NULL;
+
+-- name: compact
+-- Keep the log short: below the safe index only the newest row of each name matters (it is
+-- what every reader takes from then on). Run by the leader; readers with older snapshots
+-- still see the deleted rows, newer ones see their newer rows.
+DELETE FROM state_index s
+WHERE s.value <= state_index_safe()
+  AND EXISTS (
+      SELECT 1 FROM state_index newer
+      WHERE newer.name = s.name AND newer.value > s.value AND newer.value <= state_index_safe()
+  );
+
 -- name: node_index
--- The highest index of a change to one node or to any of its allocations, as seen by the
--- current snapshot: a node's blocking query on its allocations answers once this passes.
+-- The highest index of a change to one node or to any of its allocations that the current
+-- snapshot is complete up to: a node's blocking query on its allocations answers once this
+-- passes. A row changed above the safe index waits until the index catches up with it.
 SELECT COALESCE(greatest(
-    (SELECT modify_index FROM nodes WHERE id = :node_id),
-    (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id)
+    (SELECT modify_index FROM nodes WHERE id = :node_id AND modify_index <= state_index_safe()),
+    (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id AND modify_index <= state_index_safe())
 ), 0);
 
 -- name: node_changes_since
--- The nodes that changed, or whose allocations changed, after an index: the API's index
--- watcher wakes only those nodes' blocking queries. ix_allocations_modify_index keeps the
--- cost proportional to the change, not to the table.
-SELECT node_id, max(modify_index) FROM allocations WHERE modify_index > :since GROUP BY node_id
+-- The nodes that changed, or whose allocations changed, in (since, until]: the API's index
+-- watcher wakes only those nodes' blocking queries. `until` is a safe index, so every change
+-- in the range has committed; later ones come with the next range. ix_allocations_modify_index
+-- keeps the cost proportional to the change, not to the table.
+SELECT node_id, max(modify_index) FROM allocations
+WHERE modify_index > :since AND modify_index <= :until GROUP BY node_id
 UNION ALL
-SELECT id, modify_index FROM nodes WHERE modify_index > :since;
+SELECT id, modify_index FROM nodes WHERE modify_index > :since AND modify_index <= :until;
+
+-- name: wake_listeners
+-- NOTIFY without an index, for writes no blocking query watches but a role waits for (a plan
+-- submission wakes the applier). Delivered at commit, like take_index's.
+SELECT pg_notify('corral_index', '');
+
+-- name: lock_object
+-- app.db.object_locks: one object's writers in turn, even before its row exists. A hash
+-- collision only makes two unrelated objects' writers take turns.
+SELECT pg_advisory_xact_lock(CAST(:kind AS integer), hashtext(:key));

@@ -67,7 +67,7 @@ def add_node(pg: Conn, name: str, *, cpu: int, memory: int, disk: int, dc: str =
         '\'{"mock": {"Healthy": true}}\', %s, %s, %s, 1, 1)',
         (name, dc, f"v1:{dc}", cpu, memory, disk),
     )
-    pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
+    pg.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
 
 
 def group(name: str, *, cpu: int, memory: int, disk: int, count: int = 1) -> dict[str, Any]:

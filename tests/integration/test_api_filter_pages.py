@@ -115,15 +115,18 @@ def test_allocations_filter_page_and_reverse(client: FlaskClient, pg: Conn) -> N
     eval_id = str(register(client, minimal_job())["EvalID"])
     node = insert_node(pg)
     allocs = []
+    job_index = pg.execute("SELECT create_index FROM jobs WHERE id = 'web'").fetchone()
+    assert job_index is not None
+    base = int(str(job_index[0])) + 1  # later than the job: not an allocation of an earlier incarnation
     for i, status in enumerate(["running", "failed", "running", "complete"]):
         alloc = insert_allocation(pg, node, eval_id, client_status=status)
-        pg.execute("UPDATE allocations SET create_index = %s WHERE id = %s", (1000 + i, alloc))
+        pg.execute("UPDATE allocations SET create_index = %s WHERE id = %s", (base + i, alloc))
         allocs.append(alloc)
     assert listed(client, "/v1/allocations") == allocs
     assert listed(client, f"/v1/allocations?{f('ClientStatus == running')}") == [allocs[0], allocs[2]]
     assert listed(client, f"/v1/allocations?{f('ClientStatus != running')}&reverse=true") == [allocs[3], allocs[1]]
     seen, tokens = walk(client, "/v1/allocations", 3)
-    assert seen == allocs and tokens == [f"1003.{allocs[3]}"]
+    assert seen == allocs and tokens == [f"{base + 3}.{allocs[3]}"]
     assert walk(client, "/v1/allocations?reverse=true", 3)[0] == allocs[::-1]
     assert listed(client, f"/v1/job/web/allocations?{f('ClientStatus == failed')}") == [allocs[1]]
     assert listed(client, f"/v1/node/{node}/allocations?{f('ClientStatus == complete')}") == [allocs[3]]

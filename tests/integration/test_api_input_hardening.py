@@ -229,7 +229,7 @@ def test_database_data_error_is_400_not_500(client: FlaskClient, monkeypatch: py
 def test_lock_timeout_is_503_with_retry_after(client: FlaskClient, pg: Conn, monkeypatch: pytest.MonkeyPatch) -> None:
     _patch_update_config(monkeypatch, "SET LOCAL lock_timeout = '50ms'")
     with pg.transaction():
-        pg.execute("SELECT * FROM state_index WHERE name = '_global' FOR UPDATE")
+        pg.execute("SELECT * FROM scheduler_config FOR UPDATE")
         resp = client.put("/v1/operator/scheduler/configuration", json={})
     assert resp.status_code == 503
     assert resp.headers["Retry-After"] == "1"

@@ -178,3 +178,23 @@ def test_plan_the_database_refuses_is_rejected_not_retried_forever(
     assert result is not None and result.placed == 0 and result.rejected_nodes == 1 and result.partial
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
     assert apply(*term) is None  # the queue moved on
+
+
+def test_a_plan_submission_takes_no_index_and_its_result_stamps_no_plans(
+    engine: Engine, pg: Conn, term: tuple[Leadership, int]
+) -> None:
+    """No blocking query watches plans: submitting one logs nothing in the state index, and the
+    applier logs only the tables its result changed."""
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg, cpu=2000)
+    logged = "SELECT count(*) FROM state_index"
+    before = pg.execute(logged).fetchone()
+    plan_id = submit(
+        engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    )
+    assert pg.execute(logged).fetchone() == before
+    assert apply(*term) == plan_id
+    stamped = pg.execute("SELECT name FROM state_index WHERE value = (SELECT max(value) FROM state_index)").fetchall()
+    assert sorted(name for (name,) in stamped) == ["allocations", "evaluations"]

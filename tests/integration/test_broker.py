@@ -50,7 +50,7 @@ def test_complete_coalesces_older_pending_evals_of_the_job(engine: Engine, pg: C
     assert held is not None and str(held.evaluation.id) == first
     for _ in range(5):
         register(engine, "web")
-    snapshot_index = pg.execute("SELECT value FROM state_index WHERE name = '_global'").fetchone()[0]  # type: ignore[index]
+    snapshot_index = pg.execute("SELECT state_index_safe()").fetchone()[0]  # type: ignore[index]
     late = register(engine, "web")
     with transaction(make_sessionmaker(engine)) as session:
         broker.complete(session, held, Outcome(snapshot_index=int(snapshot_index)))
@@ -259,7 +259,7 @@ def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> No
     assert held is not None
     register(engine, "web")
     register(engine, "other")
-    index = pg.execute("SELECT value FROM state_index WHERE name = '_global'").fetchone()
+    index = pg.execute("SELECT state_index_safe()").fetchone()
     assert index is not None
     stale = broker.Claim(held.evaluation, uuid.uuid4(), held.delivery_count)
     with pytest.raises(LeaseLost):
@@ -267,7 +267,7 @@ def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> No
     broker.complete_success(engine, held, Outcome(snapshot_index=int(index[0])))
     rows = sorted(pg.execute("SELECT job_id, status FROM evaluations").fetchall())
     assert rows == [("other", "pending"), ("web", "canceled"), ("web", "complete")]
-    after = pg.execute("SELECT value FROM state_index WHERE name = 'evaluations'").fetchone()
+    after = pg.execute("SELECT max(value) FROM state_index WHERE name = 'evaluations'").fetchone()
     assert after is not None and after[0] > index[0]
     with pytest.raises(ValueError):
         broker.complete_success(engine, held, Outcome(snapshot_index=0, max_plan_attempts=True))

@@ -83,7 +83,7 @@ def deployment_row(pg: Conn, deployment_id: str) -> tuple[object, ...] | None:
 def counts(pg: Conn) -> tuple[object, ...] | None:
     return pg.execute(
         "SELECT (SELECT count(*) FROM evaluations), (SELECT count(*) FROM job_versions), "
-        "(SELECT value FROM state_index WHERE name = '_global'), "
+        "(SELECT max(value) FROM state_index), "
         "(SELECT string_agg(status || task_groups::text, ',' ORDER BY id) FROM deployments)"
     ).fetchone()
 

@@ -31,7 +31,7 @@ def insert_allocation(
         "name, desired_status, client_status, cpu, memory_mb, memory_max_mb, disk_mb, create_index, "
         "modify_index, alloc_modify_index) "
         "SELECT %s, 'default', %s, version, %s, %s, 'n1', 'g', %s || '.g[0]', 'run', %s, %s, 256, 256, 300, "
-        "1000, 1000, 1000 FROM jobs WHERE id = %s",
+        "state_index_own(), state_index_own(), state_index_own() FROM jobs WHERE id = %s",
         (alloc_id, job_id, eval_id, node_id, job_id, client_status, cpu, job_id),
     )
     return alloc_id
@@ -47,7 +47,7 @@ def add_nodes(pg: Conn, n: int, *, cpu: int) -> None:
             '\'{"mock": {"Healthy": true}}\', %s, 4096, 10000, 1, 1)',
             (uuid.uuid4(), f"n{i:03}", cpu),
         )
-    pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'nodes')")
+    pg.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
 
 
 def group_state(**fields: Any) -> dict[str, Any]:

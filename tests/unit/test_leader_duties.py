@@ -18,6 +18,7 @@ def test_every_duty_is_wired_on_its_interval() -> None:
         "sweep-max-plan-blocked": 60.0,
         "node-lifecycle": 1.0,
         "periodic-launch": 1.0,
+        "compact-state-index": 1.0,
         "deployment-watch": 1.0,
         "event-gc": settings.event_gc_interval_s,
         "eval-gc": settings.eval_gc_interval_s,
