@@ -13,14 +13,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+import structlog
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from app.metrics.timings import prometheus_name
 
+log = structlog.get_logger(__name__)
+
 BASE_LABELS = ("node_id", "datacenter", "node_class", "node_pool")
-RESOURCES = ("cpu", "memory", "disk")  # MHz, MB, MB, as the node registers them
+UNITS = {"cpu": "MHz", "memory": "MB", "disk": "MB"}  # as the node registers them
+RESOURCES = tuple(UNITS)
 MEMORY = ("total", "available", "used", "free")
 CPU = (
     ("total", "TotalPercent"),  # Nomad keeps it beside total_percent for older dashboards
@@ -44,17 +49,14 @@ ALLOCATION_STATES = ("running", "pending", "terminal")
 CPU_MODES = ("user", "system", "idle")
 HELP = {
     **{f"nomad.client.host.memory.{k}": f"Host memory {k} (bytes)." for k in MEMORY},
-    **{
-        f"nomad.client.host.cpu.{k}": f"Percent of the CPU's time {k} over a short sample."
-        for k in ("user", "system", "idle")
-    },
+    **{f"nomad.client.host.cpu.{k}": f"Percent of the CPU's time {k} over a short sample." for k in CPU_MODES},
     "nomad.client.host.cpu.total": "Percent of the CPU's time busy over a short sample.",
     "nomad.client.host.cpu.total_percent": "Percent of the CPU's time busy over a short sample.",
     "nomad.client.host.cpu.total_ticks": "Busy share of the CPU's clock over a short sample (MHz).",
     **{f"nomad.client.host.disk.{k}": f"Mounted disk {k.replace('_', ' ')}." for k, _ in DISK},
     "nomad.client.uptime": "Seconds since the host booted.",
-    **{f"nomad.client.allocated.{r}": f"{r} held by this node's live allocations." for r in RESOURCES},
-    **{f"nomad.client.unallocated.{r}": f"{r} of this node left to schedule." for r in RESOURCES},
+    **{f"nomad.client.allocated.{r}": f"{r} held by this node's live allocations ({u})." for r, u in UNITS.items()},
+    **{f"nomad.client.unallocated.{r}": f"{r} of this node left to schedule ({u})." for r, u in UNITS.items()},
     **{f"nomad.client.allocations.{s}": f"Allocations on this node that are {s}." for s in ALLOCATION_STATES},
 }
 PROMETHEUS_NAMES = {nomad: prometheus_name(nomad) for nomad in HELP}  # also maps them for the JSON view
@@ -137,7 +139,12 @@ class ClientCollector(Collector):
         if node is None:
             return
         labels = node.labels()
-        yield from host_families(self._host(), labels)
+        try:
+            host = self._host()
+        except (OSError, psutil.Error) as err:  # Nomad's client also skips the host for that round
+            log.warning("host stats unreadable; reporting allocation gauges only", error=repr(err))
+        else:
+            yield from host_families(host, labels)
         yield from allocation_families(node, list(self._allocs()), labels)
 
 

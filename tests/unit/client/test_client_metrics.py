@@ -168,3 +168,12 @@ def test_registration_does_not_sample_the_host() -> None:
     registry = CollectorRegistry()
     registry.register(ClientCollector(lambda: NodeFacts.of(NODE), lambda: [], lambda: host_read.append(True) or HOST))
     assert host_read == []
+
+
+def test_an_unreadable_host_still_reports_the_allocations() -> None:
+    def unreadable() -> dict[str, Any]:
+        raise OSError("no /proc")
+
+    got = scrape(ClientCollector(lambda: NodeFacts.of(NODE), lambda: ALLOCS, unreadable))
+    assert got[key("nomad_client_allocated_cpu")] == 750
+    assert not any(name.startswith("nomad_client_host_") for name, _ in got)
