@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     http_access_log: bool = Field(default=True, description="Log one line per request.")
     metrics_bind: str | None = Field(
         default=None,
-        description="host:port where a worker, applier or leader serves /v1/metrics; unset: not served.",
+        description="host:port where a worker, applier, leader or client serves /v1/metrics; unset: not served.",
     )
     log_level: str = Field(default="info", description="debug, info, warning or error.")
     log_format: Literal["auto", "console", "json"] = Field(

@@ -9,6 +9,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from prometheus_client.registry import Collector
+
+    from app.config import Settings
     from workers.client.config import ClientConfig
 
 
@@ -156,7 +161,24 @@ def client(config_file: Path | None, **options: Any) -> None:
 
     settings = get_settings()
     configure("client", settings.log_level, settings.log_format)
-    run_client(config, stop_on_signals())
+    run_client(config, stop_on_signals(), metrics=_metrics_server(settings))
+
+
+def _metrics_server(settings: Settings) -> Callable[[Collector], None] | None:
+    """With CORRAL_METRICS_BIND: serve the client's own /v1/metrics there, Nomad's
+    nomad.client.* gauges (the collector the agent hands over) beside the process's metrics.
+    A bad or taken address stops the client before it registers, as it stops the other roles."""
+    if not settings.metrics_bind:
+        return None
+    from prometheus_client import REGISTRY
+
+    from app.cli import _serve_metrics
+
+    def serve(collector: Collector) -> None:
+        REGISTRY.register(collector)
+        _serve_metrics(settings, "client")
+
+    return serve
 
 
 def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientConfig:

@@ -38,14 +38,16 @@ class Cluster:
         self.pg = psycopg.connect(libpq_url(database_url), autocommit=True)
         self.http = httpx.Client(base_url=self.base, timeout=30)
 
-    def client(self, name: str, *args: str) -> Corral:
+    def client(self, name: str, *args: str, env: dict[str, str] | None = None) -> Corral:
         # Its own working directory: the client keeps its state in ./.corral-client there.
         home = self.workdir / name
         home.mkdir(exist_ok=True)
         # raw_exec is off by default outside -dev; these clusters run raw_exec work unless told otherwise.
         drivers = [] if "--driver" in args else ["--driver", "raw_exec", "--driver", "mock"]
         process = self.corral(
-            ["client", "--name", name, *drivers, *args], env={**self.env, "CORRAL_ADDR": self.base}, cwd=home
+            ["client", "--name", name, *drivers, *args],
+            env={**self.env, "CORRAL_ADDR": self.base, **(env or {})},
+            cwd=home,
         )
         assert wait_for(lambda: self.node_status(name) == "ready", 60), process.output
         return process

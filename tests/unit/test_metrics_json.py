@@ -63,6 +63,7 @@ def test_the_grafana_dashboard_only_queries_metrics_corral_exports() -> None:
         GroupSummary,
         NodeUsage,
     )
+    from workers.client.metrics import PROMETHEUS_NAMES as CLIENT_NAMES  # served by each `corral client`
 
     figures = ClusterFigures(
         broker=dict.fromkeys(BROKER_TOTALS.values(), 0),
@@ -76,7 +77,7 @@ def test_the_grafana_dashboard_only_queries_metrics_corral_exports() -> None:
     dashboard = json.loads((root / "docs" / "grafana-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     used = {name for e in exprs for name in re.findall(r"\b(nomad_[a-z_]+)", e)}
-    exported = set(NOMAD_NAMES) | cluster
+    exported = set(NOMAD_NAMES) | cluster | set(CLIENT_NAMES.values())
     suffixes = ("_bucket", "_count", "_sum", "_total")
     unknown = {n for n in used if n not in exported and not any(n.removesuffix(s) in exported for s in suffixes)}
     assert exprs and unknown == set()

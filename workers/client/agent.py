@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from workers.client.drivers import fingerprint as driver_fingerprint
 from workers.client.fingerprint import fingerprint
 from workers.client.gc import GarbageCollector, measure
 from workers.client.logs_http import serve
+from workers.client.metrics import AllocFacts, ClientCollector, NodeFacts
+from workers.client.usage import host_stats
 from workers.loops import Backoff, Streak, guarded
 
 log = structlog.get_logger(__name__)
@@ -54,6 +57,7 @@ class Client:
         self.watch_progress = time.monotonic()
         self.watch_stall_s = WATCH_STALL_S
         self._unhealthy_reason: str | None = None
+        self.registered: dict[str, Any] | None = None  # the Node body the servers last accepted
 
     # -- identity and registration -------------------------------------------------------
 
@@ -110,16 +114,26 @@ class Client:
         backoff, streak = Backoff(cap=10.0), Streak("registration with the servers", server=self.config.server)
         while not self.stop.is_set():
             try:
-                ttl = self.api.register(self.node_body())
+                body = self.node_body()
+                ttl = self.api.register(body)
             except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:  # away, or a garbled answer
                 streak.failed(err)
                 self.stop.wait(backoff.next())
                 continue
             streak.succeeded()
+            self.registered = body
             log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
             self.synced = False
             return ttl
         return RETRY_S
+
+    def metrics(self) -> ClientCollector:
+        """Nomad's client gauges over this agent's state, read at each scrape of its /v1/metrics."""
+        return ClientCollector(
+            lambda: None if self.registered is None else NodeFacts.of(self.registered),
+            lambda: [AllocFacts.of(r.alloc, r.client_status, r.stopping, r.terminal) for r in self._runner_list()],
+            lambda: host_stats(self.config.data_dir),
+        )
 
     # -- run -----------------------------------------------------------------------------
 
@@ -410,5 +424,11 @@ def _moved_deployment(runner: AllocRunner, stub: dict[str, Any]) -> bool:
     return bool(wanted) and wanted != held and not runner.terminal
 
 
-def run_client(config: ClientConfig, stop: threading.Event) -> None:
-    Client(config, stop).run()
+def run_client(
+    config: ClientConfig, stop: threading.Event, metrics: Callable[[ClientCollector], None] | None = None
+) -> None:
+    """Run the agent until `stop`; `metrics`, if given, gets its gauges before it registers."""
+    client = Client(config, stop)
+    if metrics is not None:
+        metrics(client.metrics())
+    client.run()

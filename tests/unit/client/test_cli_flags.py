@@ -26,7 +26,7 @@ client_cli = importlib.import_module("app.cli.client")  # the package re-exports
 def started(monkeypatch: pytest.MonkeyPatch) -> list[ClientConfig]:
     """Replaces the part that starts the agent with a capture of the config it would get."""
     configs: list[ClientConfig] = []
-    monkeypatch.setattr(workers.client.agent, "run_client", lambda config, _stop: configs.append(config))
+    monkeypatch.setattr(workers.client.agent, "run_client", lambda config, _stop, **_hooks: configs.append(config))
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
     monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
     monkeypatch.delenv("CORRAL_ADDR", raising=False)
