@@ -61,12 +61,13 @@ class Reader:
 
 
 def take_index_and_touch(conn: Conn, job_id: str) -> int:
-    """What every writer does: take the next index (the '_global' row lock, held to commit) and
-    write the row with it."""
-    row = conn.execute("UPDATE state_index SET value = value + 1 WHERE name = '_global' RETURNING value").fetchone()
+    """What every writer does: log its own index (its xid plus the offset, no lock) against the
+    table and write the row with it."""
+    row = conn.execute(
+        "INSERT INTO state_index (name, value) VALUES ('jobs', state_index_own()) RETURNING value"
+    ).fetchone()
     assert row is not None
     index = int(str(row[0]))
-    conn.execute("UPDATE state_index SET value = %s WHERE name = 'jobs'", (index,))
     conn.execute("UPDATE jobs SET modify_index = %s WHERE id = %s", (index, job_id))
     return index
 

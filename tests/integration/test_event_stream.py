@@ -132,7 +132,9 @@ def test_placement_and_client_update_publish_plan_result_then_allocation_updated
     first, second = (e["Payload"]["Allocation"] for e in found)
     # Each event carries the allocation as that change wrote it, not as it is now.
     assert (first["ClientStatus"], second["ClientStatus"]) == ("pending", "running")
-    assert second["TaskStates"] == {"t": {"State": "running"}} and "Job" not in second
+    assert (
+        second["TaskStates"] == {"t": {"State": "running"}} and second["Job"] is None
+    )  # lists and events leave the job out
     assert first["ModifyIndex"] == found[0]["Index"] < second["ModifyIndex"] == found[1]["Index"]
 
 
@@ -225,8 +227,8 @@ def test_rolled_back_changes_publish_nothing(client: FlaskClient, pg: Conn) -> N
     conflict = client.put("/v1/jobs", json={"Job": minimal_job("web"), "EnforceIndex": True, "JobModifyIndex": 999})
     assert conflict.status_code == 409
     with pg.transaction(force_rollback=True):
-        pg.execute("UPDATE state_index SET value = value + 1 WHERE name IN ('_global', 'jobs')")
-        pg.execute("UPDATE jobs SET modify_index = (SELECT value FROM state_index WHERE name = '_global')")
+        pg.execute("INSERT INTO state_index (name, value) VALUES ('jobs', state_index_own())")
+        pg.execute("UPDATE jobs SET modify_index = state_index_own()")
         assert pg.execute("SELECT count(*) FROM events").fetchone() != before  # written with the change...
     assert pg.execute("SELECT count(*) FROM events").fetchone() == before  # ...and gone with its rollback
 
@@ -243,8 +245,9 @@ def test_a_second_write_of_a_row_in_one_transaction_is_one_event_with_the_last_s
 ) -> None:
     register(client, minimal_job("web"))
     with pg.transaction():
-        index = pg.execute("UPDATE state_index SET value = value + 1 WHERE name = '_global' RETURNING value").fetchone()
-        pg.execute("UPDATE state_index SET value = %s WHERE name = 'jobs'", index)
+        index = pg.execute(
+            "INSERT INTO state_index (name, value) VALUES ('jobs', state_index_own()) RETURNING value"
+        ).fetchone()
         pg.execute("UPDATE jobs SET modify_index = %s, status_description = 'first'", index)
         pg.execute("UPDATE jobs SET status_description = 'second'")  # same index, same transaction
     assert index is not None
