@@ -52,13 +52,12 @@ def test_the_node_lifecycle_tick_after_a_postgres_crash_completes_a_due_drain(po
             (json.dumps(strategy), node_id),
         )
         pg.execute("CHECKPOINT")  # the rows above survive the crash
-        victim = pg.execute(
-            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-        ).fetchone()
-        if victim is None:
-            victim = pg.execute("SELECT pg_backend_pid()").fetchone()
-        assert victim is not None
-    postgres.crash_backend(int(str(victim[0])))
+    # The victim is a session held open for it: another one might end before the kill lands.
+    victim = psycopg.connect(libpq_url(postgres.url), autocommit=True)
+    row = victim.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    postgres.crash_backend(int(str(row[0])))
+    victim.close()
     assert postgres.wait_ready(60)
 
     with psycopg.connect(libpq_url(postgres.url), autocommit=True) as pg:

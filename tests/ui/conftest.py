@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -18,12 +18,8 @@ from sqlalchemy.engine import make_url
 
 from app.db.engines import sqlalchemy_url
 from bench.replication import shared_tmp_dir
+from tests.support.browser import CHROMIUM, PageFactory
 from tests.support.processes import CORRAL, Corral
-
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +66,6 @@ def chromium() -> Iterator[Browser]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
         yield browser
         browser.close()
-
-
-PageFactory = Callable[..., Page]
 
 
 @pytest.fixture

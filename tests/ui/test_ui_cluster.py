@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import PageFactory, needs_chromium
 from tests.support.cluster import Cluster, job, mock_task
 from tests.support.processes import Corral, wait_for
-from tests.ui.conftest import PageFactory, needs_chromium
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 SECOND = 1_000_000_000

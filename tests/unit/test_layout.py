@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.store.sql import _queries
+from tests.support.imports import imports_of
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,16 +33,6 @@ PURE = [
     ROOT / "app" / "constants.py",
     ROOT / "app" / "plan_wire.py",
 ]
-
-
-def imports_of(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
 
 
 @pytest.mark.parametrize("path", PURE, ids=lambda p: str(p.relative_to(ROOT)))

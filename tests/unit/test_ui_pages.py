@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 
 from app.ui import pages
-from tests.unit.test_layout import imports_of
+from tests.support.imports import imports_of
 
 pytestmark = pytest.mark.unit
 UI = Path(pages.__file__).parent
