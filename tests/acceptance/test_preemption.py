@@ -127,7 +127,7 @@ def test_seed_worked_example(cluster: Cluster, pg: Conn, workdir: Path) -> None:
     }
     assert pg.execute("SELECT count(*) FROM jobs WHERE id = 'webapp'").fetchone() == (0,)  # a dry run
 
-    run = cluster.cli("job", "run", "-check-index", "0", spec_file.name)
+    run = cluster.cli("job", "run", "-detach", "-check-index", "0", spec_file.name)  # no client: no deployment ends
     assert run.process.returncode == 0, run.output
     assert wait_for(lambda: len(cluster.live("webapp")) == 1 and cluster.settled())
     [web] = cluster.live("webapp")

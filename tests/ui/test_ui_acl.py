@@ -92,4 +92,4 @@ def test_a_refused_control_shows_the_refusal_and_is_hidden(acl_cluster: AclClust
     expect(page.locator("#node-result")).to_contain_text("Permission denied")
     expect(page.locator("section[data-needs=node-write]")).to_be_hidden()
     node = acl_cluster.cluster.http.get(f"/v1/node/{node_id}", headers={"X-Nomad-Token": acl_cluster.management})
-    assert node.json()["Drain"] is False and node.json()["SchedulingEligibility"] == "eligible"
+    assert node.json()["DrainStrategy"] is None and node.json()["SchedulingEligibility"] == "eligible"

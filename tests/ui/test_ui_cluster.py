@@ -307,7 +307,7 @@ def test_a_node_is_drained_and_made_eligible_again_from_its_page(cluster: Cluste
     expect(drain).to_have_text("Drain (1h deadline)", timeout=DEADLINE_MS)
     not_reloaded(page)
     drain.click()
-    assert wait_for(lambda: node()["LastDrain"] is not None and node()["Drain"] is False, 30), node()
+    assert wait_for(lambda: node()["LastDrain"] is not None and node()["DrainStrategy"] is None, 30), node()
     assert node()["SchedulingEligibility"] == "ineligible"
     expect(page.locator("#node-facts")).to_contain_text("Last drain: complete", timeout=DEADLINE_MS)
     expect(page.locator("#node-facts time")).not_to_have_count(0)

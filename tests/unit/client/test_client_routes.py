@@ -92,7 +92,15 @@ def test_restart_in_place_counts_a_restart_outside_the_policy(tmp_path: Path) ->
     try:
         runner.restart("web", all_tasks=False)
         task = runner.tasks["web"]
-        assert wait_for(lambda: task.state["Restarts"] == 1 and task.state["State"] == "running", 30), task.state
+        # The state turns running just before its Started event is recorded: wait for both.
+        assert wait_for(
+            lambda: (
+                task.state["Restarts"] == 1
+                and task.state["State"] == "running"
+                and task.state["Events"][-1]["Type"] == "Started"
+            ),
+            30,
+        ), task.state
         kinds = [e["Type"] for e in task.state["Events"]]
         assert kinds.index("Restart Signaled") < kinds.index("Restarting") < len(kinds) - 1
         assert kinds[-1] == "Started" and task.tracker.count == 0  # the policy's budget is untouched
