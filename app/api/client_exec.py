@@ -216,6 +216,9 @@ class Upgraded(Response):
         raise StopIteration()
 
 
+# Two rules, one view: Werkzeug matches an Upgrade: websocket request only to a websocket rule,
+# and a plain GET (refused with a 400 naming Upgrade, after the input checks) only to the other.
+@bp.get("/client/allocation/<alloc_id>/exec", websocket=True)
 @bp.get("/client/allocation/<alloc_id>/exec")
 def alloc_exec(alloc_id: str) -> Response:
     wanted = exec_request(uuid_value(alloc_id, "AllocID"))
