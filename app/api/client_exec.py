@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import structlog
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, g, request
 
 from app.acl import client_link as link
 from app.acl import policy as pol
@@ -235,6 +235,10 @@ def alloc_exec(alloc_id: str) -> Response:
     except OSError:
         opened.ws.sock.close()
         return Upgraded()
-    log.info("alloc exec session", alloc_id=str(wanted.alloc_id), task=wanted.task, tty=wanted.tty)
+    # Nomad logs each exec session with the token that opened it: an audit trail of commands.
+    accessor = g.get("corral_accessor", "")
+    log.info(
+        "alloc exec session", alloc_id=str(wanted.alloc_id), task=wanted.task, command=wanted.command, accessor=accessor
+    )
     relay(wsock.WebSocket.server(sock), opened.ws)
     return Upgraded()

@@ -17,7 +17,6 @@ import random
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -216,50 +215,61 @@ def _problem(body: bytes) -> str:
         return body.decode("utf-8", "replace").strip()
 
 
+class Terminal:
+    """The local terminal in raw mode, its size sent now and on every SIGWINCH. `release` puts
+    the mode back (any thread: the escape sequence does it before printing); `restore` also
+    puts back the SIGWINCH handler (the main thread, as signal handlers must be)."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        import termios
+        import tty as tty_mode
+
+        self.ws, self.fd = ws, sys.stdin.fileno()
+        self.saved = termios.tcgetattr(self.fd)
+        self.raw = True
+        tty_mode.setraw(self.fd)
+        self.previous = signal.signal(signal.SIGWINCH, self.send_size)
+        self.send_size()
+
+    def send_size(self, *_: Any) -> None:
+        from app.stream import exec_frames as frames
+        from app.stream import websocket as wsock
+
+        with contextlib.suppress(wsock.Closed, OSError):
+            size = os.get_terminal_size(sys.stdout.fileno())
+            self.ws.send(frames.tty_size(size.lines, size.columns))
+
+    def release(self) -> None:
+        import termios
+
+        if self.raw:
+            self.raw = False
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+    def restore(self) -> None:
+        signal.signal(signal.SIGWINCH, self.previous)
+        self.release()
+
+
 def _run(alloc_id: str, task: str, command: list[str], tty: bool, escape: str, stdin_on: bool) -> int:
     ws = _open(alloc_id, task, command, tty)
-    restore: Callable[[], None] = lambda: None  # noqa: E731
-    if tty:
-        restore = _raw_terminal(ws)
+    terminal = Terminal(ws) if tty else None
+    hung_up = threading.Event()
     try:
-        _start_input(ws, tty, escape if tty else "", stdin_on, restore)
-        return _output(ws)
+        _start_input(ws, escape if tty else "", stdin_on, terminal, hung_up)
+        return _output(ws, hung_up)
     except KeyboardInterrupt:
         ws.close()
         return 130
     finally:
-        restore()
+        if terminal is not None:
+            terminal.restore()
         ws.sock.close()
 
 
-def _raw_terminal(ws: WebSocket) -> Callable[[], None]:
-    """Raw mode on stdin, the terminal's size now and on every SIGWINCH; returns the undo."""
-    import termios
-    import tty as tty_mode
-
-    from app.stream import exec_frames as frames
-    from app.stream import websocket as wsock
-
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    tty_mode.setraw(fd)
-
-    def send_size(*_: Any) -> None:
-        size = os.get_terminal_size(sys.stdout.fileno())
-        with contextlib.suppress(wsock.Closed, OSError):
-            ws.send(frames.tty_size(size.lines, size.columns))
-
-    previous = signal.signal(signal.SIGWINCH, send_size)
-    send_size()
-
-    def restore() -> None:
-        signal.signal(signal.SIGWINCH, previous)
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-    return restore
-
-
-def _start_input(ws: WebSocket, tty: bool, escape: str, stdin_on: bool, restore: Callable[[], None]) -> None:
+def _start_input(
+    ws: WebSocket, escape: str, stdin_on: bool, terminal: Terminal | None, hung_up: threading.Event
+) -> None:
     from app.stream import exec_frames as frames
     from app.stream import websocket as wsock
 
@@ -276,8 +286,11 @@ def _start_input(ws: WebSocket, tty: bool, escape: str, stdin_on: bool, restore:
                 if data:
                     ws.send(frames.stdin(data))
                 if closing:
-                    restore()
+                    hung_up.set()
+                    if terminal is not None:
+                        terminal.release()  # so the message starts a line of its own
                     sys.stderr.write("\nConnection closed\n")
+                    sys.stderr.flush()
                     ws.close()
                     return
             ws.send(frames.stdin_close())
@@ -296,9 +309,9 @@ def _start_input(ws: WebSocket, tty: bool, escape: str, stdin_on: bool, restore:
     threading.Thread(target=heartbeat, name="exec-heartbeat", daemon=True).start()
 
 
-def _output(ws: WebSocket) -> int:
+def _output(ws: WebSocket, hung_up: threading.Event) -> int:
     """Write the command's output until `exited`; its exit code (1 if the session ended
-    without one, as Nomad's CLI reports a failed exec)."""
+    without one, as Nomad's CLI reports a failed exec, or the user hung up with the escape)."""
     from app.stream import exec_frames as frames
 
     while (message := ws.receive()) is not None:
@@ -313,6 +326,8 @@ def _output(ws: WebSocket) -> int:
             out = sys.stdout.buffer if frame.stream == "stdout" else sys.stderr.buffer
             out.write(frame.data)
             out.flush()
+    if hung_up.is_set():
+        return 1
     if ws.close_code not in (None, 1000):
         click.echo(f"failed to exec into task: {ws.close_reason or f'closed with code {ws.close_code}'}", err=True)
     else:

@@ -5,9 +5,15 @@ alloc-node-exec, the CLI with a pipe for stdin, and no orphan once the caller ha
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
+import struct
 import subprocess
+import termios
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,8 +193,22 @@ def test_alloc_exec_end_to_end(cluster: Cluster) -> None:
     missing = cli(alloc_id, "/no/such/program")
     assert missing.returncode == 1 and "failed to exec into task" in missing.stderr and "command" in missing.stderr
 
+    # The CLI on a terminal: -t by default, raw mode, the terminal's size; `~.` hangs up.
+    code, screen = on_terminal(
+        [*cli_argv(alloc_id), "/bin/sh", "-c", "test -t 0 && echo remote-tty; read go; stty size; exit 6"],
+        env_cli,
+        b"go\r",
+    )
+    assert code == 6 and b"remote-tty" in screen and b"25 91" in screen, screen
+    code, screen = on_terminal(
+        [*cli_argv(alloc_id), "/bin/sh", "-c", "echo $$ > local/hung; sleep 311"], env_cli, b"\r~."
+    )
+    assert code == 1 and b"Connection closed" in screen, screen
+    hung = int((task_dir / "local" / "hung").read_text())
+    assert wait_for(lambda: not _alive(hung), 30)
+
     # The caller hangs up: the command and what it started are killed, no orphan is left.
-    opened = open_exec(cluster, secret, alloc_id, command=["/bin/sh", "-c", "sleep 300 & echo $$ $!; wait"])
+    opened = open_exec(cluster, secret, alloc_id, command=["/bin/sh", "-c", "sleep 307 & echo $$ $!; wait"])
     assert isinstance(opened, wsock.Accepted)
     first = frames.parse_output(opened.ws.receive() or "")
     pids = [int(p) for p in first.data.split()]
@@ -205,6 +225,41 @@ def test_alloc_exec_end_to_end(cluster: Cluster) -> None:
     gone = lambda: http.get(f"/v1/allocation/{alloc_id}", headers=root).json()["ClientStatus"] != "running"  # noqa: E731
     assert wait_for(gone, 60)
     assert refused(open_exec(cluster, secret, alloc_id, command=["ls"]))[0] == 404
+
+
+def cli_argv(alloc_id: str) -> list[str]:
+    return [CORRAL, "alloc", "exec", alloc_id]
+
+
+def on_terminal(argv: list[str], env: dict[str, str], typed: bytes) -> tuple[int, bytes]:
+    """Run the CLI on a pseudo-terminal of 25x91, type `typed` once the remote command is up
+    (its first output, or after a moment), and return its exit code and everything it printed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 25, 91, 0, 0))
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    screen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                if typed and (screen or time.monotonic() > deadline - 55):
+                    os.write(master, typed)
+                    typed = b""
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the CLI exited and closed the terminal
+                break
+            screen += chunk
+        return process.wait(10), screen
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
 
 
 def _alive(pid: int) -> bool:
