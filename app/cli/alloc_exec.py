@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
 import sys
 import threading
@@ -132,6 +131,7 @@ class EscapeReader:
 
 def _alloc_of_job(job_id: str) -> str:
     """Nomad's -job: a random running allocation of the job."""
+    import random  # here: it costs the CLI's start-up a few milliseconds
     allocs = http.get(f"/v1/job/{job_id}/allocations")
     running = [a for a in allocs if a.get("ClientStatus") == "running"] if isinstance(allocs, list) else []
     if not running:
