@@ -132,6 +132,7 @@ class EscapeReader:
 def _alloc_of_job(job_id: str) -> str:
     """Nomad's -job: a random running allocation of the job."""
     import random  # here: it costs the CLI's start-up a few milliseconds
+
     allocs = http.get(f"/v1/job/{job_id}/allocations")
     running = [a for a in allocs if a.get("ClientStatus") == "running"] if isinstance(allocs, list) else []
     if not running:
@@ -252,6 +253,8 @@ class Terminal:
 
 
 def _run(alloc_id: str, task: str, command: list[str], tty: bool, escape: str, stdin_on: bool) -> int:
+    if tty and not sys.stdin.isatty():
+        raise click.ClickException("failed to exec into task: not a terminal (-t needs stdin to be one)")
     ws = _open(alloc_id, task, command, tty)
     terminal = Terminal(ws) if tty else None
     hung_up = threading.Event()

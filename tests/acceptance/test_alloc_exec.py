@@ -190,6 +190,7 @@ def test_alloc_exec_end_to_end(cluster: Cluster) -> None:
     assert wrong_task.returncode == 1 and "Could not find task named: nope" in wrong_task.stderr
     assert "A command is required" in cli(alloc_id).stderr
     assert "-i must be enabled if running with tty" in cli("-t", "-i=false", alloc_id, "ls").stderr
+    assert "not a terminal" in cli("-t", alloc_id, "ls").stderr  # -t asked for, stdin a pipe
     missing = cli(alloc_id, "/no/such/program")
     assert missing.returncode == 1 and "failed to exec into task" in missing.stderr and "command" in missing.stderr
 
