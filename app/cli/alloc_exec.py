@@ -133,14 +133,22 @@ def _alloc_of_job(job_id: str) -> str:
     """Nomad's -job: a random running allocation of the job."""
     import random  # here: it costs the CLI's start-up a few milliseconds
 
-    allocs = http.get(f"/v1/job/{job_id}/allocations")
-    running = [a for a in allocs if a.get("ClientStatus") == "running"] if isinstance(allocs, list) else []
+    try:
+        allocs = http.get(f"/v1/job/{job_id}/allocations")
+    except http.ApiError as err:
+        if err.status != 404:
+            raise
+        allocs = []
+    allocs = allocs if isinstance(allocs, list) else []
+    if not allocs:
+        raise click.ClickException(f"Error fetching allocations: job {job_id!r} doesn't exist or it has no allocations")
+    running = [a for a in allocs if a.get("ClientStatus") == "running"]
     if not running:
-        raise click.ClickException(f"Error fetching allocations: job {job_id!r} has no running allocations")
+        raise click.ClickException(f"Error fetching allocations: job {job_id!r} doesn't have any running allocations")
     return str(random.choice(running)["ID"])
 
 
-def _task_of(found: dict[str, Any], task: str) -> str:
+def task_of(found: dict[str, Any], task: str) -> str:
     """The named task, checked; or the group's only task (Nomad's lookupAllocTask)."""
     group: dict[str, Any] = next(
         (g for g in (found.get("Job") or {}).get("TaskGroups") or [] if g.get("Name") == found.get("TaskGroup")), {}
@@ -182,7 +190,7 @@ def exec_(argv: tuple[str, ...]) -> None:
     opts = parse_args(list(argv))
     target, command, tty, escape = check(opts)
     full = _alloc_of_job(target) if opts.job else resolve(target)
-    task = _task_of(http.get(f"/v1/allocation/{full}"), opts.task)
+    task = task_of(http.get(f"/v1/allocation/{full}"), opts.task)
     sys.exit(_run(full, task, command, tty, escape, opts.stdin))
 
 

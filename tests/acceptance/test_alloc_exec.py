@@ -186,6 +186,7 @@ def test_alloc_exec_end_to_end(cluster: Cluster) -> None:
     assert (piped.stdout, piped.returncode) == ("from a pipe\n", 4), piped.stderr
     by_job = cli("-job", "-task", "t", "-i=false", "sh", "/bin/sh", "-c", "echo by-job; cat")
     assert (by_job.stdout, by_job.returncode) == ("by-job\n", 0), by_job.stderr
+    assert "doesn't exist or it has no allocations" in cli("-job", "no-such-job", "ls").stderr
     wrong_task = cli("-task", "nope", alloc_id, "ls")
     assert wrong_task.returncode == 1 and "Could not find task named: nope" in wrong_task.stderr
     assert "A command is required" in cli(alloc_id).stderr

@@ -10,11 +10,12 @@ import socket
 import threading
 from collections.abc import Iterator
 
+import click
 import pytest
 from wsproto.connection import Connection, ConnectionType
 from wsproto.events import Ping
 
-from app.cli.alloc_exec import EscapeReader, Options, Usage, check, parse_args
+from app.cli.alloc_exec import EscapeReader, Options, Usage, check, parse_args, task_of
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
 
@@ -187,3 +188,16 @@ def test_the_escape_sequence_closes_only_at_the_start_of_a_line() -> None:
     assert reader.feed(b"\n~x") == (b"\n~x", False)  # escape + other: both
     assert reader.feed(b"\r~") == (b"\r", False)  # pending across reads
     assert reader.feed(b".rest") == (b"", True)
+
+
+def test_the_task_is_the_groups_only_one_or_must_be_named() -> None:
+    def allocation(*names: str) -> dict[str, object]:
+        tasks = [{"Name": n} for n in names]
+        return {"ID": "0123456789ab", "TaskGroup": "g", "Job": {"TaskGroups": [{"Name": "g", "Tasks": tasks}]}}
+
+    assert task_of(allocation("web"), "") == "web"
+    assert task_of(allocation("web", "side"), "side") == "side"
+    with pytest.raises(click.ClickException, match=r"(?s)running the following tasks:\n  \* web\n  \* side\n"):
+        task_of(allocation("web", "side"), "")
+    with pytest.raises(click.ClickException, match="Could not find task named: nope, Tasks available: web, side"):
+        task_of(allocation("web", "side"), "nope")
