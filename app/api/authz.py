@@ -174,6 +174,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    "client_exec.alloc_exec": InNamespace(pol.ALLOC_EXEC, "allocation"),  # + alloc-node-exec for raw_exec, in the route
     # Nodes and the client protocol.
     "nodes.register": NodeIntroduction(),
     "nodes.list_nodes": Area("node", R),

@@ -177,6 +177,7 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 
 from app.cli.acl import acl  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
+from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402

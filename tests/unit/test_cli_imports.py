@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-HEAVY = ("flask", "sqlalchemy", "hcl2", "lark", "pydantic_settings", "httpx", "psycopg", "gunicorn")
+HEAVY = ("flask", "sqlalchemy", "hcl2", "lark", "pydantic_settings", "httpx", "psycopg", "gunicorn", "wsproto")
 PROBE = "import {module}, sys; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))))"
 
 

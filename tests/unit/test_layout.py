@@ -67,6 +67,9 @@ LAYERS: list[tuple[str, ...]] = [
         "app.acl",
         # Nomad's filter= grammar (go-bexpr): a parser and an evaluator over plain JSON values.
         "app.bexpr",
+        # A WebSocket over a socket (wsproto) and alloc exec's frames: imports no other room,
+        # shared by the API, the client agent and the CLI.
+        "app.stream",
     ),
     ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
     ("app.store",),  # 2: per-noun data access and the named-SQL loader

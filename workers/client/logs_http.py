@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, urlparse
 import structlog
 
 from app.acl import client_link as link
+from app.stream import websocket as wsock
+from workers.client import exec_http
 from workers.client.alloc_fs import FsError
 from workers.client.alloc_runner import AllocRunner
 from workers.client.http_api import Local, route
@@ -76,8 +78,9 @@ def serve(
 
         def _handle(self, method: str) -> None:
             url = urlparse(self.path)
+            exec_match = exec_http.PATH.match(url.path) if method == "GET" else None
             found = route(method, url.path)
-            if found is None:
+            if found is None and exec_match is None:
                 return self._fail(404, "", f"no route {method} {url.path}")
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             secret = secret_of()
@@ -87,9 +90,12 @@ def serve(
             now = time.time()
             if not link.verify_request(key, method, url.path, query, stamp, offered, now):
                 return self._fail(403, "", "Permission denied")
-            if method != "GET" and not seen.first_use(offered, now):
+            if (method != "GET" or exec_match) and not seen.first_use(offered, now):
                 return self._fail(403, "", "Permission denied: this request was already served")
             self.proof = offered
+            if exec_match is not None:
+                return self._exec(exec_match.group(1), query)
+            assert found is not None
             handler, alloc_id = found
             try:
                 status, body, content_type = handler(local, alloc_id, query)
@@ -99,6 +105,28 @@ def serve(
                 log.exception("client endpoint failed", path=url.path)
                 return self._fail(500, "", "the client failed to answer; see its log")
             return self._answer(status, body, content_type)
+
+        def _exec(self, alloc_id: str, query: dict[str, str]) -> None:
+            """Start the command, then answer the upgrade (signed) and serve the session on
+            this connection; a refusal is an ordinary signed answer."""
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            if not wsock.wants_upgrade(headers):
+                return self._fail(400, "Upgrade", "alloc exec is a WebSocket: send Upgrade: websocket")
+            try:
+                session = exec_http.prepare(local, alloc_id, query)
+            except FsError as err:
+                return self._fail(err.status, err.field, err.message)
+            proof = link.response_proof(link.key_from_secret(secret_of()), self.proof, 101, b"")
+            self.close_connection = True
+            try:
+                self.wfile.write(wsock.accept_response(headers["sec-websocket-key"], {link.PROOF_HEADER: proof}))
+                self.wfile.flush()
+            except OSError:
+                session.kill()
+                return None
+            log.info("alloc exec session started", alloc_id=alloc_id, task=query.get("task"), pid=session.pid)
+            session.run(wsock.WebSocket.server(self.connection))
+            return None
 
         def do_GET(self) -> None:
             self._handle("GET")

@@ -1,0 +1,54 @@
+"""The client's side of `alloc exec` (GET /v1/client/allocation/<id>/exec, signed by the
+servers like every client route): checks the request as Nomad's client does, starts the
+command in the task's context (exec_session.py), and only then answers the upgrade, so a
+refusal is an ordinary signed 4xx that the server relays.
+
+The mock driver runs no process, so it has no context to run a command in: exec into a mock
+task is refused (400 naming `task`), where Nomad's mock driver fakes a limited exec."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from workers.client.alloc_fs import FsError
+from workers.client.exec_session import ExecSession, ExecSpec
+from workers.client.http_api import Local, Query
+
+PATH = re.compile(r"^/v1/client/allocation/([0-9a-f-]{36})/exec$")
+EXEC_DRIVERS = frozenset({"raw_exec"})
+
+
+def _command(query: Query) -> list[str]:
+    try:
+        command = json.loads(query.get("command", ""))
+    except ValueError:
+        raise FsError(400, "command", "must be a JSON array of strings") from None
+    if not isinstance(command, list) or not all(isinstance(p, str) for p in command) or not command:
+        raise FsError(400, "command", "command is not present: a non-empty JSON array of strings")
+    return command
+
+
+def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession:
+    """The started command, or FsError with Nomad's status and message for what is wrong."""
+    task = query.get("task", "")
+    if not task:
+        raise FsError(400, "task", "must provide a valid task name")
+    command = _command(query)
+    runner = local.runner_of(alloc_id)
+    if runner is None:
+        raise FsError(404, "AllocID", f"allocation {alloc_id} is not on this node")
+    task_runner = runner.tasks.get(task)
+    if task_runner is None:
+        raise FsError(400, "task", f"unknown task name {task!r}")
+    if task_runner.spec.driver not in EXEC_DRIVERS:
+        raise FsError(400, "task", f"task {task!r} uses the {task_runner.spec.driver} driver, which cannot exec")
+    if not task_runner.state.get("StartedAt"):
+        raise FsError(404, "task", f"task {task!r} not started yet.")
+    if runner.terminal or task_runner.handle is None or task_runner.state.get("State") != "running":
+        raise FsError(404, "task", f"task {task!r} is not running.")
+    spec = ExecSpec(command, query.get("tty") == "true", dict(task_runner.spec.env), task_runner.task_dir)
+    try:
+        return ExecSession(spec)
+    except (OSError, ValueError) as err:
+        raise FsError(400, "command", f"failed to start {command[0]!r}: {err}") from None
