@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api.blocking import IndexWatcher, blocking_read, hung_up
 from app.api.errors import CommitOutcomeUnknown, database_unavailable
 from app.api.params import blocking_params
+from app.api.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
 from app.config import Settings
 
 T = TypeVar("T")
@@ -43,6 +45,8 @@ class ApiState:
     client: Lane
     watcher: IndexWatcher
     client_engine: Engine
+    # Hot standbys for reads (CORRAL_READ_DATABASE_URL); None: the primary answers every read.
+    standby: Standby | None = None
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a
@@ -55,6 +59,8 @@ class ApiState:
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
         self.watcher.stop()
+        if self.standby is not None:
+            self.standby.close()
         self.engine.dispose()
         self.client_engine.dispose()
 
@@ -92,8 +98,9 @@ def respond(body: Any, index: int, status: int = 200) -> Response:
     response = jsonify(body)
     response.status_code = status
     response.headers["X-Nomad-Index"] = str(index)
-    response.headers["X-Nomad-KnownLeader"] = "true"
-    response.headers["X-Nomad-LastContact"] = "0"
+    source: Source = g.get("corral_read_source", PRIMARY) if has_request_context() else PRIMARY
+    response.headers["X-Nomad-KnownLeader"] = "true" if source.known_leader else "false"
+    response.headers["X-Nomad-LastContact"] = str(source.last_contact_ms)
     return response
 
 
@@ -103,6 +110,15 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
+    standby = current.standby
+    if standby is not None and may_use_standby(params):
+        started = time.monotonic()
+        reads = standby.client if current.lane is current.client else standby.ordinary
+        try:
+            result, index, g.corral_read_source = standby_read(standby, reads, tables, params, fn, caller, node)
+            return result, index
+        except StandbyUnusable:
+            params = remaining(params, started)
     return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
 
 
