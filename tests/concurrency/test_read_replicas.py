@@ -144,9 +144,11 @@ def test_a_read_waits_for_the_standby_to_replay_past_the_client(replicated: Repl
             assert client.put("/v1/jobs", json=job("waited")).status_code == 200
             seen = index_of(get(app, "/v1/jobs")[0])
             answers: list[tuple[TestResponse, Source | None]] = []
-            reader = threading.Thread(target=lambda: answers.append(get(app, f"/v1/jobs?index={seen - 1}")))
+            # A short wait: were the standby's older snapshot used, the query would end with its
+            # older index after 1 s, while replay is still paused.
+            reader = threading.Thread(target=lambda: answers.append(get(app, f"/v1/jobs?index={seen}&wait=1s")))
             reader.start()
-            time.sleep(0.3)  # the read is waiting for replay now (or soon): either way the answer is right
+            time.sleep(1.5)  # the read is waiting for replay (however late it started, the answer is right)
         reader.join(LIVENESS_S)
         [(answer, source)] = answers
         assert source is not None, "the standby answers once it has replayed past the client"
