@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 from flask import Response, current_app, g, has_request_context, jsonify, request
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.blocking import IndexWatcher, blocking_read, hung_up
-from app.api.errors import CommitOutcomeUnknown, database_unavailable
+from app.api.errors import CommitOutcomeUnknown, ReplicationUnconfirmed, database_unavailable
 from app.api.params import blocking_params
 from app.api.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
 from app.config import Settings
@@ -134,13 +135,37 @@ def write(fn: Callable[[Session], T]) -> T:
             with contextlib.suppress(Exception):  # the connection may be gone: the error that matters is fn's
                 session.rollback()
             raise
-        try:
-            session.commit()
-        except DBAPIError as err:
-            if database_unavailable(err):
-                raise CommitOutcomeUnknown(str(err.orig or err).strip().splitlines()[0]) from err
-            raise
+        _commit(session)
         return result
+
+
+# PostgreSQL's WARNING when statement_timeout (or a cancel) ends COMMIT's wait for the
+# synchronous standby: the transaction stays committed locally, COMMIT still "succeeds".
+SYNC_WAIT_CANCELLED = "canceling wait for synchronous replication"
+
+
+def _commit(session: Session) -> None:
+    """COMMIT, telling a lost connection and an unconfirmed replication (both 503s) from success."""
+    driver = session.connection().connection.dbapi_connection
+    warnings: list[str] = []
+
+    def collect(notice: psycopg.errors.Diagnostic) -> None:
+        warnings.append(notice.message_primary or "")
+
+    if isinstance(driver, psycopg.Connection):
+        driver.add_notice_handler(collect)
+    try:
+        session.commit()
+    except DBAPIError as err:
+        if database_unavailable(err):
+            raise CommitOutcomeUnknown(str(err.orig or err).strip().splitlines()[0]) from err
+        raise
+    finally:
+        if isinstance(driver, psycopg.Connection):
+            driver.remove_notice_handler(collect)
+    cancelled = [message for message in warnings if SYNC_WAIT_CANCELLED in message]
+    if cancelled:
+        raise ReplicationUnconfirmed(cancelled[0])
 
 
 def client_write(fn: Callable[[Session], T]) -> T:

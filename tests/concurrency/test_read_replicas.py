@@ -2,7 +2,8 @@
 standby (bench/replication.py): the standby's safe index is as sound as the primary's, a read
 never answers with an index older than the one the client sent (it waits for replay or the
 primary answers), a blocking query served by the standby wakes after a write on the primary,
-writes and ACL token lookups go to the primary."""
+writes and ACL token lookups go to the primary. And a write whose COMMIT the synchronous
+standby never confirms (its wait cancelled by the API's statement_timeout) is a 503, not a 200."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 from flask import Flask, g
@@ -20,8 +22,10 @@ from werkzeug.test import TestResponse
 from app import create_app
 from app.api.replicas import Source
 from app.config import Settings
+from app.db.engines import ROLE_TIMEOUTS
 from app.db.schema import upgrade
 from bench.replication import DATABASE, Replicated, replicated_postgres
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.concurrency
 LIVENESS_S = 60.0  # a bound for a hang only: a woken blocking query returns in well under a second
@@ -197,3 +201,57 @@ def test_a_bad_stale_value_is_a_400_naming_it(replicated: Replicated) -> None:
     with api(replicated) as app:
         answer, _ = get(app, "/v1/jobs?stale=maybe")
         assert answer.status_code == 400 and "stale" in answer.get_data(as_text=True)
+
+
+@contextmanager
+def standby_frozen(cluster: Replicated) -> Iterator[None]:
+    """SIGSTOP every process of the standby (its WAL receiver with them): a commit on the
+    primary waits for a confirmation that does not come until the block ends."""
+    primary, [standby] = cluster.primary(), cluster.standbys()
+    pid = standby.postmaster_pid()
+    assert pid is not None
+    postmaster = psutil.Process(pid)
+    processes = [postmaster, *postmaster.children(recursive=True)]
+    for process in processes:
+        process.suspend()
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.resume()
+        cluster.wait_sync(primary, standby)
+
+
+def test_a_commit_whose_wait_for_the_standby_is_cancelled_is_a_503_not_a_success(replicated: Replicated) -> None:
+    """COMMIT waits for the synchronous standby's confirmation however long it takes: the API's
+    statement_timeout does not end that wait (PostgreSQL stops the statement timer before the
+    commit itself). A cancel does (an operator's pg_cancel_backend, a shutdown): PostgreSQL then
+    reports the commit done, with a WARNING, though no standby has it. The client must not hear
+    200 for a write a failover would lose."""
+    primary = replicated.primary()
+    app = create_app(Settings(database_url=replicated.url), replicated.url)
+    answers: list[TestResponse] = []
+    try:
+        with standby_frozen(replicated), psycopg.connect(primary.admin_url(DATABASE), autocommit=True) as admin:
+            writer = threading.Thread(
+                target=lambda: answers.append(app.test_client().put("/v1/jobs", json=job("unconfirmed")))
+            )
+            writer.start()
+            waiting = (
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'corral-api' AND wait_event = 'SyncRep'"
+            )
+            assert wait_for(lambda: admin.execute(waiting).fetchone() is not None, LIVENESS_S)
+            time.sleep(ROLE_TIMEOUTS["api"].statement_ms / 1000 + 1)
+            row = admin.execute(waiting).fetchone()
+            assert row is not None, "the commit stopped waiting for the standby at statement_timeout"
+            admin.execute("SELECT pg_cancel_backend(%s)", (row[0],))
+            writer.join(LIVENESS_S)
+        [answer] = answers
+        assert answer.status_code == 503, answer.get_data(as_text=True)
+        assert answer.json is not None and answer.json.get("title") == "Commit Outcome Unknown"
+        assert "synchronous standby" in answer.get_data(as_text=True)
+        # Committed on the primary all the same: reading it back is how the client finds out.
+        with psycopg.connect(primary.admin_url(DATABASE), autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM jobs WHERE id = 'unconfirmed'").fetchone() == (1,)
+    finally:
+        app.extensions["corral"].close()
