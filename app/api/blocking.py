@@ -274,7 +274,10 @@ class IndexWatcher:
     def _set_lagging(self, lagging: bool) -> None:
         if lagging == self.lagging:
             return
-        log.warning("standby replay lagging; blocking queries go to the primary" if lagging else "standby caught up")
+        if lagging:
+            log.warning("standby replay lagging; its blocking queries go to the primary", wait_s=self._replay_wait_s)
+        else:
+            log.info("standby replay caught up")
         with self._cond:
             self.lagging = lagging
             if lagging:  # waiters on the standby look at `lagging` and go to the primary
