@@ -8,8 +8,11 @@ re-issued with the index of its last answer), `--readers` plain reads in a loop
 (`GET /v1/job/<id>?stale`: the client accepts a standby's answer, as in Nomad) and one writer
 registering a job version every 1/`--write-rate` s (on the primary in both phases: it is what
 wakes the blocking queries). Prints per phase: blocking answers/s, plain reads/s, writes/s,
-transactions/s on each database server, the load average, and any answer whose X-Nomad-Index
-went back for its watcher (must be 0); then the standby/primary ratios.
+blocking answers per write (each write wakes every watcher: at most --watchers), transactions/s
+on each database server, the load average, and any answer whose X-Nomad-Index went back for its
+watcher (must be 0); then the standby/primary ratios. Both servers, both databases and the load
+run on one machine: a standby there adds no CPU, so the ratios show the cost of a standby read,
+and the primary's transactions/s show the load taken off it.
 
     uv run python -m bench.read_scaleout --seconds 20
 """
@@ -149,12 +152,13 @@ def run_phase(replicated: Replicated, work: Path, name: str, read_url: str | Non
 
 def report(phases: list[Phase]) -> None:
     print(
-        f"{'reads on':<9} {'blocking/s':>10} {'reads/s':>8} {'writes/s':>8} {'primary tx/s':>12} "
+        f"{'reads on':<9} {'blocking/s':>10} {'per write':>9} {'reads/s':>8} {'writes/s':>8} {'primary tx/s':>12} "
         f"{'standby tx/s':>12} {'went back':>9} {'errors':>6} {'load1':>5}"
     )
     for p in phases:
         print(
-            f"{p.name:<9} {p.rate(p.blocking):10.1f} {p.rate(p.reads):8.1f} {p.rate(p.writes):8.1f} "
+            f"{p.name:<9} {p.rate(p.blocking):10.1f} {p.blocking / max(1, p.writes):9.1f} "
+            f"{p.rate(p.reads):8.1f} {p.rate(p.writes):8.1f} "
             f"{p.rate(p.primary_xacts):12.1f} {p.rate(p.standby_xacts):12.1f} {p.went_back:9d} {p.errors:6d} "
             f"{p.load:5.1f}"
         )

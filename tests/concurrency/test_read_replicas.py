@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +26,7 @@ from app.config import Settings
 from app.db.engines import ROLE_TIMEOUTS
 from app.db.schema import upgrade
 from bench.replication import DATABASE, Replicated, replicated_postgres
+from tests.support.api import node_body
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.concurrency
@@ -176,6 +178,25 @@ def test_a_blocking_query_on_the_standby_wakes_after_a_write_on_the_primary(repl
         assert source is not None and source.known_leader
         assert index_of(answer) > seen and "second" in [j["ID"] for j in answer.json or []]
         assert answer.headers["X-Nomad-KnownLeader"] == "true"
+
+
+def test_a_nodes_allocation_query_on_the_standby_wakes_for_its_node(replicated: Replicated) -> None:
+    """The client lane's per-node wait (every client holds one) tracks node changes on the standby."""
+    with api(replicated) as app:
+        client = app.test_client()
+        node_id = str(uuid.uuid4())
+        assert client.put("/v1/node/register", json={"Node": node_body(node_id)}).status_code == 200
+        seen = index_of(get(app, f"/v1/node/{node_id}/allocations")[0])
+        answers: list[tuple[TestResponse, Source | None]] = []
+        path = f"/v1/node/{node_id}/allocations?index={seen}&wait={int(LIVENESS_S)}s"
+        waiter = threading.Thread(target=lambda: answers.append(get(app, path)))
+        waiter.start()
+        time.sleep(0.5)  # let it block (if it has not yet, it sees the change at once: same answer)
+        assert client.put(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"}).status_code == 200
+        waiter.join(LIVENESS_S)
+        assert not waiter.is_alive(), "the node's query on the standby never woke up"
+        [(answer, source)] = answers
+        assert source is not None and index_of(answer) > seen
 
 
 def test_writes_and_token_lookups_go_to_the_primary(replicated: Replicated) -> None:
