@@ -8,7 +8,8 @@ re-issued with the index of its last answer), `--readers` plain reads in a loop
 (`GET /v1/job/<id>?stale`: the client accepts a standby's answer, as in Nomad) and one writer
 registering a job version every 1/`--write-rate` s (on the primary in both phases: it is what
 wakes the blocking queries). Prints per phase: blocking answers/s, plain reads/s, writes/s,
-blocking answers per write (each write wakes every watcher: at most --watchers), transactions/s
+blocking answers per write (each write wakes every watcher: at most --watchers, fewer when one
+answer covers two writes), blocking queries that ended at their wait with nothing new, transactions/s
 on each database server, the load average, and any answer whose X-Nomad-Index went back for its
 watcher (must be 0); then the standby/primary ratios. Both servers, both databases and the load
 run on one machine: a standby there adds no CPU, so the ratios show the cost of a standby read,
@@ -47,6 +48,7 @@ class Phase:
     reads: int = 0
     writes: int = 0
     went_back: int = 0
+    timed_out: int = 0
     errors: int = 0
     primary_xacts: int = 0
     standby_xacts: int = 0
@@ -83,6 +85,8 @@ class Load:
                 index = int(answer.headers["X-Nomad-Index"])
                 if index < last:
                     self.count("went_back")
+                elif index == last:
+                    self.count("timed_out")  # no change within the wait (or one missed)
                 last = max(last, index)
                 self.count("blocking")
 
@@ -153,13 +157,14 @@ def run_phase(replicated: Replicated, work: Path, name: str, read_url: str | Non
 def report(phases: list[Phase]) -> None:
     print(
         f"{'reads on':<9} {'blocking/s':>10} {'per write':>9} {'reads/s':>8} {'writes/s':>8} {'primary tx/s':>12} "
-        f"{'standby tx/s':>12} {'went back':>9} {'errors':>6} {'load1':>5}"
+        f"{'standby tx/s':>12} {'timed out':>9} {'went back':>9} {'errors':>6} {'load1':>5}"
     )
     for p in phases:
         print(
             f"{p.name:<9} {p.rate(p.blocking):10.1f} {p.blocking / max(1, p.writes):9.1f} "
             f"{p.rate(p.reads):8.1f} {p.rate(p.writes):8.1f} "
-            f"{p.rate(p.primary_xacts):12.1f} {p.rate(p.standby_xacts):12.1f} {p.went_back:9d} {p.errors:6d} "
+            f"{p.rate(p.primary_xacts):12.1f} {p.rate(p.standby_xacts):12.1f} {p.timed_out:9d} {p.went_back:9d} "
+            f"{p.errors:6d} "
             f"{p.load:5.1f}"
         )
     on_primary = [p for p in phases if p.name == "primary"]

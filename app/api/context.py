@@ -112,7 +112,7 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
     standby = current.standby
-    if standby is not None and may_use_standby(params):
+    if may_use_standby(params) and standby is not None:  # checks ?stale even without a standby
         started = time.monotonic()
         reads = standby.client if current.lane is current.client else standby.ordinary
         try:
@@ -139,8 +139,9 @@ def write(fn: Callable[[Session], T]) -> T:
         return result
 
 
-# PostgreSQL's WARNING when statement_timeout (or a cancel) ends COMMIT's wait for the
-# synchronous standby: the transaction stays committed locally, COMMIT still "succeeds".
+# PostgreSQL's WARNING when a cancel (pg_cancel_backend, a terminated backend; statement_timeout
+# is stopped before the commit) ends COMMIT's wait for the synchronous standby: the transaction
+# stays committed locally and COMMIT still "succeeds".
 SYNC_WAIT_CANCELLED = "canceling wait for synchronous replication"
 
 

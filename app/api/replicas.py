@@ -83,8 +83,10 @@ def stale_requested() -> bool:
 
 
 def may_use_standby(params: BlockingParams) -> bool:
-    """A standby may answer when the client said what it has seen, or accepted staleness."""
-    return params.index is not None or stale_requested()
+    """A standby may answer when the client said what it has seen, or accepted staleness.
+    Always parses ?stale, so a bad value is a 400 with or without a standby."""
+    stale = stale_requested()
+    return params.index is not None or stale
 
 
 def standby_read(
