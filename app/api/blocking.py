@@ -42,8 +42,10 @@ JITTER_FRACTION = 16  # Nomad adds up to wait/16 so many watchers do not return 
 CALLER_CHECK_S = 2.0
 NODE_TABLES = ("allocations", "nodes")
 # A standby's watcher, told of a commit by the primary, looks again once replay has passed it
-# (checked every REPLAY_STEP_S); if that takes longer than its replay_wait_s, it is lagging.
-REPLAY_STEP_S = 0.005
+# (checked after REPLAY_STEP_S, then twice as long each time up to REPLAY_STEP_MAX_S, so a slow
+# replay costs few queries); if that takes longer than its replay_wait_s, it is lagging.
+REPLAY_STEP_S = 0.002
+REPLAY_STEP_MAX_S = 0.05
 
 
 def hung_up(sock: socket.socket | None) -> Callable[[], bool]:
@@ -262,13 +264,15 @@ class IndexWatcher:
         if row is None or row[0] is None:
             return True  # the "primary" is in recovery itself: nothing to compare with
         deadline = time.monotonic() + self._replay_wait_s
+        step = REPLAY_STEP_S
         while not self._stopped.is_set():
             done = standby.execute(psycopg_query("replayed_past"), {"lsn": row[0]}).fetchone()
             if done is None or done[0] is not False:  # True, or not a standby (NULL): look now
                 return True
             if time.monotonic() >= deadline:
                 return False
-            self._stopped.wait(REPLAY_STEP_S)
+            self._stopped.wait(step)
+            step = min(step * 2, REPLAY_STEP_MAX_S)
         return True
 
     def _set_lagging(self, lagging: bool) -> None:
