@@ -21,6 +21,19 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL URL. Without it corral runs the embedded server in data_dir.",
     )
+    read_database_url: str | None = Field(
+        default=None,
+        description=(
+            "PostgreSQL URL of one or more hot standbys (libpq multi-host, e.g. "
+            "target_session_attrs=prefer-standby) that serve the API's blocking queries and ?stale reads; "
+            "writes always go to database_url. Unset: every read goes to database_url."
+        ),
+    )
+    read_replay_wait_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="How long a read waits for the standby to replay past the client's index, then asks the primary.",
+    )
     data_dir: Path = Field(
         default=Path(".corral"),
         description="Where the embedded PostgreSQL keeps its data (created on first use).",

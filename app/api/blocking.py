@@ -12,6 +12,7 @@ database whenever any allocation anywhere changes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import select
@@ -40,6 +41,11 @@ JITTER_FRACTION = 16  # Nomad adds up to wait/16 so many watchers do not return 
 # request's context at once; a waiter here notices within this long and frees its socket).
 CALLER_CHECK_S = 2.0
 NODE_TABLES = ("allocations", "nodes")
+# A standby's watcher, told of a commit by the primary, looks again once replay has passed it
+# (checked after REPLAY_STEP_S, then twice as long each time up to REPLAY_STEP_MAX_S, so a slow
+# replay costs few queries); if that takes longer than its replay_wait_s, it is lagging.
+REPLAY_STEP_S = 0.002
+REPLAY_STEP_MAX_S = 0.05
 
 
 def hung_up(sock: socket.socket | None) -> Callable[[], bool]:
@@ -62,8 +68,17 @@ class IndexWatcher:
     """Tracks the tables' indexes (each capped at the safe index) in the background; waiters
     sleep until their tables move."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, listen_url: str | None = None, replay_wait_s: float = 1.0) -> None:
+        """`listen_url` (the primary) is given when `database_url` is a hot standby, which delivers
+        no NOTIFY: the watcher listens on the primary and re-reads the standby once its replay
+        has passed the primary's WAL position at the notification. A standby that has not done
+        so within `replay_wait_s` is `lagging` (its waiters are woken to ask the primary) until
+        it has."""
         self._url = libpq_url(database_url)
+        self._listen_url = libpq_url(listen_url) if listen_url else None
+        self._replay_wait_s = replay_wait_s
+        self._safe = 0  # the watched server's safe index at its last look
+        self.lagging = False
         self._cond = threading.Condition()
         self._indexes: dict[str, int] = {}
         self._thread: threading.Thread | None = None
@@ -79,6 +94,12 @@ class IndexWatcher:
         self._node_level = 0
         self._node_marks: dict[uuid.UUID, int] = {}
         self._node_waiters: dict[uuid.UUID, set[threading.Event]] = {}
+
+    def safe_index(self) -> int:
+        """The watched server's safe index at the watcher's last look (0 before the first); a
+        hint only, as a pooled connection may reach another standby of a multi-host URL."""
+        self._ensure_running()
+        return self._safe
 
     def release_waiters(self) -> None:
         """Wake every waiting blocking query for good (the server is shutting down)."""
@@ -200,23 +221,74 @@ class IndexWatcher:
 
     def _watch(self) -> None:
         kwargs = {k: v for k, v in connect_args("api").items() if k != "application_name"}
-        with psycopg.connect(self._url, autocommit=True, application_name="corral-api-index-watcher", **kwargs) as conn:
-            conn.execute("LISTEN corral_index")
+        name = "corral-api-index-watcher"
+        with contextlib.ExitStack() as stack:
+            conn = stack.enter_context(psycopg.connect(self._url, autocommit=True, application_name=name, **kwargs))
+            listener = conn
+            if self._listen_url is not None:
+                listener = stack.enter_context(
+                    psycopg.connect(self._listen_url, autocommit=True, application_name=name, **kwargs)
+                )
+            listener.execute("LISTEN corral_index")
             self._listening = True
             while not self._stopped.is_set():
-                rows = conn.execute(psycopg_query("read_all")).fetchall()
-                indexes = {str(name): int(str(value)) for name, value in rows}
-                indexes[GLOBAL] = max(indexes.values(), default=0)
-                if self._tracking_nodes:
-                    self._track_nodes(conn, indexes)
-                if indexes != self._indexes:
-                    # Only a change wakes the waiters: thousands of them must not all run
-                    # every poll interval for nothing.
-                    with self._cond:
-                        self._indexes = indexes
-                        self._cond.notify_all()
-                for _ in conn.notifies(timeout=POLL_INTERVAL_S, stop_after=1):
+                self._look(conn)
+                for _ in listener.notifies(timeout=POLL_INTERVAL_S, stop_after=1):
                     pass
+                if listener is not conn:  # after a NOTIFY, and on every poll (one missed while away)
+                    self._set_lagging(not self._await_replay(listener, conn))
+
+    def _look(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        if self._listen_url is not None:  # only a standby's readers ask (app.api.replicas)
+            safe = conn.execute(psycopg_query("safe_index")).fetchone()
+            self._safe = int(str(safe[0])) if safe else 0
+        rows = conn.execute(psycopg_query("read_all")).fetchall()
+        indexes = {str(name): int(str(value)) for name, value in rows}
+        indexes[GLOBAL] = max(indexes.values(), default=0)
+        if self._tracking_nodes:
+            self._track_nodes(conn, indexes)
+        if indexes != self._indexes:
+            # Only a change wakes the waiters: thousands of them must not all run
+            # every poll interval for nothing.
+            with self._cond:
+                self._indexes = indexes
+                self._cond.notify_all()
+
+    def _await_replay(
+        self, primary: psycopg.Connection[tuple[object, ...]], standby: psycopg.Connection[tuple[object, ...]]
+    ) -> bool:
+        """Wait until the standby has replayed the primary's WAL as flushed now, which holds any
+        commit already notified (the next look sees it). False if it has not within
+        replay_wait_s."""
+        row = primary.execute(psycopg_query("primary_wal_position")).fetchone()
+        if row is None or row[0] is None:
+            return True  # the "primary" is in recovery itself: nothing to compare with
+        deadline = time.monotonic() + self._replay_wait_s
+        step = REPLAY_STEP_S
+        while not self._stopped.is_set():
+            done = standby.execute(psycopg_query("replayed_past"), {"lsn": row[0]}).fetchone()
+            if done is None or done[0] is not False:  # True, or not a standby (NULL): look now
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self._stopped.wait(step)
+            step = min(step * 2, REPLAY_STEP_MAX_S)
+        return True
+
+    def _set_lagging(self, lagging: bool) -> None:
+        if lagging == self.lagging:
+            return
+        if lagging:
+            log.warning("standby replay lagging; its blocking queries go to the primary", wait_s=self._replay_wait_s)
+        else:
+            log.info("standby replay caught up")
+        with self._cond:
+            self.lagging = lagging
+            if lagging:  # waiters on the standby look at `lagging` and go to the primary
+                self._cond.notify_all()
+                for events in self._node_waiters.values():
+                    for event in events:
+                        event.set()
 
 
 def blocking_read(

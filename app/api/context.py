@@ -5,19 +5,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 from flask import Response, current_app, g, has_request_context, jsonify, request
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.blocking import IndexWatcher, blocking_read, hung_up
-from app.api.errors import CommitOutcomeUnknown, database_unavailable
+from app.api.errors import CommitOutcomeUnknown, ReplicationUnconfirmed, database_unavailable
 from app.api.params import blocking_params
+from app.api.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
 from app.config import Settings
 
 T = TypeVar("T")
@@ -43,6 +46,8 @@ class ApiState:
     client: Lane
     watcher: IndexWatcher
     client_engine: Engine
+    # Hot standbys for reads (CORRAL_READ_DATABASE_URL); None: the primary answers every read.
+    standby: Standby | None = None
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a
@@ -55,6 +60,8 @@ class ApiState:
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
         self.watcher.stop()
+        if self.standby is not None:
+            self.standby.close()
         self.engine.dispose()
         self.client_engine.dispose()
 
@@ -92,8 +99,9 @@ def respond(body: Any, index: int, status: int = 200) -> Response:
     response = jsonify(body)
     response.status_code = status
     response.headers["X-Nomad-Index"] = str(index)
-    response.headers["X-Nomad-KnownLeader"] = "true"
-    response.headers["X-Nomad-LastContact"] = "0"
+    source: Source = g.get("corral_read_source", PRIMARY) if has_request_context() else PRIMARY
+    response.headers["X-Nomad-KnownLeader"] = "true" if source.known_leader else "false"
+    response.headers["X-Nomad-LastContact"] = str(source.last_contact_ms)
     return response
 
 
@@ -103,6 +111,15 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = hung_up(request.environ.get("gunicorn.socket"))
+    standby = current.standby
+    if may_use_standby(params) and standby is not None:  # checks ?stale even without a standby
+        started = time.monotonic()
+        reads = standby.client if current.lane is current.client else standby.ordinary
+        try:
+            result, index, g.corral_read_source = standby_read(standby, reads, tables, params, fn, caller, node)
+            return result, index
+        except StandbyUnusable:
+            params = remaining(params, started)
     return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
 
 
@@ -118,13 +135,38 @@ def write(fn: Callable[[Session], T]) -> T:
             with contextlib.suppress(Exception):  # the connection may be gone: the error that matters is fn's
                 session.rollback()
             raise
-        try:
-            session.commit()
-        except DBAPIError as err:
-            if database_unavailable(err):
-                raise CommitOutcomeUnknown(str(err.orig or err).strip().splitlines()[0]) from err
-            raise
+        _commit(session)
         return result
+
+
+# PostgreSQL's WARNING when a cancel (pg_cancel_backend, a terminated backend; statement_timeout
+# is stopped before the commit) ends COMMIT's wait for the synchronous standby: the transaction
+# stays committed locally and COMMIT still "succeeds".
+SYNC_WAIT_CANCELLED = "canceling wait for synchronous replication"
+
+
+def _commit(session: Session) -> None:
+    """COMMIT, telling a lost connection and an unconfirmed replication (both 503s) from success."""
+    driver = session.connection().connection.dbapi_connection
+    warnings: list[str] = []
+
+    def collect(notice: psycopg.errors.Diagnostic) -> None:
+        warnings.append(notice.message_primary or "")
+
+    if isinstance(driver, psycopg.Connection):
+        driver.add_notice_handler(collect)
+    try:
+        session.commit()
+    except DBAPIError as err:
+        if database_unavailable(err):
+            raise CommitOutcomeUnknown(str(err.orig or err).strip().splitlines()[0]) from err
+        raise
+    finally:
+        if isinstance(driver, psycopg.Connection):
+            driver.remove_notice_handler(collect)
+    cancelled = [message for message in warnings if SYNC_WAIT_CANCELLED in message]
+    if cancelled:
+        raise ReplicationUnconfirmed(cancelled[0])
 
 
 def client_write(fn: Callable[[Session], T]) -> T:

@@ -28,8 +28,24 @@ OUTCOME_UNKNOWN = (
 LOG_EVERY_S = 5.0
 
 
+REPLICATION_UNCONFIRMED = (
+    "the write committed on the primary, but its synchronous standby did not confirm it before the "
+    "statement timeout: it is lost if the primary fails before the standby catches up; read the "
+    "object back before retrying"
+)
+
+
 class CommitOutcomeUnknown(Exception):
     """The connection dropped during COMMIT: the transaction may have committed or not."""
+
+    detail = OUTCOME_UNKNOWN
+
+
+class ReplicationUnconfirmed(CommitOutcomeUnknown):
+    """COMMIT's wait for the synchronous standby was cancelled (statement_timeout): committed on
+    the primary only, which a failover may lose, so the client is not told it succeeded."""
+
+    detail = REPLICATION_UNCONFIRMED
 
 
 def database_unavailable(err: BaseException) -> bool:
@@ -101,8 +117,8 @@ def install(app: Flask) -> None:
 
     @app.errorhandler(CommitOutcomeUnknown)
     def _outcome_unknown(err: CommitOutcomeUnknown) -> Response:
-        log.warning("commit outcome unknown: the connection dropped during COMMIT", error=str(err.__cause__))
-        return busy(OUTCOME_UNKNOWN, title="Commit Outcome Unknown", retry_after_s=UNAVAILABLE_RETRY_AFTER_S)
+        log.warning("commit outcome unknown", error=str(err.__cause__ or err))
+        return busy(err.detail, title="Commit Outcome Unknown", retry_after_s=UNAVAILABLE_RETRY_AFTER_S)
 
     @app.errorhandler(sa_exc.DBAPIError)
     def _database(err: sa_exc.DBAPIError) -> Response:

@@ -3,9 +3,14 @@ module, the CLI's above all, does not import Flask)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flask import Flask
 
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from app.api.replicas import Standby
 
 
 def create_app(settings: Settings | None = None, database_url: str | None = None) -> Flask:
@@ -58,6 +63,34 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         client=Lane(writes=make_sessionmaker(node_engine), reads=node_reads),
         watcher=IndexWatcher(url),
         client_engine=node_engine,
+        standby=_standby(settings, url) if settings.read_database_url else None,
     )
     register(app)
     return app
+
+
+def _standby(settings: Settings, primary_url: str) -> Standby:
+    """Pools on CORRAL_READ_DATABASE_URL mirroring the primary's two lanes (reads only), and an
+    index watcher that polls the standby and listens on the primary (a standby has no NOTIFY)."""
+    from app.api.blocking import IndexWatcher
+    from app.api.replicas import Standby
+    from app.db.engines import make_engine, make_sessionmaker
+
+    url = settings.read_database_url
+    assert url is not None
+    timeout = settings.http_db_pool_timeout_s
+    engines = tuple(
+        make_engine(url, "api", pool_size=size, max_overflow=0, pool_timeout_s=timeout)
+        for size in (settings.http_db_pool_size, settings.http_node_pool_size)
+    )
+    ordinary, client = (
+        make_sessionmaker(engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True))
+        for engine in engines
+    )
+    return Standby(
+        ordinary=ordinary,
+        client=client,
+        watcher=IndexWatcher(url, listen_url=primary_url, replay_wait_s=settings.read_replay_wait_s),
+        replay_wait_s=settings.read_replay_wait_s,
+        engines=engines,
+    )

@@ -67,8 +67,10 @@ def agent(dev: bool) -> None:
 def server(ctx: click.Context) -> None:
     """Without a subcommand: serve the HTTP API (gunicorn, gevent workers) on CORRAL_BIND
     (default 127.0.0.1:4646); exits with an error if the database schema is not at the current
-    revision or the TLS settings are incomplete. `corral server members` lists the servers of
-    the cluster at CORRAL_ADDR."""
+    revision or the TLS settings are incomplete. With CORRAL_READ_DATABASE_URL (hot standbys),
+    blocking queries and ?stale reads are answered from a standby that has replayed past the
+    client's index; writes always go to CORRAL_DATABASE_URL. `corral server members` lists the
+    servers of the cluster at CORRAL_ADDR."""
     if ctx.invoked_subcommand is not None:
         return
     from app.config import tls_problem

@@ -101,3 +101,26 @@ SELECT pg_notify('corral_index', '');
 -- app.db.object_locks: one object's writers in turn, even before its row exists. A hash
 -- collision only makes two unrelated objects' writers take turns.
 SELECT pg_advisory_xact_lock(CAST(:kind AS integer), hashtext(:key));
+
+-- name: primary_wal_position
+-- How far the primary's WAL is flushed now (a synchronous commit it has acknowledged, and
+-- notified, is before it): a standby's index watcher waits for replay to pass it. NULL on a standby.
+SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE CAST(pg_current_wal_flush_lsn() AS text) END;
+
+-- name: replayed_past
+-- Whether this standby has replayed the primary's WAL up to :lsn; NULL when the server is not
+-- a standby (a read URL may land on the primary: it has everything).
+SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() >= CAST(:lsn AS pg_lsn) END;
+
+-- name: standby_read_status
+-- In a standby read's own snapshot: its safe index (the reader needs it at or above the index
+-- the client already has), whether the server is a standby with a WAL receiver (Nomad's
+-- KnownLeader), and its replay lag in milliseconds (Nomad's LastContact): 0 when everything
+-- received is replayed, else the age of the last replayed commit.
+SELECT state_index_safe() AS safe,
+       pg_is_in_recovery() AS standby,
+       NOT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_stat_wal_receiver) AS known_leader,
+       CASE
+           WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+           ELSE COALESCE(CAST(1000 * EXTRACT(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) AS bigint), 0)
+       END AS lag_ms;
