@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import psutil
@@ -72,12 +72,21 @@ class Role:
         self.stopped_until = 0.0
         self.exits: Counter[int] = Counter()
         self.killed_by_us = False
+        self.closed = False
+        # start() and close() one at a time: a restart in flight when the soak ends either
+        # finishes first (and close() kills what it started) or finds the role closed.
+        self._lock = threading.Lock()
 
     def start(self) -> None:
-        self.killed_by_us = False
-        self.popen = subprocess.Popen(
-            [CORRAL, *self.args], cwd=self.cwd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
-        )
+        """Start the process, unless the role is closed or its process still runs (two threads
+        that both found it gone start it once)."""
+        with self._lock:
+            if self.closed or self.alive():
+                return
+            self.killed_by_us = False
+            self.popen = subprocess.Popen(
+                [CORRAL, *self.args], cwd=self.cwd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+            )
 
     def tree(self) -> list[psutil.Process]:
         if self.popen is None:
@@ -112,9 +121,51 @@ class Role:
         return True
 
     def close(self) -> None:
-        self.signal_tree(signal.SIGCONT)
-        self.kill9()
-        self.log.close()
+        """Kill the process for good; the role never starts again. Closing twice is harmless."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.signal_tree(signal.SIGCONT)
+            self.kill9()
+            self.log.close()
+
+
+class Restartable(Protocol):
+    stopped_until: float
+
+    def reap(self) -> bool: ...
+    def start(self) -> None: ...
+
+
+class Supervisor:
+    """Restarts whatever role is not running (as systemd or Kubernetes would), a moment later,
+    on a thread of its own until stop()."""
+
+    def __init__(self, roles: list[Restartable]) -> None:
+        self.roles = roles
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="supervise", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for role in self.roles:
+                if time.monotonic() >= role.stopped_until and role.reap():
+                    time.sleep(0.2)
+                    role.start()
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Restart nothing more, and return only once a restart in flight has finished: whoever
+        then closes the roles closes every process the supervisor started."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class Postgres:
@@ -219,16 +270,9 @@ class Chaos:
             self.roles.append(Role("fleet", fleet, {**env, "CORRAL_ADDR": self.base}, work / "fleet"))
         self.https = [httpx.Client(base_url=base, timeout=10) for base in self.bases]
         self.http = self.https[0]
+        self.supervisor = Supervisor(list(self.roles))
 
     # -- processes ---------------------------------------------------------------------------
-
-    def supervise(self) -> None:
-        """Restart whatever is not running (as systemd or Kubernetes would), a second later."""
-        while not self.stop.wait(0.5):
-            for role in self.roles:
-                if time.monotonic() >= role.stopped_until and role.reap():
-                    time.sleep(0.2)
-                    role.start()
 
     def wait_ready(self, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
@@ -449,18 +493,17 @@ class Chaos:
             print(f"cluster up in {time.monotonic() - started:.1f}s; chaos for {self.args.duration:g}s", flush=True)
             threads = [
                 threading.Thread(target=target, name=name, daemon=True)
-                for name, target in (
-                    ("supervise", self.supervise),
-                    ("inject", self.inject),
-                    ("load", self.load),
-                    ("check", self.check_during),
-                )
+                for name, target in (("inject", self.inject), ("load", self.load), ("check", self.check_during))
             ]
+            self.supervisor.start()
             for thread in threads:
                 thread.start()
             self.stop.wait(self.args.duration)
             self.stop.set()
-            for thread in threads[1:]:
+            # From here on only this thread restarts roles: the supervisor and it must not both
+            # start one (the first process would be lost, and outlive the soak).
+            self.supervisor.stop()
+            for thread in threads:
                 thread.join(timeout=60)
             for role in self.roles:  # every frozen process thawed, every dead one back
                 role.signal_tree(signal.SIGCONT)
@@ -470,6 +513,7 @@ class Chaos:
             return self.settle()
         finally:
             self.stop.set()
+            self.supervisor.stop()  # before closing the roles: it could restart one behind close()
             for http in self.https:
                 http.close()
             for role in self.roles:
