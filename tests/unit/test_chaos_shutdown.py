@@ -1,5 +1,5 @@
-"""The chaos soak's shutdown (bench/chaos.py): no role process it starts may outlive it. The
-supervisor thread restarts roles; when the soak ends it must stop (a restart in flight included)
+"""The chaos soak's shutdown (bench/chaos_processes.py): no role process it starts may outlive it.
+The supervisor thread restarts roles; when the soak ends it must stop (a restart in flight included)
 before the roles are closed, and a role closed once stays closed. Roles here run `sleep`."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import psutil
 import pytest
 
-from bench import chaos
-from bench.chaos import Role, Supervisor
+from bench import chaos_processes as chaos
+from bench.chaos_processes import Role, Supervisor
 
 pytestmark = pytest.mark.unit
 POPEN = subprocess.Popen  # the real one, which the tests wrap
