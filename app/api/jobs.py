@@ -17,6 +17,7 @@ from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.models import Job
+from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
 
@@ -29,12 +30,12 @@ def list_jobs() -> Response:
     ns, prefix, query = namespace(allow_wildcard=True), prefix_arg(), list_query()
 
     def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
-        summaries = store.task_group_summaries(session, ns)
-        children = store.children_summaries(session, ns)
-        statuses = store.derived_statuses(session, ns)
+        summaries = reads.task_group_summaries(session, ns)
+        children = reads.children_summaries(session, ns)
+        statuses = reads.derived_statuses(session, ns)
         no_children = {"Pending": 0, "Running": 0, "Dead": 0}
         entries = []
-        for job in store.list_jobs(session, ns, prefix):
+        for job in reads.list_jobs(session, ns, prefix):
             key = (job.namespace, job.id)
             status = statuses.get(key, job.status)
             summary = encode.job_summary(job, summaries.get(key, {}), children.get(key, no_children))
@@ -178,8 +179,8 @@ def get_job(job_id: str) -> Response:
     refuse_unknown_subroute(job_id, "GET")
 
     def fetch(session: Any) -> dict[str, Any]:
-        job = store.get_job(session, ns, job_id)
-        return encode.job(job, store.derived_status(session, job))
+        job = reads.get_job(session, ns, job_id)
+        return encode.job(job, reads.derived_status(session, job))
 
     # Allocations and evaluations too: the status is derived from them.
     body, index = read(JOB_TABLES, fetch)
@@ -216,9 +217,9 @@ def versions(job_id: str) -> Response:
     assert ns is not None
 
     def fetch(session: Any) -> dict[str, Any]:
-        job = store.get_job(session, ns, job_id)
-        status = store.derived_status(session, job)
-        versions = [encode.job_version(v, job, status) for v in store.job_versions(session, job)]
+        job = reads.get_job(session, ns, job_id)
+        status = reads.derived_status(session, job)
+        versions = [encode.job_version(v, job, status) for v in reads.job_versions(session, job)]
         return {"Versions": versions, "Diffs": None}
 
     body, index = read(JOB_TABLES, fetch)
@@ -232,7 +233,7 @@ def evaluations(job_id: str) -> Response:
 
     def fetch(session: Any) -> list[dict[str, Any]]:
         assert ns is not None
-        store.get_job(session, ns, job_id)
+        reads.get_job(session, ns, job_id)
         rows, _ = list_evals(session, EvalFilter(namespace=ns, job_id=job_id), Page())
         return filtered(predicate, [encode.evaluation(e) for e in rows], lambda e: e)
 
@@ -248,8 +249,8 @@ def allocations(job_id: str) -> Response:
 
     def fetch(session: Any) -> list[dict[str, Any]]:
         assert ns is not None
-        job = store.get_job(session, ns, job_id)
-        rows = store.job_allocations(session, job)
+        job = reads.get_job(session, ns, job_id)
+        rows = reads.job_allocations(session, job)
         if not include_all:
             # Without ?all, Nomad leaves out allocations of an earlier incarnation of the job.
             rows = [a for a in rows if a.create_index >= job.create_index]
@@ -265,9 +266,9 @@ def summary(job_id: str) -> Response:
 
     def fetch(session: Any) -> dict[str, Any]:
         assert ns is not None
-        job = store.get_job(session, ns, job_id)
-        groups = store.task_group_summaries(session, ns, job_id).get((ns, job_id), {})
-        return encode.job_summary(job, groups, store.children_summary(session, job))
+        job = reads.get_job(session, ns, job_id)
+        groups = reads.task_group_summaries(session, ns, job_id).get((ns, job_id), {})
+        return encode.job_summary(job, groups, reads.children_summary(session, job))
 
     body, index = read(JOB_TABLES, fetch)
     return respond(body, index)

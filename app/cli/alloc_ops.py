@@ -58,6 +58,18 @@ def _check_task(full: str, task: str) -> None:
         raise click.ClickException(f"Could not find task named: {task}, Tasks available: {', '.join(names)}")
 
 
+def _task_request(alloc_id: str, task: str, action: str, body: dict[str, Any], failure: str) -> None:
+    """PUT `body` to the client's `action` route for ALLOC_ID (a prefix), after Nomad's check
+    that TASK, when named, is one of its tasks; an API error is `failure` and its message."""
+    full = resolve(alloc_id)
+    if task:
+        _check_task(full, task)
+    try:
+        http.put(f"/v1/client/allocation/{full}/{action}", body)
+    except http.ApiError as err:
+        raise click.ClickException(f"{failure}{err.message}") from err
+
+
 @alloc.command()
 @click.option("-task", "--task", "task_option", default="", help="The task to restart (over the TASK argument).")
 @click.option("-all-tasks", "--all-tasks", "all_tasks", is_flag=True, help="Restart every task, not only running ones.")
@@ -69,13 +81,8 @@ def restart(alloc_id: str, task: str, task_option: str, all_tasks: bool) -> None
     task = task_option or task
     if task and all_tasks:
         raise click.ClickException("The -all-tasks option is not allowed when restarting a specific task.")
-    full = resolve(alloc_id)
-    if task:
-        _check_task(full, task)
-    try:
-        http.put(f"/v1/client/allocation/{full}/restart", {"TaskName": task, "AllTasks": all_tasks})
-    except http.ApiError as err:
-        raise click.ClickException(f"Failed to restart {'task' if task else 'allocation'}:\n\n{err.message}") from err
+    failure = f"Failed to restart {'task' if task else 'allocation'}:\n\n"
+    _task_request(alloc_id, task, "restart", {"TaskName": task, "AllTasks": all_tasks}, failure)
 
 
 @alloc.command()
@@ -86,10 +93,4 @@ def restart(alloc_id: str, task: str, task_option: str, all_tasks: bool) -> None
 def signal(alloc_id: str, task: str, task_option: str, signal_: str) -> None:
     """Send a signal (-s, default SIGKILL) to TASK of ALLOC_ID, or to all its running tasks."""
     task = task_option or task
-    full = resolve(alloc_id)
-    if task:
-        _check_task(full, task)
-    try:
-        http.put(f"/v1/client/allocation/{full}/signal", {"Task": task, "Signal": signal_})
-    except http.ApiError as err:
-        raise click.ClickException(f"Error signalling allocation: {err.message}") from err
+    _task_request(alloc_id, task, "signal", {"Task": task, "Signal": signal_}, "Error signalling allocation: ")

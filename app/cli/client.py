@@ -278,8 +278,10 @@ def fleet(
     waited out with jittered backoff; only a refused registration ends the fleet."""
     from app.cli import get_settings
     from app.logging import configure
-    from workers.client.fleet import FleetConfig, Refused, run_fleet
+    from workers.client.fleet import run_fleet
+    from workers.client.fleet_base import FleetConfig
     from workers.client.fleet_identity import IdentityFileError
+    from workers.client.fleet_retry import Refused
     from workers.runtime import stop_on_signals
 
     settings = get_settings()

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.errors import FieldProblem, InvalidInput, NotFound
 from app.models import Job
-from app.store.jobs import derive_child, launch_child
+from app.store.job_children import derive_child, launch_child
 
 MAX_PAYLOAD_BYTES = 16 * 1024  # Nomad's DispatchPayloadSizeLimit
 

@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.errors import InvalidInput
 from app.models import Allocation
-from app.store.evals import EvalRequest, insert_eval
-from app.store.jobs import WriteResult, get_job
+from app.store.job_reads import get_job
+from app.store.job_rows import job_evaluation
+from app.store.jobs import WriteResult
 from app.store.nodes import create_node_evals, get_node
 
 
@@ -44,18 +45,7 @@ def evaluate_job(session: Session, namespace: str, job_id: str, *, force_resched
                 modify_index=index,
             )
         )
-    evaluation = insert_eval(
-        session,
-        EvalRequest(
-            namespace=namespace,
-            job_id=job_id,
-            job_type=job.type,
-            priority=job.priority,
-            triggered_by="job-register",
-            job_modify_index=job.job_modify_index,
-        ),
-        index,
-    )
+    evaluation = job_evaluation(session, job, "job-register", index)
     return WriteResult(evaluation.id, index, job.job_modify_index, index)
 
 

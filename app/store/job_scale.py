@@ -20,7 +20,8 @@ from app.jobspec.validate import MAX_GROUP_COUNT
 from app.models import Allocation, Deployment, Job, JobScalingEvent
 from app.models.scaling import TRACKED_SCALING_EVENTS
 from app.store.evals import EvalRequest, insert_eval
-from app.store.jobs import TRACKED_VERSIONS, get_job, new_version
+from app.store.job_reads import get_job
+from app.store.job_rows import TRACKED_VERSIONS, new_version
 from app.structs import launches_children
 
 

@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job, JobVersion
-from app.store.jobs import RegisterOptions, WriteResult, get_job, register_at
+from app.store.job_reads import get_job
+from app.store.jobs import RegisterOptions, WriteResult, register_at
 
 
 def revert_job(

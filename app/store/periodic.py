@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job
-from app.store.jobs import derive_child, launch_child, periodic_active
+from app.store.job_children import derive_child, launch_child
+from app.store.jobs import periodic_active
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)

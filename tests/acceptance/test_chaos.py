@@ -33,3 +33,8 @@ def test_a_short_chaos_soak_keeps_every_invariant() -> None:
     pgdata = re.search(r"embedded postgres ready\s+pgdata=(\S+)", out)
     assert pgdata, out[-6000:]
     assert not [p.pid for p in psutil.process_iter(["cmdline"]) if pgdata.group(1) in " ".join(p.info["cmdline"] or [])]
+    # Nor does any role: each ran in a folder of the soak's working directory (a gunicorn worker
+    # of a server the supervisor restarted while the soak closed the roles once outlived it).
+    work = re.search(r"^(.*/corral-chaos-[^/]+)/", pgdata.group(1))
+    assert work, pgdata.group(1)
+    assert not [p.pid for p in psutil.process_iter(["cwd"]) if (p.info["cwd"] or "").startswith(work.group(1) + "/")]

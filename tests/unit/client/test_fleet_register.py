@@ -10,7 +10,10 @@ import threading
 import httpx
 import pytest
 
-from workers.client.fleet import NANOS, Fleet, FleetConfig, Refused, backoff_delay, source_addresses
+from workers.client.fleet import Fleet
+from workers.client.fleet_base import NANOS, FleetConfig
+from workers.client.fleet_http import source_addresses
+from workers.client.fleet_retry import Refused, backoff_delay
 
 pytestmark = pytest.mark.unit
 
@@ -96,9 +99,12 @@ def test_a_nodes_watch_survives_a_failed_allocation_fetch_and_starts_it() -> Non
     fetches: list[int] = []
     polls: list[httpx.Request] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    async def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path == f"/v1/node/{node.id}/allocations":
             polls.append(request)
+            # A blocking query that has nothing new waits; answering at once would leave the
+            # watch no await that yields (MockTransport never does), and the test would spin.
+            await asyncio.sleep(0.05)
             return httpx.Response(200, json=[stub], headers={"X-Nomad-Index": str(10 + len(polls))})
         fetches.append(1)
         if len(fetches) == 1:

@@ -1,0 +1,105 @@
+"""Job reads: one job, lists, its versions and allocations, and the statuses and summaries
+derived from its allocations, evaluations and children."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import exists, func, literal_column, select
+from sqlalchemy.orm import Session
+
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.errors import NotFound
+from app.models import Allocation, Job, JobVersion
+from app.store.sql import query
+
+SUMMARY_COLUMNS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
+
+
+def get_job(session: Session, namespace: str, job_id: str, *, for_update: bool = False) -> Job:
+    job = session.get(Job, (namespace, job_id), with_for_update=for_update or None)
+    if job is None or job.purged_at is not None:
+        raise NotFound.of("JobID", f"job {job_id!r} not found in namespace {namespace!r}")
+    return job
+
+
+def list_jobs(session: Session, namespace: str | None, prefix: str | None) -> Sequence[Job]:
+    stmt = select(Job).where(Job.purged_at.is_(None))
+    if namespace is not None:
+        stmt = stmt.where(Job.namespace == namespace)
+    if prefix:
+        stmt = stmt.where(Job.id.startswith(prefix, autoescape=True))
+    return session.scalars(stmt.order_by(Job.namespace, Job.id)).all()
+
+
+def job_versions(session: Session, job: Job) -> Sequence[JobVersion]:
+    return session.scalars(
+        select(JobVersion)
+        .where(JobVersion.namespace == job.namespace, JobVersion.job_id == job.id)
+        .order_by(JobVersion.version.desc())
+    ).all()
+
+
+def job_allocations(session: Session, job: Job) -> Sequence[Allocation]:
+    return session.scalars(
+        select(Allocation)
+        .where(Allocation.namespace == job.namespace, Allocation.job_id == job.id)
+        .order_by(Allocation.create_index)
+    ).all()
+
+
+def has_live_allocations(session: Session, job: Job) -> bool:
+    """Whether any allocation of the job is still meant to run and has not finished."""
+    return bool(
+        session.scalar(
+            select(
+                exists().where(
+                    Allocation.namespace == job.namespace,
+                    Allocation.job_id == job.id,
+                    Allocation.desired_status == "run",
+                    Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES),
+                )
+            )
+        )
+    )
+
+
+def derived_status(session: Session, job: Job) -> str:
+    """Nomad's job status, derived from the job's allocations and evaluations."""
+    return str(session.execute(query("job_status"), {"namespace": job.namespace, "job_id": job.id}).scalar_one())
+
+
+def derived_statuses(session: Session, namespace: str | None) -> dict[tuple[str, str], str]:
+    rows = session.execute(query("job_statuses"), {"namespace": namespace})
+    return {(str(ns), str(job_id)): str(status) for ns, job_id, status in rows}
+
+
+def children_summaries(session: Session, namespace: str | None) -> dict[tuple[str, str], dict[str, int]]:
+    """(namespace, parent job) -> counts of its periodic or dispatched children by status."""
+    derived = func.corral_job_status_v1(literal_column("jobs"))
+    stmt = select(Job.namespace, Job.parent_id, derived, func.count()).where(
+        Job.parent_id.is_not(None), Job.purged_at.is_(None)
+    )
+    if namespace is not None:
+        stmt = stmt.where(Job.namespace == namespace)
+    result: dict[tuple[str, str], dict[str, int]] = {}
+    for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, derived)):
+        counts = result.setdefault((ns, str(parent)), {"Pending": 0, "Running": 0, "Dead": 0})
+        counts[str(status).capitalize()] = int(n)
+    return result
+
+
+def children_summary(session: Session, job: Job) -> dict[str, int]:
+    found = children_summaries(session, job.namespace).get((job.namespace, job.id))
+    return found or {"Pending": 0, "Running": 0, "Dead": 0}
+
+
+def task_group_summaries(
+    session: Session, namespace: str | None, job_id: str | None = None
+) -> dict[tuple[str, str], dict[str, dict[str, int]]]:
+    """(namespace, job) -> task group -> Nomad summary counts."""
+    result: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    rows = session.execute(query("task_group_summaries"), {"namespace": namespace, "job_id": job_id})
+    for ns, jid, group, *counts in rows:
+        result.setdefault((ns, jid), {})[group] = dict(zip(SUMMARY_COLUMNS, map(int, counts), strict=True))
+    return result

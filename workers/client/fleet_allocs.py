@@ -1,0 +1,138 @@
+"""The simulated fleet's allocations: it runs each placed allocation as the mock driver would
+(`run_for`, `exit_code` and `start_error` are honoured; restart policies are not), on timers
+rather than a thread per task, and reports their status to the servers in per-node batches."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from app.jobspec.durations import DurationError, duration_ns
+from workers.client.fleet_base import NANOS, FleetBase, SimNode
+from workers.client.fleet_retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
+
+
+class FleetAllocs(FleetBase):
+    # -- running allocations -------------------------------------------------------------
+
+    async def _consider(self, alloc: dict[str, Any], node: SimNode) -> None:
+        alloc_id = str(alloc["ID"])
+        live = alloc["ClientStatus"] in ("pending", "running")
+        wanted = alloc["DesiredStatus"] == "run" and alloc["ClientStatus"] != "lost"
+        if not wanted:
+            # Ours, or started on this node by the fleet's previous run (kept identities): a
+            # restarted client stops what it restored, too.
+            if live and self.last.get(alloc_id, {}).get("ClientStatus") not in ("complete", "failed"):
+                self.known.setdefault(alloc_id, node.id)
+                self._report(alloc_id, "complete", "stopped by the servers")
+            return
+        if alloc_id in self.known or not live:
+            return
+        # Pending: placed here. Running but unknown: the previous run of this fleet started it;
+        # as a restarted `corral client` restores its allocations, take it back.
+        config = await self._mock_config(alloc, node)
+        if config is None or alloc_id in self.known:
+            return  # gone meanwhile, or another watch took it
+        self.known[alloc_id] = node.id
+        with self.lock:
+            self.stats.started += 1
+        if config.get("start_error"):
+            self._report(alloc_id, "failed", str(config["start_error"]))
+            return
+        self._report(alloc_id, "running", "Tasks are running")
+        run_for = config.get("run_for")
+        if run_for is None:
+            return
+        try:
+            seconds = duration_ns(run_for) / NANOS
+        except DurationError:
+            seconds = 0.0
+        final = "complete" if int(config.get("exit_code", 0)) == 0 else "failed"
+        description = "Exit status" if final == "complete" else "Failed tasks"
+        asyncio.get_running_loop().call_later(seconds, self._finish, alloc_id, final, description)
+
+    def _finish(self, alloc_id: str, final: str, description: str) -> None:
+        if self.last.get(alloc_id, {}).get("ClientStatus") == "running":
+            self._report(alloc_id, final, description)
+
+    async def _mock_config(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
+        """The first task's mock config: the full allocation (with its job), fetched as `corral
+        client` does for each placement (compact mode caches it per job version)."""
+        key = (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
+        job = self.jobs.get(key) if self.config.mode == "compact" else None
+        if job is None:
+            reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
+            if reply.status_code == 404:
+                return None
+            if reply.status_code in RETRYABLE_STATUSES:
+                raise Retryable("allocation", reply)
+            reply.raise_for_status()
+            job = reply.json().get("Job") or {}
+            if self.config.mode == "compact":
+                self.jobs[key] = job
+        groups: list[dict[str, Any]] = job.get("TaskGroups") or []
+        group = next((g for g in groups if g.get("Name") == alloc["TaskGroup"]), {})
+        tasks = group.get("Tasks") or [{}]
+        return dict(tasks[0].get("Config") or {})
+
+    def _report(self, alloc_id: str, status: str, description: str) -> None:
+        node_id = self.known.get(alloc_id)
+        if node_id is None:
+            return
+        state = "running" if status == "running" else "dead"
+        update = {
+            "ID": alloc_id,
+            "ClientStatus": status,
+            "ClientDescription": description,
+            "TaskStates": {"t": {"State": state, "Failed": status == "failed", "Restarts": 0}},
+        }
+        self.last[alloc_id] = update
+        self.dirty[node_id][alloc_id] = update
+
+    def _resend(self, node: SimNode) -> None:
+        for alloc_id, node_id in self.known.items():
+            if node_id == node.id and alloc_id in self.last:
+                self.dirty[node.id].setdefault(alloc_id, self.last[alloc_id])
+
+    # -- status sync: per-node batches ---------------------------------------------------
+
+    async def _sync(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.sync_interval_s)
+            now = time.monotonic()
+            batches = {}
+            for node_id in list(self.dirty):
+                if self.nodes[node_id].sync_after <= now:
+                    batches[node_id] = self.dirty.pop(node_id)
+            if batches:
+                await asyncio.gather(*(self._send(node_id, updates) for node_id, updates in batches.items()))
+
+    async def _send(self, node_id: uuid.UUID, updates: dict[str, dict[str, Any]]) -> None:
+        node = self.nodes[node_id]
+        try:
+            async with self._gated() if self.config.mode == "compact" else _nothing():
+                reply = await self._http(node).put(
+                    f"/v1/node/{node_id}/allocations",
+                    json={"Allocs": list(updates.values())},
+                    headers={"X-Nomad-Token": node.secret},
+                )
+            if reply.status_code in RETRYABLE_STATUSES:
+                raise Retryable("allocation updates", reply)
+            reply.raise_for_status()
+            node.sync_failures = 0
+        except Exception as err:
+            self._failure("sync", node, err)
+            node.sync_after = time.monotonic() + backoff_delay(node.sync_failures, self.rng, WATCH_BACKOFF_CAP_S)
+            node.sync_failures += 1
+            for alloc_id, update in updates.items():
+                self.dirty[node_id].setdefault(alloc_id, update)
+
+
+class _nothing:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,130 @@
+"""The simulated fleet's configuration, its nodes and the state its loops share: the HTTP
+clients, the concurrency gates, the counters and the allocations it runs. The loops build on
+this, one module each (fleet_allocs, fleet_watch, fleet_nodes), and fleet.py runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import structlog
+
+from workers.client.api import WATCH_WAIT_S
+from workers.client.fleet_http import async_client, connections, loopback_url, source_addresses
+from workers.client.fleet_identity import identities, node_names
+from workers.client.fleet_stats import FleetStats, expected_failure, failure_kind, write_stats_file
+
+log = structlog.get_logger("workers.client.fleet")
+NANOS = 1_000_000_000
+Mode = Literal["realistic", "compact"]
+
+
+@dataclass
+class SimNode:
+    id: uuid.UUID
+    name: str
+    secret: str
+    ttl_s: float = 10.0
+    slot: int = 0  # which HTTP client (source address) it uses
+    registered: bool = False
+    sync_after: float = 0.0  # monotonic time before which a failed status batch is not resent
+    sync_failures: int = 0
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    server: str
+    nodes: int
+    name_prefix: str = "sim"
+    datacenter: str = "dc1"
+    cpu_mhz: int = 4000
+    memory_mb: int = 8192
+    threads: int = 16  # registrations in flight at once (and, in compact mode, every request)
+    sync_interval_s: float = 0.2
+    mode: Mode = "realistic"
+    nodes_per_address: int = 30  # 0: never bind source addresses
+    watch_wait_s: float = WATCH_WAIT_S
+    stats_file: Path | None = None
+    data_dir: Path | None = None  # keeps node IDs and secrets across restarts (fleet_identity)
+
+
+class FleetBase:
+    def __init__(self, config: FleetConfig, stop: threading.Event) -> None:
+        self.config, self.stop = config, stop
+        self.base = loopback_url(config.server.rstrip("/"))
+        self.addresses = source_addresses(self.base, config.nodes, config.nodes_per_address)
+        names = node_names(config.name_prefix, config.nodes)
+        self.nodes = {i.id: SimNode(i.id, i.name, i.secret) for i in identities(names, config.data_dir)}
+        for i, node in enumerate(self.nodes.values()):
+            node.slot = i * len(self.addresses) // max(1, config.nodes)
+        self.stats = FleetStats()
+        self.lock = threading.Lock()  # guards stats: benchmarks read them from another thread
+        self.known: dict[str, uuid.UUID] = {}  # alloc id -> node id, for allocations this fleet runs
+        self.last: dict[str, dict[str, Any]] = {}  # alloc id -> the last update reported
+        self.dirty: dict[uuid.UUID, dict[str, dict[str, Any]]] = defaultdict(dict)  # node -> alloc -> update
+        self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}  # compact mode's job cache
+        self.clients: list[httpx.AsyncClient] = []
+        self.rng = random.Random()
+        self._gate: asyncio.Semaphore | None = None
+        self._beat_gate: asyncio.Semaphore | None = None
+        self._logged: set[tuple[str, str]] = set()
+
+    # -- HTTP ----------------------------------------------------------------------------
+
+    def _open_clients(self) -> None:
+        if self.clients:
+            return  # a test may have put its own in
+        per_slot = Counter(node.slot for node in self.nodes.values())
+        realistic = self.config.mode == "realistic"
+        self.clients = [
+            async_client(self.base, address, connections(realistic, per_slot[slot], self.config.threads))
+            for slot, address in enumerate(self.addresses)
+        ]
+
+    def _http(self, node: SimNode) -> httpx.AsyncClient:
+        return self.clients[node.slot % len(self.clients)]
+
+    def _gated(self) -> asyncio.Semaphore:
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.config.threads)
+        return self._gate
+
+    def _beat_gated(self) -> asyncio.Semaphore:
+        """Compact mode's heartbeats: a concurrency of their own, so slow status updates or
+        fetches never hold a heartbeat back."""
+        if self._beat_gate is None:
+            self._beat_gate = asyncio.Semaphore(self.config.threads)
+        return self._beat_gate
+
+    # -- failures and figures ------------------------------------------------------------
+
+    def _failure(self, loop: str, node: SimNode | None, err: BaseException) -> None:
+        """Count a failure; log the first of each kind with its context."""
+        kind = failure_kind(loop, err)
+        with self.lock:
+            self.stats.errors[kind] += 1
+        if (loop, kind) in self._logged:
+            return
+        self._logged.add((loop, kind))
+        context = {"loop": loop, "node": node.name if node else None, "error": str(err) or type(err).__name__}
+        if expected_failure(err):
+            log.warning("fleet request failed; backing off (further failures of this kind are counted)", **context)
+        else:
+            log.exception("unexpected error in a fleet loop; backing off and carrying on", **context)
+
+    def _summary(self) -> None:
+        with self.lock:
+            snapshot = self.stats.snapshot()
+        log.info("fleet", **snapshot)
+        if self.config.stats_file is not None:
+            try:
+                write_stats_file(self.config.stats_file, snapshot)
+            except OSError as err:
+                self._failure("stats", None, err)

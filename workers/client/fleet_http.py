@@ -1,0 +1,65 @@
+"""The simulated fleet's HTTP clients and the source addresses they connect from.
+
+The servers limit open connections per client address (`http_max_conns_per_client`, 100), and
+a real fleet connects from as many addresses as it has nodes. When the server is on loopback
+(Linux routes all of 127.0.0.0/8 there) the fleet spreads its nodes over source addresses
+127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (30) nodes on each, each node with its
+poll and one connection for its short requests (at most 64 per address), so the default limit
+stays on in tests and benchmarks. Elsewhere every node connects from the machine's own address."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+SHORT_CONNECTIONS_PER_ADDRESS = 4  # beyond one per node, for heartbeats, updates and fetches
+
+
+def source_addresses(server: str, nodes: int, per_address: int) -> list[str | None]:
+    """One source address per group of `per_address` nodes when `server` is on IPv4 loopback
+    and this is Linux (127.0.0.2, 127.0.0.3, …); otherwise [None]: the system picks."""
+    host = urlsplit(server).hostname or ""
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        on_loopback = ipaddress.ip_address(host) in ipaddress.ip_network("127.0.0.0/8")
+    except ValueError:
+        on_loopback = False
+    if not on_loopback or not sys.platform.startswith("linux") or per_address <= 0:
+        return [None]
+    wanted = max(1, -(-nodes // per_address))
+    found: list[str | None] = []
+    candidate = int(ipaddress.IPv4Address("127.0.0.2"))
+    while len(found) < wanted:
+        if candidate & 0xFF not in (0, 255):  # skip network/broadcast-looking addresses
+            found.append(str(ipaddress.IPv4Address(candidate)))
+        candidate += 1
+    return found
+
+
+def loopback_url(server: str) -> str:
+    """`server` with `localhost` spelled 127.0.0.1, so a bound IPv4 source can reach it."""
+    parts = urlsplit(server)
+    if parts.hostname == "localhost":
+        netloc = parts.netloc.replace("localhost", "127.0.0.1", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+    return server
+
+
+def connections(realistic: bool, nodes: int, threads: int) -> int:
+    """How many connections one client (one source address) may hold. Realistic: a poll per node
+    plus, as a real client has, one more for its heartbeats and updates, so a slow update never
+    holds up another node's heartbeat; compact: the concurrency the caller asked for."""
+    return 2 * nodes + SHORT_CONNECTIONS_PER_ADDRESS if realistic else threads * 2 + 2
+
+
+def async_client(base: str, address: str | None, size: int) -> httpx.AsyncClient:
+    """A client to `base` from the source `address` (None: the system picks), `size` connections."""
+    transport = httpx.AsyncHTTPTransport(
+        local_address=address, limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    )
+    timeout = httpx.Timeout(30.0, pool=60.0)
+    return httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout)

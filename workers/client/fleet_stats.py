@@ -1,0 +1,69 @@
+"""What the simulated fleet counts, how it names a failure, and the stats file it keeps.
+
+A fleet of thousands failing together must not write thousands of lines: each failure is
+counted under its kind (loop and error), and only the first of each kind is logged."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from workers.client.fleet_retry import NodeGone, Retryable
+
+ON_TIME_S = 1.0  # a heartbeat accepted within this long of falling due is on time
+SUMMARY_EVERY_S = 30.0
+STATS_FILE_EVERY_S = 2.0  # with a stats file, its reader wants fresh figures
+
+
+@dataclass
+class FleetStats:
+    registered: int = 0
+    heartbeats: int = 0
+    on_time: int = 0
+    late: int = 0
+    failures: int = 0
+    latencies_s: list[float] = field(default_factory=list)
+    watches: int = 0
+    started: int = 0  # allocations this fleet reported running (or failed at start)
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def snapshot(self) -> dict[str, Any]:
+        recent = sorted(self.latencies_s[-5000:])
+        return {
+            "heartbeat_p50_s": round(recent[len(recent) // 2], 4) if recent else None,
+            "heartbeat_p99_s": round(recent[int(len(recent) * 0.99)], 4) if recent else None,
+            "registered": self.registered,
+            "heartbeats": self.heartbeats,
+            "on_time": self.on_time,
+            "late": self.late,
+            "failures": self.failures,
+            "watches": self.watches,
+            "started": self.started,
+            "errors": dict(self.errors),
+        }
+
+
+def failure_kind(loop: str, err: BaseException) -> str:
+    """The name a failure is counted under: its loop and its HTTP status or exception type."""
+    if isinstance(err, Retryable):
+        return f"{loop}:HTTP {err.status}"
+    if isinstance(err, httpx.HTTPStatusError):
+        return f"{loop}:HTTP {err.response.status_code}"
+    return f"{loop}:{type(err).__name__}"
+
+
+def expected_failure(err: BaseException) -> bool:
+    """A failure of the servers or the network, which the fleet waits out (anything else is a
+    fault of the fleet's own, logged with its traceback)."""
+    return isinstance(err, httpx.HTTPError | Retryable | NodeGone)
+
+
+def write_stats_file(path: Path, snapshot: dict[str, Any]) -> None:
+    """Replace `path` with `snapshot` as JSON, whole: a reader never sees half a file."""
+    path.with_suffix(".tmp").write_text(json.dumps(snapshot))
+    path.with_suffix(".tmp").replace(path)
