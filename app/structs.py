@@ -6,8 +6,9 @@ are integer nanoseconds, like Nomad's API JSON the job specs are stored in."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
@@ -482,12 +483,33 @@ class NodeUsage:
     ports: frozenset[int] = frozenset()
 
 
+class NodeSet(tuple[Node, ...]):
+    """Nodes in canonical order (by the ID's 128-bit integer, which is also Postgres's order of
+    uuid values), with an index by ID. Both are built once: a worker keeps one NodeSet for as
+    long as the nodes table's state index stays put, so the thousands of nodes are not sorted
+    and indexed again for every evaluation. The pass seed's shuffle starts from this order, which
+    is what makes a plan independent of the order the rows arrived in."""
+
+    by_id: Mapping[uuid.UUID, Node]
+
+    def __new__(cls, nodes: Iterable[Node]) -> NodeSet:
+        ordered = super().__new__(cls, sorted(nodes, key=_node_id_int))
+        ordered.by_id = MappingProxyType({node.id: node for node in ordered})
+        return ordered
+
+
+def _node_id_int(node: Node) -> int:
+    # The UUID's integer: comparing uuid.UUID objects costs a Python call per comparison.
+    return node.id.int
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything one scheduling pass may look at, read in one consistent transaction.
 
     allocations are the job's own (terminal ones included, for reconciliation); usage sums
-    every live allocation on each node, this job's included."""
+    every live allocation on each node, this job's included. nodes is always a NodeSet (in
+    canonical order): a plain tuple is sorted into one here, a NodeSet is kept as it is."""
 
     index: int
     job: Job | None
@@ -501,6 +523,16 @@ class Snapshot:
     preemptible: Mapping[uuid.UUID, tuple[RunningAllocation, ...]] = field(default_factory=dict)
     # The job's latest deployment (any status), or None.
     deployment: Deployment | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nodes, NodeSet):
+            object.__setattr__(self, "nodes", NodeSet(self.nodes))
+
+    @property
+    def node_set(self) -> NodeSet:
+        """The nodes with their index by ID (always a NodeSet after __post_init__)."""
+        assert isinstance(self.nodes, NodeSet)
+        return self.nodes
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from app.structs import (
     Evaluation,
     Job,
     Node,
+    NodeSet,
     NodeUsage,
     Port,
     Resources,
@@ -28,26 +29,28 @@ from app.structs import (
 
 class SnapshotLoader:
     """Per worker process. Nodes change rarely, so they are cached by the 'nodes' state index
-    and reloaded inside the same snapshot whenever that index moved."""
+    and reloaded inside the same snapshot whenever that index moved. The cache holds a NodeSet:
+    the nodes sorted into canonical order and indexed by ID once per change of the nodes table,
+    and the same objects handed to every evaluation until then."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        self._nodes: tuple[int, tuple[Node, ...]] | None = None
+        self._nodes: tuple[int, NodeSet] | None = None
 
     def load(self, evaluation: Evaluation) -> Snapshot:
         with self._engine.connect() as conn, conn.begin():
             return read_snapshot(conn, evaluation, self._nodes_at)
 
-    def _nodes_at(self, conn: Connection, index: int) -> tuple[Node, ...]:
+    def _nodes_at(self, conn: Connection, index: int) -> NodeSet:
         if self._nodes is None or self._nodes[0] != index:
-            self._nodes = (index, tuple(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings()))
+            self._nodes = (index, _all_nodes(conn))
         return self._nodes[1]
 
 
 def read_snapshot(
     conn: Connection,
     evaluation: Evaluation,
-    nodes_at: Callable[[Connection, int], tuple[Node, ...]] | None = None,
+    nodes_at: Callable[[Connection, int], NodeSet] | None = None,
     candidate: Job | None = None,
 ) -> Snapshot:
     """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
@@ -80,8 +83,8 @@ def _deployment(conn: Connection, ev: Evaluation) -> Deployment | None:
     return None if row is None else deployment_from_mapping(dict(row))
 
 
-def _all_nodes(conn: Connection) -> tuple[Node, ...]:
-    return tuple(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings())
+def _all_nodes(conn: Connection) -> NodeSet:
+    return NodeSet(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings())
 
 
 def _preemptible(conn: Connection, job: Job) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:

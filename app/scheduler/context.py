@@ -27,7 +27,7 @@ class Pass:
         self.seed = seed_for(evaluation.id, snapshot.index)
         self.ids = IdSource(self.seed)
         self.port_rng = Rng(self.seed, PORTS)
-        self.nodes = {node.id: node for node in snapshot.nodes}
+        self.nodes = snapshot.node_set.by_id  # built once per NodeSet, shared by every pass on it
         self.state = PlanState(snapshot.usage, (a for a in snapshot.allocations if not a.terminal), self.nodes)
         self.failures = Failures()
         self.queued: Counter[str] = Counter()
@@ -35,9 +35,10 @@ class Pass:
         self.feasibility: Feasibility | None = None
 
     def ordered_nodes(self, nodes: Iterable[Node]) -> LazyShuffle[Node]:
-        """Sorted first so the input order never matters (by the ID's integer: comparing UUID
-        objects was most of a pass's time), then shuffled by the pass seed as far as it is read."""
-        return LazyShuffle(sorted(nodes, key=_id_int), Rng(self.seed, NODE_ORDER))
+        """`nodes` come from snapshot.nodes (a NodeSet, already in canonical order) in that order,
+        filtered at most; so the input order never matters and nothing is sorted per pass. They
+        are shuffled by the pass seed as far as the placement walk reads."""
+        return LazyShuffle(list(nodes), Rng(self.seed, NODE_ORDER))
 
     def ranker(self, job: Job, candidates: Iterable[Node]) -> NodeRanker:
         self.feasibility = Feasibility(job)
@@ -124,7 +125,3 @@ class Pass:
             escaped_computed_class=feasibility.escaped if feasibility else False,
             blocked_nodes=frozenset(self.blocked_nodes),
         )
-
-
-def _id_int(node: Node) -> int:
-    return node.id.int
