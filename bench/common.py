@@ -22,16 +22,34 @@ from app.db.schema import upgrade
 
 
 @contextmanager
-def bench_database() -> Iterator[str]:
-    """A fresh migrated database; yields its SQLAlchemy URL."""
+def bench_server() -> Iterator[str]:
+    """A server for one benchmark run, several databases in turn: the embedded one (stopped and
+    removed afterwards) or CORRAL_DATABASE_URL's. Yields an admin libpq URL."""
     external = os.environ.get("CORRAL_DATABASE_URL")
+    if external:
+        yield libpq_url(external)
+        return
     data_dir = Path(tempfile.mkdtemp(prefix="corral-bench-"))
     data_dir.chmod(0o755)
     # BENCH_PG_SETTINGS: server settings (JSON) for a new embedded server instead of corral's;
     # '{}' runs it with initdb's defaults, for comparison.
     pg_settings = json.loads(os.environ["BENCH_PG_SETTINGS"]) if os.environ.get("BENCH_PG_SETTINGS") else None
-    server = None if external else EmbeddedPostgres(data_dir, pg_settings)
-    admin = libpq_url(external) if external else libpq_url(server.start())  # type: ignore[union-attr]
+    server = EmbeddedPostgres(data_dir, pg_settings)
+    try:
+        yield libpq_url(server.start())
+    finally:
+        server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def bench_database(admin: str | None = None) -> Iterator[str]:
+    """A fresh migrated database, dropped afterwards; yields its SQLAlchemy URL. On `admin`'s
+    server when given (so several runs compare on one server), else on a server of its own."""
+    if admin is None:
+        with bench_server() as own, bench_database(own) as url:
+            yield url
+        return
     name = f"corral_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -42,9 +60,6 @@ def bench_database() -> Iterator[str]:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if server is not None:
-            server.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def add_nodes(url: str, count: int, *, cpu: int, memory_mb: int) -> None:

@@ -1,67 +1,199 @@
-"""Many small jobs: 5,000 service jobs of count 3 on 1,000 nodes, scheduled by one and then by
-two workers (one applier). All jobs are registered first; the clock runs from starting the
-workers to the last evaluation done. Prints evaluations/s and placements/s for each run and
-the two-worker speed-up.
+"""Many small jobs (issue 21 item 5): service jobs of count 3 (default 5,000) on 1,000 nodes,
+scheduled by 1, 2 and 4 workers (one applier), each run in a fresh database on one Postgres
+server. All jobs are registered and the roles started with the broker paused; the clock and the
+CPU counters run from unpausing it to the last evaluation done.
 
-Usage: uv run python -m bench.small_jobs [jobs] [nodes]
+Prints per worker count: evaluations/s, placements/s, the speed-up against one worker, CPU
+seconds per evaluation of the workers, the applier and Postgres (every backend included), and
+the load average. Then the ceiling, in the same database right after: the statements the
+pipeline issues per evaluation, bare in pgbench with as many clients as workers
+(bench/small_jobs_ceiling.py), and the ratio pipeline / ceiling.
+
+Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1]
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
-import sys
+import statistics
+import subprocess
 import time
+from dataclasses import dataclass
 
-from app.db.engines import make_engine, make_sessionmaker, transaction
+import psycopg
+
+from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
-from bench.common import add_nodes, bench_database
+from bench import small_jobs_ceiling
+from bench.common import add_nodes, bench_database, bench_server
+from bench.cpu import PostgresCpu, load_average, process_cpu
+from bench.small_jobs_ceiling import Ceiling
 from bench.storm import query, start, wait_quiet
 
+Role = subprocess.Popen[bytes]
 
-def run(jobs: int, nodes: int, workers: int) -> tuple[float, float]:
-    with bench_database() as url:
+
+@dataclass(frozen=True)
+class Run:
+    workers: int
+    evaluations: int
+    placements: int
+    seconds: float
+    cpu: dict[str, float]  # role -> CPU seconds during the run
+    load: str
+    ceiling: Ceiling
+
+    @property
+    def evaluations_per_s(self) -> float:
+        return self.evaluations / self.seconds
+
+    def cpu_per_eval_ms(self, role: str) -> float:
+        return self.cpu[role] / self.evaluations * 1000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.small_jobs", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=_counts, default=(1, 2, 4), help="worker counts, comma-separated")
+    parser.add_argument("--jobs", type=_positive, default=5000)
+    parser.add_argument("--nodes", type=_positive, default=1000)
+    parser.add_argument("--repeat", type=_positive, default=1, help="runs per worker count (the median is printed)")
+    return parser.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(_positive(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of worker counts") from None
+    return tuple(sorted(set(counts)))
+
+
+def register_jobs(url: str, jobs: int) -> None:
+    engine = make_engine(url, "cli")
+    sessions = make_sessionmaker(engine)
+    for i in range(jobs):
+        group = {
+            "Name": "g",
+            "Count": 3,
+            "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 50, "MemoryMB": 32}}],
+        }
+        spec = normalize_job({"ID": f"svc-{i:05}", "Datacenters": ["dc1"], "TaskGroups": [group]})
+        with transaction(sessions) as session:
+            register_job(session, spec, RegisterOptions())
+    engine.dispose()
+
+
+def set_paused(url: str, paused: bool) -> None:
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("UPDATE scheduler_config SET pause_eval_broker = %s WHERE id = 1", (paused,))
+
+
+def wait_connected(url: str, workers: int, limit_s: float = 120) -> None:
+    """Until every role has a session open (it has imported everything and is polling)."""
+    deadline = time.monotonic() + limit_s
+    sql = (
+        "SELECT count(DISTINCT pid) FILTER (WHERE application_name = 'corral-worker'), "
+        "count(*) FILTER (WHERE application_name = 'corral-applier') FROM pg_stat_activity"
+    )
+    while time.monotonic() < deadline:
+        row = query(url, sql)
+        if int(str(row[0])) >= workers and int(str(row[1])) >= 1:
+            time.sleep(1)  # the last one's first poll
+            return
+        time.sleep(0.2)
+    raise RuntimeError("the roles did not connect")
+
+
+def run(admin: str, jobs: int, nodes: int, workers: int) -> Run:
+    with bench_database(admin) as url:
         add_nodes(url, nodes, cpu=4000, memory_mb=16384)
-        engine = make_engine(url, "cli")
-        sessions = make_sessionmaker(engine)
-        for i in range(jobs):
-            spec = normalize_job(
-                {
-                    "ID": f"svc-{i:05}",
-                    "Datacenters": ["dc1"],
-                    "TaskGroups": [
-                        {
-                            "Name": "g",
-                            "Count": 3,
-                            "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 50, "MemoryMB": 32}}],
-                        }
-                    ],
-                }
-            )
-            with transaction(sessions) as session:
-                register_job(session, spec, RegisterOptions())
+        register_jobs(url, jobs)
+        set_paused(url, True)
         applier = start("applier", url)
-        time.sleep(2)
+        pool = [start("worker", url) for _ in range(workers)]
+        wait_connected(url, workers)
+        postgres = PostgresCpu(url)
+        before = _cpu(postgres, applier, pool)
+        load = load_average()
         began = time.monotonic()
-        roles = [applier] + [start("worker", url) for _ in range(workers)]
+        set_paused(url, False)
         wait_quiet(url)
         elapsed = time.monotonic() - began
-        evals = int(query(url, "SELECT count(*) FROM evaluations WHERE status = 'complete'")[0])
-        placed = int(query(url, "SELECT count(*) FROM allocations WHERE desired_status = 'run'")[0])
-        for proc in roles:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-        engine.dispose()
-        return evals / elapsed, placed / elapsed
+        after = _cpu(postgres, applier, pool)
+        load = f"{load} -> {load_average()}"
+        evals = int(str(query(url, "SELECT count(*) FROM evaluations WHERE status = 'complete'")[0]))
+        placed = int(str(query(url, "SELECT count(*) FROM allocations WHERE desired_status = 'run'")[0]))
+        _stop([applier, *pool])
+        ceiling = small_jobs_ceiling.run(url, jobs, workers)
+    cpu = {role: after[role] - before[role] for role in after}
+    return Run(workers, evals, placed, elapsed, cpu, load, ceiling)
 
 
-def main(jobs: int, nodes: int) -> None:
-    results = {workers: run(jobs, nodes, workers) for workers in (1, 2)}
-    print(f"{jobs:,} service jobs x count 3 on {nodes:,} nodes")
-    for workers, (evals, placements) in results.items():
-        print(f"  {workers} worker(s): {evals:7.1f} evaluations/s  {placements:8.1f} placements/s")
-    print(f"  speed-up with 2 workers: {results[2][0] / results[1][0]:.2f}x")
+def _cpu(
+    postgres: PostgresCpu, applier: subprocess.Popen[bytes], pool: list[subprocess.Popen[bytes]]
+) -> dict[str, float]:
+    return {
+        "workers": process_cpu(p.pid for p in pool),
+        "applier": process_cpu([applier.pid]),
+        "postgres": postgres.seconds(),
+    }
+
+
+def _stop(processes: list[Role]) -> None:
+    for proc in processes:
+        proc.send_signal(signal.SIGTERM)
+    for proc in processes:
+        proc.wait(30)
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The run with the median evaluation rate (its own CPU and ceiling figures with it)."""
+    return sorted(runs, key=lambda r: r.evaluations_per_s)[len(runs) // 2]
+
+
+def report(results: dict[int, list[Run]], jobs: int, nodes: int) -> None:
+    print(f"{jobs:,} service jobs x count 3 on {nodes:,} nodes, one applier; median of {len(results[min(results)])}")
+    print(
+        f"{'workers':>7} {'evals/s':>8} {'placed/s':>9} {'speed-up':>8} {'worker ms/ev':>12} {'applier ms/ev':>13} "
+        f"{'pg ms/ev':>8} {'ceiling ev/s':>12} {'pg ms/ev':>8} {'pipeline/ceiling':>16}  load average"
+    )
+    base = median_run(results[min(results)]).evaluations_per_s
+    for workers, runs in results.items():
+        r = median_run(runs)
+        spread = ", ".join(f"{x.evaluations_per_s:.1f}" for x in runs)
+        print(
+            f"{workers:>7} {r.evaluations_per_s:>8.1f} {r.placements / r.seconds:>9.1f} "
+            f"{r.evaluations_per_s / base:>7.2f}x {r.cpu_per_eval_ms('workers'):>12.2f} "
+            f"{r.cpu_per_eval_ms('applier'):>13.2f} {r.cpu_per_eval_ms('postgres'):>8.2f} "
+            f"{r.ceiling.evaluations_per_s:>12.1f} {r.ceiling.postgres_cpu_per_eval * 1000:>8.2f} "
+            f"{r.evaluations_per_s / r.ceiling.evaluations_per_s:>16.2f}  {r.load}  (runs: {spread} evals/s)"
+        )
+    print("speed-up is against the smallest worker count; ceiling: the same statements bare in pgbench,")
+    print("as many clients as workers, same Postgres, same run (pgbench's own CPU is not counted in pg ms/ev)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    with bench_server() as admin:
+        results = {w: [run(admin, args.jobs, args.nodes, w) for _ in range(args.repeat)] for w in args.workers}
+    report(results, args.jobs, args.nodes)
+    if len(args.workers) > 1:
+        base = statistics.median(r.evaluations_per_s for r in results[args.workers[0]])
+        ratios = [
+            f"{w} vs {args.workers[0]}: {statistics.median(r.evaluations_per_s for r in results[w]) / base:.2f}x"
+            for w in args.workers[1:]
+        ]
+        print("evaluation-rate ratios: " + ", ".join(ratios))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5_000, int(sys.argv[2]) if len(sys.argv) > 2 else 1_000)
+    main()
