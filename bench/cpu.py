@@ -31,10 +31,10 @@ class PostgresCpu:
     on this machine: its postmaster is the parent of a backend's process."""
 
     def __init__(self, url: str) -> None:
-        with psycopg.connect(libpq_url(url)) as conn:
+        with psycopg.connect(libpq_url(url)) as conn:  # the backend is only there while connected
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        assert row is not None
-        parent = psutil.Process(int(row[0])).parent()
+            assert row is not None
+            parent = psutil.Process(int(row[0])).parent()
         assert parent is not None
         self._postmaster = parent
 
