@@ -184,7 +184,16 @@ def report(results: dict[int, list[Run]], jobs: int, nodes: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     with bench_server() as admin:
-        results = {w: [run(admin, args.jobs, args.nodes, w) for _ in range(args.repeat)] for w in args.workers}
+        results: dict[int, list[Run]] = {}
+        for workers in args.workers:
+            for _ in range(args.repeat):
+                r = run(admin, args.jobs, args.nodes, workers)
+                results.setdefault(workers, []).append(r)
+                print(
+                    f"run: {workers} worker(s) {r.evaluations_per_s:.1f} evaluations/s, ceiling "
+                    f"{r.ceiling.evaluations_per_s:.1f}/s, load average {r.load}",
+                    flush=True,
+                )
     report(results, args.jobs, args.nodes)
     if len(args.workers) > 1:
         base = statistics.median(r.evaluations_per_s for r in results[args.workers[0]])
