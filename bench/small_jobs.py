@@ -1,7 +1,8 @@
 """Many small jobs (issue 21 item 5): service jobs of count 3 (default 5,000) on 1,000 nodes,
 scheduled by 1, 2 and 4 workers (one applier), each run in a fresh database on one Postgres
 server. All jobs are registered and the roles started with the broker paused; the clock and the
-CPU counters run from unpausing it to the last evaluation done.
+CPU counters run from unpausing it to the last evaluation done. The nodes and jobs are loaded
+once; each run works on a copy of that database.
 
 Prints per worker count: evaluations/s, placements/s, the speed-up against one worker, CPU
 seconds per evaluation of the workers, the applier and Postgres (every backend included), and
@@ -27,7 +28,7 @@ from app.db.engines import libpq_url, make_engine, make_sessionmaker, transactio
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from bench import small_jobs_ceiling
-from bench.common import add_nodes, bench_database, bench_server
+from bench.common import add_nodes, bench_database, bench_server, cloned_database
 from bench.cpu import PostgresCpu, load_average, process_cpu
 from bench.small_jobs_ceiling import Ceiling
 from bench.storm import query, start, wait_quiet
@@ -113,11 +114,8 @@ def wait_connected(url: str, workers: int, limit_s: float = 120) -> None:
     raise RuntimeError("the roles did not connect")
 
 
-def run(admin: str, jobs: int, nodes: int, workers: int) -> Run:
-    with bench_database(admin) as url:
-        add_nodes(url, nodes, cpu=4000, memory_mb=16384)
-        register_jobs(url, jobs)
-        set_paused(url, True)
+def run(admin: str, template: str, jobs: int, workers: int) -> Run:
+    with cloned_database(admin, template) as url:
         applier = start("applier", url)
         pool = [start("worker", url) for _ in range(workers)]
         wait_connected(url, workers)
@@ -183,11 +181,15 @@ def report(results: dict[int, list[Run]], jobs: int, nodes: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    with bench_server() as admin:
+    with bench_server() as admin, bench_database(admin) as template:
+        # Nodes and jobs once, registered through corral's own code; each run gets a copy.
+        add_nodes(template, args.nodes, cpu=4000, memory_mb=16384)
+        register_jobs(template, args.jobs)
+        set_paused(template, True)
         results: dict[int, list[Run]] = {}
         for workers in args.workers:
             for _ in range(args.repeat):
-                r = run(admin, args.jobs, args.nodes, workers)
+                r = run(admin, template, args.jobs, workers)
                 results.setdefault(workers, []).append(r)
                 print(
                     f"run: {workers} worker(s) {r.evaluations_per_s:.1f} evaluations/s, ceiling "
