@@ -176,7 +176,13 @@ def report(results: dict[int, list[Run]], jobs: int, nodes: int) -> None:
             f"{r.evaluations_per_s / r.ceiling.evaluations_per_s:>16.2f}  {r.load}  (runs: {spread} evals/s)"
         )
     print("speed-up is against the smallest worker count; ceiling: the same statements bare in pgbench,")
-    print("as many clients as workers, same Postgres, same run (pgbench's own CPU is not counted in pg ms/ev)")
+    print("as many clients as workers, same Postgres, same run. pgbench's own CPU per evaluation (not in its")
+    print(
+        "pg ms/ev): "
+        + ", ".join(
+            f"{w}: {median_run(runs).ceiling.pgbench_cpu_per_eval * 1000:.2f} ms" for w, runs in results.items()
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
