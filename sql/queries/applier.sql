@@ -1,10 +1,11 @@
--- name: next_plan
--- Plans by priority, then submit order.
+-- name: next_plans
+-- The next batch of plans by priority, then submit order (group commit: one transaction applies
+-- them all). Only the lock holder applies, so no row lock is needed to keep them to itself.
 SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
-       node_allocation, node_preemptions, deployment, deployment_updates
+       node_allocation, node_preemptions, deployment, deployment_updates, completion
 FROM plans WHERE status = 'pending'
 ORDER BY priority DESC, id
-LIMIT 1;
+LIMIT :limit;
 
 -- name: fence_term
 -- Every leader-only commit checks its term. FOR KEY SHARE, not an UPDATE: the renewer (another
@@ -12,11 +13,14 @@ LIMIT 1;
 -- stale and be replaced mid-apply. A takeover terminates the old holder's session first.
 SELECT term FROM leader_terms WHERE role = :role AND term = :term FOR KEY SHARE;
 
--- name: eval_still_owned
--- Locked until the plan commits: a lease that lapses meanwhile cannot be rescued (the claim
--- skips locked rows) and a lapsed lease is not honoured.
-SELECT 1 FROM evaluations
-WHERE id = :eval_id AND lease_token = :token AND status = 'pending' AND lease_expires_at > now()
+-- name: evals_still_owned
+-- The batch's evaluations whose lease is live, with its token (the applier matches each plan's
+-- token). Locked until the batch commits: a lease that lapses meanwhile cannot be rescued (the
+-- claim skips locked rows) and a lapsed lease is not honoured. In id order, so two lockers of
+-- the same rows never wait on each other in a cycle.
+SELECT id, lease_token FROM evaluations
+WHERE id = ANY(:ids) AND lease_token IS NOT NULL AND status = 'pending' AND lease_expires_at > now()
+ORDER BY id
 FOR UPDATE;
 
 -- name: plan_nodes
@@ -49,3 +53,42 @@ ORDER BY j.namespace, j.id;
 UPDATE allocations a SET preempted_by_allocation = v.by
 FROM unnest(CAST(:victims AS uuid[]), CAST(:bys AS uuid[])) AS v(victim, by)
 WHERE a.id = v.victim;
+
+-- name: plan_stop_allocs
+-- The batch's stops and evictions in one statement. Before the new allocations: the usage
+-- trigger must see the room they free.
+UPDATE allocations a
+SET desired_status = v.desired_status, desired_description = v.description,
+    client_status = COALESCE(v.client_status, a.client_status),
+    modify_index = :index, alloc_modify_index = :index, modify_time = now()
+FROM unnest(CAST(:ids AS uuid[]), CAST(:desired AS text[]), CAST(:descriptions AS text[]),
+            CAST(:client AS text[])) AS v(id, desired_status, description, client_status)
+WHERE a.id = v.id;
+
+-- name: plan_update_in_place
+-- An in-place update keeps the allocation and changes its version and resources; it joins the
+-- plan's deployment (health judged anew) when it has one.
+UPDATE allocations
+SET job_version = :job_version, eval_id = :eval_id, cpu = :cpu, memory_mb = :memory_mb,
+    memory_max_mb = :memory_max_mb, disk_mb = :disk_mb, modify_index = :index,
+    alloc_modify_index = :index, modify_time = now(),
+    deployment_id = COALESCE(CAST(:deployment_id AS uuid), deployment_id),
+    deployment_status = CASE WHEN CAST(:deployment_id AS uuid) IS NULL THEN deployment_status END
+WHERE id = :id;
+
+-- name: plan_link_previous
+-- A replacement names its predecessor; the predecessor learns its successor.
+UPDATE allocations a SET next_allocation = v.next
+FROM unnest(CAST(:previous AS uuid[]), CAST(:next AS uuid[])) AS v(previous, next)
+WHERE a.id = v.previous;
+
+-- name: plan_record_status
+UPDATE plans p SET status = v.status, applied_at = now()
+FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
+WHERE p.id = v.id;
+
+-- name: plan_record_result
+INSERT INTO plan_results (plan_id, applier_term, node_update, node_allocation, node_preemptions, rejected_nodes,
+                          refresh_index, alloc_index, completed_eval)
+VALUES (:plan_id, :term, :node_update, :node_allocation, :node_preemptions, :rejected_nodes, :refresh_index,
+        :alloc_index, :completed_eval);
