@@ -6,7 +6,6 @@ and let the caller commit once. Runs only on the lock holder's connection, fence
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -146,61 +145,69 @@ def _write(
 
 
 def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decided]:
-    """Complete, in this same commit, each evaluation whose last plan (the worker sent its
-    completion) applied in full. The token was checked and the evaluation row is locked, so the
-    fenced UPDATE finds it; its count is still read back, never assumed."""
-    due = [d for d in decided if d.pending.completion is not None and not d.verdict.rejected]
+    """Complete, in this same commit and one statement, each evaluation whose last plan (the
+    worker sent its completion) applied in full. The tokens were checked and the evaluation rows
+    are locked, so the fenced UPDATE finds them; which ones it completed is still read back,
+    never assumed."""
+    due = [d.pending for d in decided if d.pending.completion is not None and not d.verdict.rejected]
     if not due:
         return decided
-    cur = pg.cursor()
-    params = [_completion_params(d.pending) for d in due]
-    cur.executemany(psycopg_query("complete_eval_success"), params, returning=True)
-    done: set[int] = set()
-    for d in due:
-        row = cur.fetchone()
-        if row is not None and row[0]:
-            done.add(d.pending.id)
-        cur.nextset()
-    return [Decided(d.pending, d.verdict, completed=d.pending.id in done) for d in decided]
+    done = {row[0] for row in pg.execute(psycopg_query("complete_evals"), _completion_params(due), prepare=True)}
+    return [
+        Decided(d.pending, d.verdict, completed=d.pending in due and d.pending.plan.eval_id in done) for d in decided
+    ]
 
 
-def _completion_params(p: Pending) -> dict[str, object]:
-    c = p.completion
-    assert c is not None
+def _completion_params(due: list[Pending]) -> dict[str, object]:
+    completions = [p.completion for p in due if p.completion is not None]
     return {
-        "description": c["Description"],
-        "snapshot_index": c["SnapshotIndex"],
-        "queued": json.dumps(c["QueuedAllocations"]),
-        "eligibility": json.dumps(c["ClassEligibility"]),
-        "escaped": c["EscapedComputedClass"],
-        "eval_id": p.plan.eval_id,
-        "token": p.token,
-        "namespace": p.namespace,
-        "job_id": p.job_id,
-        "scheduled_at": c["ScheduledAt"],
+        "ids": [p.plan.eval_id for p in due],
+        "tokens": [p.token for p in due],
+        "descriptions": [c["Description"] for c in completions],
+        "snapshot_indexes": [c["SnapshotIndex"] for c in completions],
+        "queued": [Jsonb(c["QueuedAllocations"]) for c in completions],
+        "eligibility": [Jsonb(c["ClassEligibility"]) for c in completions],
+        "escaped": [c["EscapedComputedClass"] for c in completions],
+        "scheduled_at": [c["ScheduledAt"] for c in completions],
     }
 
 
+RESULT_COLUMNS = (
+    "plan_id",
+    "applier_term",
+    "node_update",
+    "node_allocation",
+    "node_preemptions",
+    "rejected_nodes",
+    "refresh_index",
+    "alloc_index",
+    "completed_eval",
+)
+
+
 def _record(pg: psycopg.Connection[Any], decided: list[Decided], index: int, term: int) -> None:
+    """Every plan's status and result: one UPDATE and one COPY for the whole batch."""
     statuses = ["rejected" if d.fenced else d.verdict.status for d in decided]
     pg.execute(
         psycopg_query("plan_record_status"),
         {"ids": [d.pending.id for d in decided], "statuses": statuses},
         prepare=True,
     )
-    pg.cursor().executemany(psycopg_query("plan_record_result"), [_result_row(d, index, term) for d in decided])
+    with pg.cursor().copy(f"COPY plan_results ({', '.join(RESULT_COLUMNS)}) FROM STDIN") as copy:
+        for d in decided:
+            copy.write_row(_result_row(d, index, term))
 
 
-def _result_row(d: Decided, index: int, term: int) -> dict[str, object]:
+def _result_row(d: Decided, index: int, term: int) -> tuple[object, ...]:
     encoded = encode_result(d.verdict.result(index, index if d.verdict.rejected else 0))
-    return {
-        "plan_id": d.pending.id,
-        "term": term,
-        "node_update": Jsonb(encoded["node_update"]),
-        "node_allocation": Jsonb(encoded["node_allocation"]),
-        "node_preemptions": Jsonb(encoded["node_preemptions"]),
-        "rejected_nodes": encoded["rejected_nodes"],
-        "refresh_index": encoded["refresh_index"],
-        "alloc_index": encoded["alloc_index"],
-        "completed_eval": d.completed,
-    }
+    return (
+        d.pending.id,
+        term,
+        Jsonb(encoded["node_update"]),
+        Jsonb(encoded["node_allocation"]),
+        Jsonb(encoded["node_preemptions"]),
+        encoded["rejected_nodes"],
+        encoded["refresh_index"],
+        encoded["alloc_index"],
+        d.completed,
+    )

@@ -7,16 +7,15 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from sqlalchemy import RowMapping
 
 from app.pipeline.plan_check import BatchState, Touched, plan_alloc_ids, plan_nodes
-from app.pipeline.snapshot import node_from_row
+from app.pipeline.snapshot import parse_port_list
 from app.store.sql import psycopg_query
-from app.structs import NodeUsage, Plan, Resources
+from app.structs import Node, NodeUsage, Plan, Resources
 
 LIVE_CLIENT = ("pending", "running", "unknown")
 
@@ -25,11 +24,27 @@ def load_state(pg: psycopg.Connection[Any], plans: Sequence[Plan]) -> BatchState
     node_ids = list({n for plan in plans for n in plan_nodes(plan)})
     alloc_ids = list({a for plan in plans for a in plan_alloc_ids(plan)})
     cur = pg.cursor(row_factory=dict_row)
-    nodes = {
-        r["id"]: node_from_row(cast(RowMapping, r))
-        for r in cur.execute(psycopg_query("plan_nodes"), {"ids": node_ids}, prepare=True)
-    }
+    nodes = {r["id"]: _node(r) for r in cur.execute(psycopg_query("plan_check_nodes"), {"ids": node_ids}, prepare=True)}
     return BatchState(nodes=nodes, usage=_usage(pg, node_ids), touched=_touched(pg, alloc_ids))
+
+
+def _node(r: dict[str, Any]) -> Node:
+    """A node as the fit check reads it: attributes, meta and drivers are the scheduler's
+    concern (feasibility), not the applier's, and decoding them was most of a batch's check."""
+    return Node(
+        id=r["id"],
+        name="",
+        datacenter="",
+        node_class="",
+        node_pool="",
+        computed_class=r["computed_class"],
+        status=r["status"],
+        eligibility=r["scheduling_eligibility"],
+        draining=r["drain"],
+        capacity=Resources(cpu=r["cpu_shares"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+        reserved=Resources(cpu=r["reserved_cpu"], memory_mb=r["reserved_memory_mb"], disk_mb=r["reserved_disk_mb"]),
+        reserved_ports=parse_port_list(r["reserved_ports"] or ""),
+    )
 
 
 def _usage(pg: psycopg.Connection[Any], node_ids: list[uuid.UUID]) -> dict[uuid.UUID, NodeUsage]:

@@ -23,10 +23,10 @@ WHERE id = ANY(:ids) AND lease_token IS NOT NULL AND status = 'pending' AND leas
 ORDER BY id
 FOR UPDATE;
 
--- name: plan_nodes
-SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
-       attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
-       reserved_disk_mb, reserved_ports
+-- name: plan_check_nodes
+-- Only what the applier's fit check reads (no attributes, meta or drivers to decode).
+SELECT id, computed_class, status, scheduling_eligibility, drain, cpu_shares, memory_mb, disk_mb, reserved_cpu,
+       reserved_memory_mb, reserved_disk_mb, reserved_ports
 FROM nodes WHERE id = ANY(:ids);
 
 -- name: plan_node_usage
@@ -87,8 +87,41 @@ UPDATE plans p SET status = v.status, applied_at = now()
 FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
 WHERE p.id = v.id;
 
--- name: plan_record_result
-INSERT INTO plan_results (plan_id, applier_term, node_update, node_allocation, node_preemptions, rejected_nodes,
-                          refresh_index, alloc_index, completed_eval)
-VALUES (:plan_id, :term, :node_update, :node_allocation, :node_preemptions, :rejected_nodes, :refresh_index,
-        :alloc_index, :completed_eval);
+-- name: complete_evals
+-- complete_eval_success for every evaluation of the batch whose last plan applied in full, in
+-- one statement: record each pass (fenced by its token), cancel each job's pending evaluations
+-- the pass already served (coalescing) and its blocked evaluation. The index is this
+-- transaction's own, the one the applier logged. One evaluation per job is in flight, so no
+-- two finished rows share a job and no row is the target of two of these updates.
+WITH taken AS (SELECT state_index_own() AS index), done AS (
+    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:tokens AS uuid[]), CAST(:descriptions AS text[]),
+                         CAST(:snapshot_indexes AS bigint[]), CAST(:queued AS jsonb[]), CAST(:eligibility AS jsonb[]),
+                         CAST(:escaped AS boolean[]), CAST(:scheduled_at AS timestamptz[]))
+        AS d(id, token, description, snapshot_index, queued, eligibility, escaped, scheduled_at)
+), finished AS (
+    UPDATE evaluations e
+    SET status = 'complete', status_description = d.description, lease_token = NULL, lease_owner = NULL,
+        lease_expires_at = NULL, snapshot_index = d.snapshot_index, failed_tg_allocs = '{}',
+        queued_allocations = d.queued, class_eligibility = d.eligibility, escaped_computed_class = d.escaped,
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM done d
+    WHERE e.id = d.id AND e.lease_token = d.token AND e.status = 'pending'
+    RETURNING e.id, e.namespace, e.job_id, d.snapshot_index, d.scheduled_at
+), coalesced AS (
+    UPDATE evaluations e
+    SET status = 'canceled', status_description = 'coalesced into evaluation ' || CAST(f.id AS text),
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM finished f
+    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'pending' AND e.lease_token IS NULL
+      AND e.id <> f.id AND e.create_index <= f.snapshot_index
+      AND (e.wait_until IS NULL OR e.wait_until <= f.scheduled_at)
+    RETURNING e.id
+), unblocked AS (
+    UPDATE evaluations e
+    SET status = 'canceled', status_description = 'evaluation ' || CAST(f.id AS text) || ' successful',
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM finished f
+    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'blocked'
+    RETURNING e.id
+)
+SELECT id FROM finished;
