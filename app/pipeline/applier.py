@@ -7,7 +7,6 @@ and let the caller commit once. Runs only on the lock holder's connection, fence
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +17,10 @@ from psycopg.types.json import Jsonb
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.state_index import next_index
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
 from app.pipeline.plan_check import BatchState, Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
-from app.pipeline.plan_state import load_state
+from app.pipeline.plan_state import send_reads
 from app.pipeline.plan_writes import Checked, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
 from app.store.sql import psycopg_query
@@ -75,13 +73,18 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
     tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
     if any(p.plan.deployment or p.plan.deployment_updates for p in pending):
         tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
-    index = next_index(session, tables)
-    if pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True).fetchone() is None:
+    with pg.pipeline():  # one round trip for the index, the fence, the leases and the state
+        taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
+        fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
+        leases = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
+        reads = send_reads(pg, [p.plan for p in pending])
+    index = _index(taken.fetchone(), tables)
+    if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")
-    owned = _owned(pg, pending)
+    owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
     live = [p for p in pending if owned.get(p.plan.eval_id) == p.token]
     with timed(PLAN_EVALUATE):
-        state = load_state(pg, [p.plan for p in live])
+        state = reads.state()
         in_db = set(state.touched)
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
     verdicts = _write(session, checked, index, in_db, state)
@@ -112,10 +115,11 @@ def _pending(row: dict[str, Any]) -> Pending:
     )
 
 
-def _owned(pg: psycopg.Connection[Any], pending: Sequence[Pending]) -> dict[uuid.UUID, uuid.UUID]:
-    """Evaluation -> live lease token, for the batch's evaluations; locked until the commit."""
-    rows = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]}, prepare=True)
-    return {eval_id: token for eval_id, token in rows}
+def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:
+    """The batch's state index (app.db.state_index.next_index, sent in the batch's pipeline)."""
+    if taken is None or taken[1] != len(set(tables)):
+        raise RuntimeError(f"take_index: some of {tables} are not state index names")
+    return int(taken[0])
 
 
 def _write(

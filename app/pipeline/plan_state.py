@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -20,12 +21,34 @@ from app.structs import Node, NodeUsage, Plan, Resources
 LIVE_CLIENT = ("pending", "running", "unknown")
 
 
-def load_state(pg: psycopg.Connection[Any], plans: Sequence[Plan]) -> BatchState:
-    node_ids = list({n for plan in plans for n in plan_nodes(plan)})
-    alloc_ids = list({a for plan in plans for a in plan_alloc_ids(plan)})
-    cur = pg.cursor(row_factory=dict_row)
-    nodes = {r["id"]: _node(r) for r in cur.execute(psycopg_query("plan_check_nodes"), {"ids": node_ids}, prepare=True)}
-    return BatchState(nodes=nodes, usage=_usage(pg, node_ids), touched=_touched(pg, alloc_ids))
+@dataclass(frozen=True)
+class StateReads:
+    """The batch's reads, sent (in the caller's pipeline) but not yet read back."""
+
+    nodes: psycopg.Cursor[dict[str, Any]]
+    ports: psycopg.Cursor[Any]
+    usage: psycopg.Cursor[Any]
+    touched: psycopg.Cursor[dict[str, Any]]
+
+    def state(self) -> BatchState:
+        return BatchState(
+            nodes={r["id"]: _node(r) for r in self.nodes.fetchall()},
+            usage=_usage(self.ports.fetchall(), self.usage.fetchall()),
+            touched={r["id"]: _touched(r) for r in self.touched.fetchall()},
+        )
+
+
+def send_reads(pg: psycopg.Connection[Any], plans: Sequence[Plan]) -> StateReads:
+    """Send the reads for `plans`: inside a pipeline they share one round trip with whatever
+    else the caller sends."""
+    node_ids = {"ids": list({n for plan in plans for n in plan_nodes(plan)})}
+    alloc_ids = {"ids": list({a for plan in plans for a in plan_alloc_ids(plan)})}
+    return StateReads(
+        nodes=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_check_nodes"), node_ids, prepare=True),
+        ports=pg.cursor().execute(psycopg_query("plan_node_ports"), node_ids, prepare=True),
+        usage=pg.cursor().execute(psycopg_query("plan_node_usage"), node_ids, prepare=True),
+        touched=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_touched_allocs"), alloc_ids, prepare=True),
+    )
 
 
 def _node(r: dict[str, Any]) -> Node:
@@ -47,29 +70,22 @@ def _node(r: dict[str, Any]) -> Node:
     )
 
 
-def _usage(pg: psycopg.Connection[Any], node_ids: list[uuid.UUID]) -> dict[uuid.UUID, NodeUsage]:
+def _usage(port_rows: list[Any], usage_rows: list[Any]) -> dict[uuid.UUID, NodeUsage]:
     ports: dict[uuid.UUID, set[int]] = defaultdict(set)
-    for node_id, host_ports in pg.execute(psycopg_query("plan_node_ports"), {"ids": node_ids}, prepare=True):
+    for node_id, host_ports in port_rows:
         ports[node_id].update(host_ports)
     usage = {n: NodeUsage(ports=frozenset(p)) for n, p in ports.items()}
-    rows = pg.execute(psycopg_query("plan_node_usage"), {"ids": node_ids}, prepare=True)
-    for node_id, cpu, memory_mb, disk_mb in rows:
+    for node_id, cpu, memory_mb, disk_mb in usage_rows:
         usage[node_id] = NodeUsage(
             Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)), frozenset(ports.get(node_id, ()))
         )
     return usage
 
 
-def _touched(pg: psycopg.Connection[Any], ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]:
-    if not ids:
-        return {}
-    rows = pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_touched_allocs"), {"ids": ids}, prepare=True)
-    return {
-        r["id"]: Touched(
-            node_id=r["node_id"],
-            live=r["desired_status"] == "run" and r["client_status"] in LIVE_CLIENT,
-            resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
-            ports=frozenset(r["host_ports"]),
-        )
-        for r in rows
-    }
+def _touched(r: dict[str, Any]) -> Touched:
+    return Touched(
+        node_id=r["node_id"],
+        live=r["desired_status"] == "run" and r["client_status"] in LIVE_CLIENT,
+        resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+        ports=frozenset(r["host_ports"]),
+    )
