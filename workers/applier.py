@@ -71,7 +71,11 @@ def _serve(engine: Engine, lead: Leadership, wakeup: Wakeup, stop: threading.Eve
         if not plan_ids:  # an empty queue is no apply
             wakeup.wait()
             continue
-        PLAN_APPLY.observe((time.perf_counter() - began) * 1000)
+        # Per plan, amortized over its batch: the count stays the number of plans applied and
+        # the sum the time spent applying them.
+        share = (time.perf_counter() - began) * 1000 / len(plan_ids)
+        for _ in plan_ids:
+            PLAN_APPLY.observe(share)
         log.debug("applied plans", plan_ids=plan_ids)
     if deposed.is_set():
         raise Deposed("term renewal failed")
