@@ -63,8 +63,8 @@ def apply_next(session: Session, term: int) -> int | None:
 
 
 def apply_batch(session: Session, term: int, limit: int) -> list[int]:
-    """Apply up to `limit` pending plans in this transaction; returns their ids in the order
-    they were checked (empty when the queue is empty)."""
+    """Apply up to `limit` pending plans in this transaction; returns their ids (the live ones in
+    the order they were checked, then those whose lease had moved on), empty when the queue is."""
     pg = raw(session)
     rows = pg.cursor(row_factory=dict_row).execute(psycopg_query("next_plans"), {"limit": limit}, prepare=True)
     pending = [_pending(r) for r in rows.fetchall()]
