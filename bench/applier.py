@@ -1,9 +1,9 @@
 """The applier alone: N plans of 3 placements each on M nodes, written as rows (each with its
 evaluation's completion, as a worker sends its last plan) before the applier starts; then one
 `corral applier` process applies them. The clock runs from the applier taking its term to the
-last plan's result. Each round runs the batched applier (CORRAL_APPLIER_BATCH=64, the default)
-and, as its peer in the same run, one plan per transaction (CORRAL_APPLIER_BATCH=1), on the same
-database with the same plans. Prints plans/s, placements/s, the ratio and the load average, and
+last plan's result. Each round runs the batched applier (CORRAL_APPLIER_BATCH=64, the default,
+or BENCH_APPLIER_BATCH) and, as its peer in the same run, one plan per transaction
+(CORRAL_APPLIER_BATCH=1), on the same database with the same plans. Prints plans/s, placements/s, the ratio and the load average, and
 the median of the rounds.
 
 Usage: uv run python -m bench.applier [plans] [nodes] [rounds]
@@ -33,7 +33,8 @@ from bench.common import add_nodes, bench_database
 from bench.storm import CORRAL
 
 PLACEMENTS = 3
-BATCHES = {"batched": "64", "one per commit": "1"}
+# BENCH_APPLIER_BATCH: the batched run's bound (CORRAL_APPLIER_BATCH), 64 (the default) unless set.
+BATCHES = {"batched": os.environ.get("BENCH_APPLIER_BATCH", "64"), "one per commit": "1"}
 INSERT_PLAN = (
     "INSERT INTO plans (eval_id, eval_token, attempt, namespace, job_id, priority, all_at_once, snapshot_index, "
     "node_update, node_allocation, node_preemptions, deployment, deployment_updates, completion) "
