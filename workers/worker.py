@@ -203,17 +203,19 @@ class Worker:
         with transaction(self.sessions) as session:
             plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
         while True:
+            # The verdict first: an applier that completed the evaluation with the plan cleared
+            # its token, so the lease keeper's next renewal fails; that is no lost lease.
+            applied = plans.result(self.engine, plan_id)
+            if applied is not None:
+                if applied.fenced:
+                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
+                return applied
             if keeper.lost.is_set():
                 raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {plan_id}")
             if stop.is_set():
                 # Shutting down with no verdict yet: give the evaluation back (the nack clears
                 # the token, so the applier will refuse this plan) instead of holding it.
                 raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
-            applied = plans.result(self.engine, plan_id)
-            if applied is not None:
-                if applied.fenced:
-                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
-                return applied
             self.wakeup.wait(0.05)
 
     def _nack(self, held: Claim, err: Exception) -> bool:
