@@ -96,6 +96,9 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Lease a worker holds on an evaluation; renewed every third of it."
     )
     poll_interval_s: float = Field(default=0.5, gt=0, description="Fallback polling when no NOTIFY arrives (jittered).")
+    applier_batch: int = Field(
+        default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."
+    )
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
     # Garbage collection (Nomad's defaults). The leader queues one core evaluation per
     # collector every interval; the thresholds travel in the evaluation to the worker.

@@ -90,6 +90,19 @@ class StatusUpdateJson(TypedDict):
     StatusDescription: str
 
 
+class CompletionJson(TypedDict):
+    """What the worker would write on completing its evaluation after a plan applied in full
+    (broker.complete_success), carried with its last plan so the applier completes it in the same
+    commit. Only the common case travels: no failed task groups, no blocked or follow-up evaluation."""
+
+    SnapshotIndex: int
+    QueuedAllocations: dict[str, int]
+    ClassEligibility: dict[str, bool]
+    EscapedComputedClass: bool
+    ScheduledAt: str  # ISO 8601: pending evaluations due after it were not served by this pass
+    Description: str
+
+
 class PlanRowJson(TypedDict):
     """The columns of a `plans` row that hold the plan (lease and bookkeeping columns aside)."""
 

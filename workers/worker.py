@@ -24,6 +24,7 @@ from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, tim
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
+from app.plan_wire import CompletionJson
 from app.scheduler import process
 from app.structs import SchedulerResult
 from workers.loops import Backoff, Streak, guarded
@@ -110,9 +111,12 @@ class Worker:
         keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
         try:
             if ev.type == CORE_EVAL_TYPE:
-                outcome = self.collect_garbage(held, keeper, stop)
+                outcome: Outcome | None = self.collect_garbage(held, keeper, stop)
             else:
                 outcome = self.schedule(held, keeper, stop)
+            if outcome is None:  # the applier completed it with the plan: nothing left to write
+                bound.info("evaluation done", status="complete", completed_by="applier")
+                return
             if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.rolling_wait_s:
                 with transaction(self.sessions) as session:
                     broker.complete(session, held, outcome)
@@ -134,7 +138,9 @@ class Worker:
         finally:
             keeper.stop()
 
-    def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
+    def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome | None:
+        """The pass's outcome for the worker to record, or None when the applier completed the
+        evaluation in the commit that applied its last plan."""
         limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
         while True:
             scheduled_at = datetime.now(UTC)
@@ -144,10 +150,13 @@ class Worker:
             if result.plan.is_noop:
                 return _outcome(result, snapshot.index, scheduled_at)
             attempt += 1
+            outcome = _outcome(result, snapshot.index, scheduled_at)
             with timed(SUBMIT_PLAN):
-                applied = self._submit_and_wait(held, attempt, result, keeper, stop)
+                applied = self._submit_and_wait(held, attempt, result, keeper, stop, _completion(outcome))
+            if applied.completed_eval:
+                return None
             if not applied.partial:
-                return _outcome(result, snapshot.index, scheduled_at)
+                return outcome
             failures = 0 if applied.progress else failures + 1
             if failures >= limit:
                 return Outcome(
@@ -182,23 +191,31 @@ class Worker:
         return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")
 
     def _submit_and_wait(
-        self, held: Claim, attempt: int, result: SchedulerResult, keeper: LeaseKeeper, stop: threading.Event
+        self,
+        held: Claim,
+        attempt: int,
+        result: SchedulerResult,
+        keeper: LeaseKeeper,
+        stop: threading.Event,
+        completion: CompletionJson | None,
     ) -> plans.AppliedPlan:
         ev = held.evaluation
         with transaction(self.sessions) as session:
-            plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace)
+            plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
         while True:
+            # The verdict first: an applier that completed the evaluation with the plan cleared
+            # its token, so the lease keeper's next renewal fails; that is no lost lease.
+            applied = plans.result(self.engine, plan_id)
+            if applied is not None:
+                if applied.fenced:
+                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
+                return applied
             if keeper.lost.is_set():
                 raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {plan_id}")
             if stop.is_set():
                 # Shutting down with no verdict yet: give the evaluation back (the nack clears
                 # the token, so the applier will refuse this plan) instead of holding it.
                 raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
-            applied = plans.result(self.engine, plan_id)
-            if applied is not None:
-                if applied.fenced:
-                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
-                return applied
             self.wakeup.wait(0.05)
 
     def _nack(self, held: Claim, err: Exception) -> bool:
@@ -224,6 +241,22 @@ def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetim
         rolling_wait_s=result.rolling_wait_ns / 1e9,
         blocked_nodes=result.blocked_nodes,
     )
+
+
+def _completion(outcome: Outcome) -> CompletionJson | None:
+    """What the applier writes to complete the evaluation if this plan applies in full: the
+    common case only (broker.complete_success's). Failed task groups (a blocked evaluation) and
+    rolling follow-ups stay with the worker's own completion."""
+    if outcome.failed_tg_allocs or outcome.rolling_wait_s or outcome.status != "complete":
+        return None
+    return {
+        "SnapshotIndex": outcome.snapshot_index,
+        "QueuedAllocations": dict(outcome.queued_allocations),
+        "ClassEligibility": dict(outcome.class_eligibility),
+        "EscapedComputedClass": outcome.escaped_computed_class,
+        "ScheduledAt": outcome.scheduled_at.isoformat(),
+        "Description": outcome.description,
+    }
 
 
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import PLAN_STATUSES, sql_in
 from app.models.base import Base, created_at_column
-from app.plan_wire import AllocJson, DeploymentJson, JsonObject, StatusUpdateJson, StopJson
+from app.plan_wire import AllocJson, CompletionJson, DeploymentJson, JsonObject, StatusUpdateJson, StopJson
 
 
 class Plan(Base):
@@ -65,6 +65,14 @@ class Plan(Base):
         JSONB, server_default=text("'[]'::jsonb"), comment="Deployment status changes."
     )
     annotations: Mapped[JsonObject | None] = mapped_column(JSONB, comment="Plan annotations (job plan).")
+    completion: Mapped[CompletionJson | None] = mapped_column(
+        JSONB,
+        comment=(
+            "How the applier completes the evaluation when it applies this plan in full (the worker's last "
+            "plan): snapshot index, queued allocations, class eligibility, scheduled-at. NULL: the worker "
+            "completes the evaluation itself."
+        ),
+    )
     created_at: Mapped[datetime] = created_at_column()
     applied_at: Mapped[datetime | None] = mapped_column(comment="When the applier decided.")
 
@@ -102,4 +110,8 @@ class PlanResult(Base):
         server_default=text("0"), comment="State index of the commit that wrote the allocations."
     )
     applier_term: Mapped[int] = mapped_column(comment="Leader term of the applier that decided.")
+    completed_eval: Mapped[bool] = mapped_column(
+        server_default=text("false"),
+        comment="True when the applier completed the plan's evaluation in the commit that applied the plan.",
+    )
     created_at: Mapped[datetime] = created_at_column()

@@ -1,35 +1,30 @@
-"""The plan applier's transaction: re-check each node of a plan against current state with the
-scheduler's own fit function, commit what fits (partial commit), and answer with a refresh
-index for the rest. Runs only on the lock holder's connection, fenced by its term."""
+"""The plan applier's transaction, one batch of plans at a time (group commit): fence the term
+once, check every plan in order against current state plus what the plans before it in the
+batch took (plan_check), write the accepted parts of all of them with few statements
+(plan_writes), complete the evaluations whose last plan applied in full, record every result,
+and let the caller commit once. Runs only on the lock holder's connection, fenced by its term."""
 
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import structlog
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from sqlalchemy import RowMapping, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.state_index import next_index
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
-from app.models import Allocation as AllocRow
-from app.models import Plan as PlanRow
-from app.models import PlanResult as PlanResultRow
-from app.pipeline.plan_codec import decode_plan, encode_result, ports_to_json
-from app.pipeline.snapshot import node_from_row
-from app.plan_wire import PlanRowJson
-from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
-from app.store import deployments
-from app.store.blocked_evals import unblock_capacity
-from app.store.evals import EvalRequest, insert_eval
-from app.store.sql import query
-from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, PlanResult, Resources
+from app.pipeline.plan_check import BatchState, Verdict, check
+from app.pipeline.plan_codec import decode_plan, encode_result
+from app.pipeline.plan_state import send_reads
+from app.pipeline.plan_writes import Checked, raw, write_batch
+from app.plan_wire import CompletionJson, PlanRowJson
+from app.store.sql import psycopg_query
+from app.structs import Plan
 
 ROLE = "applier"
 log = structlog.get_logger(__name__)
@@ -40,59 +35,69 @@ class Deposed(Exception):
 
 
 @dataclass(frozen=True)
-class Placement:
-    """One allocation a plan asks for, with the resources and host ports the fit check and the
-    writes charge it for."""
+class Pending:
+    """A submitted plan as the applier takes it."""
 
-    alloc: Allocation
-    resources: Resources
-    ports: tuple[int, ...]
-
-    @property
-    def alloc_id(self) -> uuid.UUID:
-        return self.alloc.id
-
-
-@dataclass
-class Verdict:
-    accepted: dict[uuid.UUID, list[Placement]] = field(default_factory=dict)
-    stops: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
-    preemptions: dict[uuid.UUID, list[AllocationStop]] = field(default_factory=dict)
-    rejected: list[uuid.UUID] = field(default_factory=list)
-
-    @property
-    def nodes(self) -> set[uuid.UUID]:
-        return {*self.accepted, *self.stops, *self.preemptions, *self.rejected}
-
-    def result(self, alloc_index: int, refresh_index: int) -> PlanResult:
-        return PlanResult(
-            node_update={n: tuple(s.alloc_id for s in items) for n, items in self.stops.items()},
-            node_allocation={n: tuple(a.alloc_id for a in items) for n, items in self.accepted.items()},
-            node_preemptions={n: tuple(s.alloc_id for s in items) for n, items in self.preemptions.items()},
-            rejected_nodes=tuple(self.rejected),
-            refresh_index=refresh_index,
-            alloc_index=alloc_index,
-        )
+    id: int
+    plan: Plan
+    token: uuid.UUID
+    namespace: str
+    job_id: str
+    completion: CompletionJson | None
 
 
 @dataclass(frozen=True)
-class Touched:
-    node_id: uuid.UUID
-    live: bool
-    resources: Resources
-    ports: frozenset[int]
+class Decided:
+    """A plan's verdict and what it records."""
+
+    pending: Pending
+    verdict: Verdict
+    fenced: bool = False
+    completed: bool = False
 
 
-def _placement(alloc: Allocation) -> Placement:
-    res = alloc.resources
-    if res.memory_max_mb < res.memory_mb:  # the oldest rows carry no MemoryMaxMB: memory is the burst limit
-        res = replace(res, memory_max_mb=res.memory_mb)
-    return Placement(alloc=alloc, resources=res, ports=tuple(p.value for p in alloc.ports if p.value))
+def apply_next(session: Session, term: int) -> int | None:
+    """Apply the next pending plan alone; returns its id, or None when the queue is empty."""
+    applied = apply_batch(session, term, 1)
+    return applied[0] if applied else None
 
 
-def _stored(row: RowMapping) -> PlanRowJson:
-    """The plan's columns of a next_plan row, as the worker's encode_plan wrote them."""
-    return {
+def apply_batch(session: Session, term: int, limit: int) -> list[int]:
+    """Apply up to `limit` pending plans in this transaction; returns their ids (the live ones in
+    the order they were checked, then those whose lease had moved on), empty when the queue is."""
+    pg = raw(session)
+    rows = pg.cursor(row_factory=dict_row).execute(psycopg_query("next_plans"), {"limit": limit}, prepare=True)
+    pending = [_pending(r) for r in rows.fetchall()]
+    if not pending:
+        return []
+    tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
+    if any(p.plan.deployment or p.plan.deployment_updates for p in pending):
+        tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
+    with pg.pipeline():  # one round trip for the index, the fence, the leases and the state
+        taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
+        fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
+        leases = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
+        reads = send_reads(pg, [p.plan for p in pending])
+    index = _index(taken.fetchone(), tables)
+    if fence.fetchone() is None:
+        raise Deposed(f"applier term {term} is no longer current")
+    owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
+    live = [p for p in pending if owned.get(p.plan.eval_id) == p.token]
+    with timed(PLAN_EVALUATE):
+        state = reads.state()
+        in_db = set(state.touched)
+        checked = [Checked(p.plan, check(p.plan, state)) for p in live]
+    verdicts = _write(session, checked, index, in_db, state)
+    decided = [Decided(p, v) for p, v in zip(live, verdicts, strict=True)]
+    decided = _complete(pg, decided)
+    decided += [Decided(p, Verdict(), fenced=True) for p in pending if owned.get(p.plan.eval_id) != p.token]
+    _record(pg, decided, index, term)
+    PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
+    return [d.pending.id for d in decided]
+
+
+def _pending(row: dict[str, Any]) -> Pending:
+    stored: PlanRowJson = {
         "eval_id": row["eval_id"],
         "priority": row["priority"],
         "snapshot_index": row["snapshot_index"],
@@ -105,311 +110,108 @@ def _stored(row: RowMapping) -> PlanRowJson:
         "deployment": row["deployment"],
         "deployment_updates": row["deployment_updates"],
     }
+    return Pending(
+        int(row["id"]), decode_plan(stored), row["eval_token"], row["namespace"], row["job_id"], row["completion"]
+    )
 
 
-def apply_next(session: Session, term: int) -> int | None:
-    """Apply the next pending plan; returns its id, or None when the queue is empty."""
-    row = session.execute(query("next_plan")).mappings().first()
-    if row is None:
-        return None
-    plan_id, plan = int(row["id"]), decode_plan(_stored(row))
-    tables = ["allocations", "evaluations"]  # the plan's result needs no index: no blocking query watches it
-    if plan.deployment or plan.deployment_updates:
-        tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
-    index = next_index(session, tables)
-    if session.execute(query("fence_term"), {"role": ROLE, "term": term}).first() is None:
-        raise Deposed(f"applier term {term} is no longer current")
-    owned = session.execute(query("eval_still_owned"), {"eval_id": plan.eval_id, "token": row["eval_token"]})
-    if owned.first() is None:
-        _record(session, plan_id, Verdict(), index, term, status="rejected", refresh=0)
-        return plan_id
-    with timed(PLAN_EVALUATE):
-        verdict = evaluate(session, plan)
+def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:
+    """The batch's state index (app.db.state_index.next_index, sent in the batch's pipeline)."""
+    if taken is None or taken[1] != len(set(tables)):
+        raise RuntimeError(f"take_index: some of {tables} are not state index names")
+    return int(taken[0])
+
+
+def _write(
+    session: Session, checked: list[Checked], index: int, in_db: set[uuid.UUID], state: BatchState
+) -> list[Verdict]:
+    """Write the whole batch under one savepoint; if the database refuses it (the overcommit
+    trigger, a constraint: our own check let something through it should not have), write the
+    plans one savepoint each, and refuse whole every plan whose writes fail, so its worker
+    re-plans from fresh state instead of failing the same plan on every retry."""
+    classes = {n: node.computed_class for n, node in state.nodes.items()}
     try:
         with session.begin_nested():
-            _write(session, plan, verdict, index)
+            write_batch(session, checked, index, in_db, classes)
+        return [c.verdict for c in checked]
     except (IntegrityError, psycopg.errors.IntegrityError):
-        # The database refused the writes (the overcommit trigger, a constraint): our own check
-        # let something through it should not have. Refuse the whole plan, so the worker re-plans
-        # from fresh state, instead of failing this plan again on every retry.
-        log.error("database refused plan writes; rejecting the plan", plan_id=plan_id, exc_info=True)
-        verdict = Verdict(rejected=list(verdict.nodes))
-    PLAN_NODE_REJECTED.inc(len(verdict.rejected))
-    status = "applied" if verdict.accepted or verdict.stops or not verdict.rejected else "rejected"
-    _record(session, plan_id, verdict, index, term, status=status, refresh=index if verdict.rejected else 0)
-    return plan_id
+        log.warning("database refused a batch's writes; writing its plans one by one", plans=len(checked))
+    verdicts = []
+    for item in checked:
+        try:
+            with session.begin_nested():
+                write_batch(session, [item], index, in_db, classes)
+            verdicts.append(item.verdict)
+        except (IntegrityError, psycopg.errors.IntegrityError):
+            log.error("database refused plan writes; rejecting the plan", eval_id=str(item.plan.eval_id), exc_info=True)
+            verdicts.append(Verdict(rejected=list(item.verdict.nodes)))
+    return verdicts
 
 
-def evaluate(session: Session, plan: Plan) -> Verdict:
-    placements = {n: [_placement(a) for a in allocs] for n, allocs in plan.node_allocation.items()}
-    stops = {n: list(items) for n, items in plan.node_update.items()}
-    evictions = {n: list(items) for n, items in plan.node_preemptions.items()}
-    node_ids = list({*placements, *stops, *evictions})
-    nodes = {r["id"]: node_from_row(r) for r in session.execute(query("plan_nodes"), {"ids": node_ids}).mappings()}
-    usage = _usage(session, node_ids)
-    touched = _touched(
-        session,
-        [a.alloc_id for allocs in placements.values() for a in allocs]
-        + [s.alloc_id for items in (*stops.values(), *evictions.values()) for s in items],
-    )
-    verdict = Verdict()
-    for node_id in node_ids:
-        new, leaving, victims = placements.get(node_id, []), stops.get(node_id, []), evictions.get(node_id, [])
-        if _victims_still_there(node_id, victims, touched) and (
-            not new or _fits(nodes.get(node_id), usage.get(node_id, NodeUsage()), new, [*leaving, *victims], touched)
-        ):
-            verdict.accepted[node_id] = new
-            verdict.stops[node_id] = leaving
-            verdict.preemptions[node_id] = victims
-        else:
-            verdict.rejected.append(node_id)
-    if plan.all_at_once and verdict.rejected:
-        return Verdict(rejected=node_ids)
-    verdict.accepted = {n: a for n, a in verdict.accepted.items() if a}
-    verdict.stops = {n: s for n, s in verdict.stops.items() if s}
-    verdict.preemptions = {n: s for n, s in verdict.preemptions.items() if s}
-    return verdict
-
-
-def _victims_still_there(node_id: uuid.UUID, victims: list[AllocationStop], touched: dict[uuid.UUID, Touched]) -> bool:
-    """A preemption is only valid against the state it was computed from: every victim must
-    still be live on this node. Otherwise the scheduler re-plans this node from fresh state."""
-    return all(
-        v.alloc_id in touched and touched[v.alloc_id].live and touched[v.alloc_id].node_id == node_id for v in victims
-    )
-
-
-def _fits(
-    node: Node | None,
-    usage: NodeUsage,
-    new: list[Placement],
-    stops: list[AllocationStop],
-    touched: dict[uuid.UUID, Touched],
-) -> bool:
-    """Nomad's per-node check: the node must exist and be ready; new work needs an eligible
-    node unless it only updates allocations already there; everything must fit."""
-    if node is None or node.status != "ready":
-        return False
-    in_place = all(
-        a.alloc_id in touched and touched[a.alloc_id].node_id == node.id and touched[a.alloc_id].live for a in new
-    )
-    if not in_place and (node.eligibility != "eligible" or node.draining):
-        return False
-    # Work leaving the node (stops, and the old shape of in-place updates) frees room first.
-    leaving = [touched[s.alloc_id] for s in stops if s.alloc_id in touched] + [
-        touched[a.alloc_id] for a in new if a.alloc_id in touched
+def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decided]:
+    """Complete, in this same commit and one statement, each evaluation whose last plan (the
+    worker sent its completion) applied in full. The tokens were checked and the evaluation rows
+    are locked, so the fenced UPDATE finds them; which ones it completed is still read back,
+    never assumed."""
+    due = [d.pending for d in decided if d.pending.completion is not None and not d.verdict.rejected]
+    if not due:
+        return decided
+    done = {row[0] for row in pg.execute(psycopg_query("complete_evals"), _completion_params(due), prepare=True)}
+    return [
+        Decided(d.pending, d.verdict, completed=d.pending in due and d.pending.plan.eval_id in done) for d in decided
     ]
-    for old in leaving:
-        if old.live and old.node_id == node.id:
-            usage = remove_usage(usage, old.resources, old.ports)
-    for alloc in new:
-        if exhausted_dimension(node, usage, alloc.resources, alloc.ports) is not None:
-            return False
-        usage = add_usage(usage, alloc.resources, alloc.ports)
-    return True
 
 
-def _usage(session: Session, node_ids: list[uuid.UUID]) -> dict[uuid.UUID, NodeUsage]:
-    ports: dict[uuid.UUID, set[int]] = defaultdict(set)
-    for node_id, host_ports in session.execute(query("plan_node_ports"), {"ids": node_ids}):
-        ports[node_id].update(host_ports)
-    usage = {n: NodeUsage(ports=frozenset(p)) for n, p in ports.items()}
-    for r in session.execute(query("plan_node_usage"), {"ids": node_ids}).mappings():
-        usage[r["node_id"]] = NodeUsage(
-            Resources(cpu=int(r["cpu"]), memory_mb=int(r["memory_mb"]), disk_mb=int(r["disk_mb"])),
-            frozenset(ports.get(r["node_id"], ())),
-        )
-    return usage
-
-
-def _touched(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, Touched]:
-    if not ids:
-        return {}
-    rows = session.execute(query("plan_touched_allocs"), {"ids": ids}).mappings()
+def _completion_params(due: list[Pending]) -> dict[str, object]:
+    completions = [p.completion for p in due if p.completion is not None]
     return {
-        r["id"]: Touched(
-            node_id=r["node_id"],
-            live=r["desired_status"] == "run" and r["client_status"] in ("pending", "running", "unknown"),
-            resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
-            ports=frozenset(r["host_ports"]),
-        )
-        for r in rows
+        "ids": [p.plan.eval_id for p in due],
+        "tokens": [p.token for p in due],
+        "descriptions": [c["Description"] for c in completions],
+        "snapshot_indexes": [c["SnapshotIndex"] for c in completions],
+        "queued": [Jsonb(c["QueuedAllocations"]) for c in completions],
+        "eligibility": [Jsonb(c["ClassEligibility"]) for c in completions],
+        "escaped": [c["EscapedComputedClass"] for c in completions],
+        "scheduled_at": [c["ScheduledAt"] for c in completions],
     }
 
 
-def _write(session: Session, plan: Plan, verdict: Verdict, index: int) -> None:
-    now = datetime.now(UTC)
-    # The deployment first: the new allocations reference it.
-    if plan.deployment:
-        deployments.apply_plan_deployment(session, plan.deployment, index)
-    deployments.apply_status_updates(session, plan.deployment_updates, index)
-    # Stops and evictions first: the usage triggers must see the room freed before the
-    # preemptors are inserted, or they would refuse the placement as an overcommit.
-    evictions = [s for items in verdict.preemptions.values() for s in items]
-    for stop in (*(s for items in verdict.stops.values() for s in items), *evictions):
-        _write_stop(session, stop, index, now)
-    accepted = [a for allocs in verdict.accepted.values() for a in allocs]
-    existing = set(session.scalars(select(AllocRow.id).where(AllocRow.id.in_([a.alloc_id for a in accepted]))))
-    for placed in (a for a in accepted if a.alloc_id in existing):
-        _write_in_place(session, placed, index, now)
-    fresh = [a for a in accepted if a.alloc_id not in existing]
-    if fresh:
-        _copy_allocations(session, fresh, index, now)
-        for placed in fresh:
-            if placed.alloc.previous_allocation:
-                session.execute(
-                    update(AllocRow)
-                    .where(AllocRow.id == placed.alloc.previous_allocation)
-                    .values(next_allocation=placed.alloc_id)
-                )
-    if evictions:
-        _record_preemptions(session, evictions, index)
-    # Evictions are not freed capacity: their room went to the preemptor.
-    freed = [n for n, items in verdict.stops.items() if items]
-    if freed:
-        nodes = session.execute(query("plan_nodes"), {"ids": freed}).mappings()
-        unblock_capacity(session, {r["id"]: r["computed_class"] for r in nodes}, index)
-
-
-def _write_stop(session: Session, stop: AllocationStop, index: int, now: datetime) -> None:
-    change = (
-        update(AllocRow)
-        .where(AllocRow.id == stop.alloc_id)
-        .values(
-            desired_status=stop.desired_status,
-            desired_description=stop.description,
-            modify_index=index,
-            alloc_modify_index=index,
-            modify_time=now,
-        )
-    )
-    if stop.client_status:
-        change = change.values(client_status=stop.client_status)
-    session.execute(change)
-
-
-def _write_in_place(session: Session, placed: Placement, index: int, now: datetime) -> None:
-    alloc, resources = placed.alloc, placed.resources
-    change = (
-        update(AllocRow)
-        .where(AllocRow.id == alloc.id)
-        .values(
-            job_version=alloc.job_version,
-            eval_id=alloc.eval_id,
-            cpu=resources.cpu,
-            memory_mb=resources.memory_mb,
-            memory_max_mb=resources.memory_max_mb,
-            disk_mb=resources.disk_mb,
-            modify_index=index,
-            alloc_modify_index=index,
-            modify_time=now,
-        )
-    )
-    if alloc.deployment_id:
-        # An in-place update joins the current deployment, where its health is judged anew.
-        change = change.values(deployment_id=alloc.deployment_id, deployment_status=None)
-    session.execute(change)
-
-
-def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:
-    """Link each victim to its preemptor, and give every job that lost work one `preemption`
-    evaluation in this same transaction, so the evicted work is placed again (or waits as a
-    blocked evaluation until capacity returns)."""
-    linked = [s for s in evictions if s.preempted_by is not None]
-    if linked:
-        session.execute(
-            query("mark_preempted_by"),
-            {"victims": [s.alloc_id for s in linked], "bys": [s.preempted_by for s in linked]},
-        )
-    jobs = session.execute(query("preempted_jobs"), {"ids": [s.alloc_id for s in evictions]}).mappings()
-    for job in jobs:
-        insert_eval(
-            session,
-            EvalRequest(
-                namespace=job["namespace"],
-                job_id=job["id"],
-                job_type=job["type"],
-                priority=job["priority"],
-                triggered_by="preemption",
-                job_modify_index=job["job_modify_index"],
-            ),
-            index,
-        )
-
-
-COPY_COLUMNS = (
-    "id",
-    "namespace",
-    "job_id",
-    "job_version",
-    "eval_id",
-    "node_id",
-    "node_name",
-    "task_group",
-    "name",
-    "desired_status",
-    "client_status",
-    "cpu",
-    "memory_mb",
-    "memory_max_mb",
-    "disk_mb",
-    "host_ports",
-    "allocated_resources",
-    "previous_allocation",
-    "preempted_allocations",
-    "reschedule_tracker",
-    "deployment_id",
-    "deployment_status",
-    "create_index",
-    "modify_index",
-    "alloc_modify_index",
-    "create_time",
-    "modify_time",
+RESULT_COLUMNS = (
+    "plan_id",
+    "applier_term",
+    "node_update",
+    "node_allocation",
+    "node_preemptions",
+    "rejected_nodes",
+    "refresh_index",
+    "alloc_index",
+    "completed_eval",
 )
 
 
-def _copy_allocations(session: Session, fresh: list[Placement], index: int, now: datetime) -> None:
-    """COPY, not INSERT: a plan can place tens of thousands of allocations in one commit. The
-    statement trigger on allocations still checks the whole batch against node capacity."""
-    cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-    with cursor.copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
-        for placed in fresh:
-            a, resources = placed.alloc, placed.resources
-            copy.write_row(
-                (
-                    a.id,
-                    a.namespace,
-                    a.job_id,
-                    a.job_version,
-                    a.eval_id,
-                    a.node_id,
-                    a.node_name,
-                    a.task_group,
-                    a.name,
-                    "run",
-                    "pending",
-                    resources.cpu,
-                    resources.memory_mb,
-                    resources.memory_max_mb,
-                    resources.disk_mb,
-                    list(placed.ports),
-                    Jsonb({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
-                    a.previous_allocation,
-                    list(a.preempted_allocations),
-                    Jsonb(dict(a.reschedule_tracker)) if a.reschedule_tracker else None,
-                    a.deployment_id,
-                    Jsonb({"Canary": True}) if a.canary else None,
-                    index,
-                    index,
-                    index,
-                    now,
-                    now,
-                )
-            )
+def _record(pg: psycopg.Connection[Any], decided: list[Decided], index: int, term: int) -> None:
+    """Every plan's status and result: one UPDATE and one COPY for the whole batch."""
+    statuses = ["rejected" if d.fenced else d.verdict.status for d in decided]
+    pg.execute(
+        psycopg_query("plan_record_status"),
+        {"ids": [d.pending.id for d in decided], "statuses": statuses},
+        prepare=True,
+    )
+    with pg.cursor().copy(f"COPY plan_results ({', '.join(RESULT_COLUMNS)}) FROM STDIN") as copy:
+        for d in decided:
+            copy.write_row(_result_row(d, index, term))
 
 
-def _record(
-    session: Session, plan_id: int, verdict: Verdict, index: int, term: int, *, status: str, refresh: int
-) -> None:
-    session.execute(update(PlanRow).where(PlanRow.id == plan_id).values(status=status, applied_at=datetime.now(UTC)))
-    session.add(PlanResultRow(plan_id=plan_id, applier_term=term, **encode_result(verdict.result(index, refresh))))
+def _result_row(d: Decided, index: int, term: int) -> tuple[object, ...]:
+    encoded = encode_result(d.verdict.result(index, index if d.verdict.rejected else 0))
+    return (
+        d.pending.id,
+        term,
+        Jsonb(encoded["node_update"]),
+        Jsonb(encoded["node_allocation"]),
+        Jsonb(encoded["node_preemptions"]),
+        encoded["rejected_nodes"],
+        encoded["refresh_index"],
+        encoded["alloc_index"],
+        d.completed,
+    )

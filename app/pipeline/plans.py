@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Engine, select
 from sqlalchemy.dialects.postgresql import insert
@@ -14,7 +14,7 @@ from app.models import Plan as PlanRow
 from app.models import PlanResult as PlanResultRow
 from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.plan_codec import decode_result, encode_plan
-from app.plan_wire import PlanResultJson
+from app.plan_wire import CompletionJson, PlanResultJson
 from app.structs import Plan, PlanResult
 
 
@@ -27,6 +27,9 @@ class AppliedPlan:
     rejected_nodes: int
     refresh_index: int
     fenced: bool
+    # The applier completed the evaluation in the commit that applied the plan: the worker
+    # writes nothing more for this evaluation.
+    completed_eval: bool = False
 
     @property
     def progress(self) -> bool:
@@ -37,7 +40,17 @@ class AppliedPlan:
         return self.refresh_index != 0
 
 
-def submit(session: Session, held: Claim, attempt: int, plan: Plan, job_id: str, namespace: str) -> int:
+def submit(
+    session: Session,
+    held: Claim,
+    attempt: int,
+    plan: Plan,
+    job_id: str,
+    namespace: str,
+    completion: CompletionJson | None = None,
+) -> int:
+    """Write the plan. With `completion`, the applier also completes the evaluation with it, in
+    the same commit, if it applies the plan in full (one write per evaluation)."""
     # No index: no blocking query watches plans. The NOTIFY only wakes the applier.
     wake_listeners(session)
     owns = session.scalar(
@@ -52,6 +65,7 @@ def submit(session: Session, held: Claim, attempt: int, plan: Plan, job_id: str,
         .values(
             eval_token=held.token,
             attempt=attempt,
+            completion=completion,
             **encode_plan(plan, namespace, job_id),
         )
         .on_conflict_do_nothing(index_elements=["eval_id", "eval_token", "attempt"])
@@ -73,7 +87,8 @@ def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
         if row is None:
             return None
         status = session.scalar(select(PlanRow.status).where(PlanRow.id == plan_id))
-        return applied(decode_result(stored_result(row)), refused=status == "rejected")
+        verdict = applied(decode_result(stored_result(row)), refused=status == "rejected")
+        return replace(verdict, completed_eval=row.completed_eval)
 
 
 def stored_result(row: PlanResultRow) -> PlanResultJson:

@@ -1,10 +1,11 @@
--- name: next_plan
--- Plans by priority, then submit order.
+-- name: next_plans
+-- The next batch of plans by priority, then submit order (group commit: one transaction applies
+-- them all). Only the lock holder applies, so no row lock is needed to keep them to itself.
 SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
-       node_allocation, node_preemptions, deployment, deployment_updates
+       node_allocation, node_preemptions, deployment, deployment_updates, completion
 FROM plans WHERE status = 'pending'
 ORDER BY priority DESC, id
-LIMIT 1;
+LIMIT :limit;
 
 -- name: fence_term
 -- Every leader-only commit checks its term. FOR KEY SHARE, not an UPDATE: the renewer (another
@@ -12,17 +13,20 @@ LIMIT 1;
 -- stale and be replaced mid-apply. A takeover terminates the old holder's session first.
 SELECT term FROM leader_terms WHERE role = :role AND term = :term FOR KEY SHARE;
 
--- name: eval_still_owned
--- Locked until the plan commits: a lease that lapses meanwhile cannot be rescued (the claim
--- skips locked rows) and a lapsed lease is not honoured.
-SELECT 1 FROM evaluations
-WHERE id = :eval_id AND lease_token = :token AND status = 'pending' AND lease_expires_at > now()
+-- name: evals_still_owned
+-- The batch's evaluations whose lease is live, with its token (the applier matches each plan's
+-- token). Locked until the batch commits: a lease that lapses meanwhile cannot be rescued (the
+-- claim skips locked rows) and a lapsed lease is not honoured. In id order, so two lockers of
+-- the same rows never wait on each other in a cycle.
+SELECT id, lease_token FROM evaluations
+WHERE id = ANY(:ids) AND lease_token IS NOT NULL AND status = 'pending' AND lease_expires_at > now()
+ORDER BY id
 FOR UPDATE;
 
--- name: plan_nodes
-SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
-       attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
-       reserved_disk_mb, reserved_ports
+-- name: plan_check_nodes
+-- Only what the applier's fit check reads (no attributes, meta or drivers to decode).
+SELECT id, computed_class, status, scheduling_eligibility, drain, cpu_shares, memory_mb, disk_mb, reserved_cpu,
+       reserved_memory_mb, reserved_disk_mb, reserved_ports
 FROM nodes WHERE id = ANY(:ids);
 
 -- name: plan_node_usage
@@ -49,3 +53,75 @@ ORDER BY j.namespace, j.id;
 UPDATE allocations a SET preempted_by_allocation = v.by
 FROM unnest(CAST(:victims AS uuid[]), CAST(:bys AS uuid[])) AS v(victim, by)
 WHERE a.id = v.victim;
+
+-- name: plan_stop_allocs
+-- The batch's stops and evictions in one statement. Before the new allocations: the usage
+-- trigger must see the room they free.
+UPDATE allocations a
+SET desired_status = v.desired_status, desired_description = v.description,
+    client_status = COALESCE(v.client_status, a.client_status),
+    modify_index = :index, alloc_modify_index = :index, modify_time = now()
+FROM unnest(CAST(:ids AS uuid[]), CAST(:desired AS text[]), CAST(:descriptions AS text[]),
+            CAST(:client AS text[])) AS v(id, desired_status, description, client_status)
+WHERE a.id = v.id;
+
+-- name: plan_update_in_place
+-- An in-place update keeps the allocation and changes its version and resources; it joins the
+-- plan's deployment (health judged anew) when it has one.
+UPDATE allocations
+SET job_version = :job_version, eval_id = :eval_id, cpu = :cpu, memory_mb = :memory_mb,
+    memory_max_mb = :memory_max_mb, disk_mb = :disk_mb, modify_index = :index,
+    alloc_modify_index = :index, modify_time = now(),
+    deployment_id = COALESCE(CAST(:deployment_id AS uuid), deployment_id),
+    deployment_status = CASE WHEN CAST(:deployment_id AS uuid) IS NULL THEN deployment_status END
+WHERE id = :id;
+
+-- name: plan_link_previous
+-- A replacement names its predecessor; the predecessor learns its successor.
+UPDATE allocations a SET next_allocation = v.next
+FROM unnest(CAST(:previous AS uuid[]), CAST(:next AS uuid[])) AS v(previous, next)
+WHERE a.id = v.previous;
+
+-- name: plan_record_status
+UPDATE plans p SET status = v.status, applied_at = now()
+FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
+WHERE p.id = v.id;
+
+-- name: complete_evals
+-- complete_eval_success for every evaluation of the batch whose last plan applied in full, in
+-- one statement: record each pass (fenced by its token), cancel each job's pending evaluations
+-- the pass already served (coalescing) and its blocked evaluation. The index is this
+-- transaction's own, the one the applier logged. One evaluation per job is in flight, so no
+-- two finished rows share a job and no row is the target of two of these updates.
+WITH taken AS (SELECT state_index_own() AS index), done AS (
+    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:tokens AS uuid[]), CAST(:descriptions AS text[]),
+                         CAST(:snapshot_indexes AS bigint[]), CAST(:queued AS jsonb[]), CAST(:eligibility AS jsonb[]),
+                         CAST(:escaped AS boolean[]), CAST(:scheduled_at AS timestamptz[]))
+        AS d(id, token, description, snapshot_index, queued, eligibility, escaped, scheduled_at)
+), finished AS (
+    UPDATE evaluations e
+    SET status = 'complete', status_description = d.description, lease_token = NULL, lease_owner = NULL,
+        lease_expires_at = NULL, snapshot_index = d.snapshot_index, failed_tg_allocs = '{}',
+        queued_allocations = d.queued, class_eligibility = d.eligibility, escaped_computed_class = d.escaped,
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM done d
+    WHERE e.id = d.id AND e.lease_token = d.token AND e.status = 'pending'
+    RETURNING e.id, e.namespace, e.job_id, d.snapshot_index, d.scheduled_at
+), coalesced AS (
+    UPDATE evaluations e
+    SET status = 'canceled', status_description = 'coalesced into evaluation ' || CAST(f.id AS text),
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM finished f
+    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'pending' AND e.lease_token IS NULL
+      AND e.id <> f.id AND e.create_index <= f.snapshot_index
+      AND (e.wait_until IS NULL OR e.wait_until <= f.scheduled_at)
+    RETURNING e.id
+), unblocked AS (
+    UPDATE evaluations e
+    SET status = 'canceled', status_description = 'evaluation ' || CAST(f.id AS text) || ' successful',
+        modify_index = (SELECT index FROM taken), modify_time = now()
+    FROM finished f
+    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'blocked'
+    RETURNING e.id
+)
+SELECT id FROM finished;

@@ -162,7 +162,7 @@ def test_plan_whose_lease_lapsed_is_refused(engine: Engine, pg: Conn, term: tupl
 def test_plan_the_database_refuses_is_rejected_not_retried_forever(
     engine: Engine, pg: Conn, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline.applier as applier
+    import app.pipeline.plan_check as plan_check
 
     register(engine, "web")
     held = claim(engine)
@@ -172,7 +172,8 @@ def test_plan_the_database_refuses_is_rejected_not_retried_forever(
         held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0), alloc(held, node, 1))}
     )
     plan_id = submit(engine, held, plan)
-    monkeypatch.setattr(applier, "_fits", lambda *args: True)  # a broken fit check lets an overcommit through
+    # A broken fit check lets an overcommit through.
+    monkeypatch.setattr(plan_check, "exhausted_dimension", lambda *args: None)
     assert apply(*term) == plan_id
     result = plans.result(engine, plan_id)
     assert result is not None and result.placed == 0 and result.rejected_nodes == 1 and result.partial

@@ -75,7 +75,7 @@ def test_the_applier_survives_an_exception_in_its_apply_step(
     from workers import applier as applier_module
 
     calls: list[int] = []
-    monkeypatch.setattr(applier_module, "apply_next", flaky(applier_module.apply_next, 2, calls))
+    monkeypatch.setattr(applier_module, "apply_batch", flaky(applier_module.apply_batch, 2, calls))
 
     def run(stop: threading.Event) -> None:
         applier_module.run_applier(settings(database_url), database_url, stop)

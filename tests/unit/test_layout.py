@@ -146,7 +146,7 @@ def test_the_layering_check_can_fail(tmp_path: Path) -> None:
 
 def test_named_queries_load_and_are_unique() -> None:
     queries = _queries()
-    expected = {"take_index", "read_tables", "task_group_summaries", "claim_ready", "complete_eval", "next_plan"}
+    expected = {"take_index", "read_tables", "task_group_summaries", "claim_ready", "complete_eval", "next_plans"}
     assert expected <= set(queries)
     assert all(body for body in queries.values())
 

@@ -1,0 +1,91 @@
+"""What a batch of plans is checked against, read once for the whole batch inside the applier's
+transaction: the nodes the plans touch, their usage (kept by the allocation triggers) and host
+ports, and the allocations the plans place, stop or evict."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from app.pipeline.plan_check import BatchState, Touched, plan_alloc_ids, plan_nodes
+from app.pipeline.snapshot import parse_port_list
+from app.store.sql import psycopg_query
+from app.structs import Node, NodeUsage, Plan, Resources
+
+LIVE_CLIENT = ("pending", "running", "unknown")
+
+
+@dataclass(frozen=True)
+class StateReads:
+    """The batch's reads, sent (in the caller's pipeline) but not yet read back."""
+
+    nodes: psycopg.Cursor[dict[str, Any]]
+    ports: psycopg.Cursor[Any]
+    usage: psycopg.Cursor[Any]
+    touched: psycopg.Cursor[dict[str, Any]]
+
+    def state(self) -> BatchState:
+        return BatchState(
+            nodes={r["id"]: _node(r) for r in self.nodes.fetchall()},
+            usage=_usage(self.ports.fetchall(), self.usage.fetchall()),
+            touched={r["id"]: _touched(r) for r in self.touched.fetchall()},
+        )
+
+
+def send_reads(pg: psycopg.Connection[Any], plans: Sequence[Plan]) -> StateReads:
+    """Send the reads for `plans`: inside a pipeline they share one round trip with whatever
+    else the caller sends."""
+    node_ids = {"ids": list({n for plan in plans for n in plan_nodes(plan)})}
+    alloc_ids = {"ids": list({a for plan in plans for a in plan_alloc_ids(plan)})}
+    return StateReads(
+        nodes=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_check_nodes"), node_ids, prepare=True),
+        ports=pg.cursor().execute(psycopg_query("plan_node_ports"), node_ids, prepare=True),
+        usage=pg.cursor().execute(psycopg_query("plan_node_usage"), node_ids, prepare=True),
+        touched=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_touched_allocs"), alloc_ids, prepare=True),
+    )
+
+
+def _node(r: dict[str, Any]) -> Node:
+    """A node as the fit check reads it: attributes, meta and drivers are the scheduler's
+    concern (feasibility), not the applier's, and decoding them was most of a batch's check."""
+    return Node(
+        id=r["id"],
+        name="",
+        datacenter="",
+        node_class="",
+        node_pool="",
+        computed_class=r["computed_class"],
+        status=r["status"],
+        eligibility=r["scheduling_eligibility"],
+        draining=r["drain"],
+        capacity=Resources(cpu=r["cpu_shares"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+        reserved=Resources(cpu=r["reserved_cpu"], memory_mb=r["reserved_memory_mb"], disk_mb=r["reserved_disk_mb"]),
+        reserved_ports=parse_port_list(r["reserved_ports"] or ""),
+    )
+
+
+def _usage(port_rows: list[Any], usage_rows: list[Any]) -> dict[uuid.UUID, NodeUsage]:
+    ports: dict[uuid.UUID, set[int]] = defaultdict(set)
+    for node_id, host_ports in port_rows:
+        ports[node_id].update(host_ports)
+    usage = {n: NodeUsage(ports=frozenset(p)) for n, p in ports.items()}
+    for node_id, cpu, memory_mb, disk_mb in usage_rows:
+        usage[node_id] = NodeUsage(
+            Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)), frozenset(ports.get(node_id, ()))
+        )
+    return usage
+
+
+def _touched(r: dict[str, Any]) -> Touched:
+    return Touched(
+        node_id=r["node_id"],
+        live=r["desired_status"] == "run" and r["client_status"] in LIVE_CLIENT,
+        resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+        ports=frozenset(r["host_ports"]),
+    )

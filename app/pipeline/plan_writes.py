@@ -1,0 +1,208 @@
+"""The writes of a batch of checked plans, in few statements on the applier's raw psycopg
+connection: one UPDATE for every stop and eviction, one COPY for every new allocation, one
+UPDATE for the replacement links. Deployments, preemption follow-ups and unblocks are rare and
+go through the store's functions on the same transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from sqlalchemy.orm import Session
+
+from app.pipeline.plan_check import Placement, Verdict
+from app.pipeline.plan_codec import ports_to_json
+from app.store import deployments
+from app.store.blocked_evals import unblock_capacity
+from app.store.evals import EvalRequest, insert_eval
+from app.store.sql import psycopg_query, query
+from app.structs import AllocationStop, Plan
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One plan of the batch with its verdict."""
+
+    plan: Plan
+    verdict: Verdict
+
+
+def raw(session: Session) -> psycopg.Connection[Any]:
+    """The session's psycopg connection: same transaction, none of the ORM's per-statement cost."""
+    pg = session.connection().connection.driver_connection
+    assert isinstance(pg, psycopg.Connection)
+    return pg
+
+
+def write_batch(
+    session: Session, batch: Sequence[Checked], index: int, in_db: set[uuid.UUID], classes: dict[uuid.UUID, str]
+) -> None:
+    """Write every accepted part of `batch`. `in_db` holds the allocation IDs that already exist
+    (in-place updates); `classes` maps node IDs to computed classes (for unblocking)."""
+    pg, now = raw(session), datetime.now(UTC)
+    # The deployments first: the new allocations reference them.
+    for item in batch:
+        if item.plan.deployment:
+            deployments.apply_plan_deployment(session, item.plan.deployment, index)
+        deployments.apply_status_updates(session, item.plan.deployment_updates, index)
+    session.flush()  # the raw statements below must see the ORM's writes
+    stops = [s for item in batch for items in item.verdict.stops.values() for s in items]
+    evictions = [s for item in batch for items in item.verdict.preemptions.values() for s in items]
+    _stop(pg, [*stops, *evictions], index)
+    accepted = [p for item in batch for allocs in item.verdict.accepted.values() for p in allocs]
+    in_place = [p for p in accepted if p.alloc_id in in_db]
+    if in_place:
+        pg.cursor().executemany(psycopg_query("plan_update_in_place"), [_in_place_row(p, index) for p in in_place])
+    fresh = [p for p in accepted if p.alloc_id not in in_db]
+    copy_allocations(pg, fresh, index, now)
+    links = [p for p in fresh if p.alloc.previous_allocation]
+    if links:
+        pg.execute(
+            psycopg_query("plan_link_previous"),
+            {"previous": [p.alloc.previous_allocation for p in links], "next": [p.alloc_id for p in links]},
+            prepare=True,
+        )
+    for item in batch:
+        victims = [s for items in item.verdict.preemptions.values() for s in items]
+        if victims:
+            _record_preemptions(session, victims, index)
+    # Evictions are not freed capacity: their room went to the preemptor.
+    freed = {n for item in batch for n, items in item.verdict.stops.items() if items}
+    unblock_capacity(session, {n: classes[n] for n in freed if n in classes}, index)
+
+
+def _stop(pg: psycopg.Connection[Any], stops: list[AllocationStop], index: int) -> None:
+    if not stops:
+        return
+    pg.execute(
+        psycopg_query("plan_stop_allocs"),
+        {
+            "index": index,
+            "ids": [s.alloc_id for s in stops],
+            "desired": [s.desired_status for s in stops],
+            "descriptions": [s.description for s in stops],
+            "client": [s.client_status for s in stops],
+        },
+        prepare=True,
+    )
+
+
+def _in_place_row(placed: Placement, index: int) -> dict[str, object]:
+    alloc, resources = placed.alloc, placed.resources
+    return {
+        "id": alloc.id,
+        "job_version": alloc.job_version,
+        "eval_id": alloc.eval_id,
+        "cpu": resources.cpu,
+        "memory_mb": resources.memory_mb,
+        "memory_max_mb": resources.memory_max_mb,
+        "disk_mb": resources.disk_mb,
+        "index": index,
+        "deployment_id": alloc.deployment_id,
+    }
+
+
+def _record_preemptions(session: Session, evictions: list[AllocationStop], index: int) -> None:
+    """Link each victim to its preemptor, and give every job that lost work one `preemption`
+    evaluation in this same transaction, so the evicted work is placed again (or waits as a
+    blocked evaluation until capacity returns)."""
+    linked = [s for s in evictions if s.preempted_by is not None]
+    if linked:
+        session.execute(
+            query("mark_preempted_by"),
+            {"victims": [s.alloc_id for s in linked], "bys": [s.preempted_by for s in linked]},
+        )
+    jobs = session.execute(query("preempted_jobs"), {"ids": [s.alloc_id for s in evictions]}).mappings()
+    for job in jobs:
+        insert_eval(
+            session,
+            EvalRequest(
+                namespace=job["namespace"],
+                job_id=job["id"],
+                job_type=job["type"],
+                priority=job["priority"],
+                triggered_by="preemption",
+                job_modify_index=job["job_modify_index"],
+            ),
+            index,
+        )
+
+
+COPY_COLUMNS = (
+    "id",
+    "namespace",
+    "job_id",
+    "job_version",
+    "eval_id",
+    "node_id",
+    "node_name",
+    "task_group",
+    "name",
+    "desired_status",
+    "client_status",
+    "cpu",
+    "memory_mb",
+    "memory_max_mb",
+    "disk_mb",
+    "host_ports",
+    "allocated_resources",
+    "previous_allocation",
+    "preempted_allocations",
+    "reschedule_tracker",
+    "deployment_id",
+    "deployment_status",
+    "create_index",
+    "modify_index",
+    "alloc_modify_index",
+    "create_time",
+    "modify_time",
+)
+
+
+def copy_allocations(pg: psycopg.Connection[Any], fresh: list[Placement], index: int, now: datetime) -> None:
+    """COPY, not INSERT: a batch (or one big plan) can place tens of thousands of allocations in
+    one commit. The statement trigger on allocations still checks the whole batch against node
+    capacity."""
+    if not fresh:
+        return
+    with pg.cursor().copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
+        for placed in fresh:
+            copy.write_row(_copy_row(placed, index, now))
+
+
+def _copy_row(placed: Placement, index: int, now: datetime) -> tuple[object, ...]:
+    a, resources = placed.alloc, placed.resources
+    return (
+        a.id,
+        a.namespace,
+        a.job_id,
+        a.job_version,
+        a.eval_id,
+        a.node_id,
+        a.node_name,
+        a.task_group,
+        a.name,
+        "run",
+        "pending",
+        resources.cpu,
+        resources.memory_mb,
+        resources.memory_max_mb,
+        resources.disk_mb,
+        list(placed.ports),
+        Jsonb({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
+        a.previous_allocation,
+        list(a.preempted_allocations),
+        Jsonb(dict(a.reschedule_tracker)) if a.reschedule_tracker else None,
+        a.deployment_id,
+        Jsonb({"Canary": True}) if a.canary else None,
+        index,
+        index,
+        index,
+        now,
+        now,
+    )

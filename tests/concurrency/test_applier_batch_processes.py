@@ -1,0 +1,98 @@
+"""The batched applier and the one-write-per-evaluation path as real processes: several workers
+race for the same tight cluster, so batches hold plans that compete for one node, while the
+active applier is killed mid-run and a standby takes over. Every evaluation must be completed
+exactly once (a trigger records each transition to complete), no node overcommitted, every
+slot filled."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+
+from app.db.engines import make_sessionmaker, transaction
+from app.jobspec import normalize_job
+from app.store.jobs import RegisterOptions, register_job
+from tests.support.processes import Corral, wait_for
+from tests.support.rows import add_nodes
+
+pytestmark = pytest.mark.concurrency
+Conn = psycopg.Connection[tuple[object, ...]]
+
+NODES, NODE_CPU, JOBS, COUNT, TASK_CPU = 12, 1000, 40, 3, 100  # 120 slots for 120 allocations
+
+COMPLETION_LOG = """
+CREATE TABLE test_completions (eval_id uuid NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+CREATE FUNCTION test_log_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO test_completions (eval_id) VALUES (NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER test_log_completion AFTER UPDATE OF status ON evaluations
+FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM 'complete' AND NEW.status = 'complete')
+EXECUTE FUNCTION test_log_completion();
+"""
+
+
+def register(engine: Engine, job_id: str) -> None:
+    spec = normalize_job(
+        {
+            "ID": job_id,
+            "Datacenters": ["dc1"],
+            "TaskGroups": [
+                {
+                    "Name": "g",
+                    "Count": COUNT,
+                    "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": TASK_CPU, "MemoryMB": 32}}],
+                }
+            ],
+        }
+    )
+    with transaction(make_sessionmaker(engine)) as session:
+        register_job(session, spec, RegisterOptions())
+
+
+def quiet(pg: Conn) -> bool:
+    row = pg.execute(
+        "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' AND triggered_by <> 'failed-follow-up'), "
+        "(SELECT count(*) FROM plans WHERE status = 'pending')"
+    ).fetchone()
+    return row == (0, 0)
+
+
+def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
+    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+) -> None:
+    pg.execute(COMPLETION_LOG)
+    add_nodes(pg, NODES, cpu=NODE_CPU)
+    env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "3", "CORRAL_POLL_INTERVAL_S": "0.2"}
+    for i in range(JOBS):
+        register(engine, f"job-{i:03}")
+    active = corral(["applier"], env=env)
+    assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
+    standby = corral(["applier"], env=env)
+    workers = [corral(["worker"], env=env) for _ in range(4)]
+    assert wait_for(lambda: pg.execute("SELECT count(*) FROM plan_results").fetchone() >= (10,), timeout=120)
+    active.process.send_signal(signal.SIGKILL)
+    active.wait(30)
+    assert wait_for(lambda: quiet(pg), timeout=180), "the pipeline did not settle"
+    time.sleep(1)  # anything still in flight would show up now
+    twice = pg.execute("SELECT eval_id FROM test_completions GROUP BY eval_id HAVING count(*) > 1").fetchall()
+    assert twice == []
+    over = pg.execute("SELECT name FROM v_node_usage WHERE cpu_used > cpu_capacity").fetchall()
+    assert over == []
+    placed = pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone()
+    assert placed == (JOBS * COUNT,)
+    by_applier = pg.execute("SELECT count(*) FROM plan_results WHERE completed_eval").fetchone()
+    assert by_applier is not None and int(by_applier[0]) > 0  # type: ignore[call-overload]
+    # Every evaluation the applier says it completed was completed once, and is complete now.
+    unlogged = pg.execute(
+        "SELECT p.eval_id FROM plan_results r JOIN plans p ON p.id = r.plan_id JOIN evaluations e ON e.id = p.eval_id "
+        "WHERE r.completed_eval AND (e.status <> 'complete' "
+        "OR NOT EXISTS (SELECT 1 FROM test_completions c WHERE c.eval_id = p.eval_id))"
+    ).fetchall()
+    assert unlogged == []
+    assert standby.process.poll() is None and all(w.process.poll() is None for w in workers)

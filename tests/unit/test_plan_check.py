@@ -1,0 +1,97 @@
+"""The applier's check of a batch, pure: each plan against what the plans before it took."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from app.pipeline.plan_check import BatchState, Touched, check
+from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, Resources
+
+pytestmark = pytest.mark.unit
+NODE_ID = uuid.uuid4()
+
+
+def node(cpu: int = 1000) -> Node:
+    return Node(
+        id=NODE_ID,
+        name="n1",
+        datacenter="dc1",
+        node_class="",
+        node_pool="default",
+        computed_class="v1:1",
+        status="ready",
+        eligibility="eligible",
+        draining=False,
+        capacity=Resources(cpu=cpu, memory_mb=4096, disk_mb=10000),
+        reserved=Resources(),
+    )
+
+
+def allocation(cpu: int, alloc_id: uuid.UUID | None = None) -> Allocation:
+    return Allocation(
+        id=alloc_id or uuid.uuid4(),
+        namespace="default",
+        job_id="web",
+        job_version=0,
+        task_group="g",
+        name="web.g[0]",
+        node_id=NODE_ID,
+        eval_id=uuid.uuid4(),
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
+    )
+
+
+def placing(*allocs: Allocation) -> Plan:
+    return Plan(uuid.uuid4(), 50, 0, node_allocation={NODE_ID: allocs})
+
+
+def state(usage: NodeUsage | None = None, touched: dict[uuid.UUID, Touched] | None = None) -> BatchState:
+    return BatchState(nodes={NODE_ID: node()}, usage={NODE_ID: usage or NodeUsage()}, touched=touched or {})
+
+
+def test_a_later_plan_sees_what_an_earlier_one_took() -> None:
+    batch = state()
+    first = check(placing(allocation(600)), batch)
+    second = check(placing(allocation(600)), batch)
+    assert list(first.accepted) == [NODE_ID] and not first.rejected
+    assert second.rejected == [NODE_ID] and not second.accepted
+    assert batch.usage[NODE_ID].resources.cpu == 600
+
+
+def test_a_rejected_plan_takes_nothing() -> None:
+    batch = state()
+    assert check(placing(allocation(1200)), batch).rejected == [NODE_ID]
+    assert check(placing(allocation(1000)), batch).accepted
+
+
+def test_a_stop_frees_room_and_its_victim_cannot_be_preempted_again() -> None:
+    running = uuid.uuid4()
+    batch = state(
+        NodeUsage(Resources(cpu=800, memory_mb=64, disk_mb=10)),
+        {running: Touched(NODE_ID, True, Resources(cpu=800, memory_mb=64, disk_mb=10), frozenset())},
+    )
+    stop = Plan(uuid.uuid4(), 50, 0, node_update={NODE_ID: (AllocationStop(running, "stop", "job stopped"),)})
+    assert check(stop, batch).stops == {NODE_ID: [AllocationStop(running, "stop", "job stopped")]}
+    assert batch.usage[NODE_ID].resources.cpu == 0 and not batch.touched[running].live
+    preempting = Plan(
+        uuid.uuid4(),
+        50,
+        0,
+        node_allocation={NODE_ID: (allocation(900),)},
+        node_preemptions={NODE_ID: (AllocationStop(running, "evict", "preempted"),)},
+    )
+    assert check(preempting, batch).rejected == [NODE_ID]  # its victim is gone: re-plan from fresh state
+    assert check(placing(allocation(900)), batch).accepted
+
+
+def test_an_allocation_placed_earlier_in_the_batch_can_be_updated_in_place() -> None:
+    batch = state()
+    placed = allocation(300)
+    check(placing(placed), batch)
+    bigger = allocation(500, alloc_id=placed.id)
+    assert check(placing(bigger), batch).accepted
+    assert batch.usage[NODE_ID].resources.cpu == 500
