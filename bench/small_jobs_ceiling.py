@@ -122,25 +122,34 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         "COMMIT",
         "SELECT array_agg(id) AS node_ids FROM bench_nodes WHERE k IN (:k1, :k2, :k3) \\gset",
         "BEGIN",
-        named("next_plan"),
+        named("next_plans", limit="one"),
         named("take_index", tables="apply_tables", notify="apply_notify"),
         named("fence_term"),
-        named("eval_still_owned", eval_id="id"),
-        named("plan_nodes", ids="node_ids"),
-        named("plan_node_ports", ids="node_ids"),
+        "SELECT CAST(ARRAY[CAST(:id AS uuid)] AS text) AS eval_ids, "
+        "CAST(ARRAY[CAST(:plan_id AS bigint)] AS text) AS plan_ids \\gset",
+        named("evals_still_owned", ids="eval_ids"),
+        named("plan_check_nodes", ids="node_ids"),
         named("plan_node_usage", ids="node_ids"),
+        named("plan_node_ports", ids="node_ids"),
         named("plan_touched_allocs", ids="no_ids"),
         f"{deployment} RETURNING id AS deployment_id \\gset",
         f"{allocations} CROSS JOIN unnest(CAST(:node_ids AS uuid[])) WITH ORDINALITY AS u (id, o) "
         "JOIN nodes n ON n.id = u.id",
-        "UPDATE plans SET status = 'applied', applied_at = now() WHERE id = :plan_id",
+        named("plan_record_status", ids="plan_ids", statuses="applied_statuses"),
+        named(
+            "complete_evals",
+            ids="eval_ids",
+            tokens="tokens",
+            descriptions="descriptions",
+            snapshot_indexes="snapshot_indexes",
+            queued="queued_list",
+            eligibility="eligibility_list",
+            escaped="escaped_list",
+            scheduled_at="scheduled_list",
+        ),
         result,
         "COMMIT",
         "SELECT * FROM plan_results WHERE plan_id = :plan_id",
-        "BEGIN",
-        named("take_index", tables="complete_tables", notify="complete_notify"),
-        named("complete_eval_success", eval_id="id", scheduled_at="now_text"),
-        "COMMIT",
     ]
     return "\n".join(step if step.endswith("\\gset") or step.startswith("\\set") else step + ";" for step in steps)
 
@@ -175,9 +184,10 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         term = conn.execute("SELECT term FROM leader_terms WHERE role = 'applier'").fetchone()
         assert nodes is not None and term is not None
         text = script(conn, int(str(nodes[0])))
+    token = str(uuid.uuid4())
     variables = {
         "types": "{service,batch,system,sysbatch}",
-        "token": str(uuid.uuid4()),
+        "token": token,
         "owner": "pgbench",
         "lease_s": "60",
         "versions": "{}",
@@ -186,14 +196,15 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "term": str(term[0]),
         "apply_tables": "{allocations,evaluations,deployments,jobs}",
         "apply_notify": "true",
-        "complete_tables": "{evaluations}",
-        "complete_notify": "false",
-        "description": "placed by pgbench",
-        "queued": '{"g": 0}',
-        "eligibility": "{}",
-        "escaped": "false",
-        "snapshot_index": "0",
-        "now_text": "now",
+        "one": "1",
+        "applied_statuses": "{applied}",
+        "tokens": "{" + token + "}",
+        "descriptions": '{"placed by pgbench"}',
+        "snapshot_indexes": "{0}",
+        "queued_list": '{"{\\"g\\": 0}"}',
+        "eligibility_list": '{"{}"}',
+        "escaped_list": "{false}",
+        "scheduled_list": "{now}",
     }
     return _pgbench(url, text, variables, jobs, clients)
 
