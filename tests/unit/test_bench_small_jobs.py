@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.small_jobs import parse_args
-from bench.small_jobs_ceiling import named
+from bench.small_jobs_ceiling import named, script
 
 pytestmark = pytest.mark.unit
 
@@ -29,3 +29,18 @@ def test_statements_come_from_sql_queries_with_their_parameters_renamed() -> Non
     assert "CAST(:apply_notify AS boolean)" in text and not text.endswith(";")
     # A cast is not a parameter: '::boolean' survives the renaming.
     assert "::boolean" in named("snapshot_job_allocations", job_id="x")
+
+
+class _Columns:
+    """Stands in for the connection the script reads column lists from."""
+
+    def execute(self, sql: str, params: object = None) -> list[tuple[str]]:
+        return [("id",), ("job_id",)]
+
+
+def test_the_ceiling_script_names_only_statements_that_exist_in_sql_queries() -> None:
+    # A renamed or removed query (the group-commit applier renamed next_plan) must fail here,
+    # not when someone next runs the benchmark.
+    text = script(_Columns(), 10)  # type: ignore[arg-type]
+    for statement in ("next_plans", "evals_still_owned", "complete_evals", "snapshot_usage"):
+        assert named(statement).splitlines()[0] in text
