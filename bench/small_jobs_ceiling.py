@@ -7,7 +7,7 @@ when they change), found with pg_stat_statements on a run of the pipeline; per e
 the pipeline's transactions:
   1. the claim (claim_ready, autocommitted, asynchronous commit);
   2. the snapshot, REPEATABLE READ READ ONLY: snapshot_indexes, snapshot_job,
-     snapshot_job_allocations, snapshot_job_versions, snapshot_usage, snapshot_ports,
+     snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage (with the ports),
      snapshot_config, snapshot_deployment (the nodes come from the worker's cache);
   3. the plan submit: wake_listeners, the lease check, INSERT INTO plans;
   4. the apply: next_plan, take_index, fence_term, eval_still_owned, plan_nodes,
@@ -109,9 +109,8 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         named("snapshot_indexes"),
         named("snapshot_job"),
         named("snapshot_job_allocations"),
-        named("snapshot_job_versions"),
+        named("snapshot_job_versions_used"),
         named("snapshot_usage"),
-        named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_deployment"),
         "COMMIT",

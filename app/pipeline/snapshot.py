@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, Engine, RowMapping
+import psycopg
+import psycopg.rows
+from sqlalchemy import Connection, Engine
 
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.deployment_codec import deployment_from_mapping
-from app.store.sql import query
+from app.store.sql import psycopg_query
 from app.structs import (
     Allocation,
     Deployment,
@@ -31,114 +36,228 @@ class SnapshotLoader:
     """Per worker process. Nodes change rarely, so they are cached by the 'nodes' state index
     and reloaded inside the same snapshot whenever that index moved. The cache holds a NodeSet:
     the nodes sorted into canonical order and indexed by ID once per change of the nodes table,
-    and the same objects handed to every evaluation until then."""
+    and the same objects handed to every evaluation until then.
+
+    The snapshot's statements go on the pooled connection's raw psycopg connection, pipelined:
+    BEGIN and every read the pass needs travel in one batch (one network round trip, no ORM),
+    then the reads that depend on them (the nodes when their index moved, the preemptible
+    allocations when preemption is on) and COMMIT in a second. psycopg prepares each statement
+    on the connection after a few executions, so the worker sends only its parameters then."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        self._engine = engine
         self._nodes: tuple[int, NodeSet] | None = None
+        self._usage = UsageCache()
 
     def load(self, evaluation: Evaluation) -> Snapshot:
-        with self._engine.connect() as conn, conn.begin():
-            return read_snapshot(conn, evaluation, self._nodes_at)
+        with autocommitted(self._engine) as pg:
+            with pg.pipeline():
+                pg.execute(BEGIN_SNAPSHOT)
+                sent = _send(pg, evaluation)
+            snapshot = _receive(pg, sent, evaluation, self._nodes_at, self._usage, None, end=True)
+        return snapshot
 
-    def _nodes_at(self, conn: Connection, index: int) -> NodeSet:
-        if self._nodes is None or self._nodes[0] != index:
-            self._nodes = (index, _all_nodes(conn))
-        return self._nodes[1]
+    def _nodes_at(self, pg: Pg, index: int) -> Callable[[], NodeSet] | NodeSet:
+        """The cached NodeSet, or how to build it from the rows a query sent now returns."""
+        if self._nodes is not None and self._nodes[0] == index:
+            return self._nodes[1]
+        rows = _dicts(pg, "snapshot_nodes")
+
+        def build() -> NodeSet:
+            self._nodes = (index, NodeSet(node_from_row(r) for r in _mappings(rows)))
+            return self._nodes[1]
+
+        return build
 
 
-def read_snapshot(
-    conn: Connection,
-    evaluation: Evaluation,
-    nodes_at: Callable[[Connection, int], NodeSet] | None = None,
-    candidate: Job | None = None,
-) -> Snapshot:
-    """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
-    job replaces the stored one: `job plan` schedules a job that is not registered yet."""
-    indexes = {str(n): int(v) for n, v in conn.execute(query("snapshot_indexes"))}
-    nodes = nodes_at(conn, indexes["nodes"]) if nodes_at else _all_nodes(conn)
-    job, allocations, versions = _job_state(conn, evaluation)
-    if candidate is not None:
-        job = candidate
-        missing = sorted({a.job_version for a in allocations} - {job.version} - set(versions))
-        if missing:  # the stored job's own version is now an old one
-            versions = {**versions, **_versions(conn, evaluation, missing)}
-    config = _config(conn)
-    return Snapshot(
-        index=indexes["_global"],
-        job=job,
-        nodes=nodes,
-        allocations=allocations,
-        usage=_usage(conn),
-        job_versions=versions,
-        config=config,
-        preemptible=_preemptible(conn, job) if job and config.preemption_enabled(job.type) else {},
-        deployment=_deployment(conn, evaluation),
+Pg = psycopg.Connection[Any]
+Rows = psycopg.Cursor[Any]
+BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+@contextmanager
+def autocommitted(engine: Engine) -> Iterator[Pg]:
+    """A pooled connection's raw psycopg connection in autocommit mode, so the snapshot's own
+    BEGIN and COMMIT travel in its pipelines. Whatever fails, the transaction is rolled back
+    before the connection goes back to the pool, in the mode SQLAlchemy expects."""
+    with engine.connect() as conn:
+        pg = conn.connection.driver_connection
+        assert pg is not None
+        pg.autocommit = True
+        try:
+            yield pg
+        finally:
+            if pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not pg.closed:
+                pg.execute("ROLLBACK")
+            pg.autocommit = False
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """The cursors of one pipelined batch, in the order the statements were sent."""
+
+    indexes: Rows
+    job: Rows
+    allocations: Rows
+    versions: Rows
+    usage: Rows
+    config: Rows
+    deployment: Rows
+
+
+def _send(pg: Pg, ev: Evaluation) -> _Sent:
+    params = {"namespace": ev.namespace, "job_id": ev.job_id}
+
+    return _Sent(
+        indexes=pg.execute(psycopg_query("snapshot_indexes")),
+        job=_dicts(pg, "snapshot_job", params),
+        allocations=_dicts(pg, "snapshot_job_allocations", params),
+        versions=_dicts(pg, "snapshot_job_versions_used", params),
+        usage=pg.execute(psycopg_query("snapshot_usage")),
+        config=_dicts(pg, "snapshot_config"),
+        deployment=_dicts(pg, "snapshot_deployment", params),
     )
 
 
-def _deployment(conn: Connection, ev: Evaluation) -> Deployment | None:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id}
-    row = conn.execute(query("snapshot_deployment"), params).mappings().first()
-    return None if row is None else deployment_from_mapping(dict(row))
+def _dicts(pg: Pg, name: str, params: dict[str, Any] | None = None) -> Rows:
+    """Sends the named statement; its rows come back as dicts, for the row decoders."""
+    return pg.cursor(row_factory=psycopg.rows.dict_row).execute(psycopg_query(name), params)
 
 
-def _all_nodes(conn: Connection) -> NodeSet:
-    return NodeSet(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings())
+def _mappings(rows: Rows) -> list[dict[str, Any]]:
+    return rows.fetchall()
 
 
-def _preemptible(conn: Connection, job: Job) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
-    """Other jobs' live work far enough below this job's priority to be evicted, per node."""
-    if job.priority - PRIORITY_DELTA < 1:
-        return {}
+def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | None = None) -> Snapshot:
+    """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
+    job replaces the stored one: `job plan` schedules a job that is not registered yet."""
+    pg = conn.connection.driver_connection
+    assert pg is not None
+    with pg.pipeline():
+        sent = _send(pg, evaluation)
+
+    def nodes_at(pg: Pg, index: int) -> Callable[[], NodeSet]:
+        rows = _dicts(pg, "snapshot_nodes")
+        return lambda: NodeSet(node_from_row(r) for r in _mappings(rows))
+
+    return _receive(pg, sent, evaluation, nodes_at, UsageCache(), candidate, end=False)
+
+
+NodesAt = Callable[[Pg, int], Callable[[], NodeSet] | NodeSet]
+
+
+def _receive(
+    pg: Pg,
+    sent: _Sent,
+    ev: Evaluation,
+    nodes_at: NodesAt,
+    usage_cache: UsageCache,
+    candidate: Job | None,
+    *,
+    end: bool,
+) -> Snapshot:
+    """Decodes the first batch and sends, in one more batch inside the same transaction, what
+    depends on it; `end` commits the transaction in that batch too."""
+    indexes = {str(n): int(v) for n, v in sent.indexes.fetchall()}
+    job, allocations, versions = _job_state(sent)
+    config = _config(sent.config.fetchone())
+    if candidate is not None:
+        job = candidate
+        missing = sorted({a.job_version for a in allocations} - {job.version} - set(versions))
+    else:
+        missing = []
+    preempting = job is not None and config.preemption_enabled(job.type) and job.priority - PRIORITY_DELTA >= 1
+    with pg.pipeline():
+        nodes = nodes_at(pg, indexes["nodes"])
+        more_versions = _send_versions(pg, ev, missing) if missing else None
+        preemptible = _send_preemptible(pg, job) if job is not None and preempting else None
+        if end:
+            pg.execute("COMMIT")
+    if more_versions is not None:  # the stored job's own version is now an old one
+        versions = {**versions, **_versions(more_versions)}
+    return Snapshot(
+        index=indexes["_global"],
+        job=job,
+        nodes=nodes if isinstance(nodes, NodeSet) else nodes(),
+        allocations=allocations,
+        usage=usage_cache.decode(sent.usage.fetchall()),
+        job_versions=versions,
+        config=config,
+        preemptible=_preemptible(preemptible) if preemptible is not None else {},
+        deployment=_deployment(sent.deployment.fetchone()),
+    )
+
+
+def _deployment(row: dict[str, Any] | None) -> Deployment | None:
+    return None if row is None else deployment_from_mapping(row)
+
+
+def _send_preemptible(pg: Pg, job: Job) -> Rows:
+    """Other jobs' live work far enough below this job's priority to be evicted."""
     params = {"max_priority": job.priority - PRIORITY_DELTA, "namespace": job.namespace, "job_id": job.id}
+    return _dicts(pg, "snapshot_preemptible", params)
+
+
+def _preemptible(rows: Rows) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
     by_node: dict[uuid.UUID, list[RunningAllocation]] = defaultdict(list)
-    for r in conn.execute(query("snapshot_preemptible"), params).mappings():
+    for r in rows.fetchall():
         by_node[r["node_id"]].append(RunningAllocation(allocation_from_row(r), r["job_priority"], r["max_parallel"]))
     return {node_id: tuple(items) for node_id, items in by_node.items()}
 
 
-def _versions(conn: Connection, ev: Evaluation, versions: list[int]) -> dict[int, Job]:
+def _send_versions(pg: Pg, ev: Evaluation, versions: list[int]) -> Rows:
     params = {"namespace": ev.namespace, "job_id": ev.job_id, "versions": versions}
+    return _dicts(pg, "snapshot_job_versions", params)
+
+
+def _versions(rows: Rows) -> dict[int, Job]:
     return {
         int(v["version"]): Job.from_spec(v["spec"], version=v["version"], job_modify_index=v["job_modify_index"])
-        for v in conn.execute(query("snapshot_job_versions"), params).mappings()
+        for v in rows.fetchall()
     }
 
 
-def _job_state(conn: Connection, ev: Evaluation) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id}
-    row = conn.execute(query("snapshot_job"), params).mappings().first()
-    allocations = tuple(
-        allocation_from_row(r) for r in conn.execute(query("snapshot_job_allocations"), params).mappings()
-    )
+def _job_state(sent: _Sent) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
+    row = sent.job.fetchone()
+    allocations = tuple(allocation_from_row(r) for r in sent.allocations.fetchall())
+    versions = _versions(sent.versions)  # empty when the job is gone (the query checks purged_at too)
     if row is None or row["purged_at"] is not None:
         return None, allocations, {}
     job = Job.from_spec(
         row["spec"], version=row["version"], job_modify_index=row["job_modify_index"], create_index=row["create_index"]
     )
-    older = sorted({a.job_version for a in allocations if a.job_version != job.version})
-    return job, allocations, _versions(conn, ev, older)
+    return job, allocations, versions
 
 
-def _usage(conn: Connection) -> dict[uuid.UUID, NodeUsage]:
-    ports: dict[uuid.UUID, set[int]] = defaultdict(set)
-    for node_id, host_ports in conn.execute(query("snapshot_ports")):
-        ports[node_id].update(host_ports)
-    usage = {
-        r["node_id"]: NodeUsage(
-            Resources(cpu=int(r["cpu"]), memory_mb=int(r["memory_mb"]), disk_mb=int(r["disk_mb"])),
-            frozenset(ports.pop(r["node_id"], ())),
-        )
-        for r in conn.execute(query("snapshot_usage")).mappings()
-    }
-    for node_id, held in ports.items():  # allocations holding ports but no resources
-        usage[node_id] = NodeUsage(ports=frozenset(held))
-    return usage
+class UsageCache:
+    """Per-node usage decoded once and reused while the node's row is unchanged: a worker reads
+    every node's usage for every evaluation, and most nodes' rows are the same as last time, so
+    the NodeUsage objects (immutable) are handed out again instead of rebuilt."""
+
+    def __init__(self) -> None:
+        self._seen: dict[uuid.UUID, tuple[tuple[Any, ...], NodeUsage]] = {}
+
+    def decode(self, rows: list[tuple[Any, ...]]) -> dict[uuid.UUID, NodeUsage]:
+        seen, usage = self._seen, {}
+        fresh: dict[uuid.UUID, tuple[tuple[Any, ...], NodeUsage]] = {}
+        for row in rows:
+            node_id = row[0]
+            known = seen.get(node_id)
+            if known is not None and known[0] == row:
+                value = known[1]
+            else:
+                cpu, memory_mb, disk_mb, ports = row[1], row[2], row[3], row[4]
+                value = NodeUsage(
+                    Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)), frozenset(ports or ())
+                )
+            fresh[node_id] = (row, value)
+            usage[node_id] = value
+        self._seen = fresh  # nodes without live allocations drop out, as they do from the rows
+        return usage
 
 
-def _config(conn: Connection) -> SchedulerConfiguration:
-    row = conn.execute(query("snapshot_config")).mappings().one()
+def _config(row: dict[str, Any] | None) -> SchedulerConfiguration:
+    assert row is not None, "scheduler_config has its one row from the initial migration"
     return SchedulerConfiguration(
         algorithm=row["scheduler_algorithm"],
         preempt_system=row["preemption_system"],
@@ -159,7 +278,7 @@ def parse_port_list(spec: str) -> frozenset[int]:
     return frozenset(ports)
 
 
-def node_from_row(r: RowMapping) -> Node:
+def node_from_row(r: Mapping[Any, Any]) -> Node:
     drivers = r["drivers"] or {}
     return Node(
         id=r["id"],
@@ -184,7 +303,7 @@ def node_from_row(r: RowMapping) -> Node:
     )
 
 
-def allocation_from_row(r: RowMapping) -> Allocation:
+def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
     shared = (r["allocated_resources"] or {}).get("Shared") or {}
     return Allocation(
         id=r["id"],

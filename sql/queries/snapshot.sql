@@ -26,11 +26,18 @@ SELECT id, name, datacenter, node_class, node_pool, computed_class, status, sche
 FROM nodes;
 
 -- name: snapshot_usage
-SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0;
-
--- name: snapshot_ports
-SELECT node_id, host_ports FROM allocations
-WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}';
+-- What live allocations hold per node, resources and host ports in one statement: node_usage
+-- (kept by triggers) for the resources, the live allocations holding ports for the ports; a
+-- node may appear in either or both (ports but no resources: an allocation of zero size).
+SELECT coalesce(u.node_id, p.node_id) AS node_id, coalesce(u.cpu, 0) AS cpu, coalesce(u.memory_mb, 0) AS memory_mb,
+       coalesce(u.disk_mb, 0) AS disk_mb, p.host_ports
+FROM (SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0) u
+FULL JOIN (
+    SELECT node_id, array_agg(DISTINCT port ORDER BY port) AS host_ports
+    FROM allocations CROSS JOIN LATERAL unnest(host_ports) AS port
+    WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}'
+    GROUP BY node_id
+) p ON p.node_id = u.node_id;
 
 -- name: snapshot_job
 SELECT spec, version, job_modify_index, create_index, stop, purged_at FROM jobs
@@ -52,6 +59,15 @@ WHERE a.namespace = :namespace AND a.job_id = :job_id;
 -- name: snapshot_job_versions
 SELECT version, spec, job_modify_index FROM job_versions
 WHERE namespace = :namespace AND job_id = :job_id AND version = ANY(:versions);
+
+-- name: snapshot_job_versions_used
+-- The stored versions of the job that its allocations still run, other than the job's current
+-- version: what a pass needs to compare old allocations with, in the same pipelined batch as
+-- the job and its allocations rather than in a second round trip that depends on them.
+SELECT v.version, v.spec, v.job_modify_index FROM job_versions v
+JOIN jobs j ON j.namespace = v.namespace AND j.id = v.job_id
+WHERE v.namespace = :namespace AND v.job_id = :job_id AND v.version <> j.version AND j.purged_at IS NULL
+  AND v.version IN (SELECT a.job_version FROM allocations a WHERE a.namespace = :namespace AND a.job_id = :job_id);
 
 -- name: snapshot_config
 SELECT scheduler_algorithm, preemption_system, preemption_sysbatch, preemption_batch, preemption_service,
