@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -38,11 +39,12 @@ class SnapshotLoader:
     the nodes sorted into canonical order and indexed by ID once per change of the nodes table,
     and the same objects handed to every evaluation until then.
 
-    The snapshot's statements go on the pooled connection's raw psycopg connection, pipelined:
-    BEGIN and every read the pass needs travel in one batch (one network round trip, no ORM),
-    then the reads that depend on them (the nodes when their index moved, the preemptible
-    allocations when preemption is on) and COMMIT in a second. psycopg prepares each statement
-    on the connection after a few executions, so the worker sends only its parameters then."""
+    The snapshot's statements go on the pooled connection's raw psycopg connection as one
+    pipelined batch, BEGIN to COMMIT: one network round trip per evaluation, no ORM. Reads that
+    depend on others are decided in SQL instead (the nodes only when their index moved past the
+    cached one, the preemptible allocations only when preemption is on for the job). psycopg
+    prepares each statement on the connection after a few executions, so from then on the
+    worker sends only parameters."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -53,21 +55,14 @@ class SnapshotLoader:
         with autocommitted(self._engine) as pg:
             with pg.pipeline():
                 pg.execute(BEGIN_SNAPSHOT)
-                sent = _send(pg, evaluation)
-            snapshot = _receive(pg, sent, evaluation, self._nodes_at, self._usage, None, end=True)
-        return snapshot
+                sent = _send(pg, evaluation, self._nodes[0] if self._nodes else None, None)
+                pg.execute("COMMIT")
+            return _decode(sent, self._nodes_at, self._usage)
 
-    def _nodes_at(self, pg: Pg, index: int) -> Callable[[], NodeSet] | NodeSet:
-        """The cached NodeSet, or how to build it from the rows a query sent now returns."""
-        if self._nodes is not None and self._nodes[0] == index:
-            return self._nodes[1]
-        rows = _dicts(pg, "snapshot_nodes")
-
-        def build() -> NodeSet:
-            self._nodes = (index, NodeSet(node_from_row(r) for r in _mappings(rows)))
-            return self._nodes[1]
-
-        return build
+    def _nodes_at(self, index: int, rows: Rows) -> NodeSet:
+        if self._nodes is None or self._nodes[0] != index:  # the rows were sent: the index moved
+            self._nodes = (index, _node_set(rows))
+        return self._nodes[1]
 
 
 Pg = psycopg.Connection[Any]
@@ -78,7 +73,7 @@ BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 @contextmanager
 def autocommitted(engine: Engine) -> Iterator[Pg]:
     """A pooled connection's raw psycopg connection in autocommit mode, so the snapshot's own
-    BEGIN and COMMIT travel in its pipelines. Whatever fails, the transaction is rolled back
+    BEGIN and COMMIT travel in its pipeline. Whatever fails, the transaction is rolled back
     before the connection goes back to the pool, in the mode SQLAlchemy expects."""
     with engine.connect() as conn:
         pg = conn.connection.driver_connection
@@ -87,14 +82,14 @@ def autocommitted(engine: Engine) -> Iterator[Pg]:
         try:
             yield pg
         finally:
-            if pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not pg.closed:
+            if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 pg.execute("ROLLBACK")
             pg.autocommit = False
 
 
 @dataclass(frozen=True)
 class _Sent:
-    """The cursors of one pipelined batch, in the order the statements were sent."""
+    """The cursors of one pipelined batch; the candidate job of `job plan`, if any."""
 
     indexes: Rows
     job: Rows
@@ -103,11 +98,15 @@ class _Sent:
     usage: Rows
     config: Rows
     deployment: Rows
+    nodes: Rows
+    preemptible: Rows
+    candidate: Job | None = None
 
 
-def _send(pg: Pg, ev: Evaluation) -> _Sent:
+def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, candidate: Job | None) -> _Sent:
     params = {"namespace": ev.namespace, "job_id": ev.job_id}
-
+    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
+    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
     return _Sent(
         indexes=pg.execute(psycopg_query("snapshot_indexes")),
         job=_dicts(pg, "snapshot_job", params),
@@ -116,6 +115,11 @@ def _send(pg: Pg, ev: Evaluation) -> _Sent:
         usage=pg.execute(psycopg_query("snapshot_usage")),
         config=_dicts(pg, "snapshot_config"),
         deployment=_dicts(pg, "snapshot_deployment", params),
+        nodes=_dicts(pg, "snapshot_nodes", {"known_index": known_nodes}),
+        preemptible=_dicts(
+            pg, "snapshot_preemptible", {**params, "max_priority": max_priority, "delta": PRIORITY_DELTA}
+        ),
+        candidate=candidate,
     )
 
 
@@ -124,8 +128,8 @@ def _dicts(pg: Pg, name: str, params: dict[str, Any] | None = None) -> Rows:
     return pg.cursor(row_factory=psycopg.rows.dict_row).execute(psycopg_query(name), params)
 
 
-def _mappings(rows: Rows) -> list[dict[str, Any]]:
-    return rows.fetchall()
+def _node_set(rows: Rows) -> NodeSet:
+    return NodeSet(node_from_row(r) for r in rows.fetchall())
 
 
 def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | None = None) -> Snapshot:
@@ -134,56 +138,36 @@ def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | Non
     pg = conn.connection.driver_connection
     assert pg is not None
     with pg.pipeline():
-        sent = _send(pg, evaluation)
+        sent = _send(pg, evaluation, None, candidate)
+    snapshot = _decode(sent, lambda _index, rows: _node_set(rows), UsageCache())
+    if candidate is None:
+        return snapshot
+    used = {a.job_version for a in snapshot.allocations}
+    missing = sorted(used - {candidate.version} - set(snapshot.job_versions))
+    if not missing:
+        return snapshot
+    # The stored job's own version is now an old one: read in the same transaction.
+    params = {"namespace": evaluation.namespace, "job_id": evaluation.job_id, "versions": missing}
+    more = _versions(_dicts(pg, "snapshot_job_versions", params))
+    return dataclasses.replace(snapshot, job_versions={**snapshot.job_versions, **more})
 
-    def nodes_at(pg: Pg, index: int) -> Callable[[], NodeSet]:
-        rows = _dicts(pg, "snapshot_nodes")
-        return lambda: NodeSet(node_from_row(r) for r in _mappings(rows))
 
-    return _receive(pg, sent, evaluation, nodes_at, UsageCache(), candidate, end=False)
-
-
-NodesAt = Callable[[Pg, int], Callable[[], NodeSet] | NodeSet]
-
-
-def _receive(
-    pg: Pg,
-    sent: _Sent,
-    ev: Evaluation,
-    nodes_at: NodesAt,
-    usage_cache: UsageCache,
-    candidate: Job | None,
-    *,
-    end: bool,
-) -> Snapshot:
-    """Decodes the first batch and sends, in one more batch inside the same transaction, what
-    depends on it; `end` commits the transaction in that batch too."""
+def _decode(sent: _Sent, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: UsageCache) -> Snapshot:
     indexes = {str(n): int(v) for n, v in sent.indexes.fetchall()}
-    job, allocations, versions = _job_state(sent)
+    stored, allocations, versions = _job_state(sent)
+    job = sent.candidate if sent.candidate is not None else stored
     config = _config(sent.config.fetchone())
-    if candidate is not None:
-        job = candidate
-        missing = sorted({a.job_version for a in allocations} - {job.version} - set(versions))
-    else:
-        missing = []
+    # The same decision as the SQL's: preemption on for the job's type, and room below it.
     preempting = job is not None and config.preemption_enabled(job.type) and job.priority - PRIORITY_DELTA >= 1
-    with pg.pipeline():
-        nodes = nodes_at(pg, indexes["nodes"])
-        more_versions = _send_versions(pg, ev, missing) if missing else None
-        preemptible = _send_preemptible(pg, job) if job is not None and preempting else None
-        if end:
-            pg.execute("COMMIT")
-    if more_versions is not None:  # the stored job's own version is now an old one
-        versions = {**versions, **_versions(more_versions)}
     return Snapshot(
         index=indexes["_global"],
         job=job,
-        nodes=nodes if isinstance(nodes, NodeSet) else nodes(),
+        nodes=nodes_at(indexes["nodes"], sent.nodes),
         allocations=allocations,
         usage=usage_cache.decode(sent.usage.fetchall()),
         job_versions=versions,
         config=config,
-        preemptible=_preemptible(preemptible) if preemptible is not None else {},
+        preemptible=_preemptible(sent.preemptible) if preempting else {},
         deployment=_deployment(sent.deployment.fetchone()),
     )
 
@@ -192,22 +176,12 @@ def _deployment(row: dict[str, Any] | None) -> Deployment | None:
     return None if row is None else deployment_from_mapping(row)
 
 
-def _send_preemptible(pg: Pg, job: Job) -> Rows:
-    """Other jobs' live work far enough below this job's priority to be evicted."""
-    params = {"max_priority": job.priority - PRIORITY_DELTA, "namespace": job.namespace, "job_id": job.id}
-    return _dicts(pg, "snapshot_preemptible", params)
-
-
 def _preemptible(rows: Rows) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
+    """Other jobs' live work far enough below this job's priority to be evicted, per node."""
     by_node: dict[uuid.UUID, list[RunningAllocation]] = defaultdict(list)
     for r in rows.fetchall():
         by_node[r["node_id"]].append(RunningAllocation(allocation_from_row(r), r["job_priority"], r["max_parallel"]))
     return {node_id: tuple(items) for node_id, items in by_node.items()}
-
-
-def _send_versions(pg: Pg, ev: Evaluation, versions: list[int]) -> Rows:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id, "versions": versions}
-    return _dicts(pg, "snapshot_job_versions", params)
 
 
 def _versions(rows: Rows) -> dict[int, Job]:

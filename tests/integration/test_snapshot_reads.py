@@ -75,3 +75,18 @@ def test_usage_objects_are_reused_only_while_the_row_is_unchanged(engine: Engine
     after = loader.load(evaluation()).usage
     assert after[a] is before[a]
     assert after[b] is not before[b] and after[b].resources.cpu == 350
+
+
+def test_preemptible_work_is_read_only_when_preemption_is_on_for_the_type(engine: Engine, pg: Conn) -> None:
+    low_eval = register(engine, "low", priority=20)
+    node = insert_node(pg, cpu=1000)
+    victim = insert_allocation(pg, node, low_eval, job_id="low", cpu=1000)
+    register(engine, "web", priority=80)
+    loader = SnapshotLoader(engine)
+    assert loader.load(evaluation()).preemptible == {}  # Nomad's default: off for service jobs
+    pg.execute("UPDATE scheduler_config SET preemption_service = true WHERE id = 1")
+    preemptible = loader.load(evaluation()).preemptible
+    assert [r.alloc.id for r in preemptible[uuid.UUID(node)]] == [uuid.UUID(victim)]
+    assert preemptible[uuid.UUID(node)][0].job_priority == 20
+    register(engine, "web", priority=25)  # within PRIORITY_DELTA of the victim's job: nothing
+    assert loader.load(evaluation()).preemptible == {}
