@@ -7,7 +7,7 @@ when they change), found with pg_stat_statements on a run of the pipeline; per e
 the pipeline's transactions:
   1. the claim (claim_ready, autocommitted, asynchronous commit);
   2. the snapshot, REPEATABLE READ READ ONLY: snapshot_indexes, snapshot_job,
-     snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage (with the ports),
+     snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage, snapshot_ports,
      snapshot_config, snapshot_deployment, snapshot_nodes and snapshot_preemptible (both
      returning nothing here: the nodes come from the worker's cache, preemption is off);
   3. the plan submit: wake_listeners, the lease check, INSERT INTO plans;
@@ -113,6 +113,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         named("snapshot_job_allocations"),
         named("snapshot_job_versions_used"),
         named("snapshot_usage"),
+        named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_deployment"),
         named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache

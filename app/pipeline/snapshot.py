@@ -96,6 +96,7 @@ class _Sent:
     allocations: Rows
     versions: Rows
     usage: Rows
+    ports: Rows
     config: Rows
     deployment: Rows
     nodes: Rows
@@ -113,6 +114,7 @@ def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, candidate: Job | None
         allocations=_dicts(pg, "snapshot_job_allocations", params),
         versions=_dicts(pg, "snapshot_job_versions_used", params),
         usage=pg.execute(psycopg_query("snapshot_usage")),
+        ports=pg.execute(psycopg_query("snapshot_ports")),
         config=_dicts(pg, "snapshot_config"),
         deployment=_dicts(pg, "snapshot_deployment", params),
         nodes=_dicts(pg, "snapshot_nodes", {"known_index": known_nodes}),
@@ -164,7 +166,7 @@ def _decode(sent: _Sent, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: 
         job=job,
         nodes=nodes_at(indexes["nodes"], sent.nodes),
         allocations=allocations,
-        usage=usage_cache.decode(sent.usage.fetchall()),
+        usage=usage_cache.decode(sent.usage.fetchall(), sent.ports.fetchall()),
         job_versions=versions,
         config=config,
         preemptible=_preemptible(sent.preemptible) if preempting else {},
@@ -204,30 +206,31 @@ def _job_state(sent: _Sent) -> tuple[Job | None, tuple[Allocation, ...], dict[in
 
 
 class UsageCache:
-    """Per-node usage decoded once and reused while the node's row is unchanged: a worker reads
-    every node's usage for every evaluation, and most nodes' rows are the same as last time, so
-    the NodeUsage objects (immutable) are handed out again instead of rebuilt."""
+    """Per-node usage decoded once and reused while the node's row (and ports) are unchanged: a
+    worker reads every node's usage for every evaluation, and most nodes' rows are the same as
+    last time, so the NodeUsage objects (immutable) are handed out again instead of rebuilt."""
 
     def __init__(self) -> None:
-        self._seen: dict[uuid.UUID, tuple[tuple[Any, ...], NodeUsage]] = {}
+        self._seen: dict[uuid.UUID, tuple[tuple[Any, ...], frozenset[int], NodeUsage]] = {}
 
-    def decode(self, rows: list[tuple[Any, ...]]) -> dict[uuid.UUID, NodeUsage]:
-        seen, usage = self._seen, {}
-        fresh: dict[uuid.UUID, tuple[tuple[Any, ...], NodeUsage]] = {}
+    def decode(self, rows: list[tuple[Any, ...]], ports: list[tuple[Any, ...]]) -> dict[uuid.UUID, NodeUsage]:
+        held: dict[uuid.UUID, set[int]] = defaultdict(set)
+        for node_id, host_ports in ports:
+            held[node_id].update(host_ports)
+        seen, fresh = self._seen, {}
         for row in rows:
             node_id = row[0]
+            node_ports = frozenset(held.pop(node_id, ()))
             known = seen.get(node_id)
-            if known is not None and known[0] == row:
-                value = known[1]
+            if known is not None and known[0] == row and known[1] == node_ports:
+                fresh[node_id] = known
             else:
-                cpu, memory_mb, disk_mb, ports = row[1], row[2], row[3], row[4]
-                value = NodeUsage(
-                    Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)), frozenset(ports or ())
-                )
-            fresh[node_id] = (row, value)
-            usage[node_id] = value
+                resources = Resources(cpu=int(row[1]), memory_mb=int(row[2]), disk_mb=int(row[3]))
+                fresh[node_id] = (row, node_ports, NodeUsage(resources, node_ports))
+        for node_id, only_ports in held.items():  # allocations holding ports but no resources
+            fresh[node_id] = ((), frozenset(only_ports), NodeUsage(ports=frozenset(only_ports)))
         self._seen = fresh  # nodes without live allocations drop out, as they do from the rows
-        return usage
+        return {node_id: entry[2] for node_id, entry in fresh.items()}
 
 
 def _config(row: dict[str, Any] | None) -> SchedulerConfiguration:

@@ -31,18 +31,13 @@ WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
       (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());
 
 -- name: snapshot_usage
--- What live allocations hold per node, resources and host ports in one statement: node_usage
--- (kept by triggers) for the resources, the live allocations holding ports for the ports; a
--- node may appear in either or both (ports but no resources: an allocation of zero size).
-SELECT coalesce(u.node_id, p.node_id) AS node_id, coalesce(u.cpu, 0) AS cpu, coalesce(u.memory_mb, 0) AS memory_mb,
-       coalesce(u.disk_mb, 0) AS disk_mb, p.host_ports
-FROM (SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0) u
-FULL JOIN (
-    SELECT node_id, array_agg(DISTINCT port ORDER BY port) AS host_ports
-    FROM allocations CROSS JOIN LATERAL unnest(host_ports) AS port
-    WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}'
-    GROUP BY node_id
-) p ON p.node_id = u.node_id;
+SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0;
+
+-- name: snapshot_ports
+-- Separate from snapshot_usage (both go in the same pipelined batch): a full join of the two
+-- costs Postgres several times their sum.
+SELECT node_id, host_ports FROM allocations
+WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}';
 
 -- name: snapshot_job
 SELECT spec, version, job_modify_index, create_index, stop, purged_at FROM jobs
