@@ -82,9 +82,12 @@ def autocommitted(engine: Engine) -> Iterator[Pg]:
         try:
             yield pg
         finally:
-            if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                pg.execute("ROLLBACK")
-            pg.autocommit = False
+            try:
+                if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    pg.execute("ROLLBACK")
+            finally:
+                if not pg.closed:  # a dead connection is discarded by the pool's reset
+                    pg.autocommit = False
 
 
 @dataclass(frozen=True)

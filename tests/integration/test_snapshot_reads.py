@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.pipeline.snapshot import SnapshotLoader, read_snapshot
+from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, autocommitted, read_snapshot
 from app.structs import Evaluation, NodeUsage, Resources
 from tests.support.pipeline import register
 from tests.support.rows import insert_allocation, insert_node
@@ -90,3 +90,16 @@ def test_preemptible_work_is_read_only_when_preemption_is_on_for_the_type(engine
     assert preemptible[uuid.UUID(node)][0].job_priority == 20
     register(engine, "web", priority=25)  # within PRIORITY_DELTA of the victim's job: nothing
     assert loader.load(evaluation()).preemptible == {}
+
+
+def test_a_failed_read_leaves_the_pooled_connection_as_it_found_it(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    loader = SnapshotLoader(engine)
+    with pytest.raises(psycopg.errors.UndefinedTable), autocommitted(engine) as raw, raw.pipeline():
+        raw.execute(BEGIN_SNAPSHOT)
+        raw.execute("SELECT * FROM no_such_table")
+    with engine.connect() as conn:  # the pool's only idle connection: the one that failed
+        raw_after = conn.connection.driver_connection
+        assert raw_after is not None and not raw_after.autocommit
+        assert raw_after.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert loader.load(evaluation()).job is not None
