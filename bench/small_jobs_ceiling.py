@@ -7,8 +7,9 @@ when they change), found with pg_stat_statements on a run of the pipeline; per e
 the pipeline's transactions:
   1. the claim (claim_ready, autocommitted, asynchronous commit);
   2. the snapshot, REPEATABLE READ READ ONLY: snapshot_indexes, snapshot_job,
-     snapshot_job_allocations, snapshot_job_versions, snapshot_usage, snapshot_ports,
-     snapshot_config, snapshot_deployment (the nodes come from the worker's cache);
+     snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage, snapshot_ports,
+     snapshot_config, snapshot_deployment, snapshot_nodes and snapshot_preemptible (both
+     returning nothing here: the nodes come from the worker's cache, preemption is off);
   3. the plan submit: wake_listeners, the lease check, INSERT INTO plans;
   4. the apply: next_plan, take_index, fence_term, eval_still_owned, plan_nodes,
      plan_node_ports, plan_node_usage, plan_touched_allocs, INSERT INTO deployments, the new
@@ -36,6 +37,7 @@ from pathlib import Path
 import psycopg
 
 from app.db.engines import libpq_url
+from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.sql import query
 from bench.common import pgbench
 from bench.cpu import PostgresCpu
@@ -109,11 +111,13 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         named("snapshot_indexes"),
         named("snapshot_job"),
         named("snapshot_job_allocations"),
-        named("snapshot_job_versions"),
+        named("snapshot_job_versions_used"),
         named("snapshot_usage"),
         named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_deployment"),
+        named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache
+        named("snapshot_preemptible").replace(":max_priority", "NULL"),  # off for service jobs: no scan
         "COMMIT",
         "BEGIN",
         named("wake_listeners"),
@@ -182,7 +186,10 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         prepare(conn, jobs)
         nodes = conn.execute("SELECT count(*) FROM bench_nodes").fetchone()
         term = conn.execute("SELECT term FROM leader_terms WHERE role = 'applier'").fetchone()
-        assert nodes is not None and term is not None
+        known = conn.execute(
+            "SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe()"
+        ).fetchone()
+        assert nodes is not None and term is not None and known is not None
         text = script(conn, int(str(nodes[0])))
     token = str(uuid.uuid4())
     variables = {
@@ -191,6 +198,8 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "owner": "pgbench",
         "lease_s": "60",
         "versions": "{}",
+        "known_index": str(known[0]),
+        "delta": str(PRIORITY_DELTA),
         "no_ids": "{}",
         "role": "applier",
         "term": str(term[0]),

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, Engine, RowMapping
+import psycopg
+import psycopg.rows
+from sqlalchemy import Connection, Engine
 
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.deployment_codec import deployment_from_mapping
-from app.store.sql import query
+from app.store.sql import psycopg_query
 from app.structs import (
     Allocation,
     Deployment,
@@ -31,114 +37,207 @@ class SnapshotLoader:
     """Per worker process. Nodes change rarely, so they are cached by the 'nodes' state index
     and reloaded inside the same snapshot whenever that index moved. The cache holds a NodeSet:
     the nodes sorted into canonical order and indexed by ID once per change of the nodes table,
-    and the same objects handed to every evaluation until then."""
+    and the same objects handed to every evaluation until then.
+
+    The snapshot's statements go on the pooled connection's raw psycopg connection as one
+    pipelined batch, BEGIN to COMMIT: one network round trip per evaluation, no ORM. Reads that
+    depend on others are decided in SQL instead (the nodes only when their index moved past the
+    cached one, the preemptible allocations only when preemption is on for the job). psycopg
+    prepares each statement on the connection after a few executions, so from then on the
+    worker sends only parameters."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        self._engine = engine
         self._nodes: tuple[int, NodeSet] | None = None
+        self._usage = UsageCache()
 
     def load(self, evaluation: Evaluation) -> Snapshot:
-        with self._engine.connect() as conn, conn.begin():
-            return read_snapshot(conn, evaluation, self._nodes_at)
+        with autocommitted(self._engine) as pg:
+            with pg.pipeline():
+                pg.execute(BEGIN_SNAPSHOT)
+                sent = _send(pg, evaluation, self._nodes[0] if self._nodes else None, None)
+                pg.execute("COMMIT")
+            return _decode(sent, self._nodes_at, self._usage)
 
-    def _nodes_at(self, conn: Connection, index: int) -> NodeSet:
-        if self._nodes is None or self._nodes[0] != index:
-            self._nodes = (index, _all_nodes(conn))
+    def _nodes_at(self, index: int, rows: Rows) -> NodeSet:
+        if self._nodes is None or self._nodes[0] != index:  # the rows were sent: the index moved
+            self._nodes = (index, _node_set(rows))
         return self._nodes[1]
 
 
-def read_snapshot(
-    conn: Connection,
-    evaluation: Evaluation,
-    nodes_at: Callable[[Connection, int], NodeSet] | None = None,
-    candidate: Job | None = None,
-) -> Snapshot:
-    """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
-    job replaces the stored one: `job plan` schedules a job that is not registered yet."""
-    indexes = {str(n): int(v) for n, v in conn.execute(query("snapshot_indexes"))}
-    nodes = nodes_at(conn, indexes["nodes"]) if nodes_at else _all_nodes(conn)
-    job, allocations, versions = _job_state(conn, evaluation)
-    if candidate is not None:
-        job = candidate
-        missing = sorted({a.job_version for a in allocations} - {job.version} - set(versions))
-        if missing:  # the stored job's own version is now an old one
-            versions = {**versions, **_versions(conn, evaluation, missing)}
-    config = _config(conn)
-    return Snapshot(
-        index=indexes["_global"],
-        job=job,
-        nodes=nodes,
-        allocations=allocations,
-        usage=_usage(conn),
-        job_versions=versions,
-        config=config,
-        preemptible=_preemptible(conn, job) if job and config.preemption_enabled(job.type) else {},
-        deployment=_deployment(conn, evaluation),
+Pg = psycopg.Connection[Any]
+Rows = psycopg.Cursor[Any]
+BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+@contextmanager
+def autocommitted(engine: Engine) -> Iterator[Pg]:
+    """A pooled connection's raw psycopg connection in autocommit mode, so the snapshot's own
+    BEGIN and COMMIT travel in its pipeline. Whatever fails, the transaction is rolled back
+    before the connection goes back to the pool, in the mode SQLAlchemy expects."""
+    with engine.connect() as conn:
+        pg = conn.connection.driver_connection
+        assert pg is not None
+        pg.autocommit = True
+        try:
+            yield pg
+        finally:
+            try:
+                if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    pg.execute("ROLLBACK")
+            finally:
+                if not pg.closed:  # a dead connection is discarded by the pool's reset
+                    pg.autocommit = False
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """The cursors of one pipelined batch; the candidate job of `job plan`, if any."""
+
+    indexes: Rows
+    job: Rows
+    allocations: Rows
+    versions: Rows
+    usage: Rows
+    ports: Rows
+    config: Rows
+    deployment: Rows
+    nodes: Rows
+    preemptible: Rows
+    candidate: Job | None = None
+
+
+def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, candidate: Job | None) -> _Sent:
+    params = {"namespace": ev.namespace, "job_id": ev.job_id}
+    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
+    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
+    return _Sent(
+        indexes=pg.execute(psycopg_query("snapshot_indexes")),
+        job=_dicts(pg, "snapshot_job", params),
+        allocations=_dicts(pg, "snapshot_job_allocations", params),
+        versions=_dicts(pg, "snapshot_job_versions_used", params),
+        usage=pg.execute(psycopg_query("snapshot_usage")),
+        ports=pg.execute(psycopg_query("snapshot_ports")),
+        config=_dicts(pg, "snapshot_config"),
+        deployment=_dicts(pg, "snapshot_deployment", params),
+        nodes=_dicts(pg, "snapshot_nodes", {"known_index": known_nodes}),
+        preemptible=_dicts(
+            pg, "snapshot_preemptible", {**params, "max_priority": max_priority, "delta": PRIORITY_DELTA}
+        ),
+        candidate=candidate,
     )
 
 
-def _deployment(conn: Connection, ev: Evaluation) -> Deployment | None:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id}
-    row = conn.execute(query("snapshot_deployment"), params).mappings().first()
-    return None if row is None else deployment_from_mapping(dict(row))
+def _dicts(pg: Pg, name: str, params: dict[str, Any] | None = None) -> Rows:
+    """Sends the named statement; its rows come back as dicts, for the row decoders."""
+    return pg.cursor(row_factory=psycopg.rows.dict_row).execute(psycopg_query(name), params)
 
 
-def _all_nodes(conn: Connection) -> NodeSet:
-    return NodeSet(node_from_row(r) for r in conn.execute(query("snapshot_nodes")).mappings())
+def _node_set(rows: Rows) -> NodeSet:
+    return NodeSet(node_from_row(r) for r in rows.fetchall())
 
 
-def _preemptible(conn: Connection, job: Job) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
+def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | None = None) -> Snapshot:
+    """Everything a pass reads, inside the caller's (REPEATABLE READ) transaction. A `candidate`
+    job replaces the stored one: `job plan` schedules a job that is not registered yet."""
+    pg = conn.connection.driver_connection
+    assert pg is not None
+    with pg.pipeline():
+        sent = _send(pg, evaluation, None, candidate)
+    snapshot = _decode(sent, lambda _index, rows: _node_set(rows), UsageCache())
+    if candidate is None:
+        return snapshot
+    used = {a.job_version for a in snapshot.allocations}
+    missing = sorted(used - {candidate.version} - set(snapshot.job_versions))
+    if not missing:
+        return snapshot
+    # The stored job's own version is now an old one: read in the same transaction.
+    params = {"namespace": evaluation.namespace, "job_id": evaluation.job_id, "versions": missing}
+    more = _versions(_dicts(pg, "snapshot_job_versions", params))
+    return dataclasses.replace(snapshot, job_versions={**snapshot.job_versions, **more})
+
+
+def _decode(sent: _Sent, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: UsageCache) -> Snapshot:
+    indexes = {str(n): int(v) for n, v in sent.indexes.fetchall()}
+    stored, allocations, versions = _job_state(sent)
+    job = sent.candidate if sent.candidate is not None else stored
+    config = _config(sent.config.fetchone())
+    # The same decision as the SQL's: preemption on for the job's type, and room below it.
+    preempting = job is not None and config.preemption_enabled(job.type) and job.priority - PRIORITY_DELTA >= 1
+    return Snapshot(
+        index=indexes["_global"],
+        job=job,
+        nodes=nodes_at(indexes["nodes"], sent.nodes),
+        allocations=allocations,
+        usage=usage_cache.decode(sent.usage.fetchall(), sent.ports.fetchall()),
+        job_versions=versions,
+        config=config,
+        preemptible=_preemptible(sent.preemptible) if preempting else {},
+        deployment=_deployment(sent.deployment.fetchone()),
+    )
+
+
+def _deployment(row: dict[str, Any] | None) -> Deployment | None:
+    return None if row is None else deployment_from_mapping(row)
+
+
+def _preemptible(rows: Rows) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
     """Other jobs' live work far enough below this job's priority to be evicted, per node."""
-    if job.priority - PRIORITY_DELTA < 1:
-        return {}
-    params = {"max_priority": job.priority - PRIORITY_DELTA, "namespace": job.namespace, "job_id": job.id}
     by_node: dict[uuid.UUID, list[RunningAllocation]] = defaultdict(list)
-    for r in conn.execute(query("snapshot_preemptible"), params).mappings():
+    for r in rows.fetchall():
         by_node[r["node_id"]].append(RunningAllocation(allocation_from_row(r), r["job_priority"], r["max_parallel"]))
     return {node_id: tuple(items) for node_id, items in by_node.items()}
 
 
-def _versions(conn: Connection, ev: Evaluation, versions: list[int]) -> dict[int, Job]:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id, "versions": versions}
+def _versions(rows: Rows) -> dict[int, Job]:
     return {
         int(v["version"]): Job.from_spec(v["spec"], version=v["version"], job_modify_index=v["job_modify_index"])
-        for v in conn.execute(query("snapshot_job_versions"), params).mappings()
+        for v in rows.fetchall()
     }
 
 
-def _job_state(conn: Connection, ev: Evaluation) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id}
-    row = conn.execute(query("snapshot_job"), params).mappings().first()
-    allocations = tuple(
-        allocation_from_row(r) for r in conn.execute(query("snapshot_job_allocations"), params).mappings()
-    )
+def _job_state(sent: _Sent) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
+    row = sent.job.fetchone()
+    allocations = tuple(allocation_from_row(r) for r in sent.allocations.fetchall())
+    versions = _versions(sent.versions)  # empty when the job is gone (the query checks purged_at too)
     if row is None or row["purged_at"] is not None:
         return None, allocations, {}
     job = Job.from_spec(
         row["spec"], version=row["version"], job_modify_index=row["job_modify_index"], create_index=row["create_index"]
     )
-    older = sorted({a.job_version for a in allocations if a.job_version != job.version})
-    return job, allocations, _versions(conn, ev, older)
+    return job, allocations, versions
 
 
-def _usage(conn: Connection) -> dict[uuid.UUID, NodeUsage]:
-    ports: dict[uuid.UUID, set[int]] = defaultdict(set)
-    for node_id, host_ports in conn.execute(query("snapshot_ports")):
-        ports[node_id].update(host_ports)
-    usage = {
-        r["node_id"]: NodeUsage(
-            Resources(cpu=int(r["cpu"]), memory_mb=int(r["memory_mb"]), disk_mb=int(r["disk_mb"])),
-            frozenset(ports.pop(r["node_id"], ())),
-        )
-        for r in conn.execute(query("snapshot_usage")).mappings()
-    }
-    for node_id, held in ports.items():  # allocations holding ports but no resources
-        usage[node_id] = NodeUsage(ports=frozenset(held))
-    return usage
+class UsageCache:
+    """Per-node usage decoded once and reused while the node's row (and ports) are unchanged: a
+    worker reads every node's usage for every evaluation, and most nodes' rows are the same as
+    last time, so the NodeUsage objects (immutable) are handed out again instead of rebuilt."""
+
+    def __init__(self) -> None:
+        self._seen: dict[uuid.UUID, tuple[tuple[Any, ...], frozenset[int], NodeUsage]] = {}
+
+    def decode(self, rows: list[tuple[Any, ...]], ports: list[tuple[Any, ...]]) -> dict[uuid.UUID, NodeUsage]:
+        held: dict[uuid.UUID, set[int]] = defaultdict(set)
+        for node_id, host_ports in ports:
+            held[node_id].update(host_ports)
+        seen, fresh = self._seen, {}
+        for row in rows:
+            node_id = row[0]
+            node_ports = frozenset(held.pop(node_id, ()))
+            known = seen.get(node_id)
+            if known is not None and known[0] == row and known[1] == node_ports:
+                fresh[node_id] = known
+            else:
+                resources = Resources(cpu=int(row[1]), memory_mb=int(row[2]), disk_mb=int(row[3]))
+                fresh[node_id] = (row, node_ports, NodeUsage(resources, node_ports))
+        for node_id, only_ports in held.items():  # allocations holding ports but no resources
+            fresh[node_id] = ((), frozenset(only_ports), NodeUsage(ports=frozenset(only_ports)))
+        self._seen = fresh  # nodes without live allocations drop out, as they do from the rows
+        return {node_id: entry[2] for node_id, entry in fresh.items()}
 
 
-def _config(conn: Connection) -> SchedulerConfiguration:
-    row = conn.execute(query("snapshot_config")).mappings().one()
+def _config(row: dict[str, Any] | None) -> SchedulerConfiguration:
+    assert row is not None, "scheduler_config has its one row from the initial migration"
     return SchedulerConfiguration(
         algorithm=row["scheduler_algorithm"],
         preempt_system=row["preemption_system"],
@@ -159,7 +258,7 @@ def parse_port_list(spec: str) -> frozenset[int]:
     return frozenset(ports)
 
 
-def node_from_row(r: RowMapping) -> Node:
+def node_from_row(r: Mapping[Any, Any]) -> Node:
     drivers = r["drivers"] or {}
     return Node(
         id=r["id"],
@@ -184,7 +283,7 @@ def node_from_row(r: RowMapping) -> Node:
     )
 
 
-def allocation_from_row(r: RowMapping) -> Allocation:
+def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
     shared = (r["allocated_resources"] or {}).get("Shared") or {}
     return Allocation(
         id=r["id"],

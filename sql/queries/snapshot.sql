@@ -20,15 +20,22 @@ UNION ALL
 SELECT 'nodes', COALESCE(max(value), 0) FROM latest WHERE name = 'nodes';
 
 -- name: snapshot_nodes
+-- Every node, unless the 'nodes' index (as snapshot_indexes computes it, in the same snapshot)
+-- is still :known_index, the one of the worker's cached nodes: then no rows, and the cache
+-- stands. So the worker sends this with the other reads, not after them. NULL: always read.
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
        attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
        reserved_disk_mb, reserved_ports
-FROM nodes;
+FROM nodes
+WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
+      (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());
 
 -- name: snapshot_usage
 SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0;
 
 -- name: snapshot_ports
+-- Separate from snapshot_usage (both go in the same pipelined batch): a full join of the two
+-- costs Postgres several times their sum.
 SELECT node_id, host_ports FROM allocations
 WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}';
 
@@ -53,6 +60,15 @@ WHERE a.namespace = :namespace AND a.job_id = :job_id;
 SELECT version, spec, job_modify_index FROM job_versions
 WHERE namespace = :namespace AND job_id = :job_id AND version = ANY(:versions);
 
+-- name: snapshot_job_versions_used
+-- The stored versions of the job that its allocations still run, other than the job's current
+-- version: what a pass needs to compare old allocations with, in the same pipelined batch as
+-- the job and its allocations rather than in a second round trip that depends on them.
+SELECT v.version, v.spec, v.job_modify_index FROM job_versions v
+JOIN jobs j ON j.namespace = v.namespace AND j.id = v.job_id
+WHERE v.namespace = :namespace AND v.job_id = :job_id AND v.version <> j.version AND j.purged_at IS NULL
+  AND v.version IN (SELECT a.job_version FROM allocations a WHERE a.namespace = :namespace AND a.job_id = :job_id);
+
 -- name: snapshot_config
 SELECT scheduler_algorithm, preemption_system, preemption_sysbatch, preemption_batch, preemption_service,
        memory_oversubscription, pause_eval_broker
@@ -60,8 +76,19 @@ FROM scheduler_config WHERE id = 1;
 
 -- name: snapshot_preemptible
 -- Live allocations of other jobs that a job of priority (:max_priority + 10) may evict, with
--- their job's priority and their group's migrate.max_parallel (Nomad's default is 1). Read only
--- when preemption is enabled for the job's type.
+-- their job's priority and their group's migrate.max_parallel (Nomad's default is 1). Used only
+-- when preemption is enabled for the job's type. A NULL :max_priority takes the stored job's
+-- priority less :delta when scheduler_config enables preemption for its type (no rows
+-- otherwise), so the worker sends this with its other reads, before it has decoded the job;
+-- `job plan` passes its candidate job's.
+WITH me AS MATERIALIZED (
+    SELECT coalesce(CAST(:max_priority AS integer), (
+        SELECT j.priority - :delta FROM jobs j JOIN scheduler_config c ON c.id = 1
+        WHERE j.namespace = :namespace AND j.id = :job_id AND j.purged_at IS NULL
+          AND CASE j.type WHEN 'system' THEN c.preemption_system WHEN 'sysbatch' THEN c.preemption_sysbatch
+                          WHEN 'batch' THEN c.preemption_batch WHEN 'service' THEN c.preemption_service
+                          ELSE false END)) AS max_priority
+)
 SELECT a.id, a.namespace, a.job_id, a.job_version, a.task_group, a.name, a.node_id, a.node_name, a.eval_id,
        a.desired_status, a.client_status, a.cpu, a.memory_mb, a.memory_max_mb, a.disk_mb, a.allocated_resources,
        a.previous_allocation, a.deployment_id, a.followup_eval_id, a.reschedule_tracker, a.desired_transition,
@@ -70,6 +97,7 @@ SELECT a.id, a.namespace, a.job_id, a.job_version, a.task_group, a.name, a.node_
                  FROM jsonb_array_elements(j.spec -> 'TaskGroups') g
                  WHERE g ->> 'Name' = a.task_group LIMIT 1), 1) AS max_parallel
 FROM allocations a JOIN jobs j ON j.namespace = a.namespace AND j.id = a.job_id
-WHERE a.desired_status = 'run' AND a.client_status IN ('pending', 'running', 'unknown')
-  AND j.priority <= :max_priority
+WHERE (SELECT max_priority FROM me) IS NOT NULL  -- a one-time filter: nothing is scanned when NULL
+  AND a.desired_status = 'run' AND a.client_status IN ('pending', 'running', 'unknown')
+  AND j.priority <= (SELECT max_priority FROM me)
   AND NOT (a.namespace = :namespace AND a.job_id = :job_id);

@@ -235,3 +235,13 @@ def test_psql_doc_names_every_view() -> None:
     assert views, "no view files found"
     missing = sorted(v for v in views if f"`{v}`" not in text)
     assert not missing, f"docs/psql.md does not mention {missing}"
+
+
+MERGE_MARKER = re.compile(r"^(<{7}|>{7}) ", re.MULTILINE)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_no_merge_conflict_markers_were_committed(doc: Path) -> None:
+    # A merge once committed docs/benchmarks.md with both sides and the markers between them.
+    found = [m.group(0) for m in MERGE_MARKER.finditer(doc.read_text())]
+    assert not found, f"{doc.name} holds merge conflict markers"

@@ -1,0 +1,105 @@
+"""What the worker's pipelined snapshot reads: every live allocation's resources and host ports
+per node (terminal ones not), the job's older versions its allocations still run, the same
+through `read_snapshot` inside a caller's transaction (job plan), and usage objects reused
+only while their node's row is unchanged."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+
+from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, autocommitted, read_snapshot
+from app.structs import Evaluation, NodeUsage, Resources
+from tests.support.pipeline import register
+from tests.support.rows import insert_allocation, insert_node
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def evaluation(job_id: str = "web") -> Evaluation:
+    return Evaluation(uuid.uuid4(), "default", job_id, "service", 50, "job-register", 1)
+
+
+def with_ports(pg: Conn, alloc_id: str, ports: list[int]) -> None:
+    pg.execute("UPDATE allocations SET host_ports = %s WHERE id = %s", (ports, alloc_id))
+
+
+def test_usage_counts_every_live_allocation_with_its_ports(engine: Engine, pg: Conn) -> None:
+    eval_id = register(engine, "web")
+    busy, idle, done = (insert_node(pg, cpu=4000, name=n) for n in ("busy", "idle", "done"))
+    with_ports(pg, insert_allocation(pg, busy, eval_id, cpu=500), [8080])
+    with_ports(pg, insert_allocation(pg, busy, eval_id, cpu=300, client_status="pending"), [9090, 8080])
+    with_ports(pg, insert_allocation(pg, done, eval_id, cpu=700, client_status="complete"), [7070])
+    usage = SnapshotLoader(engine).load(evaluation()).usage
+    assert usage == {
+        uuid.UUID(busy): NodeUsage(Resources(cpu=800, memory_mb=512, disk_mb=600), frozenset({8080, 9090})),
+    }
+    assert uuid.UUID(idle) not in usage and uuid.UUID(done) not in usage
+
+
+def test_the_job_plan_path_reads_the_same_snapshot(engine: Engine, pg: Conn) -> None:
+    eval_id = register(engine, "web")
+    node = insert_node(pg)
+    with_ports(pg, insert_allocation(pg, node, eval_id), [8080])
+    ev = evaluation()
+    loaded = SnapshotLoader(engine).load(ev)
+    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+        read = read_snapshot(conn, ev)
+    assert read == loaded
+    assert loaded.job is not None and len(loaded.allocations) == 1 and len(loaded.nodes) == 1
+
+
+def test_older_versions_still_running_come_with_the_snapshot(engine: Engine, pg: Conn) -> None:
+    eval_id = register(engine, "web", priority=50)
+    insert_allocation(pg, insert_node(pg), eval_id)  # runs version 0
+    register(engine, "web", priority=60)  # version 1
+    snapshot = SnapshotLoader(engine).load(evaluation())
+    assert snapshot.job is not None and snapshot.job.version == 1
+    assert set(snapshot.job_versions) == {0}
+    assert snapshot.job_versions[0].priority == 50
+
+
+def test_usage_objects_are_reused_only_while_the_row_is_unchanged(engine: Engine, pg: Conn) -> None:
+    eval_id = register(engine, "web")
+    first_node, second_node = insert_node(pg, name="a"), insert_node(pg, name="b")
+    insert_allocation(pg, first_node, eval_id, cpu=100)
+    insert_allocation(pg, second_node, eval_id, cpu=100)
+    loader = SnapshotLoader(engine)
+    a, b = uuid.UUID(first_node), uuid.UUID(second_node)
+    before = loader.load(evaluation()).usage
+    insert_allocation(pg, second_node, eval_id, cpu=250)
+    after = loader.load(evaluation()).usage
+    assert after[a] is before[a]
+    assert after[b] is not before[b] and after[b].resources.cpu == 350
+
+
+def test_preemptible_work_is_read_only_when_preemption_is_on_for_the_type(engine: Engine, pg: Conn) -> None:
+    low_eval = register(engine, "low", priority=20)
+    node = insert_node(pg, cpu=1000)
+    victim = insert_allocation(pg, node, low_eval, job_id="low", cpu=1000)
+    register(engine, "web", priority=80)
+    loader = SnapshotLoader(engine)
+    assert loader.load(evaluation()).preemptible == {}  # Nomad's default: off for service jobs
+    pg.execute("UPDATE scheduler_config SET preemption_service = true WHERE id = 1")
+    preemptible = loader.load(evaluation()).preemptible
+    assert [r.alloc.id for r in preemptible[uuid.UUID(node)]] == [uuid.UUID(victim)]
+    assert preemptible[uuid.UUID(node)][0].job_priority == 20
+    register(engine, "web", priority=25)  # within PRIORITY_DELTA of the victim's job: nothing
+    assert loader.load(evaluation()).preemptible == {}
+
+
+def test_a_failed_read_leaves_the_pooled_connection_as_it_found_it(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    loader = SnapshotLoader(engine)
+    with pytest.raises(psycopg.errors.UndefinedTable), autocommitted(engine) as raw, raw.pipeline():
+        raw.execute(BEGIN_SNAPSHOT)
+        raw.execute("SELECT * FROM no_such_table")
+    with engine.connect() as conn:  # the pool's only idle connection: the one that failed
+        raw_after = conn.connection.driver_connection
+        assert raw_after is not None and not raw_after.autocommit
+        assert raw_after.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert loader.load(evaluation()).job is not None
