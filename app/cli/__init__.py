@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 # Start-up time matters (every `corral job status` pays it): this module and the command
 # modules import only click at top level. Settings (pydantic-settings), logging, the job
-# parser (hcl2/lark), httpx and the database stack are imported inside the commands that use them.
+# parser (hcl2/lark) and the database stack are imported inside the commands that use them; the
+# API client is the standard library's http.client (app/cli/http.py).
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,22 +1,28 @@
 """The CLI's client for corral's REST API. The address comes from CORRAL_ADDR, then NOMAD_ADDR
 (so Nomad users' environments work unchanged), then the dev agent's default; a token from
 CORRAL_TOKEN or NOMAD_TOKEN is sent as X-Nomad-Token. Failures become click errors that name
-the request and the HTTP problem, so every command reports them the same way."""
+the request and the HTTP problem, so every command reports them the same way.
+
+The standard library's http.client, not httpx: importing httpx and building its TLS context
+cost a quarter of a second on every call, more than the whole call is allowed to take
+(bench/cli_startup.py)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import ssl
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import click
 
-if TYPE_CHECKING:
-    import httpx
-
-
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
+CHUNK = 65536
 
 
 class ApiError(click.ClickException):
@@ -25,6 +31,22 @@ class ApiError(click.ClickException):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A whole HTTP answer, read."""
+
+    status_code: int
+    reason_phrase: str
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 def address() -> str:
@@ -54,24 +76,22 @@ def post(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
 
 
 def request(
-    method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, timeout_s: float = TIMEOUT_S
+    method: str,
+    path: str,
+    *,
+    params: dict[str, Any] | None = None,
+    body: Any = None,
+    timeout_s: float = TIMEOUT_S,
+    base: str | None = None,
 ) -> Any:
-    import httpx  # here, not at the top: most of the CLI's start-up time was imports
-
-    url = address() + path
-    headers = auth_headers()
-    try:
-        response = httpx.request(
-            method, url, params=params, json=body, headers=headers, timeout=timeout_s, verify=_tls()
-        )
-    except httpx.HTTPError as err:
-        raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
-    if response.status_code >= 400:
-        raise ApiError(f"{method} {path}: {response.status_code} {problem_text(response)}", response.status_code)
-    return response.json()
+    """A JSON request and its JSON answer. `base` overrides the address (a command's -address)."""
+    answer = _exchange(method, path, params, body, timeout_s, base)
+    if answer.status_code >= 400:
+        raise ApiError(f"{method} {path}: {answer.status_code} {problem_text(answer)}", answer.status_code)
+    return answer.json()
 
 
-def problem_text(response: httpx.Response) -> str:
+def problem_text(response: Answer) -> str:
     """The API's problem+json detail (which names the field), or the raw body."""
     try:
         body = response.json()
@@ -85,40 +105,95 @@ def problem_text(response: httpx.Response) -> str:
 
 def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S) -> bytes:
     """A GET whose answer is not JSON (plain log text); errors as `request` reports them."""
-    import httpx
-
-    url = address() + path
-    try:
-        response = httpx.request("GET", url, params=params, headers=auth_headers(), timeout=timeout_s, verify=_tls())
-    except httpx.HTTPError as err:
-        raise ApiError(f"GET {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
-    if response.status_code >= 400:
-        raise ApiError(f"GET {path}: {response.status_code} {problem_text(response)}", response.status_code)
-    return response.content
+    answer = _exchange("GET", path, params, None, timeout_s, None)
+    if answer.status_code >= 400:
+        raise ApiError(f"GET {path}: {answer.status_code} {problem_text(answer)}", answer.status_code)
+    return answer.content
 
 
 def stream_text(path: str, params: dict[str, Any] | None = None) -> Iterator[bytes]:
     """A GET whose answer keeps coming (a followed log), chunk by chunk as it arrives; no read
-    timeout, as the stream may be quiet for long. Errors as `request` reports them."""
-    import httpx
-
-    url = address() + path
-    timeout = httpx.Timeout(TIMEOUT_S, read=None)
+    timeout once the answer has begun, as the stream may be quiet for long."""
+    url = address() + path + query_string(params)
+    connection = _connection(url, TIMEOUT_S)
     try:
-        with httpx.stream(
-            "GET", url, params=params, headers=auth_headers(), timeout=timeout, verify=_tls()
-        ) as response:
-            if response.status_code >= 400:
-                response.read()
-                raise ApiError(f"GET {path}: {response.status_code} {problem_text(response)}", response.status_code)
-            yield from response.iter_bytes()
-    except httpx.HTTPError as err:
+        response = _send(connection, "GET", url, None, auth_headers())
+        if response.status >= 400:
+            answer = Answer(response.status, response.reason, response.read())
+            raise ApiError(f"GET {path}: {answer.status_code} {problem_text(answer)}", answer.status_code)
+        if connection.sock is not None:
+            connection.sock.settimeout(None)
+        while chunk := response.read1(CHUNK):
+            yield chunk
+    except (OSError, http.client.HTTPException) as err:
         raise ApiError(f"GET {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
+    finally:
+        connection.close()
 
 
-def _tls() -> Any:
-    """The CLI's TLS verification (CORRAL_CACERT and friends), imported on first use: app.config
-    loads pydantic-settings, which every CLI call would otherwise pay for at start-up."""
-    from app.config import client_tls
+def query_string(params: dict[str, Any] | None) -> str:
+    """`?a=1&b=x` as httpx wrote it: booleans as true/false, None as empty, lists repeated."""
+    if not params:
+        return ""
+    pairs: list[tuple[str, str]] = []
+    for key, value in params.items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            pairs.append((key, _query_value(item)))
+    return "?" + urlencode(pairs)
 
-    return client_tls()
+
+def _query_value(value: Any) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _exchange(
+    method: str, path: str, params: dict[str, Any] | None, body: Any, timeout_s: float, base: str | None
+) -> Answer:
+    url = (base.rstrip("/") if base else address()) + path + query_string(params)
+    return send(method, url, body, auth_headers(), timeout_s)
+
+
+def send(method: str, url: str, body: Any, headers: dict[str, str], timeout_s: float) -> Answer:
+    """One request, its answer read whole: the seam the CLI's integration tests replace with
+    the Flask test client."""
+    connection = _connection(url, timeout_s)
+    try:
+        response = _send(connection, method, url, body, headers)
+        return Answer(response.status, response.reason, response.read())
+    except (OSError, http.client.HTTPException) as err:
+        raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
+    finally:
+        connection.close()
+
+
+def _connection(url: str, timeout_s: float) -> http.client.HTTPConnection:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ApiError(f"{url}: the address must be http:// or https:// and name a host (CORRAL_ADDR)", 0)
+    if parts.scheme == "http":
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=_tls_context())
+
+
+def _send(
+    connection: http.client.HTTPConnection, method: str, url: str, body: Any, headers: dict[str, str]
+) -> http.client.HTTPResponse:
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    headers = dict(headers)
+    payload = None
+    if body is not None:
+        payload = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    connection.request(method, target, body=payload, headers=headers)
+    return connection.getresponse()
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The CLI's TLS verification (CORRAL_CACERT and friends); the system's trust store when none is set."""
+    from app.client_tls import client_tls
+
+    configured = client_tls()
+    return configured if isinstance(configured, ssl.SSLContext) else ssl.create_default_context()

@@ -59,25 +59,10 @@ def drain(
     body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
-    import httpx
-
-    from app.config import client_tls
-
-    try:
-        reply = httpx.post(
-            f"{(address or default_address()).rstrip('/')}/v1/node/{node_id}/drain",
-            json=body,
-            headers=http.auth_headers(),
-            timeout=30,
-            verify=client_tls(),
-        )
-    except httpx.HTTPError as err:
-        raise click.ClickException(f"cannot reach the server: {err}") from err
-    if reply.status_code != 200:
-        raise click.ClickException(f"{reply.status_code} {http.problem_text(reply)}")
+    reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=address or default_address())
     click.echo(f"Node {node_id} drain {'enabled' if enable else 'disabled'}")
     codes = [0]
-    for eval_id in reply.json().get("EvalIDs") or []:
+    for eval_id in reply.get("EvalIDs") or []:
         try:
             follow(str(eval_id), detach, verbose)
         except SystemExit as exit_:

@@ -23,15 +23,13 @@ def force_gc(as_json: bool) -> None:
     Prints what was removed. Fails (exit 1) if the collection failed or is still running
     after CORRAL_FORCE_GC_WAIT_S on the server; it then carries on, and `corral system gc-runs`
     shows how it ends."""
-    import httpx
-
     from app.cli import get_settings
 
     wait_s = get_settings().force_gc_wait_s + 30
     try:
         run = http.request("PUT", "/v1/system/gc", timeout_s=wait_s)
     except http.ApiError as err:
-        if err.status == 504 or isinstance(err.__cause__, httpx.TimeoutException):
+        if err.status == 504 or isinstance(err.__cause__, TimeoutError):
             waited = "the server's CORRAL_FORCE_GC_WAIT_S" if err.status == 504 else f"{wait_s:.0f} s"
             raise click.ClickException(
                 f"garbage collection did not finish within {waited}; it carries on in the background. "

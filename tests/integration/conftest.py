@@ -3,11 +3,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
+from app.cli import http
 from app.config import Settings
 
 
@@ -21,16 +21,16 @@ def client(database_url: str) -> Iterator[FlaskClient]:
 
 @pytest.fixture
 def sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, Any]]]:
-    """Route the CLI's httpx requests to the test client; records (method, path, body)."""
+    """Route the CLI's requests to the test client; records (method, path, body)."""
     calls: list[tuple[str, str, Any]] = []
 
-    def fake(method: str, url: str, **kwargs: Any) -> httpx.Response:
-        path = url.removeprefix("http://corral.test")
-        params = {k: v for k, v in (kwargs.get("params") or {}).items() if v is not None}
-        calls.append((method, path, kwargs.get("json")))
-        resp = client.open(path, method=method, query_string=params, json=kwargs.get("json"))
-        return httpx.Response(resp.status_code, content=resp.get_data(), headers=dict(resp.headers))
+    def fake(method: str, url: str, body: Any, headers: dict[str, str], timeout_s: float) -> http.Answer:
+        target = url.removeprefix("http://corral.test")
+        path = target.split("?", 1)[0]
+        calls.append((method, path, body))
+        resp = client.open(target, method=method, json=body)
+        return http.Answer(resp.status_code, resp.status.split(" ", 1)[-1], resp.get_data())
 
     monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
-    monkeypatch.setattr(httpx, "request", fake)
+    monkeypatch.setattr(http, "send", fake)
     yield calls

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.cli import main
+from app.cli import http, main
 from app.config import Settings
 
 pytestmark = pytest.mark.integration
@@ -25,18 +24,14 @@ def api(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlaskCli
     app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5, acl_enabled=True), database_url)
     test_client = app.test_client()
 
-    def fake(method: str, url: str, **kwargs: Any) -> httpx.Response:
-        path = url.removeprefix("http://corral.test")
-        params = {k: v for k, v in (kwargs.get("params") or {}).items() if v is not None}
-        resp = test_client.open(
-            path, method=method, query_string=params, json=kwargs.get("json"), headers=kwargs.get("headers")
-        )
-        return httpx.Response(resp.status_code, content=resp.get_data(), headers=dict(resp.headers))
+    def fake(method: str, url: str, body: Any, headers: dict[str, str], timeout_s: float) -> http.Answer:
+        resp = test_client.open(url.removeprefix("http://corral.test"), method=method, json=body, headers=headers)
+        return http.Answer(resp.status_code, resp.status.split(" ", 1)[-1], resp.get_data())
 
     monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
     monkeypatch.delenv("CORRAL_TOKEN", raising=False)
     monkeypatch.delenv("NOMAD_TOKEN", raising=False)
-    monkeypatch.setattr(httpx, "request", fake)
+    monkeypatch.setattr(http, "send", fake)
     yield test_client
     app.extensions["corral"].close()
 

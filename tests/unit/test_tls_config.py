@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings, client_tls, tls_problem
+from app.client_tls import client_tls
+from app.config import Settings, tls_problem
 from tests.support.tls import make_pki
 
 pytestmark = pytest.mark.unit

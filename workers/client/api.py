@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.config import client_tls
+from app.client_tls import client_tls
 
 NANOS = 1_000_000_000
 WATCH_WAIT_S = 30.0
