@@ -58,6 +58,8 @@ LAYERS: list[tuple[str, ...]] = [
         "app.errors",
         "app.ids",
         "app.config",
+        # The callers' TLS context from the environment (stdlib only, so the CLI stays fast).
+        "app.client_tls",
         "app.cron",
         "app.logging",
         "app.metrics",
