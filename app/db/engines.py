@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+import psycopg
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -144,3 +145,24 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """One unit of work: commit on success, roll back on any exception."""
     with factory() as session, session.begin():
         yield session
+
+
+@contextmanager
+def autocommitted(engine: Engine) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection's raw psycopg connection in autocommit mode, for the hot paths that
+    send their own BEGIN/COMMIT in a pipeline or their statements as single implicit
+    transactions. Whatever fails, an open transaction is rolled back before the connection goes
+    back to the pool, in the mode SQLAlchemy expects."""
+    with engine.connect() as conn:
+        pg = conn.connection.driver_connection
+        assert pg is not None
+        pg.autocommit = True
+        try:
+            yield pg
+        finally:
+            try:
+                if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    pg.execute("ROLLBACK")
+            finally:
+                if not pg.closed:  # a dead connection is discarded by the pool's reset
+                    pg.autocommit = False

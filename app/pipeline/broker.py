@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from sqlalchemy import Engine, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.db.engines import autocommitted
 from app.db.state_index import next_index
 from app.ids import new_id
 from app.models import Evaluation, Job
@@ -96,25 +96,10 @@ def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[
     synchronous commit (each plan, each completion) also makes every claim before it durable,
     WAL being flushed in order. So claims never wait on an fsync, whatever else (GC above all)
     fills the WAL."""
-    with _autocommitted(engine) as pg:
+    with autocommitted(engine) as pg:
         cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
         row: dict[str, Any] | None = cursor.execute(psycopg_query(name), params).fetchone()
         return row
-
-
-@contextmanager
-def _autocommitted(engine: Engine) -> Iterator[psycopg.Connection[Any]]:
-    """A pooled connection's raw psycopg connection in autocommit mode, for the hot paths that
-    send their statements as the implicit transactions of single Syncs; it goes back to the
-    pool in the mode SQLAlchemy expects."""
-    with engine.connect() as conn:
-        pg = conn.connection.driver_connection
-        assert pg is not None
-        pg.autocommit = True
-        try:
-            yield pg
-        finally:
-            pg.autocommit = False
 
 
 def _eval_struct(row: Any) -> EvalStruct:
@@ -150,7 +135,7 @@ def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
     if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
         raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
-    with _autocommitted(engine) as pg:
+    with autocommitted(engine) as pg:
         guard, finished = _complete_pipelined(pg, held, outcome)
     if guard is None or guard[1] != 1:
         raise RuntimeError("take_index refused: 'evaluations' is not a state index name")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import psycopg
 import psycopg.rows
 from sqlalchemy import Connection, Engine
 
+from app.db.engines import autocommitted
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.deployment_codec import deployment_from_mapping
 from app.store.sql import psycopg_query
@@ -68,26 +68,6 @@ class SnapshotLoader:
 Pg = psycopg.Connection[Any]
 Rows = psycopg.Cursor[Any]
 BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-
-
-@contextmanager
-def autocommitted(engine: Engine) -> Iterator[Pg]:
-    """A pooled connection's raw psycopg connection in autocommit mode, so the snapshot's own
-    BEGIN and COMMIT travel in its pipeline. Whatever fails, the transaction is rolled back
-    before the connection goes back to the pool, in the mode SQLAlchemy expects."""
-    with engine.connect() as conn:
-        pg = conn.connection.driver_connection
-        assert pg is not None
-        pg.autocommit = True
-        try:
-            yield pg
-        finally:
-            try:
-                if not pg.closed and pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    pg.execute("ROLLBACK")
-            finally:
-                if not pg.closed:  # a dead connection is discarded by the pool's reset
-                    pg.autocommit = False
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db.engines import make_sessionmaker, transaction
-from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from tests.support.pipeline import pipeline_quiet, register_mock_job
 from tests.support.processes import Corral, wait_for
 from tests.support.rows import add_nodes
 
@@ -38,29 +36,7 @@ EXECUTE FUNCTION test_log_completion();
 
 
 def register(engine: Engine, job_id: str) -> None:
-    spec = normalize_job(
-        {
-            "ID": job_id,
-            "Datacenters": ["dc1"],
-            "TaskGroups": [
-                {
-                    "Name": "g",
-                    "Count": COUNT,
-                    "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": TASK_CPU, "MemoryMB": 32}}],
-                }
-            ],
-        }
-    )
-    with transaction(make_sessionmaker(engine)) as session:
-        register_job(session, spec, RegisterOptions())
-
-
-def quiet(pg: Conn) -> bool:
-    row = pg.execute(
-        "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' AND triggered_by <> 'failed-follow-up'), "
-        "(SELECT count(*) FROM plans WHERE status = 'pending')"
-    ).fetchone()
-    return row == (0, 0)
+    register_mock_job(engine, job_id, COUNT, TASK_CPU)
 
 
 def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
@@ -78,7 +54,7 @@ def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     assert wait_for(lambda: pg.execute("SELECT count(*) FROM plan_results").fetchone() >= (10,), timeout=120)
     active.process.send_signal(signal.SIGKILL)
     active.wait(30)
-    assert wait_for(lambda: quiet(pg), timeout=180), "the pipeline did not settle"
+    assert wait_for(lambda: pipeline_quiet(pg), timeout=180), "the pipeline did not settle"
     time.sleep(1)  # anything still in flight would show up now
     twice = pg.execute("SELECT eval_id FROM test_completions GROUP BY eval_id HAVING count(*) > 1").fetchall()
     assert twice == []

@@ -12,9 +12,8 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db.engines import libpq_url, make_sessionmaker, transaction
-from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from app.db.engines import libpq_url
+from tests.support.pipeline import pipeline_quiet, register_mock_job
 from tests.support.processes import Corral, wait_for
 from tests.support.rows import add_nodes
 
@@ -26,29 +25,7 @@ JOBS, COUNT, TASK_CPU = 80, 10, 100  # 8,000 MHz asked for 6,000 available: some
 
 
 def register(engine: Engine, job_id: str, count: int = COUNT) -> None:
-    spec = normalize_job(
-        {
-            "ID": job_id,
-            "Datacenters": ["dc1"],
-            "TaskGroups": [
-                {
-                    "Name": "g",
-                    "Count": count,
-                    "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": TASK_CPU, "MemoryMB": 32}}],
-                }
-            ],
-        }
-    )
-    with transaction(make_sessionmaker(engine)) as session:
-        register_job(session, spec, RegisterOptions())
-
-
-def quiet(pg: Conn) -> bool:
-    row = pg.execute(
-        "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' AND triggered_by <> 'failed-follow-up'), "
-        "(SELECT count(*) FROM plans WHERE status = 'pending')"
-    ).fetchone()
-    return row == (0, 0)
+    register_mock_job(engine, job_id, count, TASK_CPU)
 
 
 def assert_invariants(pg: Conn, count: int = COUNT) -> None:
@@ -147,7 +124,7 @@ def test_workers_and_applier_killed_at_random(
         done.set()
         for thread in threads:
             thread.join(timeout=60)
-    assert wait_for(lambda: quiet(pg), timeout=180), "the pipeline did not settle"
+    assert wait_for(lambda: pipeline_quiet(pg), timeout=180), "the pipeline did not settle"
     assert len(kills) >= 5 and any(k.startswith("applier") for k in kills), kills
     # Now cut every corral session at once (a failover or a restart looks like this to them):
     # no role may die, and new work still gets scheduled.
@@ -156,7 +133,7 @@ def test_workers_and_applier_killed_at_random(
     register(engine, "after-cut", count=NODE_CPU // TASK_CPU)
     assert wait_for(
         lambda: (
-            quiet(pg)
+            pipeline_quiet(pg)
             and pg.execute("SELECT count(*) FROM allocations WHERE job_id = 'after-cut'").fetchone()
             == (NODE_CPU // TASK_CPU,)
         ),
@@ -188,7 +165,7 @@ def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
         assert statuses == [(1, "rejected"), (1, "applied")]
     finally:
         frozen.process.send_signal(signal.SIGCONT)
-    assert wait_for(lambda: quiet(pg))
+    assert wait_for(lambda: pipeline_quiet(pg))
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (4,)
     evals = pg.execute("SELECT status, delivery_count FROM evaluations").fetchall()
     assert evals == [("complete", 2)]
@@ -222,7 +199,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
         )
         register(engine, "web", count=3)
         worker = corral(["worker"], env=env)
-        assert wait_for(lambda: quiet(pg))
+        assert wait_for(lambda: pipeline_quiet(pg))
         assert pg.execute("SELECT DISTINCT applier_term FROM plan_results").fetchall() == [(int(holder[1]) + 1,)]
     finally:
         first.process.send_signal(signal.SIGCONT)
@@ -247,5 +224,5 @@ def test_sigterm_while_waiting_for_the_applier_gives_the_eval_back(
     assert row is not None and row[0] == "pending" and row[1] is None and "nacked" in str(row[2])
     corral(["applier"], env=env)
     corral(["worker"], env=env)
-    assert wait_for(lambda: quiet(pg) and pg.execute("SELECT count(*) FROM allocations").fetchone() == (2,))
+    assert wait_for(lambda: pipeline_quiet(pg) and pg.execute("SELECT count(*) FROM allocations").fetchone() == (2,))
     assert pg.execute("SELECT status FROM plans ORDER BY id").fetchall()[0] == ("rejected",)

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, autocommitted, read_snapshot
+from app.db.engines import autocommitted
+from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, read_snapshot
 from app.structs import Evaluation, NodeUsage, Resources
 from tests.support.pipeline import register
 from tests.support.rows import insert_allocation, insert_node

@@ -6,7 +6,9 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -80,3 +82,22 @@ def core_worker(database_url: str) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int) -> None:
+    """A service job of one group of `count` mock tasks asking `cpu` MHz each, registered with its evaluation."""
+    task = {"Name": "t", "Driver": "mock", "Resources": {"CPU": cpu, "MemoryMB": 32}}
+    spec = normalize_job(
+        {"ID": job_id, "Datacenters": ["dc1"], "TaskGroups": [{"Name": "g", "Count": count, "Tasks": [task]}]}
+    )
+    with transaction(make_sessionmaker(engine)) as session:
+        register_job(session, spec, RegisterOptions())
+
+
+def pipeline_quiet(pg: psycopg.Connection[tuple[Any, ...]]) -> bool:
+    """No evaluation waits to be scheduled (failed follow-ups wait on purpose) and no plan to be applied."""
+    row = pg.execute(
+        "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' AND triggered_by <> 'failed-follow-up'), "
+        "(SELECT count(*) FROM plans WHERE status = 'pending')"
+    ).fetchone()
+    return row == (0, 0)
