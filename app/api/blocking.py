@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import select
-import socket
 import threading
 import time
 import uuid
@@ -27,6 +25,7 @@ import psycopg
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.api.hangups import NO_CALLER, Caller
 from app.api.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
 from app.db.state_index import GLOBAL, current_index, node_index
@@ -37,31 +36,12 @@ log = structlog.get_logger(__name__)
 
 POLL_INTERVAL_S = 0.25  # fallback when a NOTIFY is lost; notifications are only hints
 JITTER_FRACTION = 16  # Nomad adds up to wait/16 so many watchers do not return together
-# How often a waiting blocking query looks whether its caller hung up (Nomad cancels the
-# request's context at once; a waiter here notices within this long and frees its socket).
-CALLER_CHECK_S = 2.0
 NODE_TABLES = ("allocations", "nodes")
 # A standby's watcher, told of a commit by the primary, looks again once replay has passed it
 # (checked after REPLAY_STEP_S, then twice as long each time up to REPLAY_STEP_MAX_S, so a slow
 # replay costs few queries); if that takes longer than its replay_wait_s, it is lagging.
 REPLAY_STEP_S = 0.002
 REPLAY_STEP_MAX_S = 0.05
-
-
-def hung_up(sock: socket.socket | None) -> Callable[[], bool]:
-    """Whether the peer of `sock` has closed its end: readable with nothing to read. A pipelined
-    next request (readable with data) is not a hang-up. Without a socket (a test client), never."""
-    if sock is None:
-        return lambda: False
-
-    def check() -> bool:
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
-
-    return check
 
 
 class IndexWatcher:
@@ -79,8 +59,9 @@ class IndexWatcher:
         self._replay_wait_s = replay_wait_s
         self._safe = 0  # the watched server's safe index at its last look
         self.lagging = False
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._indexes: dict[str, int] = {}
+        self._waiters: set[threading.Event] = set()  # wait_beyond's, woken by any change
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._stopped = threading.Event()
@@ -103,12 +84,21 @@ class IndexWatcher:
 
     def release_waiters(self) -> None:
         """Wake every waiting blocking query for good (the server is shutting down)."""
-        with self._cond:
+        with self._lock:
             self.released = True
-            self._cond.notify_all()
-            for events in self._node_waiters.values():
-                for event in events:
-                    event.set()
+            self._wake_all()
+
+    def _wake_all(self) -> None:
+        """Every waiter, per-node ones included (under self._lock)."""
+        self._wake_table_waiters()
+        for events in self._node_waiters.values():
+            for event in events:
+                event.set()
+
+    def _wake_table_waiters(self) -> None:
+        """wait_beyond's waiters (under self._lock); a node's waiters wake for their node only."""
+        for event in self._waiters:
+            event.set()
 
     def stop(self) -> None:
         """End the background thread (used when an app or a test database goes away)."""
@@ -116,22 +106,32 @@ class IndexWatcher:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def wait_beyond(
-        self, tables: Iterable[str], index: int, deadline: float, gone: Callable[[], bool] = lambda: False
-    ) -> None:
-        """Return once any of `tables` has an index above `index`, at the deadline, or once
-        `gone()` says the caller hung up (checked every CALLER_CHECK_S)."""
+    def wait_beyond(self, tables: Iterable[str], index: int, deadline: float, gone: Caller = NO_CALLER) -> None:
+        """Return once any of `tables` has an index above `index`, at the deadline, or once the
+        caller hung up (app.api.hangups wakes the wait)."""
         self._ensure_running()
         names = list(tables)
-        with self._cond:
-            while not self.released and max((self._indexes.get(t, 0) for t in names), default=0) <= index:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or gone():
-                    return
-                self._cond.wait(min(remaining, CALLER_CHECK_S))
+        event = threading.Event()
+        with self._lock:
+            self._waiters.add(event)
+        try:
+            with gone.waking(event):
+                while True:
+                    with self._lock:
+                        beyond = max((self._indexes.get(t, 0) for t in names), default=0) > index
+                        if self.released or beyond:
+                            return
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or gone():
+                        return
+                    event.wait(remaining)
+                    event.clear()
+        finally:
+            with self._lock:
+                self._waiters.discard(event)
 
     def wait_for_node(
-        self, node: uuid.UUID, seen: int, snapshot_index: int, deadline: float, gone: Callable[[], bool]
+        self, node: uuid.UUID, seen: int, snapshot_index: int, deadline: float, gone: Caller = NO_CALLER
     ) -> None:
         """Return once `node` or one of its allocations changed past `seen`, at the deadline, once
         the caller hung up, or when the caller must look again (its snapshot, taken at
@@ -139,7 +139,7 @@ class IndexWatcher:
         wake it."""
         self._ensure_running()
         self._tracking_nodes = True
-        with self._cond:
+        with self._lock:
             tracked = self._node_base is not None and self._node_base <= snapshot_index
         if not tracked:
             # Tracking starts with the watcher's next look; until then wake on any change.
@@ -147,22 +147,23 @@ class IndexWatcher:
             self.wait_beyond(NODE_TABLES, snapshot_index, soon, gone)
             return
         event = threading.Event()
-        with self._cond:
+        with self._lock:
             self._node_waiters.setdefault(node, set()).add(event)
         try:
-            while True:
-                with self._cond:
-                    if self.released or self._node_marks.get(node, 0) > seen:
+            with gone.waking(event):
+                while True:
+                    with self._lock:
+                        if self.released or self._node_marks.get(node, 0) > seen:
+                            return
+                        if self._node_base is None or self._node_base > snapshot_index:
+                            return  # the watcher reconnected and may have missed changes: look again
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or gone():
                         return
-                    if self._node_base is None or self._node_base > snapshot_index:
-                        return  # the watcher reconnected and may have missed changes: look again
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or gone():
-                    return
-                event.wait(min(remaining, CALLER_CHECK_S))
-                event.clear()
+                    event.wait(remaining)
+                    event.clear()
         finally:
-            with self._cond:
+            with self._lock:
                 waiting = self._node_waiters.get(node)
                 if waiting is not None:
                     waiting.discard(event)
@@ -172,7 +173,7 @@ class IndexWatcher:
     def _track_nodes(self, conn: psycopg.Connection[tuple[object, ...]], indexes: dict[str, int]) -> None:
         level = max(indexes.get(table, 0) for table in NODE_TABLES)
         if self._node_base is None:
-            with self._cond:
+            with self._lock:
                 self._node_base = self._node_level = level
             return
         if level <= self._node_level:
@@ -180,7 +181,7 @@ class IndexWatcher:
         # `level` is at or below the safe index, so every change up to it has finished and this
         # sees all of (previous level, level]; later ones come with the next range.
         rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level, "until": level}).fetchall()
-        with self._cond:
+        with self._lock:
             for node_id, index in rows:
                 if node_id is None:
                     continue
@@ -196,7 +197,7 @@ class IndexWatcher:
         # gunicorn forks after import: a thread started in the parent does not exist here.
         if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
             return
-        with self._cond:
+        with self._lock:
             if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
                 self._pid = os.getpid()
                 self._thread = threading.Thread(target=self._run, name="index-watcher", daemon=True)
@@ -208,7 +209,7 @@ class IndexWatcher:
             try:
                 self._watch()
             except psycopg.Error as err:
-                with self._cond:
+                with self._lock:
                     self._node_base = None  # changes made while disconnected were not tracked
                 if self._stopped.is_set():
                     return
@@ -250,9 +251,9 @@ class IndexWatcher:
         if indexes != self._indexes:
             # Only a change wakes the waiters: thousands of them must not all run
             # every poll interval for nothing.
-            with self._cond:
+            with self._lock:
                 self._indexes = indexes
-                self._cond.notify_all()
+                self._wake_table_waiters()
 
     def _await_replay(
         self, primary: psycopg.Connection[tuple[object, ...]], standby: psycopg.Connection[tuple[object, ...]]
@@ -282,13 +283,10 @@ class IndexWatcher:
             log.warning("standby replay lagging; its blocking queries go to the primary", wait_s=self._replay_wait_s)
         else:
             log.info("standby replay caught up")
-        with self._cond:
+        with self._lock:
             self.lagging = lagging
             if lagging:  # waiters on the standby look at `lagging` and go to the primary
-                self._cond.notify_all()
-                for events in self._node_waiters.values():
-                    for event in events:
-                        event.set()
+                self._wake_all()
 
 
 def blocking_read(
@@ -297,7 +295,7 @@ def blocking_read(
     tables: list[str],
     params: BlockingParams,
     read: Callable[[Session], T],
-    gone: Callable[[], bool] = lambda: False,
+    gone: Caller = NO_CALLER,
     node: uuid.UUID | None = None,
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index (or the

@@ -17,8 +17,9 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api.blocking import IndexWatcher, blocking_read, hung_up
+from app.api.blocking import IndexWatcher, blocking_read
 from app.api.errors import CommitOutcomeUnknown, ReplicationUnconfirmed, database_unavailable
+from app.api.hangups import HangupMonitor
 from app.api.params import blocking_params
 from app.api.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
 from app.config import Settings
@@ -48,6 +49,8 @@ class ApiState:
     client_engine: Engine
     # Hot standbys for reads (CORRAL_READ_DATABASE_URL); None: the primary answers every read.
     standby: Standby | None = None
+    # Notices callers that hang up while their request waits (app.api.hangups).
+    hangups: HangupMonitor = field(default_factory=HangupMonitor)
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a
@@ -60,6 +63,7 @@ class ApiState:
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
         self.watcher.stop()
+        self.hangups.stop()
         if self.standby is not None:
             self.standby.close()
         self.engine.dispose()
@@ -110,7 +114,7 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
     (a node's own allocations), only that node's changes end the wait."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
-    caller = hung_up(request.environ.get("gunicorn.socket"))
+    caller = current.hangups.caller(request.environ.get("gunicorn.socket"))
     standby = current.standby
     if may_use_standby(params) and standby is not None:  # checks ?stale even without a standby
         started = time.monotonic()

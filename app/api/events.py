@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -20,9 +20,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.api import event_encode
 from app.api.authz import caller
-from app.api.blocking import hung_up
 from app.api.context import ApiState, state
 from app.api.event_filter import Subscription, TopicError, denied_topic, parse_topics
+from app.api.hangups import Caller
 from app.api.params import integer_arg, namespace
 from app.db.state_index import current_index
 from app.errors import InvalidInput
@@ -48,12 +48,12 @@ def stream() -> Response:
     if denied_topic(topics, [ns] if ns is not None else [], acl) is not None:
         return Response("Permission denied", status=403, content_type="text/plain; charset=utf-8")
     subscription = Subscription(topics, frozenset([ns]) if ns is not None else None, acl)
-    gone = hung_up(request.environ.get("gunicorn.socket"))
+    gone = state().hangups.caller(request.environ.get("gunicorn.socket"))
     lines = _lines(state(), subscription, start - 1, gone)
     return Response(lines, content_type="application/json", headers={"Cache-Control": "no-cache"})
 
 
-def _lines(current: ApiState, subscription: Subscription, after: int, gone: Callable[[], bool]) -> Iterator[str]:
+def _lines(current: ApiState, subscription: Subscription, after: int, gone: Caller) -> Iterator[str]:
     heartbeat_s = current.settings.event_stream_heartbeat_s
     yield _line(event_encode.HEARTBEAT)  # as Nomad's stream starts: the response is open
     next_beat = time.monotonic() + heartbeat_s

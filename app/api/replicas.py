@@ -13,6 +13,7 @@ Nomad's leader answers reads that are not `?stale`."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.blocking import IndexWatcher, blocking_read
+from app.api.hangups import Caller, Wakeable
 from app.api.params import BlockingParams, arg
 from app.errors import InvalidInput
 from app.store.sql import query
@@ -95,40 +97,35 @@ def standby_read(
     tables: list[str],
     params: BlockingParams,
     fn: Callable[[Session], T],
-    gone: Callable[[], bool],
+    gone: Caller,
     node: uuid.UUID | None,
 ) -> tuple[T, int, Source]:
     """blocking_read on the standby, from a snapshot at or past the client's index only.
     Raises StandbyUnusable (with nothing sent) when the primary must answer."""
     minimum = params.index or 0
-    lagged = False
-
-    def gone_or_lagging() -> bool:
-        # While the standby lags (app.api.blocking.IndexWatcher.lagging), a change on the
-        # primary may never wake this wait in time: stop waiting and ask the primary.
-        nonlocal lagged
-        lagged = lagged or standby.watcher.lagging
-        return lagged or gone()
+    # While the standby lags (app.api.blocking.IndexWatcher.lagging), a change on the primary
+    # may never wake this wait in time: stop waiting and ask the primary.
+    caller = LaggingCaller(gone, standby.watcher)
 
     def checked(session: Session) -> tuple[T, Source]:
         status = session.execute(query("standby_read_status")).one()
         if int(status.safe) < minimum:
             # Another standby of a multi-host URL, or one rebuilt from an older backup.
             raise StandbyUnusable(f"standby snapshot at {status.safe}, client has {minimum}")
-        if lagged:
+        if caller.lagged:
             raise StandbyUnusable("standby lagging while the query waited")
         return fn(session), Source(bool(status.known_leader), int(status.lag_ms))
 
     try:
         _await_replay(standby, reads, minimum, gone)
-        (result, source), index = blocking_read(reads, standby.watcher, tables, params, checked, gone_or_lagging, node)
+        (result, source), index = blocking_read(reads, standby.watcher, tables, params, checked, caller, node)
     except DBAPIError as err:
         log.info("standby read failed; the primary answers", error=str(err.orig or err).strip().splitlines()[0])
         raise StandbyUnusable(str(err)) from err
     return result, index, source
 
 
-def _await_replay(standby: Standby, reads: sessionmaker[Session], minimum: int, gone: Callable[[], bool]) -> None:
+def _await_replay(standby: Standby, reads: sessionmaker[Session], minimum: int, gone: Caller) -> None:
     """Return once the standby's safe index reaches `minimum`; StandbyUnusable after
     replay_wait_s. The watcher's last look answers the common case without a query."""
     if standby.watcher.safe_index() >= minimum:
@@ -141,6 +138,23 @@ def _await_replay(standby: Standby, reads: sessionmaker[Session], minimum: int, 
         if time.monotonic() >= deadline or gone():
             raise StandbyUnusable(f"standby did not replay to index {minimum} within {standby.replay_wait_s}s")
         time.sleep(REPLAY_CHECK_S)
+
+
+class LaggingCaller(Caller):
+    """The caller, and also gone once the standby lags: the standby's watcher wakes every
+    waiter when it starts lagging, and they go and ask the primary."""
+
+    def __init__(self, inner: Caller, watcher: IndexWatcher) -> None:
+        self._inner = inner
+        self._watcher = watcher
+        self.lagged = False
+
+    def gone(self) -> bool:
+        self.lagged = self.lagged or self._watcher.lagging
+        return self.lagged or self._inner.gone()
+
+    def waking(self, event: Wakeable) -> contextlib.AbstractContextManager[None]:
+        return self._inner.waking(event)
 
 
 def remaining(params: BlockingParams, started: float) -> BlockingParams:

@@ -1,14 +1,18 @@
-"""Pure pieces of the API's connection handling: the per-address counter, hang-up detection and
+"""Pure pieces of the API's connection handling: the per-address counter, the hang-up monitor and
 the psycopg wait switch made after gevent patches the worker."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
+import time
 
 import psycopg.waiting
 import pytest
 
-from app.api.blocking import hung_up
+from app.api.blocking import IndexWatcher
+from app.api.hangups import NO_CALLER, HangupMonitor
 from workers.http_worker import ConnectionCounter, client_address, cooperative_psycopg
 
 pytestmark = pytest.mark.unit
@@ -35,17 +39,70 @@ def test_client_address_is_the_host_of_a_tcp_peer() -> None:
     assert client_address("") == "unix"
 
 
-def test_hung_up_tells_a_closed_peer_from_an_idle_or_pipelining_one() -> None:
+def test_the_monitor_tells_a_closed_peer_from_an_idle_or_pipelining_one() -> None:
+    monitor = HangupMonitor(interval_s=3600)  # checked by hand below
+    server, peer = socket.socketpair()
+    woken = threading.Event()
+    with server, peer:
+        caller = monitor.caller(server)
+        with caller.waking(woken):
+            assert monitor.check() == 0 and not caller()  # connected, nothing sent
+            peer.sendall(b"GET / HTTP/1.1\r\n")
+            assert monitor.check() == 0 and not caller()  # a pipelined request is not a hang-up
+            assert server.recv(100) == b"GET / HTTP/1.1\r\n"  # and it stayed unread
+            assert not woken.is_set()
+            peer.close()
+            assert monitor.check() == 1
+            assert caller() and woken.is_set()
+    monitor.stop()
+
+
+def test_one_look_wakes_exactly_the_waiters_whose_callers_left() -> None:
+    monitor = HangupMonitor(interval_s=3600)
+    pairs = [socket.socketpair() for _ in range(200)]
+    events = [threading.Event() for _ in pairs]
+    callers = [monitor.caller(server) for server, _ in pairs]
+    with contextlib.ExitStack() as stack:
+        for caller, event in zip(callers, events, strict=True):
+            stack.enter_context(caller.waking(event))
+        assert monitor.watching() == 200
+        for i in (3, 77, 150):
+            pairs[i][1].close()
+        assert monitor.check() == 3
+        assert [i for i, event in enumerate(events) if event.is_set()] == [3, 77, 150]
+        assert monitor.watching() == 197  # the gone ones are no longer looked at
+    assert monitor.watching() == 0  # a finished wait leaves nothing behind
+    for server, peer in pairs:
+        server.close()
+        peer.close()
+    monitor.stop()
+
+
+def test_the_monitor_looks_by_itself_and_a_request_without_a_socket_is_never_gone() -> None:
+    monitor = HangupMonitor(interval_s=0.05)
+    server, peer = socket.socketpair()
+    woken = threading.Event()
+    with server, peer, monitor.caller(server).waking(woken):
+        peer.close()
+        assert woken.wait(10)  # a liveness bound, not a timing: the monitor looks every 0.05 s
+    assert monitor.caller(None) is NO_CALLER and not NO_CALLER()
+    monitor.stop()
+
+
+def test_a_blocking_wait_ends_when_its_caller_hangs_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher = IndexWatcher("postgresql://unused")
+    monkeypatch.setattr(watcher, "_ensure_running", lambda: None)  # no database: nothing changes
+    monitor = HangupMonitor(interval_s=0.05)
     server, peer = socket.socketpair()
     with server, peer:
-        check = hung_up(server)
-        assert not check()  # connected, nothing sent
-        peer.sendall(b"GET / HTTP/1.1\r\n")
-        assert not check()  # a pipelined request is not a hang-up, and stays unread
-        assert server.recv(100) == b"GET / HTTP/1.1\r\n"
-        peer.close()
-        assert check()
-    assert not hung_up(None)()
+        caller = monitor.caller(server)
+        closer = threading.Timer(0.2, peer.close)
+        closer.start()
+        began = time.monotonic()
+        watcher.wait_beyond(["jobs"], 10, time.monotonic() + 120, caller)
+        assert caller() and time.monotonic() - began < 60  # returned for the hang-up, not the deadline
+        closer.join()
+    monitor.stop()
 
 
 def test_cooperative_psycopg_switches_off_the_c_wait() -> None:

@@ -12,7 +12,9 @@ import httpx
 from app.client_tls import client_tls
 
 NANOS = 1_000_000_000
-WATCH_WAIT_S = 30.0
+# A client's watch on its allocations asks for no wait of its own, so it blocks for Nomad's
+# default (DefaultBlockingRPCQueryTime, 5 minutes): a fleet of thousands re-polls rarely.
+WATCH_WAIT_S = 300.0
 
 
 class NodeGone(Exception):
