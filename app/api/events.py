@@ -19,8 +19,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.api import event_encode
-from app.api.authz import caller
 from app.api.blocking import hung_up
+from app.api.callers import caller
 from app.api.context import ApiState, state
 from app.api.event_filter import Subscription, TopicError, denied_topic, parse_topics
 from app.api.params import integer_arg, namespace
