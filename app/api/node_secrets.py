@@ -62,8 +62,8 @@ def known_node_reregisters() -> bool:
 
 
 def node_owns_allocation(alloc_id: uuid.UUID | None) -> bool:
-    """A client reading an allocation (the one in the path) placed on its own node, with the
-    node's secret."""
+    """A client reading `alloc_id` (the allocation in the path), placed on its own node, with
+    the node's secret."""
     secret = presented_token()
     if not secret or alloc_id is None:
         return False
