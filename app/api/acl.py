@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from app.acl.policy import PolicyError, parse
-from app.api.authz import caller
+from app.api.callers import caller
 from app.api.context import read, respond, state, write
 from app.api.params import json_body, prefix_arg, uuid_value
 from app.errors import FieldProblem, Forbidden, InvalidInput

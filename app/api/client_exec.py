@@ -31,7 +31,7 @@ from flask import Blueprint, Response, g, request
 
 from app.acl import client_link as link
 from app.acl import policy as pol
-from app.api.authz import caller
+from app.api.callers import caller
 from app.api.client_proxy import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.api import event_encode
-from app.api.authz import caller
+from app.api.callers import caller
 from app.api.context import ApiState, state
 from app.api.event_filter import Subscription, TopicError, denied_topic, parse_topics
 from app.api.hangups import Caller

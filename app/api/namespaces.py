@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from app.api.authz import caller
+from app.api.callers import caller
 from app.api.context import read, respond, write
 from app.api.params import json_body, path_value, prefix_arg
 from app.errors import FieldProblem, InvalidInput

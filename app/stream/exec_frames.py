@@ -45,13 +45,19 @@ def _side(size: dict[str, Any], name: str) -> int:
     return value
 
 
-def parse_input(text: str) -> Input:
+def _json_object(text: str) -> dict[str, Any]:
+    """Every frame, either way, is one JSON object."""
     try:
         frame = json.loads(text)
     except ValueError:
         raise FrameError("a frame must be a JSON object") from None
     if not isinstance(frame, dict):
         raise FrameError("a frame must be a JSON object")
+    return frame
+
+
+def parse_input(text: str) -> Input:
+    frame = _json_object(text)
     stdin, size = frame.get("stdin"), frame.get("tty_size")
     if stdin is not None:
         if not isinstance(stdin, dict):
@@ -64,12 +70,21 @@ def parse_input(text: str) -> Input:
     return Input()
 
 
+def _data(stream: str, data: bytes) -> str:
+    """A stream's bytes (stdin one way, stdout or stderr the other), base64 as Go sends []byte."""
+    return json.dumps({stream: {"data": base64.b64encode(data).decode()}})
+
+
+def _close(stream: str) -> str:
+    return json.dumps({stream: {"close": True}})
+
+
 def stdin(data: bytes) -> str:
-    return json.dumps({"stdin": {"data": base64.b64encode(data).decode()}})
+    return _data("stdin", data)
 
 
 def stdin_close() -> str:
-    return json.dumps({"stdin": {"close": True}})
+    return _close("stdin")
 
 
 def tty_size(height: int, width: int) -> str:
@@ -78,11 +93,11 @@ def tty_size(height: int, width: int) -> str:
 
 def output(stream: str, data: bytes) -> str:
     """`stream` is stdout or stderr."""
-    return json.dumps({stream: {"data": base64.b64encode(data).decode()}})
+    return _data(stream, data)
 
 
 def output_close(stream: str) -> str:
-    return json.dumps({stream: {"close": True}})
+    return _close(stream)
 
 
 def exited(code: int) -> str:
@@ -100,12 +115,7 @@ class Output:
 
 
 def parse_output(text: str) -> Output:
-    try:
-        frame = json.loads(text)
-    except ValueError:
-        raise FrameError("a frame must be a JSON object") from None
-    if not isinstance(frame, dict):
-        raise FrameError("a frame must be a JSON object")
+    frame = _json_object(text)
     if frame.get("exited"):
         result = frame.get("result") or {}
         code = result.get("exit_code", 0) if isinstance(result, dict) else 0

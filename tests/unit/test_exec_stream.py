@@ -44,6 +44,12 @@ def test_bad_input_frames_are_refused(text: str) -> None:
         frames.parse_input(text)
 
 
+@pytest.mark.parametrize("text", ["", "[]", '"x"', "{"])
+def test_output_frames_that_are_not_json_objects_are_refused(text: str) -> None:
+    with pytest.raises(frames.FrameError, match="JSON object"):
+        frames.parse_output(text)
+
+
 def test_output_frames_round_trip() -> None:
     assert json.loads(frames.output("stderr", b"x")) == {"stderr": {"data": base64.b64encode(b"x").decode()}}
     assert frames.parse_output(frames.output("stdout", b"out")) == frames.Output(stream="stdout", data=b"out")

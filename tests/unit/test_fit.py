@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from app.scheduler.fit import CPU, DISK, MEMORY, PORTS, add_usage, exhausted_dimension, remove_usage
-from app.structs import Node, NodeUsage, Resources
+from app.structs import NodeUsage, Resources
+from tests.support.scheduler_harness import node
 
 pytestmark = pytest.mark.unit
 
-NODE = Node(
-    id=uuid.uuid4(),
-    name="n",
-    datacenter="dc1",
-    node_class="",
-    node_pool="default",
-    computed_class="v1:1",
-    status="ready",
-    eligibility="eligible",
-    draining=False,
-    capacity=Resources(cpu=1000, memory_mb=1000, disk_mb=1000),
-    reserved=Resources(cpu=100),
-    reserved_ports=frozenset({22}),
-)
+NODE = node("n", cpu=1000, mem=1000, disk=1000, reserved=Resources(cpu=100), reserved_ports=(22,))
 
 
 @pytest.mark.parametrize(

@@ -29,9 +29,10 @@ FORBIDDEN = (
 )
 PURE = [
     *sorted((ROOT / "app" / "scheduler").rglob("*.py")),
-    ROOT / "app" / "structs.py",
+    *sorted((ROOT / "app" / "structs").rglob("*.py")),
     ROOT / "app" / "constants.py",
     ROOT / "app" / "plan_wire.py",
+    ROOT / "app" / "stream" / "exec_frames.py",  # the frames are pure; the socket is websocket.py
 ]
 
 
@@ -50,7 +51,7 @@ def test_the_purity_check_can_fail(tmp_path: Path) -> None:
 # Each room may import only from the rooms below it. A lower room importing a higher one is how
 # a data-access module ends up running leader duties, or the database plumbing scheduling work.
 LAYERS: list[tuple[str, ...]] = [
-    # 0: values and pure logic (no I/O)
+    # 0: values, pure logic, and the settings every role reads at start (no network, no database)
     (
         "app.structs",
         "app.plan_wire",
@@ -69,18 +70,19 @@ LAYERS: list[tuple[str, ...]] = [
         "app.acl",
         # Nomad's filter= grammar (go-bexpr): a parser and an evaluator over plain JSON values.
         "app.bexpr",
-        # A WebSocket over a socket (wsproto) and alloc exec's frames: imports no other room,
-        # shared by the API, the client agent and the CLI.
-        "app.stream",
     ),
-    ("app.db",),  # 1: engines, embedded server, schema, state index, leadership
-    ("app.store",),  # 2: per-noun data access and the named-SQL loader
-    ("app.pipeline", "app.gc"),  # 3: the evaluation pipeline; garbage collection
-    ("app.leader",),  # 4: leader duties
-    # 5: the web UI's page shells, which the API mounts under /ui; they read no data themselves
+    # 1: a WebSocket over a socket (wsproto) and alloc exec's frames, shared by the API, the
+    # client agent and the CLI. It imports no other room, but it opens sockets: above the pure
+    # rooms, so the scheduler or the job specs cannot reach the network through it.
+    ("app.stream",),
+    ("app.db",),  # 2: engines, embedded server, schema, state index, leadership
+    ("app.store",),  # 3: per-noun data access and the named-SQL loader
+    ("app.pipeline", "app.gc"),  # 4: the evaluation pipeline; garbage collection
+    ("app.leader",),  # 5: leader duties
+    # 6: the web UI's page shells, which the API mounts under /ui; they read no data themselves
     ("app.ui",),
-    ("app.api",),  # 6: the HTTP API
-    ("app.cli", "workers"),  # 7: entry points
+    ("app.api",),  # 7: the HTTP API
+    ("app.cli", "workers"),  # 8: entry points
 ]
 SHARED_LEVELS = (0, len(LAYERS) - 1)
 # Known crossings, each with its reason; keep this list short.
@@ -109,11 +111,15 @@ def upward_imports(path: Path) -> set[str]:
     """Imports of `path` that reach a higher room than its own. Rooms on one level may not
     import each other either, except the pure values (level 0) and the entry points (the CLI
     starts the long-running roles)."""
-    own = _room(_module_name(path))
+    return _upward(_module_name(path), imports_of(path))
+
+
+def _upward(module: str, imported: set[str]) -> set[str]:
+    own = _room(module)
     if own is None:
         return set()
     bad = set()
-    for name in imports_of(path):
+    for name in imported:
         target = _room(name)
         if target is None or target[1] == own[1] or target[0] < own[0]:
             continue
@@ -137,13 +143,21 @@ def test_every_module_lives_in_a_known_room() -> None:
 
 def test_the_layering_check_can_fail(tmp_path: Path) -> None:
     store = ROOT / "app" / "store" / "jobs.py"
-    assert _room(_module_name(store)) == (2, "app.store")
+    assert _room(_module_name(store)) == (3, "app.store")
     probe = tmp_path / "probe.py"
     probe.write_text("from app.leader import drain\nfrom app.db import engines\n")
     own = _room("app.store.probe")
     assert own is not None
     reached = {name: _room(name) for name in imports_of(probe)}
     assert [name for name, room in reached.items() if room and room[0] > own[0]] == ["app.leader"]
+
+
+def test_pure_rooms_cannot_reach_the_socket_code(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from app.stream.websocket import connect\nfrom app.structs import Job\n")
+    for pure in ("app.scheduler.probe", "app.jobspec.probe", "app.structs.probe"):
+        assert _upward(pure, imports_of(probe)) == {"app.stream.websocket"}
+    assert _upward("app.api.probe", imports_of(probe)) == set()
 
 
 def test_named_queries_load_and_are_unique() -> None:

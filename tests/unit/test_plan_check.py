@@ -7,26 +7,12 @@ import uuid
 import pytest
 
 from app.pipeline.plan_check import BatchState, Touched, check
-from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, Resources
+from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Resources
+from tests.support.scheduler_harness import node
 
 pytestmark = pytest.mark.unit
-NODE_ID = uuid.uuid4()
-
-
-def node(cpu: int = 1000) -> Node:
-    return Node(
-        id=NODE_ID,
-        name="n1",
-        datacenter="dc1",
-        node_class="",
-        node_pool="default",
-        computed_class="v1:1",
-        status="ready",
-        eligibility="eligible",
-        draining=False,
-        capacity=Resources(cpu=cpu, memory_mb=4096, disk_mb=10000),
-        reserved=Resources(),
-    )
+NODE = node("n1", cpu=1000, mem=4096, disk=10000)
+NODE_ID = NODE.id
 
 
 def allocation(cpu: int, alloc_id: uuid.UUID | None = None) -> Allocation:
@@ -50,7 +36,7 @@ def placing(*allocs: Allocation) -> Plan:
 
 
 def state(usage: NodeUsage | None = None, touched: dict[uuid.UUID, Touched] | None = None) -> BatchState:
-    return BatchState(nodes={NODE_ID: node()}, usage={NODE_ID: usage or NodeUsage()}, touched=touched or {})
+    return BatchState(nodes={NODE_ID: NODE}, usage={NODE_ID: usage or NodeUsage()}, touched=touched or {})
 
 
 def test_a_later_plan_sees_what_an_earlier_one_took() -> None:

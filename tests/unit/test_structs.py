@@ -8,6 +8,7 @@ import pytest
 
 from app.jobspec import normalize_job
 from app.structs import Allocation, Job, Node, Resources
+from tests.support.scheduler_harness import node as node_of
 
 pytestmark = pytest.mark.unit
 
@@ -54,19 +55,7 @@ def test_job_from_spec_sums_group_resources() -> None:
 
 
 def test_node_readiness_and_allocatable() -> None:
-    node = Node(
-        id=uuid.uuid4(),
-        name="n",
-        datacenter="dc1",
-        node_class="",
-        node_pool="default",
-        computed_class="v1:1",
-        status="ready",
-        eligibility="eligible",
-        draining=False,
-        capacity=Resources(cpu=4000, memory_mb=8192, disk_mb=1000),
-        reserved=Resources(cpu=100, memory_mb=256),
-    )
+    node = node_of("n", cpu=4000, mem=8192, disk=1000, reserved=Resources(cpu=100, memory_mb=256))
     assert node.ready_for_placement
     assert node.allocatable == Resources(cpu=3900, memory_mb=7936, disk_mb=1000)
     assert Resources(cpu=3900, memory_mb=7936, disk_mb=1000).fits_within(node.allocatable)

@@ -1,0 +1,82 @@
+"""Who is calling: the token a request presents (X-Nomad-Token or `Authorization: Bearer`),
+resolved to its compiled ACL. Without a token the `anonymous` policy applies if it exists. A
+token that is unknown or expired raises Denied."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from flask import g, request
+
+from app.acl import policy as pol
+from app.acl.capabilities import MANAGEMENT, Acl
+from app.api.context import state
+from app.store import acl as acl_store
+
+
+class Denied(Exception):
+    def __init__(self, message: str = "Permission denied") -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Caller:
+    acl: Acl
+    accessor: str  # "anonymous" without a token
+    policies: tuple[str, ...]
+    secret: str  # as presented (token self echoes it); never logged
+
+
+def presented_token() -> str:
+    token = request.headers.get("X-Nomad-Token", "")
+    if not token:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            token = value.strip()
+    return token
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(rules: str) -> pol.Policy:
+    return pol.parse(rules)
+
+
+def _compile(all_rules: list[str]) -> Acl:
+    policies = []
+    for rules in all_rules:
+        try:
+            policies.append(_parsed(rules))
+        except pol.PolicyError:
+            continue  # stored rules were validated when written; an unreadable one grants nothing
+    return Acl.compile(policies)
+
+
+def resolve_caller() -> Caller:
+    secret = presented_token()
+    with state().reads() as session, session.begin():
+        if not secret:
+            return Caller(_compile(acl_store.anonymous_rules(session)), "anonymous", ("anonymous",), "")
+        found = acl_store.resolve(session, secret)
+        if found is None:
+            raise Denied("ACL token not found")
+        token = found.token
+        if expired(token.expiration_time):
+            g.corral_accessor = str(token.accessor_id)
+            raise Denied("ACL token expired")
+        acl = MANAGEMENT if token.type == "management" else _compile(found.rules)
+        return Caller(acl, str(token.accessor_id), tuple(token.policies), secret)
+
+
+def caller() -> Caller:
+    """The resolved caller of this request (with ACLs off: management)."""
+    found: Caller | None = g.get("corral_caller")
+    if found is None:
+        return Caller(MANAGEMENT, "", (), "")
+    return found
+
+
+def expired(moment: datetime | None) -> bool:
+    return moment is not None and moment <= datetime.now(UTC)

@@ -1,0 +1,165 @@
+"""Applying the route table: a before_request hook checks each request against the requirement
+its endpoint declares (refusing a route missing from the table), and an after_request step
+drops from cross-namespace lists the items of namespaces the token may not read. A refusal
+answers 403 with Nomad's body, "Permission denied", and is logged with the token's AccessorID,
+never its secret. With ACLs off nothing here runs."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from flask import Flask, Response, g, request
+from sqlalchemy import select
+
+from app.acl import policy as pol
+from app.api import node_secrets
+from app.api.callers import Denied, caller, resolve_caller
+from app.api.context import state
+from app.api.requirements import (
+    Area,
+    InNamespace,
+    ListIn,
+    Management,
+    NodeIntroduction,
+    NodeSecret,
+    OwnFilter,
+    Public,
+    Requirement,
+)
+from app.models import Allocation, Deployment, Evaluation
+
+log = structlog.get_logger(__name__)
+DEFAULT_NAMESPACE = "default"
+
+
+def install(app: Flask, requirements: Mapping[str, Requirement]) -> None:
+    """Check every request of `app` against `requirements` (endpoint -> requirement)."""
+
+    def enforce() -> Response | None:
+        return _enforce(requirements)
+
+    app.before_request(enforce)
+    app.after_request(_filter_lists)
+
+
+def _enforce(requirements: Mapping[str, Requirement]) -> Response | None:
+    settings = state().settings
+    if not settings.acl_enabled:
+        return None
+    endpoint = request.endpoint or ""
+    requirement = requirements.get(endpoint)
+    try:
+        if requirement is None:
+            if request.url_rule is None:
+                return None  # 404/405: Flask answers it
+            raise Denied()  # fail closed; tests/unit/test_acl_routes.py catches the omission
+        _check(requirement)
+    except Denied as denied:
+        log.warning(
+            "permission denied",
+            accessor=g.get("corral_accessor", "unknown"),
+            method=request.method,
+            path=request.path,
+            endpoint=endpoint,
+            reason=denied.message,
+        )
+        return Response(denied.message, status=403, content_type="text/plain; charset=utf-8")
+    return None
+
+
+def _check(requirement: Requirement) -> None:
+    if isinstance(requirement, Public):
+        return
+    if isinstance(requirement, NodeSecret):
+        g.corral_client_lane = True
+        node_secrets.check_node_secret()
+        return
+    if isinstance(requirement, NodeIntroduction):
+        g.corral_client_lane = True
+        if node_secrets.known_node_reregisters():
+            return
+        requirement = Area("node", pol.WRITE)
+    node_may = isinstance(requirement, InNamespace) and requirement.node_may
+    if node_may and node_secrets.node_owns_allocation(_path_uuid("alloc_id")):
+        return
+    found = resolve_caller()
+    g.corral_caller = found
+    g.corral_accessor = found.accessor
+    acl = found.acl
+    if isinstance(requirement, Management):
+        if not acl.management:
+            raise Denied()
+    elif isinstance(requirement, Area):
+        if not acl.allow(requirement.area, requirement.level):
+            raise Denied()
+    elif isinstance(requirement, InNamespace):
+        namespace = _namespace_of(requirement.source)
+        if namespace is not None and not acl.allow_namespace_op(namespace, requirement.capability):
+            raise Denied()
+    elif isinstance(requirement, ListIn):
+        wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
+        if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
+            raise Denied()
+        g.corral_list_capability = requirement.capability
+    elif isinstance(requirement, OwnFilter) and request.endpoint == "namespaces.list_namespaces":
+        g.corral_list_namespaces = True
+
+
+_OBJECTS: dict[str, tuple[Any, str]] = {
+    "allocation": (Allocation, "alloc_id"),
+    "evaluation": (Evaluation, "eval_id"),
+    "deployment": (Deployment, "deployment_id"),
+}
+
+
+def _namespace_of(source: str) -> str | None:
+    """The namespace the request acts in; None when the object does not exist (the route 404s)."""
+    if source == "query":
+        return request.args.get("namespace") or DEFAULT_NAMESPACE
+    if source == "job":
+        # Read as json_body() does (Nomad's Go client sends no Content-Type): the namespace
+        # checked must be the one the route will write to.
+        try:
+            body = json.loads(request.get_data(cache=True))
+        except ValueError:
+            body = None  # the route refuses the body with a 400 naming the problem
+        job = body.get("Job") if isinstance(body, dict) else None
+        named = job.get("Namespace") if isinstance(job, dict) else None
+        return named if isinstance(named, str) and named else request.args.get("namespace") or DEFAULT_NAMESPACE
+    model, key = _OBJECTS[source]
+    object_id = _path_uuid(key)
+    if object_id is None:
+        return None
+    with state().reads() as session, session.begin():
+        namespace = session.scalar(select(model.namespace).where(model.id == object_id))
+    return str(namespace) if namespace is not None else None
+
+
+def _path_uuid(key: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str((request.view_args or {}).get(key, "")))
+    except ValueError:
+        return None
+
+
+def _filter_lists(response: Response) -> Response:
+    capability = g.get("corral_list_capability")
+    namespaces = g.get("corral_list_namespaces", False)
+    if not (capability or namespaces) or response.status_code != 200 or not response.is_json:
+        return response
+    acl = caller().acl
+    if acl.management:
+        return response
+    items = response.get_json()
+    if not isinstance(items, list):
+        return response
+    if namespaces:
+        kept = [i for i in items if isinstance(i, dict) and acl.allow_namespace(str(i.get("Name")))]
+    else:
+        kept = [i for i in items if isinstance(i, dict) and acl.allow_namespace_op(str(i.get("Namespace")), capability)]
+    response.set_data(json.dumps(kept))
+    return response

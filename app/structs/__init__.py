@@ -1,0 +1,61 @@
+"""Frozen dataclasses the pure scheduler reads and returns.
+
+The store builds them from rows; the scheduler never sees SQLAlchemy objects. Durations
+are integer nanoseconds, like Nomad's API JSON the job specs are stored in.
+
+One module per kind of thing: resources, groups (and job_spec, which builds them from a
+specification), jobs, nodes, allocations, deployments, snapshot (the scheduler's inputs) and
+plans (its outputs). Import the names from app.structs: the modules are how they are filed."""
+
+from app.structs.allocations import Allocation, RunningAllocation
+from app.structs.deployments import Deployment, DeploymentGroup, DeploymentStatusUpdate
+from app.structs.groups import (
+    Affinity,
+    Constraint,
+    DisconnectStrategy,
+    NetworkAsk,
+    ReschedulePolicy,
+    Spread,
+    SpreadTarget,
+    Task,
+    TaskGroup,
+    UpdateStrategy,
+)
+from app.structs.jobs import Job, launches_children
+from app.structs.nodes import Node, NodeSet
+from app.structs.plans import AllocationStop, PlacementMetrics, Plan, PlanResult, SchedulerResult
+from app.structs.resources import NodeUsage, Port, Resources
+from app.structs.snapshot import Evaluation, SchedulerConfiguration, Snapshot
+
+__all__ = [
+    "Affinity",
+    "Allocation",
+    "AllocationStop",
+    "Constraint",
+    "Deployment",
+    "DeploymentGroup",
+    "DeploymentStatusUpdate",
+    "DisconnectStrategy",
+    "Evaluation",
+    "Job",
+    "NetworkAsk",
+    "Node",
+    "NodeSet",
+    "NodeUsage",
+    "PlacementMetrics",
+    "Plan",
+    "PlanResult",
+    "Port",
+    "ReschedulePolicy",
+    "Resources",
+    "RunningAllocation",
+    "SchedulerConfiguration",
+    "SchedulerResult",
+    "Snapshot",
+    "Spread",
+    "SpreadTarget",
+    "Task",
+    "TaskGroup",
+    "UpdateStrategy",
+    "launches_children",
+]

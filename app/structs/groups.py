@@ -1,0 +1,119 @@
+"""A task group as the scheduler reads it: its tasks, placement rules and update, reschedule
+and disconnect policies. Durations are integer nanoseconds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.structs.resources import Port, Resources
+
+
+@dataclass(frozen=True)
+class NetworkAsk:
+    mode: str = "host"
+    reserved_ports: tuple[Port, ...] = ()
+    dynamic_ports: tuple[Port, ...] = ()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    ltarget: str
+    operand: str
+    rtarget: str
+
+
+@dataclass(frozen=True)
+class Affinity:
+    ltarget: str
+    operand: str
+    rtarget: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class SpreadTarget:
+    value: str
+    percent: int
+
+
+@dataclass(frozen=True)
+class Spread:
+    attribute: str
+    weight: int
+    targets: tuple[SpreadTarget, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpdateStrategy:
+    max_parallel: int
+    health_check: str
+    min_healthy_time_ns: int
+    healthy_deadline_ns: int
+    progress_deadline_ns: int
+    auto_revert: bool
+    auto_promote: bool
+    canary: int
+    stagger_ns: int
+
+
+@dataclass(frozen=True)
+class ReschedulePolicy:
+    attempts: int
+    interval_ns: int
+    delay_ns: int
+    delay_function: str
+    max_delay_ns: int
+    unlimited: bool
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    driver: str
+    resources: Resources
+    constraints: tuple[Constraint, ...] = ()
+    affinities: tuple[Affinity, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    # Env and meta changes are destructive updates in Nomad, so the scheduler must see them.
+    env: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DisconnectStrategy:
+    """Group `disconnect` (or the older max_client_disconnect): how long allocations on a
+    disconnected node stay `unknown` before they are lost, whether they are replaced meanwhile,
+    and which of original and replacement stays when the node comes back."""
+
+    lost_after_ns: int
+    replace: bool = True
+    reconcile: str = "best_score"
+
+
+@dataclass(frozen=True)
+class TaskGroup:
+    name: str
+    count: int
+    tasks: tuple[Task, ...]
+    ephemeral_disk_mb: int
+    constraints: tuple[Constraint, ...] = ()
+    affinities: tuple[Affinity, ...] = ()
+    spreads: tuple[Spread, ...] = ()
+    networks: tuple[NetworkAsk, ...] = ()
+    update: UpdateStrategy | None = None
+    reschedule: ReschedulePolicy | None = None
+    disconnect: DisconnectStrategy | None = None
+
+    @property
+    def resources(self) -> Resources:
+        """What one allocation of this group reserves on a node."""
+        total = Resources(disk_mb=self.ephemeral_disk_mb)
+        for task in self.tasks:
+            total = total + task.resources
+        return total
+
+    @property
+    def drivers(self) -> frozenset[str]:
+        return frozenset(task.driver for task in self.tasks)

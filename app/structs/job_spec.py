@@ -1,0 +1,120 @@
+"""A job's parts built from its normalized Nomad specification (app.jobspec.normalize_job
+output): Nomad's JSON keys in, the frozen structs of app.structs.groups out. Job.from_spec
+assembles the job from them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.structs.groups import (
+    Affinity,
+    Constraint,
+    DisconnectStrategy,
+    NetworkAsk,
+    ReschedulePolicy,
+    Spread,
+    SpreadTarget,
+    Task,
+    TaskGroup,
+    UpdateStrategy,
+)
+from app.structs.resources import Port, Resources
+
+
+def constraints(raw: Any) -> tuple[Constraint, ...]:
+    return tuple(Constraint(c.get("LTarget", ""), c.get("Operand", "="), c.get("RTarget", "")) for c in raw or ())
+
+
+def affinities(raw: Any) -> tuple[Affinity, ...]:
+    return tuple(
+        Affinity(a.get("LTarget", ""), a.get("Operand", "="), a.get("RTarget", ""), a.get("Weight", 50))
+        for a in raw or ()
+    )
+
+
+def spreads(raw: Any) -> tuple[Spread, ...]:
+    return tuple(
+        Spread(
+            s["Attribute"],
+            s.get("Weight", 50),
+            tuple(SpreadTarget(t["Value"], t["Percent"]) for t in s.get("SpreadTarget") or ()),
+        )
+        for s in raw or ()
+    )
+
+
+def _ports(raw: Any) -> tuple[Port, ...]:
+    return tuple(
+        Port(p["Label"], p.get("Value", 0), p.get("To", 0), p.get("HostNetwork", "default")) for p in raw or ()
+    )
+
+
+def _task(raw: Mapping[str, Any]) -> Task:
+    res = raw.get("Resources") or {}
+    return Task(
+        name=raw["Name"],
+        driver=raw["Driver"],
+        resources=Resources(
+            cpu=res.get("CPU", 0),
+            memory_mb=res.get("MemoryMB", 0),
+            memory_max_mb=res.get("MemoryMaxMB") or res.get("MemoryMB", 0),
+        ),
+        constraints=constraints(raw.get("Constraints")),
+        affinities=affinities(raw.get("Affinities")),
+        config=raw.get("Config") or {},
+        env=raw.get("Env") or {},
+        meta=raw.get("Meta") or {},
+    )
+
+
+def _disconnect(raw: Mapping[str, Any]) -> DisconnectStrategy | None:
+    block = raw.get("Disconnect") or {}
+    lost_after = block.get("LostAfter") or raw.get("MaxClientDisconnect") or 0
+    if not lost_after:
+        return None
+    replace = block.get("Replace")
+    return DisconnectStrategy(
+        int(lost_after), True if replace is None else bool(replace), block.get("Reconcile") or "best_score"
+    )
+
+
+def task_group(raw: Mapping[str, Any]) -> TaskGroup:
+    update, resched = raw.get("Update"), raw.get("ReschedulePolicy")
+    return TaskGroup(
+        disconnect=_disconnect(raw),
+        name=raw["Name"],
+        count=raw.get("Count", 1),
+        tasks=tuple(_task(t) for t in raw.get("Tasks") or ()),
+        ephemeral_disk_mb=(raw.get("EphemeralDisk") or {}).get("SizeMB", 0),
+        constraints=constraints(raw.get("Constraints")),
+        affinities=affinities(raw.get("Affinities")),
+        spreads=spreads(raw.get("Spreads")),
+        networks=tuple(
+            NetworkAsk(n.get("Mode", "host"), _ports(n.get("ReservedPorts")), _ports(n.get("DynamicPorts")))
+            for n in raw.get("Networks") or ()
+        ),
+        update=None
+        if update is None
+        else UpdateStrategy(
+            max_parallel=update["MaxParallel"],
+            health_check=update["HealthCheck"],
+            min_healthy_time_ns=update["MinHealthyTime"],
+            healthy_deadline_ns=update["HealthyDeadline"],
+            progress_deadline_ns=update["ProgressDeadline"],
+            auto_revert=update["AutoRevert"],
+            auto_promote=update["AutoPromote"],
+            canary=update["Canary"],
+            stagger_ns=update["Stagger"],
+        ),
+        reschedule=None
+        if resched is None
+        else ReschedulePolicy(
+            attempts=resched["Attempts"],
+            interval_ns=resched["Interval"],
+            delay_ns=resched["Delay"],
+            delay_function=resched["DelayFunction"],
+            max_delay_ns=resched["MaxDelay"],
+            unlimited=resched["Unlimited"],
+        ),
+    )

@@ -1,0 +1,60 @@
+"""Nodes as the scheduler reads them: one node, and the canonical ordered set of them all."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from app.structs.resources import Resources
+
+
+@dataclass(frozen=True)
+class Node:
+    id: uuid.UUID
+    name: str
+    datacenter: str
+    node_class: str
+    node_pool: str
+    computed_class: str
+    status: str
+    eligibility: str
+    draining: bool
+    capacity: Resources
+    reserved: Resources
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = field(default_factory=dict)
+    healthy_drivers: frozenset[str] = frozenset()
+    reserved_ports: frozenset[int] = frozenset()
+    min_dynamic_port: int = 20000
+    max_dynamic_port: int = 32000
+
+    @property
+    def allocatable(self) -> Resources:
+        return self.capacity - self.reserved
+
+    @property
+    def ready_for_placement(self) -> bool:
+        """Nomad's Node.Ready(): status ready, not draining, eligible."""
+        return self.status == "ready" and not self.draining and self.eligibility == "eligible"
+
+
+class NodeSet(tuple[Node, ...]):
+    """Nodes in canonical order (by the ID's 128-bit integer, which is also Postgres's order of
+    uuid values), with an index by ID. Both are built once: a worker keeps one NodeSet for as
+    long as the nodes table's state index stays put, so the thousands of nodes are not sorted
+    and indexed again for every evaluation. The pass seed's shuffle starts from this order, which
+    is what makes a plan independent of the order the rows arrived in."""
+
+    by_id: Mapping[uuid.UUID, Node]
+
+    def __new__(cls, nodes: Iterable[Node]) -> NodeSet:
+        ordered = super().__new__(cls, sorted(nodes, key=_node_id_int))
+        ordered.by_id = MappingProxyType({node.id: node for node in ordered})
+        return ordered
+
+
+def _node_id_int(node: Node) -> int:
+    # The UUID's integer: comparing uuid.UUID objects costs a Python call per comparison.
+    return node.id.int
