@@ -12,7 +12,6 @@ address may hold up to `http_max_conns_per_client` in each of the `http_workers`
 
 from __future__ import annotations
 
-import gc
 import socket
 from collections import Counter
 from typing import Any
@@ -22,6 +21,7 @@ import psycopg.waiting
 from gunicorn.workers.ggevent import GeventWorker
 
 from app.config import Settings
+from workers.collector import collect_on_a_timer
 
 TOO_MANY = (
     b"HTTP/1.1 429 Too Many Requests\r\n"
@@ -85,9 +85,10 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        # Everything loaded so far lives as long as the worker: keep the collector from walking
-        # it again on every full collection (and from touching it at exit, which slowed shutdown).
-        gc.freeze()
+        # Everything loaded so far lives as long as the worker: frozen, the collector never walks
+        # it again (nor touches it at exit, which slowed shutdown); full collections run on a
+        # timer, not every few seconds under a connected fleet (workers.collector).
+        collect_on_a_timer()
 
     def patch(self) -> None:
         super().patch()
