@@ -7,7 +7,10 @@ import uuid
 import psycopg
 import pytest
 from flask.testing import FlaskClient
+from sqlalchemy import create_engine, make_url
 
+from app import create_app
+from app.config import Settings
 from tests.support.api import minimal_job, node_body
 
 pytestmark = pytest.mark.integration
@@ -163,3 +166,24 @@ def test_agent_health_and_self(client: FlaskClient) -> None:
     assert me is not None
     database = me["config"]["Database"]
     assert database["SchemaRevision"] == database["SchemaHead"]
+
+
+def test_agent_health_reports_the_index_and_an_unreachable_database(
+    client: FlaskClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))})  # the index moves
+    me = client.get("/v1/agent/self").json
+    assert me is not None and me["stats"]["state_index"] > 0
+    assert client.get("/v1/agent/health").headers["X-Nomad-Index"] == str(me["stats"]["state_index"])
+    app = create_app(Settings(database_url=database_url), database_url)
+    try:
+        state = app.extensions["corral"]
+        state.client_engine.dispose()
+        unreachable = make_url(str(state.client_engine.url)).set(host="127.0.0.1", port=1)
+        monkeypatch.setattr(state, "client_engine", create_engine(unreachable, connect_args={"connect_timeout": 2}))
+        down = app.test_client().get("/v1/agent/health")
+        assert down.status_code == 500
+        assert down.json is not None and down.json["server"]["ok"] is False
+        assert down.json["server"]["message"].startswith("database unreachable")
+    finally:
+        app.extensions["corral"].close()
