@@ -115,17 +115,7 @@ class IndexWatcher:
         with self._lock:
             self._waiters.add(event)
         try:
-            with gone.waking(event):
-                while True:
-                    with self._lock:
-                        beyond = max((self._indexes.get(t, 0) for t in names), default=0) > index
-                        if self.released or beyond:
-                            return
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or gone():
-                        return
-                    event.wait(remaining)
-                    event.clear()
+            self._sleep(event, lambda: max((self._indexes.get(t, 0) for t in names), default=0) > index, deadline, gone)
         finally:
             with self._lock:
                 self._waiters.discard(event)
@@ -149,19 +139,14 @@ class IndexWatcher:
         event = threading.Event()
         with self._lock:
             self._node_waiters.setdefault(node, set()).add(event)
+
+        def moved() -> bool:
+            if self._node_base is None or self._node_base > snapshot_index:
+                return True  # the watcher reconnected and may have missed changes: look again
+            return self._node_marks.get(node, 0) > seen
+
         try:
-            with gone.waking(event):
-                while True:
-                    with self._lock:
-                        if self.released or self._node_marks.get(node, 0) > seen:
-                            return
-                        if self._node_base is None or self._node_base > snapshot_index:
-                            return  # the watcher reconnected and may have missed changes: look again
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or gone():
-                        return
-                    event.wait(remaining)
-                    event.clear()
+            self._sleep(event, moved, deadline, gone)
         finally:
             with self._lock:
                 waiting = self._node_waiters.get(node)
@@ -169,6 +154,20 @@ class IndexWatcher:
                     waiting.discard(event)
                     if not waiting:
                         del self._node_waiters[node]
+
+    def _sleep(self, event: threading.Event, done: Callable[[], bool], deadline: float, gone: Caller) -> None:
+        """Sleep on `event` (set by the watcher, a release or the hang-up monitor) until `done()`
+        (asked under the lock), the deadline, or the caller's hang-up."""
+        with gone.waking(event):
+            while True:
+                with self._lock:
+                    if self.released or done():
+                        return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or gone():
+                    return
+                event.wait(remaining)
+                event.clear()
 
     def _track_nodes(self, conn: psycopg.Connection[tuple[object, ...]], indexes: dict[str, int]) -> None:
         level = max(indexes.get(table, 0) for table in NODE_TABLES)
