@@ -66,6 +66,7 @@ class SocketCaller(Caller):
         self._monitor = monitor
         self._gone = False
         self._events: list[Wakeable] = []
+        self.fd = -1  # while the monitor watches it
 
     def gone(self) -> bool:
         return self._gone
@@ -133,14 +134,15 @@ class HangupMonitor:
             else:
                 self._poll.register(fd, WATCHED_EVENTS)
             self._callers[fd] = caller
+            caller.fd = fd
 
     def discard(self, caller: SocketCaller) -> None:
         with self._lock:
-            for fd, known in list(self._callers.items()):
-                if known is caller:
-                    del self._callers[fd]
-                    with contextlib.suppress(KeyError, ValueError, OSError):
-                        self._poll.unregister(fd)
+            if caller.fd >= 0 and self._callers.get(caller.fd) is caller:
+                del self._callers[caller.fd]
+                with contextlib.suppress(KeyError, ValueError, OSError):
+                    self._poll.unregister(caller.fd)
+            caller.fd = -1
 
     def check(self) -> int:
         """Look at every watched socket once; wake the waiters of those whose peer has gone.
@@ -154,6 +156,7 @@ class HangupMonitor:
                     continue
                 if events & GONE_EVENTS or caller.peer_closed():
                     found.append(caller)
+                    caller.fd = -1
                     del self._callers[fd]
                     with contextlib.suppress(KeyError, ValueError, OSError):
                         self._poll.unregister(fd)
