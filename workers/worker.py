@@ -200,8 +200,7 @@ class Worker:
         completion: CompletionJson | None,
     ) -> plans.AppliedPlan:
         ev = held.evaluation
-        with transaction(self.sessions) as session:
-            plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
+        plan_id = plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
         while True:
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
