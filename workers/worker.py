@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import psycopg
@@ -28,7 +29,7 @@ from app.plan_wire import CompletionJson
 from app.scheduler import process
 from app.structs import SchedulerResult
 from workers.loops import Backoff, Streak, guarded
-from workers.runtime import Wakeup
+from workers.runtime import INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
 
 log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch", CORE_EVAL_TYPE)
@@ -40,37 +41,97 @@ class ShuttingDown(Exception):
     """SIGTERM arrived while an evaluation was waiting on something that may never come."""
 
 
-class LeaseKeeper:
-    """Renews the claim every third of the lease while the worker works on it."""
+@dataclass(eq=False)
+class Lease:
+    """One claim the renewer keeps alive; `lost` is set when a renewal finds it taken over."""
 
-    def __init__(self, engine: Engine, held: Claim, lease_s: float) -> None:
-        self.lost = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(engine, held, lease_s), daemon=True)
-        self._thread.start()
+    held: Claim
+    lost: threading.Event = field(default_factory=threading.Event)
 
-    def _run(self, engine: Engine, held: Claim, lease_s: float) -> None:
-        while not self._done.wait(lease_s / 3):
-            try:
-                if not broker.renew(engine, held, lease_s):
-                    self.lost.set()
-                    return
-            except Exception:  # a blip: the next renewal may succeed before the lease lapses
-                log.warning("lease renewal failed", eval_id=str(held.evaluation.id))
 
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join(timeout=5)
+class Leases:
+    """Renews every claim of this process, each every third of the lease, from one thread that
+    lives as long as the worker (not a thread started and joined per evaluation)."""
+
+    def __init__(self, engine: Engine, lease_s: float) -> None:
+        self._engine, self._lease_s = engine, lease_s
+        self._due: dict[Lease, float] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def hold(self, held: Claim) -> Lease:
+        lease = Lease(held)
+        with self._changed:
+            if self._thread is None:  # started at the first claim: a worker never idle-renews
+                self._thread = threading.Thread(target=self._run, name="lease-renewer", daemon=True)
+                self._thread.start()
+            self._due[lease] = time.monotonic() + self._lease_s / 3
+            self._changed.notify()
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        with self._changed:
+            self._due.pop(lease, None)
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while (due := self._next_due()) is not None:
+            for lease in due:
+                self._renew(lease)
+
+    def _next_due(self) -> list[Lease] | None:
+        """The leases to renew now (rescheduled a third of a lease on), or None once closed."""
+        with self._changed:
+            while not self._closed:
+                now = time.monotonic()
+                due = [lease for lease, at in self._due.items() if at <= now]
+                if due:
+                    for lease in due:
+                        self._due[lease] = now + self._lease_s / 3
+                    return due
+                soonest = min(self._due.values(), default=None)
+                self._changed.wait(None if soonest is None else soonest - now)
+            return None
+
+    def _renew(self, lease: Lease) -> None:
+        try:
+            if not broker.renew(self._engine, lease.held, self._lease_s):
+                lease.lost.set()
+                self.release(lease)
+        except Exception:  # a blip: the next renewal may succeed before the lease lapses
+            log.warning("lease renewal failed", eval_id=str(lease.held.evaluation.id))
 
 
 class Worker:
-    def __init__(self, settings: Settings, database_url: str, schedulers: tuple[str, ...]) -> None:
+    """One scheduling loop: claim, schedule, submit, wait, complete. A worker process runs
+    `num_schedulers` of them in threads (run_worker), sharing the engine and the lease renewer;
+    each has its own snapshot loader (its caches are per loop) and its own listener."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        database_url: str,
+        schedulers: tuple[str, ...],
+        *,
+        engine: Engine | None = None,
+        leases: Leases | None = None,
+    ) -> None:
         self.settings = settings
         self.schedulers = schedulers
-        self.engine = make_engine(database_url, "worker", pool_size=3, pre_ping=False)
+        self._owns = engine is None
+        self.engine = engine or make_engine(database_url, "worker", pool_size=3, pre_ping=False)
+        self.leases = leases or Leases(self.engine, settings.eval_lease_s)
         self.sessions = make_sessionmaker(self.engine)
         self.loader = SnapshotLoader(self.engine)
-        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s)
+        channels = (INDEX_CHANNEL, VERDICTS_CHANNEL)  # new evaluations when idle; verdicts on plans
+        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s, channels=channels)
         self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
 
     def run(self, stop: threading.Event) -> None:
@@ -99,16 +160,22 @@ class Worker:
                 self.handle(held, stop)
             return None
 
+        self.wakeup.listen()
         try:
             guarded("worker", step, stop)  # anything unexpected: logged once, backed off, carried on
         finally:
-            self.wakeup.close()
+            self.close()
+
+    def close(self) -> None:
+        self.wakeup.close()
+        if self._owns:
+            self.leases.close()
             self.engine.dispose()
 
     def handle(self, held: Claim, stop: threading.Event) -> None:
         ev = held.evaluation
         bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
-        keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
+        keeper = self.leases.hold(held)
         try:
             if ev.type == CORE_EVAL_TYPE:
                 outcome: Outcome | None = self.collect_garbage(held, keeper, stop)
@@ -136,9 +203,9 @@ class Worker:
             else:
                 bound.warning("scheduling failed; nacking", error=f"{type(err).__name__}: {err}"[:500])
         finally:
-            keeper.stop()
+            self.leases.release(keeper)
 
-    def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome | None:
+    def schedule(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome | None:
         """The pass's outcome for the worker to record, or None when the applier completed the
         evaluation in the commit that applied its last plan."""
         limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
@@ -167,7 +234,7 @@ class Worker:
                     description=f"maximum attempts reached ({limit})",
                 )
 
-    def collect_garbage(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
+    def collect_garbage(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome:
         """A core evaluation: run its collectors batch by batch while the lease holds."""
         ev = held.evaluation
 
@@ -195,13 +262,16 @@ class Worker:
         held: Claim,
         attempt: int,
         result: SchedulerResult,
-        keeper: LeaseKeeper,
+        keeper: Lease,
         stop: threading.Event,
         completion: CompletionJson | None,
     ) -> plans.AppliedPlan:
         ev = held.evaluation
         plan_id = plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
         while True:
+            # No verdict can exist before the applier's commit, whose NOTIFY ends this wait (or
+            # the poll interval does, if the notification is lost): nothing to read before it.
+            self.wakeup.wait(channel=VERDICTS_CHANNEL)
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
             applied = plans.result(self.engine, plan_id)
@@ -215,7 +285,6 @@ class Worker:
                 # Shutting down with no verdict yet: give the evaluation back (the nack clears
                 # the token, so the applier will refuse this plan) instead of holding it.
                 raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
-            self.wakeup.wait(0.05)
 
     def _nack(self, held: Claim, err: Exception) -> bool:
         """Give the evaluation back; True when that failed it for good."""
@@ -259,4 +328,23 @@ def _completion(outcome: Outcome) -> CompletionJson | None:
 
 
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:
-    Worker(settings, database_url, schedulers).run(stop)
+    """`settings.num_schedulers` scheduling loops, each claiming its own evaluation (the broker
+    keeps one evaluation in flight per job). The first runs on this thread, the others on their
+    own; all share one engine (a connection each, one for the renewer) and one lease renewer."""
+    loops = settings.num_schedulers
+    engine = make_engine(database_url, "worker", pool_size=loops + 1, pre_ping=False)
+    leases = Leases(engine, settings.eval_lease_s)
+    workers = [Worker(settings, database_url, schedulers, engine=engine, leases=leases) for _ in range(loops)]
+    threads = [
+        threading.Thread(target=w.run, args=(stop,), name=f"scheduler-{i}", daemon=True)
+        for i, w in enumerate(workers[1:], start=1)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        workers[0].run(stop)
+        for thread in threads:
+            thread.join()
+    finally:
+        leases.close()
+        engine.dispose()

@@ -83,9 +83,15 @@ FROM unnest(CAST(:previous AS uuid[]), CAST(:next AS uuid[])) AS v(previous, nex
 WHERE a.id = v.previous;
 
 -- name: plan_record_status
-UPDATE plans p SET status = v.status, applied_at = now()
-FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
-WHERE p.id = v.id;
+-- The batch's statuses, and the NOTIFY (delivered at the batch's commit) that wakes the workers
+-- waiting for these verdicts; each re-checks its own plan.
+WITH recorded AS (
+    UPDATE plans p SET status = v.status, applied_at = now()
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
+    WHERE p.id = v.id
+    RETURNING p.id
+)
+SELECT count(*) AS recorded, pg_notify('corral_verdicts', '') AS notified FROM recorded;
 
 -- name: complete_evals
 -- complete_eval_success for every evaluation of the batch whose last plan applied in full, in

@@ -6,8 +6,8 @@
 -- in the statement's snapshot; the plan row is written only while the token still holds (a
 -- token that moves on afterwards is the applier's to refuse: it re-checks the lease, locked,
 -- in the batch that takes the plan). A retried submit (an ambiguous commit the worker did not
--- see) finds its row through `earlier` instead of writing a second plan. The NOTIFY (delivered
--- at commit, a hint only) wakes the applier, and only for a plan actually written.
+-- see) finds its row through `earlier` instead of writing a second plan. The NOTIFY on
+-- corral_plans (delivered at commit, a hint only) wakes the applier, and only for a plan written.
 WITH owned AS MATERIALIZED (
     SELECT id FROM evaluations
     WHERE id = :eval_id AND lease_token = :token AND status = 'pending'
@@ -24,7 +24,7 @@ WITH owned AS MATERIALIZED (
     SELECT p.id FROM plans p
     WHERE p.eval_id = :eval_id AND p.eval_token = :token AND p.attempt = :attempt
 ), woken AS (
-    SELECT pg_notify('corral_index', '') FROM inserted
+    SELECT pg_notify('corral_plans', '') FROM inserted
 )
 SELECT EXISTS (SELECT 1 FROM owned) AS owned,
        COALESCE((SELECT id FROM inserted), (SELECT id FROM earlier)) AS plan_id,

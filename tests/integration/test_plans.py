@@ -67,14 +67,19 @@ def test_a_submit_without_the_lease_writes_nothing(engine: Engine, pg: Conn) -> 
     assert pg.execute("SELECT count(*) FROM plans").fetchone() == (0,)
 
 
-def test_a_submit_wakes_the_applier(engine: Engine, pg: Conn, database_url: str) -> None:
+def test_a_submit_wakes_the_applier_and_its_verdict_the_workers(
+    engine: Engine, database_url: str, term: tuple[Leadership, int]
+) -> None:
     register(engine, "web")
     held = claim(engine)
     assert held is not None
     with psycopg.connect(libpq_url(database_url), autocommit=True) as listener:
-        listener.execute("LISTEN corral_index")
+        listener.execute("LISTEN corral_plans")
+        listener.execute("LISTEN corral_verdicts")
         submit(engine, held, Plan(held.evaluation.id, 50, 0))
-        assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_index"]
+        assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_plans"]
+        assert apply(*term) is not None
+        assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_verdicts"]
 
 
 def test_no_verdict_while_the_plan_waits(engine: Engine) -> None:
