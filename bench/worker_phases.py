@@ -25,6 +25,7 @@ import psycopg
 import workers.worker as worker_module
 from app.config import Settings
 from app.db.engines import libpq_url
+from app.logging import configure
 from app.pipeline import broker, plans
 from bench.common import add_nodes, bench_database
 from bench.small_jobs import register_jobs, set_paused, wait_connected
@@ -58,7 +59,7 @@ class Recorder:
 
 
 def instrument(rec: Recorder) -> None:
-    """Wrap the steps the worker module calls (the module's own names, so only the worker sees it)."""
+    """Wrap the steps the worker calls (module attributes: this process runs nothing else)."""
     claim, submit, result = broker.claim, plans.submit, plans.result
 
     def timed_claim(*args: Any, **kwargs: Any) -> broker.Claim | None:
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=300)
     parser.add_argument("--nodes", type=int, default=1000)
     args = parser.parse_args(argv)
+    configure("worker", "warning")  # a line per evaluation would drown the figures
     rec = Recorder()
     instrument(rec)
     with bench_database() as url:
