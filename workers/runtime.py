@@ -7,7 +7,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -143,19 +143,21 @@ class Wakeup:
             self._conn = self._connect()
         return self._conn
 
-    def wait(self, timeout: float | None = None, *, channel: str | None = None) -> None:
+    def wait(
+        self, timeout: float | None = None, *, channel: str | None = None, wanted: Callable[[str], bool] | None = None
+    ) -> None:
         """Until a notification, or the (jittered) poll interval. With `channel`, only that
-        channel's notifications end the wait, at once: the caller waits for one kind of event
-        (a plan's verdict) and the others (state changes) are dropped. Without it, any
-        notification does, after a short debounce: a burst of commits (say, 500 node-update
-        evaluations) is one wake-up."""
+        channel's notifications end the wait, at once, and with `wanted` only those whose
+        payload it accepts: the caller waits for one event (its plan's verdict) and the others
+        are dropped. Without a channel, any notification does, after a short debounce: a burst
+        of commits (say, 500 node-update evaluations) is one wake-up."""
         limit = timeout if timeout is not None else self._poll_s * (0.5 + self._random.random())
         try:
             conn = self._listening()
             if channel is None:
                 self._any(conn, limit)
             else:
-                self._on(conn, limit, channel)
+                self._on(conn, limit, channel, wanted or (lambda _payload: True))
         except psycopg.Error as err:
             # Without the listener we still poll: sleep the interval and reconnect next time.
             self._streak.failed(err)
@@ -173,10 +175,12 @@ class Wakeup:
                 pass
 
     @staticmethod
-    def _on(conn: psycopg.Connection[tuple[object, ...]], limit: float, channel: str) -> None:
+    def _on(
+        conn: psycopg.Connection[tuple[object, ...]], limit: float, channel: str, wanted: Callable[[str], bool]
+    ) -> None:
         deadline = time.monotonic() + limit
         while (left := deadline - time.monotonic()) > 0:
-            if any(n.channel == channel for n in conn.notifies(timeout=left, stop_after=1)):
+            if any(n.channel == channel and wanted(n.payload) for n in conn.notifies(timeout=left, stop_after=1)):
                 return
 
     def close(self) -> None:

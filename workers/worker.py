@@ -205,7 +205,7 @@ class Worker:
         while True:
             # No verdict can exist before the applier's commit, whose NOTIFY ends this wait (or
             # the poll interval does, if the notification is lost): nothing to read before it.
-            self.wakeup.wait(channel=VERDICTS_CHANNEL)
+            self.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(plan_id, ids))
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
             applied = plans.result(self.engine, plan_id)
@@ -230,6 +230,12 @@ class Worker:
         except Exception:
             log.exception("nack failed; the lease will lapse and another worker will rescue the evaluation")
             return False
+
+
+def verdict_for(plan_id: int, payload: str) -> bool:
+    """Whether a verdicts notification may concern the plan: it lists the batch's plan IDs, or
+    nothing when they did not fit (then it may concern any plan)."""
+    return not payload or str(plan_id) in payload.split(",")
 
 
 def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:

@@ -76,10 +76,11 @@ def test_a_submit_wakes_the_applier_and_its_verdict_the_workers(
     with psycopg.connect(libpq_url(database_url), autocommit=True) as listener:
         listener.execute("LISTEN corral_plans")
         listener.execute("LISTEN corral_verdicts")
-        submit(engine, held, Plan(held.evaluation.id, 50, 0))
+        plan_id = submit(engine, held, Plan(held.evaluation.id, 50, 0))
         assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_plans"]
-        assert apply(*term) is not None
-        assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_verdicts"]
+        assert apply(*term) == plan_id
+        verdicts = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
+        assert verdicts == [("corral_verdicts", str(plan_id))]  # the batch's plan IDs
 
 
 def test_no_verdict_while_the_plan_waits(engine: Engine) -> None:
