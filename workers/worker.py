@@ -270,9 +270,10 @@ def _completion(outcome: Outcome) -> CompletionJson | None:
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:
     """`settings.num_schedulers` scheduling loops, each claiming its own evaluation (the broker
     keeps one evaluation in flight per job). The first runs on this thread, the others on their
-    own; all share one engine (a connection each, one for the renewer) and one lease renewer."""
+    own; all share one engine and one lease renewer. The pool keeps a connection per loop, one
+    for the renewer and one spare (a lone loop had three), and overflows as far again."""
     loops = settings.num_schedulers
-    engine = make_engine(database_url, "worker", pool_size=loops + 1, pre_ping=False)
+    engine = make_engine(database_url, "worker", pool_size=loops + 2, pre_ping=False)
     leases = Leases(engine, settings.eval_lease_s)
     workers = [Worker(settings, database_url, schedulers, engine=engine, leases=leases) for _ in range(loops)]
     threads = [
