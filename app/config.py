@@ -94,6 +94,14 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Lease a worker holds on an evaluation; renewed every third of it."
     )
     poll_interval_s: float = Field(default=0.5, gt=0, description="Fallback polling when no NOTIFY arrives (jittered).")
+    num_schedulers: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Scheduling loops per worker process (Nomad's num_schedulers), each claiming its own "
+        "evaluation; they overlap one evaluation's database waits with another's scheduling pass. "
+        "Default 4: what measured best, docs/benchmarks.md.",
+    )
     applier_batch: int = Field(
         default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."
     )

@@ -10,7 +10,8 @@ the pipeline's transactions:
      snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage, snapshot_ports,
      snapshot_config, snapshot_deployment, snapshot_nodes and snapshot_preemptible (both
      returning nothing here: the nodes come from the worker's cache, preemption is off);
-  3. the plan submit: wake_listeners, the lease check, INSERT INTO plans;
+  3. the plan submit: wake_listeners, the lease check, INSERT INTO plans (the pipeline sends
+     these as one statement, submit_plan, whose JSON parameters pgbench cannot pass);
   4. the apply: next_plan, take_index, fence_term, eval_still_owned, plan_nodes,
      plan_node_ports, plan_node_usage, plan_touched_allocs, INSERT INTO deployments, the new
      allocations (one INSERT ... SELECT where the applier sends a COPY; the same triggers fire),

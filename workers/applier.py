@@ -18,7 +18,7 @@ from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, apply_batch
 from workers.loops import Backoff, Streak
-from workers.runtime import Wakeup
+from workers.runtime import PLANS_CHANNEL, Wakeup
 
 log = structlog.get_logger(__name__)
 RENEW_EVERY_S = 1.0
@@ -26,7 +26,10 @@ RENEW_EVERY_S = 1.0
 
 def run_applier(settings: Settings, database_url: str, stop: threading.Event) -> None:
     engine = make_engine(database_url, "applier", pool_size=2)
-    wakeup = Wakeup(database_url, "applier", settings.poll_interval_s)
+    # Woken by plan submissions only, at once: no debounce, since a batch gathers whatever
+    # arrives while the previous one commits (group commit) and one worker's plan should not
+    # wait for company that may never come.
+    wakeup = Wakeup(database_url, "applier", settings.poll_interval_s, channels=(PLANS_CHANNEL,), debounce_s=0)
     backoff = Backoff(cap=5.0)
     streak = Streak("the applier role")
     try:

@@ -7,7 +7,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -95,16 +95,29 @@ def _safe(url: str) -> str:
 
 
 DEBOUNCE_S = 0.005
+# The NOTIFY channels. Every one is a hint: whoever wakes re-checks the database.
+INDEX_CHANNEL = "corral_index"  # a state index moved (take_index): new evaluations, changes
+PLANS_CHANNEL = "corral_plans"  # a worker submitted a plan: wakes the applier
+VERDICTS_CHANNEL = "corral_verdicts"  # the applier committed verdicts: wakes the workers waiting on them
 
 
 class Wakeup:
-    """LISTEN for state changes; wait() returns early on a notification, else after a jittered
-    poll interval. Notifications are hints only: callers always re-check the database."""
+    """LISTEN on `channels`; wait() returns early on a notification, else after a jittered poll
+    interval. Notifications are hints only: callers always re-check the database."""
 
-    def __init__(self, database_url: str, role: str, poll_s: float) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        role: str,
+        poll_s: float,
+        channels: tuple[str, ...] = (INDEX_CHANNEL,),
+        debounce_s: float = DEBOUNCE_S,
+    ) -> None:
         self._url = libpq_url(database_url)
         self._role = role
         self._poll_s = poll_s
+        self._channels = channels
+        self._debounce_s = debounce_s
         self._random = random.Random()
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
         self._streak = Streak("the change listener (polling meanwhile)", role=role)
@@ -112,21 +125,39 @@ class Wakeup:
     def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
         args = {k: v for k, v in connect_args(self._role).items() if k != "application_name"}
         conn = psycopg.connect(self._url, autocommit=True, application_name=f"corral-{self._role}-listen", **args)
-        conn.execute("LISTEN corral_index")
+        for channel in self._channels:
+            conn.execute(f"LISTEN {channel}")
         return conn
 
-    def wait(self, timeout: float | None = None) -> None:
+    def listen(self) -> None:
+        """Start listening now rather than at the first wait(), so that no notification sent
+        between now and then is missed (a miss only costs a poll interval)."""
+        try:
+            self._listening()
+        except psycopg.Error as err:  # wait() polls and tries again
+            self._streak.failed(err)
+            self.close()
+
+    def _listening(self) -> psycopg.Connection[tuple[object, ...]]:
+        if self._conn is None or self._conn.closed:
+            self._conn = self._connect()
+        return self._conn
+
+    def wait(
+        self, timeout: float | None = None, *, channel: str | None = None, wanted: Callable[[str], bool] | None = None
+    ) -> None:
+        """Until a notification, or the (jittered) poll interval. With `channel`, only that
+        channel's notifications end the wait, at once, and with `wanted` only those whose
+        payload it accepts: the caller waits for one event (its plan's verdict) and the others
+        are dropped. Without a channel, any notification does, after a short debounce: a burst
+        of commits (say, 500 node-update evaluations) is one wake-up."""
         limit = timeout if timeout is not None else self._poll_s * (0.5 + self._random.random())
         try:
-            if self._conn is None or self._conn.closed:
-                self._conn = self._connect()
-            woke = False
-            for _ in self._conn.notifies(timeout=limit, stop_after=1):
-                woke = True
-            if woke:
-                # Debounce: a burst of commits (say, 500 node-update evaluations) is one wake-up.
-                for _ in self._conn.notifies(timeout=DEBOUNCE_S):
-                    pass
+            conn = self._listening()
+            if channel is None:
+                self._any(conn, limit)
+            else:
+                self._on(conn, limit, channel, wanted or (lambda _payload: True))
         except psycopg.Error as err:
             # Without the listener we still poll: sleep the interval and reconnect next time.
             self._streak.failed(err)
@@ -134,6 +165,23 @@ class Wakeup:
             time.sleep(limit)
         else:
             self._streak.succeeded()
+
+    def _any(self, conn: psycopg.Connection[tuple[object, ...]], limit: float) -> None:
+        woke = False
+        for _ in conn.notifies(timeout=limit, stop_after=1):
+            woke = True
+        if woke and self._debounce_s:
+            for _ in conn.notifies(timeout=self._debounce_s):
+                pass
+
+    @staticmethod
+    def _on(
+        conn: psycopg.Connection[tuple[object, ...]], limit: float, channel: str, wanted: Callable[[str], bool]
+    ) -> None:
+        deadline = time.monotonic() + limit
+        while (left := deadline - time.monotonic()) > 0:
+            if any(n.channel == channel and wanted(n.payload) for n in conn.notifies(timeout=left, stop_after=1)):
+                return
 
     def close(self) -> None:
         if self._conn is not None:

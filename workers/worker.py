@@ -27,8 +27,9 @@ from app.pipeline.snapshot import SnapshotLoader
 from app.plan_wire import CompletionJson
 from app.scheduler import process
 from app.structs import SchedulerResult
+from workers.leases import Lease, Leases
 from workers.loops import Backoff, Streak, guarded
-from workers.runtime import Wakeup
+from workers.runtime import INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
 
 log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch", CORE_EVAL_TYPE)
@@ -40,37 +41,29 @@ class ShuttingDown(Exception):
     """SIGTERM arrived while an evaluation was waiting on something that may never come."""
 
 
-class LeaseKeeper:
-    """Renews the claim every third of the lease while the worker works on it."""
-
-    def __init__(self, engine: Engine, held: Claim, lease_s: float) -> None:
-        self.lost = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(engine, held, lease_s), daemon=True)
-        self._thread.start()
-
-    def _run(self, engine: Engine, held: Claim, lease_s: float) -> None:
-        while not self._done.wait(lease_s / 3):
-            try:
-                if not broker.renew(engine, held, lease_s):
-                    self.lost.set()
-                    return
-            except Exception:  # a blip: the next renewal may succeed before the lease lapses
-                log.warning("lease renewal failed", eval_id=str(held.evaluation.id))
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join(timeout=5)
-
-
 class Worker:
-    def __init__(self, settings: Settings, database_url: str, schedulers: tuple[str, ...]) -> None:
+    """One scheduling loop: claim, schedule, submit, wait, complete. A worker process runs
+    `num_schedulers` of them in threads (run_worker), sharing the engine and the lease renewer;
+    each has its own snapshot loader (its caches are per loop) and its own listener."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        database_url: str,
+        schedulers: tuple[str, ...],
+        *,
+        engine: Engine | None = None,
+        leases: Leases | None = None,
+    ) -> None:
         self.settings = settings
         self.schedulers = schedulers
-        self.engine = make_engine(database_url, "worker", pool_size=3, pre_ping=False)
+        self._owned = (engine is None, leases is None)  # what close() must close: not what was shared
+        self.engine = engine or make_engine(database_url, "worker", pool_size=3, pre_ping=False)
+        self.leases = leases or Leases(self.engine, settings.eval_lease_s)
         self.sessions = make_sessionmaker(self.engine)
         self.loader = SnapshotLoader(self.engine)
-        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s)
+        channels = (INDEX_CHANNEL, VERDICTS_CHANNEL)  # new evaluations when idle; verdicts on plans
+        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s, channels=channels)
         self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
 
     def run(self, stop: threading.Event) -> None:
@@ -99,16 +92,24 @@ class Worker:
                 self.handle(held, stop)
             return None
 
+        self.wakeup.listen()
         try:
             guarded("worker", step, stop)  # anything unexpected: logged once, backed off, carried on
         finally:
-            self.wakeup.close()
+            self.close()
+
+    def close(self) -> None:
+        self.wakeup.close()
+        owns_engine, owns_leases = self._owned
+        if owns_leases:
+            self.leases.close()
+        if owns_engine:
             self.engine.dispose()
 
     def handle(self, held: Claim, stop: threading.Event) -> None:
         ev = held.evaluation
         bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
-        keeper = LeaseKeeper(self.engine, held, self.settings.eval_lease_s)
+        keeper = self.leases.hold(held)
         try:
             if ev.type == CORE_EVAL_TYPE:
                 outcome: Outcome | None = self.collect_garbage(held, keeper, stop)
@@ -136,9 +137,9 @@ class Worker:
             else:
                 bound.warning("scheduling failed; nacking", error=f"{type(err).__name__}: {err}"[:500])
         finally:
-            keeper.stop()
+            self.leases.release(keeper)
 
-    def schedule(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome | None:
+    def schedule(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome | None:
         """The pass's outcome for the worker to record, or None when the applier completed the
         evaluation in the commit that applied its last plan."""
         limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
@@ -167,7 +168,7 @@ class Worker:
                     description=f"maximum attempts reached ({limit})",
                 )
 
-    def collect_garbage(self, held: Claim, keeper: LeaseKeeper, stop: threading.Event) -> Outcome:
+    def collect_garbage(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome:
         """A core evaluation: run its collectors batch by batch while the lease holds."""
         ev = held.evaluation
 
@@ -195,14 +196,16 @@ class Worker:
         held: Claim,
         attempt: int,
         result: SchedulerResult,
-        keeper: LeaseKeeper,
+        keeper: Lease,
         stop: threading.Event,
         completion: CompletionJson | None,
     ) -> plans.AppliedPlan:
         ev = held.evaluation
-        with transaction(self.sessions) as session:
-            plan_id = plans.submit(session, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
+        plan_id = plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
         while True:
+            # No verdict can exist before the applier's commit, whose NOTIFY ends this wait (or
+            # the poll interval does, if the notification is lost): nothing to read before it.
+            self.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(plan_id, ids))
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
             applied = plans.result(self.engine, plan_id)
@@ -216,7 +219,6 @@ class Worker:
                 # Shutting down with no verdict yet: give the evaluation back (the nack clears
                 # the token, so the applier will refuse this plan) instead of holding it.
                 raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
-            self.wakeup.wait(0.05)
 
     def _nack(self, held: Claim, err: Exception) -> bool:
         """Give the evaluation back; True when that failed it for good."""
@@ -228,6 +230,12 @@ class Worker:
         except Exception:
             log.exception("nack failed; the lease will lapse and another worker will rescue the evaluation")
             return False
+
+
+def verdict_for(plan_id: int, payload: str) -> bool:
+    """Whether a verdicts notification may concern the plan: it lists the batch's plan IDs, or
+    nothing when they did not fit (then it may concern any plan)."""
+    return not payload or str(plan_id) in payload.split(",")
 
 
 def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:
@@ -260,4 +268,24 @@ def _completion(outcome: Outcome) -> CompletionJson | None:
 
 
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:
-    Worker(settings, database_url, schedulers).run(stop)
+    """`settings.num_schedulers` scheduling loops, each claiming its own evaluation (the broker
+    keeps one evaluation in flight per job). The first runs on this thread, the others on their
+    own; all share one engine and one lease renewer. The pool keeps a connection per loop, one
+    for the renewer and one spare (a lone loop had three), and overflows as far again."""
+    loops = settings.num_schedulers
+    engine = make_engine(database_url, "worker", pool_size=loops + 2, pre_ping=False)
+    leases = Leases(engine, settings.eval_lease_s)
+    workers = [Worker(settings, database_url, schedulers, engine=engine, leases=leases) for _ in range(loops)]
+    threads = [
+        threading.Thread(target=w.run, args=(stop,), name=f"scheduler-{i}", daemon=True)
+        for i, w in enumerate(workers[1:], start=1)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        workers[0].run(stop)
+        for thread in threads:
+            thread.join()
+    finally:
+        leases.close()
+        engine.dispose()

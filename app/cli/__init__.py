@@ -94,10 +94,18 @@ def server(ctx: click.Context) -> None:
     show_default=True,
     help="Comma-separated evaluation types this worker serves.",
 )
-def worker(schedulers: str) -> None:
+@click.option(
+    "--num-schedulers",
+    "-num-schedulers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Scheduling loops in this process, each claiming its own evaluation (Nomad's num_schedulers). "
+    "Default: CORRAL_NUM_SCHEDULERS.",
+)
+def worker(schedulers: str, num_schedulers: int | None) -> None:
     """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
-    you like, on any host. SIGTERM finishes the current evaluation (or gives it back, if its plan
-    is still waiting for the applier), then exits."""
+    you like, on any host. SIGTERM finishes the current evaluations (or gives them back, if their
+    plans are still waiting for the applier), then exits."""
     from app.logging import configure
     from workers.runtime import stop_on_signals
     from workers.worker import ALL_SCHEDULERS, run_worker
@@ -109,6 +117,8 @@ def worker(schedulers: str) -> None:
             f"unknown scheduler(s) {unknown}; choose from {', '.join(ALL_SCHEDULERS)}", param_hint="--schedulers"
         )
     settings = get_settings()
+    if num_schedulers is not None:
+        settings = settings.model_copy(update={"num_schedulers": num_schedulers})
     configure("worker", settings.log_level, settings.log_format)
     _serve_metrics(settings, "worker")
     stop = stop_on_signals()

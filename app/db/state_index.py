@@ -68,9 +68,3 @@ def node_index(session: Session, node_id: uuid.UUID) -> int:
 def compact(session: Session) -> int:
     """Delete the log rows no reader needs any more; returns how many."""
     return int(session.execute(query("compact")).rowcount)  # type: ignore[attr-defined]
-
-
-def wake_listeners(session: Session) -> None:
-    """Wake the roles listening for changes (at commit) without taking an index: for internal
-    writes no blocking query watches, such as a plan submission the applier waits for."""
-    session.execute(query("wake_listeners"))

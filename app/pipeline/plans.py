@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from sqlalchemy import Engine, select
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session
+from psycopg.types.json import Jsonb
+from sqlalchemy import Engine
 
-from app.db.state_index import wake_listeners
-from app.models import Evaluation
-from app.models import Plan as PlanRow
-from app.models import PlanResult as PlanResultRow
+from app.db.engines import autocommitted
 from app.pipeline.broker import Claim, LeaseLost
-from app.pipeline.plan_codec import decode_result, encode_plan
-from app.plan_wire import CompletionJson, PlanResultJson
-from app.structs import Plan, PlanResult
+from app.pipeline.plan_codec import encode_plan
+from app.plan_wire import CompletionJson
+from app.store.sql import psycopg_query
+from app.structs import Plan
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ class AppliedPlan:
 
 
 def submit(
-    session: Session,
+    engine: Engine,
     held: Claim,
     attempt: int,
     plan: Plan,
@@ -49,66 +46,71 @@ def submit(
     namespace: str,
     completion: CompletionJson | None = None,
 ) -> int:
-    """Write the plan. With `completion`, the applier also completes the evaluation with it, in
-    the same commit, if it applies the plan in full (one write per evaluation)."""
-    # No index: no blocking query watches plans. The NOTIFY only wakes the applier.
-    wake_listeners(session)
-    owns = session.scalar(
-        select(Evaluation.id).where(
-            Evaluation.id == held.evaluation.id, Evaluation.lease_token == held.token, Evaluation.status == "pending"
-        )
-    )
-    if owns is None:
+    """Write the plan, fenced by the evaluation's token, in one autocommitted statement (one
+    round trip; the NOTIFY that wakes the applier rides along). Idempotent per attempt: a retry
+    returns the plan the first call wrote. With `completion`, the applier also completes the
+    evaluation with it, in the same commit, if it applies the plan in full (one write per
+    evaluation). No index: no blocking query watches plans."""
+    key = {"eval_id": held.evaluation.id, "token": held.token, "attempt": attempt}
+    with autocommitted(engine) as pg:
+        row = pg.execute(
+            psycopg_query("submit_plan"), key | _plan_params(plan, namespace, job_id, completion), prepare=True
+        ).fetchone()
+        assert row is not None  # the statement always returns one row
+        owned, plan_id = bool(row[0]), row[1]
+        if owned and plan_id is None:  # met a concurrent insert of this very attempt: read it anew
+            again = pg.execute(psycopg_query("plan_id_of_attempt"), key).fetchone()
+            plan_id = again[0] if again else None
+    if not owned:
         raise LeaseLost(f"evaluation {held.evaluation.id}: lease lost before plan submit")
-    plan_id = session.scalar(
-        insert(PlanRow)
-        .values(
-            eval_token=held.token,
-            attempt=attempt,
-            completion=completion,
-            **encode_plan(plan, namespace, job_id),
-        )
-        .on_conflict_do_nothing(index_elements=["eval_id", "eval_token", "attempt"])
-        .returning(PlanRow.id)
-    )
-    if plan_id is None:  # a retry of a submit whose commit we did not see
-        plan_id = session.scalar(
-            select(PlanRow.id).where(
-                PlanRow.eval_id == held.evaluation.id, PlanRow.eval_token == held.token, PlanRow.attempt == attempt
-            )
-        )
     assert plan_id is not None
     return int(plan_id)
 
 
-def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
-    with Session(engine) as session:
-        row = session.get(PlanResultRow, plan_id)
-        if row is None:
-            return None
-        status = session.scalar(select(PlanRow.status).where(PlanRow.id == plan_id))
-        verdict = applied(decode_result(stored_result(row)), refused=status == "rejected")
-        return replace(verdict, completed_eval=row.completed_eval)
-
-
-def stored_result(row: PlanResultRow) -> PlanResultJson:
+def _plan_params(plan: Plan, namespace: str, job_id: str, completion: CompletionJson | None) -> dict[str, object]:
+    row = encode_plan(plan, namespace, job_id)
     return {
-        "node_update": row.node_update,
-        "node_allocation": row.node_allocation,
-        "node_preemptions": row.node_preemptions,
-        "rejected_nodes": row.rejected_nodes,
-        "refresh_index": row.refresh_index,
-        "alloc_index": row.alloc_index,
+        "namespace": row["namespace"],
+        "job_id": row["job_id"],
+        "priority": row["priority"],
+        "all_at_once": row["all_at_once"],
+        "snapshot_index": row["snapshot_index"],
+        "node_update": Jsonb(row["node_update"]),
+        "node_allocation": Jsonb(row["node_allocation"]),
+        "node_preemptions": Jsonb(row["node_preemptions"]),
+        "deployment": Jsonb(row["deployment"]) if row["deployment"] is not None else None,
+        "deployment_updates": Jsonb(row["deployment_updates"]),
+        "completion": Jsonb(completion) if completion is not None else None,
     }
 
 
-def applied(verdict: PlanResult, *, refused: bool) -> AppliedPlan:
+def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
+    """The applier's verdict on the plan, or None while it waits: one statement."""
+    with autocommitted(engine) as pg:
+        row = pg.execute(psycopg_query("plan_verdict"), {"plan_id": plan_id}, prepare=True).fetchone()
+    if row is None:
+        return None
+    status, placed, stopped, rejected, refresh_index, completed = row
+    return verdict(
+        placed=int(placed),
+        stopped=int(stopped),
+        rejected_nodes=int(rejected or 0),
+        refresh_index=int(refresh_index),
+        refused=status == "rejected",
+        completed_eval=bool(completed),
+    )
+
+
+def verdict(
+    *, placed: int, stopped: int, rejected_nodes: int, refresh_index: int, refused: bool, completed_eval: bool
+) -> AppliedPlan:
     """A refused plan that rejected no node and asks for no refresh was fenced: the evaluation's
     lease had moved on before the applier took the plan."""
     return AppliedPlan(
-        placed=sum(len(v) for v in verdict.node_allocation.values()),
-        stopped=sum(len(v) for v in verdict.node_update.values()),
-        rejected_nodes=len(verdict.rejected_nodes),
-        refresh_index=verdict.refresh_index,
-        fenced=refused and not verdict.rejected_nodes and verdict.refresh_index == 0,
+        placed=placed,
+        stopped=stopped,
+        rejected_nodes=rejected_nodes,
+        refresh_index=refresh_index,
+        fenced=refused and not rejected_nodes and refresh_index == 0,
+        completed_eval=completed_eval,
     )

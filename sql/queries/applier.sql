@@ -83,9 +83,20 @@ FROM unnest(CAST(:previous AS uuid[]), CAST(:next AS uuid[])) AS v(previous, nex
 WHERE a.id = v.previous;
 
 -- name: plan_record_status
-UPDATE plans p SET status = v.status, applied_at = now()
-FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
-WHERE p.id = v.id;
+-- The batch's statuses, and the NOTIFY (delivered at the batch's commit) that wakes the workers
+-- waiting for these verdicts. Its payload lists the plan IDs, so that a worker waiting for
+-- another plan sleeps on without a query; a list too long for a payload (8000 bytes) is sent
+-- empty, which wakes every waiter. A hint either way: the woken re-read their plan's result.
+WITH recorded AS (
+    UPDATE plans p SET status = v.status, applied_at = now()
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
+    WHERE p.id = v.id
+    RETURNING p.id
+), listed AS (
+    SELECT count(*) AS recorded, string_agg(CAST(id AS text), ',') AS ids FROM recorded
+)
+SELECT recorded, pg_notify('corral_verdicts', CASE WHEN length(ids) <= 7900 THEN ids ELSE '' END) AS notified
+FROM listed;
 
 -- name: complete_evals
 -- complete_eval_success for every evaluation of the batch whose last plan applied in full, in

@@ -93,8 +93,9 @@ UNION ALL
 SELECT id, modify_index FROM nodes WHERE modify_index > :since AND modify_index <= :until;
 
 -- name: wake_listeners
--- NOTIFY without an index, for writes no blocking query watches but a role waits for (a plan
--- submission wakes the applier). Delivered at commit, like take_index's.
+-- NOTIFY without an index. The pipeline no longer sends it alone (a plan submit's NOTIFY is part
+-- of submit_plan, sql/queries/plans.sql); bench/small_jobs_ceiling still runs it as the NOTIFY's
+-- share of the submit's bare work. Delivered at commit, like take_index's.
 SELECT pg_notify('corral_index', '');
 
 -- name: lock_object

@@ -61,12 +61,15 @@ def assert_invariants(pg: Conn, count: int = COUNT) -> None:
     assert short == []
 
 
+@pytest.mark.parametrize("loops", [1, 3], ids=["one-loop-workers", "three-loop-workers"])
 def test_workers_and_applier_killed_at_random(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: type[Corral], database_url: str, engine: Engine, pg: Conn, loops: int
 ) -> None:
+    """With three scheduling loops per worker, a SIGKILL takes up to three evaluations (and
+    their plans) down at once."""
     add_nodes(pg, NODES, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "3", "CORRAL_POLL_INTERVAL_S": "0.2"}
-    roles = {f"worker{i}": ["worker"] for i in range(4)} | {
+    roles = {f"worker{i}": ["worker", "--num-schedulers", str(loops)] for i in range(4 if loops == 1 else 2)} | {
         "applier0": ["applier"],
         "applier1": ["applier"],
         "leader": ["leader"],

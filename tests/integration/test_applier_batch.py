@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
 from app.pipeline import broker, plans
 from app.pipeline.applier import Deposed, apply_batch
@@ -55,10 +54,7 @@ def completion(snapshot_index: int = 0) -> CompletionJson:
 
 
 def submit_with_completion(engine: Engine, held: broker.Claim, plan: Plan, attempt: int = 1) -> int:
-    with transaction(make_sessionmaker(engine)) as session:
-        return plans.submit(
-            session, held, attempt, plan, held.evaluation.job_id, held.evaluation.namespace, completion()
-        )
+    return plans.submit(engine, held, attempt, plan, held.evaluation.job_id, held.evaluation.namespace, completion())
 
 
 def claimed(engine: Engine, job_id: str) -> broker.Claim:

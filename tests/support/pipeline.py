@@ -59,8 +59,7 @@ def alloc(held: broker.Claim, node: str, index: int, cpu: int = 500, alloc_id: u
 
 
 def submit(engine: Engine, held: broker.Claim, plan: Plan, attempt: int = 1) -> int:
-    with transaction(make_sessionmaker(engine)) as session:
-        return plans.submit(session, held, attempt, plan, held.evaluation.job_id, "default")
+    return plans.submit(engine, held, attempt, plan, held.evaluation.job_id, "default")
 
 
 def apply(lead: Leadership, term: int) -> int | None:

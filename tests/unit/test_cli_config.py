@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from click.testing import CliRunner
 
@@ -26,3 +29,33 @@ def test_an_invalid_setting_is_named_in_a_cli_error(monkeypatch: pytest.MonkeyPa
     assert "CORRAL_LOG_FORMAT" in result.output
     assert "Traceback" not in result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+
+
+def test_worker_num_schedulers_comes_from_the_flag_or_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import app.cli as cli
+    import app.logging
+    import workers.runtime
+    import workers.worker as worker_module
+
+    seen: list[int] = []
+    # No side effects on the test process: no signal handlers, logging set-up or metrics server.
+    monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
+    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
+    monkeypatch.setattr(cli, "_serve_metrics", lambda *_args: None)
+    monkeypatch.setattr(cli, "_database", _no_database)
+    monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings.num_schedulers))
+    monkeypatch.setenv("CORRAL_NUM_SCHEDULERS", "3")
+    assert CliRunner().invoke(main, ["worker"]).exit_code == 0
+    get_settings.cache_clear()
+    assert CliRunner().invoke(main, ["worker", "-num-schedulers", "5"]).exit_code == 0
+    assert CliRunner().invoke(main, ["worker", "--num-schedulers", "2"]).exit_code == 0
+    assert seen == [3, 5, 2]
+    refused = CliRunner().invoke(main, ["worker", "--num-schedulers", "0"])
+    assert refused.exit_code == 2 and "--num-schedulers" in refused.output
+
+
+@contextmanager
+def _no_database(*_args: object) -> Iterator[str]:
+    yield "postgresql://unused"

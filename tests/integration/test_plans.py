@@ -1,0 +1,119 @@
+"""The worker's side of plans (app/pipeline/plans.py): one fenced, idempotent submit statement
+that wakes the applier, and one verdict statement."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+
+from app.db.engines import libpq_url
+from app.db.leadership import Leadership
+from app.pipeline import plans
+from app.pipeline.broker import LeaseLost
+from app.structs import AllocationStop, Plan
+from tests.support.pipeline import alloc, apply, claim, register, submit
+from tests.support.rows import insert_node
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+@pytest.fixture
+def term(engine: Engine) -> tuple[Leadership, int]:
+    lead = Leadership(engine, "applier")
+    assert lead.try_acquire() and lead.term is not None
+    yield lead, lead.term
+    lead.close()
+
+
+def test_a_retried_submit_returns_the_same_plan(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg, cpu=2000)
+    plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    first = submit(engine, held, plan)
+    assert submit(engine, held, plan) == first
+    assert submit(engine, held, plan, attempt=2) != first
+    assert pg.execute("SELECT count(*) FROM plans").fetchone() == (2,)
+
+
+def test_the_stored_plan_decodes_as_submitted(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    node = insert_node(pg, cpu=2000)
+    plan = Plan(held.evaluation.id, 50, 7, node_allocation={uuid.UUID(node): (alloc(held, node, 0),)})
+    plan_id = submit(engine, held, plan)
+    row = pg.execute(
+        "SELECT eval_token, attempt, snapshot_index, deployment IS NULL, completion IS NULL, "
+        "jsonb_typeof(node_allocation) FROM plans WHERE id = %s",
+        (plan_id,),
+    ).fetchone()
+    # No deployment and no completion are SQL NULLs, not JSON nulls.
+    assert row == (held.token, 1, 7, True, True, "object")
+
+
+def test_a_submit_without_the_lease_writes_nothing(engine: Engine, pg: Conn) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    pg.execute("UPDATE evaluations SET lease_token = gen_random_uuid()")
+    with pytest.raises(LeaseLost):
+        submit(engine, held, Plan(held.evaluation.id, 50, 0))
+    assert pg.execute("SELECT count(*) FROM plans").fetchone() == (0,)
+
+
+def test_a_submit_wakes_the_applier_and_its_verdict_the_workers(
+    engine: Engine, database_url: str, term: tuple[Leadership, int]
+) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as listener:
+        listener.execute("LISTEN corral_plans")
+        listener.execute("LISTEN corral_verdicts")
+        plan_id = submit(engine, held, Plan(held.evaluation.id, 50, 0))
+        assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_plans"]
+        assert apply(*term) == plan_id
+        verdicts = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
+        assert verdicts == [("corral_verdicts", str(plan_id))]  # the batch's plan IDs
+
+
+def test_no_verdict_while_the_plan_waits(engine: Engine) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    assert plans.result(engine, submit(engine, held, Plan(held.evaluation.id, 50, 0))) is None
+
+
+def test_the_verdict_counts_placements_stops_and_rejected_nodes(
+    engine: Engine, pg: Conn, term: tuple[Leadership, int]
+) -> None:
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    roomy, full = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="full")
+    first = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(roomy): (alloc(held, roomy, 0),)})
+    placed_id = submit(engine, held, first)
+    assert apply(*term) == placed_id
+    kept = first.node_allocation[uuid.UUID(roomy)][0]
+    plan = Plan(
+        held.evaluation.id,
+        50,
+        0,
+        node_update={uuid.UUID(roomy): (AllocationStop(kept.id, "stop", "replaced"),)},
+        node_allocation={
+            uuid.UUID(roomy): (alloc(held, roomy, 1), alloc(held, roomy, 2)),
+            uuid.UUID(full): (alloc(held, full, 3), alloc(held, full, 4)),
+        },
+    )
+    plan_id = submit(engine, held, plan, attempt=2)
+    assert apply(*term) == plan_id
+    verdict = plans.result(engine, plan_id)
+    assert verdict is not None
+    assert (verdict.placed, verdict.stopped, verdict.rejected_nodes) == (2, 1, 1)
+    assert verdict.partial and verdict.progress and not verdict.fenced and not verdict.completed_eval
