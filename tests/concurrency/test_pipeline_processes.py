@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db.engines import libpq_url
-from tests.support.pipeline import pipeline_quiet, register_mock_job
+from tests.support.pipeline import assert_pipeline_invariants, pipeline_quiet, register_mock_job
 from tests.support.processes import Corral, wait_for
 from tests.support.rows import add_nodes
 
@@ -29,36 +29,7 @@ def register(engine: Engine, job_id: str, count: int = COUNT) -> None:
 
 
 def assert_invariants(pg: Conn, count: int = COUNT) -> None:
-    overcommitted = pg.execute("SELECT name FROM v_node_usage WHERE cpu_used > cpu_capacity").fetchall()
-    assert overcommitted == []
-    drift = pg.execute(
-        "SELECT v.name FROM v_node_usage v LEFT JOIN node_usage u ON u.node_id = v.id "
-        "WHERE v.cpu_used <> COALESCE(u.cpu, 0)"
-    ).fetchall()
-    assert drift == []
-    duplicated = pg.execute(
-        "SELECT job_id, name FROM allocations WHERE desired_status = 'run' AND client_status IN "
-        "('pending', 'running', 'unknown') GROUP BY job_id, name HAVING count(*) > 1"
-    ).fetchall()
-    assert duplicated == []
-    stuck = pg.execute(
-        "SELECT id, status, triggered_by FROM evaluations WHERE status = 'pending' "
-        "AND NOT (triggered_by = 'failed-follow-up' AND not_before > now())"
-    ).fetchall()
-    assert stuck == []
-    overfull = pg.execute(
-        "SELECT job_id, count(*) FROM allocations WHERE desired_status = 'run' GROUP BY job_id HAVING count(*) > %s",
-        (count,),
-    ).fetchall()
-    assert overfull == []
-    # A job short of its count must be waiting, as one blocked (or delayed follow-up) evaluation.
-    short = pg.execute(
-        "SELECT j.id FROM jobs j WHERE (SELECT count(*) FROM allocations a WHERE a.job_id = j.id "
-        "AND a.desired_status = 'run') < %s AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = j.id "
-        "AND (e.status = 'blocked' OR e.triggered_by = 'failed-follow-up' AND e.status = 'pending'))",
-        (count,),
-    ).fetchall()
-    assert short == []
+    assert_pipeline_invariants(pg, count)
 
 
 @pytest.mark.parametrize("loops", [1, 3], ids=["one-loop-workers", "three-loop-workers"])

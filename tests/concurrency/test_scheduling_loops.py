@@ -9,8 +9,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from tests.concurrency.test_pipeline_processes import assert_invariants
-from tests.support.pipeline import pipeline_quiet, register_mock_job
+from tests.support.pipeline import assert_pipeline_invariants, pipeline_quiet, register_mock_job
 from tests.support.processes import Corral, wait_for
 from tests.support.rows import add_nodes
 
@@ -56,7 +55,7 @@ def test_each_loop_holds_its_own_evaluation_and_all_complete(
     statuses = pg.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall()
     assert statuses == [("complete", JOBS)]
     assert pg.execute("SELECT count(*) FROM allocations").fetchone() == (JOBS * COUNT,)
-    assert_invariants(pg, count=COUNT)
+    assert_pipeline_invariants(pg, COUNT)
     assert worker.process.poll() is None
 
 
@@ -78,5 +77,5 @@ def test_killing_a_multi_loop_worker_loses_no_evaluation(
     statuses = pg.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall()
     assert statuses == [("complete", JOBS)]
     assert pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone() == (JOBS * COUNT,)
-    assert_invariants(pg, count=COUNT)
+    assert_pipeline_invariants(pg, COUNT)
     assert survivor.process.poll() is None

@@ -100,3 +100,38 @@ def pipeline_quiet(pg: psycopg.Connection[tuple[Any, ...]]) -> bool:
         "(SELECT count(*) FROM plans WHERE status = 'pending')"
     ).fetchone()
     return row == (0, 0)
+
+
+def assert_pipeline_invariants(pg: psycopg.Connection[tuple[Any, ...]], count: int) -> None:
+    """DESIGN.md's invariants after a pipeline run: no overcommit, usage matches the allocations, no
+    duplicate allocation, no stuck evaluation, no job above its count, every short job waiting."""
+    overcommitted = pg.execute("SELECT name FROM v_node_usage WHERE cpu_used > cpu_capacity").fetchall()
+    assert overcommitted == []
+    drift = pg.execute(
+        "SELECT v.name FROM v_node_usage v LEFT JOIN node_usage u ON u.node_id = v.id "
+        "WHERE v.cpu_used <> COALESCE(u.cpu, 0)"
+    ).fetchall()
+    assert drift == []
+    duplicated = pg.execute(
+        "SELECT job_id, name FROM allocations WHERE desired_status = 'run' AND client_status IN "
+        "('pending', 'running', 'unknown') GROUP BY job_id, name HAVING count(*) > 1"
+    ).fetchall()
+    assert duplicated == []
+    stuck = pg.execute(
+        "SELECT id, status, triggered_by FROM evaluations WHERE status = 'pending' "
+        "AND NOT (triggered_by = 'failed-follow-up' AND not_before > now())"
+    ).fetchall()
+    assert stuck == []
+    overfull = pg.execute(
+        "SELECT job_id, count(*) FROM allocations WHERE desired_status = 'run' GROUP BY job_id HAVING count(*) > %s",
+        (count,),
+    ).fetchall()
+    assert overfull == []
+    # A job short of its count must be waiting, as one blocked (or delayed follow-up) evaluation.
+    short = pg.execute(
+        "SELECT j.id FROM jobs j WHERE (SELECT count(*) FROM allocations a WHERE a.job_id = j.id "
+        "AND a.desired_status = 'run') < %s AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = j.id "
+        "AND (e.status = 'blocked' OR e.triggered_by = 'failed-follow-up' AND e.status = 'pending'))",
+        (count,),
+    ).fetchall()
+    assert short == []
