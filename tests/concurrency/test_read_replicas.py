@@ -7,6 +7,7 @@ standby never confirms (its wait cancelled by the API's statement_timeout) is a 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -234,12 +235,15 @@ def standby_frozen(cluster: Replicated) -> Iterator[None]:
     postmaster = psutil.Process(pid)
     processes = [postmaster, *postmaster.children(recursive=True)]
     for process in processes:
-        process.suspend()
+        # A short-lived child (a backend ending, an autovacuum worker) may be gone by now.
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.suspend()
     try:
         yield
     finally:
         for process in processes:
-            process.resume()
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.resume()
         cluster.wait_sync(primary, standby)
 
 
