@@ -5,10 +5,12 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from sqlalchemy import Engine
 
 from app import create_app
 from app.cli import http
 from app.config import Settings
+from app.db.leadership import Leadership
 
 
 @pytest.fixture
@@ -34,3 +36,12 @@ def sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
     monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
     monkeypatch.setattr(http, "send", fake)
     yield calls
+
+
+@pytest.fixture
+def term(engine: Engine) -> Iterator[tuple[Leadership, int]]:
+    """The applier's leadership and its term, held for the test (plans applied by hand)."""
+    lead = Leadership(engine, "applier")
+    assert lead.try_acquire() and lead.term is not None
+    yield lead, lead.term
+    lead.close()

@@ -20,14 +20,6 @@ pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
-@pytest.fixture
-def term(engine: Engine) -> tuple[Leadership, int]:
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    yield lead, lead.term
-    lead.close()
-
-
 def test_partial_commit_rejects_only_the_full_node(engine: Engine, pg: Conn, term: tuple[Leadership, int]) -> None:
     register(engine, "web")
     held = claim(engine)

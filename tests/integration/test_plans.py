@@ -21,14 +21,6 @@ pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
-@pytest.fixture
-def term(engine: Engine) -> tuple[Leadership, int]:
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    yield lead, lead.term
-    lead.close()
-
-
 def test_a_retried_submit_returns_the_same_plan(engine: Engine, pg: Conn) -> None:
     register(engine, "web")
     held = claim(engine)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -20,14 +19,6 @@ from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-
-
-@pytest.fixture
-def term(engine: Engine) -> Iterator[tuple[Leadership, int]]:
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    yield lead, lead.term
-    lead.close()
 
 
 def setup(engine: Engine, pg: Conn) -> tuple[str, str, broker.Claim]:
