@@ -10,6 +10,8 @@ the pipeline's transactions:
      snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage, snapshot_ports,
      snapshot_config, snapshot_deployment, snapshot_nodes and snapshot_preemptible (both
      returning nothing here: the nodes come from the worker's cache, preemption is off);
+     snapshot_usage returns the rows changed since the client's previous snapshot, as a
+     worker's usage cache asks;
   3. the plan submit: wake_listeners, the lease check, INSERT INTO plans (the pipeline sends
      these as one statement, submit_plan, whose JSON parameters pgbench cannot pass);
   4. the apply: next_plan, take_index, fence_term, eval_still_owned, plan_nodes,
@@ -119,6 +121,8 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         named("snapshot_deployment"),
         named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache
         named("snapshot_preemptible").replace(":max_priority", "NULL"),  # off for service jobs: no scan
+        # The next snapshot reads the usage rows changed since this one, as a worker's cache does.
+        "SELECT state_index_safe() AS known_usage \\gset",
         "COMMIT",
         "BEGIN",
         named("wake_listeners"),
@@ -200,6 +204,7 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "lease_s": "60",
         "versions": "{}",
         "known_index": str(known[0]),
+        "known_usage": "0",  # each client's first snapshot: every row changed since the migration
         "delta": str(PRIORITY_DELTA),
         "no_ids": "{}",
         "role": "applier",

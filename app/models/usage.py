@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import BigInteger, ForeignKey
+from sqlalchemy import BigInteger, ForeignKey, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
@@ -25,6 +25,13 @@ class NodeUsage(Base):
     memory_mb: Mapped[int] = mapped_column(BigInteger, comment="Memory MB held by live allocations.")
     disk_mb: Mapped[int] = mapped_column(BigInteger, comment="Disk MB held by live allocations.")
     live_allocs: Mapped[int] = mapped_column(BigInteger, comment="Number of live allocations.")
+    modify_index: Mapped[int] = mapped_column(
+        BigInteger,
+        server_default=text("0"),
+        comment="State index of the transaction that last changed this row (set by the node_usage_stamp "
+        "trigger); 0 for rows unchanged since this column was added. Workers read only rows above the "
+        "safe index of their previous snapshot.",
+    )
 
 
 class NodeUnblock(Base):

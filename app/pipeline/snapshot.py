@@ -55,13 +55,14 @@ class SnapshotLoader:
         with autocommitted(self._engine) as pg:
             with pg.pipeline():
                 pg.execute(BEGIN_SNAPSHOT)
-                sent = _send(pg, evaluation, self._nodes[0] if self._nodes else None, None)
+                sent = _send(pg, evaluation, self._nodes[0] if self._nodes else None, self._usage.known, None)
                 pg.execute("COMMIT")
             return _decode(sent, self._nodes_at, self._usage)
 
     def _nodes_at(self, index: int, rows: Rows) -> NodeSet:
         if self._nodes is None or self._nodes[0] != index:  # the rows were sent: the index moved
             self._nodes = (index, _node_set(rows))
+            self._usage.keep_only(self._nodes[1].by_id)  # deleted nodes' rows are never reported
         return self._nodes[1]
 
 
@@ -87,7 +88,7 @@ class _Sent:
     candidate: Job | None = None
 
 
-def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, candidate: Job | None) -> _Sent:
+def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, known_usage: int | None, candidate: Job | None) -> _Sent:
     params = {"namespace": ev.namespace, "job_id": ev.job_id}
     # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
     max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
@@ -96,7 +97,7 @@ def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, candidate: Job | None
         job=_dicts(pg, "snapshot_job", params),
         allocations=_dicts(pg, "snapshot_job_allocations", params),
         versions=_dicts(pg, "snapshot_job_versions_used", params),
-        usage=pg.execute(psycopg_query("snapshot_usage")),
+        usage=pg.execute(psycopg_query("snapshot_usage"), {"known_usage": known_usage}),
         ports=pg.execute(psycopg_query("snapshot_ports")),
         config=_dicts(pg, "snapshot_config"),
         deployment=_dicts(pg, "snapshot_deployment", params),
@@ -123,7 +124,7 @@ def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | Non
     pg = conn.connection.driver_connection
     assert pg is not None
     with pg.pipeline():
-        sent = _send(pg, evaluation, None, candidate)
+        sent = _send(pg, evaluation, None, None, candidate)
     snapshot = _decode(sent, lambda _index, rows: _node_set(rows), UsageCache())
     if candidate is None:
         return snapshot
@@ -149,7 +150,7 @@ def _decode(sent: _Sent, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: 
         job=job,
         nodes=nodes_at(indexes["nodes"], sent.nodes),
         allocations=allocations,
-        usage=usage_cache.decode(sent.usage.fetchall(), sent.ports.fetchall()),
+        usage=usage_cache.decode(indexes["safe"], sent.usage.fetchall(), sent.ports.fetchall()),
         job_versions=versions,
         config=config,
         preemptible=_preemptible(sent.preemptible) if preempting else {},
@@ -189,31 +190,38 @@ def _job_state(sent: _Sent) -> tuple[Job | None, tuple[Allocation, ...], dict[in
 
 
 class UsageCache:
-    """Per-node usage decoded once and reused while the node's row (and ports) are unchanged: a
-    worker reads every node's usage for every evaluation, and most nodes' rows are the same as
-    last time, so the NodeUsage objects (immutable) are handed out again instead of rebuilt."""
+    """Every node's usage as of a safe index (`known`), kept up to date from the rows changed
+    since: a worker's snapshots read only the node_usage rows stamped above the safe index of its
+    previous one (a handful per evaluation) instead of a row for every node in use. The rows
+    hold totals, not deltas, so reading a row again is harmless. Ports held by allocations are
+    read whole for every snapshot (snapshot_ports) and laid over the cached resources."""
 
     def __init__(self) -> None:
-        self._seen: dict[uuid.UUID, tuple[tuple[Any, ...], frozenset[int], NodeUsage]] = {}
+        self.known: int | None = None
+        self._resources: dict[uuid.UUID, NodeUsage] = {}
 
-    def decode(self, rows: list[tuple[Any, ...]], ports: list[tuple[Any, ...]]) -> dict[uuid.UUID, NodeUsage]:
+    def decode(
+        self, safe: int, rows: list[tuple[Any, ...]], ports: list[tuple[Any, ...]]
+    ) -> dict[uuid.UUID, NodeUsage]:
+        cached = self._resources
+        for node_id, cpu, memory_mb, disk_mb, live_allocs in rows:
+            if live_allocs > 0:
+                cached[node_id] = NodeUsage(Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)))
+            else:
+                cached.pop(node_id, None)
+        self.known = safe
+        usage = dict(cached)
         held: dict[uuid.UUID, set[int]] = defaultdict(set)
         for node_id, host_ports in ports:
             held[node_id].update(host_ports)
-        seen, fresh = self._seen, {}
-        for row in rows:
-            node_id = row[0]
-            node_ports = frozenset(held.pop(node_id, ()))
-            known = seen.get(node_id)
-            if known is not None and known[0] == row and known[1] == node_ports:
-                fresh[node_id] = known
-            else:
-                resources = Resources(cpu=int(row[1]), memory_mb=int(row[2]), disk_mb=int(row[3]))
-                fresh[node_id] = (row, node_ports, NodeUsage(resources, node_ports))
-        for node_id, only_ports in held.items():  # allocations holding ports but no resources
-            fresh[node_id] = ((), frozenset(only_ports), NodeUsage(ports=frozenset(only_ports)))
-        self._seen = fresh  # nodes without live allocations drop out, as they do from the rows
-        return {node_id: entry[2] for node_id, entry in fresh.items()}
+        for node_id, node_ports in held.items():  # with or without resources of their own
+            base = usage.get(node_id)
+            usage[node_id] = NodeUsage(base.resources if base else Resources(), frozenset(node_ports))
+        return usage
+
+    def keep_only(self, node_ids: Mapping[uuid.UUID, object]) -> None:
+        """Drop the usage of nodes that are gone: their rows went with them, unreported."""
+        self._resources = {n: u for n, u in self._resources.items() if n in node_ids}
 
 
 def _config(row: dict[str, Any] | None) -> SchedulerConfiguration:

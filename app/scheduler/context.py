@@ -40,16 +40,31 @@ class Pass:
         are shuffled by the pass seed as far as the placement walk reads."""
         return LazyShuffle(list(nodes), Rng(self.seed, NODE_ORDER))
 
-    def ranker(self, job: Job, candidates: Iterable[Node]) -> NodeRanker:
+    def ranker(self, job: Job) -> NodeRanker:
         self.feasibility = Feasibility(job)
-        in_pool_count = sum(1 for n in self.snapshot.nodes if in_pool(n, job.node_pool))
         return NodeRanker(
-            self.state,
-            self.feasibility,
-            NodePool(in_pool_count, candidates),
-            self.snapshot.config.algorithm,
-            self.preemption(job),
+            self.state, self.feasibility, self._pool(job), self.snapshot.config.algorithm, self.preemption(job)
         )
+
+    def _pool(self, job: Job) -> NodePool:
+        """The metrics' node counts: the same for every job of the same scope on these nodes."""
+        nodes = self.snapshot.node_set
+
+        def count() -> NodePool:
+            return NodePool(sum(1 for n in nodes if in_pool(n, job.node_pool)), self._placeable(job))
+
+        return nodes.derived(("pool", tuple(job.datacenters), job.node_pool), count)
+
+    def _placeable(self, job: Job) -> tuple[Node, ...]:
+        """Nodes that may receive the job's new allocations: ready, eligible, not draining, in
+        its datacenters and pool; in canonical order, found once per node set and scope."""
+        nodes = self.snapshot.node_set
+
+        def scan() -> tuple[Node, ...]:
+            in_scope = JobScope(job)
+            return tuple(n for n in nodes if n.ready_for_placement and in_scope(n))
+
+        return nodes.derived(("placeable", tuple(job.datacenters), job.node_pool), scan)
 
     def preemption(self, job: Job) -> PreemptionScope | None:
         """Read per pass, so a configuration change applies from the next evaluation on."""
@@ -58,9 +73,8 @@ class Pass:
         return PreemptionScope(self.snapshot.preemptible, job.priority, (job.namespace, job.id))
 
     def candidates(self, job: Job) -> LazyShuffle[Node]:
-        """Nodes that may receive new allocations: ready, eligible, not draining, in scope."""
-        in_scope = JobScope(job)
-        return self.ordered_nodes(n for n in self.snapshot.nodes if n.ready_for_placement and in_scope(n))
+        """The placeable nodes, shuffled by the pass seed as far as the placement walk reads."""
+        return self.ordered_nodes(self._placeable(job))
 
     def apply_stops(self, stops: Iterable[Stop]) -> None:
         for stop in stops:

@@ -25,7 +25,7 @@ def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> Schedul
     if by_group is None or job is None:
         return _with_deployment(run.result(job), tracker)
     candidates = run.candidates(job)
-    ranker = run.ranker(job, candidates.members())
+    ranker = run.ranker(job)
     ctx = _context(run, job, evaluation.type == "batch", tracker)
     changes = {g.name: reconcile_group(g, by_group.get(g.name, ()), ctx) for g in job.task_groups}
     for change in changes.values():

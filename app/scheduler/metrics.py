@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from app.structs import Node, PlacementMetrics
 
@@ -68,7 +69,8 @@ class NodePool:
 
     def __init__(self, in_pool: int, candidates: Iterable[Node]) -> None:
         self.in_pool = in_pool
-        self.available: Mapping[str, int] = Counter(node.datacenter for node in candidates)
+        # Read-only: one NodePool serves every pass on the same node set (Pass._pool).
+        self.available: Mapping[str, int] = MappingProxyType(Counter(node.datacenter for node in candidates))
 
 
 class Failures:

@@ -28,7 +28,7 @@ def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> Schedul
     if by_group is None or job is None:
         return run.result(job)
     nodes = run.ordered_nodes(snapshot.nodes)
-    ranker = run.ranker(job, [n for n in nodes if n.ready_for_placement and in_job_scope(n, job)])
+    ranker = run.ranker(job)
     rolling = RollingLimit.of(job)
     for group in job.task_groups:
         scope = _GroupScope(run, ranker, job, GroupAsk.of(job, group), evaluation.type == "sysbatch", rolling)

@@ -3,7 +3,8 @@
 -- change at or below it is in this snapshot (an evaluation created at or below it was seen:
 -- coalescing relies on that; capacity freed above it may not have been: missed_unblock). A
 -- logged index, not the safe index itself: it belongs to a synchronously committed write, so
--- no transaction ID at or below it is handed out again after a crash. 'nodes' keys the node cache.
+-- no transaction ID at or below it is handed out again after a crash. 'nodes' keys the node cache;
+-- 'safe' (the safe index itself) the usage cache: snapshot_usage's next :known_usage.
 -- Both through primary-key probes (read_latest in state_index.sql), whatever the log's length.
 WITH RECURSIVE names (name) AS (
     SELECT min(name) FROM state_index
@@ -17,7 +18,9 @@ WITH RECURSIVE names (name) AS (
 )
 SELECT '_global' AS name, COALESCE(max(value), 0) AS value FROM latest
 UNION ALL
-SELECT 'nodes', COALESCE(max(value), 0) FROM latest WHERE name = 'nodes';
+SELECT 'nodes', COALESCE(max(value), 0) FROM latest WHERE name = 'nodes'
+UNION ALL
+SELECT 'safe', state_index_safe();
 
 -- name: snapshot_nodes
 -- Every node, unless the 'nodes' index (as snapshot_indexes computes it, in the same snapshot)
@@ -31,7 +34,14 @@ WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
       (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());
 
 -- name: snapshot_usage
-SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE live_allocs > 0;
+-- Per-node usage. A NULL :known_usage (no usage cached yet): every node with live allocations.
+-- Else :known_usage is the safe index of the worker's previous snapshot, whose usage it holds:
+-- only the rows stamped above it (node_usage.modify_index), live_allocs 0 included so a node
+-- whose last allocation ended drops out. Nothing stamped at or below it can still appear: every
+-- transaction with such an index had finished in that snapshot.
+SELECT node_id, cpu, memory_mb, disk_mb, live_allocs FROM node_usage
+WHERE CASE WHEN CAST(:known_usage AS bigint) IS NULL THEN live_allocs > 0
+           ELSE modify_index > CAST(:known_usage AS bigint) END;
 
 -- name: snapshot_ports
 -- Separate from snapshot_usage (both go in the same pipelined batch): a full join of the two

@@ -1,7 +1,8 @@
 """What the worker's pipelined snapshot reads: every live allocation's resources and host ports
 per node (terminal ones not), the job's older versions its allocations still run, the same
-through `read_snapshot` inside a caller's transaction (job plan), and usage objects reused
-only while their node's row is unchanged."""
+through `read_snapshot` inside a caller's transaction (job plan), usage objects reused only
+while their node's row is unchanged, and a worker's usage cache that reads only the rows changed
+since its previous snapshot without ever missing a change committed late."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db.engines import autocommitted
-from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, read_snapshot
+from app.db.engines import autocommitted, libpq_url
+from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, UsageCache, read_snapshot
 from app.structs import Evaluation, NodeUsage, Resources
 from tests.support.pipeline import register
 from tests.support.rows import insert_allocation, insert_node
@@ -104,3 +105,71 @@ def test_a_failed_read_leaves_the_pooled_connection_as_it_found_it(engine: Engin
         assert raw_after is not None and not raw_after.autocommit
         assert raw_after.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert loader.load(evaluation()).job is not None
+
+
+def usage_rows_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many node_usage rows each snapshot of the test read."""
+    counts: list[int] = []
+    decode = UsageCache.decode
+
+    def counting(
+        self: UsageCache, safe: int, rows: list[tuple[object, ...]], ports: list[tuple[object, ...]]
+    ) -> object:
+        counts.append(len(rows))
+        return decode(self, safe, rows, ports)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(UsageCache, "decode", counting)
+    return counts
+
+
+def test_later_snapshots_read_only_the_usage_rows_changed_since(
+    engine: Engine, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eval_id = register(engine, "web")
+    nodes = [insert_node(pg, name=f"n{i}") for i in range(5)]
+    for node in nodes:
+        insert_allocation(pg, node, eval_id, cpu=100)
+    counts, loader = usage_rows_read(monkeypatch), SnapshotLoader(engine)
+    first = loader.load(evaluation()).usage
+    unchanged = loader.load(evaluation()).usage
+    insert_allocation(pg, nodes[0], eval_id, cpu=50)
+    changed = loader.load(evaluation()).usage
+    assert counts == [5, 0, 1]
+    assert first == unchanged and changed == {**first, uuid.UUID(nodes[0]): NodeUsage(Resources(150, 512, 600))}
+    assert changed == SnapshotLoader(engine).load(evaluation()).usage  # a fresh loader reads it all alike
+
+
+def test_a_change_committed_after_a_later_one_is_still_read(engine: Engine, pg: Conn, database_url: str) -> None:
+    """Transaction A changes a node's usage and stays open; B, begun after it, changes another's
+    and commits; a snapshot sees B's. When A commits, the next snapshot must read A's row, though
+    A's index is lower than B's: the cache resumes from the safe index (below every transaction
+    still open), not from the highest index it has seen."""
+    eval_id = register(engine, "web")
+    slow_node, quick_node = insert_node(pg, name="slow"), insert_node(pg, name="quick")
+    loader = SnapshotLoader(engine)
+    assert loader.load(evaluation()).usage == {}
+    with psycopg.connect(libpq_url(database_url)) as slow:
+        insert_allocation(slow, slow_node, eval_id, cpu=700)  # A: open, not committed
+        insert_allocation(pg, quick_node, eval_id, cpu=300)  # B: committed
+        seen = loader.load(evaluation()).usage
+        assert set(seen) == {uuid.UUID(quick_node)}
+        slow.commit()
+    usage = loader.load(evaluation()).usage
+    assert usage[uuid.UUID(slow_node)].resources.cpu == 700 and usage[uuid.UUID(quick_node)].resources.cpu == 300
+
+
+def test_a_node_whose_last_allocation_ends_or_that_is_deleted_drops_out(engine: Engine, pg: Conn) -> None:
+    eval_id = register(engine, "web")
+    ending, deleted, staying = (insert_node(pg, name=n) for n in ("ending", "deleted", "staying"))
+    last = insert_allocation(pg, ending, eval_id)
+    for node in (deleted, staying):
+        insert_allocation(pg, node, eval_id)
+    loader = SnapshotLoader(engine)
+    assert len(loader.load(evaluation()).usage) == 3
+    pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (last,))
+    assert set(loader.load(evaluation()).usage) == {uuid.UUID(deleted), uuid.UUID(staying)}
+    with pg.transaction():  # as node GC does: its allocations, then the node, whose usage row goes unreported
+        pg.execute("DELETE FROM allocations WHERE node_id = %s", (deleted,))
+        pg.execute("DELETE FROM nodes WHERE id = %s", (deleted,))
+        pg.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
+    assert set(loader.load(evaluation()).usage) == {uuid.UUID(staying)}

@@ -4,11 +4,12 @@ index by ID, built once and shared, never re-sorted for a pass."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 from app.structs import NodeSet, Snapshot
-from tests.support.scheduler_harness import node
+from tests.support.scheduler_harness import job, node, placed, run, snapshot
 
 pytestmark = pytest.mark.unit
 NODES = [node(f"n{i}") for i in range(30)]
@@ -32,3 +33,50 @@ def test_a_node_set_is_shared_not_rebuilt() -> None:
 def test_the_index_is_read_only() -> None:
     with pytest.raises(TypeError):
         NodeSet(NODES).by_id[NODES[0].id] = NODES[1]  # type: ignore[index]
+
+
+def test_what_is_derived_from_a_node_set_is_made_once_per_key() -> None:
+    shared, calls = NodeSet(NODES), []
+
+    def count() -> int:
+        calls.append(1)
+        return len(shared)
+
+    assert shared.derived("size", count) == 30 and shared.derived("size", count) == 30
+    assert len(calls) == 1
+    assert NodeSet(NODES).derived("size", count) == 30 and len(calls) == 2  # a new node set: made again
+
+
+def test_passes_on_one_node_set_scan_its_nodes_once_per_job_scope() -> None:
+    """The placeable nodes of a scope are found once for every evaluation on the same nodes,
+    and only the nodes that are ready and in the job's datacenters and pool are offered."""
+    nodes = [
+        *[node(f"a{i}") for i in range(6)],
+        node("draining", draining=True),
+        node("ineligible", eligibility="ineligible"),
+        node("down", status="down"),
+        node("other-dc", dc="dc2"),
+        node("other-pool", pool="gpu"),
+    ]
+    snap = snapshot(job("web", datacenters=("dc1",)), nodes)
+    scans: list[int] = []
+    original = snap.node_set.derived
+
+    def counting(key: object, compute: Any) -> Any:
+        return original(key, lambda: (scans.append(1), compute())[1])  # type: ignore[arg-type]
+
+    object.__setattr__(snap.node_set, "derived", counting)
+    first, second = run(snap, key="e1"), run(snap, key="e2")
+    assert len(scans) == 2  # "placeable" and "pool", once each for both evaluations
+    names = {a.node_name for r in (first, second) for a in placed(r)}
+    assert names and names <= {f"a{i}" for i in range(6)}
+    assert first.failed_tg_allocs == {} and second.failed_tg_allocs == {}
+
+
+def test_another_scope_is_scanned_for_itself() -> None:
+    nodes = [node("east", dc="east"), node("west", dc="west")]
+    shared = NodeSet(nodes)
+    east = run(snapshot(job("e", datacenters=("east",)), shared), key="x")
+    west = run(snapshot(job("w", datacenters=("west",)), shared), key="y")
+    assert {a.node_name for a in placed(east)} == {"east"}
+    assert {a.node_name for a in placed(west)} == {"west"}
