@@ -14,12 +14,12 @@ CPU, MEMORY, DISK, PORTS = "cpu", "memory", "disk", "network: port collision"
 def exhausted_dimension(node: Node, usage: NodeUsage, ask: Resources, ports: Iterable[int] = ()) -> str | None:
     """None when `ask` (and the host `ports` it needs) fits on `node` on top of `usage`;
     otherwise the first dimension that does not fit."""
-    free = node.allocatable - usage.resources
-    if ask.cpu > free.cpu:
+    allocatable, used = node.allocatable, usage.resources  # compared field by field: no Resources built
+    if ask.cpu > allocatable.cpu - used.cpu:
         return CPU
-    if ask.memory_mb > free.memory_mb:
+    if ask.memory_mb > allocatable.memory_mb - used.memory_mb:
         return MEMORY
-    if ask.disk_mb > free.disk_mb:
+    if ask.disk_mb > allocatable.disk_mb - used.disk_mb:
         return DISK
     wanted = [p for p in ports if p]
     if len(set(wanted)) != len(wanted) or any(p in usage.ports or p in node.reserved_ports for p in wanted):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import TypeVar, cast
 
@@ -33,8 +34,10 @@ class Node:
     min_dynamic_port: int = 20000
     max_dynamic_port: int = 32000
 
-    @property
+    @cached_property
     def allocatable(self) -> Resources:
+        """Capacity minus reserved; made once per node (a pass asks for every candidate it ranks,
+        and a worker keeps the same Node objects until the nodes table changes)."""
         return self.capacity - self.reserved
 
     @property

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 
 from app.jobspec import normalize_job
-from app.structs import Allocation, Job, Node, Resources
+from app.structs import Allocation, Job, Resources
 from tests.support.scheduler_harness import node as node_of
 
 pytestmark = pytest.mark.unit
@@ -60,7 +61,10 @@ def test_node_readiness_and_allocatable() -> None:
     assert node.allocatable == Resources(cpu=3900, memory_mb=7936, disk_mb=1000)
     assert Resources(cpu=3900, memory_mb=7936, disk_mb=1000).fits_within(node.allocatable)
     assert not Resources(cpu=3901).fits_within(node.allocatable)
-    assert not Node(**{**node.__dict__, "draining": True}).ready_for_placement
+    assert not dataclasses.replace(node, draining=True).ready_for_placement
+    # Made once per node, and not a field: a copy with other capacity has its own.
+    assert node.allocatable is node.allocatable
+    assert dataclasses.replace(node, reserved=Resources()).allocatable == node.capacity
 
 
 @pytest.mark.parametrize(
