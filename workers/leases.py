@@ -40,8 +40,10 @@ class Leases:
             if self._thread is None:  # started at the first claim: a worker never idle-renews
                 self._thread = threading.Thread(target=self._run, name="lease-renewer", daemon=True)
                 self._thread.start()
+            idle = not self._due
             self._due[lease] = time.monotonic() + self._lease_s / 3
-            self._changed.notify()
+            if idle:  # else the renewer already waits for an earlier lease, due no later than this one
+                self._changed.notify()
         return lease
 
     def release(self, lease: Lease) -> None:
