@@ -28,13 +28,18 @@ from app.plan_wire import CompletionJson
 from app.scheduler import process
 from app.structs import SchedulerResult
 from workers.leases import Lease, Leases
+from workers.listener import ListenerView, SharedListener
 from workers.loops import Backoff, Streak, guarded
-from workers.runtime import INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
+from workers.runtime import DEBOUNCE_S, INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
 
 log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch", CORE_EVAL_TYPE)
 RESCUE_EVERY_S = 1.0
 ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's plan retry limits
+
+
+# New evaluations when idle (a state index moved); the verdicts on submitted plans.
+WORKER_CHANNELS = (INDEX_CHANNEL, VERDICTS_CHANNEL)
 
 
 class ShuttingDown(Exception):
@@ -44,7 +49,8 @@ class ShuttingDown(Exception):
 class Worker:
     """One scheduling loop: claim, schedule, submit, wait, complete. A worker process runs
     `num_schedulers` of them in threads (run_worker), sharing the engine and the lease renewer;
-    each has its own snapshot loader (its caches are per loop) and its own listener."""
+    each has its own snapshot loader (its caches are per loop) and a view of the process's one
+    listener (workers/listener.py)."""
 
     def __init__(
         self,
@@ -54,6 +60,7 @@ class Worker:
         *,
         engine: Engine | None = None,
         leases: Leases | None = None,
+        listener: SharedListener | None = None,
     ) -> None:
         self.settings = settings
         self.schedulers = schedulers
@@ -62,8 +69,11 @@ class Worker:
         self.leases = leases or Leases(self.engine, settings.eval_lease_s)
         self.sessions = make_sessionmaker(self.engine)
         self.loader = SnapshotLoader(self.engine)
-        channels = (INDEX_CHANNEL, VERDICTS_CHANNEL)  # new evaluations when idle; verdicts on plans
-        self.wakeup = Wakeup(database_url, "worker", settings.poll_interval_s, channels=channels)
+        self.wakeup: Wakeup | ListenerView = (
+            listener.view(settings.poll_interval_s, DEBOUNCE_S)
+            if listener is not None
+            else Wakeup(database_url, "worker", settings.poll_interval_s, channels=WORKER_CHANNELS)
+        )
         self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
 
     def run(self, stop: threading.Event) -> None:
@@ -270,12 +280,16 @@ def _completion(outcome: Outcome) -> CompletionJson | None:
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:
     """`settings.num_schedulers` scheduling loops, each claiming its own evaluation (the broker
     keeps one evaluation in flight per job). The first runs on this thread, the others on their
-    own; all share one engine and one lease renewer. The pool keeps a connection per loop, one
+    own; all share one engine, one lease renewer and one listener. The pool keeps a connection per loop, one
     for the renewer and one spare (a lone loop had three), and overflows as far again."""
     loops = settings.num_schedulers
     engine = make_engine(database_url, "worker", pool_size=loops + 2, pre_ping=False)
     leases = Leases(engine, settings.eval_lease_s)
-    workers = [Worker(settings, database_url, schedulers, engine=engine, leases=leases) for _ in range(loops)]
+    listener = SharedListener(database_url, "worker", WORKER_CHANNELS)
+    workers = [
+        Worker(settings, database_url, schedulers, engine=engine, leases=leases, listener=listener)
+        for _ in range(loops)
+    ]
     threads = [
         threading.Thread(target=w.run, args=(stop,), name=f"scheduler-{i}", daemon=True)
         for i, w in enumerate(workers[1:], start=1)
@@ -288,4 +302,5 @@ def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...
             thread.join()
     finally:
         leases.close()
+        listener.close()
         engine.dispose()

@@ -1,5 +1,6 @@
 """A worker process with several scheduling loops (--num-schedulers, Nomad's num_schedulers):
-each loop holds its own evaluation, and killing the process loses none of them."""
+each loop holds its own evaluation, the loops share one listener, and killing the process loses
+none of them."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def test_each_loop_holds_its_own_evaluation_and_all_complete(
     owners = {owner for _, owner in held}
     assert len(owners) == LOOPS  # one owner per loop ...
     assert {owner.rsplit(":", 2)[1] for owner in owners} == {str(worker.process.pid)}  # ... all in one process
+    listening = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'corral-worker-listen'"
+    assert pg.execute(listening).fetchone() == (1,)  # the loops share the process's one listener
     corral(["applier"], env=env)
     assert wait_for(lambda: pipeline_quiet(pg), timeout=120)
     statuses = pg.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall()
