@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Integer, SmallInteger, text
+from sqlalchemy import CheckConstraint, Index, Integer, SmallInteger, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import LEADER_ROLES, SCHEDULER_ALGORITHMS, sql_in
@@ -67,11 +67,16 @@ class LeaderTerm(Base):
 
 class StateIndex(Base):
     __tablename__ = "state_index"
-    __table_args__ = {
-        "comment": "Append-only log of the state index: one row per table a write transaction changed, at "
-        "that transaction's index (its xid plus state_index_offset()). Readers take max(value) per name at "
-        "or below state_index_safe(); the leader deletes all but the newest row per name below it."
-    }
+    __table_args__ = (
+        # A snapshot's overall index (the newest logged one at or below the safe index) in one
+        # backward probe instead of one per table name (snapshot_indexes, revision 0019).
+        Index("ix_state_index_value", "value"),
+        {
+            "comment": "Append-only log of the state index: one row per table a write transaction changed, at "
+            "that transaction's index (its xid plus state_index_offset()). Readers take max(value) per name at "
+            "or below state_index_safe(); the leader deletes all but the newest row per name below it."
+        },
+    )
 
     name: Mapped[str] = mapped_column(primary_key=True, comment="A table name (or the pre-0015 '_global' floor).")
     value: Mapped[int] = mapped_column(

@@ -5,20 +5,11 @@
 -- logged index, not the safe index itself: it belongs to a synchronously committed write, so
 -- no transaction ID at or below it is handed out again after a crash. 'nodes' keys the node cache;
 -- 'safe' (the safe index itself) the usage cache: snapshot_usage's next :known_usage.
--- Both through primary-key probes (read_latest in state_index.sql), whatever the log's length.
-WITH RECURSIVE names (name) AS (
-    SELECT min(name) FROM state_index
-    UNION ALL
-    SELECT (SELECT min(s.name) FROM state_index s WHERE s.name > n.name) FROM names n WHERE n.name IS NOT NULL
-), latest AS (
-    SELECT n.name, m.value FROM names n
-    CROSS JOIN LATERAL (
-        SELECT max(s.value) AS value FROM state_index s WHERE s.name = n.name AND s.value <= state_index_safe()
-    ) m
-)
-SELECT '_global' AS name, COALESCE(max(value), 0) AS value FROM latest
+-- Each one backward index probe (ix_state_index_value; the primary key for 'nodes'), whatever
+-- the log's length.
+SELECT '_global' AS name, COALESCE((SELECT max(value) FROM state_index WHERE value <= state_index_safe()), 0) AS value
 UNION ALL
-SELECT 'nodes', COALESCE(max(value), 0) FROM latest WHERE name = 'nodes'
+SELECT 'nodes', COALESCE((SELECT max(value) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe()), 0)
 UNION ALL
 SELECT 'safe', state_index_safe();
 
