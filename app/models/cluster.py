@@ -69,7 +69,7 @@ class StateIndex(Base):
     __tablename__ = "state_index"
     __table_args__ = (
         # A snapshot's overall index (the newest logged one at or below the safe index) in one
-        # backward probe instead of one per table name (snapshot_indexes, revision 0019).
+        # backward probe instead of one per table name (snapshot_indexes, revision 0017).
         Index("ix_state_index_value", "value"),
         {
             "comment": "Append-only log of the state index: one row per table a write transaction changed, at "

@@ -10,7 +10,7 @@ ix_state_index_value: a snapshot's overall index (the newest logged index at or 
 index) was found with one probe per table name (a recursive scan over the names); now with one
 backward probe over all of them.
 
-Revision ID: 0019_snapshot_reads
+Revision ID: 0017_snapshot_reads
 Revises: 0016_plan_completes_eval
 Create Date: 2026-11-26 20:00:00
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0019_snapshot_reads"
+revision: str = "0017_snapshot_reads"
 down_revision: str | None = "0016_plan_completes_eval"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
