@@ -21,6 +21,8 @@ def exhausted_dimension(node: Node, usage: NodeUsage, ask: Resources, ports: Ite
         return MEMORY
     if ask.disk_mb > allocatable.disk_mb - used.disk_mb:
         return DISK
+    if not ports:
+        return None
     wanted = [p for p in ports if p]
     if len(set(wanted)) != len(wanted) or any(p in usage.ports or p in node.reserved_ports for p in wanted):
         return PORTS
@@ -28,6 +30,8 @@ def exhausted_dimension(node: Node, usage: NodeUsage, ask: Resources, ports: Ite
 
 
 def add_usage(usage: NodeUsage, resources: Resources, ports: Iterable[int] = ()) -> NodeUsage:
+    if not ports:  # most placements take no host port: keep the node's set as it is
+        return NodeUsage(usage.resources + resources, usage.ports)
     return NodeUsage(usage.resources + resources, usage.ports | frozenset(p for p in ports if p))
 
 

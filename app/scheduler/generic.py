@@ -102,4 +102,6 @@ def _place(
         node, victims = option
     tracker = next_tracker(previous, run.now_ns) if previous is not None and placement.reschedule else None
     alloc = run.build(job, group, placement.name, node, previous, tracker, victims)
-    run.state.place(replace(alloc, deployment_id=deployment_id, canary=placement.canary))
+    if deployment_id is not None or placement.canary:  # replace() costs more than the rest of a placement's build
+        alloc = replace(alloc, deployment_id=deployment_id, canary=placement.canary)
+    run.state.place(alloc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.scheduler import ports
@@ -16,7 +16,7 @@ from app.scheduler.fit import remove_usage
 from app.scheduler.metrics import MetricsBuilder, NodePool
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionAsk, PreemptionScope, exhausted_for, preemption_score, select_victims
-from app.scheduler.rank import SpreadRule, affinity_score, anti_affinity, fit_score, spread_rules, spread_score
+from app.scheduler.rank import SpreadRule, affinity_score, anti_affinity, fit_score_of, spread_rules, spread_score
 from app.structs import Affinity, Job, Node, Resources, RunningAllocation, TaskGroup
 
 Victims = tuple[RunningAllocation, ...]
@@ -40,22 +40,21 @@ class GroupAsk:
     distinct: DistinctRules
     affinities: tuple[Affinity, ...]
     spreads: tuple[SpreadRule, ...]
-
-    @property
-    def fit(self) -> PreemptionAsk:
-        return PreemptionAsk(self.resources, self.static_ports, self.dynamic_ports)
+    fit: PreemptionAsk  # resources and ports together, as the fit check takes them
 
     @classmethod
     def of(cls, job: Job, group: TaskGroup) -> GroupAsk:
         task_affinities = tuple(a for t in group.tasks for a in t.affinities)
+        static, dynamic = ports.static_ports(group), ports.dynamic_count(group)
         return cls(
             group=group,
             resources=group.resources,
-            static_ports=ports.static_ports(group),
-            dynamic_ports=ports.dynamic_count(group),
+            static_ports=static,
+            dynamic_ports=dynamic,
             distinct=distinct_rules(job, group),
             affinities=job.affinities + group.affinities + task_affinities,
             spreads=spread_rules(job.spreads + group.spreads, group.count),
+            fit=PreemptionAsk(group.resources, static, dynamic),
         )
 
 
@@ -97,7 +96,7 @@ class NodeRanker:
         if dimension is not None:
             metrics.exhaust(node, dimension)
             return None
-        return self._score(node, ask, usage.resources + ask.resources, penalty, anti)
+        return self._score(node, ask, usage.resources, penalty, anti)
 
     def consider_preempting(
         self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
@@ -124,7 +123,7 @@ class NodeRanker:
         for victim in victims:
             usage = remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports)
         extra = (preemption_score(victims),) if victims else ()
-        return self._score(node, ask, usage.resources + ask.resources, penalty, anti, extra), victims
+        return self._score(node, ask, usage.resources, penalty, anti, extra), victims
 
     def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder) -> bool:
         metrics.evaluated += 1
@@ -138,28 +137,44 @@ class NodeRanker:
         self,
         node: Node,
         ask: GroupAsk,
-        used_after: Resources,
+        used_before: Resources,
         penalty: frozenset[uuid.UUID],
         anti: bool,
         extra: tuple[float, ...] = (),
     ) -> float:
-        scores = [fit_score(self._allocatable(node), used_after, self.algorithm), *extra]
+        """The mean of the applicable scores, summed as they come (this runs for every node a
+        placement scores: tens of thousands of times in a big batch job's pass)."""
+        wanted = ask.resources
+        total = fit_score_of(
+            self._allocatable(node),
+            used_before.cpu + wanted.cpu,
+            used_before.memory_mb + wanted.memory_mb,
+            self.algorithm,
+        )
+        count = 1
+        for value in extra:
+            total += value
+            count += 1
         if anti:
             collision = anti_affinity(self.state.count_on(node.id, ask.group.name), ask.group.count)
             if collision is not None:
-                scores.append(collision)
-        if node.id in penalty:
-            scores.append(RESCHEDULE_PENALTY)
+                total += collision
+                count += 1
+        if penalty and node.id in penalty:
+            total += RESCHEDULE_PENALTY
+            count += 1
         if ask.affinities:
             affinity = affinity_score(ask.affinities, node)
             if affinity is not None:
-                scores.append(affinity)
+                total += affinity
+                count += 1
         if ask.spreads:
             group = ask.group.name
             spread = spread_score(ask.spreads, node, lambda target: self.state.property_counts(target, group))
             if spread is not None:
-                scores.append(spread)
-        return sum(scores) / len(scores)
+                total += spread
+                count += 1
+        return total / count
 
 
 def score_limit(ask: GroupAsk, batch: bool, candidates: int) -> int:
@@ -200,11 +215,16 @@ class Stack:
         return self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty))
 
     def _best(self, ask: GroupAsk, rank: Callable[[Node], Option | None]) -> tuple[Node, Victims] | None:
-        limit = score_limit(ask, self._batch, len(self._nodes))
+        """One lap at most over the nodes from the cursor, which advances past every node read
+        (an index loop, not a generator: this is the innermost loop of a big batch job's pass)."""
+        nodes, size = self._nodes, len(self._nodes)
+        limit = score_limit(ask, self._batch, size)
         best: tuple[float, Node, Victims] | None = None
         taken = 0
         skipped: list[tuple[float, Node, Victims]] = []
-        for node in self._walk():
+        for _ in range(size):
+            node = nodes[self._cursor]
+            self._cursor = self._cursor + 1 if self._cursor + 1 < size else 0
             option = rank(node)
             if option is None:
                 continue
@@ -221,10 +241,3 @@ class Stack:
             if best is None or fallback[0] > best[0]:
                 best = fallback
         return (best[1], best[2]) if best else None
-
-    def _walk(self) -> Iterator[Node]:
-        """One lap over the nodes from the cursor, advancing it as nodes are consumed."""
-        for _ in range(len(self._nodes)):
-            node = self._nodes[self._cursor]
-            self._cursor = (self._cursor + 1) % len(self._nodes)
-            yield node

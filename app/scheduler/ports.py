@@ -26,6 +26,8 @@ def dynamic_free(node: Node, usage: NodeUsage, static: tuple[int, ...]) -> int:
 def assign(group: TaskGroup, node: Node, usage: NodeUsage, rng: Rng) -> tuple[Port, ...]:
     """Static ports as given; dynamic ones drawn at random from the range (so concurrent
     workers rarely collide), falling back to a scan. Call only after dynamic_free was checked."""
+    if not group.networks:
+        return ()
     taken = set(usage.ports) | set(node.reserved_ports) | set(static_ports(group))
     out: list[Port] = []
     for network in group.networks:

@@ -68,7 +68,11 @@ def job_group(candidate: RunningAllocation) -> JobGroup:
 def exhausted_for(node: Node, usage: NodeUsage, ask: PreemptionAsk) -> str | None:
     """The shared fit check plus the dynamic port count: None when the ask fits."""
     dimension = exhausted_dimension(node, usage, ask.resources, ask.static_ports)
-    if dimension is None and ask.dynamic_ports > ports.dynamic_free(node, usage, ask.static_ports):
+    if (
+        dimension is None
+        and ask.dynamic_ports
+        and ask.dynamic_ports > ports.dynamic_free(node, usage, ask.static_ports)
+    ):
         return PORTS
     return dimension
 

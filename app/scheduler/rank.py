@@ -21,8 +21,13 @@ def _free_fraction(used: int, total: int) -> float:
 def fit_score(allocatable: Resources, used_after: Resources, algorithm: str) -> float:
     """Bin pack rewards fuller nodes, spread emptier ones; both on CPU and memory, as
     fractions of the node's allocatable (capacity minus reserved) left after the placement."""
-    free_cpu = _free_fraction(used_after.cpu, allocatable.cpu)
-    free_mem = _free_fraction(used_after.memory_mb, allocatable.memory_mb)
+    return fit_score_of(allocatable, used_after.cpu, used_after.memory_mb, algorithm)
+
+
+def fit_score_of(allocatable: Resources, cpu_after: int, memory_after: int, algorithm: str) -> float:
+    """fit_score from the two figures it reads, for the ranker's loop (no Resources built per node)."""
+    free_cpu = _free_fraction(cpu_after, allocatable.cpu)
+    free_mem = _free_fraction(memory_after, allocatable.memory_mb)
     total = 10**free_cpu + 10**free_mem
     raw = total - 2 if algorithm == "spread" else 20 - total
     return min(max(raw, 0.0), _MAX_FIT) / _MAX_FIT

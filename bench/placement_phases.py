@@ -1,0 +1,119 @@
+"""The in-process phases behind bench.placement, timed one by one without a database: the pure
+scheduling pass for one batch job of `count` on `nodes` empty nodes, encoding its plan to the
+stored JSON (the codec, then json.dumps as psycopg's Jsonb does), reading it back (json.loads as
+psycopg does, then the codec), and the applier's check of the decoded plan. The database's own
+work (the submit's INSERT, the COPY and its triggers) is not here: bench.placement has it.
+
+Usage: uv run python -m bench.placement_phases [count] [nodes] [rounds]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
+
+from app.pipeline.plan_check import BatchState, check
+from app.pipeline.plan_codec import decode_plan, encode_plan
+from app.plan_wire import PlanRowJson
+from app.scheduler import process
+from app.structs import Evaluation, Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
+
+T = TypeVar("T")
+
+
+def cluster(count: int) -> list[Node]:
+    """bench.placement's nodes: 4,000 MHz and 16 GiB each, one class, the mock driver."""
+    capacity = Resources(cpu=4000, memory_mb=16384, disk_mb=100_000)
+    return [
+        Node(
+            id=uuid.uuid4(),
+            name=f"n{i}",
+            datacenter="dc1",
+            node_class="",
+            node_pool="default",
+            computed_class="v1:1",
+            status="ready",
+            eligibility="eligible",
+            draining=False,
+            capacity=capacity,
+            reserved=Resources(),
+            healthy_drivers=frozenset({"mock"}),
+        )
+        for i in range(count)
+    ]
+
+
+def batch_job(count: int) -> Job:
+    task = Task("t", "mock", Resources(cpu=100, memory_mb=64))
+    return Job(
+        namespace="default",
+        id="c1m",
+        name="c1m",
+        type="batch",
+        priority=50,
+        datacenters=("dc1",),
+        node_pool="default",
+        task_groups=(TaskGroup("g", count, (task,), 0),),
+        version=0,
+    )
+
+
+def timed(label: str, timings: dict[str, list[float]], work: Callable[[], T]) -> T:
+    began = time.perf_counter()
+    out = work()
+    timings.setdefault(label, []).append(time.perf_counter() - began)
+    return out
+
+
+def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]]) -> None:
+    job = batch_job(count)
+    evaluation = Evaluation(
+        id=uuid.uuid4(),
+        namespace="default",
+        job_id=job.id,
+        type="batch",
+        priority=50,
+        triggered_by="job-register",
+        job_modify_index=1,
+    )
+    snapshot = Snapshot(index=10, job=job, nodes=nodes, allocations=())
+    result = timed("scheduling pass", timings, lambda: process(evaluation, snapshot, now_ns=1))
+    plan = result.plan
+    placed = sum(len(a) for a in plan.node_allocation.values())
+    assert placed == count, f"placed {placed} of {count}"
+    row = timed("encode (codec)", timings, lambda: encode_plan(plan, job.namespace, job.id))
+    text = timed("encode (json.dumps)", timings, lambda: json.dumps(row["node_allocation"]))
+    loaded = timed("decode (json.loads)", timings, lambda: json.loads(text))
+    stored: PlanRowJson = {**row, "node_allocation": loaded}
+    decoded: Plan = timed("decode (codec)", timings, lambda: decode_plan(stored))
+    state = BatchState(nodes=nodes.by_id, usage={}, touched={})
+    verdict = timed("applier check", timings, lambda: check(decoded, state))
+    assert not verdict.rejected
+
+
+def main(count: int, node_count: int, rounds: int) -> None:
+    nodes = NodeSet(cluster(node_count))
+    timings: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        one_round(count, nodes, timings)
+    print(
+        f"one batch job of {count:,} on {node_count:,} nodes, median of {rounds} rounds, load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    total = 0.0
+    for label, values in timings.items():
+        median = statistics.median(values)
+        total += median
+        print(f"{label:<22} {median * 1000:>9.1f} ms  {median / count * 1e6:>6.1f} us/placement")
+    print(f"{'sum':<22} {total * 1000:>9.1f} ms  ({count / total:,.0f} placements/s for these phases alone)")
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:4]]
+    main(*(args + [50_000, 5_000, 3][len(args) :]))
