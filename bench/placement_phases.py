@@ -1,4 +1,5 @@
-"""The in-process phases behind bench.placement, timed one by one without a database: the pure
+"""The in-process phases behind bench.placement, timed one by one (CPU time of this process, so
+other load on the machine moves the figures less) without a database: the pure
 scheduling pass for one batch job of `count` on `nodes` empty nodes, encoding its plan to the
 stored JSON (the codec, then json.dumps as psycopg's Jsonb does), reading it back (json.loads as
 psycopg does, then the codec), and the applier's check of the decoded plan. The database's own
@@ -65,9 +66,9 @@ def batch_job(count: int) -> Job:
 
 
 def timed(label: str, timings: dict[str, list[float]], work: Callable[[], T]) -> T:
-    began = time.perf_counter()
+    began = time.process_time()
     out = work()
-    timings.setdefault(label, []).append(time.perf_counter() - began)
+    timings.setdefault(label, []).append(time.process_time() - began)
     return out
 
 
