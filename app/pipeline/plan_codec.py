@@ -108,6 +108,8 @@ def ports_to_json(ports: tuple[Port, ...]) -> list[PortJson]:
 
 
 def ports_from_json(raw: list[PortJson]) -> tuple[Port, ...]:
+    if not raw:  # most placements: skip building a generator for nothing
+        return ()
     return tuple(Port(p["Label"], p["Value"], p["To"], p["HostNetwork"]) for p in raw)
 
 
@@ -167,7 +169,9 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         node_name=raw.get("NodeName", ""),
         create_index=raw.get("CreateIndex", 0),
         modify_index=raw.get("ModifyIndex", 0),
-        preempted_allocations=tuple(uuid.UUID(p) for p in raw.get("PreemptedAllocations") or ()),
+        preempted_allocations=tuple(uuid.UUID(p) for p in preempted)
+        if (preempted := raw.get("PreemptedAllocations"))
+        else (),
         healthy=raw.get("Healthy"),
         canary=raw.get("Canary", False),
     )

@@ -137,7 +137,10 @@ class PlanState:
             self._live[alloc.id] = alloc
         else:
             self._live.pop(alloc.id, None)
-        self._on_node.setdefault(alloc.node_id, Counter())[alloc.task_group] += delta
+        counts = self._on_node.get(alloc.node_id)
+        if counts is None:  # not setdefault: that would build a Counter for every placement
+            counts = self._on_node[alloc.node_id] = Counter()
+        counts[alloc.task_group] += delta
         for key, counts in self._properties.items():
             value = self._value_of(alloc, key)
             if value is not None:
