@@ -74,13 +74,6 @@ class NodeRanker:
         self.pool = pool
         self.algorithm = algorithm
         self.preemption = preemption  # None: preemption is disabled for this job's type
-        self._allocatable_cache: dict[uuid.UUID, Resources] = {}
-
-    def _allocatable(self, node: Node) -> Resources:
-        found = self._allocatable_cache.get(node.id)
-        if found is None:
-            found = self._allocatable_cache[node.id] = node.allocatable
-        return found
 
     def metrics(self) -> MetricsBuilder:
         return MetricsBuilder(self.pool)
@@ -146,7 +139,7 @@ class NodeRanker:
         placement scores: tens of thousands of times in a big batch job's pass)."""
         wanted = ask.resources
         total = fit_score_of(
-            self._allocatable(node),
+            node.allocatable,  # made once per node object
             used_before.cpu + wanted.cpu,
             used_before.memory_mb + wanted.memory_mb,
             self.algorithm,
