@@ -65,14 +65,22 @@ def decode_plan(row: PlanRowJson) -> Plan:
         snapshot_index=row["snapshot_index"],
         all_at_once=row["all_at_once"],
         node_update=_stops_from_nodes(row["node_update"]),
-        node_allocation={
-            uuid.UUID(n): tuple(alloc_from_json(a, uuid.UUID(n), namespace, job_id) for a in allocs)
-            for n, allocs in row["node_allocation"].items()
-        },
+        node_allocation=_allocs_from_nodes(row["node_allocation"], namespace, job_id),
         node_preemptions=_stops_from_nodes(row["node_preemptions"]),
         deployment=deployment_from_json(row["deployment"]) if row["deployment"] else None,
         deployment_updates=tuple(status_update_from_json(u) for u in row["deployment_updates"] or ()),
     )
+
+
+def _allocs_from_nodes(
+    items: Mapping[str, list[AllocJson]], namespace: str, job_id: str
+) -> dict[uuid.UUID, tuple[Allocation, ...]]:
+    """Each node's ID parsed once, not once per allocation on it (and its allocations share that one UUID)."""
+    out: dict[uuid.UUID, tuple[Allocation, ...]] = {}
+    for n, allocs in items.items():
+        node_id = uuid.UUID(n)
+        out[node_id] = tuple(alloc_from_json(a, node_id, namespace, job_id) for a in allocs)
+    return out
 
 
 def _stops_by_node(items: Mapping[uuid.UUID, tuple[AllocationStop, ...]]) -> dict[str, list[StopJson]]:
