@@ -81,7 +81,7 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
         fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
         leases = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
         reads = send_reads(pg, [p.plan for p in pending])
-        deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids(p.plan for p in pending))
+        deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids([p.plan for p in pending]))
     index = _index(taken.fetchone(), tables)
     if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")

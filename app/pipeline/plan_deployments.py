@@ -55,7 +55,7 @@ class Outcome:
         return any(s.new or s.changed for s in self.after.values())
 
 
-def deployment_ids(plans: Iterable[Plan]) -> list[uuid.UUID]:
+def deployment_ids(plans: Sequence[Plan]) -> list[uuid.UUID]:
     """Every deployment the plans create, advance or change the status of."""
     ids = {p.deployment.id for p in plans if p.deployment}
     ids.update(u.deployment_id for p in plans for u in p.deployment_updates)
