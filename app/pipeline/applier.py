@@ -23,7 +23,7 @@ from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
-from app.pipeline.plan_state import send_reads
+from app.pipeline.plan_state import binary_ids, send_reads
 from app.pipeline.plan_writes import Checked, Known, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
 from app.store.sql import psycopg_query
@@ -79,9 +79,11 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
     with pg.pipeline():  # one round trip for the index, the fence, the leases and the state
         taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
         fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
-        leases = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
+        pg.execute(psycopg_query("custom_plans"))
+        leases = pg.execute(binary_ids("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
         reads = send_reads(pg, [p.plan for p in pending])
         deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids([p.plan for p in pending]))
+        pg.execute(psycopg_query("generic_plans"))
     index = _index(taken.fetchone(), tables)
     if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")
@@ -176,7 +178,7 @@ def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decid
     due = [d.pending for d in decided if d.pending.completion is not None and not d.verdict.rejected]
     if not due:
         return decided
-    done = {row[0] for row in pg.execute(psycopg_query("complete_evals"), _completion_params(due), prepare=True)}
+    done = {row[0] for row in pg.execute(binary_ids("complete_evals"), _completion_params(due), prepare=True)}
     return [
         Decided(d.pending, d.verdict, completed=d.pending in due and d.pending.plan.eval_id in done) for d in decided
     ]

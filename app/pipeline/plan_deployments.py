@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from app.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.pipeline.plan_state import binary_ids
 from app.store.deployment_codec import group_to_json
 from app.store.sql import psycopg_query
 from app.structs import Deployment, DeploymentStatusUpdate, Plan
@@ -136,7 +137,7 @@ def send_read(pg: psycopg.Connection[Any], ids: Sequence[uuid.UUID]) -> psycopg.
     """Lock and read the stored deployments (in the caller's pipeline); None when there are none."""
     if not ids:
         return None
-    return pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_deployments"), {"ids": list(ids)}, prepare=True)
+    return pg.cursor(row_factory=dict_row).execute(binary_ids("plan_deployments"), {"ids": list(ids)}, prepare=True)
 
 
 def write(pg: psycopg.Connection[Any], outcome: Outcome, index: int) -> None:
