@@ -5,8 +5,9 @@ unblocks are rare and go through the store's functions on the same transaction."
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -171,10 +172,17 @@ COPY_COLUMNS = (
 )
 
 
+def _array(values: Iterable[object]) -> str:
+    """An array column in COPY's text form. psycopg dumps a Python list (and a Jsonb) through
+    its generic adapters, value by value: twice the formatting time of a whole row (measured:
+    25.8 against 11.8 us a row). Only integers and UUIDs go here, which need no quoting."""
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
 def copy_allocations(pg: psycopg.Connection[Any], fresh: list[Placement], index: int, now: datetime) -> None:
     """COPY, not INSERT: a batch (or one big plan) can place tens of thousands of allocations in
     one commit. The statement trigger on allocations still checks the whole batch against node
-    capacity."""
+    capacity. Arrays and JSON are written as their text forms (COPY's text format parses them)."""
     if not fresh:
         return
     with pg.cursor().copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
@@ -200,10 +208,10 @@ def _copy_row(placed: Placement, index: int, now: datetime) -> tuple[object, ...
         resources.memory_mb,
         resources.memory_max_mb,
         resources.disk_mb,
-        list(placed.ports),
-        Jsonb({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
+        _array(placed.ports),
+        json.dumps({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
         a.previous_allocation,
-        list(a.preempted_allocations),
+        _array(a.preempted_allocations),
         Jsonb(dict(a.reschedule_tracker)) if a.reschedule_tracker else None,
         a.deployment_id,
         Jsonb({"Canary": True}) if a.canary else None,
