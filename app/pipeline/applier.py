@@ -7,6 +7,8 @@ and let the caller commit once. Runs only on the lock holder's connection, fence
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +20,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
-from app.pipeline.plan_check import BatchState, Verdict, check
+from app.pipeline import plan_deployments
+from app.pipeline.plan_check import Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
-from app.pipeline.plan_state import send_reads
-from app.pipeline.plan_writes import Checked, raw, write_batch
+from app.pipeline.plan_state import binary_ids, send_reads
+from app.pipeline.plan_writes import Checked, Known, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
@@ -76,8 +79,11 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
     with pg.pipeline():  # one round trip for the index, the fence, the leases and the state
         taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
         fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
-        leases = pg.execute(psycopg_query("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
+        pg.execute(psycopg_query("custom_plans"))
+        leases = pg.execute(binary_ids("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
         reads = send_reads(pg, [p.plan for p in pending])
+        deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids([p.plan for p in pending]))
+        pg.execute(psycopg_query("generic_plans"))
     index = _index(taken.fetchone(), tables)
     if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")
@@ -85,9 +91,13 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
     live = [p for p in pending if owned.get(p.plan.eval_id) == p.token]
     with timed(PLAN_EVALUATE):
         state = reads.state()
-        in_db = set(state.touched)
+        known = Known(
+            in_db=set(state.touched),
+            classes={n: node.computed_class for n, node in state.nodes.items()},
+            deployments=plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
+        )
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
-    verdicts = _write(session, checked, index, in_db, state)
+    verdicts = _write(session, checked, index, known)
     decided = [Decided(p, v) for p, v in zip(live, verdicts, strict=True)]
     decided = _complete(pg, decided)
     decided += [Decided(p, Verdict(), fenced=True) for p in pending if owned.get(p.plan.eval_id) != p.token]
@@ -122,30 +132,42 @@ def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:
     return int(taken[0])
 
 
-def _write(
-    session: Session, checked: list[Checked], index: int, in_db: set[uuid.UUID], state: BatchState
-) -> list[Verdict]:
+def _write(session: Session, checked: list[Checked], index: int, known: Known) -> list[Verdict]:
     """Write the whole batch under one savepoint; if the database refuses it (the overcommit
     trigger, a constraint: our own check let something through it should not have), write the
     plans one savepoint each, and refuse whole every plan whose writes fail, so its worker
     re-plans from fresh state instead of failing the same plan on every retry."""
-    classes = {n: node.computed_class for n, node in state.nodes.items()}
     try:
-        with session.begin_nested():
-            write_batch(session, checked, index, in_db, classes)
+        with _savepoint(session, checked):
+            write_batch(session, checked, index, known)
         return [c.verdict for c in checked]
     except (IntegrityError, psycopg.errors.IntegrityError):
         log.warning("database refused a batch's writes; writing its plans one by one", plans=len(checked))
     verdicts = []
     for item in checked:
         try:
-            with session.begin_nested():
-                write_batch(session, [item], index, in_db, classes)
+            with _savepoint(session, [item]):
+                outcome = write_batch(session, [item], index, known)
+            # The plans after it build on the deployments it created or advanced.
+            known = Known(known.in_db, known.classes, plan_deployments.settled(outcome))
             verdicts.append(item.verdict)
         except (IntegrityError, psycopg.errors.IntegrityError):
             log.error("database refused plan writes; rejecting the plan", eval_id=str(item.plan.eval_id), exc_info=True)
             verdicts.append(Verdict(rejected=list(item.verdict.nodes)))
     return verdicts
+
+
+@contextmanager
+def _savepoint(session: Session, batch: Sequence[Checked]) -> Iterator[None]:
+    """A savepoint on the raw connection (SQLAlchemy's begin_nested costs an ORM flush and its
+    bookkeeping on every batch). Preemptions are the exception: their follow-up evaluations are
+    ORM objects, which only the ORM's own savepoint flushes inside it and forgets on a rollback."""
+    if any(item.verdict.preemptions for item in batch):
+        with session.begin_nested():
+            yield
+        return
+    with raw(session).transaction():
+        yield
 
 
 def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decided]:
@@ -156,7 +178,7 @@ def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decid
     due = [d.pending for d in decided if d.pending.completion is not None and not d.verdict.rejected]
     if not due:
         return decided
-    done = {row[0] for row in pg.execute(psycopg_query("complete_evals"), _completion_params(due), prepare=True)}
+    done = {row[0] for row in pg.execute(binary_ids("complete_evals"), _completion_params(due), prepare=True)}
     return [
         Decided(d.pending, d.verdict, completed=d.pending in due and d.pending.plan.eval_id in done) for d in decided
     ]

@@ -8,6 +8,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import psycopg
@@ -38,16 +39,24 @@ class StateReads:
         )
 
 
+@cache
+def binary_ids(name: str) -> str:
+    """psycopg_query(name) with its UUID lists (:ids, :tokens) sent in binary: psycopg dumps a
+    list in text one element at a time in Python, about 7 times slower than in binary (measured:
+    410 against 56 us for 200 UUIDs), and a batch sends a thousand of them."""
+    return psycopg_query(name).replace("%(ids)s", "%(ids)b").replace("%(tokens)s", "%(tokens)b")
+
+
 def send_reads(pg: psycopg.Connection[Any], plans: Sequence[Plan]) -> StateReads:
     """Send the reads for `plans`: inside a pipeline they share one round trip with whatever
     else the caller sends."""
     node_ids = {"ids": list({n for plan in plans for n in plan_nodes(plan)})}
     alloc_ids = {"ids": list({a for plan in plans for a in plan_alloc_ids(plan)})}
     return StateReads(
-        nodes=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_check_nodes"), node_ids, prepare=True),
-        ports=pg.cursor().execute(psycopg_query("plan_node_ports"), node_ids, prepare=True),
-        usage=pg.cursor().execute(psycopg_query("plan_node_usage"), node_ids, prepare=True),
-        touched=pg.cursor(row_factory=dict_row).execute(psycopg_query("plan_touched_allocs"), alloc_ids, prepare=True),
+        nodes=pg.cursor(row_factory=dict_row).execute(binary_ids("plan_check_nodes"), node_ids, prepare=True),
+        ports=pg.cursor().execute(binary_ids("plan_node_ports"), node_ids, prepare=True),
+        usage=pg.cursor().execute(binary_ids("plan_node_usage"), node_ids, prepare=True),
+        touched=pg.cursor(row_factory=dict_row).execute(binary_ids("plan_touched_allocs"), alloc_ids, prepare=True),
     )
 
 

@@ -1,12 +1,12 @@
-"""Deployment rows: created and advanced by plans, promoted, paused and failed by operators and
-by the leader's watcher. Every status change that needs the scheduler creates its
-`deployment-watcher` evaluation in the same transaction; a failure with auto_revert
-registers the latest stable version again."""
+"""Deployment rows: promoted, paused and failed by operators and by the leader's watcher (plans
+create and advance them in the applier's batch: app.pipeline.plan_deployments). Every status
+change that needs the scheduler creates its `deployment-watcher` evaluation in the same
+transaction; a failure with auto_revert registers the latest stable version again."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,11 +20,11 @@ from app.errors import Conflict, CorralError, InvalidInput, NotFound
 from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
 from app.scheduler.deployments import RUNNING
-from app.store.deployment_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json, group_to_json
+from app.store.deployment_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.jobs import RegisterOptions, register_at
 from app.store.sql import query
-from app.structs import Deployment, DeploymentStatusUpdate
+from app.structs import Deployment
 
 TABLES = ["deployments", "evaluations", "jobs", "allocations"]
 PAUSED = "Deployment is paused"
@@ -52,60 +52,6 @@ def get_row(session: Session, deployment_id: uuid.UUID, *, for_update: bool = Fa
     if row is None:
         raise NotFound.of("DeploymentID", f"deployment {deployment_id} not found")
     return row
-
-
-# --- written by the plan applier ----------------------------------------------------------
-
-
-def apply_plan_deployment(session: Session, planned: Deployment, index: int) -> None:
-    """Create the plan's deployment, or merge its group states into the stored one. Fields an
-    operator owns (Promoted) and the progress deadline the watcher moves are kept as stored."""
-    row = session.get(DeploymentRow, planned.id, with_for_update=True)
-    now = datetime.now(UTC)
-    if row is None:
-        session.add(
-            DeploymentRow(
-                id=planned.id,
-                namespace=planned.namespace,
-                job_id=planned.job_id,
-                job_version=planned.job_version,
-                job_modify_index=planned.job_modify_index,
-                job_spec_modify_index=planned.job_modify_index,
-                job_create_index=planned.job_create_index,
-                status=planned.status,
-                status_description=planned.status_description,
-                task_groups={name: group_to_json(g) for name, g in planned.groups.items()},
-                eval_priority=planned.eval_priority,
-                create_index=index,
-                modify_index=index,
-                create_time=now,
-                modify_time=now,
-            )
-        )
-        session.flush()
-        return
-    if row.status not in DEPLOYMENT_ACTIVE_STATUSES:
-        return
-    groups = dict(row.task_groups or {})
-    for name, group in planned.groups.items():
-        stored = groups.get(name)
-        if stored is None:
-            groups[name] = group_to_json(group)
-        else:
-            groups[name] = {**stored, "DesiredCanaries": max(stored["DesiredCanaries"], group.desired_canaries)}
-    if groups != row.task_groups or planned.status_description != row.status_description:
-        row.task_groups = groups
-        if row.status == "running":
-            row.status_description = planned.status_description
-        row.modify_index, row.modify_time = index, now
-
-
-def apply_status_updates(session: Session, updates: Iterable[DeploymentStatusUpdate], index: int) -> None:
-    """Status changes a plan asks for; a deployment that already ended keeps its ending."""
-    for change in updates:
-        row = session.get(DeploymentRow, change.deployment_id, with_for_update=True)
-        if row is not None and row.status in DEPLOYMENT_ACTIVE_STATUSES:
-            set_status(session, row, change.status, change.description, index)
 
 
 def set_status(session: Session, row: DeploymentRow, status: str, description: str, index: int) -> None:

@@ -136,3 +136,63 @@ WITH taken AS (SELECT state_index_own() AS index), done AS (
     RETURNING e.id
 )
 SELECT id FROM finished;
+
+-- name: plan_deployments
+-- The stored deployments a batch's plans create, advance or change the status of, locked until
+-- the batch commits (operators and the watcher lock them too), in id order (no lock cycles).
+SELECT id, namespace, job_id, job_version, status, status_description, task_groups
+FROM deployments WHERE id = ANY(:ids)
+ORDER BY id
+FOR UPDATE;
+
+-- name: plan_insert_deployments
+-- Every deployment the batch creates, in one statement. The job spec modify index is the job
+-- modify index the plan names, as a plan's deployment always recorded it.
+INSERT INTO deployments (id, namespace, job_id, job_version, job_modify_index, job_spec_modify_index,
+                         job_create_index, status, status_description, task_groups, eval_priority,
+                         create_index, modify_index, create_time, modify_time)
+SELECT d.id, d.namespace, d.job_id, d.job_version, d.job_modify_index, d.job_modify_index, d.job_create_index,
+       d.status, d.description, d.task_groups, d.priority, :index, :index, now(), now()
+FROM unnest(CAST(:ids AS uuid[]), CAST(:namespaces AS text[]), CAST(:job_ids AS text[]),
+            CAST(:job_versions AS integer[]), CAST(:job_modify_indexes AS bigint[]),
+            CAST(:job_create_indexes AS bigint[]), CAST(:statuses AS text[]), CAST(:descriptions AS text[]),
+            CAST(:groups AS jsonb[]), CAST(:priorities AS integer[]))
+    AS d(id, namespace, job_id, job_version, job_modify_index, job_create_index, status, description,
+         task_groups, priority);
+
+-- name: plan_update_deployments
+-- The stored deployments the batch advanced (groups merged, description, status), as the
+-- applier folded them; the rows are locked since plan_deployments.
+UPDATE deployments d
+SET task_groups = v.task_groups, status = v.status, status_description = v.description,
+    modify_index = :index, modify_time = now()
+FROM unnest(CAST(:ids AS uuid[]), CAST(:groups AS jsonb[]), CAST(:statuses AS text[]),
+            CAST(:descriptions AS text[])) AS v(id, task_groups, status, description)
+WHERE d.id = v.id;
+
+-- name: plan_mark_stable
+-- A successful deployment marks its job version stable (the version auto-revert returns to),
+-- and the job too while that version is still its current one.
+WITH v AS (
+    SELECT * FROM unnest(CAST(:namespaces AS text[]), CAST(:job_ids AS text[]), CAST(:versions AS integer[]))
+        AS v(namespace, job_id, version)
+), versions AS (
+    UPDATE job_versions jv SET stable = true
+    FROM v WHERE jv.namespace = v.namespace AND jv.job_id = v.job_id AND jv.version = v.version
+    RETURNING 1
+)
+UPDATE jobs j SET stable = true, modify_index = :index
+FROM v WHERE j.namespace = v.namespace AND j.id = v.job_id AND j.version = v.version;
+
+-- name: custom_plans
+-- The batch's reads are prepared, and Postgres keeps a prepared statement's generic plan once it
+-- costs no more than the custom ones: a plan made while allocations, node_usage or deployments
+-- were nearly empty (a fresh cluster, a benchmark) is a sequential scan, kept as they grow until
+-- autovacuum's next ANALYZE (measured: 0.66 ms for a touched-allocations read returning
+-- nothing). Planned per execution, they use their indexes from the start; planning these short
+-- reads costs less than one such scan. Until generic_plans (the writes' plans do not depend on
+-- the tables' sizes, and planning them every time costs more than it saves).
+SET LOCAL plan_cache_mode = force_custom_plan;
+
+-- name: generic_plans
+SET LOCAL plan_cache_mode = auto;

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ from app.pipeline import broker, plans
 from app.pipeline.applier import Deposed, apply_batch
 from app.pipeline.plan_writes import Checked
 from app.plan_wire import CompletionJson
-from app.structs import AllocationStop, Plan
+from app.structs import AllocationStop, Plan, Port
 from tests.support.pipeline import alloc, claim, register, submit
 from tests.support.rows import insert_node
 
@@ -221,3 +222,32 @@ def test_batch_limit_one_applies_one_plan_per_transaction(engine: Engine, pg: Co
     commits = pg.execute("SELECT count(DISTINCT alloc_index) FROM plan_results").fetchone()
     assert commits == (3,)
     assert pg.execute("SELECT DISTINCT status FROM evaluations").fetchall() == [("complete",)]
+
+
+def test_copied_allocations_keep_their_ports_preemptions_and_resources(
+    engine: Engine, pg: Conn, lead: Leadership
+) -> None:
+    node = insert_node(pg, cpu=4000)
+    held = claimed(engine, "web")
+    victim = uuid.uuid4()
+    placed = replace(
+        alloc(held, node, 0, cpu=100),
+        ports=(Port("http", 8080, 80, "default\\lan"), Port("admin", 9090)),
+        preempted_allocations=(victim,),
+    )
+    submit(engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (placed,)}))
+    batch(lead)
+    row = pg.execute("SELECT host_ports, preempted_allocations, allocated_resources FROM allocations").fetchone()
+    assert row == (
+        [8080, 9090],
+        [victim],
+        {
+            "Shared": {
+                "DiskMB": 10,
+                "Ports": [
+                    {"Label": "http", "Value": 8080, "To": 80, "HostNetwork": "default\\lan"},
+                    {"Label": "admin", "Value": 9090, "To": 0, "HostNetwork": "default"},
+                ],
+            }
+        },
+    )
