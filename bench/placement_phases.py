@@ -24,30 +24,14 @@ from app.pipeline.plan_codec import decode_plan, encode_plan
 from app.plan_wire import PlanRowJson
 from app.scheduler import process
 from app.structs import Evaluation, Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
+from bench.scheduler_pass import nodes
 
 T = TypeVar("T")
 
 
 def cluster(count: int) -> list[Node]:
     """bench.placement's nodes: 4,000 MHz and 16 GiB each, one class, the mock driver."""
-    capacity = Resources(cpu=4000, memory_mb=16384, disk_mb=100_000)
-    return [
-        Node(
-            id=uuid.uuid4(),
-            name=f"n{i}",
-            datacenter="dc1",
-            node_class="",
-            node_pool="default",
-            computed_class="v1:1",
-            status="ready",
-            eligibility="eligible",
-            draining=False,
-            capacity=capacity,
-            reserved=Resources(),
-            healthy_drivers=frozenset({"mock"}),
-        )
-        for i in range(count)
-    ]
+    return nodes(count, memory_mb=16384)
 
 
 def batch_job(count: int) -> Job:

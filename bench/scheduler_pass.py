@@ -22,8 +22,9 @@ from app.scheduler.shuffle import Rng
 from app.structs import Evaluation, Job, Node, NodeSet, Resources, Snapshot, Task, TaskGroup
 
 
-def nodes(count: int) -> list[Node]:
-    capacity = Resources(cpu=4000, memory_mb=8192, disk_mb=100_000)
+def nodes(count: int, *, memory_mb: int = 8192) -> list[Node]:
+    """`count` ready nodes of 4,000 MHz and `memory_mb`, one class, the mock driver."""
+    capacity = Resources(cpu=4000, memory_mb=memory_mb, disk_mb=100_000)
     return [
         Node(
             id=uuid.uuid4(),

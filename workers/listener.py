@@ -90,7 +90,8 @@ class SharedListener:
             if conn is None or not self._listening:
                 time.sleep(RECONNECT_S)
                 self._connect()
-                self._publish(Notice(0, "", ""))  # may have missed some: every waiter re-checks
+                if self._listening:  # may have missed some meanwhile: every waiter re-checks
+                    self._publish(Notice(0, "", ""))
                 continue
             try:
                 for n in conn.notifies(timeout=0.5):

@@ -10,6 +10,7 @@ import pytest
 
 from app.pipeline.plan_deployments import Stored, deployment_ids, fold, settled
 from app.structs import Deployment, DeploymentGroup, DeploymentStatusUpdate, Plan
+from tests.support.rows import group_state
 
 pytestmark = pytest.mark.unit
 DEP = uuid.UUID(int=1)
@@ -28,16 +29,7 @@ def row(status: str = "running", **groups: dict[str, object]) -> Stored:
 
 
 def group(**fields: object) -> dict[str, object]:
-    base: dict[str, object] = {
-        "AutoRevert": False,
-        "AutoPromote": False,
-        "ProgressDeadline": 0,
-        "RequireProgressBy": 0,
-        "Promoted": False,
-        "DesiredCanaries": 0,
-        "DesiredTotal": 0,
-    }
-    return {**base, **fields}
+    return group_state(**{"DesiredTotal": 0, **fields})
 
 
 def test_ids_come_from_deployments_and_status_updates() -> None:
