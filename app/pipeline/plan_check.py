@@ -5,7 +5,9 @@ before it in the same batch already took or freed. Pure: the state is loaded by 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from app.scheduler.fit import add_usage, exhausted_dimension, remove_usage
 from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, PlanResult, Resources
@@ -55,15 +57,15 @@ class Verdict:
         )
 
 
-@dataclass(frozen=True)
-class Touched:
+class Touched(NamedTuple):
     """An allocation a plan places, stops or evicts, as it stands (in the database, or after an
-    earlier plan of the batch)."""
+    earlier plan of the batch). A named tuple: the check makes one per placement (50,000 for a
+    big batch job), and a tuple is built several times faster than a frozen dataclass."""
 
     node_id: uuid.UUID
     live: bool
     resources: Resources
-    ports: frozenset[int]
+    ports: Collection[int]
 
 
 @dataclass
@@ -78,8 +80,9 @@ class BatchState:
 def placement(alloc: Allocation) -> Placement:
     res = alloc.resources
     if res.memory_max_mb < res.memory_mb:  # the oldest rows carry no MemoryMaxMB: memory is the burst limit
-        res = replace(res, memory_max_mb=res.memory_mb)
-    return Placement(alloc=alloc, resources=res, ports=tuple(p.value for p in alloc.ports if p.value))
+        res = Resources(cpu=res.cpu, memory_mb=res.memory_mb, disk_mb=res.disk_mb, memory_max_mb=res.memory_mb)
+    ports = tuple(p.value for p in alloc.ports if p.value) if alloc.ports else ()
+    return Placement(alloc=alloc, resources=res, ports=ports)
 
 
 def plan_nodes(plan: Plan) -> list[uuid.UUID]:
@@ -122,10 +125,11 @@ def _charge(state: BatchState, verdict: Verdict, after: dict[uuid.UUID, NodeUsag
     for stop in (s for items in (*verdict.stops.values(), *verdict.preemptions.values()) for s in items):
         old = state.touched.get(stop.alloc_id)
         if old is not None:
-            state.touched[stop.alloc_id] = replace(old, live=False)
+            state.touched[stop.alloc_id] = old._replace(live=False)
+    touched = state.touched
     for node_id, new in verdict.accepted.items():
         for p in new:
-            state.touched[p.alloc_id] = Touched(node_id, True, p.resources, frozenset(p.ports))
+            touched[p.alloc.id] = Touched(node_id, True, p.resources, p.ports)
 
 
 def _victims_still_there(node_id: uuid.UUID, victims: list[AllocationStop], state: BatchState) -> bool:
@@ -160,8 +164,18 @@ def _node_after(
     )
     if not in_place and (node.eligibility != "eligible" or node.draining):
         return None
-    for alloc in new:
-        if exhausted_dimension(node, usage, alloc.resources, alloc.ports) is not None:
-            return None
-        usage = add_usage(usage, alloc.resources, alloc.ports)
-    return usage
+    # All of the node's new work at once: resources only add up, so if the sum fits every prefix
+    # does, and one that does not fit rejects the node whole anyway. The ports are checked
+    # together too, duplicates among the new allocations included.
+    cpu = memory_mb = disk_mb = memory_max_mb = 0
+    ports: list[int] = []
+    for a in new:
+        r = a.resources
+        cpu, memory_mb, disk_mb = cpu + r.cpu, memory_mb + r.memory_mb, disk_mb + r.disk_mb
+        memory_max_mb += r.memory_max_mb
+        if a.ports:
+            ports.extend(a.ports)
+    asked = Resources(cpu=cpu, memory_mb=memory_mb, disk_mb=disk_mb, memory_max_mb=memory_max_mb)
+    if exhausted_dimension(node, usage, asked, ports) is not None:
+        return None
+    return add_usage(usage, asked, ports)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
 from app.pipeline.plan_check import BatchState, Touched, check
-from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Resources
+from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Port, Resources
 from tests.support.scheduler_harness import node
 
 pytestmark = pytest.mark.unit
@@ -81,3 +82,24 @@ def test_an_allocation_placed_earlier_in_the_batch_can_be_updated_in_place() -> 
     bigger = allocation(500, alloc_id=placed.id)
     assert check(placing(bigger), batch).accepted
     assert batch.usage[NODE_ID].resources.cpu == 500
+
+
+def with_port(alloc: Allocation, port: int) -> Allocation:
+    return replace(alloc, ports=(Port("http", port),))
+
+
+def test_a_node_takes_several_new_allocations_only_if_all_of_them_fit_together() -> None:
+    batch = state(NodeUsage(Resources(cpu=100, memory_mb=64, disk_mb=10)))
+    assert check(placing(allocation(300), allocation(300), allocation(301)), batch).rejected == [NODE_ID]
+    assert batch.usage[NODE_ID].resources.cpu == 100  # nothing charged for the rejected node
+    verdict = check(placing(allocation(300), allocation(300), allocation(300)), batch)
+    assert [len(v) for v in verdict.accepted.values()] == [3]
+    assert batch.usage[NODE_ID].resources == Resources(cpu=1000, memory_mb=256, disk_mb=40, memory_max_mb=192)
+
+
+def test_new_allocations_on_one_node_may_not_share_a_host_port_or_take_a_used_one() -> None:
+    batch = state(NodeUsage(ports=frozenset({8080})))
+    assert check(placing(with_port(allocation(10), 9000), with_port(allocation(10), 9000)), batch).rejected
+    assert check(placing(with_port(allocation(10), 8080)), batch).rejected
+    assert check(placing(with_port(allocation(10), 9000), with_port(allocation(10), 9001)), batch).accepted
+    assert batch.usage[NODE_ID].ports == frozenset({8080, 9000, 9001})
