@@ -17,8 +17,10 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from app.db.embedded import EmbeddedPostgres
-from app.db.engines import libpq_url, sqlalchemy_url
+from app.db.engines import libpq_url, make_engine, make_sessionmaker, sqlalchemy_url, transaction
 from app.db.schema import upgrade
+from app.jobspec import normalize_job
+from app.store.jobs import RegisterOptions, register_job
 
 
 @contextmanager
@@ -88,6 +90,18 @@ def add_nodes(url: str, count: int, *, cpu: int, memory_mb: int) -> None:
             (cpu, memory_mb, count),
         )
         conn.execute("INSERT INTO state_index (name, value) VALUES ('nodes', state_index_own())")
+
+
+def register_mock_job(url: str, job_id: str = "bench") -> str:
+    """A service job of one mock task registered through the store, as the API would; its
+    evaluation's ID, which allocations written by hand can name."""
+    engine = make_engine(url, "cli")
+    spec = normalize_job({"ID": job_id, "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            return str(register_job(session, spec, RegisterOptions()).eval_id)
+    finally:
+        engine.dispose()
 
 
 def pgbench() -> str:

@@ -15,10 +15,8 @@ import time
 import psycopg
 from psycopg import sql
 
-from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
-from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
-from bench.common import add_nodes, bench_database
+from app.db.engines import libpq_url
+from bench.common import add_nodes, bench_database, register_mock_job
 
 INSERT = (
     "INSERT INTO allocations (id, namespace, job_id, job_version, eval_id, node_id, node_name, task_group, name, "
@@ -69,11 +67,7 @@ def one_round(
 def main(count: int, rounds: int) -> None:
     with bench_database() as url:
         add_nodes(url, NODES, cpu=10**6, memory_mb=10**7)
-        engine = make_engine(url, "cli")
-        spec = normalize_job({"ID": "bench", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
-        with transaction(make_sessionmaker(engine)) as session:
-            eval_id = str(register_job(session, spec, RegisterOptions()).eval_id)
-        engine.dispose()
+        eval_id = register_mock_job(url)
         results: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         with psycopg.connect(libpq_url(url)) as conn:
             one_round(conn, eval_id, count, True)  # warm-up

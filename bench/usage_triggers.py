@@ -17,10 +17,8 @@ from collections import defaultdict
 
 import psycopg
 
-from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
-from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
-from bench.common import add_nodes, bench_database
+from app.db.engines import libpq_url
+from bench.common import add_nodes, bench_database, register_mock_job
 
 Conn = psycopg.Connection[tuple[object, ...]]
 # `count` / `nodes` allocations on every node, as a batch job's spread plan puts them.
@@ -62,11 +60,7 @@ def one_round(conn: Conn, eval_id: str, count: int, nodes: int, version: str) ->
 def main(count: int, nodes: int, rounds: int) -> None:
     with bench_database() as url:
         add_nodes(url, nodes, cpu=10**6, memory_mb=10**7)
-        engine = make_engine(url, "cli")
-        spec = normalize_job({"ID": "bench", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]})
-        with transaction(make_sessionmaker(engine)) as session:
-            eval_id = str(register_job(session, spec, RegisterOptions()).eval_id)
-        engine.dispose()
+        eval_id = register_mock_job(url)
         runs: dict[str, list[dict[str, float]]] = {"v1": [], "v2": []}
         with psycopg.connect(libpq_url(url)) as conn:
             one_round(conn, eval_id, count, nodes, "v2")  # warm-up
