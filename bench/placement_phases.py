@@ -15,7 +15,6 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -23,8 +22,8 @@ from app.pipeline.plan_check import BatchState, check
 from app.pipeline.plan_codec import decode_plan, encode_plan
 from app.plan_wire import PlanRowJson
 from app.scheduler import process
-from app.structs import Evaluation, Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
-from bench.scheduler_pass import nodes
+from app.structs import Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
+from bench.scheduler_pass import evaluation, nodes
 
 T = TypeVar("T")
 
@@ -58,17 +57,8 @@ def timed(label: str, timings: dict[str, list[float]], work: Callable[[], T]) ->
 
 def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]]) -> None:
     job = batch_job(count)
-    evaluation = Evaluation(
-        id=uuid.uuid4(),
-        namespace="default",
-        job_id=job.id,
-        type="batch",
-        priority=50,
-        triggered_by="job-register",
-        job_modify_index=1,
-    )
     snapshot = Snapshot(index=10, job=job, nodes=nodes, allocations=())
-    result = timed("scheduling pass", timings, lambda: process(evaluation, snapshot, now_ns=1))
+    result = timed("scheduling pass", timings, lambda: process(evaluation(job), snapshot, now_ns=1))
     plan = result.plan
     placed = sum(len(a) for a in plan.node_allocation.values())
     assert placed == count, f"placed {placed} of {count}"

@@ -64,7 +64,7 @@ def evaluation(j: Job) -> Evaluation:
         id=uuid.uuid4(),
         namespace="default",
         job_id=j.id,
-        type="service",
+        type=j.type,
         priority=50,
         triggered_by="job-register",
         job_modify_index=1,
