@@ -105,6 +105,13 @@ class Settings(BaseSettings):
     applier_batch: int = Field(
         default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."
     )
+    plan_chunk_placements: int = Field(
+        default=5000,
+        ge=0,
+        description="A worker submits a big plan in chunks of this many placements while its pass goes on, "
+        "so the applier writes one chunk while the next is scheduled; 0 submits every plan whole. Only plans "
+        "that may apply in parts are chunked: not all_at_once, no deployment, nothing but fresh placements.",
+    )
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
     # Garbage collection (Nomad's defaults). The leader queues one core evaluation per
     # collector every interval; the thresholds travel in the evaluation to the worker.

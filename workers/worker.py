@@ -25,8 +25,8 @@ from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
 from app.plan_wire import CompletionJson
-from app.scheduler import process
-from app.structs import SchedulerResult
+from app.scheduler import stream
+from app.structs import SchedulerResult, Snapshot
 from workers.leases import Lease, Leases
 from workers.listener import ListenerView, SharedListener
 from workers.loops import Backoff, Streak, guarded
@@ -152,18 +152,26 @@ class Worker:
     def schedule(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome | None:
         """The pass's outcome for the worker to record, or None when the applier completed the
         evaluation in the commit that applied its last plan."""
-        limit, failures, attempt = ATTEMPTS[held.evaluation.type], 0, 0
+        ev = held.evaluation
+        limit, failures, attempt = ATTEMPTS[ev.type], 0, 0
         while True:
             scheduled_at = datetime.now(UTC)
-            snapshot = self.loader.load(held.evaluation)
-            with timed(INVOKE_SCHEDULER, type=held.evaluation.type):
-                result = process(held.evaluation, snapshot, now_ns=time.time_ns())
-            if result.plan.is_noop:
-                return _outcome(result, snapshot.index, scheduled_at)
-            attempt += 1
+            snapshot = self.loader.load(ev)
+            result, submitted = self._pass(held, snapshot, attempt)
+            attempt += len(submitted)
             outcome = _outcome(result, snapshot.index, scheduled_at)
+            if result.plan.is_noop and not submitted:
+                return outcome
             with timed(SUBMIT_PLAN):
-                applied = self._submit_and_wait(held, attempt, result, keeper, stop, _completion(outcome))
+                if not result.plan.is_noop:
+                    attempt += 1
+                    # A plan sent in chunks is completed by the worker, once every chunk's verdict
+                    # is in: the applier sees one chunk at a time, never the pass as a whole.
+                    completion = None if submitted else _completion(outcome)
+                    submitted.append(
+                        plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
+                    )
+                applied = self._await_verdicts(held, submitted, keeper, stop)
             if applied.completed_eval:
                 return None
             if not applied.partial:
@@ -177,6 +185,24 @@ class Worker:
                     max_plan_attempts=True,
                     description=f"maximum attempts reached ({limit})",
                 )
+
+    def _pass(self, held: Claim, snapshot: Snapshot, attempt: int) -> tuple[SchedulerResult, list[int]]:
+        """The scheduling pass, and the plans it already submitted: each chunk of a big plan is
+        submitted as soon as the pass yields it (with the next attempt number, the submit's
+        idempotency key), so the applier writes it while the pass makes the next. The pass's
+        timing includes those submits."""
+        ev = held.evaluation
+        submitted: list[int] = []
+        parts = stream(ev, snapshot, now_ns=time.time_ns(), chunk_placements=self.settings.plan_chunk_placements)
+        with timed(INVOKE_SCHEDULER, type=ev.type):
+            while True:
+                try:
+                    chunk = next(parts)
+                except StopIteration as done:
+                    result: SchedulerResult = done.value
+                    return result, submitted
+                number = attempt + len(submitted) + 1
+                submitted.append(plans.submit(self.engine, held, number, chunk, ev.job_id, ev.namespace))
 
     def collect_garbage(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome:
         """A core evaluation: run its collectors batch by batch while the lease holds."""
@@ -201,34 +227,32 @@ class Worker:
         removed = sum(report.removed.values())
         return Outcome(snapshot_index=0, scheduled_at=started, description=f"removed {removed} rows")
 
-    def _submit_and_wait(
-        self,
-        held: Claim,
-        attempt: int,
-        result: SchedulerResult,
-        keeper: Lease,
-        stop: threading.Event,
-        completion: CompletionJson | None,
+    def _await_verdicts(
+        self, held: Claim, plan_ids: list[int], keeper: Lease, stop: threading.Event
     ) -> plans.AppliedPlan:
+        """The verdicts on the pass's plans (one, or a big plan's chunks), taken together."""
         ev = held.evaluation
-        plan_id = plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
+        waiting, verdicts = list(plan_ids), []
         while True:
             # No verdict can exist before the applier's commit, whose NOTIFY ends this wait (or
             # the poll interval does, if the notification is lost): nothing to read before it.
-            self.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(plan_id, ids))
+            # A chunk's notification that came while the pass went on is still pending here.
+            self.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=lambda ids: any(verdict_for(p, ids) for p in waiting))
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
-            applied = plans.result(self.engine, plan_id)
-            if applied is not None:
+            while waiting and (applied := plans.result(self.engine, waiting[0])) is not None:
                 if applied.fenced:
-                    raise LeaseLost(f"plan {plan_id} refused: evaluation {ev.id} is no longer ours")
-                return applied
+                    raise LeaseLost(f"plan {waiting[0]} refused: evaluation {ev.id} is no longer ours")
+                verdicts.append(applied)
+                waiting.pop(0)  # the applier takes one evaluation's plans in submit order
+            if not waiting:
+                return plans.combined(verdicts)
             if keeper.lost.is_set():
-                raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {plan_id}")
+                raise LeaseLost(f"evaluation {ev.id}: lease lapsed while waiting for plan {waiting[0]}")
             if stop.is_set():
                 # Shutting down with no verdict yet: give the evaluation back (the nack clears
                 # the token, so the applier will refuse this plan) instead of holding it.
-                raise ShuttingDown(f"stopping while plan {plan_id} waits for the applier")
+                raise ShuttingDown(f"stopping while plan {waiting[0]} waits for the applier")
 
     def _nack(self, held: Claim, err: Exception) -> bool:
         """Give the evaluation back; True when that failed it for good."""

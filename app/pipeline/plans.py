@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psycopg.types.json import Jsonb
@@ -35,6 +36,22 @@ class AppliedPlan:
     @property
     def partial(self) -> bool:
         return self.refresh_index != 0
+
+
+def combined(verdicts: Sequence[AppliedPlan]) -> AppliedPlan:
+    """The verdicts on one pass's plans (a big plan's chunks) as one: partial if any chunk was,
+    and progress if any placed or stopped something. Only a pass's last plan may carry the
+    evaluation's completion."""
+    if len(verdicts) == 1:
+        return verdicts[0]
+    return AppliedPlan(
+        placed=sum(v.placed for v in verdicts),
+        stopped=sum(v.stopped for v in verdicts),
+        rejected_nodes=sum(v.rejected_nodes for v in verdicts),
+        refresh_index=max(v.refresh_index for v in verdicts),
+        fenced=any(v.fenced for v in verdicts),
+        completed_eval=verdicts[-1].completed_eval,
+    )
 
 
 def submit(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from app.scheduler import generic, system
-from app.structs import Evaluation, SchedulerResult, Snapshot
+from app.structs import Evaluation, Plan, SchedulerResult, Snapshot
 
 _GENERIC, _SYSTEM = ("service", "batch"), ("system", "sysbatch")
 
@@ -15,3 +17,15 @@ def process(evaluation: Evaluation, snapshot: Snapshot, *, now_ns: int) -> Sched
     if evaluation.type in _SYSTEM:
         return system.schedule(evaluation, snapshot, now_ns)
     raise ValueError(f"no scheduler for evaluation type {evaluation.type!r}")
+
+
+def stream(
+    evaluation: Evaluation, snapshot: Snapshot, *, now_ns: int, chunk_placements: int
+) -> Generator[Plan, None, SchedulerResult]:
+    """The same pass as `process`, yielding the fresh placements of a big service or batch plan
+    in chunks of `chunk_placements` as it goes (generic.stream says which plans qualify) and
+    returning the result with the rest. The caller does the I/O between chunks; the pass
+    itself stays pure. System jobs place at most one allocation per node: never chunked."""
+    if evaluation.type in _GENERIC:
+        return (yield from generic.stream(evaluation, snapshot, now_ns, chunk_placements))
+    return process(evaluation, snapshot, now_ns=now_ns)

@@ -16,7 +16,17 @@ from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionScope
 from app.scheduler.reconcile import Stop, stop_all
 from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, LazyShuffle, Rng, seed_for
-from app.structs import Allocation, Evaluation, Job, Node, RunningAllocation, SchedulerResult, Snapshot, TaskGroup
+from app.structs import (
+    Allocation,
+    Evaluation,
+    Job,
+    Node,
+    Plan,
+    RunningAllocation,
+    SchedulerResult,
+    Snapshot,
+    TaskGroup,
+)
 
 
 class Pass:
@@ -124,6 +134,15 @@ class Pass:
             previous=previous,
             reschedule_tracker=tracker,
             preempted=tuple(v.alloc.id for v in victims),
+        )
+
+    def chunk(self, job: Job) -> Plan:
+        """The placements made since the last chunk, as a plan of their own (PlanState.take_placements)."""
+        return Plan(
+            eval_id=self.evaluation.id,
+            priority=job.priority,
+            snapshot_index=self.snapshot.index,
+            node_allocation=self.state.take_placements(),
         )
 
     def result(self, job: Job | None) -> SchedulerResult:

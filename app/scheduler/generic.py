@@ -1,9 +1,11 @@
 """The service and batch scheduler: reconcile each group, then stop, update in place, and
-place through the stack."""
+place through the stack. A big plan may be streamed: the placements are yielded in chunks as
+the pass goes, so the worker submits each while the pass makes the next (see `stream`)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Generator
 from dataclasses import replace
 
 from app.scheduler.context import Pass
@@ -12,10 +14,31 @@ from app.scheduler.feasible import in_job_scope
 from app.scheduler.place import GroupAsk, Stack, Victims
 from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group
 from app.scheduler.reschedule import next_tracker
-from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
+from app.structs import Allocation, Evaluation, Job, Plan, SchedulerResult, Snapshot
 
 
 def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
+    """The whole plan at once."""
+    try:
+        next(stream(evaluation, snapshot, now_ns, chunk_placements=0))  # yields nothing unchunked
+    except StopIteration as done:
+        result: SchedulerResult = done.value
+        return result
+    raise AssertionError("an unchunked pass yielded a chunk")
+
+
+def stream(
+    evaluation: Evaluation, snapshot: Snapshot, now_ns: int, chunk_placements: int
+) -> Generator[Plan, None, SchedulerResult]:
+    """The pass, yielding a plan of its fresh placements each time `chunk_placements` (0: never)
+    have been made, and returning the result with the rest. The chunks and the final plan
+    together are exactly what `schedule` returns for the same input.
+
+    Only a plan that may be applied in parts is chunked: not all_at_once (that one must apply
+    whole or not at all), no deployment (its state goes with the placements that make it), and
+    nothing but fresh placements before the chunk (stops, evictions and in-place updates stay
+    in one plan with the placements they make room for). Once one of those appears, the rest
+    of the pass goes into the final plan."""
     run = Pass(evaluation, snapshot, now_ns)
     # Batch jobs have no update block, so they never create a deployment; a stopped or
     # purged job still cancels the one it had.
@@ -33,11 +56,14 @@ def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> Schedul
     for group in job.task_groups:
         _update_in_place(run, job, changes[group.name], _deployment_of(tracker, group.name))
     stack = Stack(candidates, ranker, batch=evaluation.type == "batch")
+    chunked = chunk_placements > 0 and not job.all_at_once and tracker.current is None and not tracker.updates
     for group in job.task_groups:
         ask = GroupAsk.of(job, group)
         deployment_id = _deployment_of(tracker, group.name)
         for placement in changes[group.name].placements:
             _place(run, stack, job, ask, placement, deployment_id)
+            if chunked and run.state.placed_count >= chunk_placements and run.state.only_placements:
+                yield run.chunk(job)
     return _with_deployment(run.result(job), tracker)
 
 

@@ -29,6 +29,8 @@ class PlanState:
         self._properties: dict[PropertyKey, Counter[str]] = {}
         self._stops: dict[uuid.UUID, tuple[Allocation, AllocationStop]] = {}
         self._placed: dict[uuid.UUID, list[Allocation]] = {}
+        self._placed_count = 0  # placements in _placed: the size of the next chunk
+        self._updated_in_place = False
         self._evicted: dict[uuid.UUID, AllocationStop] = {}
         self._evicted_nodes: dict[uuid.UUID, list[AllocationStop]] = {}
         self._evicted_counts: Counter[JobGroup] = Counter()
@@ -97,12 +99,33 @@ class PlanState:
 
     def place(self, alloc: Allocation) -> None:
         self._placed.setdefault(alloc.node_id, []).append(alloc)
+        self._placed_count += 1
         self._add_live(alloc)
         self._usage[alloc.node_id] = add_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
 
     def update_in_place(self, alloc: Allocation) -> None:
         """Same id, same node, same resources: nothing to re-account."""
         self._placed.setdefault(alloc.node_id, []).append(alloc)
+        self._updated_in_place = True
+
+    # --- streaming a big plan in chunks -----------------------------------------------------
+    @property
+    def placed_count(self) -> int:
+        """Fresh placements not yet taken as a chunk."""
+        return self._placed_count
+
+    @property
+    def only_placements(self) -> bool:
+        """Nothing but fresh placements so far: no stop, eviction or in-place update, which must
+        travel in one plan with the placements they make room for."""
+        return not (self._stops or self._evicted or self._updated_in_place)
+
+    def take_placements(self) -> dict[uuid.UUID, tuple[Allocation, ...]]:
+        """The placements made since the last take, as a plan's node_allocation; they leave the
+        plan under construction but stay in its usage and counts, so later decisions still see them."""
+        taken = {node: tuple(allocs) for node, allocs in self._placed.items()}
+        self._placed, self._placed_count = {}, 0
+        return taken
 
     def plan(self, eval_id: uuid.UUID, priority: int, snapshot_index: int, all_at_once: bool) -> Plan:
         updates: dict[uuid.UUID, list[AllocationStop]] = {}

@@ -17,11 +17,13 @@ SELECT term FROM leader_terms WHERE role = :role AND term = :term FOR KEY SHARE;
 -- The batch's evaluations whose lease is live, with its token (the applier matches each plan's
 -- token). Locked until the batch commits: a lease that lapses meanwhile cannot be rescued (the
 -- claim skips locked rows) and a lapsed lease is not honoured. In id order, so two lockers of
--- the same rows never wait on each other in a cycle.
+-- the same rows never wait on each other in a cycle. NO KEY UPDATE: it still excludes the claim's
+-- FOR UPDATE and the renewal's UPDATE, but not the key-share lock of the foreign key from plans,
+-- so a worker can submit its next chunk of the same evaluation while this batch writes one.
 SELECT id, lease_token FROM evaluations
 WHERE id = ANY(:ids) AND lease_token IS NOT NULL AND status = 'pending' AND lease_expires_at > now()
 ORDER BY id
-FOR UPDATE;
+FOR NO KEY UPDATE;
 
 -- name: plan_check_nodes
 -- Only what the applier's fit check reads (no attributes, meta or drivers to decode).

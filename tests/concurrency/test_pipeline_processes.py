@@ -24,22 +24,32 @@ NODES, NODE_CPU = 60, 1000
 JOBS, COUNT, TASK_CPU = 80, 10, 100  # 8,000 MHz asked for 6,000 available: some jobs stay blocked
 
 
-def register(engine: Engine, job_id: str, count: int = COUNT) -> None:
-    register_mock_job(engine, job_id, count, TASK_CPU)
+def register(engine: Engine, job_id: str, count: int = COUNT, job_type: str = "service") -> None:
+    register_mock_job(engine, job_id, count, TASK_CPU, job_type)
 
 
 def assert_invariants(pg: Conn, count: int = COUNT) -> None:
     assert_pipeline_invariants(pg, count)
 
 
-@pytest.mark.parametrize("loops", [1, 3], ids=["one-loop-workers", "three-loop-workers"])
+@pytest.mark.parametrize(
+    ("loops", "chunk"),
+    [(1, None), (3, None), (3, 3)],
+    ids=["one-loop-workers", "three-loop-workers", "plans-in-chunks-of-three"],
+)
 def test_workers_and_applier_killed_at_random(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn, loops: int
+    corral: type[Corral], database_url: str, engine: Engine, pg: Conn, loops: int, chunk: int | None
 ) -> None:
     """With three scheduling loops per worker, a SIGKILL takes up to three evaluations (and
-    their plans) down at once."""
+    their plans) down at once. With plans in chunks of three, the jobs are batch jobs (a service
+    job's first placements make a deployment, which is never chunked) and every pass that
+    places sends its plan in parts, so kills land between the chunks of one pass, and between
+    a chunk's commit and the worker's refresh after a partial one."""
+    job_type = "service" if chunk is None else "batch"
     add_nodes(pg, NODES, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "3", "CORRAL_POLL_INTERVAL_S": "0.2"}
+    if chunk is not None:
+        env["CORRAL_PLAN_CHUNK_PLACEMENTS"] = str(chunk)
     roles = {f"worker{i}": ["worker", "--num-schedulers", str(loops)] for i in range(4 if loops == 1 else 2)} | {
         "applier0": ["applier"],
         "applier1": ["applier"],
@@ -91,7 +101,7 @@ def test_workers_and_applier_killed_at_random(
         thread.start()
     try:
         for i in range(JOBS):
-            register(engine, f"job-{i:03}")
+            register(engine, f"job-{i:03}", job_type=job_type)
             time.sleep(0.05)
         time.sleep(5)
     finally:
@@ -104,7 +114,7 @@ def test_workers_and_applier_killed_at_random(
     # no role may die, and new work still gets scheduled.
     pg.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'corral-%'")
     add_nodes(pg, 1, cpu=NODE_CPU)
-    register(engine, "after-cut", count=NODE_CPU // TASK_CPU)
+    register(engine, "after-cut", count=NODE_CPU // TASK_CPU, job_type=job_type)
     assert wait_for(
         lambda: (
             pipeline_quiet(pg)
@@ -118,6 +128,12 @@ def test_workers_and_applier_killed_at_random(
     assert_invariants(pg)
     placed = pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone()
     assert placed == ((NODES + 1) * NODE_CPU // TASK_CPU,)  # every slot filled, nothing more
+    if chunk is not None:  # the passes did go in chunks: evaluations with more than one plan applied
+        chunked = pg.execute(
+            "SELECT count(*) FROM (SELECT eval_id FROM plans WHERE status <> 'rejected' "
+            "GROUP BY eval_id HAVING count(*) > 1) e"
+        ).fetchone()
+        assert chunked is not None and int(str(chunked[0])) >= JOBS // 2
 
 
 def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(

@@ -83,11 +83,17 @@ def core_worker(database_url: str) -> Iterator[None]:
         thread.join(timeout=10)
 
 
-def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int) -> None:
-    """A service job of one group of `count` mock tasks asking `cpu` MHz each, registered with its evaluation."""
+def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int, job_type: str = "service") -> None:
+    """A job (service by default) of one group of `count` mock tasks asking `cpu` MHz each,
+    registered with its evaluation."""
     task = {"Name": "t", "Driver": "mock", "Resources": {"CPU": cpu, "MemoryMB": 32}}
     spec = normalize_job(
-        {"ID": job_id, "Datacenters": ["dc1"], "TaskGroups": [{"Name": "g", "Count": count, "Tasks": [task]}]}
+        {
+            "ID": job_id,
+            "Type": job_type,
+            "Datacenters": ["dc1"],
+            "TaskGroups": [{"Name": "g", "Count": count, "Tasks": [task]}],
+        }
     )
     with transaction(make_sessionmaker(engine)) as session:
         register_job(session, spec, RegisterOptions())
