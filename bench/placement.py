@@ -1,14 +1,18 @@
 """Placement throughput: one batch job of count 50,000 on 5,000 simulated nodes, from
 submission to the last allocation committed, through real `corral worker` and `corral applier`
-processes. Compared with Nomad's C1M rate (3,750 placements/s).
+processes. Each round runs once per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the
+plan streamed in chunks of 5,000 placements, the default, then sent whole), alternating on fresh
+databases; the medians are compared with each other, with Nomad's C1M rate (3,750 placements/s)
+and with issue 21's target (5,662/s).
 
-Usage: uv run python -m bench.placement [count] [nodes]
+Usage: uv run python -m bench.placement [count] [nodes] [rounds]
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -22,11 +26,18 @@ from app.store.jobs import RegisterOptions, register_job
 from bench.common import add_nodes, bench_database
 
 C1M_RATE = 3750.0
+TARGET_RATE = 5662.0  # issue 21: what this benchmark measured before the event triggers and group commit
 CORRAL = str(Path(sys.executable).parent / "corral")
 
 
-def start(role: str, url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CORRAL_DATABASE_URL": url, "CORRAL_LOG_LEVEL": "warning", "CORRAL_POLL_INTERVAL_S": "0.1"}
+def start(role: str, url: str, chunk: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "CORRAL_DATABASE_URL": url,
+        "CORRAL_LOG_LEVEL": "warning",
+        "CORRAL_POLL_INTERVAL_S": "0.1",
+        "CORRAL_PLAN_CHUNK_PLACEMENTS": str(chunk),
+    }
     return subprocess.Popen([CORRAL, role], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -36,10 +47,11 @@ def placed(url: str) -> int:
     return int(row[0]) if row else 0
 
 
-def main(count: int, nodes: int) -> None:
+def one_run(count: int, nodes: int, chunk: int) -> float:
+    """Placements per second of one run on a fresh database."""
     with bench_database() as url:
         add_nodes(url, nodes, cpu=4000, memory_mb=16384)
-        roles = [start("applier", url), start("worker", url)]
+        roles = [start("applier", url, chunk), start("worker", url, chunk)]
         time.sleep(3)  # let both roles connect and elect before the clock starts
         spec = normalize_job(
             {
@@ -68,10 +80,29 @@ def main(count: int, nodes: int) -> None:
         engine.dispose()
         rate = done / elapsed
         print(
-            f"placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: {rate:,.0f} placements/s; "
-            f"ratio to Nomad C1M ({C1M_RATE:,.0f}/s) = {rate / C1M_RATE:.2f}"
+            f"plan chunks of {chunk or 'all'}: placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: "
+            f"{rate:,.0f} placements/s; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+        return rate
+
+
+def main(count: int, nodes: int, rounds: int, chunks: list[int]) -> None:
+    rates: dict[int, list[float]] = {chunk: [] for chunk in chunks}
+    for _ in range(rounds):
+        for chunk in chunks:
+            rates[chunk].append(one_run(count, nodes, chunk))
+    first = statistics.median(rates[chunks[0]])
+    for chunk in chunks:
+        median = statistics.median(rates[chunk])
+        print(
+            f"plan chunks of {chunk or 'all'}: median {median:,.0f} placements/s of {rounds} run(s); "
+            f"ratio to Nomad C1M ({C1M_RATE:,.0f}/s) = {median / C1M_RATE:.2f}, "
+            f"to issue 21's target ({TARGET_RATE:,.0f}/s) = {median / TARGET_RATE:.2f}, "
+            f"to chunks of {chunks[0] or 'all'} = {median / first:.2f}"
         )
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50_000, int(sys.argv[2]) if len(sys.argv) > 2 else 5_000)
+    count, nodes, rounds = [int(a) for a in sys.argv[1:4]] + [50_000, 5_000, 1][len(sys.argv[1:4]) :]
+    main(count, nodes, rounds, [int(c) for c in os.environ.get("BENCH_PLAN_CHUNKS", "5000,0").split(",")])
