@@ -157,7 +157,7 @@ class Worker:
         while True:
             scheduled_at = datetime.now(UTC)
             snapshot = self.loader.load(ev)
-            result, submitted = self._pass(held, snapshot, attempt)
+            result, submitted = self._pass(held, snapshot, attempt, keeper, stop)
             attempt += len(submitted)
             outcome = _outcome(result, snapshot.index, scheduled_at)
             if result.plan.is_noop and not submitted:
@@ -186,10 +186,14 @@ class Worker:
                     description=f"maximum attempts reached ({limit})",
                 )
 
-    def _pass(self, held: Claim, snapshot: Snapshot, attempt: int) -> tuple[SchedulerResult, list[int]]:
+    def _pass(
+        self, held: Claim, snapshot: Snapshot, attempt: int, keeper: Lease, stop: threading.Event
+    ) -> tuple[SchedulerResult, list[int]]:
         """The scheduling pass, and the plans it already submitted: each chunk of a big plan is
         submitted as soon as the pass yields it (with the next attempt number, the submit's
-        idempotency key), so the applier writes it while the pass makes the next. The pass's
+        idempotency key), so the applier writes it while the pass makes the next. Between two
+        chunks, a lapsed lease or a shutdown ends the pass: the chunks applied so far stay (the
+        next delivery reconciles against them), the ones still waiting are refused. The pass's
         timing includes those submits."""
         ev = held.evaluation
         submitted: list[int] = []
@@ -203,6 +207,10 @@ class Worker:
                     return result, submitted
                 number = attempt + len(submitted) + 1
                 submitted.append(plans.submit(self.engine, held, number, chunk, ev.job_id, ev.namespace))
+                if keeper.lost.is_set():
+                    raise LeaseLost(f"evaluation {ev.id}: lease lapsed between the chunks of its plan")
+                if stop.is_set():
+                    raise ShuttingDown(f"stopping between the chunks of the plan for {ev.id}")
 
     def collect_garbage(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome:
         """A core evaluation: run its collectors batch by batch while the lease holds."""

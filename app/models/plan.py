@@ -39,7 +39,9 @@ class Plan(Base):
     eval_token: Mapped[uuid.UUID] = mapped_column(
         comment="The eval's lease token at submit; the applier rejects a plan whose token is stale."
     )
-    attempt: Mapped[int] = mapped_column(Integer, comment="1 for the first plan of a claim, +1 per retry.")
+    attempt: Mapped[int] = mapped_column(
+        Integer, comment="1 for the first plan of a claim, +1 per retry and per chunk of a plan sent in parts."
+    )
     namespace: Mapped[str] = mapped_column(comment="Namespace of the job (for psql readers).")
     job_id: Mapped[str] = mapped_column(comment="Job the plan is for (for psql readers).")
     priority: Mapped[int] = mapped_column(Integer, comment="Job priority; the applier takes higher first.")

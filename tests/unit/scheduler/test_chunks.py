@@ -3,11 +3,21 @@ are the unchunked plan, and only plans that may be applied in parts are chunked.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from app.scheduler import stream
-from app.structs import Allocation, Plan, SchedulerResult, Snapshot, UpdateStrategy
-from tests.support.scheduler_harness import NOW, alloc, evaluation, group, job, node, placed, run, snapshot
+from app.structs import (
+    Allocation,
+    Plan,
+    RunningAllocation,
+    SchedulerConfiguration,
+    SchedulerResult,
+    Snapshot,
+    UpdateStrategy,
+)
+from tests.support.scheduler_harness import NOW, alloc, evaluation, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 NODES = [node(f"n{i}", cpu=1000) for i in range(10)]  # 10 placements of 100 CPU per node
@@ -99,3 +109,31 @@ def test_stops_keep_the_rest_of_the_pass_in_one_plan() -> None:
     snap = snapshot(current, NODES, [alloc(old, NODES[0], group_name="old")])
     chunks, final = streamed(snap, 5)
     assert chunks == [] and final == run(snap) and final.plan.node_update and len(placed(final)) == 25
+
+
+def test_in_place_updates_keep_the_pass_in_one_plan() -> None:
+    old = job(groups=[group(count=2)], type="batch")
+    more = job(groups=[group(count=27)], type="batch", version=1)  # same tasks: the two update in place
+    snap = snapshot(more, NODES, [alloc(old, NODES[0], 0), alloc(old, NODES[1], 1)], versions=[old])
+    chunks, final = streamed(snap, 5)
+    whole = run(snap)
+    assert chunks == [] and final == whole and len(placed(final)) == 27  # 2 updated in place, 25 new
+
+
+def test_evictions_after_some_chunks_travel_with_the_placements_they_make_room_for() -> None:
+    """Forty placements fit on the free nodes and go in chunks; the rest need preemption, and
+    from the first eviction on everything stays in the final plan."""
+    free = [node(f"free{i}", cpu=1000) for i in range(4)]
+    full = [node(f"full{i}") for i in range(2)]
+    filler = job("filler", [group("work", tasks=[task(cpu=4000, mem=8192)])], type="batch", priority=20)
+    others = [alloc(filler, n, i) for i, n in enumerate(full)]
+    running = {a.node_id: (RunningAllocation(a, 20),) for a in others}
+    config = SchedulerConfiguration(preempt_batch=True)
+    urgent = job("urgent", [group(count=45)], type="batch", priority=80)
+    snap = dataclasses.replace(snapshot(urgent, free + full, others=others), config=config, preemptible=running)
+    whole = run(snap)
+    chunks, final = streamed(snap, 7)  # the 41st placement evicts; a chunk would be due at the 42nd
+    assert sizes(chunks) == [7] * 5 and not any(c.node_preemptions for c in chunks)
+    assert final.plan.node_preemptions and len(placed(final)) == 10
+    assert allocations([*chunks, final.plan]) == allocations([whole.plan])
+    assert final.plan.node_preemptions == whole.plan.node_preemptions
