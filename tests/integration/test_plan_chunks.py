@@ -16,37 +16,18 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.engines import make_sessionmaker, transaction
-from app.db.leadership import Leadership
 from app.jobspec import normalize_job
 from app.pipeline import plans
 from app.pipeline.applier import apply_next
 from app.store.jobs import RegisterOptions, register_job
-from tests.support.pipeline import claim
+from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_allocation, insert_node
-from workers.worker import Worker
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
 COUNT, CHUNK, NODE_CPU = 10, 3, 1000
 # Called with the pending plan's id and node IDs just before the applier takes it.
 BeforeApply = Callable[[int, list[str]], None]
-
-
-def register(engine: Engine, job_id: str, count: int, job_type: str = "batch") -> str:
-    spec = {
-        "ID": job_id,
-        "Type": job_type,
-        "Datacenters": ["dc1"],
-        "TaskGroups": [
-            {
-                "Name": "g",
-                "Count": count,
-                "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": 64}}],
-            }
-        ],
-    }
-    with transaction(make_sessionmaker(engine)) as session:
-        return str(register_job(session, normalize_job(spec), RegisterOptions()).eval_id)
 
 
 def cluster(pg: Conn, nodes: int) -> list[str]:
@@ -69,15 +50,9 @@ def schedule(
     held = claim(engine, ("batch",))
     assert held is not None
     settings = Settings(database_url=database_url, plan_chunk_placements=CHUNK, poll_interval_s=60)
-    worker = Worker(settings, database_url, ("batch",))
-    stop = stop or threading.Event()
-    thread = threading.Thread(target=worker.handle, args=(held, stop), daemon=True)
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    worker.wakeup.listen()
     deadline = time.monotonic() + 30  # a hang, not a speed: the whole exchange takes a second
-    try:
-        thread.start()
+    with handling(engine, database_url, held, settings, stop) as (thread, lead):
+        assert lead.term is not None
         while thread.is_alive():
             assert time.monotonic() < deadline, "the worker is still waiting for a verdict"
             row = pg.execute(
@@ -96,13 +71,6 @@ def schedule(
         while pg.execute("SELECT 1 FROM plans WHERE status = 'pending'").fetchone() is not None:
             with Session(bind=lead.connection) as session, session.begin():  # refuse what a nack left
                 apply_next(session, lead.term)
-    finally:
-        stop.set()
-        thread.join(30)
-        lead.close()
-        worker.wakeup.close()
-        worker.engine.dispose()
-    assert not thread.is_alive()
 
 
 def placed_names(pg: Conn, job_id: str) -> list[str]:
@@ -114,7 +82,7 @@ def test_a_big_plan_goes_in_chunks_and_the_worker_completes_the_evaluation(
     engine: Engine, pg: Conn, database_url: str
 ) -> None:
     cluster(pg, 4)
-    eval_id = register(engine, "big", COUNT)
+    eval_id = register_mock_job(engine, "big", COUNT, 100, "batch")
     schedule(engine, pg, database_url)
 
     assert placed_names(pg, "big") == sorted(f"big.g[{i}]" for i in range(COUNT))
@@ -134,7 +102,7 @@ def test_a_small_plan_still_goes_whole_and_the_applier_completes_it(
     engine: Engine, pg: Conn, database_url: str
 ) -> None:
     cluster(pg, 2)
-    eval_id = register(engine, "small", CHUNK - 1)
+    eval_id = register_mock_job(engine, "small", CHUNK - 1, 100, "batch")
     schedule(engine, pg, database_url)
     plans = pg.execute(
         "SELECT p.completion IS NULL, r.completed_eval FROM plans p JOIN plan_results r ON r.plan_id = p.id "
@@ -153,7 +121,7 @@ def test_a_chunk_rejected_on_a_node_that_filled_up_is_re_planned_without_duplica
         hog_spec = {"ID": "hog", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]}
         hog_eval = str(register_job(session, normalize_job(hog_spec), RegisterOptions()).eval_id)
     pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (hog_eval,))
-    eval_id = register(engine, "big", COUNT)
+    eval_id = register_mock_job(engine, "big", COUNT, 100, "batch")
     applied: list[int] = []
     filled: list[str] = []
 
@@ -190,7 +158,7 @@ def test_a_shutdown_between_chunks_gives_the_evaluation_back_and_the_next_pass_c
     """SIGTERM while the pass is between two chunks: the worker stops submitting, nacks, and
     the chunks it sent are applied or refused; the next delivery places only what is missing."""
     cluster(pg, 4)
-    eval_id = register(engine, "big", COUNT)
+    eval_id = register_mock_job(engine, "big", COUNT, 100, "batch")
     stop = threading.Event()
     real_submit = plans.submit
     submitted: list[int] = []

@@ -5,7 +5,6 @@ the next node is updated without waiting for the stagger."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from typing import Any
 
@@ -16,7 +15,6 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.engines import make_sessionmaker, transaction
-from app.db.leadership import Leadership
 from app.db.state_index import next_index
 from app.ids import secret_hash
 from app.jobspec import normalize_job
@@ -26,9 +24,8 @@ from app.pipeline.broker import Outcome
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
-from tests.support.pipeline import claim, register
+from tests.support.pipeline import claim, handling, register
 from tests.support.rows import insert_allocation, insert_node
-from workers.worker import Worker
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -137,26 +134,14 @@ def schedule_once(engine: Engine, pg: Conn, database_url: str) -> None:
     """One pass of a real worker over the next system evaluation, its plans applied here."""
     held = claim(engine, ("system",))
     assert held is not None
-    worker = Worker(Settings(database_url=database_url), database_url, ("system",))
-    stop = threading.Event()
-    thread = threading.Thread(target=worker.handle, args=(held, stop), daemon=True)
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    try:
-        thread.start()
+    with handling(engine, database_url, held, Settings(database_url=database_url)) as (thread, lead):
+        assert lead.term is not None
         while thread.is_alive():
             if pg.execute("SELECT 1 FROM plans WHERE status = 'pending'").fetchone() is None:
                 thread.join(0.02)
                 continue
             with Session(bind=lead.connection) as session, session.begin():
                 assert apply_next(session, lead.term) is not None
-    finally:
-        stop.set()
-        thread.join(30)
-        lead.close()
-        worker.wakeup.close()
-        worker.engine.dispose()
-    assert not thread.is_alive()
 
 
 def test_rolling_system_update_waits_for_the_stagger_despite_a_blocked_eval(

@@ -83,9 +83,40 @@ def core_worker(database_url: str) -> Iterator[None]:
         thread.join(timeout=10)
 
 
-def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int, job_type: str = "service") -> None:
+@contextmanager
+def handling(
+    engine: Engine,
+    database_url: str,
+    held: broker.Claim,
+    settings: Settings,
+    stop: threading.Event | None = None,
+) -> Iterator[tuple[threading.Thread, Leadership]]:
+    """A real worker handling `held` in a thread (listening first, as its loop does), and the
+    applier role held here for the caller to apply its plans with; both closed afterwards, the
+    worker stopped (with `stop`, set on the way out)."""
+    from workers.worker import Worker
+
+    worker = Worker(settings, database_url, (held.evaluation.type,))
+    stop = stop or threading.Event()
+    thread = threading.Thread(target=worker.handle, args=(held, stop), daemon=True)
+    lead = Leadership(engine, "applier")
+    assert lead.try_acquire() and lead.term is not None
+    worker.wakeup.listen()
+    try:
+        thread.start()
+        yield thread, lead
+    finally:
+        stop.set()
+        thread.join(30)
+        lead.close()
+        worker.wakeup.close()
+        worker.engine.dispose()
+    assert not thread.is_alive()
+
+
+def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int, job_type: str = "service") -> str:
     """A job (service by default) of one group of `count` mock tasks asking `cpu` MHz each,
-    registered with its evaluation."""
+    registered with its evaluation; the evaluation's ID."""
     task = {"Name": "t", "Driver": "mock", "Resources": {"CPU": cpu, "MemoryMB": 32}}
     spec = normalize_job(
         {
@@ -96,7 +127,7 @@ def register_mock_job(engine: Engine, job_id: str, count: int, cpu: int, job_typ
         }
     )
     with transaction(make_sessionmaker(engine)) as session:
-        register_job(session, spec, RegisterOptions())
+        return str(register_job(session, spec, RegisterOptions()).eval_id)
 
 
 def pipeline_quiet(pg: psycopg.Connection[tuple[Any, ...]]) -> bool:
