@@ -9,12 +9,15 @@
 -- Log this transaction's index against the tables it changes (plain INSERTs: two writers never
 -- touch the same row) and optionally NOTIFY. Only names that already have a row count: an
 -- unknown name would silently never wake the blocking queries that watch it. Taking it twice
--- in one transaction is harmless.
+-- in one transaction is harmless. A name is known by one probe of the primary key (name, value)
+-- per name: a scalar subquery with LIMIT 1, which the planner keeps as a per-name probe. An
+-- EXISTS became a hash semi join over a sequential scan of the whole log, whose cost grew with
+-- every row the leader had not compacted yet (1 ms a write transaction after a few thousand).
 WITH own AS MATERIALIZED (
     SELECT state_index_own() AS index
 ), known AS MATERIALIZED (
     SELECT t.name FROM unnest(CAST(:tables AS text[])) AS t (name)
-    WHERE EXISTS (SELECT 1 FROM state_index s WHERE s.name = t.name)
+    WHERE (SELECT true FROM state_index s WHERE s.name = t.name LIMIT 1)
 ), stamped AS (
     INSERT INTO state_index (name, value) SELECT k.name, o.index FROM known k CROSS JOIN own o
     ON CONFLICT (name, value) DO NOTHING

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.db.engines import libpq_url
 from app.db.schema import alembic_config, upgrade
 from app.db.state_index import all_indexes, compact, current_index, next_index, safe_index
+from app.store.sql import psycopg_query
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +95,21 @@ def test_the_upgrade_keeps_indexes_increasing(empty_database_url: str) -> None:
         command.downgrade(alembic_config(empty_database_url), "0013_alloc_modify_index")
         rows = conn.execute("SELECT name, value FROM state_index WHERE name IN ('_global', 'jobs')").fetchall()
     assert dict(rows) == {"_global": far, "jobs": far}
+
+
+def test_taking_an_index_probes_the_log_by_name_however_long_it_grew(pg: Conn) -> None:
+    """With the leader away the log is not compacted; taking an index must stay a probe of the
+    primary key per name. At a few thousand rows the EXISTS form was planned as a hash semi join
+    over a sequential scan of the whole log (this test fails on it)."""
+    pg.execute(
+        "INSERT INTO state_index (name, value) SELECT 'allocations', state_index_own() + i "
+        "FROM generate_series(1, 3000) i"
+    )
+    query = psycopg_query("take_index")
+    with pg.transaction(force_rollback=True):
+        pg.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        pg.execute(f"PREPARE take AS {query.replace('%(tables)s', '$1').replace('%(notify)s', '$2')}")
+        plan = "\n".join(
+            str(row[0]) for row in pg.execute("EXPLAIN (ANALYZE) EXECUTE take(ARRAY['allocations', 'jobs'], false)")
+        )
+    assert "Seq Scan on state_index" not in plan and "pk_state_index" in plan, plan
