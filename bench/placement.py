@@ -1,9 +1,10 @@
 """Placement throughput: one batch job of count 50,000 on 5,000 simulated nodes, from
 submission to its evaluation's completion (the last allocation's commit, or one round trip
-after it), through real `corral worker` and `corral applier` processes. Each round runs once per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the
-plan streamed in chunks of 5,000 placements, the default, then sent whole), alternating on fresh
-databases; the medians are compared with each other, with Nomad's C1M rate (3,750 placements/s)
-and with issue 21's target (5,662/s).
+after it), through real `corral worker` and `corral applier` processes. Each round runs once
+per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the plan streamed in chunks of
+5,000 placements, the default, then sent whole), alternating on fresh databases; the medians
+are compared with each other, with Nomad's C1M rate (3,750 placements/s) and with issue 21's
+target (5,662/s).
 
 Usage: uv run python -m bench.placement [count] [nodes] [rounds]
 """

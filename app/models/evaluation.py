@@ -46,6 +46,16 @@ class Evaluation(Base):
             "create_index",
             postgresql_where=text(PENDING_UNLEASED),
         ),
+        # A job's waiting evaluations, which a completion coalesces (complete_evals). With the
+        # same predicate as ix_evaluations_ready but the job as its key, the planner prefers it
+        # to walking every pending evaluation even when its statistics predate a burst.
+        Index(
+            "ix_evaluations_pending_by_job",
+            "namespace",
+            "job_id",
+            "create_index",
+            postgresql_where=text(PENDING_UNLEASED),
+        ),
         # Invariant 2: at most one evaluation per job in flight, enforced here.
         Index(
             "uq_evaluations_in_flight_job",
