@@ -105,6 +105,11 @@ class Settings(BaseSettings):
     applier_batch: int = Field(
         default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."
     )
+    applier_pipeline: bool = Field(
+        default=True,
+        description="The applier checks its next batch of plans while the previous one commits (Nomad's plan "
+        "pipelining); false checks and commits one batch after the other.",
+    )
     plan_chunk_placements: int = Field(
         default=5000,
         ge=0,

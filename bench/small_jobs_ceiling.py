@@ -131,7 +131,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         "COMMIT",
         "SELECT array_agg(id) AS node_ids FROM bench_nodes WHERE k IN (:k1, :k2, :k3) \\gset",
         "BEGIN",
-        named("next_plans", limit="one"),
+        named("next_plans", limit="one", exclude="no_ids"),
         named("take_index", tables="apply_tables", notify="apply_notify"),
         named("fence_term"),
         "SELECT CAST(ARRAY[CAST(:id AS uuid)] AS text) AS eval_ids, "

@@ -23,6 +23,7 @@ from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
+from app.pipeline.plan_overlay import Effects, effects, overlay
 from app.pipeline.plan_state import binary_ids, send_reads
 from app.pipeline.plan_writes import Checked, Known, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
@@ -68,25 +69,58 @@ def apply_next(session: Session, term: int) -> int | None:
 def apply_batch(session: Session, term: int, limit: int) -> list[int]:
     """Apply up to `limit` pending plans in this transaction; returns their ids (the live ones in
     the order they were checked, then those whose lease had moved on), empty when the queue is."""
-    pg = raw(session)
-    rows = pg.cursor(row_factory=dict_row).execute(psycopg_query("next_plans"), {"limit": limit}, prepare=True)
+    prepared = prepare(raw(session), limit)
+    return commit_batch(session, term, prepared) if prepared is not None else []
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch checked and ready to write: every plan taken, the ones whose lease was live when
+    read (checked, in order), and what their verdicts change (for the batch checked after it
+    while this one commits)."""
+
+    pending: list[Pending]
+    live: list[Pending]
+    checked: list[Checked]  # live's plans with their verdicts, in the same order
+    known: Known
+    effects: Effects
+
+    @property
+    def plan_ids(self) -> list[int]:
+        return [p.id for p in self.pending]
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A batch handed to the writer and not yet known to be committed."""
+
+    plan_ids: list[int]
+    effects: Effects
+
+
+def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFlight] = ()) -> Prepared | None:
+    """Take up to `limit` pending plans (none of `in_flight`'s) and check them in order against the
+    current state, with the effects of every in-flight batch this read does not see yet laid over
+    it; None when the queue is empty. Reads only: the writing transaction fences and locks.
+    The pipeline calls it in a REPEATABLE READ transaction, so every read shares one snapshot
+    and the visibility test holds for all of them."""
+    exclude = [i for batch in in_flight for i in batch.plan_ids]
+    rows = pg.cursor(row_factory=dict_row).execute(
+        psycopg_query("next_plans"), {"limit": limit, "exclude": exclude}, prepare=True
+    )
     pending = [_pending(r) for r in rows.fetchall()]
     if not pending:
-        return []
-    tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
-    if any(p.plan.deployment or p.plan.deployment_updates for p in pending):
-        tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
-    with pg.pipeline():  # one round trip for the index, the fence, the leases and the state
-        taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
-        fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
+        return None
+    with pg.pipeline():  # one round trip for the leases, the state and the visibility test
         pg.execute(psycopg_query("custom_plans"))
-        leases = pg.execute(binary_ids("evals_still_owned"), {"ids": [p.plan.eval_id for p in pending]})
+        leases = pg.execute(binary_ids("evals_owned"), {"ids": [p.plan.eval_id for p in pending]}, prepare=True)
         reads = send_reads(pg, [p.plan for p in pending])
-        deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids([p.plan for p in pending]))
         pg.execute(psycopg_query("generic_plans"))
-    index = _index(taken.fetchone(), tables)
-    if fence.fetchone() is None:
-        raise Deposed(f"applier term {term} is no longer current")
+        decided = (
+            pg.execute(psycopg_query("plans_decided"), {"ids": [b.plan_ids[0] for b in in_flight]})
+            if in_flight
+            else None
+        )
     owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
     live = [p for p in pending if owned.get(p.plan.eval_id) == p.token]
     with timed(PLAN_EVALUATE):
@@ -94,13 +128,50 @@ def apply_batch(session: Session, term: int, limit: int) -> list[int]:
         known = Known(
             in_db=set(state.touched),
             classes={n: node.computed_class for n, node in state.nodes.items()},
-            deployments=plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
+            deployments={},
         )
+        visible = {row[0] for row in decided.fetchall()} if decided is not None else set()
+        for batch in in_flight:
+            if batch.plan_ids[0] not in visible:
+                overlay(state, batch.effects)
+        before = dict(state.usage)
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
-    verdicts = _write(session, checked, index, known)
-    decided = [Decided(p, v) for p, v in zip(live, verdicts, strict=True)]
-    decided = _complete(pg, decided)
-    decided += [Decided(p, Verdict(), fenced=True) for p in pending if owned.get(p.plan.eval_id) != p.token]
+    return Prepared(pending, live, checked, known, effects(before, state, (c.verdict for c in checked)))
+
+
+def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
+    """Write a prepared batch in the caller's transaction (on the term holder's connection):
+    fence the term, lock the batch's evaluations and fence every plan whose lease moved on since
+    the check, write the accepted parts, complete the evaluations whose last plan applied in full
+    and record every result. Returns the plan ids, as apply_batch does."""
+    pg = raw(session)
+    plans = [p.plan for p in prepared.pending]
+    tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
+    if any(p.deployment or p.deployment_updates for p in plans):
+        tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
+    with pg.pipeline():  # one round trip for the index, the fence, the leases and the deployments
+        taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
+        fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
+        leases = pg.execute(binary_ids("evals_still_owned"), {"ids": [p.eval_id for p in plans]})
+        deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids(plans))
+    index = _index(taken.fetchone(), tables)
+    if fence.fetchone() is None:
+        raise Deposed(f"applier term {term} is no longer current")
+    owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
+    # A lease that moved on between the check and this lock: the plan is fenced and not written.
+    # The plans checked after it were charged for its room: at worst refused nodes, re-planned.
+    kept = [
+        (p, c) for p, c in zip(prepared.live, prepared.checked, strict=True) if owned.get(p.plan.eval_id) == p.token
+    ]
+    known = Known(
+        prepared.known.in_db,
+        prepared.known.classes,
+        plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
+    )
+    verdicts = _write(session, [c for _, c in kept], index, known)
+    decided = _complete(pg, [Decided(p, v) for (p, _), v in zip(kept, verdicts, strict=True)])
+    written = {p.id for p, _ in kept}
+    decided += [Decided(p, Verdict(), fenced=True) for p in prepared.pending if p.id not in written]
     _record(pg, decided, index, term)
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]

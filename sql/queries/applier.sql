@@ -1,11 +1,24 @@
 -- name: next_plans
 -- The next batch of plans by priority, then submit order (group commit: one transaction applies
 -- them all). Only the lock holder applies, so no row lock is needed to keep them to itself.
+-- :exclude holds the plans of the batch still committing (the pipeline), pending until it has.
 SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
        node_allocation, node_preemptions, deployment, deployment_updates, completion
-FROM plans WHERE status = 'pending'
+FROM plans WHERE status = 'pending' AND id <> ALL(CAST(:exclude AS bigint[]))
 ORDER BY priority DESC, id
 LIMIT :limit;
+
+-- name: evals_owned
+-- The batch's evaluations whose lease is live, with its token, as the check sees them: not
+-- locked (the pipeline checks a batch outside the transaction that writes it); the writing
+-- transaction locks them again with evals_still_owned and fences any lease that moved on.
+SELECT id, lease_token FROM evaluations
+WHERE id = ANY(:ids) AND lease_token IS NOT NULL AND status = 'pending' AND lease_expires_at > now();
+
+-- name: plans_decided
+-- Which of these plans have a recorded status in this snapshot: the pipeline's test of whether
+-- the batch still committing is visible to the read of the next one.
+SELECT id FROM plans WHERE id = ANY(CAST(:ids AS bigint[])) AND status <> 'pending';
 
 -- name: fence_term
 -- Every leader-only commit checks its term. FOR KEY SHARE, not an UPDATE: the renewer (another

@@ -69,16 +69,18 @@ def test_the_worker_loop_survives_an_exception_in_its_claim(database_url: str, m
     assert len(calls) > 2
 
 
+@pytest.mark.parametrize(("pipelined", "step"), [(True, "prepare"), (False, "apply_batch")])
 def test_the_applier_survives_an_exception_in_its_apply_step(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    database_url: str, monkeypatch: pytest.MonkeyPatch, pipelined: bool, step: str
 ) -> None:
     from workers import applier as applier_module
 
     calls: list[int] = []
-    monkeypatch.setattr(applier_module, "apply_batch", flaky(applier_module.apply_batch, 2, calls))
+    monkeypatch.setattr(applier_module, step, flaky(getattr(applier_module, step), 2, calls))
 
     def run(stop: threading.Event) -> None:
-        applier_module.run_applier(settings(database_url), database_url, stop)
+        configured = Settings(database_url=database_url, poll_interval_s=0.1, applier_pipeline=pipelined)
+        applier_module.run_applier(configured, database_url, stop)
 
     with running(run) as thread:
         assert wait_for(lambda: len(calls) > 5, 60), "the applier stopped applying after the injected exception"

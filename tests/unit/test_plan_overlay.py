@@ -1,0 +1,88 @@
+"""The applier pipeline's overlay, pure: a batch still committing is charged to the next batch's
+read as a delta, so what changed in between stays, and what it stopped stays stopped."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from app.pipeline.plan_check import BatchState, Touched, check
+from app.pipeline.plan_overlay import effects, overlay
+from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Port, Resources
+from tests.support.scheduler_harness import node
+
+pytestmark = pytest.mark.unit
+NODE = node("n1", cpu=1000, mem=4096, disk=10000)
+OTHER = node("n2", cpu=1000, mem=4096, disk=10000)
+
+
+def allocation(cpu: int, port: int = 0, on: uuid.UUID = NODE.id) -> Allocation:
+    return Allocation(
+        id=uuid.uuid4(),
+        namespace="default",
+        job_id="web",
+        job_version=0,
+        task_group="g",
+        name="web.g[0]",
+        node_id=on,
+        eval_id=uuid.uuid4(),
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
+        ports=(Port("http", port),) if port else (),
+    )
+
+
+def usage(cpu: int, *ports: int) -> NodeUsage:
+    return NodeUsage(Resources(cpu=cpu, memory_mb=64 * (cpu // 100), disk_mb=10 * (cpu // 100)), frozenset(ports))
+
+
+def read(node_usage: NodeUsage, touched: dict[uuid.UUID, Touched] | None = None) -> BatchState:
+    return BatchState(
+        nodes={NODE.id: NODE, OTHER.id: OTHER},
+        usage={NODE.id: node_usage, OTHER.id: NodeUsage()},
+        touched=touched or {},
+    )
+
+
+def test_the_next_read_is_charged_the_earlier_batchs_placements_as_a_delta() -> None:
+    earlier = read(usage(300))
+    before = dict(earlier.usage)
+    verdict = check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(500, port=8080),)}), earlier)
+    done = effects(before, earlier, [verdict])
+    # Meanwhile an allocation of 200 finished: the next read sees 100 instead of 300.
+    later = read(usage(100))
+    overlay(later, done)
+    assert later.usage[NODE.id].resources.cpu == 600
+    assert later.usage[NODE.id].ports == frozenset({8080})
+    assert check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(500),)}), later).rejected == [NODE.id]
+    assert check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(400),)}), later).accepted
+
+
+def test_a_stop_in_the_earlier_batch_frees_its_room_once_and_stays_stopped() -> None:
+    running = uuid.uuid4()
+    live = Touched(NODE.id, True, Resources(cpu=600, memory_mb=64, disk_mb=10), frozenset({9090}))
+    earlier = read(usage(600, 9090), {running: live})
+    before = dict(earlier.usage)
+    stop = Plan(uuid.uuid4(), 50, 0, node_update={NODE.id: (AllocationStop(running, "stop", "job stopped"),)})
+    done = effects(before, earlier, [check(stop, earlier)])
+    later = read(usage(600, 9090), {running: live})  # the stop is not committed yet
+    overlay(later, done)
+    assert later.usage[NODE.id].resources.cpu == 0 and later.usage[NODE.id].ports == frozenset()
+    assert not later.touched[running].live
+    # Stopping it again in the next batch frees nothing more.
+    again = check(Plan(uuid.uuid4(), 50, 0, node_update={NODE.id: (AllocationStop(running, "stop", "again"),)}), later)
+    assert again.stops and later.usage[NODE.id].resources.cpu == 0
+
+
+def test_only_the_nodes_of_the_next_batch_are_charged_and_a_refused_plan_charges_nothing() -> None:
+    earlier = read(NodeUsage())
+    before = dict(earlier.usage)
+    too_big = Plan(uuid.uuid4(), 50, 0, node_allocation={OTHER.id: (allocation(5000, on=OTHER.id),)})
+    fits = Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(100),)})
+    done = effects(before, earlier, [check(too_big, earlier), check(fits, earlier)])
+    assert set(done.after) == {NODE.id}
+    later = BatchState(nodes={OTHER.id: OTHER}, usage={}, touched={})
+    overlay(later, done)
+    assert later.usage == {}
