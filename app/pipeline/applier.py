@@ -25,7 +25,7 @@ from app.pipeline.plan_check import Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
 from app.pipeline.plan_overlay import Effects, effects, overlay
 from app.pipeline.plan_state import binary_ids, send_reads
-from app.pipeline.plan_writes import Checked, Known, raw, write_batch
+from app.pipeline.plan_writes import Checked, Known, encoded, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
@@ -136,6 +136,7 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
                 overlay(state, batch.effects)
         before = dict(state.usage)
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
+    checked = [encoded(c, known.in_db) for c in checked]  # the writer only appends the index
     return Prepared(pending, live, checked, known, effects(before, state, (c.verdict for c in checked)))
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
@@ -27,10 +26,21 @@ from app.structs import AllocationStop, Plan
 
 @dataclass(frozen=True)
 class Checked:
-    """One plan of the batch with its verdict."""
+    """One plan of the batch with its verdict, and the COPY rows of its fresh placements when they
+    were encoded ahead of the write (the pipelined applier encodes them while the previous batch
+    commits; `copy_row`, without the columns only the writing transaction knows)."""
 
     plan: Plan
     verdict: Verdict
+    rows: Mapping[uuid.UUID, str] = field(default_factory=dict)
+
+
+def encoded(item: Checked, in_db: Collection[uuid.UUID]) -> Checked:
+    """`item` with the COPY rows of every accepted placement that is not an in-place update."""
+    rows = {
+        p.alloc_id: copy_row(p) for placed in item.verdict.accepted.values() for p in placed if p.alloc_id not in in_db
+    }
+    return Checked(item.plan, item.verdict, rows)
 
 
 def raw(session: Session) -> psycopg.Connection[Any]:
@@ -66,7 +76,8 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
     if in_place:
         pg.cursor().executemany(psycopg_query("plan_update_in_place"), [_in_place_row(p, index) for p in in_place])
     fresh = [p for p in accepted if p.alloc_id not in in_db]
-    copy_allocations(pg, fresh, index, now)
+    rows = {alloc_id: row for item in batch for alloc_id, row in item.rows.items()}
+    copy_allocations(pg, [rows.get(p.alloc_id) or copy_row(p) for p in fresh], index, now)
     links = [p for p in fresh if p.alloc.previous_allocation]
     if links:
         pg.execute(
@@ -172,52 +183,68 @@ COPY_COLUMNS = (
 )
 
 
+# COPY's text format: a backslash, a tab (the delimiter), a newline or a carriage return inside a
+# value is written as a backslash escape; NULL is \N.
+_COPY_TEXT = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NULL = "\\N"
+
+
+def _text(value: str) -> str:
+    return value.translate(_COPY_TEXT)
+
+
+def _optional(value: object | None) -> str:
+    return _NULL if value is None else _text(str(value))
+
+
 def _array(values: Iterable[object]) -> str:
-    """An array column in COPY's text form. psycopg dumps a Python list (and a Jsonb) through
-    its generic adapters, value by value: twice the formatting time of a whole row (measured:
-    25.8 against 11.8 us a row). Only integers and UUIDs go here, which need no quoting."""
+    """An array column in COPY's text form. Only integers and UUIDs go here, which need no quoting."""
     return "{" + ",".join(str(v) for v in values) + "}"
 
 
-def copy_allocations(pg: psycopg.Connection[Any], fresh: list[Placement], index: int, now: datetime) -> None:
+def copy_allocations(pg: psycopg.Connection[Any], rows: list[str], index: int, now: datetime) -> None:
     """COPY, not INSERT: a batch (or one big plan) can place tens of thousands of allocations in
     one commit. The statement trigger on allocations still checks the whole batch against node
-    capacity. Arrays and JSON are written as their text forms (COPY's text format parses them)."""
-    if not fresh:
+    capacity. Each row comes encoded (copy_row) but for its last columns, the same for the whole
+    batch: the index and the time, known only to the writing transaction."""
+    if not rows:
         return
+    stamp = now.isoformat()
+    tail = f"\t{index}\t{index}\t{index}\t{stamp}\t{stamp}\n"
     with pg.cursor().copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
-        for placed in fresh:
-            copy.write_row(_copy_row(placed, index, now))
+        copy.write(tail.join(rows) + tail)
 
 
-def _copy_row(placed: Placement, index: int, now: datetime) -> tuple[object, ...]:
+def copy_row(placed: Placement) -> str:
+    """A new allocation's COPY row in text format, up to (not including) its index and time
+    columns. Written by hand rather than by psycopg's row writer: the pipelined applier encodes a
+    batch's rows while the previous batch commits, outside any COPY, and a str.join of
+    ready-made text is about half psycopg's per-value formatting time."""
     a, resources = placed.alloc, placed.resources
-    return (
-        a.id,
-        a.namespace,
-        a.job_id,
-        a.job_version,
-        a.eval_id,
-        a.node_id,
-        a.node_name,
-        a.task_group,
-        a.name,
-        "run",
-        "pending",
-        resources.cpu,
-        resources.memory_mb,
-        resources.memory_max_mb,
-        resources.disk_mb,
-        _array(placed.ports),
-        json.dumps({"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}),
-        a.previous_allocation,
-        _array(a.preempted_allocations),
-        Jsonb(dict(a.reschedule_tracker)) if a.reschedule_tracker else None,
-        a.deployment_id,
-        Jsonb({"Canary": True}) if a.canary else None,
-        index,
-        index,
-        index,
-        now,
-        now,
+    shared = {"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}
+    return "\t".join(
+        (
+            str(a.id),
+            _text(a.namespace),
+            _text(a.job_id),
+            str(a.job_version),
+            str(a.eval_id),
+            str(a.node_id),
+            _text(a.node_name),
+            _text(a.task_group),
+            _text(a.name),
+            "run",
+            "pending",
+            str(resources.cpu),
+            str(resources.memory_mb),
+            str(resources.memory_max_mb),
+            str(resources.disk_mb),
+            _array(placed.ports),
+            _text(json.dumps(shared)),
+            _optional(a.previous_allocation),
+            _array(a.preempted_allocations),
+            _text(json.dumps(dict(a.reschedule_tracker))) if a.reschedule_tracker else _NULL,
+            _optional(a.deployment_id),
+            '{"Canary": true}' if a.canary else _NULL,
+        )
     )

@@ -251,3 +251,36 @@ def test_copied_allocations_keep_their_ports_preemptions_and_resources(
             }
         },
     )
+
+
+def test_copied_allocations_keep_every_character_of_their_text_columns(
+    engine: Engine, pg: Conn, lead: Leadership
+) -> None:
+    """The COPY rows are encoded by hand (plan_writes.copy_row): a tab, a newline, a carriage
+    return or a backslash in a value must arrive as written, and absent values as NULL."""
+    node = insert_node(pg, cpu=4000)
+    held = claimed(engine, "web")
+    awkward = "a\tb\nc\rd\\e\\N 'f' \"g\" {h}"
+    previous = uuid.uuid4()
+    tracker = {"Events": [{"Delay": 5, "Note": "tab\there \\ back"}]}
+    odd = replace(
+        alloc(held, node, 0, cpu=100),
+        name=awkward,
+        node_name="node\t1",
+        task_group="g\\1",
+        previous_allocation=previous,
+        reschedule_tracker=tracker,
+        canary=True,
+    )
+    plain = alloc(held, node, 1, cpu=100)
+    placement = {uuid.UUID(node): (odd, plain)}
+    submit(engine, held, Plan(held.evaluation.id, 50, 0, node_allocation=placement))
+    batch(lead)
+    rows = pg.execute(
+        "SELECT name, node_name, task_group, previous_allocation, reschedule_tracker, deployment_status, "
+        "deployment_id, create_index = modify_index AND modify_index = alloc_modify_index, create_time = modify_time "
+        "FROM allocations ORDER BY id = %s DESC",
+        (odd.id,),
+    ).fetchall()
+    assert rows[0] == (awkward, "node\t1", "g\\1", previous, tracker, {"Canary": True}, None, True, True)
+    assert rows[1][:7] == (plain.name, plain.node_name, "g", None, None, None, None)

@@ -1,0 +1,75 @@
+"""The applier's hand-written COPY rows (text format): escapes, NULLs, arrays and JSON, in the
+column order of COPY_COLUMNS minus the five the writing transaction appends."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from app.pipeline.plan_check import placement
+from app.pipeline.plan_writes import COPY_COLUMNS, copy_row
+from app.structs import Allocation, Port, Resources
+
+pytestmark = pytest.mark.unit
+
+
+def allocation(**overrides: Any) -> Allocation:
+    base = Allocation(
+        id=uuid.uuid4(),
+        namespace="default",
+        job_id="web",
+        job_version=3,
+        task_group="g",
+        name="web.g[0]",
+        node_id=uuid.uuid4(),
+        eval_id=uuid.uuid4(),
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=100, memory_mb=64, disk_mb=10, memory_max_mb=128),
+        node_name="n1",
+    )
+    return replace(base, **overrides)
+
+
+def fields(row: str) -> list[str]:
+    values = row.split("\t")
+    assert len(values) == len(COPY_COLUMNS) - 5  # the index and time columns are the writer's
+    return values
+
+
+def test_a_plain_allocation_is_one_line_of_tab_separated_values_with_nulls() -> None:
+    alloc = allocation()
+    values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(alloc))), strict=False))
+    assert values["id"] == str(alloc.id) and values["job_version"] == "3"
+    assert values["cpu"] == "100" and values["memory_max_mb"] == "128"
+    assert values["host_ports"] == "{}" and values["preempted_allocations"] == "{}"
+    assert values["previous_allocation"] == values["deployment_id"] == values["reschedule_tracker"] == "\\N"
+    assert values["deployment_status"] == "\\N"
+    assert json.loads(values["allocated_resources"]) == {"Shared": {"DiskMB": 10, "Ports": []}}
+
+
+def test_delimiters_and_backslashes_inside_values_are_escaped() -> None:
+    row = copy_row(placement(allocation(name="a\tb\nc\rd\\e", node_name="\\N")))
+    assert "\n" not in row and "\r" not in row
+    values = dict(zip(COPY_COLUMNS, fields(row), strict=False))
+    assert values["name"] == "a\\tb\\nc\\rd\\\\e"
+    assert values["node_name"] == "\\\\N"  # the text \N, not NULL
+
+
+def test_ports_canaries_and_links_are_written() -> None:
+    previous, victim = uuid.uuid4(), uuid.uuid4()
+    alloc = allocation(
+        ports=(Port("http", 8080, 80, "lan\\1"),),
+        previous_allocation=previous,
+        preempted_allocations=(victim,),
+        canary=True,
+    )
+    values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(alloc))), strict=False))
+    assert values["host_ports"] == "{8080}" and values["preempted_allocations"] == f"{{{victim}}}"
+    assert values["previous_allocation"] == str(previous) and values["deployment_status"] == '{"Canary": true}'
+    shared = json.loads(values["allocated_resources"].replace("\\\\", "\\"))
+    assert shared["Shared"]["Ports"][0]["HostNetwork"] == "lan\\1"
