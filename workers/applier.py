@@ -20,6 +20,7 @@ from app.db.engines import autocommitted, make_engine
 from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, InFlight, Prepared, apply_batch, commit_batch, prepare
+from app.pipeline.plan_writes import raw
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
 from workers.loops import Backoff, Streak
 from workers.runtime import PLANS_CHANNEL, Wakeup
@@ -105,28 +106,65 @@ def _serve_serially(lead: Leadership, wakeup: Wakeup, until: tuple[threading.Eve
 def _serve_pipelined(
     engine: Engine, lead: Leadership, wakeup: Wakeup, until: tuple[threading.Event, ...], batch: int
 ) -> None:
-    """Nomad's plan pipelining. This thread reads and checks batch N+1 (on a connection of its
-    own, in one snapshot) while a writer thread writes and commits batch N on the term holder's
-    connection; N's effects are laid over N+1's read until the read sees N committed. The
-    applier's Python and Postgres then work at the same time instead of taking turns. One batch
-    at most is in flight: N+1 is handed over only once N has committed. Any failure of N ends
-    the term's loop with N+1 never written (its read wrote nothing)."""
+    """Nomad's plan pipelining, while the queue is deep. This thread reads and checks batch N+1
+    (on a connection of its own, in one snapshot) while a writer thread writes and commits batch
+    N on the term holder's connection; N's placements are laid over N+1's read until the read
+    sees N committed. The applier's Python and Postgres then work at the same time instead of
+    taking turns. One batch at most is in flight: N+1 is handed over only once N has committed.
+    Any failure of N ends the term's loop with N+1 never written (its read wrote nothing).
+
+    A batch smaller than DEEP_BATCH (a few plans, as many small jobs give) is applied the serial
+    way, in one transaction: the pipeline's own round trips (a second transaction, the unlocked
+    lease read) cost more than the little work they would overlap (measured: 2.5 against 1.6 ms
+    of applier CPU per evaluation in bench.small_jobs)."""
     with autocommitted(engine) as reader, ThreadPoolExecutor(1, thread_name_prefix="applier-writer") as writer:
         committing: tuple[InFlight, Future[list[int]]] | None = None
+        deep = False
         try:
             while not any(event.is_set() for event in until):
+                if not deep:
+                    if committing is not None:
+                        writing, committing = committing[1], None
+                        writing.result()
+                    applied = _apply_serially(lead, batch)
+                    if applied is None:
+                        wakeup.wait()
+                    deep = applied is not None and _deep(applied)
+                    continue
                 prepared = _prepare(reader, batch, [committing[0]] if committing else [])
                 if committing is not None:
-                    committing[1].result()  # N committed (or its failure raises here)
-                    committing = None
+                    writing, committing = committing[1], None
+                    writing.result()  # N committed (or its failure raises here)
                 if prepared is None:
-                    wakeup.wait()
+                    deep = False
                     continue
-                future = writer.submit(_commit, lead, prepared)
-                committing = (InFlight(prepared.plan_ids, prepared.effects), future)
+                committing = (InFlight(prepared.plan_ids, prepared.effects), writer.submit(_commit, lead, prepared))
+                deep = _deep(prepared)
         finally:
             if committing is not None:  # let the batch being written finish before the role drops
                 _settle(committing[1])
+
+
+# A batch this big (in plans, or in placements for one big plan's chunk) is worth pipelining.
+DEEP_BATCH_PLANS = 16
+DEEP_BATCH_PLACEMENTS = 500
+
+
+def _deep(prepared: Prepared) -> bool:
+    return len(prepared.pending) >= DEEP_BATCH_PLANS or prepared.placements >= DEEP_BATCH_PLACEMENTS
+
+
+def _apply_serially(lead: Leadership, batch: int) -> Prepared | None:
+    """One batch read, checked and written in one transaction on the term holder's connection."""
+    assert lead.term is not None
+    began = time.perf_counter()
+    with Session(bind=lead.connection) as session, session.begin():
+        prepared = prepare(raw(session), batch)
+        if prepared is None:
+            return None
+        plan_ids = commit_batch(session, lead.term, prepared)
+    _observe(began, plan_ids)
+    return prepared
 
 
 def _settle(writing: Future[list[int]]) -> None:

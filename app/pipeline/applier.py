@@ -16,7 +16,7 @@ import psycopg
 import structlog
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
@@ -25,7 +25,7 @@ from app.pipeline.plan_check import Verdict, check
 from app.pipeline.plan_codec import decode_plan, encode_result
 from app.pipeline.plan_overlay import Effects, effects, overlay
 from app.pipeline.plan_state import binary_ids, send_reads
-from app.pipeline.plan_writes import Checked, Known, encoded, raw, write_batch
+from app.pipeline.plan_writes import Checked, Known, encoded, frees, raw, write_batch
 from app.plan_wire import CompletionJson, PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
@@ -89,6 +89,11 @@ class Prepared:
     def plan_ids(self) -> list[int]:
         return [p.id for p in self.pending]
 
+    @property
+    def placements(self) -> int:
+        """How many allocations the batch's plans ask for."""
+        return sum(len(allocs) for p in self.pending for allocs in p.plan.node_allocation.values())
+
 
 @dataclass(frozen=True)
 class InFlight:
@@ -117,7 +122,7 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
         reads = send_reads(pg, [p.plan for p in pending])
         pg.execute(psycopg_query("generic_plans"))
         decided = (
-            pg.execute(psycopg_query("plans_decided"), {"ids": [b.plan_ids[0] for b in in_flight]})
+            pg.execute(psycopg_query("plans_decided"), {"ids": [i for b in in_flight for i in b.plan_ids]})
             if in_flight
             else None
         )
@@ -132,12 +137,12 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
         )
         visible = {row[0] for row in decided.fetchall()} if decided is not None else set()
         for batch in in_flight:
-            if batch.plan_ids[0] not in visible:
+            # One commit records every plan of a batch: any of them recorded means all are.
+            if visible.isdisjoint(batch.plan_ids):
                 overlay(state, batch.effects)
-        before = dict(state.usage)
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
     checked = [encoded(c, known.in_db) for c in checked]  # the writer only appends the index
-    return Prepared(pending, live, checked, known, effects(before, state, (c.verdict for c in checked)))
+    return Prepared(pending, live, checked, known, effects(state, (c.verdict for c in checked)))
 
 
 def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
@@ -159,23 +164,41 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")
     owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
-    # A lease that moved on between the check and this lock: the plan is fenced and not written.
-    # The plans checked after it were charged for its room: at worst refused nodes, re-planned.
-    kept = [
-        (p, c) for p, c in zip(prepared.live, prepared.checked, strict=True) if owned.get(p.plan.eval_id) == p.token
-    ]
+    order, refused = _still_owned(prepared, owned)
+    kept = [(p, c) for p, c in order if p.id not in refused]
     known = Known(
         prepared.known.in_db,
         prepared.known.classes,
         plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
     )
     verdicts = _write(session, [c for _, c in kept], index, known)
-    decided = _complete(pg, [Decided(p, v) for (p, _), v in zip(kept, verdicts, strict=True)])
-    written = {p.id for p, _ in kept}
-    decided += [Decided(p, Verdict(), fenced=True) for p in prepared.pending if p.id not in written]
+    by_plan = {p.id: v for (p, _), v in zip(kept, verdicts, strict=True)} | refused
+    decided = _complete(pg, [Decided(p, by_plan[p.id]) for p, _ in order])
+    owned_ids = {p.id for p, _ in order}
+    decided += [Decided(p, Verdict(), fenced=True) for p in prepared.pending if p.id not in owned_ids]
     _record(pg, decided, index, term)
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]
+
+
+def _still_owned(
+    prepared: Prepared, owned: dict[uuid.UUID, uuid.UUID]
+) -> tuple[list[tuple[Pending, Checked]], dict[int, Verdict]]:
+    """The checked plans whose lease is still live under the lock, in check order, and which of
+    them are refused whole. A plan fenced since the check is not written; if it freed room (a
+    stop, an eviction, an in-place update), the plans checked after it may have used that room,
+    which stays taken: they are refused on all their nodes, and their workers re-plan."""
+    order: list[tuple[Pending, Checked]] = []
+    refused: dict[int, Verdict] = {}
+    freed_by_a_fenced_plan = False
+    for p, c in zip(prepared.live, prepared.checked, strict=True):
+        if owned.get(p.plan.eval_id) != p.token:
+            freed_by_a_fenced_plan = freed_by_a_fenced_plan or frees(c.verdict, prepared.known.in_db)
+            continue
+        order.append((p, c))
+        if freed_by_a_fenced_plan and c.verdict.writes:
+            refused[p.id] = Verdict(rejected=sorted(c.verdict.nodes))
+    return order, refused
 
 
 def _pending(row: dict[str, Any]) -> Pending:
@@ -204,28 +227,40 @@ def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:
     return int(taken[0])
 
 
+# What the database raises when it refuses a plan's writes: the overcommit trigger and the
+# constraints (IntegrityError), and a value a column cannot take (DataError).
+REFUSED = (IntegrityError, DataError, psycopg.errors.IntegrityError, psycopg.errors.DataError)
+
+
 def _write(session: Session, checked: list[Checked], index: int, known: Known) -> list[Verdict]:
     """Write the whole batch under one savepoint; if the database refuses it (the overcommit
     trigger, a constraint: our own check let something through it should not have), write the
     plans one savepoint each, and refuse whole every plan whose writes fail, so its worker
-    re-plans from fresh state instead of failing the same plan on every retry."""
+    re-plans from fresh state instead of failing the same plan on every retry. Once a refused
+    plan would have freed room, every later plan that writes is refused too: its check may have
+    counted on that room (host ports have no database backstop)."""
     try:
         with _savepoint(session, checked):
             write_batch(session, checked, index, known)
         return [c.verdict for c in checked]
-    except (IntegrityError, psycopg.errors.IntegrityError):
+    except REFUSED:
         log.warning("database refused a batch's writes; writing its plans one by one", plans=len(checked))
     verdicts = []
+    freed_by_a_refused_plan = False
     for item in checked:
+        if freed_by_a_refused_plan and item.verdict.writes:
+            verdicts.append(Verdict(rejected=sorted(item.verdict.nodes)))
+            continue
         try:
             with _savepoint(session, [item]):
                 outcome = write_batch(session, [item], index, known)
             # The plans after it build on the deployments it created or advanced.
             known = Known(known.in_db, known.classes, plan_deployments.settled(outcome))
             verdicts.append(item.verdict)
-        except (IntegrityError, psycopg.errors.IntegrityError):
+        except REFUSED:
             log.error("database refused plan writes; rejecting the plan", eval_id=str(item.plan.eval_id), exc_info=True)
-            verdicts.append(Verdict(rejected=list(item.verdict.nodes)))
+            verdicts.append(Verdict(rejected=sorted(item.verdict.nodes)))
+            freed_by_a_refused_plan = frees(item.verdict, known.in_db)
     return verdicts
 
 

@@ -35,6 +35,14 @@ class Checked:
     rows: Mapping[uuid.UUID, str] = field(default_factory=dict)
 
 
+def frees(verdict: Verdict, in_db: Collection[uuid.UUID]) -> bool:
+    """Whether the verdict frees room on a node: a stop, an eviction, or an in-place update
+    (which may shrink)."""
+    if verdict.stops or verdict.preemptions:
+        return True
+    return any(p.alloc_id in in_db for placed in verdict.accepted.values() for p in placed)
+
+
 def encoded(item: Checked, in_db: Collection[uuid.UUID]) -> Checked:
     """`item` with the COPY rows of every accepted placement that is not an in-place update."""
     rows = {
@@ -194,6 +202,8 @@ def _text(value: str) -> str:
 
 
 def _optional(value: object | None) -> str:
+    """Any value as text, None as NULL (which a NOT NULL column refuses as a constraint
+    violation: the plan is refused, as psycopg's own row writer would have it)."""
     return _NULL if value is None else _text(str(value))
 
 
@@ -224,21 +234,21 @@ def copy_row(placed: Placement) -> str:
     shared = {"Shared": {"DiskMB": resources.disk_mb, "Ports": ports_to_json(a.ports)}}
     return "\t".join(
         (
-            str(a.id),
-            _text(a.namespace),
-            _text(a.job_id),
-            str(a.job_version),
-            str(a.eval_id),
-            str(a.node_id),
-            _text(a.node_name),
-            _text(a.task_group),
-            _text(a.name),
+            _optional(a.id),
+            _optional(a.namespace),
+            _optional(a.job_id),
+            _optional(a.job_version),
+            _optional(a.eval_id),
+            _optional(a.node_id),
+            _optional(a.node_name),
+            _optional(a.task_group),
+            _optional(a.name),
             "run",
             "pending",
-            str(resources.cpu),
-            str(resources.memory_mb),
-            str(resources.memory_max_mb),
-            str(resources.disk_mb),
+            _optional(resources.cpu),
+            _optional(resources.memory_mb),
+            _optional(resources.memory_max_mb),
+            _optional(resources.disk_mb),
             _array(placed.ports),
             _text(json.dumps(shared)),
             _optional(a.previous_allocation),

@@ -1,5 +1,5 @@
-"""The applier pipeline's overlay, pure: a batch still committing is charged to the next batch's
-read as a delta, so what changed in between stays, and what it stopped stays stopped."""
+"""The applier pipeline's overlay, pure: what a batch still committing places is charged to the
+next batch's read, what it frees is not lent before it commits, and what it stopped stays stopped."""
 
 from __future__ import annotations
 
@@ -46,11 +46,10 @@ def read(node_usage: NodeUsage, touched: dict[uuid.UUID, Touched] | None = None)
     )
 
 
-def test_the_next_read_is_charged_the_earlier_batchs_placements_as_a_delta() -> None:
+def test_the_next_read_is_charged_the_earlier_batchs_placements_on_top_of_what_it_reads() -> None:
     earlier = read(usage(300))
-    before = dict(earlier.usage)
     verdict = check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(500, port=8080),)}), earlier)
-    done = effects(before, earlier, [verdict])
+    done = effects(earlier, [verdict])
     # Meanwhile an allocation of 200 finished: the next read sees 100 instead of 300.
     later = read(usage(100))
     overlay(later, done)
@@ -58,31 +57,34 @@ def test_the_next_read_is_charged_the_earlier_batchs_placements_as_a_delta() -> 
     assert later.usage[NODE.id].ports == frozenset({8080})
     assert check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(500),)}), later).rejected == [NODE.id]
     assert check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(400),)}), later).accepted
+    assert check(Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(10, port=8080),)}), later).rejected
 
 
-def test_a_stop_in_the_earlier_batch_frees_its_room_once_and_stays_stopped() -> None:
+def test_room_the_earlier_batch_frees_is_not_lent_before_it_commits() -> None:
+    """The stop may still be fenced or refused: until a read sees it, its room and its port stay
+    taken, and the stopped allocation is no longer live (stopping it again frees nothing)."""
     running = uuid.uuid4()
     live = Touched(NODE.id, True, Resources(cpu=600, memory_mb=64, disk_mb=10), frozenset({9090}))
     earlier = read(usage(600, 9090), {running: live})
-    before = dict(earlier.usage)
     stop = Plan(uuid.uuid4(), 50, 0, node_update={NODE.id: (AllocationStop(running, "stop", "job stopped"),)})
-    done = effects(before, earlier, [check(stop, earlier)])
+    done = effects(earlier, [check(stop, earlier)])
+    assert earlier.usage[NODE.id].resources.cpu == 0  # the earlier batch itself counted on the room
     later = read(usage(600, 9090), {running: live})  # the stop is not committed yet
     overlay(later, done)
-    assert later.usage[NODE.id].resources.cpu == 0 and later.usage[NODE.id].ports == frozenset()
+    assert later.usage[NODE.id] == usage(600, 9090)
     assert not later.touched[running].live
-    # Stopping it again in the next batch frees nothing more.
+    port = Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(10, port=9090),)})
+    assert check(port, later).rejected == [NODE.id]
     again = check(Plan(uuid.uuid4(), 50, 0, node_update={NODE.id: (AllocationStop(running, "stop", "again"),)}), later)
-    assert again.stops and later.usage[NODE.id].resources.cpu == 0
+    assert again.stops and later.usage[NODE.id].resources.cpu == 600
 
 
 def test_only_the_nodes_of_the_next_batch_are_charged_and_a_refused_plan_charges_nothing() -> None:
     earlier = read(NodeUsage())
-    before = dict(earlier.usage)
     too_big = Plan(uuid.uuid4(), 50, 0, node_allocation={OTHER.id: (allocation(5000, on=OTHER.id),)})
     fits = Plan(uuid.uuid4(), 50, 0, node_allocation={NODE.id: (allocation(100),)})
-    done = effects(before, earlier, [check(too_big, earlier), check(fits, earlier)])
-    assert set(done.after) == {NODE.id}
+    done = effects(earlier, [check(too_big, earlier), check(fits, earlier)])
+    assert set(done.taken) == {NODE.id}
     later = BatchState(nodes={OTHER.id: OTHER}, usage={}, touched={})
     overlay(later, done)
     assert later.usage == {}
