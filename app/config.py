@@ -107,8 +107,9 @@ class Settings(BaseSettings):
     )
     applier_pipeline: bool = Field(
         default=True,
-        description="The applier checks its next batch of plans while the previous one commits (Nomad's plan "
-        "pipelining); false checks and commits one batch after the other.",
+        description="While the queue is deep, the applier checks its next batch of plans while the previous one "
+        "commits (Nomad's plan pipelining); a shallow queue, and false always, checks and commits one batch after "
+        "the other.",
     )
     plan_chunk_placements: int = Field(
         default=5000,
