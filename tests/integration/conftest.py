@@ -45,3 +45,9 @@ def term(engine: Engine) -> Iterator[tuple[Leadership, int]]:
     assert lead.try_acquire() and lead.term is not None
     yield lead, lead.term
     lead.close()
+
+
+@pytest.fixture
+def lead(term: tuple[Leadership, int]) -> Leadership:
+    """The applier's leadership alone (its term is `lead.term`)."""
+    return term[0]

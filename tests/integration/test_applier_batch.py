@@ -6,7 +6,6 @@ never by a stale lease token."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -27,14 +26,6 @@ from tests.support.rows import insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
-
-
-@pytest.fixture
-def lead(engine: Engine) -> Iterator[Leadership]:
-    holder = Leadership(engine, "applier")
-    assert holder.try_acquire() and holder.term is not None
-    yield holder
-    holder.close()
 
 
 def batch(lead: Leadership, limit: int = 64) -> list[int]:

@@ -35,14 +35,6 @@ Conn = psycopg.Connection[tuple[object, ...]]
 
 
 @pytest.fixture
-def lead(engine: Engine) -> Iterator[Leadership]:
-    holder = Leadership(engine, "applier")
-    assert holder.try_acquire() and holder.term is not None
-    yield holder
-    holder.close()
-
-
-@pytest.fixture
 def reader(database_url: str) -> Iterator[psycopg.Connection[Any]]:
     with psycopg.connect(libpq_url(database_url), autocommit=True) as conn:
         yield conn

@@ -255,3 +255,23 @@ def apply(snap: Snapshot, result: SchedulerResult, *, others: Sequence[Allocatio
 
 def live(snap: Snapshot, group_name: str | None = None) -> list[Allocation]:
     return [a for a in snap.allocations if not a.terminal and (group_name is None or a.task_group == group_name)]
+
+
+def pending_alloc(node_id: uuid.UUID, cpu: int, *, port: int = 0, **overrides: Any) -> Allocation:
+    """A new allocation of job `web` as a plan places it (the applier's tests): `cpu` MHz, 64 MB,
+    10 MB of disk, and one host port when `port` is set."""
+    placed = Allocation(
+        id=uuid.uuid4(),
+        namespace="default",
+        job_id="web",
+        job_version=0,
+        task_group="g",
+        name="web.g[0]",
+        node_id=node_id,
+        eval_id=uuid.uuid4(),
+        desired_status="run",
+        client_status="pending",
+        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
+        ports=(Port("http", port),) if port else (),
+    )
+    return dataclasses.replace(placed, **overrides) if overrides else placed

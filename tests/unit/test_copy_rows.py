@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,26 +12,14 @@ import pytest
 from app.pipeline.plan_check import placement
 from app.pipeline.plan_writes import COPY_COLUMNS, copy_row
 from app.structs import Allocation, Port, Resources
+from tests.support.scheduler_harness import pending_alloc
 
 pytestmark = pytest.mark.unit
 
 
 def allocation(**overrides: Any) -> Allocation:
-    base = Allocation(
-        id=uuid.uuid4(),
-        namespace="default",
-        job_id="web",
-        job_version=3,
-        task_group="g",
-        name="web.g[0]",
-        node_id=uuid.uuid4(),
-        eval_id=uuid.uuid4(),
-        desired_status="run",
-        client_status="pending",
-        resources=Resources(cpu=100, memory_mb=64, disk_mb=10, memory_max_mb=128),
-        node_name="n1",
-    )
-    return replace(base, **overrides)
+    burst = Resources(cpu=100, memory_mb=64, disk_mb=10, memory_max_mb=128)
+    return pending_alloc(uuid.uuid4(), 100, **{"job_version": 3, "node_name": "n1", "resources": burst, **overrides})
 
 
 def fields(row: str) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from app.pipeline.plan_check import BatchState, Touched, check
 from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Port, Resources
-from tests.support.scheduler_harness import node
+from tests.support.scheduler_harness import node, pending_alloc
 
 pytestmark = pytest.mark.unit
 NODE = node("n1", cpu=1000, mem=4096, disk=10000)
@@ -17,19 +17,7 @@ NODE_ID = NODE.id
 
 
 def allocation(cpu: int, alloc_id: uuid.UUID | None = None) -> Allocation:
-    return Allocation(
-        id=alloc_id or uuid.uuid4(),
-        namespace="default",
-        job_id="web",
-        job_version=0,
-        task_group="g",
-        name="web.g[0]",
-        node_id=NODE_ID,
-        eval_id=uuid.uuid4(),
-        desired_status="run",
-        client_status="pending",
-        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
-    )
+    return pending_alloc(NODE_ID, cpu, id=alloc_id or uuid.uuid4())
 
 
 def placing(*allocs: Allocation) -> Plan:

@@ -9,8 +9,8 @@ import pytest
 
 from app.pipeline.plan_check import BatchState, Touched, check
 from app.pipeline.plan_overlay import effects, overlay
-from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Port, Resources
-from tests.support.scheduler_harness import node
+from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Resources
+from tests.support.scheduler_harness import node, pending_alloc
 
 pytestmark = pytest.mark.unit
 NODE = node("n1", cpu=1000, mem=4096, disk=10000)
@@ -18,20 +18,7 @@ OTHER = node("n2", cpu=1000, mem=4096, disk=10000)
 
 
 def allocation(cpu: int, port: int = 0, on: uuid.UUID = NODE.id) -> Allocation:
-    return Allocation(
-        id=uuid.uuid4(),
-        namespace="default",
-        job_id="web",
-        job_version=0,
-        task_group="g",
-        name="web.g[0]",
-        node_id=on,
-        eval_id=uuid.uuid4(),
-        desired_status="run",
-        client_status="pending",
-        resources=Resources(cpu=cpu, memory_mb=64, disk_mb=10),
-        ports=(Port("http", port),) if port else (),
-    )
+    return pending_alloc(on, cpu, port=port)
 
 
 def usage(cpu: int, *ports: int) -> NodeUsage:
