@@ -19,7 +19,7 @@ from app.config import Settings
 from app.db.engines import autocommitted, make_engine
 from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
-from app.pipeline.applier import Deposed, InFlight, Prepared, apply_batch, commit_batch, prepare
+from app.pipeline.applier import Deposed, InFlight, Prepared, commit_batch, prepare
 from app.pipeline.plan_writes import raw
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
 from workers.loops import Backoff, Streak
@@ -92,15 +92,9 @@ def _serve(engine: Engine, lead: Leadership, wakeup: Wakeup, stop: threading.Eve
 
 def _serve_serially(lead: Leadership, wakeup: Wakeup, until: tuple[threading.Event, ...], batch: int) -> None:
     """Each batch read, checked and written in one transaction, one after the other."""
-    assert lead.term is not None
     while not any(event.is_set() for event in until):
-        began = time.perf_counter()
-        with Session(bind=lead.connection) as session, session.begin():
-            plan_ids = apply_batch(session, lead.term, batch)
-        if not plan_ids:  # an empty queue is no apply
+        if _apply_serially(lead, batch) is None:  # an empty queue is no apply
             wakeup.wait()
-            continue
-        _observe(began, plan_ids)
 
 
 def _serve_pipelined(
