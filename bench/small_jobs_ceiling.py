@@ -145,17 +145,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         f"{allocations} CROSS JOIN unnest(CAST(:node_ids AS uuid[])) WITH ORDINALITY AS u (id, o) "
         "JOIN nodes n ON n.id = u.id",
         named("plan_record_status", ids="plan_ids", statuses="applied_statuses"),
-        named(
-            "complete_evals",
-            ids="eval_ids",
-            tokens="tokens",
-            descriptions="descriptions",
-            snapshot_indexes="snapshot_indexes",
-            queued="queued_list",
-            eligibility="eligibility_list",
-            escaped="escaped_list",
-            scheduled_at="scheduled_list",
-        ),
+        named("complete_evals", plans="plan_ids"),
         result,
         "COMMIT",
         "SELECT * FROM plan_results WHERE plan_id = :plan_id",
@@ -213,13 +203,6 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "apply_notify": "true",
         "one": "1",
         "applied_statuses": "{applied}",
-        "tokens": "{" + token + "}",
-        "descriptions": '{"placed by pgbench"}',
-        "snapshot_indexes": "{0}",
-        "queued_list": '{"{\\"g\\": 0}"}',
-        "eligibility_list": '{"{}"}',
-        "escaped_list": "{false}",
-        "scheduled_list": "{now}",
     }
     return _pgbench(url, text, variables, jobs, clients)
 

@@ -15,22 +15,32 @@ from typing import Any
 import psycopg
 import structlog
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Verdict, check
-from app.pipeline.plan_codec import decode_plan, encode_result
+from app.pipeline.plan_codec import decode_plan
 from app.pipeline.plan_overlay import Effects, effects, overlay
 from app.pipeline.plan_state import binary_ids, send_reads
-from app.pipeline.plan_writes import Checked, Known, encoded, frees, raw, write_batch
-from app.plan_wire import CompletionJson, PlanRowJson
+from app.pipeline.plan_writes import (
+    RESULT_COLUMNS,
+    Checked,
+    Known,
+    encoded,
+    frees,
+    raw,
+    result_columns,
+    write_batch,
+)
+from app.plan_wire import PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
 
 ROLE = "applier"
+# The plan ids as a bigint[] in binary: psycopg dumps a list in text one element at a time.
+COMPLETE_EVALS = psycopg_query("complete_evals").replace("%(plans)s", "%(plans)b")
 log = structlog.get_logger(__name__)
 
 
@@ -47,7 +57,7 @@ class Pending:
     token: uuid.UUID
     namespace: str
     job_id: str
-    completion: CompletionJson | None
+    completes: bool  # the plan carries its evaluation's completion (the worker's last plan)
 
 
 @dataclass(frozen=True)
@@ -155,11 +165,16 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
     if any(p.deployment or p.deployment_updates for p in plans):
         tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
+    # The batch's writes are undone together if the database refuses them (_write). Preemptions
+    # need the ORM's own savepoint (_savepoint); any other batch's is set in this round trip.
+    marked = not any(c.verdict.preemptions for c in prepared.checked)
     with pg.pipeline():  # one round trip for the index, the fence, the leases and the deployments
         taken = pg.execute(psycopg_query("take_index"), {"tables": tables, "notify": True}, prepare=True)
         fence = pg.execute(psycopg_query("fence_term"), {"role": ROLE, "term": term}, prepare=True)
         leases = pg.execute(binary_ids("evals_still_owned"), {"ids": [p.eval_id for p in plans]})
         deployed = plan_deployments.send_read(pg, plan_deployments.deployment_ids(plans))
+        if marked:
+            pg.execute(BATCH_SAVEPOINT)
     index = _index(taken.fetchone(), tables)
     if fence.fetchone() is None:
         raise Deposed(f"applier term {term} is no longer current")
@@ -171,12 +186,16 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
         prepared.known.classes,
         plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
     )
-    verdicts = _write(session, [c for _, c in kept], index, known)
+    verdicts = _write(session, [c for _, c in kept], index, known, marked)
     by_plan = {p.id: v for (p, _), v in zip(kept, verdicts, strict=True)} | refused
-    decided = _complete(pg, [Decided(p, by_plan[p.id]) for p, _ in order])
     owned_ids = {p.id for p, _ in order}
+    decided = [Decided(p, by_plan[p.id]) for p, _ in order]
     decided += [Decided(p, Verdict(), fenced=True) for p in prepared.pending if p.id not in owned_ids]
-    _record(pg, decided, index, term)
+    with pg.pipeline():  # one round trip for the completions and the statuses
+        completing = _send_completion(pg, decided)
+        _send_statuses(pg, decided)
+    decided = _completed(decided, completing)
+    _copy_results(pg, decided, index, term, {p.id: c for p, c in order})
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]
 
@@ -216,7 +235,7 @@ def _pending(row: dict[str, Any]) -> Pending:
         "deployment_updates": row["deployment_updates"],
     }
     return Pending(
-        int(row["id"]), decode_plan(stored), row["eval_token"], row["namespace"], row["job_id"], row["completion"]
+        int(row["id"]), decode_plan(stored), row["eval_token"], row["namespace"], row["job_id"], row["completes"]
     )
 
 
@@ -232,18 +251,29 @@ def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:
 REFUSED = (IntegrityError, DataError, psycopg.errors.IntegrityError, psycopg.errors.DataError)
 
 
-def _write(session: Session, checked: list[Checked], index: int, known: Known) -> list[Verdict]:
-    """Write the whole batch under one savepoint; if the database refuses it (the overcommit
-    trigger, a constraint: our own check let something through it should not have), write the
-    plans one savepoint each, and refuse whole every plan whose writes fail, so its worker
-    re-plans from fresh state instead of failing the same plan on every retry. Once a refused
-    plan would have freed room, every later plan that writes is refused too: its check may have
-    counted on that room (host ports have no database backstop)."""
+# Set before a batch's writes when the batch has no preemptions; rolled back to if the database
+# refuses them, and never released (the commit ends it: a RELEASE would be one more round trip).
+BATCH_SAVEPOINT = "SAVEPOINT applier_batch"
+
+
+def _write(session: Session, checked: list[Checked], index: int, known: Known, marked: bool) -> list[Verdict]:
+    """Write the whole batch under one savepoint (BATCH_SAVEPOINT when `marked`, else its own);
+    if the database refuses it (the overcommit trigger, a constraint: our own check let
+    something through it should not have), write the plans one savepoint each, and refuse whole
+    every plan whose writes fail, so its worker re-plans from fresh state instead of failing the
+    same plan on every retry. Once a refused plan would have freed room, every later plan that
+    writes is refused too: its check may have counted on that room (host ports have no database
+    backstop)."""
     try:
-        with _savepoint(session, checked):
+        if marked:
             write_batch(session, checked, index, known)
+        else:
+            with _savepoint(session, checked):
+                write_batch(session, checked, index, known)
         return [c.verdict for c in checked]
     except REFUSED:
+        if marked:
+            raw(session).execute("ROLLBACK TO SAVEPOINT applier_batch")
         log.warning("database refused a batch's writes; writing its plans one by one", plans=len(checked))
     verdicts = []
     freed_by_a_refused_plan = False
@@ -277,70 +307,55 @@ def _savepoint(session: Session, batch: Sequence[Checked]) -> Iterator[None]:
         yield
 
 
-def _complete(pg: psycopg.Connection[Any], decided: list[Decided]) -> list[Decided]:
+def _send_completion(pg: psycopg.Connection[Any], decided: list[Decided]) -> psycopg.Cursor[Any] | None:
     """Complete, in this same commit and one statement, each evaluation whose last plan (the
     worker sent its completion) applied in full. The tokens were checked and the evaluation rows
-    are locked, so the fenced UPDATE finds them; which ones it completed is still read back,
-    never assumed."""
-    due = [d.pending for d in decided if d.pending.completion is not None and not d.verdict.rejected]
-    if not due:
+    are locked, so the fenced UPDATE finds them; which ones it completed is still read back
+    (_completed), never assumed."""
+    due = [d.pending.id for d in decided if d.pending.completes and not d.verdict.rejected and not d.fenced]
+    return pg.execute(COMPLETE_EVALS, {"plans": due}, prepare=True) if due else None
+
+
+def _completed(decided: list[Decided], completing: psycopg.Cursor[Any] | None) -> list[Decided]:
+    if completing is None:
         return decided
-    done = {row[0] for row in pg.execute(binary_ids("complete_evals"), _completion_params(due), prepare=True)}
+    done = {row[0] for row in completing.fetchall()}
     return [
-        Decided(d.pending, d.verdict, completed=d.pending in due and d.pending.plan.eval_id in done) for d in decided
+        Decided(
+            d.pending,
+            d.verdict,
+            d.fenced,
+            completed=d.pending.completes and not d.verdict.rejected and d.pending.plan.eval_id in done,
+        )
+        for d in decided
     ]
 
 
-def _completion_params(due: list[Pending]) -> dict[str, object]:
-    completions = [p.completion for p in due if p.completion is not None]
-    return {
-        "ids": [p.plan.eval_id for p in due],
-        "tokens": [p.token for p in due],
-        "descriptions": [c["Description"] for c in completions],
-        "snapshot_indexes": [c["SnapshotIndex"] for c in completions],
-        "queued": [Jsonb(c["QueuedAllocations"]) for c in completions],
-        "eligibility": [Jsonb(c["ClassEligibility"]) for c in completions],
-        "escaped": [c["EscapedComputedClass"] for c in completions],
-        "scheduled_at": [c["ScheduledAt"] for c in completions],
-    }
-
-
-RESULT_COLUMNS = (
-    "plan_id",
-    "applier_term",
-    "node_update",
-    "node_allocation",
-    "node_preemptions",
-    "rejected_nodes",
-    "refresh_index",
-    "alloc_index",
-    "completed_eval",
-)
-
-
-def _record(pg: psycopg.Connection[Any], decided: list[Decided], index: int, term: int) -> None:
-    """Every plan's status and result: one UPDATE and one COPY for the whole batch."""
-    statuses = ["rejected" if d.fenced else d.verdict.status for d in decided]
+def _send_statuses(pg: psycopg.Connection[Any], decided: list[Decided]) -> None:
+    """Every plan's status in one UPDATE, with the NOTIFY its commit delivers."""
     pg.execute(
         psycopg_query("plan_record_status"),
-        {"ids": [d.pending.id for d in decided], "statuses": statuses},
+        {
+            "ids": [d.pending.id for d in decided],
+            "statuses": ["rejected" if d.fenced else d.verdict.status for d in decided],
+        },
         prepare=True,
     )
+
+
+def _copy_results(
+    pg: psycopg.Connection[Any], decided: list[Decided], index: int, term: int, checked: dict[int, Checked]
+) -> None:
+    """Every plan's result in one COPY. A result is written from its verdict's columns as the
+    check encoded them (`checked`, by plan id) unless the write changed the verdict (a fence, a
+    refusal)."""
+    rows = []
+    for d in decided:
+        item = checked.get(d.pending.id)
+        head = (
+            item.result if item is not None and item.result and item.verdict is d.verdict else result_columns(d.verdict)
+        )
+        refresh = index if d.verdict.rejected else 0
+        rows.append(f"{head}\t{d.pending.id}\t{term}\t{refresh}\t{index}\t{'t' if d.completed else 'f'}\n")
     with pg.cursor().copy(f"COPY plan_results ({', '.join(RESULT_COLUMNS)}) FROM STDIN") as copy:
-        for d in decided:
-            copy.write_row(_result_row(d, index, term))
-
-
-def _result_row(d: Decided, index: int, term: int) -> tuple[object, ...]:
-    encoded = encode_result(d.verdict.result(index, index if d.verdict.rejected else 0))
-    return (
-        d.pending.id,
-        term,
-        Jsonb(encoded["node_update"]),
-        Jsonb(encoded["node_allocation"]),
-        Jsonb(encoded["node_preemptions"]),
-        encoded["rejected_nodes"],
-        encoded["refresh_index"],
-        encoded["alloc_index"],
-        d.completed,
-    )
+        copy.write("".join(rows))

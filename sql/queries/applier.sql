@@ -2,8 +2,9 @@
 -- The next batch of plans by priority, then submit order (group commit: one transaction applies
 -- them all). Only the lock holder applies, so no row lock is needed to keep them to itself.
 -- :exclude holds the plans of the batch still committing (the pipeline), pending until it has.
+-- completes: the plan carries its evaluation's completion (complete_evals reads it in place).
 SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
-       node_allocation, node_preemptions, deployment, deployment_updates, completion
+       node_allocation, node_preemptions, deployment, deployment_updates, completion IS NOT NULL AS completes
 FROM plans WHERE status = 'pending' AND id <> ALL(CAST(:exclude AS bigint[]))
 ORDER BY priority DESC, id
 LIMIT :limit;
@@ -116,14 +117,21 @@ FROM listed;
 -- name: complete_evals
 -- complete_eval_success for every evaluation of the batch whose last plan applied in full, in
 -- one statement: record each pass (fenced by its token), cancel each job's pending evaluations
--- the pass already served (coalescing) and its blocked evaluation. The index is this
--- transaction's own, the one the applier logged. One evaluation per job is in flight, so no
--- two finished rows share a job and no row is the target of two of these updates.
+-- the pass already served (coalescing) and its blocked evaluation. :plans are those plans; each
+-- one's completion is read where the worker stored it, in the plan's row, rather than decoded
+-- and sent back by the applier. The index is this transaction's own, the one the applier logged.
+-- One evaluation per job is in flight, so no two finished rows share a job and no row is the
+-- target of two of these updates.
 WITH taken AS (SELECT state_index_own() AS index), done AS (
-    SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:tokens AS uuid[]), CAST(:descriptions AS text[]),
-                         CAST(:snapshot_indexes AS bigint[]), CAST(:queued AS jsonb[]), CAST(:eligibility AS jsonb[]),
-                         CAST(:escaped AS boolean[]), CAST(:scheduled_at AS timestamptz[]))
-        AS d(id, token, description, snapshot_index, queued, eligibility, escaped, scheduled_at)
+    SELECT p.eval_id AS id, p.eval_token AS token, c."Description" AS description,
+           c."SnapshotIndex" AS snapshot_index, c."QueuedAllocations" AS queued,
+           c."ClassEligibility" AS eligibility, c."EscapedComputedClass" AS escaped,
+           c."ScheduledAt" AS scheduled_at
+    FROM plans p
+    CROSS JOIN LATERAL jsonb_to_record(p.completion) AS c(
+        "Description" text, "SnapshotIndex" bigint, "QueuedAllocations" jsonb, "ClassEligibility" jsonb,
+        "EscapedComputedClass" boolean, "ScheduledAt" timestamptz)
+    WHERE p.id = ANY(CAST(:plans AS bigint[])) AND p.completion IS NOT NULL
 ), finished AS (
     UPDATE evaluations e
     SET status = 'complete', status_description = d.description, lease_token = NULL, lease_owner = NULL,

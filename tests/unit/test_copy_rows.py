@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.pipeline.plan_check import placement
-from app.pipeline.plan_writes import COPY_COLUMNS, copy_row
-from app.structs import Allocation, Port, Resources
+from app.pipeline.plan_check import Verdict, placement
+from app.pipeline.plan_writes import COPY_COLUMNS, RESULT_COLUMNS, copy_row, result_columns
+from app.structs import Allocation, AllocationStop, Port, Resources
 from tests.support.scheduler_harness import pending_alloc
 
 pytestmark = pytest.mark.unit
@@ -60,3 +60,22 @@ def test_ports_canaries_and_links_are_written() -> None:
     assert values["previous_allocation"] == str(previous) and values["deployment_status"] == '{"Canary": true}'
     shared = json.loads(values["allocated_resources"].replace("\\\\", "\\"))
     assert shared["Shared"]["Ports"][0]["HostNetwork"] == "lan\\1"
+
+
+def test_a_verdicts_result_columns_hold_its_ids_by_node() -> None:
+    placed, node, stopped_on, rejected = allocation(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    stop = AllocationStop(uuid.uuid4(), "stop", "no longer needed")
+    verdict = Verdict(accepted={node: [placement(placed)]}, stops={stopped_on: [stop]}, rejected=[rejected])
+    values = dict(zip(RESULT_COLUMNS, result_columns(verdict).split("\t"), strict=False))
+    assert len(result_columns(verdict).split("\t")) == 4  # plan id, term, indexes and completion are the writer's
+    assert json.loads(values["node_allocation"]) == {str(node): [str(placed.id)]}
+    assert json.loads(values["node_update"]) == {str(stopped_on): [str(stop.alloc_id)]}
+    assert json.loads(values["node_preemptions"]) == {}
+    assert values["rejected_nodes"] == f"{{{rejected}}}"
+
+
+def test_a_resources_value_the_fast_path_does_not_know_still_encodes() -> None:
+    odd = Resources(cpu=100, memory_mb=64, disk_mb=None, memory_max_mb=128)  # type: ignore[arg-type]
+    values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation(resources=odd)))), strict=False))
+    assert json.loads(values["allocated_resources"]) == {"Shared": {"DiskMB": None, "Ports": []}}
+    assert values["disk_mb"] == "\\N"  # which the NOT NULL column refuses: the plan is refused, nothing crashes
