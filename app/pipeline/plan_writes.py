@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import encode_result, ports_to_json
+from app.pipeline.plan_codec import ports_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
@@ -243,16 +243,21 @@ RESULT_COLUMNS = (
 def result_columns(verdict: Verdict) -> str:
     """A verdict's plan_results columns in COPY's text format, up to (not including) the plan's
     id and what only the writing transaction knows: its term, index and which evaluations it
-    completed. The IDs are the verdict's, as the worker reads them back (plan_codec)."""
-    result = encode_result(verdict.result(0, 0))
+    completed. The IDs are the verdict's, as plan_codec.decode_result reads them back; they are
+    UUIDs, so the JSON is written directly (no quoting or escaping needed)."""
     return "\t".join(
         (
-            _text(json.dumps(result["node_update"])),
-            _text(json.dumps(result["node_allocation"])),
-            _text(json.dumps(result["node_preemptions"])),
-            _array(result["rejected_nodes"]),
+            _ids_by_node({n: [s.alloc_id for s in items] for n, items in verdict.stops.items()}),
+            _ids_by_node({n: [p.alloc_id for p in items] for n, items in verdict.accepted.items()}),
+            _ids_by_node({n: [s.alloc_id for s in items] for n, items in verdict.preemptions.items()}),
+            _array(verdict.rejected),
         )
     )
+
+
+def _ids_by_node(ids: Mapping[uuid.UUID, Iterable[uuid.UUID]]) -> str:
+    """{"node": ["id", ...], ...} as JSON text."""
+    return "{" + ", ".join(f'"{n}": [' + ", ".join(f'"{i}"' for i in items) + "]" for n, items in ids.items()) + "}"
 
 
 def _uuid(value: uuid.UUID | None) -> str:

@@ -63,12 +63,21 @@ def test_ports_canaries_and_links_are_written() -> None:
 
 
 def test_a_verdicts_result_columns_hold_its_ids_by_node() -> None:
-    placed, node, stopped_on, rejected = allocation(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    placed, node, stopped_on, rejected = (
+        [allocation(), allocation(), allocation()],
+        uuid.uuid4(),
+        uuid.uuid4(),
+        uuid.uuid4(),
+    )
     stop = AllocationStop(uuid.uuid4(), "stop", "no longer needed")
-    verdict = Verdict(accepted={node: [placement(placed)]}, stops={stopped_on: [stop]}, rejected=[rejected])
+    accepted = {node: [placement(placed[0]), placement(placed[1])], stopped_on: [placement(placed[2])]}
+    verdict = Verdict(accepted=accepted, stops={stopped_on: [stop]}, rejected=[rejected])
     values = dict(zip(RESULT_COLUMNS, result_columns(verdict).split("\t"), strict=False))
     assert len(result_columns(verdict).split("\t")) == 4  # plan id, term, indexes and completion are the writer's
-    assert json.loads(values["node_allocation"]) == {str(node): [str(placed.id)]}
+    assert json.loads(values["node_allocation"]) == {
+        str(node): [str(placed[0].id), str(placed[1].id)],
+        str(stopped_on): [str(placed[2].id)],
+    }
     assert json.loads(values["node_update"]) == {str(stopped_on): [str(stop.alloc_id)]}
     assert json.loads(values["node_preemptions"]) == {}
     assert values["rejected_nodes"] == f"{{{rejected}}}"
