@@ -5,7 +5,9 @@ last plan's result. Each round runs the pipelined applier (CORRAL_APPLIER_BATCH=
 default, or BENCH_APPLIER_BATCH; the next batch checked while one commits, the default) and, as
 its peers in the same run, the same batches without the pipeline (CORRAL_APPLIER_PIPELINE=false)
 and one plan per transaction (CORRAL_APPLIER_BATCH=1), on the same database with the same plans.
-Prints plans/s, placements/s, the ratios and the load average, and the median of the rounds.
+With BENCH_APPLIER_PEER (another checkout's `corral`), each round also runs that applier
+pipelined, so two versions compare in one run. Prints plans/s, placements/s, the ratios and the
+load average, and the median of the rounds.
 
 Usage: uv run python -m bench.applier [plans] [nodes] [rounds]
 """
@@ -36,9 +38,19 @@ from bench.storm import CORRAL
 PLACEMENTS = 3
 TARGET_PLANS_PER_S = 2_000  # issue 21: plans of 3 placements, on this 2-core machine
 # BENCH_APPLIER_BATCH: the batched runs' bound (CORRAL_APPLIER_BATCH), 64 (the default) unless set.
-# Each mode: (CORRAL_APPLIER_BATCH, CORRAL_APPLIER_PIPELINE).
+# Each mode: (CORRAL_APPLIER_BATCH, CORRAL_APPLIER_PIPELINE, the `corral` executable).
 BATCH = os.environ.get("BENCH_APPLIER_BATCH", "64")
-MODES = {"pipelined": (BATCH, "true"), "batched": (BATCH, "false"), "one per commit": ("1", "false")}
+MODES = {
+    "pipelined": (BATCH, "true", CORRAL),
+    "batched": (BATCH, "false", CORRAL),
+    "one per commit": ("1", "false", CORRAL),
+}
+# BENCH_APPLIER_PEER: another checkout's `corral` (say, .venv/bin/corral of a git worktree at an
+# earlier commit), run pipelined as one more mode of each round, to compare two versions of the
+# applier on the same database, plans and machine state.
+PEER = os.environ.get("BENCH_APPLIER_PEER")
+if PEER:
+    MODES["peer pipelined"] = (BATCH, "true", PEER)
 INSERT_PLAN = (
     "INSERT INTO plans (eval_id, eval_token, attempt, namespace, job_id, priority, all_at_once, snapshot_index, "
     "node_update, node_allocation, node_preemptions, deployment, deployment_updates, completion) "
@@ -132,11 +144,11 @@ def _plan_row(
     }
 
 
-def run(url: str, mode: tuple[str, str], plans: int, rng: random.Random) -> float:
+def run(url: str, mode: tuple[str, str, str], plans: int, rng: random.Random) -> float:
     """Seconds from the applier taking its term to the last plan's result."""
     with psycopg.connect(libpq_url(url)) as conn:
         term = prepare(conn, rng)
-        batch, pipeline = mode
+        batch, pipeline, corral = mode
         env = {
             **os.environ,
             "CORRAL_DATABASE_URL": url,
@@ -144,7 +156,7 @@ def run(url: str, mode: tuple[str, str], plans: int, rng: random.Random) -> floa
             "CORRAL_APPLIER_BATCH": batch,
             "CORRAL_APPLIER_PIPELINE": pipeline,
         }
-        applier = subprocess.Popen([CORRAL, "applier"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        applier = subprocess.Popen([corral, "applier"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         conn.autocommit = True
         last = _scalar(conn, "SELECT max(id) FROM plans")
         try:
@@ -192,6 +204,8 @@ def main(plans: int, nodes: int, rounds: int) -> None:
         print(f"median {name:>15}: {rate:8.1f} plans/s  {rate * PLACEMENTS:9.1f} placements/s")
     print(f"pipelined / batched: {medians['batched'] / medians['pipelined']:.2f}x")
     print(f"batched / one per commit: {medians['one per commit'] / medians['batched']:.2f}x")
+    if PEER:
+        print(f"pipelined / peer pipelined ({PEER}): {medians['peer pipelined'] / medians['pipelined']:.2f}x")
     target = plans / medians["pipelined"] / TARGET_PLANS_PER_S
     print(f"pipelined / issue 21's target of {TARGET_PLANS_PER_S:,} plans/s: {target:.2f}")
 
