@@ -171,4 +171,25 @@ def assert_pipeline_invariants(pg: psycopg.Connection[tuple[Any, ...]], count: i
         "AND (e.status = 'blocked' OR e.triggered_by = 'failed-follow-up' AND e.status = 'pending'))",
         (count,),
     ).fetchall()
-    assert short == []
+    assert short == [], _story(pg, [str(row[0]) for row in short])
+
+
+def _story(pg: psycopg.Connection[tuple[Any, ...]], job_ids: list[str]) -> str:
+    """What happened to jobs left short: their evaluations and plans, oldest first, so that a
+    rare failure under random kills says which step lost the work."""
+    evals = pg.execute(
+        "SELECT job_id, id, status, triggered_by, status_description, create_index, modify_index FROM evaluations "
+        "WHERE job_id = ANY(%s) ORDER BY job_id, create_index",
+        (job_ids,),
+    ).fetchall()
+    plans = pg.execute(
+        "SELECT p.job_id, p.eval_id, p.id, p.attempt, p.status, p.completion IS NOT NULL, r.node_allocation, "
+        "r.rejected_nodes, r.completed_eval FROM plans p LEFT JOIN plan_results r ON r.plan_id = p.id "
+        "WHERE p.job_id = ANY(%s) ORDER BY p.job_id, p.id",
+        (job_ids,),
+    ).fetchall()
+    lines = [f"jobs short of their count with nothing waiting: {job_ids}", "evaluations:"]
+    lines += [f"  {row}" for row in evals]
+    lines += ["plans (job, eval, id, attempt, status, completes, placed, rejected, completed):"]
+    lines += [f"  {row}" for row in plans]
+    return "\n".join(lines)
