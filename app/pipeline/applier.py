@@ -194,7 +194,7 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     with pg.pipeline():  # one round trip for the completions and the statuses
         completing = _send_completion(pg, decided)
         _send_statuses(pg, decided)
-    decided = _completed(decided, completing)
+    decided = _completed(decided, {row[0] for row in completing.fetchall()} if completing is not None else set())
     _copy_results(pg, decided, index, term, {p.id: c for p, c in order})
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]
@@ -312,22 +312,20 @@ def _send_completion(pg: psycopg.Connection[Any], decided: list[Decided]) -> psy
     worker sent its completion) applied in full. The tokens were checked and the evaluation rows
     are locked, so the fenced UPDATE finds them; which ones it completed is still read back
     (_completed), never assumed."""
-    due = [d.pending.id for d in decided if d.pending.completes and not d.verdict.rejected and not d.fenced]
+    due = [d.pending.id for d in decided if _due(d)]
     return pg.execute(COMPLETE_EVALS, {"plans": due}, prepare=True) if due else None
 
 
-def _completed(decided: list[Decided], completing: psycopg.Cursor[Any] | None) -> list[Decided]:
-    if completing is None:
-        return decided
-    done = {row[0] for row in completing.fetchall()}
+def _due(d: Decided) -> bool:
+    """The plan carries its evaluation's completion, applied in full and was not fenced."""
+    return d.pending.completes and not d.verdict.rejected and not d.fenced
+
+
+def _completed(decided: list[Decided], done: set[uuid.UUID]) -> list[Decided]:
+    """`decided` with each due plan whose evaluation the completion did complete (`done`) marked
+    so. A fenced plan of the same evaluation as a due one is never marked: it completed nothing."""
     return [
-        Decided(
-            d.pending,
-            d.verdict,
-            d.fenced,
-            completed=d.pending.completes and not d.verdict.rejected and d.pending.plan.eval_id in done,
-        )
-        for d in decided
+        Decided(d.pending, d.verdict, d.fenced, completed=_due(d) and d.pending.plan.eval_id in done) for d in decided
     ]
 
 
