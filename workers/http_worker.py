@@ -12,7 +12,10 @@ address may hold up to `http_max_conns_per_client` in each of the `http_workers`
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+import sys
 from collections import Counter
 from typing import Any
 
@@ -137,3 +140,29 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
         state = extensions.get("corral") if isinstance(extensions, dict) else None
         if state is not None:
             gevent.spawn(state.watcher.release_waiters)
+
+
+def exit_worker(server: Any, worker: Any) -> None:
+    """gunicorn's `worker_exit` hook, the last thing a forked API worker runs: flush and close
+    the log handlers, then leave with the exit code gunicorn chose, skipping the interpreter's
+    teardown. In that teardown gevent's thread module is already cleared when logging's weakref
+    callbacks fire, so every exit printed "Exception ignored in: _removeHandlerRef" tracebacks
+    (gevent issue 2148). A forked child is what os._exit is for; the worker holds nothing else
+    that needs finalizing (its database connections close with the process)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(exit_code(sys.exc_info()[1]))
+
+
+def exit_code(leaving: BaseException | None) -> int:
+    """The status a process leaving with `leaving` would have had: gunicorn's worker always
+    leaves through SystemExit (0, or its boot and load error codes)."""
+    if leaving is None:
+        return 0
+    if not isinstance(leaving, SystemExit):
+        return 1
+    code = leaving.code
+    if code is None:
+        return 0
+    return code & 0xFF if isinstance(code, int) else 1

@@ -10,7 +10,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
-from workers.http_worker import CorralWorker
+from workers.http_worker import CorralWorker, exit_worker
 
 
 class ApiServer(BaseApplication):  # type: ignore[misc]
@@ -37,6 +37,7 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
             "loglevel": self.settings.log_level,
             "proc_name": "corral-server",
             "worker_tmp_dir": "/dev/shm",
+            "worker_exit": exit_worker,
         }
         settings = self.settings
         if settings.tls_cert_file is not None:

@@ -66,6 +66,7 @@ class Touched(NamedTuple):
     live: bool
     resources: Resources
     ports: Collection[int]
+    owner: tuple[str, str, str]  # namespace, job and name: what an in-place update keeps
 
 
 @dataclass
@@ -129,7 +130,18 @@ def _charge(state: BatchState, verdict: Verdict, after: dict[uuid.UUID, NodeUsag
     touched = state.touched
     for node_id, new in verdict.accepted.items():
         for p in new:
-            touched[p.alloc.id] = Touched(node_id, True, p.resources, p.ports)
+            touched[p.alloc.id] = Touched(node_id, True, p.resources, p.ports, owner_of(p.alloc))
+
+
+def owner_of(alloc: Allocation) -> tuple[str, str, str]:
+    return (alloc.namespace, alloc.job_id, alloc.name)
+
+
+def _updates_in_place(alloc: Allocation, old: Touched, node_id: uuid.UUID) -> bool:
+    """New work with an existing allocation's ID must be an in-place update of it: the same
+    job's allocation of the same name, live, on this node. Anything else would overwrite another
+    allocation (the write updates by ID), so the node is refused and the scheduler re-plans."""
+    return old.live and old.node_id == node_id and old.owner == owner_of(alloc)
 
 
 def _victims_still_there(node_id: uuid.UUID, victims: list[AllocationStop], state: BatchState) -> bool:
@@ -148,6 +160,8 @@ def _node_after(
     Nomad's per-node check: the node must exist and be ready; new work needs an eligible node
     unless it only updates allocations already there; everything must fit."""
     node, touched = state.nodes.get(node_id), state.touched
+    if not all(_updates_in_place(a.alloc, touched[a.alloc_id], node_id) for a in new if a.alloc_id in touched):
+        return None
     usage = state.usage.get(node_id, NodeUsage())
     # Work leaving the node (stops, and the old shape of in-place updates) frees room first.
     gone = [touched[s.alloc_id] for s in leaving if s.alloc_id in touched]

@@ -128,4 +128,5 @@ def _touched(r: dict[str, Any]) -> Touched:
         live=r["desired_status"] == "run" and r["client_status"] in LIVE_CLIENT,
         resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
         ports=frozenset(r["host_ports"]),
+        owner=(r["namespace"], r["job_id"], r["name"]),
     )

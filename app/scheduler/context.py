@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
@@ -15,7 +15,7 @@ from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionScope
 from app.scheduler.reconcile import Stop, stop_all
-from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, LazyShuffle, Rng, seed_for
+from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, LazyShuffle, Rng, id_seed, seed_for
 from app.structs import (
     Allocation,
     Evaluation,
@@ -35,7 +35,7 @@ class Pass:
         self.snapshot = snapshot
         self.now_ns = now_ns
         self.seed = seed_for(evaluation.id, snapshot.index)
-        self.ids = IdSource(self.seed)
+        self.ids = IdSource(id_seed(self.seed, now_ns), _existing_ids(snapshot))
         self.port_rng = Rng(self.seed, PORTS)
         self.nodes = snapshot.node_set.by_id  # built once per NodeSet, shared by every pass on it
         self.state = PlanState(snapshot.usage, (a for a in snapshot.allocations if not a.terminal), self.nodes)
@@ -158,3 +158,11 @@ class Pass:
             escaped_computed_class=feasibility.escaped if feasibility else False,
             blocked_nodes=frozenset(self.blocked_nodes),
         )
+
+
+def _existing_ids(snapshot: Snapshot) -> Iterator[uuid.UUID]:
+    """The IDs a new allocation or deployment must not take: the job's allocations (the earlier
+    passes' placements among them) and its deployment."""
+    yield from (a.id for a in snapshot.allocations)
+    if snapshot.deployment is not None:
+        yield snapshot.deployment.id

@@ -7,7 +7,7 @@ evaluation and two workers racing on the same job explore nodes in different ord
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar, overload
 
 T = TypeVar("T")
@@ -21,6 +21,15 @@ NODE_ORDER, ALLOC_IDS, PORTS = 1, 2, 3
 def seed_for(eval_id: uuid.UUID, snapshot_index: int) -> int:
     """The eval ID's last 8 bytes XOR the state index."""
     return (int.from_bytes(eval_id.bytes[8:], "big") ^ snapshot_index) & _MASK64
+
+
+def id_seed(seed: int, now_ns: int) -> int:
+    """The new IDs' seed: the pass seed mixed with the pass's clock. Two passes of one evaluation
+    may read snapshots with the same index (the safe index lags a writer still in flight, or a
+    redelivery reads the same state) while the second sees the first's allocations: seeded by
+    the pass seed alone, it drew the same IDs again, and a placement took an existing
+    allocation's ID (written as an in-place update of it: the job stayed one short)."""
+    return Rng(seed ^ now_ns, ALLOC_IDS).next64()
 
 
 class Rng:
@@ -86,10 +95,20 @@ class LazyShuffle(Sequence[T]):
 
 
 class IdSource:
-    """Deterministic version-4 UUIDs for the allocations one pass creates."""
+    """Version-4 UUIDs for the allocations (and deployment) one pass creates, seeded so a pass is
+    a pure function of its inputs. Never one of `taken` (the IDs the snapshot already holds,
+    read on the first draw): a placement with an existing allocation's ID would be written as an
+    in-place update of that allocation."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, taken: Iterable[uuid.UUID] = ()) -> None:
         self._rng = Rng(seed, ALLOC_IDS)
+        self._pending_taken: Iterable[uuid.UUID] | None = taken
+        self._taken: frozenset[uuid.UUID] = frozenset()
 
     def next(self) -> uuid.UUID:
-        return uuid.UUID(int=(self._rng.next64() << 64) | self._rng.next64(), version=4)
+        if self._pending_taken is not None:
+            self._taken, self._pending_taken = frozenset(self._pending_taken), None
+        while True:
+            drawn = uuid.UUID(int=(self._rng.next64() << 64) | self._rng.next64(), version=4)
+            if drawn not in self._taken:
+                return drawn

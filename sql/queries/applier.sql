@@ -54,7 +54,8 @@ WHERE node_id = ANY(:ids) AND host_ports <> '{}'
   AND desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown');
 
 -- name: plan_touched_allocs
-SELECT id, node_id, desired_status, client_status, cpu, memory_mb, disk_mb, host_ports
+-- The allocations a batch places (in-place updates, or IDs already taken), stops or evicts.
+SELECT id, node_id, desired_status, client_status, cpu, memory_mb, disk_mb, host_ports, namespace, job_id, name
 FROM allocations WHERE id = ANY(:ids);
 
 -- name: preempted_jobs

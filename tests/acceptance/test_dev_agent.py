@@ -80,6 +80,7 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert postgres_running_in(data_dir) == []
     assert "server |" in agent.output, "role logs are merged with a role prefix"
+    assert "Exception ignored" not in agent.output, agent.output
 
 
 def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], workdir: Path) -> None:

@@ -14,6 +14,7 @@ from tests.support.scheduler_harness import node, pending_alloc
 pytestmark = pytest.mark.unit
 NODE = node("n1", cpu=1000, mem=4096, disk=10000)
 NODE_ID = NODE.id
+WEB_0 = ("default", "web", "web.g[0]")  # pending_alloc's namespace, job and name
 
 
 def allocation(cpu: int, alloc_id: uuid.UUID | None = None) -> Allocation:
@@ -47,7 +48,7 @@ def test_a_stop_frees_room_and_its_victim_cannot_be_preempted_again() -> None:
     running = uuid.uuid4()
     batch = state(
         NodeUsage(Resources(cpu=800, memory_mb=64, disk_mb=10)),
-        {running: Touched(NODE_ID, True, Resources(cpu=800, memory_mb=64, disk_mb=10), frozenset())},
+        {running: Touched(NODE_ID, True, Resources(cpu=800, memory_mb=64, disk_mb=10), frozenset(), WEB_0)},
     )
     stop = Plan(uuid.uuid4(), 50, 0, node_update={NODE_ID: (AllocationStop(running, "stop", "job stopped"),)})
     assert check(stop, batch).stops == {NODE_ID: [AllocationStop(running, "stop", "job stopped")]}
@@ -70,6 +71,38 @@ def test_an_allocation_placed_earlier_in_the_batch_can_be_updated_in_place() -> 
     bigger = allocation(500, alloc_id=placed.id)
     assert check(placing(bigger), batch).accepted
     assert batch.usage[NODE_ID].resources.cpu == 500
+
+
+@pytest.mark.parametrize(
+    ("existing", "why"),
+    [
+        (
+            Touched(
+                NODE_ID, True, Resources(cpu=300, memory_mb=64, disk_mb=10), frozenset(), ("default", "web", "web.g[1]")
+            ),
+            "another name",
+        ),
+        (
+            Touched(
+                NODE_ID, True, Resources(cpu=300, memory_mb=64, disk_mb=10), frozenset(), ("default", "db", "web.g[0]")
+            ),
+            "another job",
+        ),
+        (Touched(uuid.uuid4(), True, Resources(cpu=300, memory_mb=64, disk_mb=10), frozenset(), WEB_0), "another node"),
+        (Touched(NODE_ID, False, Resources(cpu=300, memory_mb=64, disk_mb=10), frozenset(), WEB_0), "stopped"),
+    ],
+)
+def test_new_work_with_an_existing_allocations_id_is_refused_unless_it_updates_it_in_place(
+    existing: Touched, why: str
+) -> None:
+    """The write updates by ID, so a placement that reuses an existing allocation's ID (two
+    passes of one evaluation that drew the same IDs) would overwrite that allocation and place
+    nothing: the node is refused and the scheduler re-plans."""
+    taken = uuid.uuid4()
+    batch = state(NodeUsage(Resources(cpu=300, memory_mb=64, disk_mb=10)), {taken: existing})
+    assert check(placing(allocation(300, alloc_id=taken)), batch).rejected == [NODE_ID], why
+    same = existing._replace(node_id=NODE_ID, live=True, owner=WEB_0)
+    assert check(placing(allocation(300, alloc_id=taken)), state(touched={taken: same})).accepted
 
 
 def with_port(alloc: Allocation, port: int) -> Allocation:

@@ -51,7 +51,9 @@ def test_room_the_earlier_batch_frees_is_not_lent_before_it_commits() -> None:
     """The stop may still be fenced or refused: until a read sees it, its room and its port stay
     taken, and the stopped allocation is no longer live (stopping it again frees nothing)."""
     running = uuid.uuid4()
-    live = Touched(NODE.id, True, Resources(cpu=600, memory_mb=64, disk_mb=10), frozenset({9090}))
+    live = Touched(
+        NODE.id, True, Resources(cpu=600, memory_mb=64, disk_mb=10), frozenset({9090}), ("default", "web", "web.g[0]")
+    )
     earlier = read(usage(600, 9090), {running: live})
     stop = Plan(uuid.uuid4(), 50, 0, node_update={NODE.id: (AllocationStop(running, "stop", "job stopped"),)})
     done = effects(earlier, [check(stop, earlier)])

@@ -46,6 +46,27 @@ def test_shuffle_is_a_permutation_and_ids_are_v4() -> None:
     assert first == [IdSource(42).next() for _ in range(1)] + first[1:]
 
 
+def test_an_id_source_never_draws_a_taken_id() -> None:
+    plain = IdSource(42)
+    first, second = plain.next(), plain.next()
+    assert IdSource(42, [first]).next() == second
+
+
+def test_a_second_pass_on_the_same_snapshot_index_never_reuses_an_allocation_id() -> None:
+    """The random-kill test's lost placement: a pass applied in part (two of its four
+    placements), then the next pass of the same evaluation read a snapshot with the same index
+    that held those two. Seeded by the evaluation and the index alone, it drew the first pass's
+    IDs again, and a new placement took an existing allocation's ID."""
+    four = job(groups=[group(count=4)], type="batch")
+    first = placed(run(snapshot(four, NODES), now=1))
+    applied = first[:2]
+    for now in (2, 1):  # a later pass, and one with the very same clock (only the snapshot differs)
+        again = placed(run(snapshot(four, NODES, applied), now=now))
+        assert len(again) == 2
+        assert {a.id for a in again}.isdisjoint(a.id for a in applied)
+        assert {a.name for a in again}.isdisjoint(a.name for a in applied)
+
+
 def test_lazy_shuffle_draws_the_same_order_however_it_is_read() -> None:
     items = list(range(50))
     partly = LazyShuffle(items, Rng(9))
