@@ -104,10 +104,12 @@ WHERE a.id = v.previous;
 -- waiting for these verdicts. Its payload lists the plan IDs, so that a worker waiting for
 -- another plan sleeps on without a query; a list too long for a payload (8000 bytes) is sent
 -- empty, which wakes every waiter. A hint either way: the woken re-read their plan's result.
+-- The plans are found by `id = ANY(:ids)`, a primary-key probe each, whatever the statistics
+-- say: joined on the unnest alone, a table never analyzed (a burst of submits) was read whole.
 WITH recorded AS (
     UPDATE plans p SET status = v.status, applied_at = now()
     FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
-    WHERE p.id = v.id
+    WHERE p.id = ANY(CAST(:ids AS bigint[])) AND p.id = v.id
     RETURNING p.id
 ), listed AS (
     SELECT count(*) AS recorded, string_agg(CAST(id AS text), ',') AS ids FROM recorded
@@ -123,6 +125,12 @@ FROM listed;
 -- and sent back by the applier. The index is this transaction's own, the one the applier logged.
 -- One evaluation per job is in flight, so no two finished rows share a job and no row is the
 -- target of two of these updates.
+-- Each update reaches its rows through an index whatever the statistics say: a LATERAL
+-- subquery the planner may not flatten (OFFSET 0) probes, per finished evaluation, its row by
+-- primary key and its job's served evaluations; the blocked ones are found by their jobs
+-- (arrays built from the batch). Joined on the CTEs alone, a table never analyzed
+-- (right after a burst of registrations) got plans that read every pending evaluation, up to
+-- once per finished one: 2-3 ms a batch at 1,000 pending.
 WITH taken AS (SELECT state_index_own() AS index), done AS (
     SELECT p.eval_id AS id, p.eval_token AS token, c."Description" AS description,
            c."SnapshotIndex" AS snapshot_index, c."QueuedAllocations" AS queued,
@@ -140,23 +148,30 @@ WITH taken AS (SELECT state_index_own() AS index), done AS (
         queued_allocations = d.queued, class_eligibility = d.eligibility, escaped_computed_class = d.escaped,
         modify_index = (SELECT index FROM taken), modify_time = now()
     FROM done d
-    WHERE e.id = d.id AND e.lease_token = d.token AND e.status = 'pending'
+    CROSS JOIN LATERAL (SELECT x.id FROM evaluations x WHERE x.id = d.id OFFSET 0) one
+    WHERE e.id = one.id AND e.lease_token = d.token AND e.status = 'pending'
     RETURNING e.id, e.namespace, e.job_id, d.snapshot_index, d.scheduled_at
 ), coalesced AS (
     UPDATE evaluations e
     SET status = 'canceled', status_description = 'coalesced into evaluation ' || CAST(f.id AS text),
         modify_index = (SELECT index FROM taken), modify_time = now()
     FROM finished f
-    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'pending' AND e.lease_token IS NULL
-      AND e.id <> f.id AND e.create_index <= f.snapshot_index
-      AND (e.wait_until IS NULL OR e.wait_until <= f.scheduled_at)
+    CROSS JOIN LATERAL (
+        SELECT s.id FROM evaluations s
+        WHERE s.namespace = f.namespace AND s.job_id = f.job_id AND s.status = 'pending' AND s.lease_token IS NULL
+          AND s.id <> f.id AND s.create_index <= f.snapshot_index
+          AND (s.wait_until IS NULL OR s.wait_until <= f.scheduled_at)
+        OFFSET 0  -- kept a subquery, run once per finished evaluation: a probe of its job
+    ) served
+    WHERE e.id = served.id
     RETURNING e.id
 ), unblocked AS (
     UPDATE evaluations e
     SET status = 'canceled', status_description = 'evaluation ' || CAST(f.id AS text) || ' successful',
         modify_index = (SELECT index FROM taken), modify_time = now()
     FROM finished f
-    WHERE e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'blocked'
+    WHERE e.namespace = ANY(ARRAY(SELECT namespace FROM finished)) AND e.job_id = ANY(ARRAY(SELECT job_id FROM finished))
+      AND e.namespace = f.namespace AND e.job_id = f.job_id AND e.status = 'blocked'
     RETURNING e.id
 )
 SELECT id FROM finished;
