@@ -1,9 +1,10 @@
 """What a big plan's write costs inside Postgres, trigger by trigger: `count` allocations on
 `nodes` nodes in one INSERT (as the applier's COPY is one statement), under EXPLAIN ANALYZE,
-with the usage triggers of revision 0018 (sql/functions/allocation_usage_v2.sql) and, in
-alternating rounds on the same database, with the v1 functions they replaced (re-pointed inside
-the round's transaction). Every round is rolled back, so each starts from the same state.
-Prints the median time of each trigger and of the whole statement, and the ratio v2 / v1.
+with the current usage triggers (v3: revision 0021, sql/functions/allocation_usage_v3.sql) and,
+in alternating rounds on the same database, with the v1 and v2 functions they replaced
+(re-pointed inside the round's transaction). Every round is rolled back, so each starts from
+the same state. Prints the median time of each trigger and of the whole statement per version,
+and the ratios v3 / v1 and v3 / v2.
 
 Usage: uv run python -m bench.usage_triggers [allocations] [nodes] [rounds]
 """
@@ -30,9 +31,10 @@ INSERT = (
     "'pending', 100, 64, 64, 10, '{}', '{}', %(index)s, %(index)s, %(index)s "
     "FROM generate_series(1, %(per_node)s) r CROSS JOIN nodes n"
 )
-USE_V1 = (
+CURRENT, EARLIER = "v3", ("v1", "v2")
+REPOINT = (
     "CREATE OR REPLACE TRIGGER allocations_usage_insert AFTER INSERT ON allocations "
-    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION corral_usage_after_insert_v1()"
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION corral_usage_after_insert_{version}()"
 )
 TRIGGER_TIME = re.compile(r"^Trigger (?:for constraint )?(\S+): time=([\d.]+)")
 TOTAL_TIME = re.compile(r"^Execution Time: ([\d.]+) ms")
@@ -42,8 +44,8 @@ def one_round(conn: Conn, eval_id: str, count: int, nodes: int, version: str) ->
     """Milliseconds per trigger (foreign keys folded into one) and for the whole statement."""
     times: dict[str, float] = defaultdict(float)
     with conn.transaction(force_rollback=True):
-        if version == "v1":
-            conn.execute(USE_V1)
+        if version != CURRENT:
+            conn.execute(REPOINT.format(version=version))
         index = conn.execute("SELECT state_index_own()").fetchone()
         assert index is not None
         params = {"eval": eval_id, "index": int(str(index[0])), "per_node": count // nodes}
@@ -61,18 +63,21 @@ def main(count: int, nodes: int, rounds: int) -> None:
     with bench_database() as url:
         add_nodes(url, nodes, cpu=10**6, memory_mb=10**7)
         eval_id = register_mock_job(url)
-        runs: dict[str, list[dict[str, float]]] = {"v1": [], "v2": []}
+        versions = (*EARLIER, CURRENT)
+        runs: dict[str, list[dict[str, float]]] = {v: [] for v in versions}
         with psycopg.connect(libpq_url(url)) as conn:
-            one_round(conn, eval_id, count, nodes, "v2")  # warm-up
+            one_round(conn, eval_id, count, nodes, CURRENT)  # warm-up
             for _ in range(rounds):
-                for version in ("v1", "v2"):
+                for version in versions:
                     runs[version].append(one_round(conn, eval_id, count, nodes, version))
     print(f"one INSERT of {count:,} allocations on {nodes:,} nodes, EXPLAIN ANALYZE, median of {rounds} rounds (ms)")
-    print(f"{'':<26} {'v1':>9} {'v2':>9}  v2/v1")
-    for name in sorted(runs["v2"][0], key=lambda n: -statistics.median(r[n] for r in runs["v2"])):
-        old = statistics.median(r.get(name, 0.0) for r in runs["v1"])
-        new = statistics.median(r.get(name, 0.0) for r in runs["v2"])
-        print(f"{name:<26} {old:>9,.1f} {new:>9,.1f}  {new / old if old else float('nan'):.2f}")
+    ratios = [f"{CURRENT}/{v}" for v in EARLIER]
+    print(f"{'':<26} " + " ".join(f"{v:>9}" for v in versions) + "  " + " ".join(f"{r:>6}" for r in ratios))
+    for name in sorted(runs[CURRENT][0], key=lambda n: -statistics.median(r[n] for r in runs[CURRENT])):
+        median = {v: statistics.median(r.get(name, 0.0) for r in runs[v]) for v in versions}
+        cells = " ".join(f"{median[v]:>9,.1f}" for v in versions)
+        shares = " ".join(f"{median[CURRENT] / median[v] if median[v] else float('nan'):>6.2f}" for v in EARLIER)
+        print(f"{name:<26} {cells}  {shares}")
 
 
 if __name__ == "__main__":
