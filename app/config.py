@@ -19,6 +19,14 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL URL. Without it corral runs the embedded server in data_dir.",
     )
+    database_embedded: bool = Field(
+        default=False,
+        description=(
+            "Set by `corral agent` for the roles it starts on its own embedded PostgreSQL, which they "
+            "reach through database_url, so /v1/agent/self reports the database as embedded. Not an "
+            "operator setting."
+        ),
+    )
     read_database_url: str | None = Field(
         default=None,
         description=(

@@ -96,10 +96,17 @@ def check_port_free(bind: str) -> None:
             ) from err
 
 
-def role_env(base: Mapping[str, str], database_url: str, log_format: str) -> dict[str, str]:
+def role_env(base: Mapping[str, str], database_url: str, log_format: str, *, embedded: bool) -> dict[str, str]:
     """Every role's environment. The log format is decided once by the agent: a child's stdout
-    is a pipe to the agent, so left to itself it would always pick JSON."""
-    return {**base, "CORRAL_DATABASE_URL": database_url, "CORRAL_LOG_FORMAT": log_format, "PYTHONUNBUFFERED": "1"}
+    is a pipe to the agent, so left to itself it would always pick JSON. The roles reach the
+    agent's embedded database through its URL like any other, and are told it is embedded."""
+    return {
+        **base,
+        "CORRAL_DATABASE_URL": database_url,
+        "CORRAL_DATABASE_EMBEDDED": "true" if embedded else "false",
+        "CORRAL_LOG_FORMAT": log_format,
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def dev_roles(base: Mapping[str, str]) -> list[Role]:
@@ -172,7 +179,7 @@ def run_dev_agent(settings: Settings) -> int:
         if stop.is_set():
             return 0
         gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
-        env = role_env(os.environ, database.url, settings.log_format)
+        env = role_env(os.environ, database.url, settings.log_format, embedded=database.embedded is not None)
         lock = threading.Lock()
         children = [_spawn(role, env, lock) for role in dev_roles(os.environ)]
         url = api_url(settings.bind)

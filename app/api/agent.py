@@ -42,7 +42,7 @@ def self_() -> Response:
             "Client": {"Enabled": False},
             "BindAddr": current.settings.bind,
             "Database": {
-                "Embedded": current.settings.database_url is None,
+                "Embedded": current.settings.database_url is None or current.settings.database_embedded,
                 "SchemaRevision": current_revision(current.engine),
                 "SchemaHead": head_revision(),
             },

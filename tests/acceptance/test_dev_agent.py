@@ -37,6 +37,9 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
     children = agent.descendants()
     assert children, "the agent runs its roles as child processes"
 
+    # The roles reach the embedded database by URL, and still report it as embedded.
+    assert httpx.get(f"{base}/v1/agent/self").json()["config"]["Database"]["Embedded"] is True
+
     registered = httpx.put(f"{base}/v1/jobs", json=JOB).json()
     assert registered["EvalID"]
     evaluation = httpx.get(f"{base}/v1/evaluation/{registered['EvalID']}").json()

@@ -166,6 +166,16 @@ def test_agent_health_and_self(client: FlaskClient) -> None:
     assert me is not None
     database = me["config"]["Database"]
     assert database["SchemaRevision"] == database["SchemaHead"]
+    assert database["Embedded"] is False  # an external database_url, and not the agent's
+
+
+def test_agent_self_reports_the_agents_embedded_database(database_url: str) -> None:
+    app = create_app(Settings(database_url=database_url, database_embedded=True), database_url)
+    try:
+        me = app.test_client().get("/v1/agent/self").json
+        assert me is not None and me["config"]["Database"]["Embedded"] is True
+    finally:
+        app.extensions["corral"].close()
 
 
 def test_agent_health_reports_the_index_and_an_unreachable_database(

@@ -40,10 +40,13 @@ def test_auto_log_format_is_for_humans_on_a_terminal_and_json_otherwise() -> Non
 
 
 def test_every_role_gets_the_agents_log_format_and_database() -> None:
-    env = role_env({"PATH": "/bin", "CORRAL_LOG_FORMAT": "auto"}, "postgresql://x", "console")
+    env = role_env({"PATH": "/bin", "CORRAL_LOG_FORMAT": "auto"}, "postgresql://x", "console", embedded=True)
     assert env["CORRAL_LOG_FORMAT"] == "console"
     assert env["CORRAL_DATABASE_URL"] == "postgresql://x"
+    assert env["CORRAL_DATABASE_EMBEDDED"] == "true"
     assert env["PATH"] == "/bin"
+    external = role_env({"CORRAL_DATABASE_EMBEDDED": "true"}, "postgresql://x", "json", embedded=False)
+    assert external["CORRAL_DATABASE_EMBEDDED"] == "false"  # never inherited from the agent's own environment
 
 
 def test_dev_server_runs_without_access_log_and_a_short_graceful_stop_unless_the_operator_says() -> None:
