@@ -91,14 +91,18 @@ class IndexWatcher:
     def _wake_all(self) -> None:
         """Every waiter, per-node ones included (under self._lock)."""
         self._wake_table_waiters()
-        for events in self._node_waiters.values():
-            for event in events:
-                event.set()
+        self._wake_node_waiters()
 
     def _wake_table_waiters(self) -> None:
         """wait_beyond's waiters (under self._lock); a node's waiters wake for their node only."""
         for event in self._waiters:
             event.set()
+
+    def _wake_node_waiters(self) -> None:
+        """Every node's waiters (under self._lock)."""
+        for events in self._node_waiters.values():
+            for event in events:
+                event.set()
 
     def stop(self) -> None:
         """End the background thread (used when an app or a test database goes away)."""
@@ -174,6 +178,11 @@ class IndexWatcher:
         if self._node_base is None:
             with self._lock:
                 self._node_base = self._node_level = level
+                # Tracking (re)starts here. After a lost connection, changes made while the
+                # watcher was away were never tracked: every node's waiter looks again (its
+                # snapshot predates the new base) rather than sleep through them until its wait
+                # runs out (5 minutes for a client's watch).
+                self._wake_node_waiters()
             return
         if level <= self._node_level:
             return

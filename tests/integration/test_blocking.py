@@ -6,11 +6,13 @@ import threading
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
+from app.db.engines import libpq_url
 from tests.support.api import minimal_job, node_body
 from tests.support.processes import wait_for
 
@@ -120,3 +122,39 @@ def test_a_nodes_allocation_query_wakes_for_that_node_only(client: FlaskClient) 
     waiter.join(timeout=60)
     assert not waiter.is_alive()
     assert result["index"] > other_index
+
+
+def test_a_nodes_query_wakes_for_a_change_made_while_the_watcher_was_disconnected(database_url: str) -> None:
+    """The watcher's connection dies (a restarted or terminated backend) and the node changes
+    before it reconnects: the change was never tracked, so the watcher must send the node's
+    waiters back to look, not leave them asleep until their wait (here 290 s) runs out."""
+    app = create_app(Settings(database_url=database_url, max_blocking_wait_s=300), database_url)
+    state = app.extensions["corral"]
+    client = app.test_client()
+    try:
+        node_id = str(uuid.uuid4())
+        assert client.put("/v1/node/register", json={"Node": node_body(node_id)}).status_code == 200
+        index = int(client.get(f"/v1/node/{node_id}/allocations").headers["X-Nomad-Index"])
+        result: dict[str, int] = {}
+
+        def block() -> None:
+            resp = client.get(f"/v1/node/{node_id}/allocations?index={index}&wait=290s")
+            result["index"] = int(resp.headers["X-Nomad-Index"])
+
+        waiter = threading.Thread(target=block, daemon=True)
+        waiter.start()
+        watcher = state.watcher
+        assert wait_for(lambda: watcher._node_base is not None and bool(watcher._node_waiters), 30)
+        with psycopg.connect(libpq_url(database_url), autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'corral-api-index-watcher' AND datname = current_database()"
+            )
+        assert wait_for(lambda: watcher._node_base is None, 30)
+        changed = client.put(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"})
+        changed_index = int(changed.json["Index"])  # type: ignore[index]
+        waiter.join(timeout=30)
+        assert not waiter.is_alive(), "the node's query slept through a change made while the watcher was away"
+        assert result["index"] >= changed_index
+    finally:
+        state.close()
