@@ -152,7 +152,7 @@ def test_a_nodes_query_wakes_for_a_change_made_while_the_watcher_was_disconnecte
             )
         assert wait_for(lambda: watcher._node_base is None, 30)
         changed = client.put(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"})
-        changed_index = int(changed.json["Index"])  # type: ignore[index]
+        changed_index = int(changed.json["Index"])
         waiter.join(timeout=30)
         assert not waiter.is_alive(), "the node's query slept through a change made while the watcher was away"
         assert result["index"] >= changed_index
