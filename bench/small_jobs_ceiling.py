@@ -17,12 +17,12 @@ the pipeline's transactions:
   4. the apply: next_plan, take_index, fence_term, eval_still_owned, plan_nodes,
      plan_node_ports, plan_node_usage, plan_touched_allocs, INSERT INTO deployments, the new
      allocations (one INSERT ... SELECT where the applier sends a COPY; the same triggers fire),
-     UPDATE plans, INSERT INTO plan_results;
-  5. the worker reading the plan's result (once; the worker polls it);
-  6. the completion: take_index and complete_eval_success in one transaction.
+     complete_evals (the evaluation completed with its plan), UPDATE plans with the NOTIFY that
+     carries the verdict (so the worker reads no result), INSERT INTO plan_results.
 Left out, as the pipeline's own overhead rather than its work: SAVEPOINT/RELEASE, the result
-polls after the first, session set-up. Added: one primary-key lookup per evaluation that picks
-three random nodes (the scheduler's choice, made in Python in the pipeline). The plan, result,
+reads of a worker whose notification did not tell its verdict, session set-up. Added: one
+primary-key lookup per evaluation that picks three random nodes (the scheduler's choice, made
+in Python in the pipeline). The plan, result,
 deployment and allocation payloads are copies of rows the pipeline wrote, so they are as large.
 """
 
@@ -144,11 +144,19 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         f"{deployment} RETURNING id AS deployment_id \\gset",
         f"{allocations} CROSS JOIN unnest(CAST(:node_ids AS uuid[])) WITH ORDINALITY AS u (id, o) "
         "JOIN nodes n ON n.id = u.id",
-        named("plan_record_status", ids="plan_ids", statuses="applied_statuses"),
         named("complete_evals", plans="plan_ids"),
+        named(
+            "plan_record_status",
+            ids="plan_ids",
+            statuses="applied_statuses",
+            placed="three",
+            stopped="zero",
+            rejected="zero",
+            refresh="zero",
+            completes="eval_ids",
+        ),
         result,
         "COMMIT",
-        "SELECT * FROM plan_results WHERE plan_id = :plan_id",
     ]
     return "\n".join(step if step.endswith("\\gset") or step.startswith("\\set") else step + ";" for step in steps)
 
@@ -203,6 +211,8 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "apply_notify": "true",
         "one": "1",
         "applied_statuses": "{applied}",
+        "three": "{3}",
+        "zero": "{0}",
     }
     return _pgbench(url, text, variables, jobs, clients)
 

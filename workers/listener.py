@@ -114,29 +114,37 @@ class SharedListener:
         with self._changed:
             return self._seq
 
-    def await_after(self, since: int, deadline: float, wanted: Callable[[Notice], bool]) -> tuple[bool, int]:
-        """(True, newest seq) once a notice after `since` is wanted or may have been missed (a
-        gap: `since` is older than what is kept; the listener reconnected); else (False, the
-        seq read up to) at the deadline: the unwanted notices are dropped."""
+    def await_after(self, since: int, deadline: float, wanted: Callable[[Notice], bool]) -> tuple[bool, int, list[str]]:
+        """(True, newest seq, the wanted notices' payloads, oldest first) once a notice after
+        `since` is wanted or may have been missed (a gap: `since` is older than what is kept;
+        the listener reconnected); else (False, the seq read up to, []) at the deadline: the
+        unwanted notices are dropped."""
         with self._changed:
             while not self._closed:
                 if self._seq > since:
-                    if self._kept[0].seq > since + 1 or self._wanted_after(since, wanted):
-                        return True, self._seq
+                    missed, told = self._wanted_after(since, wanted)
+                    if missed or told or self._kept[0].seq > since + 1:
+                        return True, self._seq, told
                     since = self._seq
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return False, since
+                    return False, since, []
                 self._changed.wait(left if self._listening else min(left, RECONNECT_S))
-            return True, self._seq
+            return True, self._seq, []
 
-    def _wanted_after(self, since: int, wanted: Callable[[Notice], bool]) -> bool:
+    def _wanted_after(self, since: int, wanted: Callable[[Notice], bool]) -> tuple[bool, list[str]]:
+        """Among the notices after `since`: whether the listener reconnected (some may be
+        missing), and the wanted ones' payloads, oldest first."""
+        missed, told = False, []
         for notice in reversed(self._kept):  # newest first; only those after `since`
             if notice.seq <= since:
-                return False
-            if notice.channel == "" or wanted(notice):
-                return True
-        return False
+                break
+            if notice.channel == "":
+                missed = True
+            elif wanted(notice):
+                told.append(notice.payload)
+        told.reverse()
+        return missed, told
 
 
 class ListenerView:
@@ -155,17 +163,20 @@ class ListenerView:
 
     def wait(
         self, timeout: float | None = None, *, channel: str | None = None, wanted: Callable[[str], bool] | None = None
-    ) -> None:
+    ) -> list[str]:
+        """As Wakeup.wait: the payloads of the wanted notifications on `channel` that ended the
+        wait (none when the poll interval or a possible miss did)."""
         limit = timeout if timeout is not None else self._poll_s * (0.5 + self._random.random())
         accept = wanted or (lambda _payload: True)
 
         def match(n: Notice) -> bool:
             return channel is None or (n.channel == channel and accept(n.payload))
 
-        woke, self._cursor = self._shared.await_after(self._cursor, time.monotonic() + limit, match)
+        woke, self._cursor, told = self._shared.await_after(self._cursor, time.monotonic() + limit, match)
         if woke and channel is None and self._debounce_s:  # let a burst settle, then skip past it
             time.sleep(self._debounce_s)
             self._cursor = self._shared.latest()
+        return told if channel is not None else []
 
     def close(self) -> None:
         """The shared listener is closed by its owner (run_worker), not by one loop."""

@@ -145,19 +145,21 @@ class Wakeup:
 
     def wait(
         self, timeout: float | None = None, *, channel: str | None = None, wanted: Callable[[str], bool] | None = None
-    ) -> None:
+    ) -> list[str]:
         """Until a notification, or the (jittered) poll interval. With `channel`, only that
         channel's notifications end the wait, at once, and with `wanted` only those whose
         payload it accepts: the caller waits for one event (its plan's verdict) and the others
-        are dropped. Without a channel, any notification does, after a short debounce: a burst
-        of commits (say, 500 node-update evaluations) is one wake-up."""
+        are dropped; the wanted payloads are returned (none when the interval ended the wait).
+        Without a channel, any notification does, after a short debounce: a burst of commits
+        (say, 500 node-update evaluations) is one wake-up."""
         limit = timeout if timeout is not None else self._poll_s * (0.5 + self._random.random())
+        told: list[str] = []
         try:
             conn = self._listening()
             if channel is None:
                 self._any(conn, limit)
             else:
-                self._on(conn, limit, channel, wanted or (lambda _payload: True))
+                told = self._on(conn, limit, channel, wanted or (lambda _payload: True))
         except psycopg.Error as err:
             # Without the listener we still poll: sleep the interval and reconnect next time.
             self._streak.failed(err)
@@ -165,6 +167,7 @@ class Wakeup:
             time.sleep(limit)
         else:
             self._streak.succeeded()
+        return told
 
     def _any(self, conn: psycopg.Connection[tuple[object, ...]], limit: float) -> None:
         woke = False
@@ -177,11 +180,14 @@ class Wakeup:
     @staticmethod
     def _on(
         conn: psycopg.Connection[tuple[object, ...]], limit: float, channel: str, wanted: Callable[[str], bool]
-    ) -> None:
+    ) -> list[str]:
         deadline = time.monotonic() + limit
         while (left := deadline - time.monotonic()) > 0:
-            if any(n.channel == channel and wanted(n.payload) for n in conn.notifies(timeout=left, stop_after=1)):
-                return
+            notices = conn.notifies(timeout=left, stop_after=1)
+            told = [n.payload for n in notices if n.channel == channel and wanted(n.payload)]
+            if told:
+                return told
+        return []
 
     def close(self) -> None:
         if self._conn is not None:

@@ -241,14 +241,19 @@ class Worker:
         """The verdicts on the pass's plans (one, or a big plan's chunks), taken together."""
         ev = held.evaluation
         waiting, verdicts = list(plan_ids), []
+        told: dict[int, plans.AppliedPlan] = {}
         while True:
             # No verdict can exist before the applier's commit, whose NOTIFY ends this wait (or
             # the poll interval does, if the notification is lost): nothing to read before it.
             # A chunk's notification that came while the pass went on is still pending here.
-            self.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=lambda ids: any(verdict_for(p, ids) for p in waiting))
+            # The notification carries the verdicts: a plan told there is not read again.
+            payloads = self.wakeup.wait(
+                channel=VERDICTS_CHANNEL, wanted=lambda ids: any(verdict_for(p, ids) for p in waiting)
+            )
+            told |= plans.told_verdicts(payloads)
             # The verdict first: an applier that completed the evaluation with the plan cleared
             # its token, so the lease keeper's next renewal fails; that is no lost lease.
-            while waiting and (applied := plans.result(self.engine, waiting[0])) is not None:
+            while waiting and (applied := told.get(waiting[0]) or plans.result(self.engine, waiting[0])) is not None:
                 if applied.fenced:
                     raise LeaseLost(f"plan {waiting[0]} refused: evaluation {ev.id} is no longer ours")
                 verdicts.append(applied)
@@ -275,9 +280,11 @@ class Worker:
 
 
 def verdict_for(plan_id: int, payload: str) -> bool:
-    """Whether a verdicts notification may concern the plan: it lists the batch's plan IDs, or
-    nothing when they did not fit (then it may concern any plan)."""
-    return not payload or str(plan_id) in payload.split(",")
+    """Whether a verdicts notification may concern the plan: its entries start with their plan's
+    ID (`id:...`, or a bare ID from an applier of an earlier release), or it is empty when they
+    did not fit (then it may concern any plan)."""
+    wanted = str(plan_id)
+    return not payload or any(entry.split(":", 1)[0] == wanted for entry in payload.split(","))
 
 
 def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:

@@ -193,7 +193,7 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     decided += [Decided(p, Verdict(), fenced=True) for p in prepared.pending if p.id not in owned_ids]
     with pg.pipeline():  # one round trip for the completions and the statuses
         completing = _send_completion(pg, decided)
-        _send_statuses(pg, decided)
+        _send_statuses(pg, decided, index)
     decided = _completed(decided, {row[0] for row in completing.fetchall()} if completing is not None else set())
     _copy_results(pg, decided, index, term, {p.id: c for p, c in order})
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
@@ -329,13 +329,20 @@ def _completed(decided: list[Decided], done: set[uuid.UUID]) -> list[Decided]:
     ]
 
 
-def _send_statuses(pg: psycopg.Connection[Any], decided: list[Decided]) -> None:
-    """Every plan's status in one UPDATE, with the NOTIFY its commit delivers."""
+def _send_statuses(pg: psycopg.Connection[Any], decided: list[Decided], index: int) -> None:
+    """Every plan's status in one UPDATE, with the NOTIFY its commit delivers: each plan's
+    verdict as the worker needs it (plans.told_verdicts), so the worker reads nothing. Sent after
+    the completions, whose outcome the statement reads back for the plans that were due one."""
     pg.execute(
         psycopg_query("plan_record_status"),
         {
             "ids": [d.pending.id for d in decided],
             "statuses": ["rejected" if d.fenced else d.verdict.status for d in decided],
+            "placed": [sum(len(items) for items in d.verdict.accepted.values()) for d in decided],
+            "stopped": [sum(len(items) for items in d.verdict.stops.values()) for d in decided],
+            "rejected": [len(d.verdict.rejected) for d in decided],
+            "refresh": [index if d.verdict.rejected else 0 for d in decided],
+            "completes": [str(d.pending.plan.eval_id) if _due(d) else None for d in decided],
         },
         prepare=True,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from psycopg.types.json import Jsonb
@@ -116,6 +116,39 @@ def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
         refused=status == "rejected",
         completed_eval=bool(completed),
     )
+
+
+def told_verdicts(payloads: Iterable[str]) -> dict[int, AppliedPlan]:
+    """The verdicts the applier's notifications carried (plan_record_status), by plan ID. An
+    entry that is a bare ID (an applier of an earlier release) or does not parse tells nothing:
+    that plan's result is read from the database."""
+    told: dict[int, AppliedPlan] = {}
+    for payload in payloads:
+        for entry in payload.split(",") if payload else ():
+            parsed = _told(entry)
+            if parsed is not None:
+                told[parsed[0]] = parsed[1]
+    return told
+
+
+def _told(entry: str) -> tuple[int, AppliedPlan] | None:
+    fields = entry.split(":")
+    if len(fields) != 6:
+        return None
+    try:
+        plan_id, placed, stopped, rejected, refresh_index = (int(f) for f in fields[:5])
+    except ValueError:
+        return None
+    flags = fields[5]
+    applied = verdict(
+        placed=placed,
+        stopped=stopped,
+        rejected_nodes=rejected,
+        refresh_index=refresh_index,
+        refused="r" in flags,
+        completed_eval="c" in flags,
+    )
+    return plan_id, applied
 
 
 def verdict(

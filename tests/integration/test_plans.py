@@ -13,12 +13,22 @@ from app.db.engines import libpq_url
 from app.db.leadership import Leadership
 from app.pipeline import plans
 from app.pipeline.broker import LeaseLost
+from app.pipeline.plans import AppliedPlan
+from app.plan_wire import CompletionJson
 from app.structs import AllocationStop, Plan
 from tests.support.pipeline import alloc, apply, claim, register, submit
 from tests.support.rows import insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
+COMPLETION: CompletionJson = {
+    "SnapshotIndex": 0,
+    "QueuedAllocations": {},
+    "ClassEligibility": {},
+    "EscapedComputedClass": False,
+    "ScheduledAt": "2026-11-27T00:00:00+00:00",
+    "Description": "",
+}
 
 
 def test_a_retried_submit_returns_the_same_plan(engine: Engine, pg: Conn) -> None:
@@ -72,7 +82,84 @@ def test_a_submit_wakes_the_applier_and_its_verdict_the_workers(
         assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == ["corral_plans"]
         assert apply(*term) == plan_id
         verdicts = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
-        assert verdicts == [("corral_verdicts", str(plan_id))]  # the batch's plan IDs
+        # The batch's verdicts: id:placed:stopped:rejected_nodes:refresh_index:flags.
+        assert verdicts == [("corral_verdicts", f"{plan_id}:0:0:0:0:")]
+
+
+def told_and_read(listener: Conn, engine: Engine, term: tuple[Leadership, int], plan_id: int) -> list[AppliedPlan]:
+    """Apply the next plan: its verdict as the notification told it, and as the database reads."""
+    assert apply(*term) == plan_id
+    payloads = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
+    told = plans.told_verdicts(payloads)
+    assert list(told) == [plan_id]
+    read = plans.result(engine, plan_id)
+    assert read is not None
+    return [told[plan_id], read]
+
+
+def test_the_notification_tells_each_verdict_as_the_database_reads_it(
+    engine: Engine, pg: Conn, database_url: str, term: tuple[Leadership, int]
+) -> None:
+    """Placements, stops, rejected nodes and the refresh index; the evaluation completed with
+    its plan; a plan fenced because its lease moved on. The worker trusts the notification and
+    reads nothing, so each must say what plan_verdict says."""
+    register(engine, "web")
+    register(engine, "api")
+    held = claim(engine)
+    assert held is not None
+    roomy, full = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="full")
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as listener:
+        listener.execute("LISTEN corral_verdicts")
+        first = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(roomy): (alloc(held, roomy, 0),)})
+        told, read = told_and_read(listener, engine, term, submit(engine, held, first))
+        assert told == read and (told.placed, told.partial, told.completed_eval) == (1, False, False)
+
+        kept = first.node_allocation[uuid.UUID(roomy)][0]
+        mixed = Plan(
+            held.evaluation.id,
+            50,
+            0,
+            node_update={uuid.UUID(roomy): (AllocationStop(kept.id, "stop", "replaced"),)},
+            node_allocation={
+                uuid.UUID(roomy): (alloc(held, roomy, 1), alloc(held, roomy, 2)),
+                uuid.UUID(full): (alloc(held, full, 3), alloc(held, full, 4)),
+            },
+        )
+        told, read = told_and_read(listener, engine, term, submit(engine, held, mixed, attempt=2))
+        assert told == read
+        assert (told.placed, told.stopped, told.rejected_nodes, told.partial) == (2, 1, 1, True)
+
+        completing = Plan(held.evaluation.id, 50, 0)
+        plan_id = plans.submit(engine, held, 3, completing, held.evaluation.job_id, "default", COMPLETION)
+        told, read = told_and_read(listener, engine, term, plan_id)
+        assert told == read and told.completed_eval and not told.fenced
+        status = pg.execute("SELECT status FROM evaluations WHERE id = %s", (held.evaluation.id,)).fetchone()
+        assert status == ("complete",)
+
+        other = claim(engine)
+        assert other is not None
+        plan_id = plans.submit(engine, other, 1, Plan(other.evaluation.id, 50, 0), other.evaluation.job_id, "default")
+        pg.execute("UPDATE evaluations SET lease_token = gen_random_uuid() WHERE id = %s", (other.evaluation.id,))
+        told, read = told_and_read(listener, engine, term, plan_id)
+        assert told == read and told.fenced and not told.completed_eval
+
+
+@pytest.mark.parametrize(
+    ("payload", "told"),
+    [
+        ("", {}),
+        ("12", {}),  # an earlier applier's bare IDs: read the database
+        ("12:3:0:0:0:c,13:0:1:2:99:", {12: (3, 0, 0, 0, False, True), 13: (0, 1, 2, 99, False, False)}),
+        ("14:0:0:0:0:r", {14: (0, 0, 0, 0, True, False)}),
+        ("15:x:0:0:0:,16:1:0:0:0", {}),
+    ],
+)
+def test_told_verdicts_parse_the_entries_they_can(payload: str, told: dict[int, tuple[int, ...]]) -> None:
+    parsed = {
+        k: (v.placed, v.stopped, v.rejected_nodes, v.refresh_index, v.fenced, v.completed_eval)
+        for k, v in plans.told_verdicts([payload]).items()
+    }
+    assert parsed == told
 
 
 def test_no_verdict_while_the_plan_waits(engine: Engine) -> None:

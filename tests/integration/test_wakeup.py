@@ -97,13 +97,24 @@ def test_a_channel_wait_skips_payloads_it_does_not_want(database_url: str, make_
     sender.join()
     sender = notify_soon(database_url, VERDICTS_CHANNEL, payload="7,9")
     began = time.monotonic()
-    wakeup.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(9, ids))
+    told = wakeup.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(9, ids))
     assert time.monotonic() - began < LONG_S / 2
+    assert told == ["7,9"]
     sender.join()
 
 
 @pytest.mark.parametrize(
-    ("payload", "wanted"), [("", True), ("12", True), ("3,12,40", True), ("1,2", False), ("120", False)]
+    ("payload", "wanted"),
+    [
+        ("", True),
+        ("12", True),
+        ("3,12,40", True),
+        ("1,2", False),
+        ("120", False),
+        ("12:1:0:0:0:c", True),
+        ("3:0:0:0:0:,12:0:0:0:0:", True),
+        ("120:1:0:0:0:,1:12:0:0:0:", False),
+    ],
 )
 def test_a_verdicts_payload_names_the_plans_or_none(payload: str, wanted: bool) -> None:
     assert verdict_for(12, payload) is wanted
@@ -150,10 +161,12 @@ def test_a_notification_sent_while_the_loop_was_busy_ends_its_next_wait(database
         notify_soon(database_url, VERDICTS_CHANNEL, payload="8").join()  # before the wait begins
         time.sleep(0.5)  # the listener thread has read it
         began = time.monotonic()
-        view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(8, ids))
+        told = view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(8, ids))
         assert time.monotonic() - began < LONG_S / 2
+        assert told == ["8"]  # the payload that ended the wait
         began = time.monotonic()
-        view.wait(1.0, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(8, ids))  # consumed
+        told = view.wait(1.0, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(8, ids))  # consumed
+        assert told == []
         assert time.monotonic() - began >= 1.0
     finally:
         shared.close()
@@ -169,13 +182,31 @@ def test_the_shared_listener_listens_again_after_losing_its_connection(database_
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'corral-test-listen'"
             )
         began = time.monotonic()
-        view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(3, ids))
+        told = view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(3, ids))
         assert time.monotonic() - began < LONG_S / 2  # told: something may have been missed
+        assert told == []  # nothing told: the waiter reads the database
         assert listen_backends(database_url) == 1
-        sender = notify_soon(database_url, VERDICTS_CHANNEL, payload="3")
+        sender = notify_soon(database_url, VERDICTS_CHANNEL, payload="3:1:0:0:0:c")
         began = time.monotonic()
-        view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(3, ids))
+        told = view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=lambda ids: verdict_for(3, ids))
         assert time.monotonic() - began < LONG_S / 2
+        assert told == ["3:1:0:0:0:c"]
         sender.join()
+    finally:
+        shared.close()
+
+
+def test_a_wait_returns_every_wanted_payload_that_came_meanwhile(database_url: str) -> None:
+    """A big plan's chunks: their verdicts may come in separate notifications while the pass goes
+    on; the next wait hands over all of them, oldest first, so none has to be read again."""
+    shared = SharedListener(database_url, "test", (VERDICTS_CHANNEL,))
+    view = shared.view(LONG_S, 0.005)
+    try:
+        view.listen()
+        for payload in ("5:1:0:0:0:", "9:1:0:0:0:", "6:2:0:0:0:c"):
+            notify_soon(database_url, VERDICTS_CHANNEL, payload=payload).join()
+        time.sleep(0.5)  # the listener thread has read them
+        wanted = lambda ids: verdict_for(5, ids) or verdict_for(6, ids)  # noqa: E731
+        assert view.wait(LONG_S, channel=VERDICTS_CHANNEL, wanted=wanted) == ["5:1:0:0:0:", "6:2:0:0:0:c"]
     finally:
         shared.close()
