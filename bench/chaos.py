@@ -48,6 +48,9 @@ ENV = {
 
 
 def job_body(job_id: str, count: int, version_tag: str) -> dict[str, Any]:
+    """Every other job (by its serial) has no deployments (`MaxParallel = 0`): Nomad refuses to
+    scale a job while its deployment is active, so only those are scaled in practice, and the
+    others exercise deployments."""
     task = {
         "Name": "t",
         "Driver": "mock",
@@ -55,7 +58,9 @@ def job_body(job_id: str, count: int, version_tag: str) -> dict[str, Any]:
         "Env": {"TAG": version_tag},
         "Resources": {"CPU": 100, "MemoryMB": 32},
     }
-    group = {"Name": "g", "Count": count, "Tasks": [task], "EphemeralDisk": {"SizeMB": 10}}
+    group: dict[str, Any] = {"Name": "g", "Count": count, "Tasks": [task], "EphemeralDisk": {"SizeMB": 10}}
+    if int(job_id.rsplit("-", 1)[-1]) % 2:
+        group["Update"] = {"MaxParallel": 0}
     return {"Job": {"ID": job_id, "Type": "service", "TaskGroups": [group]}}
 
 

@@ -60,7 +60,7 @@ class Recorder:
 
 def instrument(rec: Recorder) -> None:
     """Wrap the steps the worker calls (module attributes: this process runs nothing else)."""
-    claim, submit, result = broker.claim, plans.submit, plans.result
+    claim, submit, result, told_verdicts = broker.claim, plans.submit, plans.result, plans.told_verdicts
 
     def timed_claim(*args: Any, **kwargs: Any) -> broker.Claim | None:
         began = time.perf_counter()
@@ -83,10 +83,17 @@ def instrument(rec: Recorder) -> None:
             rec.seen[plan_id] = time.time()
         return verdict
 
+    def timed_told(payloads: Any) -> dict[int, plans.AppliedPlan]:
+        told = told_verdicts(payloads)
+        for plan_id in told:  # the verdict seen in the notification, without a read
+            rec.seen.setdefault(plan_id, time.time())
+        return told
+
     worker_module.broker.claim = timed_claim  # type: ignore[assignment]
+    worker_module.plans.told_verdicts = timed_told  # type: ignore[assignment]
     worker_module.plans.submit = timed_submit  # type: ignore[assignment]
     worker_module.plans.result = timed_result  # type: ignore[assignment]
-    worker_module.process = rec.wrap("scheduling pass", worker_module.process)
+    worker_module.Worker._pass = rec.wrap("scheduling pass", worker_module.Worker._pass)  # type: ignore[method-assign]
     worker_module.broker.complete_success = rec.wrap("complete", broker.complete_success)  # type: ignore[assignment]
     worker_module.Worker.handle = rec.wrap("evaluation (handle)", worker_module.Worker.handle)  # type: ignore[method-assign]
 
