@@ -30,6 +30,12 @@ class Allocation(Base):
             "cpu >= 0 AND memory_mb >= 0 AND disk_mb >= 0 AND memory_max_mb >= memory_mb",
             name="resources",
         ),
+        # Most allocations replace none: only those that do are indexed (revision 0022).
+        Index(
+            "ix_allocations_previous_allocation",
+            "previous_allocation",
+            postgresql_where=text("previous_allocation IS NOT NULL"),
+        ),
         Index("ix_allocations_namespace_job_id_job_version", "namespace", "job_id", "job_version"),
         Index("ix_allocations_live_by_node", "node_id", postgresql_where=text(LIVE_ALLOC)),
         Index(
@@ -91,7 +97,6 @@ class Allocation(Base):
     # The history links below are soft references, as in Nomad: GC never rewrites them, so they
     # may name a collected allocation or evaluation (migration 0010_history_links says why).
     previous_allocation: Mapped[uuid.UUID | None] = mapped_column(
-        index=True,
         comment="Allocation this one replaces (reschedule, migration, destructive update). "
         "History: the ID stays after GC collects that allocation.",
     )

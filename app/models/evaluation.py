@@ -76,11 +76,10 @@ class Evaluation(Base):
             unique=True,
             postgresql_where=text("status = 'blocked'"),
         ),
-        Index(
-            "ix_evaluations_blocked",
-            "namespace",
-            "job_id",
-            postgresql_where=text("status = 'blocked'"),
+        # The references: only the rows that have one (most have none), revision 0022.
+        *(
+            Index(f"ix_evaluations_{column}", column, postgresql_where=text(f"{column} IS NOT NULL"))
+            for column in ("node_id", "deployment_id", "next_eval", "previous_eval", "blocked_eval")
         ),
         # Capacity on a node finds the system blocked evals waiting on it.
         Index(
@@ -120,13 +119,11 @@ class Evaluation(Base):
     job_modify_index: Mapped[int] = mapped_column(comment="Job modify index when the eval was created.")
     node_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("nodes.id", ondelete="SET NULL"),
-        index=True,
         comment="Node whose change triggered it (node-update, node-drain; system blocked evals).",
     )
     node_modify_index: Mapped[int | None] = mapped_column(comment="Node modify index at creation.")
     deployment_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("deployments.id", ondelete="SET NULL"),
-        index=True,
         comment="Deployment that triggered it or that it advanced.",
     )
     status: Mapped[str] = mapped_column(comment="pending, blocked, complete, failed or canceled.")
@@ -143,16 +140,13 @@ class Evaluation(Base):
     # Soft references, as in Nomad: GC never rewrites them, so they may name a collected
     # evaluation (migration 0010_history_links says why).
     next_eval: Mapped[uuid.UUID | None] = mapped_column(
-        index=True,
         comment="Eval created to follow this one (failed follow-up, rolling update). "
         "History: the ID stays after GC collects that evaluation.",
     )
     previous_eval: Mapped[uuid.UUID | None] = mapped_column(
-        index=True,
         comment="Eval this one follows. History: the ID stays after GC collects that evaluation.",
     )
     blocked_eval: Mapped[uuid.UUID | None] = mapped_column(
-        index=True,
         comment="Blocked eval created because this one could not place everything. "
         "History: the ID stays after GC collects that evaluation.",
     )
