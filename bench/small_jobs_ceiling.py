@@ -145,16 +145,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         f"{allocations} CROSS JOIN unnest(CAST(:node_ids AS uuid[])) WITH ORDINALITY AS u (id, o) "
         "JOIN nodes n ON n.id = u.id",
         named("complete_evals", plans="plan_ids"),
-        named(
-            "plan_record_status",
-            ids="plan_ids",
-            statuses="applied_statuses",
-            placed="three",
-            stopped="zero",
-            rejected="zero",
-            refresh="zero",
-            completes="eval_ids",
-        ),
+        named("plan_record_status", ids="plan_ids", statuses="applied_statuses"),
         result,
         "COMMIT",
     ]
@@ -211,8 +202,7 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         "apply_notify": "true",
         "one": "1",
         "applied_statuses": "{applied}",
-        "three": "{3}",
-        "zero": "{0}",
+        "verdicts": "1:3:0:0:0:c",  # as long as one plan's entry
     }
     return _pgbench(url, text, variables, jobs, clients)
 

@@ -44,6 +44,10 @@ COMPLETE_EVALS = psycopg_query("complete_evals").replace("%(plans)s", "%(plans)b
 log = structlog.get_logger(__name__)
 
 
+class VerdictMismatch(Exception):
+    """A due plan's evaluation was not completed: the batch is undone (see _confirm_completed)."""
+
+
 class Deposed(Exception):
     """This process no longer holds the applier term: it must stop writing."""
 
@@ -195,6 +199,7 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
         completing = _send_completion(pg, decided)
         _send_statuses(pg, decided, index)
     decided = _completed(decided, {row[0] for row in completing.fetchall()} if completing is not None else set())
+    _confirm_completed(decided)
     _copy_results(pg, decided, index, term, {p.id: c for p, c in order})
     PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]
@@ -331,21 +336,38 @@ def _completed(decided: list[Decided], done: set[uuid.UUID]) -> list[Decided]:
 
 def _send_statuses(pg: psycopg.Connection[Any], decided: list[Decided], index: int) -> None:
     """Every plan's status in one UPDATE, with the NOTIFY its commit delivers: each plan's
-    verdict as the worker needs it (plans.told_verdicts), so the worker reads nothing. Sent after
-    the completions, whose outcome the statement reads back for the plans that were due one."""
+    verdict as the worker needs it (plans.told_verdicts), so the worker reads nothing. Sent in
+    the completions' round trip, so the payload says a due plan completed its evaluation before
+    the completion's answer is in: commit_batch checks that it did (_confirm_completed)."""
     pg.execute(
         psycopg_query("plan_record_status"),
         {
             "ids": [d.pending.id for d in decided],
             "statuses": ["rejected" if d.fenced else d.verdict.status for d in decided],
-            "placed": [sum(len(items) for items in d.verdict.accepted.values()) for d in decided],
-            "stopped": [sum(len(items) for items in d.verdict.stops.values()) for d in decided],
-            "rejected": [len(d.verdict.rejected) for d in decided],
-            "refresh": [index if d.verdict.rejected else 0 for d in decided],
-            "completes": [str(d.pending.plan.eval_id) if _due(d) else None for d in decided],
+            "verdicts": ",".join(_told(d, index) for d in decided),
         },
         prepare=True,
     )
+
+
+def _told(d: Decided, index: int) -> str:
+    """The plan's entry in the verdicts notification (app.pipeline.plans.told_verdicts reads it):
+    the counts plan_verdict computes from the result this batch records."""
+    placed = sum(len(items) for items in d.verdict.accepted.values())
+    stopped = sum(len(items) for items in d.verdict.stops.values())
+    refresh = index if d.verdict.rejected else 0
+    flags = ("r" if d.fenced or d.verdict.status == "rejected" else "") + ("c" if _due(d) else "")
+    return f"{d.pending.id}:{placed}:{stopped}:{len(d.verdict.rejected)}:{refresh}:{flags}"
+
+
+def _confirm_completed(decided: list[Decided]) -> None:
+    """Every due plan's evaluation was completed, as the verdicts' notification already says. Its
+    lease was checked and its row locked in this transaction, so nothing else can have changed
+    it; should that ever fail, the batch is undone (its notification with it) rather than tell a
+    worker its evaluation is done when it is not."""
+    missed = [d.pending.id for d in decided if _due(d) and not d.completed]
+    if missed:
+        raise VerdictMismatch(f"plans {missed} were due to complete their evaluations, which the completion did not")
 
 
 def _copy_results(

@@ -101,41 +101,24 @@ WHERE a.id = v.previous;
 
 -- name: plan_record_status
 -- The batch's statuses, and the NOTIFY (delivered at the batch's commit) that tells the waiting
--- workers their verdicts. Its payload holds one entry per plan, comma-separated:
--- `id:placed:stopped:rejected_nodes:refresh_index:flags`, the flags `r` (the plan was refused)
--- and `c` (this commit completed the plan's evaluation). A worker takes its verdict from there
--- and reads nothing; the values are plan_verdict's, and a NOTIFY is delivered only once its
--- transaction committed. A list too long for a payload (8000 bytes) is sent empty, which wakes
--- every waiter to read its plan's result (plan_verdict), as does any notification it missed.
--- :completes holds, per plan, the evaluation its completion was due to finish (NULL for none);
--- run after complete_evals in the same transaction, the probe sees whether it did (the
--- evaluation complete at this transaction's own index). A scalar subquery, never flattened:
--- one primary-key probe per due plan whatever the statistics say.
--- The plans are found by `id = ANY(:ids)`, a primary-key probe each, whatever the statistics
--- say: joined on the unnest alone, a table never analyzed (a burst of submits) was read whole.
+-- workers their verdicts. Its payload (:verdicts, built by the applier) holds one entry per
+-- plan, comma-separated: `id:placed:stopped:rejected_nodes:refresh_index:flags`, the flags `r`
+-- (the plan was refused) and `c` (this commit completed the plan's evaluation). A worker takes its
+-- verdict from there and reads nothing; the values are plan_verdict's, and a NOTIFY is delivered
+-- only once its transaction committed. A list too long for a payload (8000 bytes) is sent empty,
+-- which wakes every waiter to read its plan's result (plan_verdict), as does any notification it
+-- missed. The plans are found by `id = ANY(:ids)`, a primary-key probe each, whatever the
+-- statistics say: joined on the unnest alone, a table never analyzed (a burst of submits) was
+-- read whole.
 WITH recorded AS (
     UPDATE plans p SET status = v.status, applied_at = now()
     FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[])) AS v(id, status)
     WHERE p.id = ANY(CAST(:ids AS bigint[])) AND p.id = v.id
     RETURNING p.id
-), own AS MATERIALIZED (
-    SELECT state_index_own() AS index
-), entries AS (
-    SELECT v.n, CAST(v.id AS text) || ':' || v.placed || ':' || v.stopped || ':' || v.rejected || ':' || v.refresh
-           || ':' || CASE WHEN v.status = 'rejected' THEN 'r' ELSE '' END
-           || coalesce((SELECT 'c' FROM evaluations e, own
-                        WHERE v.completes IS NOT NULL AND e.id = v.completes AND e.status = 'complete'
-                          AND e.modify_index = own.index), '') AS entry
-    FROM unnest(CAST(:ids AS bigint[]), CAST(:statuses AS text[]), CAST(:placed AS integer[]),
-                CAST(:stopped AS integer[]), CAST(:rejected AS integer[]), CAST(:refresh AS bigint[]),
-                CAST(:completes AS uuid[]))
-        WITH ORDINALITY AS v(id, status, placed, stopped, rejected, refresh, completes, n)
-), listed AS (
-    SELECT (SELECT count(*) FROM recorded) AS recorded, string_agg(entry, ',' ORDER BY n) AS verdicts FROM entries
 )
-SELECT recorded,
-       pg_notify('corral_verdicts', CASE WHEN length(verdicts) <= 7900 THEN verdicts ELSE '' END) AS notified
-FROM listed;
+SELECT (SELECT count(*) FROM recorded) AS recorded,
+       pg_notify('corral_verdicts', CASE WHEN length(CAST(:verdicts AS text)) <= 7900 THEN CAST(:verdicts AS text) ELSE '' END)
+           AS notified;
 
 -- name: complete_evals
 -- complete_eval_success for every evaluation of the batch whose last plan applied in full, in

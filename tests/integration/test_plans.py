@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from app.db.engines import libpq_url
 from app.db.leadership import Leadership
 from app.pipeline import plans
-from app.pipeline.broker import LeaseLost
+from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.plans import AppliedPlan
 from app.plan_wire import CompletionJson
 from app.structs import AllocationStop, Plan
@@ -86,6 +86,22 @@ def test_a_submit_wakes_the_applier_and_its_verdict_the_workers(
         assert verdicts == [("corral_verdicts", f"{plan_id}:0:0:0:0:")]
 
 
+def replacing(held: Claim, first: Plan, roomy: str, full: str) -> Plan:
+    """A plan that stops `first`'s placement on `roomy` and places two more there and two on
+    `full` (600 MHz: one of 500 fits, so the node is rejected)."""
+    kept = first.node_allocation[uuid.UUID(roomy)][0]
+    return Plan(
+        held.evaluation.id,
+        50,
+        0,
+        node_update={uuid.UUID(roomy): (AllocationStop(kept.id, "stop", "replaced"),)},
+        node_allocation={
+            uuid.UUID(roomy): (alloc(held, roomy, 1), alloc(held, roomy, 2)),
+            uuid.UUID(full): (alloc(held, full, 3), alloc(held, full, 4)),
+        },
+    )
+
+
 def told_and_read(listener: Conn, engine: Engine, term: tuple[Leadership, int], plan_id: int) -> list[AppliedPlan]:
     """Apply the next plan: its verdict as the notification told it, and as the database reads."""
     assert apply(*term) == plan_id
@@ -114,17 +130,7 @@ def test_the_notification_tells_each_verdict_as_the_database_reads_it(
         told, read = told_and_read(listener, engine, term, submit(engine, held, first))
         assert told == read and (told.placed, told.partial, told.completed_eval) == (1, False, False)
 
-        kept = first.node_allocation[uuid.UUID(roomy)][0]
-        mixed = Plan(
-            held.evaluation.id,
-            50,
-            0,
-            node_update={uuid.UUID(roomy): (AllocationStop(kept.id, "stop", "replaced"),)},
-            node_allocation={
-                uuid.UUID(roomy): (alloc(held, roomy, 1), alloc(held, roomy, 2)),
-                uuid.UUID(full): (alloc(held, full, 3), alloc(held, full, 4)),
-            },
-        )
+        mixed = replacing(held, first, roomy, full)
         told, read = told_and_read(listener, engine, term, submit(engine, held, mixed, attempt=2))
         assert told == read
         assert (told.placed, told.stopped, told.rejected_nodes, told.partial) == (2, 1, 1, True)
@@ -179,20 +185,32 @@ def test_the_verdict_counts_placements_stops_and_rejected_nodes(
     first = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(roomy): (alloc(held, roomy, 0),)})
     placed_id = submit(engine, held, first)
     assert apply(*term) == placed_id
-    kept = first.node_allocation[uuid.UUID(roomy)][0]
-    plan = Plan(
-        held.evaluation.id,
-        50,
-        0,
-        node_update={uuid.UUID(roomy): (AllocationStop(kept.id, "stop", "replaced"),)},
-        node_allocation={
-            uuid.UUID(roomy): (alloc(held, roomy, 1), alloc(held, roomy, 2)),
-            uuid.UUID(full): (alloc(held, full, 3), alloc(held, full, 4)),
-        },
-    )
-    plan_id = submit(engine, held, plan, attempt=2)
+    plan_id = submit(engine, held, replacing(held, first, roomy, full), attempt=2)
     assert apply(*term) == plan_id
     verdict = plans.result(engine, plan_id)
     assert verdict is not None
     assert (verdict.placed, verdict.stopped, verdict.rejected_nodes) == (2, 1, 1)
     assert verdict.partial and verdict.progress and not verdict.fenced and not verdict.completed_eval
+
+
+def test_a_due_completion_that_did_not_happen_undoes_the_batch_and_its_notification(
+    engine: Engine, pg: Conn, database_url: str, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notification says a due plan completed its evaluation before the completion's answer
+    is in. Should the completion ever not happen, nothing of the batch commits: no verdict is
+    told, the plan stays pending."""
+    from app.pipeline import applier
+
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    monkeypatch.setattr(applier, "_send_completion", lambda pg, decided: None)  # completes nothing
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as listener:
+        listener.execute("LISTEN corral_verdicts")
+        plan_id = plans.submit(engine, held, 1, Plan(held.evaluation.id, 50, 0), "web", "default", COMPLETION)
+        with pytest.raises(applier.VerdictMismatch, match=str(plan_id)):
+            apply(*term)
+        assert list(listener.notifies(timeout=1, stop_after=1)) == []
+    assert pg.execute("SELECT status FROM plans WHERE id = %s", (plan_id,)).fetchone() == ("pending",)
+    status = pg.execute("SELECT status FROM evaluations WHERE id = %s", (held.evaluation.id,)).fetchone()
+    assert status == ("pending",)
