@@ -34,6 +34,7 @@ from app.pipeline.plan_writes import (
     result_columns,
     write_batch,
 )
+from app.pipeline.plans import AppliedPlan, told_entry
 from app.plan_wire import PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
@@ -344,20 +345,24 @@ def _send_statuses(pg: psycopg.Connection[Any], decided: list[Decided], index: i
         {
             "ids": [d.pending.id for d in decided],
             "statuses": ["rejected" if d.fenced else d.verdict.status for d in decided],
-            "verdicts": ",".join(_told(d, index) for d in decided),
+            "verdicts": ",".join(_verdict_entry(d, index) for d in decided),
         },
         prepare=True,
     )
 
 
-def _told(d: Decided, index: int) -> str:
-    """The plan's entry in the verdicts notification (app.pipeline.plans.told_verdicts reads it):
-    the counts plan_verdict computes from the result this batch records."""
-    placed = sum(len(items) for items in d.verdict.accepted.values())
-    stopped = sum(len(items) for items in d.verdict.stops.values())
-    refresh = index if d.verdict.rejected else 0
-    flags = ("r" if d.fenced or d.verdict.status == "rejected" else "") + ("c" if _due(d) else "")
-    return f"{d.pending.id}:{placed}:{stopped}:{len(d.verdict.rejected)}:{refresh}:{flags}"
+def _verdict_entry(d: Decided, index: int) -> str:
+    """The plan's entry in the verdicts notification: the counts plan_verdict computes from the
+    result this batch records, and the completion it is due."""
+    applied = AppliedPlan(
+        placed=sum(len(items) for items in d.verdict.accepted.values()),
+        stopped=sum(len(items) for items in d.verdict.stops.values()),
+        rejected_nodes=len(d.verdict.rejected),
+        refresh_index=index if d.verdict.rejected else 0,
+        fenced=d.fenced,
+        completed_eval=_due(d),
+    )
+    return told_entry(d.pending.id, applied, refused=d.fenced or d.verdict.status == "rejected")
 
 
 def _confirm_completed(decided: list[Decided]) -> None:

@@ -118,6 +118,15 @@ def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
     )
 
 
+def told_entry(plan_id: int, applied: AppliedPlan, refused: bool) -> str:
+    """A plan's entry in the applier's verdicts notification (plan_record_status), as
+    told_verdicts reads it back: `id:placed:stopped:rejected_nodes:refresh_index:flags`, the
+    flags `r` (refused) and `c` (the evaluation completed with it)."""
+    flags = ("r" if refused else "") + ("c" if applied.completed_eval else "")
+    counts = (applied.placed, applied.stopped, applied.rejected_nodes, applied.refresh_index)
+    return ":".join((str(plan_id), *(str(n) for n in counts), flags))
+
+
 def told_verdicts(payloads: Iterable[str]) -> dict[int, AppliedPlan]:
     """The verdicts the applier's notifications carried (plan_record_status), by plan ID. An
     entry that is a bare ID (an applier of an earlier release) or does not parse tells nothing:

@@ -214,3 +214,21 @@ def test_a_due_completion_that_did_not_happen_undoes_the_batch_and_its_notificat
     assert pg.execute("SELECT status FROM plans WHERE id = %s", (plan_id,)).fetchone() == ("pending",)
     status = pg.execute("SELECT status FROM evaluations WHERE id = %s", (held.evaluation.id,)).fetchone()
     assert status == ("pending",)
+
+
+@pytest.mark.parametrize(
+    ("placed", "stopped", "rejected", "refresh", "refused", "completed"),
+    [(3, 1, 0, 0, False, True), (0, 0, 2, 77, True, False), (0, 0, 0, 0, True, False)],
+)
+def test_a_told_entry_reads_back_as_the_verdict_it_encodes(
+    placed: int, stopped: int, rejected: int, refresh: int, refused: bool, completed: bool
+) -> None:
+    applied = plans.verdict(
+        placed=placed,
+        stopped=stopped,
+        rejected_nodes=rejected,
+        refresh_index=refresh,
+        refused=refused,
+        completed_eval=completed,
+    )
+    assert plans.told_verdicts([plans.told_entry(9, applied, refused)]) == {9: applied}
