@@ -110,6 +110,13 @@ class Settings(BaseSettings):
         "evaluation; they overlap one evaluation's database waits with another's scheduling pass. "
         "Default 4: what measured best, docs/benchmarks.md.",
     )
+    eval_batch: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Most ready evaluations (of distinct jobs) one scheduling loop claims at once and schedules "
+        "together: one claim, one snapshot and one submit for all of them. 1: one at a time.",
+    )
     applier_batch: int = Field(
         default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."
     )

@@ -24,13 +24,14 @@ from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, tim
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
-from app.plan_wire import CompletionJson
 from app.scheduler import stream
 from app.structs import SchedulerResult, Snapshot
+from workers.batch import concerns, first_tries
 from workers.leases import Lease, Leases
 from workers.listener import ListenerView, SharedListener
 from workers.loops import Backoff, Streak, guarded
 from workers.runtime import DEBOUNCE_S, INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
+from workers.tries import ShuttingDown, Try, completion_of, outcome_of
 
 log = structlog.get_logger(__name__)
 ALL_SCHEDULERS = ("service", "batch", "system", "sysbatch", CORE_EVAL_TYPE)
@@ -40,10 +41,6 @@ ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's pla
 
 # New evaluations when idle (a state index moved); the verdicts on submitted plans.
 WORKER_CHANNELS = (INDEX_CHANNEL, VERDICTS_CHANNEL)
-
-
-class ShuttingDown(Exception):
-    """SIGTERM arrived while an evaluation was waiting on something that may never come."""
 
 
 class Worker:
@@ -86,7 +83,7 @@ class Worker:
             rescue = time.monotonic() >= next_rescue
             began = time.perf_counter()
             try:
-                held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue)
+                claims = self._claim(rescue)
             except (DBAPIError, psycopg.Error) as err:  # the database is away: one line per outage
                 streak.failed(err)
                 return backoff.next()
@@ -94,12 +91,15 @@ class Worker:
             backoff.reset()
             if rescue:
                 next_rescue = time.monotonic() + RESCUE_EVERY_S
-            if held is None:
+            if not claims:
                 self.wakeup.wait()
                 next_rescue = 0.0  # idle: look for lapsed leases on the next round
+                return None
+            DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
+            if len(claims) == 1:
+                self.handle(claims[0], stop)
             else:
-                DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
-                self.handle(held, stop)
+                self.handle_batch(claims, stop)
             return None
 
         self.wakeup.listen()
@@ -116,15 +116,45 @@ class Worker:
         if owns_engine:
             self.engine.dispose()
 
+    def _claim(self, rescue: bool) -> list[Claim]:
+        """The evaluations to work on next: with `rescue`, a lapsed lease first (one at a time,
+        about once a second while busy); else up to `eval_batch` ready ones of distinct jobs."""
+        batch = self.settings.eval_batch
+        if rescue or batch == 1:
+            held = broker.claim(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, rescue=rescue)
+            return [] if held is None else [held]
+        return broker.claim_batch(self.engine, self.schedulers, self.owner, self.settings.eval_lease_s, batch)
+
     def handle(self, held: Claim, stop: threading.Event) -> None:
+        keeper = self.leases.hold(held)
+        try:
+            self._settle(held, keeper, None, stop)
+        finally:
+            self.leases.release(keeper)
+
+    def handle_batch(self, claims: list[Claim], stop: threading.Event) -> None:
+        """Several evaluations claimed together: their first passes share one snapshot read and
+        one submit (batch.py); then each is settled on its own, as handle() settles one. One
+        that the batch could not carry (a big plan, a failure) goes the one-at-a-time way."""
+        keepers = {held.evaluation.id: self.leases.hold(held) for held in claims}
+        try:
+            scheduling = [held for held in claims if held.evaluation.type != CORE_EVAL_TYPE]
+            firsts = first_tries(self, scheduling, keepers, stop) if len(scheduling) > 1 else {}
+            for held in claims:
+                self._settle(held, keepers[held.evaluation.id], firsts.get(held.evaluation.id), stop)
+        finally:
+            for keeper in keepers.values():
+                self.leases.release(keeper)
+
+    def _settle(self, held: Claim, keeper: Lease, first: Try | Exception | None, stop: threading.Event) -> None:
+        """Schedule (or collect garbage for) one evaluation and complete it; a failure nacks it."""
         ev = held.evaluation
         bound = log.bind(eval_id=str(ev.id), job_id=ev.job_id, triggered_by=ev.triggered_by)
-        keeper = self.leases.hold(held)
         try:
             if ev.type == CORE_EVAL_TYPE:
                 outcome: Outcome | None = self.collect_garbage(held, keeper, stop)
             else:
-                outcome = self.schedule(held, keeper, stop)
+                outcome = self.schedule(held, keeper, stop, first)
             if outcome is None:  # the applier completed it with the plan: nothing left to write
                 bound.info("evaluation done", status="complete", completed_by="applier")
                 return
@@ -146,45 +176,58 @@ class Worker:
                 bound.exception("scheduling failed at the delivery limit; evaluation failed")
             else:
                 bound.warning("scheduling failed; nacking", error=f"{type(err).__name__}: {err}"[:500])
-        finally:
-            self.leases.release(keeper)
 
-    def schedule(self, held: Claim, keeper: Lease, stop: threading.Event) -> Outcome | None:
+    def schedule(
+        self, held: Claim, keeper: Lease, stop: threading.Event, first: Try | Exception | None = None
+    ) -> Outcome | None:
         """The pass's outcome for the worker to record, or None when the applier completed the
-        evaluation in the commit that applied its last plan."""
+        evaluation in the commit that applied its last plan. `first`: the first try, already
+        made with a batch (or how it ended)."""
         ev = held.evaluation
         limit, failures, attempt = ATTEMPTS[ev.type], 0, 0
         while True:
-            scheduled_at = datetime.now(UTC)
-            snapshot = self.loader.load(ev)
-            result, submitted = self._pass(held, snapshot, attempt, keeper, stop)
-            attempt += len(submitted)
-            outcome = _outcome(result, snapshot.index, scheduled_at)
-            if result.plan.is_noop and not submitted:
-                return outcome
-            with timed(SUBMIT_PLAN):
-                if not result.plan.is_noop:
-                    attempt += 1
-                    # A plan sent in chunks is completed by the worker, once every chunk's verdict
-                    # is in: the applier sees one chunk at a time, never the pass as a whole.
-                    completion = None if submitted else _completion(outcome)
-                    submitted.append(
-                        plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
-                    )
-                applied = self._await_verdicts(held, submitted, keeper, stop)
+            if isinstance(first, Exception):
+                raise first
+            tried = first or self._try(held, keeper, stop, attempt)
+            first, attempt = None, tried.attempt
+            applied = tried.applied
+            if applied is None:  # nothing to submit
+                return tried.outcome
             if applied.completed_eval:
                 return None
             if not applied.partial:
-                return outcome
+                return tried.outcome
             failures = 0 if applied.progress else failures + 1
             if failures >= limit:
                 return Outcome(
-                    snapshot_index=snapshot.index,
-                    scheduled_at=scheduled_at,
+                    snapshot_index=tried.outcome.snapshot_index,
+                    scheduled_at=tried.outcome.scheduled_at,
                     status="failed",
                     max_plan_attempts=True,
                     description=f"maximum attempts reached ({limit})",
                 )
+
+    def _try(self, held: Claim, keeper: Lease, stop: threading.Event, attempt: int) -> Try:
+        """One pass on a fresh snapshot, its plan submitted and its verdict awaited."""
+        ev = held.evaluation
+        scheduled_at = datetime.now(UTC)
+        snapshot = self.loader.load(ev)
+        result, submitted = self._pass(held, snapshot, attempt, keeper, stop)
+        attempt += len(submitted)
+        outcome = outcome_of(result, snapshot.index, scheduled_at)
+        if result.plan.is_noop and not submitted:
+            return Try(outcome, None, attempt)
+        with timed(SUBMIT_PLAN):
+            if not result.plan.is_noop:
+                attempt += 1
+                # A plan sent in chunks is completed by the worker, once every chunk's verdict
+                # is in: the applier sees one chunk at a time, never the pass as a whole.
+                completion = None if submitted else completion_of(outcome)
+                submitted.append(
+                    plans.submit(self.engine, held, attempt, result.plan, ev.job_id, ev.namespace, completion)
+                )
+            applied = self._await_verdicts(held, submitted, keeper, stop)
+        return Try(outcome, applied, attempt)
 
     def _pass(
         self, held: Claim, snapshot: Snapshot, attempt: int, keeper: Lease, stop: threading.Event
@@ -283,37 +326,7 @@ def verdict_for(plan_id: int, payload: str) -> bool:
     """Whether a verdicts notification may concern the plan: its entries start with their plan's
     ID (`id:...`, or a bare ID from an applier of an earlier release), or it is empty when they
     did not fit (then it may concern any plan)."""
-    wanted = str(plan_id)
-    return not payload or any(entry.split(":", 1)[0] == wanted for entry in payload.split(","))
-
-
-def _outcome(result: SchedulerResult, snapshot_index: int, scheduled_at: datetime) -> Outcome:
-    return Outcome(
-        snapshot_index=snapshot_index,
-        scheduled_at=scheduled_at,
-        failed_tg_allocs=dict(result.failed_tg_allocs),
-        queued_allocations=dict(result.queued_allocations),
-        class_eligibility=dict(result.class_eligibility),
-        escaped_computed_class=result.escaped_computed_class,
-        rolling_wait_s=result.rolling_wait_ns / 1e9,
-        blocked_nodes=result.blocked_nodes,
-    )
-
-
-def _completion(outcome: Outcome) -> CompletionJson | None:
-    """What the applier writes to complete the evaluation if this plan applies in full: the
-    common case only (broker.complete_success's). Failed task groups (a blocked evaluation) and
-    rolling follow-ups stay with the worker's own completion."""
-    if outcome.failed_tg_allocs or outcome.rolling_wait_s or outcome.status != "complete":
-        return None
-    return {
-        "SnapshotIndex": outcome.snapshot_index,
-        "QueuedAllocations": dict(outcome.queued_allocations),
-        "ClassEligibility": dict(outcome.class_eligibility),
-        "EscapedComputedClass": outcome.escaped_computed_class,
-        "ScheduledAt": outcome.scheduled_at.isoformat(),
-        "Description": outcome.description,
-    }
+    return concerns(payload, {str(plan_id)})
 
 
 def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...], stop: threading.Event) -> None:

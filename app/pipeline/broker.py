@@ -85,6 +85,20 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
     return None
 
 
+def claim_batch(engine: Engine, types: Iterable[str], owner: str, lease_s: float, batch: int) -> list[Claim]:
+    """Up to `batch` ready evaluations of distinct jobs in one statement, best first (priority,
+    then age), each with its own token. Lapsed leases are claim()'s (with `rescue`), one at a time."""
+    params = {"types": list(types), "owner": owner, "lease_s": lease_s, "batch": batch}
+    try:
+        with autocommitted(engine) as pg:
+            cursor: psycopg.Cursor[dict[str, Any]] = pg.cursor(row_factory=psycopg.rows.dict_row)
+            rows = cursor.execute(psycopg_query("claim_ready_batch"), params, prepare=True).fetchall()
+    except psycopg.errors.UniqueViolation:
+        return []  # another worker claimed an evaluation of one of these jobs at the same moment
+    rows.sort(key=lambda r: (-r["priority"], r["create_index"]))
+    return [Claim(_eval_struct(r), r["lease_token"], int(r["delivery_count"])) for r in rows]
+
+
 def _claim_statement(engine: Engine, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """One statement, autocommitted: one round trip and no transaction left open. Driven on the
     raw psycopg connection: this runs for every evaluation, on every worker.

@@ -84,6 +84,37 @@ def submit(
     return int(plan_id)
 
 
+@dataclass(frozen=True)
+class Submission:
+    """One plan of a batch submit: its evaluation's claim, the plan, and its completion."""
+
+    held: Claim
+    plan: Plan
+    completion: CompletionJson | None
+
+
+def submit_batch(engine: Engine, submissions: Sequence[Submission]) -> list[int | None]:
+    """submit() for several evaluations' first plans (attempt 1) in one transaction: one round
+    trip and one commit. Each is fenced by its own token: the plan ID, or None for a plan not
+    written because its evaluation is no longer ours (or, after an ambiguous earlier try, one
+    whose ID needs reading again: submit() of the same attempt sorts that out)."""
+    with autocommitted(engine) as pg:
+        with pg.pipeline():
+            pg.execute("BEGIN")
+            sent = [
+                pg.execute(
+                    psycopg_query("submit_plan"),
+                    {"eval_id": s.held.evaluation.id, "token": s.held.token, "attempt": 1}
+                    | _plan_params(s.plan, s.held.evaluation.namespace, s.held.evaluation.job_id, s.completion),
+                    prepare=True,
+                )
+                for s in submissions
+            ]
+            pg.execute("COMMIT")
+        rows = [cursor.fetchone() for cursor in sent]
+    return [int(row[1]) if row is not None and row[0] and row[1] is not None else None for row in rows]
+
+
 def _plan_params(plan: Plan, namespace: str, job_id: str, completion: CompletionJson | None) -> dict[str, object]:
     row = encode_plan(plan, namespace, job_id)
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,12 +52,19 @@ class SnapshotLoader:
         self._usage = UsageCache()
 
     def load(self, evaluation: Evaluation) -> Snapshot:
+        return self.load_batch([evaluation])[0]
+
+    def load_batch(self, evaluations: Sequence[Evaluation]) -> list[Snapshot]:
+        """One snapshot per evaluation, all of the same instant: the cluster (indexes, nodes,
+        usage, ports, configuration) is read once, each job's part after it, in one batch."""
         with autocommitted(self._engine) as pg:
             with pg.pipeline():
                 pg.execute(BEGIN_SNAPSHOT)
-                sent = _send(pg, evaluation, self._nodes[0] if self._nodes else None, self._usage.known, None)
+                cluster = _send_cluster(pg, self._nodes[0] if self._nodes else None, self._usage.known)
+                jobs = [_send_job(pg, ev, None) for ev in evaluations]
                 pg.execute("COMMIT")
-            return _decode(sent, self._nodes_at, self._usage)
+            read = _decode_cluster(cluster, self._nodes_at, self._usage)
+            return [_decode_job(read, sent) for sent in jobs]
 
     def _nodes_at(self, index: int, rows: Rows) -> NodeSet:
         if self._nodes is None or self._nodes[0] != index:  # the rows were sent: the index moved
@@ -72,36 +79,47 @@ BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
 @dataclass(frozen=True)
-class _Sent:
-    """The cursors of one pipelined batch; the candidate job of `job plan`, if any."""
+class _SentCluster:
+    """The cursors of the cluster's reads in one pipelined batch."""
 
     indexes: Rows
-    job: Rows
-    allocations: Rows
-    versions: Rows
     usage: Rows
     ports: Rows
     config: Rows
-    deployment: Rows
     nodes: Rows
+
+
+@dataclass(frozen=True)
+class _SentJob:
+    """The cursors of one job's reads in the same batch; the candidate job of `job plan`, if any."""
+
+    job: Rows
+    allocations: Rows
+    versions: Rows
+    deployment: Rows
     preemptible: Rows
     candidate: Job | None = None
 
 
-def _send(pg: Pg, ev: Evaluation, known_nodes: int | None, known_usage: int | None, candidate: Job | None) -> _Sent:
-    params = {"namespace": ev.namespace, "job_id": ev.job_id}
-    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
-    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
-    return _Sent(
+def _send_cluster(pg: Pg, known_nodes: int | None, known_usage: int | None) -> _SentCluster:
+    return _SentCluster(
         indexes=pg.execute(psycopg_query("snapshot_indexes")),
-        job=_dicts(pg, "snapshot_job", params),
-        allocations=_dicts(pg, "snapshot_job_allocations", params),
-        versions=_dicts(pg, "snapshot_job_versions_used", params),
         usage=pg.execute(psycopg_query("snapshot_usage"), {"known_usage": known_usage}),
         ports=pg.execute(psycopg_query("snapshot_ports")),
         config=_dicts(pg, "snapshot_config"),
-        deployment=_dicts(pg, "snapshot_deployment", params),
         nodes=_dicts(pg, "snapshot_nodes", {"known_index": known_nodes}),
+    )
+
+
+def _send_job(pg: Pg, ev: Evaluation, candidate: Job | None) -> _SentJob:
+    params = {"namespace": ev.namespace, "job_id": ev.job_id}
+    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
+    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
+    return _SentJob(
+        job=_dicts(pg, "snapshot_job", params),
+        allocations=_dicts(pg, "snapshot_job_allocations", params),
+        versions=_dicts(pg, "snapshot_job_versions_used", params),
+        deployment=_dicts(pg, "snapshot_deployment", params),
         preemptible=_dicts(
             pg, "snapshot_preemptible", {**params, "max_priority": max_priority, "delta": PRIORITY_DELTA}
         ),
@@ -124,8 +142,10 @@ def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | Non
     pg = conn.connection.driver_connection
     assert pg is not None
     with pg.pipeline():
-        sent = _send(pg, evaluation, None, None, candidate)
-    snapshot = _decode(sent, lambda _index, rows: _node_set(rows), UsageCache())
+        cluster = _send_cluster(pg, None, None)
+        sent = _send_job(pg, evaluation, candidate)
+    read = _decode_cluster(cluster, lambda _index, rows: _node_set(rows), UsageCache())
+    snapshot = _decode_job(read, sent)
     if candidate is None:
         return snapshot
     used = {a.job_version for a in snapshot.allocations}
@@ -138,19 +158,38 @@ def read_snapshot(conn: Connection, evaluation: Evaluation, candidate: Job | Non
     return dataclasses.replace(snapshot, job_versions={**snapshot.job_versions, **more})
 
 
-def _decode(sent: _Sent, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: UsageCache) -> Snapshot:
+@dataclass(frozen=True)
+class _Cluster:
+    """The decoded cluster part, shared by every snapshot of a batch."""
+
+    index: int
+    nodes: NodeSet
+    usage: Mapping[uuid.UUID, NodeUsage]
+    config: SchedulerConfiguration
+
+
+def _decode_cluster(sent: _SentCluster, nodes_at: Callable[[int, Rows], NodeSet], usage_cache: UsageCache) -> _Cluster:
     indexes = {str(n): int(v) for n, v in sent.indexes.fetchall()}
+    return _Cluster(
+        index=indexes["_global"],
+        nodes=nodes_at(indexes["nodes"], sent.nodes),
+        usage=usage_cache.decode(indexes["safe"], sent.usage.fetchall(), sent.ports.fetchall()),
+        config=_config(sent.config.fetchone()),
+    )
+
+
+def _decode_job(cluster: _Cluster, sent: _SentJob) -> Snapshot:
     stored, allocations, versions = _job_state(sent)
     job = sent.candidate if sent.candidate is not None else stored
-    config = _config(sent.config.fetchone())
+    config = cluster.config
     # The same decision as the SQL's: preemption on for the job's type, and room below it.
     preempting = job is not None and config.preemption_enabled(job.type) and job.priority - PRIORITY_DELTA >= 1
     return Snapshot(
-        index=indexes["_global"],
+        index=cluster.index,
         job=job,
-        nodes=nodes_at(indexes["nodes"], sent.nodes),
+        nodes=cluster.nodes,
         allocations=allocations,
-        usage=usage_cache.decode(indexes["safe"], sent.usage.fetchall(), sent.ports.fetchall()),
+        usage=cluster.usage,
         job_versions=versions,
         config=config,
         preemptible=_preemptible(sent.preemptible) if preempting else {},
@@ -177,7 +216,7 @@ def _versions(rows: Rows) -> dict[int, Job]:
     }
 
 
-def _job_state(sent: _Sent) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
+def _job_state(sent: _SentJob) -> tuple[Job | None, tuple[Allocation, ...], dict[int, Job]]:
     row = sent.job.fetchone()
     allocations = tuple(allocation_from_row(r) for r in sent.allocations.fetchall())
     versions = _versions(sent.versions)  # empty when the job is gone (the query checks purged_at too)

@@ -31,6 +31,40 @@ WHERE e.id = c.id
 RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
           e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
 
+-- name: claim_ready_batch
+-- claim_ready for up to :batch evaluations of distinct jobs in one statement (a worker loop
+-- schedules them together: one snapshot, one submit; docs/scheduling.md). The candidates are
+-- locked best first; of several pending evaluations of one job only the best is leased (the
+-- in-flight index allows one per job). Each claim gets its own fencing token. Committed
+-- without waiting for its flush, as claim_ready is. Rows come back in no order.
+WITH candidate AS MATERIALIZED (
+    SELECT e.id, e.namespace, e.job_id, e.priority, e.create_index
+    FROM evaluations e
+    WHERE e.status = 'pending' AND e.lease_token IS NULL
+      AND e.type = ANY(:types)
+      AND (e.wait_until IS NULL OR e.wait_until <= now())
+      AND (e.not_before IS NULL OR e.not_before <= now())
+      AND NOT EXISTS (
+          SELECT 1 FROM evaluations f
+          WHERE f.namespace = e.namespace AND f.job_id = e.job_id AND f.lease_token IS NOT NULL
+      )
+      AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
+      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+    ORDER BY e.priority DESC, e.create_index
+    LIMIT :batch
+    FOR UPDATE OF e SKIP LOCKED
+), best_per_job AS (
+    SELECT DISTINCT ON (namespace, job_id) id FROM candidate
+    ORDER BY namespace, job_id, priority DESC, create_index
+)
+UPDATE evaluations e
+SET lease_token = gen_random_uuid(), lease_owner = :owner,
+    lease_expires_at = now() + make_interval(secs => :lease_s), delivery_count = e.delivery_count + 1
+FROM best_per_job c
+WHERE e.id = c.id
+RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
+          e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index, e.lease_token;
+
 -- name: claim_expired
 -- Rescue an evaluation whose worker stopped renewing its lease: any worker may take it over
 -- (a new token fences the old worker out) while it is under the delivery limit. Committed
