@@ -100,7 +100,9 @@ def instrument(rec: Recorder) -> None:
 
 @contextmanager
 def worker_thread(url: str, rec: Recorder) -> Iterator[worker_module.Worker]:
-    settings = Settings(database_url=url, poll_interval_s=0.1)
+    # One evaluation at a time (eval_batch 1): the steps timed here are that path's; a batch
+    # shares its read and its submit among several evaluations (workers/batch.py).
+    settings = Settings(database_url=url, poll_interval_s=0.1, eval_batch=1)
     worker = worker_module.Worker(settings, url, worker_module.ALL_SCHEDULERS)
     worker.loader.load = rec.wrap("snapshot", worker.loader.load)  # type: ignore[method-assign]
     worker.wakeup.wait = rec.wrap("wakeup wait", worker.wakeup.wait)  # type: ignore[method-assign]
