@@ -111,11 +111,12 @@ class Settings(BaseSettings):
         "Default 4: what measured best, docs/benchmarks.md.",
     )
     eval_batch: int = Field(
-        default=4,
+        default=8,
         ge=1,
         le=64,
         description="Most ready evaluations (of distinct jobs) one scheduling loop claims at once and schedules "
-        "together: one claim, one snapshot and one submit for all of them. 1: one at a time.",
+        "together: one claim, one snapshot and one submit for all of them. 1: one at a time. Default 8: "
+        "what measured best, docs/benchmarks.md.",
     )
     applier_batch: int = Field(
         default=64, ge=1, le=1000, description="Most plans the applier checks and commits in one transaction."

@@ -102,7 +102,14 @@ def server(ctx: click.Context) -> None:
     help="Scheduling loops in this process, each claiming its own evaluation (Nomad's num_schedulers). "
     "Default: CORRAL_NUM_SCHEDULERS.",
 )
-def worker(schedulers: str, num_schedulers: int | None) -> None:
+@click.option(
+    "--eval-batch",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Most ready evaluations (of distinct jobs) one loop claims and schedules together: one snapshot "
+    "read and one plan submit for all of them. 1: one at a time. Default: CORRAL_EVAL_BATCH.",
+)
+def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) -> None:
     """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
     you like, on any host. SIGTERM finishes the current evaluations (or gives them back, if their
     plans are still waiting for the applier), then exits."""
@@ -119,6 +126,8 @@ def worker(schedulers: str, num_schedulers: int | None) -> None:
     settings = get_settings()
     if num_schedulers is not None:
         settings = settings.model_copy(update={"num_schedulers": num_schedulers})
+    if eval_batch is not None:
+        settings = settings.model_copy(update={"eval_batch": eval_batch})
     configure("worker", settings.log_level, settings.log_format)
     _serve_metrics(settings, "worker")
     stop = stop_on_signals()

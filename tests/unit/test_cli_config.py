@@ -56,6 +56,32 @@ def test_worker_num_schedulers_comes_from_the_flag_or_the_setting(monkeypatch: p
     assert refused.exit_code == 2 and "--num-schedulers" in refused.output
 
 
+def test_the_worker_flag_eval_batch_overrides_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import app.cli as cli
+    import app.logging
+    import workers.runtime
+    import workers.worker as worker_module
+
+    seen: list[int] = []
+    monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
+    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
+    monkeypatch.setattr(cli, "_serve_metrics", lambda *_args: None)
+    monkeypatch.setattr(cli, "_database", _no_database)
+    monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings.eval_batch))
+    get_settings.cache_clear()
+    assert CliRunner().invoke(main, ["worker"]).exit_code == 0
+    assert CliRunner().invoke(main, ["worker", "--eval-batch", "1"]).exit_code == 0
+    monkeypatch.setenv("CORRAL_EVAL_BATCH", "3")
+    get_settings.cache_clear()
+    assert CliRunner().invoke(main, ["worker"]).exit_code == 0
+    assert seen == [8, 1, 3]
+    refused = CliRunner().invoke(main, ["worker", "--eval-batch", "0"])
+    assert refused.exit_code == 2 and "--eval-batch" in refused.output
+    get_settings.cache_clear()  # not the environment of this test for the next one
+
+
 @contextmanager
 def _no_database(*_args: object) -> Iterator[str]:
     yield "postgresql://unused"
