@@ -8,9 +8,15 @@ Prints per worker count: evaluations/s, placements/s, the speed-up against one w
 seconds per evaluation of the workers, the applier and Postgres (every backend included), and
 the load average. Then the ceiling, in the same database right after: the statements the
 pipeline issues per evaluation, bare in pgbench with as many clients as workers
-(bench/small_jobs_ceiling.py), and the ratio pipeline / ceiling.
+(bench/small_jobs_ceiling.py), and the ratio pipeline / ceiling. The ceiling is one evaluation
+at a time, as the pipeline with `--peer-batch 1` runs; batched (CORRAL_EVAL_BATCH, default 8)
+the pipeline issues fewer statements and transactions per evaluation than that.
 
-Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1]
+With `--peer-batch N`, each run is followed by the same run with the workers' eval_batch set
+to N (1: one evaluation at a time, the path before batches), and the report adds its rate and
+the ratio of the two: a peer from the same run, on a copy of the same database.
+
+Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1] [--peer-batch N]
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class Run:
     seconds: float
     cpu: dict[str, float]  # role -> CPU seconds during the run
     load: str
-    ceiling: Ceiling
+    ceiling: Ceiling | None
 
     @property
     def evaluations_per_s(self) -> float:
@@ -60,6 +66,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=_positive, default=5000)
     parser.add_argument("--nodes", type=_positive, default=1000)
     parser.add_argument("--repeat", type=_positive, default=1, help="runs per worker count (the median is printed)")
+    parser.add_argument(
+        "--peer-batch",
+        type=_positive,
+        default=None,
+        help="after each run, the same run with this eval_batch (1: one evaluation at a time) as its peer",
+    )
     return parser.parse_args(argv)
 
 
@@ -114,10 +126,13 @@ def wait_connected(url: str, workers: int, limit_s: float = 120) -> None:
     raise RuntimeError("the roles did not connect")
 
 
-def run(admin: str, template: str, jobs: int, workers: int) -> Run:
+def run(admin: str, template: str, jobs: int, workers: int, eval_batch: int | None = None) -> Run:
+    """One run on a copy of the template; with `eval_batch`, the workers' batch size is that,
+    and no ceiling is measured (Run.ceiling is None)."""
+    settings = {"CORRAL_EVAL_BATCH": str(eval_batch)} if eval_batch is not None else None
     with cloned_database(admin, template) as url:
         applier = start("applier", url)
-        pool = [start("worker", url) for _ in range(workers)]
+        pool = [start("worker", url, settings) for _ in range(workers)]
         wait_connected(url, workers)
         postgres = PostgresCpu(url)
         before = _cpu(postgres, applier, pool)
@@ -131,7 +146,7 @@ def run(admin: str, template: str, jobs: int, workers: int) -> Run:
         evals = int(str(query(url, "SELECT count(*) FROM evaluations WHERE status = 'complete'")[0]))
         placed = int(str(query(url, "SELECT count(*) FROM allocations WHERE desired_status = 'run'")[0]))
         _stop([applier, *pool])
-        ceiling = small_jobs_ceiling.run(url, jobs, workers)
+        ceiling = small_jobs_ceiling.run(url, jobs, workers) if eval_batch is None else None
     cpu = {role: after[role] - before[role] for role in after}
     return Run(workers, evals, placed, elapsed, cpu, load, ceiling)
 
@@ -158,31 +173,54 @@ def median_run(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda r: r.evaluations_per_s)[len(runs) // 2]
 
 
-def report(results: dict[int, list[Run]], jobs: int, nodes: int) -> None:
+def report(
+    results: dict[int, list[Run]], jobs: int, nodes: int, peers: dict[int, list[Run]], peer_batch: int | None
+) -> None:
     print(f"{jobs:,} service jobs x count 3 on {nodes:,} nodes, one applier; median of {len(results[min(results)])}")
+    peer_header = f" {f'batch {peer_batch} ev/s':>14} {'ratio':>6}" if peer_batch is not None else ""
     print(
         f"{'workers':>7} {'evals/s':>8} {'placed/s':>9} {'speed-up':>8} {'worker ms/ev':>12} {'applier ms/ev':>13} "
-        f"{'pg ms/ev':>8} {'ceiling ev/s':>12} {'pg ms/ev':>8} {'pipeline/ceiling':>16}  load average"
+        f"{'pg ms/ev':>8} {'ceiling ev/s':>12} {'pg ms/ev':>8} {'pipeline/ceiling':>16}{peer_header}  load average"
     )
     base = median_run(results[min(results)]).evaluations_per_s
     for workers, runs in results.items():
         r = median_run(runs)
+        assert r.ceiling is not None
         spread = ", ".join(f"{x.evaluations_per_s:.1f}" for x in runs)
+        peer = ""
+        if peer_batch is not None:
+            p = median_run(peers[workers])
+            peer = f" {p.evaluations_per_s:>14.1f} {r.evaluations_per_s / p.evaluations_per_s:>5.2f}x"
+            spread += "; peer: " + ", ".join(f"{x.evaluations_per_s:.1f}" for x in peers[workers])
         print(
             f"{workers:>7} {r.evaluations_per_s:>8.1f} {r.placements / r.seconds:>9.1f} "
             f"{r.evaluations_per_s / base:>7.2f}x {r.cpu_per_eval_ms('workers'):>12.2f} "
             f"{r.cpu_per_eval_ms('applier'):>13.2f} {r.cpu_per_eval_ms('postgres'):>8.2f} "
             f"{r.ceiling.evaluations_per_s:>12.1f} {r.ceiling.postgres_cpu_per_eval * 1000:>8.2f} "
-            f"{r.evaluations_per_s / r.ceiling.evaluations_per_s:>16.2f}  {r.load}  (runs: {spread} evals/s)"
+            f"{r.evaluations_per_s / r.ceiling.evaluations_per_s:>16.2f}{peer}  {r.load}  (runs: {spread} evals/s)"
         )
     print("speed-up is against the smallest worker count; ceiling: the same statements bare in pgbench,")
     print("as many clients as workers, same Postgres, same run. pgbench's own CPU per evaluation (not in its")
     print(
         "pg ms/ev): "
         + ", ".join(
-            f"{w}: {median_run(runs).ceiling.pgbench_cpu_per_eval * 1000:.2f} ms" for w, runs in results.items()
+            f"{w}: {_ceiling(median_run(runs)).pgbench_cpu_per_eval * 1000:.2f} ms" for w, runs in results.items()
         )
     )
+    if peer_batch is not None:
+        print(f"peer: each run again with the workers' eval_batch {peer_batch}, right after it, on a copy of the")
+        print("same database; ratio: this run's rate over the peer's (medians). CPU ms per evaluation of the peers:")
+        for workers, runs in peers.items():
+            p = median_run(runs)
+            print(
+                f"  {workers} worker(s): workers {p.cpu_per_eval_ms('workers'):.2f}, applier "
+                f"{p.cpu_per_eval_ms('applier'):.2f}, Postgres {p.cpu_per_eval_ms('postgres'):.2f}"
+            )
+
+
+def _ceiling(r: Run) -> Ceiling:
+    assert r.ceiling is not None
+    return r.ceiling
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -193,16 +231,25 @@ def main(argv: list[str] | None = None) -> None:
         register_jobs(template, args.jobs)
         set_paused(template, True)
         results: dict[int, list[Run]] = {}
+        peers: dict[int, list[Run]] = {}
         for workers in args.workers:
             for _ in range(args.repeat):
                 r = run(admin, template, args.jobs, workers)
                 results.setdefault(workers, []).append(r)
                 print(
                     f"run: {workers} worker(s) {r.evaluations_per_s:.1f} evaluations/s, ceiling "
-                    f"{r.ceiling.evaluations_per_s:.1f}/s, load average {r.load}",
+                    f"{_ceiling(r).evaluations_per_s:.1f}/s, load average {r.load}",
                     flush=True,
                 )
-    report(results, args.jobs, args.nodes)
+                if args.peer_batch is not None:
+                    p = run(admin, template, args.jobs, workers, args.peer_batch)
+                    peers.setdefault(workers, []).append(p)
+                    print(
+                        f"peer: {workers} worker(s), eval_batch {args.peer_batch}: {p.evaluations_per_s:.1f} "
+                        f"evaluations/s, load average {p.load}",
+                        flush=True,
+                    )
+    report(results, args.jobs, args.nodes, peers, args.peer_batch)
     if len(args.workers) > 1:
         base = statistics.median(r.evaluations_per_s for r in results[args.workers[0]])
         ratios = [

@@ -29,8 +29,15 @@ CORRAL = os.environ.get("BENCH_CORRAL") or str(Path(sys.executable).parent / "co
 SYSTEM_JOBS, SERVICE_JOBS = 10, 40
 
 
-def start(role: str, url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CORRAL_DATABASE_URL": url, "CORRAL_LOG_LEVEL": "warning", "CORRAL_POLL_INTERVAL_S": "0.1"}
+def start(role: str, url: str, settings: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A corral role as its own process on `url`; `settings` adds CORRAL_* variables."""
+    env = {
+        **os.environ,
+        "CORRAL_DATABASE_URL": url,
+        "CORRAL_LOG_LEVEL": "warning",
+        "CORRAL_POLL_INTERVAL_S": "0.1",
+        **(settings or {}),
+    }
     return subprocess.Popen([CORRAL, role], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -14,9 +14,13 @@ def test_worker_counts_default_to_1_2_4_and_are_sorted_once_each() -> None:
     assert parse_args([]).workers == (1, 2, 4)
     args = parse_args(["--workers", "4,1,2,2", "--jobs", "300", "--repeat", "3"])
     assert (args.workers, args.jobs, args.nodes, args.repeat) == ((1, 2, 4), 300, 1000, 3)
+    assert args.peer_batch is None
+    assert parse_args(["--peer-batch", "1"]).peer_batch == 1
 
 
-@pytest.mark.parametrize("bad", [["--workers", "0"], ["--workers", "two"], ["--workers", ""], ["--jobs", "-5"]])
+@pytest.mark.parametrize(
+    "bad", [["--workers", "0"], ["--workers", "two"], ["--workers", ""], ["--jobs", "-5"], ["--peer-batch", "0"]]
+)
 def test_bad_counts_are_refused_naming_the_argument(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(bad)
