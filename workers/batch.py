@@ -118,7 +118,11 @@ def _submit_and_wait(
             log.warning("batch submit failed; scheduling one at a time", error=f"{type(err).__name__}: {err}"[:300])
             return {}
         waiting = {pid: p.held.evaluation.id for p, pid in zip(passed, plan_ids, strict=True) if pid is not None}
-        verdicts = await_verdicts(worker, waiting, keepers, stop)
+        try:
+            verdicts = await_verdicts(worker, waiting, keepers, stop)
+        except Exception as err:  # each waits on its own: a submit of the same attempt finds its plan
+            log.warning("batch wait failed; scheduling one at a time", error=f"{type(err).__name__}: {err}"[:300])
+            return {}
     return {
         eval_id: verdict if isinstance(verdict, Exception) else Try(outcomes[eval_id], verdict, 1)
         for eval_id, verdict in verdicts.items()

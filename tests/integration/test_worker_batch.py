@@ -250,3 +250,22 @@ def test_a_batch_evaluation_whose_lease_moved_on_is_left_to_its_new_owner(
     row = pg.execute("SELECT status, lease_token FROM evaluations WHERE id = %s", (taken,)).fetchone()
     assert row == ("pending", other_token)
     assert pg.execute("SELECT count(*) FROM allocations WHERE job_id = 'taken'").fetchone() == (0,)
+
+
+def test_when_the_batch_submit_fails_each_evaluation_goes_the_one_at_a_time_way(
+    engine: Engine, pg: Conn, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mock_nodes(pg, 2)
+    eval_ids = [register_mock_job(engine, f"web{i}", count=1, cpu=100) for i in range(3)]
+
+    def refused(*_args: object) -> list[int | None]:
+        raise psycopg.OperationalError("the connection broke during the batch submit")
+
+    monkeypatch.setattr(plans, "submit_batch", refused)
+    singles = counting(monkeypatch, plans, "submit")
+    claims = claim_batch(engine)
+    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+        apply_until_done(thread, lead)
+    assert len(singles) == 3
+    for eval_id in eval_ids:
+        assert status(pg, eval_id)[:2] == ("complete", True)
