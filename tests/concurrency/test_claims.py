@@ -200,3 +200,67 @@ def wait_for_lock_wait(url: str) -> None:
                 return
             time.sleep(0.02)
     raise AssertionError("the racing claim never waited on the rival's lease")
+
+
+def test_a_batch_claim_that_races_for_a_job_gets_nothing_and_leaves_the_others_claimable(
+    engine: Engine, database_url: str
+) -> None:
+    """A batch claim whose candidates include a job that a rival leases at the same moment:
+    the unique index fails the whole statement, so the batch takes nothing (its other
+    evaluations stay unleased, claimable by the next claim) and its connection stays usable."""
+    first_eval, second_eval = register(engine, "web"), register(engine, "web")
+    other = register(engine, "api")
+    pool = make_engine(database_url, "worker", pool_size=1)
+    outcome: list[list[broker.Claim]] = []
+    with psycopg.connect(libpq_url(database_url)) as rival:
+        rival.execute(
+            "UPDATE evaluations SET lease_token = %s, lease_owner = 'rival', "
+            "lease_expires_at = now() + interval '60 s' WHERE id = %s",
+            (uuid.uuid4(), first_eval),
+        )
+        racer = threading.Thread(target=lambda: outcome.append(broker.claim_batch(pool, TYPES, "racer", 60, 8)))
+        racer.start()
+        wait_for_lock_wait(database_url)  # the racer holds web's second evaluation, blocked on the index
+        rival.commit()
+        racer.join(timeout=30)
+    try:
+        assert outcome == [[]]
+        assert leases(database_url)[other] is None and leases(database_url)[second_eval] is None
+        again = broker.claim_batch(pool, TYPES, "racer", 60, 8)
+        assert [str(c.evaluation.id) for c in again] == [other]  # web is in flight: only api's
+    finally:
+        pool.dispose()
+
+
+def test_racing_batch_claims_lease_each_job_once(engine: Engine, database_url: str) -> None:
+    """Six threads claim batches of four at once from 30 jobs with two pending evaluations each:
+    no evaluation is claimed twice, and no job has two evaluations leased."""
+    for i in range(30):
+        register(engine, f"job{i}")
+        register(engine, f"job{i}")
+    pool = make_engine(database_url, "worker", pool_size=6)
+    claimed: list[broker.Claim] = []
+    lock = threading.Lock()
+    start = threading.Barrier(6)
+
+    def claimer(name: str) -> None:
+        start.wait()
+        for _ in range(20):
+            got = broker.claim_batch(pool, TYPES, name, 60, 4)
+            with lock:
+                claimed.extend(got)
+
+    threads = [threading.Thread(target=claimer, args=(f"w{i}",)) for i in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        ids = [str(c.evaluation.id) for c in claimed]
+        assert len(ids) == len(set(ids))
+        jobs = [c.evaluation.job_id for c in claimed]
+        assert sorted(jobs) == sorted(f"job{i}" for i in range(30))  # every job once, none twice
+        held = {k: v for k, v in leases(database_url).items() if v is not None}
+        assert held == {str(c.evaluation.id): c.token for c in claimed}
+    finally:
+        pool.dispose()
