@@ -5,7 +5,7 @@ in, with as many clients as there were workers.
 The statements are corral's own, loaded by name from sql/queries (so the ceiling follows them
 when they change), found with pg_stat_statements on a run of the pipeline; per evaluation, in
 the pipeline's transactions:
-  1. the claim (claim_ready, autocommitted, asynchronous commit);
+  1. the claim (claim_ready of one evaluation, autocommitted, asynchronous commit);
   2. the snapshot, REPEATABLE READ READ ONLY: snapshot_indexes, snapshot_job,
      snapshot_job_allocations, snapshot_job_versions_used, snapshot_usage, snapshot_ports,
      snapshot_config, snapshot_deployment, snapshot_nodes and snapshot_preemptible (both
@@ -33,7 +33,6 @@ import resource
 import subprocess
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,12 +103,18 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
     plan = copy_insert(
         conn,
         "plans",
-        {"eval_id": ":id", "eval_token": ":token", "job_id": ":job_id", "status": "'pending'", "applied_at": "NULL"},
+        {
+            "eval_id": ":id",
+            "eval_token": ":lease_token",
+            "job_id": ":job_id",
+            "status": "'pending'",
+            "applied_at": "NULL",
+        },
     )
     result = copy_insert(conn, "plan_results", {"plan_id": ":plan_id", "applier_term": ":term"})
     steps = [
         *(f"\\set k{i} random(1, {nodes})" for i in (1, 2, 3)),
-        f"{named('claim_ready')} \\gset",
+        f"{named('claim_ready').replace(':batch', '1')} \\gset",  # as broker.claim_ready_sql writes it
         "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         named("snapshot_indexes"),
         named("snapshot_job"),
@@ -126,7 +131,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int) -> str:
         "COMMIT",
         "BEGIN",
         named("wake_listeners"),
-        "SELECT id FROM evaluations WHERE id = :id AND lease_token = :token AND status = 'pending'",
+        "SELECT id FROM evaluations WHERE id = :id AND lease_token = :lease_token AND status = 'pending'",
         f"{plan} RETURNING id AS plan_id \\gset",
         "COMMIT",
         "SELECT array_agg(id) AS node_ids FROM bench_nodes WHERE k IN (:k1, :k2, :k3) \\gset",
@@ -185,10 +190,8 @@ def run(url: str, jobs: int, clients: int) -> Ceiling:
         ).fetchone()
         assert nodes is not None and term is not None and known is not None
         text = script(conn, int(str(nodes[0])))
-    token = str(uuid.uuid4())
     variables = {
         "types": "{service,batch,system,sysbatch}",
-        "token": token,
         "owner": "pgbench",
         "lease_s": "60",
         "versions": "{}",

@@ -1,42 +1,15 @@
 -- name: claim_ready
--- Claim the best ready evaluation: priority, then age. One short statement; the lease and
--- fencing token are the claim, no transaction stays open while scheduling. A job with an
--- evaluation in flight is skipped (and the unique index uq_evaluations_in_flight_job makes
--- a racing second claim fail instead of running two passes of one job).
+-- Claim the best ready evaluations, up to a batch of distinct jobs (a worker loop schedules them
+-- together: one snapshot, one submit; docs/scheduling.md): priority, then age. One short
+-- statement; the lease and fencing token are the claim, no transaction stays open while
+-- scheduling. A job with an evaluation in flight is skipped; of several pending evaluations of
+-- one job only the best is leased (and the unique index uq_evaluations_in_flight_job makes a
+-- racing second claim of a job fail instead of running two passes of it). Each claim gets its
+-- own token. Rows come back in no order. broker.claim_ready_sql writes the batch size in as a literal
+-- (a parameter LIMIT would be planned anew on every call).
 -- The set_config(..., true) makes the statement's own transaction commit without waiting for
 -- its WAL flush: a claim is a lease, and losing one in a crash is safe (docs/scheduling.md, "How
 -- scheduling works"). Run it autocommitted, so that transaction is the claim alone.
-WITH candidate AS MATERIALIZED (
-    SELECT e.id
-    FROM evaluations e
-    WHERE e.status = 'pending' AND e.lease_token IS NULL
-      AND e.type = ANY(:types)
-      AND (e.wait_until IS NULL OR e.wait_until <= now())
-      AND (e.not_before IS NULL OR e.not_before <= now())
-      AND NOT EXISTS (
-          SELECT 1 FROM evaluations f
-          WHERE f.namespace = e.namespace AND f.job_id = e.job_id AND f.lease_token IS NOT NULL
-      )
-      AND NOT (SELECT pause_eval_broker FROM scheduler_config WHERE id = 1)
-      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-    ORDER BY e.priority DESC, e.create_index
-    LIMIT 1
-    FOR UPDATE OF e SKIP LOCKED
-)
-UPDATE evaluations e
-SET lease_token = :token, lease_owner = :owner, lease_expires_at = now() + make_interval(secs => :lease_s),
-    delivery_count = e.delivery_count + 1
-FROM candidate c
-WHERE e.id = c.id
-RETURNING e.id, coalesce(e.namespace, '-') AS namespace, e.job_id, e.type, e.priority, e.triggered_by, e.job_modify_index, e.node_id,
-          e.deployment_id, e.status, e.annotate_plan, e.delivery_count, e.create_index;
-
--- name: claim_ready_batch
--- claim_ready for up to :batch evaluations of distinct jobs in one statement (a worker loop
--- schedules them together: one snapshot, one submit; docs/scheduling.md). The candidates are
--- locked best first; of several pending evaluations of one job only the best is leased (the
--- in-flight index allows one per job). Each claim gets its own fencing token. Committed
--- without waiting for its flush, as claim_ready is. Rows come back in no order.
 WITH candidate AS MATERIALIZED (
     SELECT e.id, e.namespace, e.job_id, e.priority, e.create_index
     FROM evaluations e

@@ -22,11 +22,10 @@ from app.pipeline import broker, plans
 from app.pipeline.applier import apply_next
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream as scheduled
-from tests.support.pipeline import TYPES, register, register_mock_job
+from tests.support.pipeline import TYPES, handling, register, register_mock_job
 from tests.support.rows import insert_node
 from workers import batch
 from workers import worker as worker_module
-from workers.worker import Worker
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -57,27 +56,13 @@ def batch_handled(
     claims: list[broker.Claim],
     stop: threading.Event | None = None,
     poll_s: float = 60,
-) -> Iterator[tuple[threading.Thread, Worker, Leadership]]:
-    """A real worker handling `claims` as one batch in a thread (listening first, as its loop
-    does); the applier role held here for the caller to apply with. The worker polls only every
-    `poll_s`: by default once a minute, so a verdict it waited for in vain shows as a hang."""
-    worker = Worker(Settings(database_url=database_url, poll_interval_s=poll_s), database_url, TYPES)
-    stop = stop or threading.Event()
-    thread = threading.Thread(target=worker.handle_batch, args=(claims, stop), daemon=True)
-    lead = Leadership(engine, "applier")
-    assert lead.try_acquire() and lead.term is not None
-    worker.wakeup.listen()
-    try:
-        thread.start()
-        yield thread, worker, lead
-    finally:
-        stop.set()
-        thread.join(30)
-        lead.close()
-        worker.wakeup.close()
-        worker.leases.close()
-        worker.engine.dispose()
-    assert not thread.is_alive()
+) -> Iterator[tuple[threading.Thread, Leadership]]:
+    """A real worker handling `claims` as one batch; the applier role held here for the caller
+    to apply with. The worker polls only every `poll_s`: by default once a minute, so a verdict
+    it waited for in vain shows as a hang."""
+    settings = Settings(database_url=database_url, poll_interval_s=poll_s)
+    with handling(engine, database_url, claims, settings, stop) as handled:
+        yield handled
 
 
 def apply_until_done(thread: threading.Thread, lead: Leadership, before: Callable[[], None] = lambda: None) -> None:
@@ -157,7 +142,7 @@ def test_a_batch_is_read_once_submitted_once_and_completed_by_the_applier(
     verdict_reads = counting(monkeypatch, plans, "result")
     claims = claim_batch(engine)
     assert len(claims) == 4
-    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+    with batch_handled(engine, database_url, claims) as (thread, lead):
         apply_until_done(thread, lead)
     assert len(reads) == 1 and singles == [] and verdict_reads == []
     for eval_id in eval_ids:
@@ -177,7 +162,7 @@ def test_a_later_plan_of_the_batch_leaves_the_room_an_earlier_one_took(
     first = register_mock_job(engine, "first", count=1, cpu=800, job_type="batch")
     second = register_mock_job(engine, "second", count=1, cpu=800, job_type="batch")
     claims = claim_batch(engine)
-    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+    with batch_handled(engine, database_url, claims) as (thread, lead):
         apply_until_done(thread, lead)
     assert status(pg, first)[0] == "complete"
     assert status(pg, second)[0] == "complete"
@@ -204,7 +189,7 @@ def test_a_pass_that_fails_in_a_batch_is_nacked_alone_and_the_others_complete(
     monkeypatch.setattr(batch, "stream", failing(scheduled))
     monkeypatch.setattr(worker_module, "stream", failing(scheduled))
     claims = claim_batch(engine)
-    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+    with batch_handled(engine, database_url, claims) as (thread, lead):
         apply_until_done(thread, lead)
     assert status(pg, good)[:2] == ("complete", True)
     state, unleased, description = status(pg, bad)
@@ -218,7 +203,7 @@ def test_a_batch_stopped_while_waiting_gives_every_evaluation_back(engine: Engin
     claims = claim_batch(engine)
     stop = threading.Event()
     # The worker sees the stop when its wait ends: at its poll interval, here a short one.
-    with batch_handled(engine, database_url, claims, stop, poll_s=0.2) as (thread, _worker, _lead):
+    with batch_handled(engine, database_url, claims, stop, poll_s=0.2) as (thread, _lead):
         deadline = time.monotonic() + 30
         while pg.execute("SELECT count(*) FROM plans").fetchone() != (3,):
             assert time.monotonic() < deadline, "the batch's plans were never submitted"
@@ -244,7 +229,7 @@ def test_a_batch_evaluation_whose_lease_moved_on_is_left_to_its_new_owner(
         if pg.execute("SELECT count(*) FROM plans").fetchone() == (2,):
             pg.execute("UPDATE evaluations SET lease_token = %s WHERE id = %s", (other_token, taken))
 
-    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+    with batch_handled(engine, database_url, claims) as (thread, lead):
         apply_until_done(thread, lead, take_over)
     assert status(pg, kept)[:2] == ("complete", True)
     row = pg.execute("SELECT status, lease_token FROM evaluations WHERE id = %s", (taken,)).fetchone()
@@ -264,7 +249,7 @@ def test_when_the_batch_submit_fails_each_evaluation_goes_the_one_at_a_time_way(
     monkeypatch.setattr(plans, "submit_batch", refused)
     singles = counting(monkeypatch, plans, "submit")
     claims = claim_batch(engine)
-    with batch_handled(engine, database_url, claims) as (thread, _worker, lead):
+    with batch_handled(engine, database_url, claims) as (thread, lead):
         apply_until_done(thread, lead)
     assert len(singles) == 3
     for eval_id in eval_ids:

@@ -87,18 +87,21 @@ def core_worker(database_url: str) -> Iterator[None]:
 def handling(
     engine: Engine,
     database_url: str,
-    held: broker.Claim,
+    held: broker.Claim | list[broker.Claim],
     settings: Settings,
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[threading.Thread, Leadership]]:
-    """A real worker handling `held` in a thread (listening first, as its loop does), and the
-    applier role held here for the caller to apply its plans with; both closed afterwards, the
-    worker stopped (with `stop`, set on the way out)."""
-    from workers.worker import Worker
+    """A real worker handling `held` (a list: as one batch) in a thread (listening first, as its
+    loop does), and the applier role held here for the caller to apply its plans with; both
+    closed afterwards, the worker stopped (with `stop`, set on the way out)."""
+    from workers.worker import ALL_SCHEDULERS, Worker
 
-    worker = Worker(settings, database_url, (held.evaluation.type,))
+    batch = held if isinstance(held, list) else [held]
+    types = ALL_SCHEDULERS if isinstance(held, list) else (held.evaluation.type,)
+    worker = Worker(settings, database_url, types)
     stop = stop or threading.Event()
-    thread = threading.Thread(target=worker.handle, args=(held, stop), daemon=True)
+    target, first = (worker.handle_batch, batch) if isinstance(held, list) else (worker.handle, held)
+    thread = threading.Thread(target=target, args=(first, stop), daemon=True)
     lead = Leadership(engine, "applier")
     assert lead.try_acquire() and lead.term is not None
     worker.wakeup.listen()
@@ -110,6 +113,7 @@ def handling(
         thread.join(30)
         lead.close()
         worker.wakeup.close()
+        worker.leases.close()
         worker.engine.dispose()
     assert not thread.is_alive()
 

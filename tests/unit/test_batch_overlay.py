@@ -93,6 +93,18 @@ def snapshot(job: Job, *, cpu: int = 1000, existing: tuple[Allocation, ...] = ()
     )
 
 
+def evaluation(job_id: str) -> Evaluation:
+    return Evaluation(
+        id=uuid.uuid4(),
+        namespace="default",
+        job_id=job_id,
+        type="batch",
+        priority=50,
+        triggered_by="job-register",
+        job_modify_index=1,
+    )
+
+
 def test_only_a_plans_new_allocations_take_room() -> None:
     kept = allocation("web", cpu=300)  # in the snapshot already: an in-place update of it takes nothing more
     fresh = allocation("web", cpu=200, ports=(Port("http", 8080),))
@@ -117,26 +129,9 @@ def test_taken_room_adds_up_and_is_charged_on_top_of_the_snapshot() -> None:
 def test_a_later_pass_of_the_batch_does_not_place_on_room_an_earlier_plan_took() -> None:
     first, second = batch_job("first", 800), batch_job("second", 800)
     read = snapshot(first)
-    ev = Evaluation(
-        id=uuid.uuid4(),
-        namespace="default",
-        job_id="first",
-        type="batch",
-        priority=50,
-        triggered_by="job-register",
-        job_modify_index=1,
-    )
-    placed = process(ev, read, now_ns=1).plan
+    placed = process(evaluation("first"), read, now_ns=1).plan
     assert sum(len(a) for a in placed.node_allocation.values()) == 1
-    later = Evaluation(
-        id=uuid.uuid4(),
-        namespace="default",
-        job_id="second",
-        type="batch",
-        priority=50,
-        triggered_by="job-register",
-        job_modify_index=1,
-    )
+    later = evaluation("second")
     alone = process(later, dataclasses.replace(read, job=second), now_ns=1)
     assert alone.plan.node_allocation, "on its own the node has room for the second job"
     laid = with_taken(dataclasses.replace(read, job=second), taken_by(placed, read))

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from app.config import get_settings
+from app.config import Settings, get_settings
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +31,9 @@ def test_an_invalid_setting_is_named_in_a_cli_error(monkeypatch: pytest.MonkeyPa
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
 
 
-def test_worker_num_schedulers_comes_from_the_flag_or_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def _worker_settings_seen(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
+    """The settings `corral worker` would run with, one per invocation; no side effects on the
+    test process: no signal handlers, logging set-up, metrics server or database."""
     import threading
 
     import app.cli as cli
@@ -39,44 +41,36 @@ def test_worker_num_schedulers_comes_from_the_flag_or_the_setting(monkeypatch: p
     import workers.runtime
     import workers.worker as worker_module
 
-    seen: list[int] = []
-    # No side effects on the test process: no signal handlers, logging set-up or metrics server.
+    seen: list[Settings] = []
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
     monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
     monkeypatch.setattr(cli, "_serve_metrics", lambda *_args: None)
     monkeypatch.setattr(cli, "_database", _no_database)
-    monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings.num_schedulers))
+    monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings))
+    return seen
+
+
+def test_worker_num_schedulers_comes_from_the_flag_or_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _worker_settings_seen(monkeypatch)
     monkeypatch.setenv("CORRAL_NUM_SCHEDULERS", "3")
     assert CliRunner().invoke(main, ["worker"]).exit_code == 0
     get_settings.cache_clear()
     assert CliRunner().invoke(main, ["worker", "-num-schedulers", "5"]).exit_code == 0
     assert CliRunner().invoke(main, ["worker", "--num-schedulers", "2"]).exit_code == 0
-    assert seen == [3, 5, 2]
+    assert [s.num_schedulers for s in seen] == [3, 5, 2]
     refused = CliRunner().invoke(main, ["worker", "--num-schedulers", "0"])
     assert refused.exit_code == 2 and "--num-schedulers" in refused.output
 
 
 def test_the_worker_flag_eval_batch_overrides_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-
-    import app.cli as cli
-    import app.logging
-    import workers.runtime
-    import workers.worker as worker_module
-
-    seen: list[int] = []
-    monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
-    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
-    monkeypatch.setattr(cli, "_serve_metrics", lambda *_args: None)
-    monkeypatch.setattr(cli, "_database", _no_database)
-    monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings.eval_batch))
+    seen = _worker_settings_seen(monkeypatch)
     get_settings.cache_clear()
     assert CliRunner().invoke(main, ["worker"]).exit_code == 0
     assert CliRunner().invoke(main, ["worker", "--eval-batch", "1"]).exit_code == 0
     monkeypatch.setenv("CORRAL_EVAL_BATCH", "3")
     get_settings.cache_clear()
     assert CliRunner().invoke(main, ["worker"]).exit_code == 0
-    assert seen == [8, 1, 3]
+    assert [s.eval_batch for s in seen] == [8, 1, 3]
     refused = CliRunner().invoke(main, ["worker", "--eval-batch", "0"])
     assert refused.exit_code == 2 and "--eval-batch" in refused.output
     get_settings.cache_clear()  # not the environment of this test for the next one
