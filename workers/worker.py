@@ -139,8 +139,10 @@ class Worker:
         keepers = {held.evaluation.id: self.leases.hold(held) for held in claims}
         try:
             scheduling = [held for held in claims if held.evaluation.type != CORE_EVAL_TYPE]
+            collecting = [held for held in claims if held.evaluation.type == CORE_EVAL_TYPE]
             firsts = first_tries(self, scheduling, keepers, stop) if len(scheduling) > 1 else {}
-            for held in claims:
+            # Garbage collection last: it may run for long, and the others' completions wait.
+            for held in [*scheduling, *collecting]:
                 self._settle(held, keepers[held.evaluation.id], firsts.get(held.evaluation.id), stop)
         finally:
             for keeper in keepers.values():
