@@ -17,7 +17,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
+from app.gc.core_evals import enqueue_forced
 from app.pipeline import broker, plans
 from app.pipeline.applier import apply_next
 from app.pipeline.snapshot import SnapshotLoader
@@ -26,6 +28,7 @@ from tests.support.pipeline import TYPES, handling, register, register_mock_job
 from tests.support.rows import insert_node
 from workers import batch
 from workers import worker as worker_module
+from workers.worker import ALL_SCHEDULERS, Worker
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -254,3 +257,31 @@ def test_when_the_batch_submit_fails_each_evaluation_goes_the_one_at_a_time_way(
     assert len(singles) == 3
     for eval_id in eval_ids:
         assert status(pg, eval_id)[:2] == ("complete", True)
+
+
+def test_a_batch_settles_its_scheduling_evaluations_before_its_garbage_collection(
+    engine: Engine, pg: Conn, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A core evaluation (priority 200) is claimed first but settled last: collection may run
+    for long, and the other evaluations' completions do not wait for it."""
+    mock_nodes(pg, 2)
+    # One placed (the applier completes it with its plan), one that fits nowhere (no plan: the
+    # worker completes it, blocked, when it settles it).
+    eval_ids = [register_mock_job(engine, "fits", count=1, cpu=100), register_mock_job(engine, "huge", 1, 99_999)]
+    with transaction(make_sessionmaker(engine)) as session:
+        enqueue_forced(session)
+    seen_at_collection: list[tuple[Any, ...]] = []
+    real = Worker.collect_garbage  # the real collection still runs
+
+    def collect(self: Worker, *args: Any) -> Any:
+        rows = pg.execute("SELECT status FROM evaluations WHERE id = ANY(%s::uuid[])", (eval_ids,)).fetchall()
+        seen_at_collection.extend(rows)
+        return real(self, *args)
+
+    monkeypatch.setattr(Worker, "collect_garbage", collect)
+    claims = broker.claim_batch(engine, ALL_SCHEDULERS, "test-worker", 60, 8)
+    assert claims[0].evaluation.type == "_core" and len(claims) == 3
+    with batch_handled(engine, database_url, claims) as (thread, lead):
+        apply_until_done(thread, lead)
+    assert seen_at_collection == [("complete",), ("complete",)]
+    assert pg.execute("SELECT job_id FROM evaluations WHERE status = 'blocked'").fetchall() == [("huge",)]
