@@ -22,6 +22,7 @@ Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--node
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import subprocess
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from app.config import Settings
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
@@ -58,6 +60,15 @@ class Run:
 
     def cpu_per_eval_ms(self, role: str) -> float:
         return self.cpu[role] / self.evaluations * 1000
+
+    def cpu_bound(self, cores: int) -> tuple[float, str]:
+        """The most evaluations/s this run's CPU per evaluation allows, and what binds: every
+        core busy with the roles' work ("cores": cores / the workers', applier's and Postgres's
+        CPU per evaluation together), or every worker process busy on one core ("GIL": its
+        Python runs one thread at a time), whichever is lower."""
+        by_cores = cores / (sum(self.cpu.values()) / self.evaluations)
+        by_workers = self.workers / (self.cpu["workers"] / self.evaluations)
+        return (by_cores, "cores") if by_cores <= by_workers else (by_workers, "GIL")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -130,6 +141,7 @@ def run(admin: str, template: str, jobs: int, workers: int, eval_batch: int | No
     """One run on a copy of the template; with `eval_batch`, the workers' batch size is that,
     and no ceiling is measured (Run.ceiling is None)."""
     settings = {"CORRAL_EVAL_BATCH": str(eval_batch)} if eval_batch is not None else None
+    shape = Settings(database_url=template)  # the roles read this environment as well
     with cloned_database(admin, template) as url:
         applier = start("applier", url)
         pool = [start("worker", url, settings) for _ in range(workers)]
@@ -146,7 +158,11 @@ def run(admin: str, template: str, jobs: int, workers: int, eval_batch: int | No
         evals = int(str(query(url, "SELECT count(*) FROM evaluations WHERE status = 'complete'")[0]))
         placed = int(str(query(url, "SELECT count(*) FROM allocations WHERE desired_status = 'run'")[0]))
         _stop([applier, *pool])
-        ceiling = small_jobs_ceiling.run(url, jobs, workers) if eval_batch is None else None
+        ceiling = (
+            small_jobs_ceiling.run(url, jobs, workers * shape.num_schedulers, shape.eval_batch)
+            if eval_batch is None
+            else None
+        )
     cpu = {role: after[role] - before[role] for role in after}
     return Run(workers, evals, placed, elapsed, cpu, load, ceiling)
 
@@ -180,8 +196,10 @@ def report(
     peer_header = f" {f'batch {peer_batch} ev/s':>14} {'ratio':>6}" if peer_batch is not None else ""
     print(
         f"{'workers':>7} {'evals/s':>8} {'placed/s':>9} {'speed-up':>8} {'worker ms/ev':>12} {'applier ms/ev':>13} "
-        f"{'pg ms/ev':>8} {'ceiling ev/s':>12} {'pg ms/ev':>8} {'pipeline/ceiling':>16}{peer_header}  load average"
+        f"{'pg ms/ev':>8} {'cpu bound':>15} {'of it':>5} {'ceiling ev/s':>12} {'pg ms/ev':>8} {'pipeline/ceiling':>16}"
+        f"{peer_header}  load average"
     )
+    cores = os.cpu_count() or 1
     base = median_run(results[min(results)]).evaluations_per_s
     for workers, runs in results.items():
         r = median_run(runs)
@@ -196,11 +214,15 @@ def report(
             f"{workers:>7} {r.evaluations_per_s:>8.1f} {r.placements / r.seconds:>9.1f} "
             f"{r.evaluations_per_s / base:>7.2f}x {r.cpu_per_eval_ms('workers'):>12.2f} "
             f"{r.cpu_per_eval_ms('applier'):>13.2f} {r.cpu_per_eval_ms('postgres'):>8.2f} "
+            f"{_bound(r, cores):>15} {r.evaluations_per_s / r.cpu_bound(cores)[0]:>5.2f} "
             f"{r.ceiling.evaluations_per_s:>12.1f} {r.ceiling.postgres_cpu_per_eval * 1000:>8.2f} "
             f"{r.evaluations_per_s / r.ceiling.evaluations_per_s:>16.2f}{peer}  {r.load}  (runs: {spread} evals/s)"
         )
-    print("speed-up is against the smallest worker count; ceiling: the same statements bare in pgbench,")
-    print("as many clients as workers, same Postgres, same run. pgbench's own CPU per evaluation (not in its")
+    print("speed-up is against the smallest worker count; cpu bound: the rate at which this run's CPU per")
+    print(f"evaluation would keep all {cores} cores busy (cores), or every worker process's one thread of")
+    print("Python at a time (GIL), the lower; of it: the run's rate over that bound. ceiling: the same")
+    print("statements bare in pgbench, a client per scheduling loop, each taking eval_batch evaluations at a")
+    print("time, same Postgres, same run. pgbench's own CPU per evaluation (not in its")
     print(
         "pg ms/ev): "
         + ", ".join(
@@ -216,6 +238,11 @@ def report(
                 f"  {workers} worker(s): workers {p.cpu_per_eval_ms('workers'):.2f}, applier "
                 f"{p.cpu_per_eval_ms('applier'):.2f}, Postgres {p.cpu_per_eval_ms('postgres'):.2f}"
             )
+
+
+def _bound(r: Run, cores: int) -> str:
+    rate, by = r.cpu_bound(cores)
+    return f"{rate:.1f} ({by})"
 
 
 def _ceiling(r: Run) -> Ceiling:
@@ -252,8 +279,11 @@ def main(argv: list[str] | None = None) -> None:
     report(results, args.jobs, args.nodes, peers, args.peer_batch)
     if len(args.workers) > 1:
         base = statistics.median(r.evaluations_per_s for r in results[args.workers[0]])
+        cores = os.cpu_count() or 1
+        bound = median_run(results[args.workers[0]]).cpu_bound(cores)[0]
         ratios = [
-            f"{w} vs {args.workers[0]}: {statistics.median(r.evaluations_per_s for r in results[w]) / base:.2f}x"
+            f"{w} vs {args.workers[0]}: {statistics.median(r.evaluations_per_s for r in results[w]) / base:.2f}x "
+            f"(cpu bounds: {median_run(results[w]).cpu_bound(cores)[0] / bound:.2f}x)"
             for w in args.workers[1:]
         ]
         print("evaluation-rate ratios: " + ", ".join(ratios))

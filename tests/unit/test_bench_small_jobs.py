@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.small_jobs import parse_args
-from bench.small_jobs_ceiling import named, script
+import re
+
+from bench.small_jobs import Run, parse_args
+from bench.small_jobs_ceiling import PER_JOB, for_job, named, script
 
 pytestmark = pytest.mark.unit
 
@@ -45,6 +47,41 @@ class _Columns:
 def test_the_ceiling_script_names_only_statements_that_exist_in_sql_queries() -> None:
     # A renamed or removed query (the group-commit applier renamed next_plan) must fail here,
     # not when someone next runs the benchmark.
-    text = script(_Columns(), 10)  # type: ignore[arg-type]
+    text = script(_Columns(), 10, 1)  # type: ignore[arg-type]
     for statement in ("next_plans", "evals_still_owned", "complete_evals", "snapshot_usage"):
         assert named(statement).splitlines()[0] in text
+
+
+def test_a_batch_script_gives_each_job_its_own_variables() -> None:
+    text = script(_Columns(), 10, 3)  # type: ignore[arg-type]
+    for name in PER_JOB:  # every per-job variable is one job's: none left bare, none past the batch
+        assert not re.search(rf":{name}\b", text), name
+        assert f":{name}3" in text and f":{name}4" not in text
+    # The claim takes the batch at once and sets each claimed row's variables.
+    assert "LIMIT 3" in text and "ids[3] AS id3" in text and "lease_tokens[3] AS lease_token3" in text
+    # The cluster is read once, each job's part once per job; each plan is submitted and set.
+    assert text.count(named("snapshot_usage")) == 1
+    assert text.count(for_job(named("snapshot_job"), 2)) == 1
+    assert [f"plan_id{i} \\gset" in text for i in (1, 2, 3)] == [True] * 3
+    # One apply transaction for the batch, one applier at a time.
+    assert text.count("pg_advisory_xact_lock") == 1 and text.count(named("complete_evals", plans="plan_ids")) == 1
+
+
+def test_per_job_renaming_leaves_longer_names_alone() -> None:
+    assert for_job("WHERE id = :id AND x = ANY(:ids) AND j = :job_id", 2) == (
+        "WHERE id = :id2 AND x = ANY(:ids) AND j = :job_id2"
+    )
+
+
+def _run(workers: int, cpu: dict[str, float], evaluations: int = 1000) -> Run:
+    return Run(workers, evaluations, evaluations * 3, 1.0, cpu, "", None)
+
+
+def test_the_cpu_bound_is_the_cores_or_the_workers_python_whichever_is_lower() -> None:
+    # 2.5 ms of CPU per evaluation over all roles: two cores do 800/s; one worker's 1 ms, 1,000/s.
+    busy = _run(1, {"workers": 1.0, "applier": 0.5, "postgres": 1.0})
+    assert busy.cpu_bound(2) == pytest.approx((800.0, "cores"))
+    # A worker whose Python is most of the work binds first: 1 / 2 ms = 500/s, two of them 1,000/s.
+    heavy = _run(1, {"workers": 2.0, "applier": 0.2, "postgres": 0.3})
+    assert heavy.cpu_bound(2)[1] == "GIL" and heavy.cpu_bound(2)[0] == pytest.approx(500.0)
+    assert _run(2, heavy.cpu).cpu_bound(4) == pytest.approx((1000.0, "GIL"))
