@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from queue import Empty
 
 import psycopg
 
@@ -72,10 +73,33 @@ def run_corral(url: str, n: int, processes: int, seconds: float) -> float:
     ]
     for w in workers:
         w.start()
-    total = sum(queue.get() for _ in workers)
+    total = sum(collect(queue, workers, seconds + 120))
     for w in workers:
         w.join()
     return total / (time.monotonic() - began)
+
+
+def collect(
+    queue: multiprocessing.Queue,  # type: ignore[type-arg]
+    workers: list[multiprocessing.Process],
+    limit_s: float,
+) -> list[int]:
+    """Each child's count. A child that died without reporting (an exception, a kill) ends the
+    run with an error instead of a wait on the queue forever."""
+    counts: list[int] = []
+    deadline = time.monotonic() + limit_s
+    while len(counts) < len(workers):
+        try:
+            counts.append(queue.get(timeout=0.5))
+            continue
+        except Empty:
+            pass
+        failed = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+        if failed:
+            raise RuntimeError(f"a benchmark process died (exit codes {failed}); see its traceback above")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(workers) - len(counts)} benchmark process(es) did not report in {limit_s:.0f} s")
+    return counts
 
 
 # The same commit discipline as corral: the claim (a lease) commits asynchronously, the
