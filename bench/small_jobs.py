@@ -5,18 +5,24 @@ CPU counters run from unpausing it to the last evaluation done. The nodes and jo
 once; each run works on a copy of that database.
 
 Prints per worker count: evaluations/s, placements/s, the speed-up against one worker, CPU
-seconds per evaluation of the workers, the applier and Postgres (every backend included), and
-the load average. Then the ceiling, in the same database right after: the statements the
-pipeline issues per evaluation, bare in pgbench with as many clients as workers
-(bench/small_jobs_ceiling.py), and the ratio pipeline / ceiling. The ceiling is one evaluation
-at a time, as the pipeline with `--peer-batch 1` runs; batched (CORRAL_EVAL_BATCH, default 8)
-the pipeline issues fewer statements and transactions per evaluation than that.
+seconds per evaluation of the workers, the applier and Postgres (every backend included), the
+CPU bound (the rate at which that CPU per evaluation would keep every core busy, or every
+worker process's Python, whichever is lower; the run's share of it), and the load average.
+Then the ceiling, in the same database right after: the statements the pipeline issues per
+batch of evaluations, bare in pgbench with a client per scheduling loop (workers x
+num_schedulers), each taking eval_batch evaluations at once (bench/small_jobs_ceiling.py),
+and the ratio pipeline / ceiling.
+
+With `--affinity`, every job prefers its datacenter: the scheduler then scores up to 100 nodes
+a placement (Nomad's limit with an affinity) instead of log2 of them, so a worker's Python
+rather than the machine binds.
 
 With `--peer-batch N`, each run is followed by the same run with the workers' eval_batch set
 to N (1: one evaluation at a time, the path before batches), and the report adds its rate and
 the ratio of the two: a peer from the same run, on a copy of the same database.
 
-Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1] [--peer-batch N]
+Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1] [--affinity]
+       [--peer-batch N]
 """
 
 from __future__ import annotations
@@ -78,6 +84,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=_positive, default=1000)
     parser.add_argument("--repeat", type=_positive, default=1, help="runs per worker count (the median is printed)")
     parser.add_argument(
+        "--affinity",
+        action="store_true",
+        help="give every job an affinity (the scheduler then scores up to 100 nodes a placement, not log2 of them)",
+    )
+    parser.add_argument(
         "--peer-batch",
         type=_positive,
         default=None,
@@ -101,15 +112,22 @@ def _counts(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(counts)))
 
 
-def register_jobs(url: str, jobs: int) -> None:
+# With --affinity: a preference every node meets, so the scheduler scores up to 100 feasible
+# nodes a placement (Nomad's limit with an affinity or spread) instead of log2 of the nodes.
+AFFINITY = {"LTarget": "${node.datacenter}", "RTarget": "dc1", "Operand": "=", "Weight": 50}
+
+
+def register_jobs(url: str, jobs: int, affinity: bool = False) -> None:
     engine = make_engine(url, "cli")
     sessions = make_sessionmaker(engine)
     for i in range(jobs):
-        group = {
+        group: dict[str, object] = {
             "Name": "g",
             "Count": 3,
             "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 50, "MemoryMB": 32}}],
         }
+        if affinity:
+            group["Affinities"] = [AFFINITY]
         spec = normalize_job({"ID": f"svc-{i:05}", "Datacenters": ["dc1"], "TaskGroups": [group]})
         with transaction(sessions) as session:
             register_job(session, spec, RegisterOptions())
@@ -190,9 +208,15 @@ def median_run(runs: list[Run]) -> Run:
 
 
 def report(
-    results: dict[int, list[Run]], jobs: int, nodes: int, peers: dict[int, list[Run]], peer_batch: int | None
+    results: dict[int, list[Run]],
+    jobs: int,
+    nodes: int,
+    peers: dict[int, list[Run]],
+    peer_batch: int | None,
+    affinity: bool = False,
 ) -> None:
-    print(f"{jobs:,} service jobs x count 3 on {nodes:,} nodes, one applier; median of {len(results[min(results)])}")
+    kind = "service jobs with an affinity" if affinity else "service jobs"
+    print(f"{jobs:,} {kind} x count 3 on {nodes:,} nodes, one applier; median of {len(results[min(results)])}")
     peer_header = f" {f'batch {peer_batch} ev/s':>14} {'ratio':>6}" if peer_batch is not None else ""
     print(
         f"{'workers':>7} {'evals/s':>8} {'placed/s':>9} {'speed-up':>8} {'worker ms/ev':>12} {'applier ms/ev':>13} "
@@ -255,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     with bench_server() as admin, bench_database(admin) as template:
         # Nodes and jobs once, registered through corral's own code; each run gets a copy.
         add_nodes(template, args.nodes, cpu=4000, memory_mb=16384)
-        register_jobs(template, args.jobs)
+        register_jobs(template, args.jobs, args.affinity)
         set_paused(template, True)
         results: dict[int, list[Run]] = {}
         peers: dict[int, list[Run]] = {}
@@ -276,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"evaluations/s, load average {p.load}",
                         flush=True,
                     )
-    report(results, args.jobs, args.nodes, peers, args.peer_batch)
+    report(results, args.jobs, args.nodes, peers, args.peer_batch, args.affinity)
     if len(args.workers) > 1:
         base = statistics.median(r.evaluations_per_s for r in results[args.workers[0]])
         cores = os.cpu_count() or 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 import re
 
-from bench.small_jobs import Run, parse_args
+import pytest
+
+from app.jobspec import normalize_job
+from bench.small_jobs import AFFINITY, Run, parse_args
 from bench.small_jobs_ceiling import PER_JOB, for_job, named, script
 
 pytestmark = pytest.mark.unit
@@ -16,8 +17,16 @@ def test_worker_counts_default_to_1_2_4_and_are_sorted_once_each() -> None:
     assert parse_args([]).workers == (1, 2, 4)
     args = parse_args(["--workers", "4,1,2,2", "--jobs", "300", "--repeat", "3"])
     assert (args.workers, args.jobs, args.nodes, args.repeat) == ((1, 2, 4), 300, 1000, 3)
-    assert args.peer_batch is None
+    assert args.peer_batch is None and args.affinity is False
     assert parse_args(["--peer-batch", "1"]).peer_batch == 1
+    assert parse_args(["--affinity"]).affinity is True
+
+
+def test_the_affinity_is_one_every_bench_node_meets() -> None:
+    group = {"Name": "g", "Count": 3, "Affinities": [AFFINITY], "Tasks": [{"Name": "t", "Driver": "mock"}]}
+    spec = normalize_job({"ID": "a", "Datacenters": ["dc1"], "TaskGroups": [group]})
+    (affinity,) = spec["TaskGroups"][0]["Affinities"]
+    assert (affinity["LTarget"], affinity["Operand"], affinity["RTarget"]) == ("${node.datacenter}", "=", "dc1")
 
 
 @pytest.mark.parametrize(
