@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.scheduler import ports
 from app.scheduler.distinct import DistinctRules, distinct_rules
@@ -16,7 +16,14 @@ from app.scheduler.fit import remove_usage
 from app.scheduler.metrics import MetricsBuilder, NodePool
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionAsk, PreemptionScope, exhausted_for, preemption_score, select_victims
-from app.scheduler.rank import SpreadRule, affinity_score, anti_affinity, fit_score_of, spread_rules, spread_score
+from app.scheduler.rank import (
+    AffinityScorer,
+    SpreadRule,
+    anti_affinity,
+    fit_score_of,
+    spread_rules,
+    spread_score,
+)
 from app.structs import Affinity, Job, Node, Resources, RunningAllocation, TaskGroup
 
 Victims = tuple[RunningAllocation, ...]
@@ -41,20 +48,23 @@ class GroupAsk:
     affinities: tuple[Affinity, ...]
     spreads: tuple[SpreadRule, ...]
     fit: PreemptionAsk  # resources and ports together, as the fit check takes them
+    affinity: AffinityScorer = field(compare=False, repr=False)  # the affinities' scores, cached per class
 
     @classmethod
     def of(cls, job: Job, group: TaskGroup) -> GroupAsk:
         task_affinities = tuple(a for t in group.tasks for a in t.affinities)
         static, dynamic = ports.static_ports(group), ports.dynamic_count(group)
+        affinities = job.affinities + group.affinities + task_affinities
         return cls(
             group=group,
             resources=group.resources,
             static_ports=static,
             dynamic_ports=dynamic,
             distinct=distinct_rules(job, group),
-            affinities=job.affinities + group.affinities + task_affinities,
+            affinities=affinities,
             spreads=spread_rules(job.spreads + group.spreads, group.count),
             fit=PreemptionAsk(group.resources, static, dynamic),
+            affinity=AffinityScorer(affinities),
         )
 
 
@@ -157,7 +167,7 @@ class NodeRanker:
             total += RESCHEDULE_PENALTY
             count += 1
         if ask.affinities:
-            affinity = affinity_score(ask.affinities, node)
+            affinity = ask.affinity.score(node)
             if affinity is not None:
                 total += affinity
                 count += 1

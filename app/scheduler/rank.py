@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.scheduler.feasible import satisfies
-from app.scheduler.targets import resolve
+from app.scheduler.targets import escapes_class, resolve
 from app.structs import Affinity, Constraint, Node, Resources, Spread
 
 _MAX_FIT = 18.0
@@ -47,6 +47,27 @@ def affinity_score(affinities: tuple[Affinity, ...], node: Node) -> float | None
         return None
     matched = sum(a.weight for a in affinities if satisfies(Constraint(a.ltarget, a.operand, a.rtarget), node))
     return matched / total_weight if matched else None
+
+
+class AffinityScorer:
+    """affinity_score for one group's affinities in one pass, kept per computed class: a class
+    fixes every value an affinity can read except the unique.* ones (computed_class.py), so the
+    nodes of one class score alike, and a placement with affinities scores up to 100 nodes.
+    Affinities that read a unique value are scored per node."""
+
+    def __init__(self, affinities: tuple[Affinity, ...]) -> None:
+        self.affinities = affinities
+        self._per_class = not any(escapes_class(a.ltarget) or escapes_class(a.rtarget) for a in affinities)
+        self._by_class: dict[str, float | None] = {}
+
+    def score(self, node: Node) -> float | None:
+        if not self._per_class:
+            return affinity_score(self.affinities, node)
+        try:
+            return self._by_class[node.computed_class]
+        except KeyError:
+            value = self._by_class[node.computed_class] = affinity_score(self.affinities, node)
+            return value
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from collections import Counter
 
 import pytest
 
+from app.scheduler import rank
 from app.scheduler.place import GroupAsk, score_limit
-from app.scheduler.rank import affinity_score, anti_affinity, fit_score, spread_rules, spread_score
+from app.scheduler.rank import AffinityScorer, affinity_score, anti_affinity, fit_score, spread_rules, spread_score
 from app.structs import Affinity, Allocation, Node, Resources, Spread, SpreadTarget
 from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
 
@@ -41,6 +42,39 @@ def test_affinity_formula() -> None:
     assert affinity_score(affinities, n) == pytest.approx(0.5)
     assert affinity_score((Affinity("${meta.rack}", "=", "r1", -25), affinities[1]), n) == pytest.approx(-1 / 3)
     assert affinity_score(affinities[1:], n) is None
+
+
+AFFINITIES = (Affinity("${meta.rack}", "=", "r1", 50), Affinity("${node.datacenter}", "=", "dc2", -20))
+
+
+def test_affinity_scores_kept_per_class_are_each_nodes_own() -> None:
+    nodes = [node(f"n{i}", dc=f"dc{i % 3}", meta={"rack": f"r{i % 2}"}) for i in range(12)]
+    scorer = AffinityScorer(AFFINITIES)
+    assert [scorer.score(n) for n in nodes] == [affinity_score(AFFINITIES, n) for n in nodes]
+    assert {scorer.score(n) for n in nodes} == {1.0 * 50 / 70, -20 / 70, 30 / 70, None}
+
+
+def test_nodes_of_one_class_are_scored_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Counter[str]()
+
+    def counted(affinities: tuple[Affinity, ...], n: Node) -> float | None:
+        calls[n.computed_class] += 1
+        return affinity_score(affinities, n)
+
+    monkeypatch.setattr(rank, "affinity_score", counted)
+    scorer = AffinityScorer(AFFINITIES)
+    nodes = [node(f"n{i}", meta={"rack": "r1" if i < 5 else "r2"}) for i in range(10)]
+    scores = [scorer.score(n) for n in nodes for _ in range(3)]
+    assert scores == [pytest.approx(50 / 70)] * 15 + [None] * 15
+    assert sorted(calls.values()) == [1, 1] and len(calls) == 2
+
+
+def test_an_affinity_on_a_unique_value_scores_every_node() -> None:
+    # Both nodes are of one class (unique.* values are not part of it), yet only one is preferred.
+    a, b = node("a"), node("b")
+    assert a.computed_class == b.computed_class
+    scorer = AffinityScorer((Affinity("${node.unique.name}", "=", "b", 50),))
+    assert [scorer.score(a), scorer.score(b), scorer.score(a)] == [None, 1.0, None]
 
 
 def test_spread_targeted_and_even_formulas() -> None:
