@@ -10,10 +10,10 @@ evaluations, in the pipeline's transactions:
      broker.claim_ready_sql does), autocommitted, asynchronous commit;
   2. the snapshot, REPEATABLE READ READ ONLY (SnapshotLoader.load_batch): the cluster once,
      snapshot_indexes, snapshot_usage, snapshot_ports, snapshot_config and snapshot_nodes (no
-     rows: the nodes come from the worker's cache); then per job snapshot_job,
-     snapshot_job_allocations, snapshot_job_versions_used, snapshot_deployment and
-     snapshot_preemptible (off for service jobs); snapshot_usage returns the rows changed since
-     the client's previous snapshot, as a worker's usage cache asks;
+     rows: the nodes come from the worker's cache); the batch's jobs at once, snapshot_jobs,
+     snapshot_jobs_allocations, snapshot_jobs_versions_used and snapshot_jobs_deployment; per
+     job snapshot_preemptible (off for service jobs: no scan); snapshot_usage returns the rows
+     changed since the client's previous snapshot, as a worker's usage cache asks;
   3. the submit, one transaction for the K plans (plans.submit_batch): per plan
      wake_listeners, the lease check, INSERT INTO plans (the pipeline sends these as one
      statement, submit_plan, whose JSON parameters pgbench cannot pass);
@@ -83,7 +83,7 @@ def copy_insert(conn: psycopg.Connection[tuple[object, ...]], table: str, overri
     return f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM bench_{table} t"
 
 
-JOB_READS = ("snapshot_job", "snapshot_job_allocations", "snapshot_job_versions_used", "snapshot_deployment")
+JOB_READS = ("snapshot_jobs", "snapshot_jobs_allocations", "snapshot_jobs_versions_used", "snapshot_jobs_deployment")
 PER_JOB = ("id", "namespace", "job_id", "lease_token", "plan_id", "deployment_id", "node_ids")
 
 
@@ -101,8 +101,11 @@ def _claim(batch: int) -> str:
     columns = {"id": "id", "namespace": "namespace", "job_id": "job_id", "lease_token": "lease_token"}
     lists = ", ".join(f"array_agg({c} ORDER BY id) AS {c}s" for c in columns.values())
     picks = ", ".join(f"{c}s[{i}] AS {v}{i}" for i in range(1, batch + 1) for v, c in columns.items())
+    # The batch's jobs as the snapshot's reads take them: two arrays that pair up.
+    keys = "CAST(namespaces AS text) AS namespaces, CAST(job_ids AS text) AS job_ids"
     claim = named("claim_ready").replace(":batch", str(batch))
-    return f"WITH claimed AS ({claim}), listed AS (SELECT {lists} FROM claimed) SELECT {picks} FROM listed \\gset"
+    listed = f"WITH claimed AS ({claim}), listed AS (SELECT {lists} FROM claimed)"
+    return f"{listed} SELECT {picks}, {keys} FROM listed \\gset"
 
 
 def _picks(batch: int, nodes: int) -> list[str]:
@@ -177,7 +180,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int, batch: int)
         named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache
-        *(for_job(named(name), i) for i in jobs for name in JOB_READS),
+        *(named(name) for name in JOB_READS),  # every job of the batch at once
         # off for service jobs: no scan
         *(for_job(named("snapshot_preemptible").replace(":max_priority", "NULL"), i) for i in jobs),
         # The next snapshot reads the usage rows changed since this one, as a worker's cache does.

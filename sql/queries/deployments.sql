@@ -1,9 +1,14 @@
--- name: snapshot_deployment
--- The job's latest deployment, whatever its status (the scheduler decides whether it is current).
-SELECT id, namespace, job_id, job_version, job_create_index, job_modify_index, job_spec_modify_index, status,
-       status_description, task_groups, eval_priority
-FROM deployments WHERE namespace = :namespace AND job_id = :job_id
-ORDER BY create_index DESC LIMIT 1;
+-- name: snapshot_jobs_deployment
+-- Each of a batch's jobs' latest deployment, whatever its status (the scheduler decides whether
+-- it is current); o is the job's place in :namespaces and :job_ids.
+SELECT k.o, d.*
+FROM unnest(CAST(:namespaces AS text[]), CAST(:job_ids AS text[])) WITH ORDINALITY AS k (namespace, job_id, o)
+CROSS JOIN LATERAL (
+    SELECT id, namespace, job_id, job_version, job_create_index, job_modify_index, job_spec_modify_index, status,
+           status_description, task_groups, eval_priority
+    FROM deployments WHERE namespace = k.namespace AND job_id = k.job_id
+    ORDER BY create_index DESC LIMIT 1
+) d;
 
 -- name: deployment_group_counts
 -- Per deployment and group: allocations placed in it, how many its clients called healthy or

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.db.engines import autocommitted, libpq_url
+from app.db.engines import autocommitted, libpq_url, make_engine
 from app.pipeline.snapshot import BEGIN_SNAPSHOT, SnapshotLoader, UsageCache, read_snapshot
 from app.structs import Evaluation, NodeUsage, Resources
 from tests.support.pipeline import register
-from tests.support.rows import insert_allocation, insert_node
+from tests.support.rows import insert_allocation, insert_deployment, insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -63,6 +63,60 @@ def test_older_versions_still_running_come_with_the_snapshot(engine: Engine, pg:
     assert snapshot.job is not None and snapshot.job.version == 1
     assert set(snapshot.job_versions) == {0}
     assert snapshot.job_versions[0].priority == 50
+
+
+def test_a_batch_deals_each_job_its_own_rows(engine: Engine, pg: Conn) -> None:
+    # One statement per kind reads every job of a batch: each snapshot must get its own job's
+    # allocations, older versions and latest deployment, none of another's; a job that is not
+    # there gets none, wherever it stands in the batch.
+    node = insert_node(pg)
+    evals = {name: register(engine, name, priority=50) for name in ("a", "b", "c")}
+    for name, allocations in (("a", 2), ("c", 1)):
+        for _ in range(allocations):
+            insert_allocation(pg, node, evals[name], job_id=name)  # version 0
+    register(engine, "c", priority=70)  # version 1: c's allocation runs version 0
+    insert_deployment(pg, job_id="b", create_index=10)
+    latest = insert_deployment(pg, job_id="b", create_index=20)
+    batch = [evaluation("c"), evaluation("gone"), evaluation("a"), evaluation("b")]
+    c, gone, a, b = SnapshotLoader(engine).load_batch(batch)
+    assert [s.job.id if s.job else None for s in (c, gone, a, b)] == ["c", None, "a", "b"]
+    assert [sorted({x.job_id for x in s.allocations}) for s in (c, gone, a, b)] == [["c"], [], ["a"], []]
+    assert (len(a.allocations), len(c.allocations)) == (2, 1)
+    assert set(c.job_versions) == {0} and c.job_versions[0].priority == 50
+    assert a.job_versions == {} and b.job_versions == {} and gone.job_versions == {}
+    assert b.deployment is not None and str(b.deployment.id) == latest
+    assert a.deployment is None and c.deployment is None and gone.deployment is None
+    # Each is what a snapshot of that evaluation alone reads.
+    for together, ev in zip((c, gone, a, b), batch, strict=True):
+        alone = SnapshotLoader(engine).load(ev)
+        assert (together.job, together.allocations, together.job_versions, together.deployment) == (
+            alone.job,
+            alone.allocations,
+            alone.job_versions,
+            alone.deployment,
+        )
+
+
+def test_the_batch_reads_keep_their_generic_plans(engine: Engine, pg: Conn, database_url: str) -> None:
+    # Postgres's cost model never picked the generic plan of a read over an array of jobs, so
+    # it planned each anew on every call; the snapshot's transaction forces the generic plans
+    # (an index probe per job). One pooled connection, so every load shares its statements.
+    for name in ("a", "b"):
+        register(engine, name)
+    one = make_engine(database_url, "worker", pool_size=1, max_overflow=0)
+    try:
+        loader = SnapshotLoader(one)
+        for _ in range(12):  # psycopg prepares a statement on its fifth execution
+            loader.load_batch([evaluation("a"), evaluation("b")])
+        with autocommitted(one) as raw:
+            plans = raw.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                ("%WITH ORDINALITY AS k (namespace, job_id, o)%",),
+            ).fetchall()
+    finally:
+        one.dispose()
+    assert len(plans) == 4  # jobs, allocations, versions used, deployment
+    assert all(generic > 0 and custom == 0 for generic, custom in plans), plans
 
 
 def test_usage_objects_are_reused_only_while_the_row_is_unchanged(engine: Engine, pg: Conn) -> None:

@@ -43,7 +43,7 @@ def test_statements_come_from_sql_queries_with_their_parameters_renamed() -> Non
     assert "CAST(:apply_tables AS text[])" in text and ":tables" not in text
     assert "CAST(:apply_notify AS boolean)" in text and not text.endswith(";")
     # A cast is not a parameter: '::boolean' survives the renaming.
-    assert "::boolean" in named("snapshot_job_allocations", job_id="x")
+    assert "::boolean" in named("snapshot_jobs_allocations", job_ids="x")
 
 
 class _Columns:
@@ -68,9 +68,11 @@ def test_a_batch_script_gives_each_job_its_own_variables() -> None:
         assert f":{name}3" in text and f":{name}4" not in text
     # The claim takes the batch at once and sets each claimed row's variables.
     assert "LIMIT 3" in text and "ids[3] AS id3" in text and "lease_tokens[3] AS lease_token3" in text
-    # The cluster is read once, each job's part once per job; each plan is submitted and set.
+    # The cluster and the jobs are read once, the preemptible work per job; each plan is
+    # submitted and its ID set.
     assert text.count(named("snapshot_usage")) == 1
-    assert text.count(for_job(named("snapshot_job"), 2)) == 1
+    assert text.count(named("snapshot_jobs_allocations")) == 1
+    assert text.count(for_job(named("snapshot_preemptible").replace(":max_priority", "NULL"), 2)) == 1
     assert [f"plan_id{i} \\gset" in text for i in (1, 2, 3)] == [True] * 3
     # One apply transaction for the batch, one applier at a time.
     assert text.count("pg_advisory_xact_lock") == 1 and text.count(named("complete_evals", plans="plan_ids")) == 1
