@@ -10,10 +10,11 @@ evaluations, in the pipeline's transactions:
      broker.claim_ready_sql does), autocommitted, asynchronous commit;
   2. the snapshot, REPEATABLE READ READ ONLY (SnapshotLoader.load_batch): the cluster once,
      snapshot_indexes, snapshot_usage, snapshot_ports, snapshot_config and snapshot_nodes (no
-     rows: the nodes come from the worker's cache); the batch's jobs at once, snapshot_jobs,
-     snapshot_jobs_allocations, snapshot_jobs_versions_used and snapshot_jobs_deployment; per
-     job snapshot_preemptible (off for service jobs: no scan); snapshot_usage returns the rows
-     changed since the client's previous snapshot, as a worker's usage cache asks;
+     rows: the nodes come from the worker's cache); the jobs, with K = 1 snapshot_job,
+     snapshot_job_allocations, snapshot_job_versions_used and snapshot_deployment, with more
+     the same four at once over arrays of the jobs (snapshot_jobs, ...; generic plans forced);
+     per job snapshot_preemptible (off for service jobs: no scan); snapshot_usage returns the
+     rows changed since the client's previous snapshot, as a worker's usage cache asks;
   3. the submit, one transaction for the K plans (plans.submit_batch): per plan
      wake_listeners, the lease check, INSERT INTO plans (the pipeline sends these as one
      statement, submit_plan, whose JSON parameters pgbench cannot pass);
@@ -45,6 +46,7 @@ from pathlib import Path
 import psycopg
 
 from app.db.engines import libpq_url
+from app.pipeline.snapshot import GENERIC_PLANS, JOBS_READS, ONE_JOB_READS
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.sql import query
 from bench.common import pgbench
@@ -83,7 +85,6 @@ def copy_insert(conn: psycopg.Connection[tuple[object, ...]], table: str, overri
     return f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM bench_{table} t"
 
 
-JOB_READS = ("snapshot_jobs", "snapshot_jobs_allocations", "snapshot_jobs_versions_used", "snapshot_jobs_deployment")
 PER_JOB = ("id", "namespace", "job_id", "lease_token", "plan_id", "deployment_id", "node_ids")
 
 
@@ -123,6 +124,14 @@ def _picks(batch: int, nodes: int) -> list[str]:
         *sets,
         f"SELECT {per_plan}, (SELECT array_agg(id) FROM bench_nodes WHERE k IN ({every})) AS all_node_ids \\gset",
     ]
+
+
+def _job_reads(batch: int) -> list[str]:
+    """The jobs' reads as SnapshotLoader sends them: one job's by its key; several at once, by
+    arrays of keys, with their generic plans forced."""
+    if batch == 1:
+        return [for_job(named(name), 1) for name in ONE_JOB_READS]
+    return [GENERIC_PLANS, *(named(name) for name in JOBS_READS)]
 
 
 def _each_plan(batch: int, columns: tuple[str, ...]) -> str:
@@ -180,7 +189,7 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int, batch: int)
         named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache
-        *(named(name) for name in JOB_READS),  # every job of the batch at once
+        *_job_reads(batch),
         # off for service jobs: no scan
         *(for_job(named("snapshot_preemptible").replace(":max_priority", "NULL"), i) for i in jobs),
         # The next snapshot reads the usage rows changed since this one, as a worker's cache does.

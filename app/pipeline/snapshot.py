@@ -61,7 +61,6 @@ class SnapshotLoader:
         with autocommitted(self._engine) as pg:
             with pg.pipeline():
                 pg.execute(BEGIN_SNAPSHOT)
-                pg.execute(GENERIC_PLANS)
                 cluster = _send_cluster(pg, self._nodes[0] if self._nodes else None, self._usage.known)
                 jobs = _send_jobs(pg, evaluations, None)
                 pg.execute("COMMIT")
@@ -78,11 +77,11 @@ class SnapshotLoader:
 Pg = psycopg.Connection[Any]
 Rows = psycopg.Cursor[Any]
 BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-# For the snapshot's transaction only. The batch reads take arrays of jobs, and Postgres's cost
-# model never preferred their generic plan (unnest of a parameter counts as 10 rows, of the
-# array as its length), so it planned them anew on every call: pg_prepared_statements showed
-# 0 generic and 545 custom plans in 545 calls, and a batch of 8 cost Postgres 0.74-0.98 ms
-# against 0.57-0.62 ms when the same reads went one job at a time. Their generic plans are
+# For the snapshot's transaction only, when it reads several jobs. The reads over arrays of
+# jobs never had their generic plan preferred by Postgres's cost model (unnest of a parameter
+# counts as 10 rows, of the array as its length), so they were planned anew on every call:
+# pg_prepared_statements showed 0 generic and 545 custom plans in 545 calls, and a batch of 8
+# cost Postgres 0.74-0.98 ms against 0.57-0.62 ms one job at a time. Their generic plans are
 # the intended ones: an index probe per job (the OFFSET 0 in each).
 GENERIC_PLANS = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
@@ -100,16 +99,17 @@ class _SentCluster:
 
 @dataclass(frozen=True)
 class _SentJobs:
-    """The cursors of a batch's job reads in the same pipeline: one statement of each kind for
-    all the jobs, its rows tagged with the job's place (o, from 1); the preemptible work one
-    statement per job (a scan of other jobs' work, decided per job). The candidate job of
-    `job plan`, if any."""
+    """The cursors of a batch's job reads in the same pipeline. One job is read by its key;
+    several with one statement of each kind for all of them, each row tagged with its job's
+    place (o, from 1). The preemptible work is one statement per job (a scan of other jobs'
+    work, decided per job). The candidate job of `job plan`, if any."""
 
     jobs: Rows
     allocations: Rows
     versions: Rows
     deployments: Rows
     preemptible: list[Rows]
+    tagged: bool
     candidate: Job | None = None
 
 
@@ -135,15 +135,31 @@ def _send_cluster(pg: Pg, known_nodes: int | None, known_usage: int | None) -> _
     )
 
 
+# The job reads: of one job by its key, of several by arrays of keys (their rows tagged).
+ONE_JOB_READS = ("snapshot_job", "snapshot_job_allocations", "snapshot_job_versions_used", "snapshot_deployment")
+JOBS_READS = ("snapshot_jobs", "snapshot_jobs_allocations", "snapshot_jobs_versions_used", "snapshot_jobs_deployment")
+
+
 def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None) -> _SentJobs:
-    keys = {"namespaces": [ev.namespace for ev in evaluations], "job_ids": [ev.job_id for ev in evaluations]}
+    tagged = len(evaluations) > 1
+    if tagged:
+        pg.execute(GENERIC_PLANS)
+        keys: dict[str, Any] = {
+            "namespaces": [ev.namespace for ev in evaluations],
+            "job_ids": [ev.job_id for ev in evaluations],
+        }
+    else:  # one job: plain key lookups, cheaper than the arrays' for one (and planned once)
+        keys = {"namespace": evaluations[0].namespace, "job_id": evaluations[0].job_id}
+    jobs, allocations, versions, deployments = (
+        _dicts(pg, name, keys) for name in (JOBS_READS if tagged else ONE_JOB_READS)
+    )
     # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
     max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
     return _SentJobs(
-        jobs=_dicts(pg, "snapshot_jobs", keys),
-        allocations=_dicts(pg, "snapshot_jobs_allocations", keys),
-        versions=_dicts(pg, "snapshot_jobs_versions_used", keys),
-        deployments=_dicts(pg, "snapshot_jobs_deployment", keys),
+        jobs=jobs,
+        allocations=allocations,
+        versions=versions,
+        deployments=deployments,
         preemptible=[
             _dicts(
                 pg,
@@ -152,6 +168,7 @@ def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None)
             )
             for ev in evaluations
         ],
+        tagged=tagged,
         candidate=candidate,
     )
 
@@ -159,7 +176,7 @@ def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None)
 def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:
     """The batch's rows dealt out to its `count` jobs, in the order they were sent."""
     jobs, allocations, versions, deployments = (
-        _by_place(rows) for rows in (sent.jobs, sent.allocations, sent.versions, sent.deployments)
+        _by_place(rows, sent.tagged) for rows in (sent.jobs, sent.allocations, sent.versions, sent.deployments)
     )
     return [
         _JobRows(
@@ -174,7 +191,9 @@ def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:
     ]
 
 
-def _by_place(rows: Rows) -> dict[int, list[dict[str, Any]]]:
+def _by_place(rows: Rows, tagged: bool) -> dict[int, list[dict[str, Any]]]:
+    if not tagged:  # one job's rows
+        return {1: rows.fetchall()}
     by_place: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in rows.fetchall():
         by_place[row["o"]].append(row)

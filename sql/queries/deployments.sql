@@ -1,3 +1,11 @@
+-- name: snapshot_deployment
+-- The job's latest deployment, whatever its status (the scheduler decides whether it is current).
+SELECT id, namespace, job_id, job_version, job_create_index, job_modify_index, job_spec_modify_index, status,
+       status_description, task_groups, eval_priority
+FROM deployments WHERE namespace = :namespace AND job_id = :job_id
+ORDER BY create_index DESC LIMIT 1;
+
+
 -- name: snapshot_jobs_deployment
 -- Each of a batch's jobs' latest deployment, whatever its status (the scheduler decides whether
 -- it is current); o is the job's place in :namespaces and :job_ids.

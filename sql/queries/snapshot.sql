@@ -54,6 +54,19 @@ CROSS JOIN LATERAL (
     OFFSET 0  -- an index probe per job, never a join the planner may hash (snapshot_jobs_allocations)
 ) j;
 
+-- name: snapshot_job_allocations
+-- With each allocation's health in its deployment, and whether it is a canary its group has
+-- not promoted yet (promotion is recorded on the deployment, not on every canary).
+SELECT a.id, a.namespace, a.job_id, a.job_version, a.task_group, a.name, a.node_id, a.node_name, a.eval_id,
+       a.desired_status, a.client_status, a.cpu, a.memory_mb, a.memory_max_mb, a.disk_mb, a.allocated_resources,
+       a.previous_allocation, a.deployment_id, a.followup_eval_id, a.reschedule_tracker, a.desired_transition,
+       a.create_index, a.modify_index,
+       (a.deployment_status ->> 'Healthy')::boolean AS healthy,
+       coalesce((a.deployment_status ->> 'Canary')::boolean, false)
+         AND NOT coalesce((d.task_groups -> a.task_group ->> 'Promoted')::boolean, false) AS canary
+FROM allocations a LEFT JOIN deployments d ON d.id = a.deployment_id
+WHERE a.namespace = :namespace AND a.job_id = :job_id;
+
 -- name: snapshot_jobs_allocations
 -- The allocations of each of a batch's jobs (:namespaces and :job_ids pair up; o is the job's
 -- place in them), with each allocation's health in its deployment, and whether it is a canary
@@ -80,6 +93,15 @@ CROSS JOIN LATERAL (
 -- name: snapshot_job_versions
 SELECT version, spec, job_modify_index FROM job_versions
 WHERE namespace = :namespace AND job_id = :job_id AND version = ANY(:versions);
+
+-- name: snapshot_job_versions_used
+-- The stored versions of the job that its allocations still run, other than the job's current
+-- version: what a pass needs to compare old allocations with, in the same pipelined batch as
+-- the job and its allocations rather than in a second round trip that depends on them.
+SELECT v.version, v.spec, v.job_modify_index FROM job_versions v
+JOIN jobs j ON j.namespace = v.namespace AND j.id = v.job_id
+WHERE v.namespace = :namespace AND v.job_id = :job_id AND v.version <> j.version AND j.purged_at IS NULL
+  AND v.version IN (SELECT a.job_version FROM allocations a WHERE a.namespace = :namespace AND a.job_id = :job_id);
 
 -- name: snapshot_jobs_versions_used
 -- The stored versions each of a batch's jobs' allocations still run, other than the job's

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from app.jobspec import normalize_job
+from app.pipeline.snapshot import GENERIC_PLANS
 from bench.small_jobs import AFFINITY, Run, parse_args
 from bench.small_jobs_ceiling import PER_JOB, for_job, named, script
 
@@ -96,3 +97,11 @@ def test_the_cpu_bound_is_the_cores_or_the_workers_python_whichever_is_lower() -
     heavy = _run(1, {"workers": 2.0, "applier": 0.2, "postgres": 0.3})
     assert heavy.cpu_bound(2)[1] == "GIL" and heavy.cpu_bound(2)[0] == pytest.approx(500.0)
     assert _run(2, heavy.cpu).cpu_bound(4) == pytest.approx((1000.0, "GIL"))
+
+
+def test_a_batch_of_one_reads_its_job_by_key_as_the_worker_does() -> None:
+    text = script(_Columns(), 10, 1)  # type: ignore[arg-type]
+    assert for_job(named("snapshot_job_allocations"), 1) in text
+    assert "CAST(:namespaces AS text[])" not in text and GENERIC_PLANS not in text
+    batched = script(_Columns(), 10, 2)  # type: ignore[arg-type]
+    assert named("snapshot_jobs_allocations") in batched and batched.count(GENERIC_PLANS) == 1
