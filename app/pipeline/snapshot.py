@@ -58,6 +58,8 @@ class SnapshotLoader:
         """One snapshot per evaluation, all of the same instant: the cluster (indexes, nodes,
         usage, ports, configuration) is read once, the jobs after it (one statement of each
         kind for all of them, the preemptible work one per job), in one pipelined batch."""
+        if not evaluations:
+            return []
         with autocommitted(self._engine) as pg:
             with pg.pipeline():
                 pg.execute(BEGIN_SNAPSHOT)
@@ -77,12 +79,12 @@ class SnapshotLoader:
 Pg = psycopg.Connection[Any]
 Rows = psycopg.Cursor[Any]
 BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-# For the snapshot's transaction only, when it reads several jobs. The reads over arrays of
-# jobs never had their generic plan preferred by Postgres's cost model (unnest of a parameter
-# counts as 10 rows, of the array as its length), so they were planned anew on every call:
-# pg_prepared_statements showed 0 generic and 545 custom plans in 545 calls, and a batch of 8
-# cost Postgres 0.74-0.98 ms against 0.57-0.62 ms one job at a time. Their generic plans are
-# the intended ones: an index probe per job (the OFFSET 0 in each).
+# For the rest of the snapshot's transaction when it reads several jobs: the four reads over
+# arrays of jobs, its last statements. Postgres's cost model never preferred their generic
+# plans (unnest of a parameter counts as 10 rows, of a known array as its length), so they
+# were planned anew on every call: pg_prepared_statements showed 0 generic and 545 custom
+# plans in 545 calls, and a batch of 8 cost Postgres 0.74-0.98 ms against 0.57-0.62 ms one job
+# at a time. Their generic plans are the intended ones: an index probe per job (OFFSET 0).
 GENERIC_PLANS = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
@@ -141,9 +143,19 @@ JOBS_READS = ("snapshot_jobs", "snapshot_jobs_allocations", "snapshot_jobs_versi
 
 
 def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None) -> _SentJobs:
+    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
+    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
+    preemptible = [  # sent first: the generic plans forced below are for the arrays' reads only
+        _dicts(
+            pg,
+            "snapshot_preemptible",
+            {"namespace": ev.namespace, "job_id": ev.job_id, "max_priority": max_priority, "delta": PRIORITY_DELTA},
+        )
+        for ev in evaluations
+    ]
     tagged = len(evaluations) > 1
     if tagged:
-        pg.execute(GENERIC_PLANS)
+        pg.execute(GENERIC_PLANS)  # the last statements of the snapshot's transaction
         keys: dict[str, Any] = {
             "namespaces": [ev.namespace for ev in evaluations],
             "job_ids": [ev.job_id for ev in evaluations],
@@ -153,24 +165,7 @@ def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None)
     jobs, allocations, versions, deployments = (
         _dicts(pg, name, keys) for name in (JOBS_READS if tagged else ONE_JOB_READS)
     )
-    # NULL: the stored job's priority, when preemption is on for its type (decided in SQL).
-    max_priority = candidate.priority - PRIORITY_DELTA if candidate is not None else None
-    return _SentJobs(
-        jobs=jobs,
-        allocations=allocations,
-        versions=versions,
-        deployments=deployments,
-        preemptible=[
-            _dicts(
-                pg,
-                "snapshot_preemptible",
-                {"namespace": ev.namespace, "job_id": ev.job_id, "max_priority": max_priority, "delta": PRIORITY_DELTA},
-            )
-            for ev in evaluations
-        ],
-        tagged=tagged,
-        candidate=candidate,
-    )
+    return _SentJobs(jobs, allocations, versions, deployments, preemptible, tagged, candidate)
 
 
 def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:

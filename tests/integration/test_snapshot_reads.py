@@ -113,10 +113,18 @@ def test_the_batch_reads_keep_their_generic_plans(engine: Engine, pg: Conn, data
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
                 ("%WITH ORDINALITY AS k (namespace, job_id, o)%",),
             ).fetchall()
+            preemptible = raw.execute(
+                "SELECT custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                ("%Live allocations of other jobs%",),
+            ).fetchone()
     finally:
         one.dispose()
     assert len(plans) == 4  # jobs, allocations, versions used, deployment
     assert all(generic > 0 and custom == 0 for generic, custom in plans), plans
+    # Only those: the per-job reads sent before them keep Postgres's own choice (custom plans
+    # for the first few calls).
+    assert preemptible is not None and preemptible[0] > 0
+    assert SnapshotLoader(engine).load_batch([]) == []
 
 
 def test_usage_objects_are_reused_only_while_the_row_is_unchanged(engine: Engine, pg: Conn) -> None:
