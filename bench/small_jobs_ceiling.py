@@ -189,9 +189,9 @@ def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int, batch: int)
         named("snapshot_ports"),
         named("snapshot_config"),
         named("snapshot_nodes"),  # no rows: :known_index is the current one, as a worker's cache
-        *_job_reads(batch),
-        # off for service jobs: no scan
+        # off for service jobs: no scan; sent before the jobs' reads (their generic plans)
         *(for_job(named("snapshot_preemptible").replace(":max_priority", "NULL"), i) for i in jobs),
+        *_job_reads(batch),
         # The next snapshot reads the usage rows changed since this one, as a worker's cache does.
         "SELECT state_index_safe() AS known_usage \\gset",
         "COMMIT",
