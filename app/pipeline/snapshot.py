@@ -14,6 +14,7 @@ import psycopg.rows
 from sqlalchemy import Connection, Engine
 
 from app.db.engines import autocommitted
+from app.pipeline.snapshot_rows import allocation_from_row, config_from_row, node_from_row
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.deployment_codec import deployment_from_mapping
 from app.store.sql import psycopg_query
@@ -22,10 +23,8 @@ from app.structs import (
     Deployment,
     Evaluation,
     Job,
-    Node,
     NodeSet,
     NodeUsage,
-    Port,
     Resources,
     RunningAllocation,
     SchedulerConfiguration,
@@ -246,7 +245,7 @@ def _decode_cluster(sent: _SentCluster, nodes_at: Callable[[int, Rows], NodeSet]
         index=indexes["_global"],
         nodes=nodes_at(indexes["nodes"], sent.nodes),
         usage=usage_cache.decode(indexes["safe"], sent.usage.fetchall(), sent.ports.fetchall()),
-        config=_config(sent.config.fetchone()),
+        config=config_from_row(sent.config.fetchone()),
     )
 
 
@@ -333,83 +332,3 @@ class UsageCache:
     def keep_only(self, node_ids: Mapping[uuid.UUID, object]) -> None:
         """Drop the usage of nodes that are gone: their rows went with them, unreported."""
         self._resources = {n: u for n, u in self._resources.items() if n in node_ids}
-
-
-def _config(row: dict[str, Any] | None) -> SchedulerConfiguration:
-    assert row is not None, "scheduler_config has its one row from the initial migration"
-    return SchedulerConfiguration(
-        algorithm=row["scheduler_algorithm"],
-        preempt_system=row["preemption_system"],
-        preempt_sysbatch=row["preemption_sysbatch"],
-        preempt_batch=row["preemption_batch"],
-        preempt_service=row["preemption_service"],
-        memory_oversubscription=row["memory_oversubscription"],
-        pause_eval_broker=row["pause_eval_broker"],
-    )
-
-
-def parse_port_list(spec: str) -> frozenset[int]:
-    """Nomad's reserved port syntax: '22,80,8000-8100'."""
-    ports: set[int] = set()
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        low, _, high = part.partition("-")
-        ports.update(range(int(low), int(high or low) + 1))
-    return frozenset(ports)
-
-
-def node_from_row(r: Mapping[Any, Any]) -> Node:
-    drivers = r["drivers"] or {}
-    return Node(
-        id=r["id"],
-        name=r["name"],
-        datacenter=r["datacenter"],
-        node_class=r["node_class"],
-        node_pool=r["node_pool"],
-        computed_class=r["computed_class"],
-        status=r["status"],
-        eligibility=r["scheduling_eligibility"],
-        draining=r["drain"],
-        capacity=Resources(cpu=r["cpu_shares"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
-        reserved=Resources(cpu=r["reserved_cpu"], memory_mb=r["reserved_memory_mb"], disk_mb=r["reserved_disk_mb"]),
-        attributes={k: str(v) for k, v in (r["attributes"] or {}).items()},
-        meta={k: str(v) for k, v in (r["meta"] or {}).items()},
-        healthy_drivers=frozenset(
-            name
-            for name, info in drivers.items()
-            if isinstance(info, dict) and info.get("Healthy", info.get("Detected"))
-        ),
-        reserved_ports=parse_port_list(r["reserved_ports"] or ""),
-    )
-
-
-def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
-    shared = (r["allocated_resources"] or {}).get("Shared") or {}
-    return Allocation(
-        id=r["id"],
-        namespace=r["namespace"],
-        job_id=r["job_id"],
-        job_version=r["job_version"],
-        task_group=r["task_group"],
-        name=r["name"],
-        node_id=r["node_id"],
-        node_name=r["node_name"],
-        eval_id=r["eval_id"],
-        desired_status=r["desired_status"],
-        client_status=r["client_status"],
-        resources=Resources(
-            cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"], memory_max_mb=r["memory_max_mb"]
-        ),
-        ports=tuple(
-            Port(p.get("Label", ""), int(p.get("Value", 0)), int(p.get("To", 0)), p.get("HostNetwork", "default"))
-            for p in shared.get("Ports") or ()
-        ),
-        previous_allocation=r["previous_allocation"],
-        deployment_id=r["deployment_id"],
-        followup_eval_id=r["followup_eval_id"],
-        reschedule_tracker=r["reschedule_tracker"],
-        desired_transition=r["desired_transition"] or {},
-        create_index=r["create_index"],
-        modify_index=r["modify_index"],
-        healthy=r.get("healthy"),
-        canary=bool(r.get("canary", False)),
-    )

@@ -1,0 +1,89 @@
+"""A snapshot's rows decoded into the scheduler's structs: nodes, allocations, the scheduler
+configuration, and Nomad's reserved-port lists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.structs import Allocation, Node, Port, Resources, SchedulerConfiguration
+
+
+def config_from_row(row: dict[str, Any] | None) -> SchedulerConfiguration:
+    assert row is not None, "scheduler_config has its one row from the initial migration"
+    return SchedulerConfiguration(
+        algorithm=row["scheduler_algorithm"],
+        preempt_system=row["preemption_system"],
+        preempt_sysbatch=row["preemption_sysbatch"],
+        preempt_batch=row["preemption_batch"],
+        preempt_service=row["preemption_service"],
+        memory_oversubscription=row["memory_oversubscription"],
+        pause_eval_broker=row["pause_eval_broker"],
+    )
+
+
+def parse_port_list(spec: str) -> frozenset[int]:
+    """Nomad's reserved port syntax: '22,80,8000-8100'."""
+    ports: set[int] = set()
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        low, _, high = part.partition("-")
+        ports.update(range(int(low), int(high or low) + 1))
+    return frozenset(ports)
+
+
+def node_from_row(r: Mapping[Any, Any]) -> Node:
+    drivers = r["drivers"] or {}
+    return Node(
+        id=r["id"],
+        name=r["name"],
+        datacenter=r["datacenter"],
+        node_class=r["node_class"],
+        node_pool=r["node_pool"],
+        computed_class=r["computed_class"],
+        status=r["status"],
+        eligibility=r["scheduling_eligibility"],
+        draining=r["drain"],
+        capacity=Resources(cpu=r["cpu_shares"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
+        reserved=Resources(cpu=r["reserved_cpu"], memory_mb=r["reserved_memory_mb"], disk_mb=r["reserved_disk_mb"]),
+        attributes={k: str(v) for k, v in (r["attributes"] or {}).items()},
+        meta={k: str(v) for k, v in (r["meta"] or {}).items()},
+        healthy_drivers=frozenset(
+            name
+            for name, info in drivers.items()
+            if isinstance(info, dict) and info.get("Healthy", info.get("Detected"))
+        ),
+        reserved_ports=parse_port_list(r["reserved_ports"] or ""),
+    )
+
+
+def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
+    shared = (r["allocated_resources"] or {}).get("Shared") or {}
+    return Allocation(
+        id=r["id"],
+        namespace=r["namespace"],
+        job_id=r["job_id"],
+        job_version=r["job_version"],
+        task_group=r["task_group"],
+        name=r["name"],
+        node_id=r["node_id"],
+        node_name=r["node_name"],
+        eval_id=r["eval_id"],
+        desired_status=r["desired_status"],
+        client_status=r["client_status"],
+        resources=Resources(
+            cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"], memory_max_mb=r["memory_max_mb"]
+        ),
+        ports=tuple(
+            Port(p.get("Label", ""), int(p.get("Value", 0)), int(p.get("To", 0)), p.get("HostNetwork", "default"))
+            for p in shared.get("Ports") or ()
+        ),
+        previous_allocation=r["previous_allocation"],
+        deployment_id=r["deployment_id"],
+        followup_eval_id=r["followup_eval_id"],
+        reschedule_tracker=r["reschedule_tracker"],
+        desired_transition=r["desired_transition"] or {},
+        create_index=r["create_index"],
+        modify_index=r["modify_index"],
+        healthy=r.get("healthy"),
+        canary=bool(r.get("canary", False)),
+    )
