@@ -25,6 +25,7 @@ import structlog
 from app.config import Settings
 from app.db.database import open_database
 from app.db.schema import upgrade
+from workers.dev_token import mint_client_token
 
 log = structlog.get_logger(__name__)
 # The client kills its tasks before it exits, honouring their kill_timeout (5 s unless the job says).
@@ -41,6 +42,10 @@ PR_SET_PDEATHSIG = 1
 # per-request lines drowned the rest, and a short graceful stop, so parked blocking queries
 # do not hold up Ctrl-C. An operator's own CORRAL_* values win.
 DEV_SERVER_ENV = {"CORRAL_HTTP_ACCESS_LOG": "false", "CORRAL_HTTP_GRACEFUL_TIMEOUT_S": "1"}
+# What the client must not inherit: it talks only to the API, so a task that reads the client's
+# environment (/proc/<pid>/environ) must find no database credential and no operator token.
+CLIENT_WITHHELD = ("CORRAL_TOKEN", "NOMAD_TOKEN", "CORRAL_BOOTSTRAP_TOKEN")
+CLIENT_WITHHELD_PREFIXES = ("PG",)
 
 
 class StartRefusedError(Exception):
@@ -107,6 +112,21 @@ def role_env(base: Mapping[str, str], database_url: str, log_format: str, *, emb
         "CORRAL_LOG_FORMAT": log_format,
         "PYTHONUNBUFFERED": "1",
     }
+
+
+def client_env(role_environment: Mapping[str, str], token: str | None) -> dict[str, str]:
+    """The client's environment: the roles' minus every database setting, credential and the
+    operator's token; with ACLs on, the introduction token the agent minted for it."""
+    kept = {
+        key: value
+        for key, value in role_environment.items()
+        if key not in CLIENT_WITHHELD
+        and not key.startswith(CLIENT_WITHHELD_PREFIXES)
+        and not (key.startswith("CORRAL_") and "DATABASE" in key)
+    }
+    if token:
+        kept["CORRAL_TOKEN"] = token
+    return kept
 
 
 def dev_roles(base: Mapping[str, str]) -> list[Role]:
@@ -186,7 +206,8 @@ def run_dev_agent(settings: Settings) -> int:
         if not await_api(lambda: _healthy(url), lambda: _exited(children), stop):
             return 0 if stop.is_set() else 1
         log.info(f"API listening on {url}; web UI at {url}/ui/")
-        children.append(_spawn(dev_client_role(settings), env, lock))
+        token = mint_client_token(database.url) if settings.acl_enabled else None
+        children.append(_spawn(dev_client_role(settings), client_env(env, token), lock))
         return _supervise(children, stop)
     finally:
         client_s, roles_s = _stop_children(children)

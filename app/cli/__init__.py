@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -43,15 +44,26 @@ def get_settings() -> Settings:
 
 @main.command()
 @click.option("-dev", "--dev", "dev", is_flag=True, help="Development mode: embedded PostgreSQL, all roles.")
-def agent(dev: bool) -> None:
+@click.option(
+    "-acl-enabled",
+    "--acl-enabled",
+    "acl_enabled",
+    is_flag=True,
+    help="Enforce ACLs (as CORRAL_ACL_ENABLED=true); the agent's own client gets a node:write token it mints.",
+)
+def agent(dev: bool, acl_enabled: bool) -> None:
     """Run corral. With -dev: start the embedded PostgreSQL (unless CORRAL_DATABASE_URL is
     set), migrate it, and run every role as a child process with one merged log. Ctrl-C
-    stops everything, the embedded database included."""
+    stops everything, the embedded database included. The client gets no database URL and
+    none of the operator's tokens; with ACLs on it registers with a short-lived token that
+    only allows node:write, minted by the agent."""
     if not dev:
         raise click.UsageError("only `corral agent -dev` exists; run roles separately in production")
     from app.logging import configure, resolve_format
     from workers.agent import StartRefusedError, run_dev_agent
 
+    if acl_enabled:
+        os.environ["CORRAL_ACL_ENABLED"] = "true"  # the roles read their settings from the environment
     settings = get_settings()
     # Decided once, on the agent's terminal: the roles write to a pipe and are told the result.
     settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})

@@ -238,3 +238,39 @@ def test_dev_agent_on_a_terminal_announces_the_api_refuses_a_taken_port_and_ctrl
         assert took < 10, f"Ctrl-C took {took:.1f} s"
     finally:
         agent.close()
+
+
+def test_dev_agent_with_acls_registers_its_client_at_once_which_holds_no_database_url_or_operator_token(
+    corral: type[Corral], workdir: Path
+) -> None:
+    """Nomad's `agent -dev -acl-enabled` works without a restart; the client (whose environment a
+    raw_exec task can read in /proc) gets only a short-lived node:write token, never the database
+    URL or the token the operator started the agent with."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    operator_token = "0f4e0a57-6c8d-4c3b-9a1e-5d2f7c9b8a11"
+    agent = corral(
+        ["agent", "-dev", "-acl-enabled"], env={"CORRAL_BIND": f"127.0.0.1:{port}", "NOMAD_TOKEN": operator_token}
+    )
+    wait_healthy(base, agent)
+    assert httpx.get(f"{base}/v1/jobs").status_code == 403, "ACLs are on"
+    management = httpx.post(f"{base}/v1/acl/bootstrap").json()["SecretID"]
+    headers = {"X-Nomad-Token": management}
+
+    def ready() -> bool:
+        nodes = httpx.get(f"{base}/v1/nodes", headers=headers).json()
+        return [n["Status"] for n in nodes] == ["ready"]
+
+    assert wait_for(ready), agent.output
+    client = next(p for p in agent.descendants() if "client" in p.cmdline())
+    environ = client.environ()
+    assert not [key for key in environ if "DATABASE" in key or key.startswith("PG")], sorted(environ)
+    assert operator_token not in environ.values()
+    assert "NOMAD_TOKEN" not in environ
+    minted = environ["CORRAL_TOKEN"]
+    # The minted token may register nodes and nothing else.
+    assert httpx.get(f"{base}/v1/jobs", headers={"X-Nomad-Token": minted}).status_code == 403
+    self_token = httpx.get(f"{base}/v1/acl/token/self", headers={"X-Nomad-Token": minted}).json()
+    assert self_token["Type"] == "client" and self_token["ExpirationTime"]
+    agent.process.send_signal(signal.SIGINT)
+    assert agent.wait(60) == 0

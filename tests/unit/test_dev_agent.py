@@ -19,6 +19,7 @@ from workers.agent import (
     api_url,
     await_api,
     check_port_free,
+    client_env,
     dev_client_role,
     dev_roles,
     role_env,
@@ -47,6 +48,27 @@ def test_every_role_gets_the_agents_log_format_and_database() -> None:
     assert env["PATH"] == "/bin"
     external = role_env({"CORRAL_DATABASE_EMBEDDED": "true"}, "postgresql://x", "json", embedded=False)
     assert external["CORRAL_DATABASE_EMBEDDED"] == "false"  # never inherited from the agent's own environment
+
+
+def test_the_client_inherits_no_database_setting_credential_or_operator_token() -> None:
+    roles = role_env(
+        {
+            "PATH": "/bin",
+            "CORRAL_READ_DATABASE_URL": "postgresql://standby",
+            "NOMAD_TOKEN": "operator-secret",
+            "CORRAL_TOKEN": "operator-secret",
+            "PGPASSWORD": "pw",
+            "CORRAL_ACL_ENABLED": "true",
+        },
+        "postgresql://postgres@/corral",
+        "console",
+        embedded=True,
+    )
+    env = client_env(roles, token=None)
+    assert env["PATH"] == "/bin" and env["CORRAL_ACL_ENABLED"] == "true" and env["CORRAL_LOG_FORMAT"] == "console"
+    assert not [key for key in env if "DATABASE" in key or "TOKEN" in key or key.startswith("PG")]
+    assert "operator-secret" not in env.values()
+    assert client_env(roles, token="minted")["CORRAL_TOKEN"] == "minted"
 
 
 def test_dev_server_runs_without_access_log_and_a_short_graceful_stop_unless_the_operator_says() -> None:
