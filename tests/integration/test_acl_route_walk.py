@@ -81,7 +81,8 @@ def _auth(secret: str) -> dict[str, str]:
 
 
 def _token(api: FlaskClient, root: str, name: str, rules: str) -> str:
-    assert api.put(f"/v1/acl/policy/{name}", json={"Name": name, "Rules": rules}, headers=_auth(root)).status_code == 200
+    policy = api.put(f"/v1/acl/policy/{name}", json={"Name": name, "Rules": rules}, headers=_auth(root))
+    assert policy.status_code == 200
     made = api.put("/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name]}, headers=_auth(root))
     assert made.status_code == 200, made.get_data(as_text=True)
     secret: str = made.json["SecretID"]  # type: ignore[index]
