@@ -149,7 +149,7 @@ def _may_succeed(caller: str, rule: str, method: str) -> bool:
 
 
 def _routes(app: Flask) -> list[tuple[str, str]]:
-    walked = []
+    walked: list[tuple[str, str]] = []
     for rule in app.url_map.iter_rules():
         if rule.rule in STREAMS:
             continue
