@@ -126,14 +126,16 @@ def insert_allocation(pg: Conn, node_id: str, eval_id: str, namespace: str, job_
     return alloc_id
 
 
-def list_routes(app: Flask) -> list[str]:
-    """Every route whose requirement is ListIn, from the route table itself."""
-    endpoints = {endpoint for endpoint, requirement in REQUIREMENTS.items() if isinstance(requirement, ListIn)}
-    rules = [rule for rule in app.url_map.iter_rules() if rule.endpoint in endpoints]
-    assert {rule.endpoint for rule in rules} == endpoints
+# Every route whose requirement is ListIn, from the route table itself.
+LIST_ENDPOINTS = sorted(endpoint for endpoint, needs in REQUIREMENTS.items() if isinstance(needs, ListIn))
+
+
+def route_of(app: Flask, endpoint: str) -> str:
+    rules = [rule for rule in app.url_map.iter_rules() if rule.endpoint == endpoint]
+    assert len(rules) == 1, (endpoint, rules)
     # A ListIn list with a path parameter needs an object to name: this walk must learn to build it.
-    assert all(not rule.arguments for rule in rules), [rule.rule for rule in rules if rule.arguments]
-    return sorted(rule.rule for rule in rules)
+    assert not rules[0].arguments, rules[0].rule
+    return rules[0].rule
 
 
 def walk(api: FlaskClient, url: str, secret: str, per_page: int = 1) -> Seen:
@@ -174,28 +176,29 @@ def assert_only_default(seen: Seen, hidden: set[str], url: str) -> None:
 
 @pytest.mark.usefixtures("world")
 @pytest.mark.parametrize("who", ["reader", "anonymous"])
+@pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
 def test_every_list_route_walks_only_readable_items_and_tokens(
-    api: FlaskClient, app: Flask, root: str, who: str, request: pytest.FixtureRequest
+    api: FlaskClient, app: Flask, root: str, endpoint: str, who: str, request: pytest.FixtureRequest
 ) -> None:
     secret: str = request.getfixturevalue(who)
-    for route in list_routes(app):
-        everything = walk(api, f"{route}?namespace=*", root)
-        hidden = hidden_ids(everything)
-        assert hidden, f"{route}: the fixture must put objects in namespaces the caller cannot read"
-        for url in variants(route, everything):
-            as_root = walk(api, url, root, per_page=1000)
-            seen = walk(api, url, secret)
-            assert_only_default(seen, hidden, url)
-            # Nothing readable goes missing either: the readable part of root's answer, in order.
-            assert seen.items == [item for item in as_root.items if item[1] == "default"], url
-            assert walk(api, url, secret, per_page=2).items == seen.items, url
+    route = route_of(app, endpoint)
+    everything = walk(api, f"{route}?namespace=*", root)
+    hidden = hidden_ids(everything)
+    assert hidden, f"{route}: the fixture must put objects in namespaces the caller cannot read"
+    for url in variants(route, everything):
+        as_root = walk(api, url, root, per_page=1000)
+        seen = walk(api, url, secret)
+        assert_only_default(seen, hidden, url)
+        # Nothing readable goes missing either: the readable part of root's answer, in order.
+        assert seen.items == [item for item in as_root.items if item[1] == "default"], url
+        assert walk(api, url, secret, per_page=2).items == seen.items, url
 
 
 @pytest.mark.usefixtures("world")
-def test_a_management_token_still_lists_every_namespace(api: FlaskClient, app: Flask, root: str) -> None:
-    for route in list_routes(app):
-        namespaces = {namespace for _, namespace in walk(api, f"{route}?namespace=*", root).items}
-        assert {"default", "secret"} <= namespaces, route
+@pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
+def test_a_management_token_still_lists_every_namespace(api: FlaskClient, app: Flask, root: str, endpoint: str) -> None:
+    namespaces = {namespace for _, namespace in walk(api, f"{route_of(app, endpoint)}?namespace=*", root).items}
+    assert {"default", "secret"} <= namespaces, endpoint
 
 
 @pytest.mark.usefixtures("world")
