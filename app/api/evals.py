@@ -51,7 +51,10 @@ def list_evaluations() -> Response:
         order = Order.ID if where.prefix else Order.CREATE_INDEX_ID
 
         def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
-            rows, _ = store.list_evals(session, where, store.Page())
+            # page() skips what the caller may not read; narrowing in SQL first only saves reading it.
+            rows, _ = store.list_evals(
+                session, replace(where, readable=readable(session, query.visibility)), store.Page()
+            )
             bodies = [(e, encode.evaluation(e)) for e in rows]
             entries = [Entry(e.namespace or store.CORE, str(e.id), e.create_index, as_is(b), b) for e, b in bodies]
             return page(entries, order, query)
