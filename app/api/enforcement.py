@@ -1,8 +1,9 @@
 """Applying the route table: a before_request hook checks each request against the requirement
 its endpoint declares (refusing a route missing from the table), and an after_request step
-drops from cross-namespace lists the items of namespaces the token may not read. A refusal
-answers 403 with Nomad's body, "Permission denied", and is logged with the token's AccessorID,
-never its secret. With ACLs off nothing here runs."""
+refuses a cross-namespace list built without the caller's visibility (app/api/visibility.py)
+and narrows the namespace list to the token's namespaces. A refusal answers 403 with Nomad's
+body, "Permission denied", and is logged with the token's AccessorID, never its secret. With
+ACLs off nothing here runs."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from app.models import Allocation, Deployment, Evaluation
 
 log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "default"
+UNFILTERED_LIST = "list built without the caller's namespace visibility"
 
 
 def install(app: Flask, requirements: Mapping[str, Requirement]) -> None:
@@ -147,19 +149,48 @@ def _path_uuid(key: str) -> uuid.UUID | None:
 
 
 def _filter_lists(response: Response) -> Response:
-    capability = g.get("corral_list_capability")
-    namespaces = g.get("corral_list_namespaces", False)
-    if not (capability or namespaces) or response.status_code != 200 or not response.is_json:
+    if response.status_code != 200:
         return response
+    capability = g.get("corral_list_capability")
+    if capability:
+        return _check_list(response, capability)
+    if g.get("corral_list_namespaces", False):
+        return _narrow_namespaces(response)
+    return response
+
+
+def _check_list(response: Response, capability: str) -> Response:
+    """A ListIn list must be built seeing only what the caller may read: the paginator skips the
+    rest before paging and filtering (app/api/visibility.py). Stripping items from the finished
+    page instead would leave its X-Nomad-NextToken and its filter's answers naming hidden
+    objects, so a list that did not take its visibility, or that holds a hidden item anyway, is
+    refused rather than answered (defence in depth; tests/unit/test_list_visibility.py)."""
+    if not g.get("corral_list_visibility_taken", False):
+        return _unfiltered("the list did not take the caller's visibility")
     acl = caller().acl
-    if acl.management:
+    if acl.management or not response.is_json:
+        return response
+    items = response.get_json()
+    if isinstance(items, list):
+        readable = (isinstance(i, dict) and acl.allow_namespace_op(str(i.get("Namespace")), capability) for i in items)
+        if not all(readable):
+            return _unfiltered("the list holds items of namespaces the caller may not read")
+    return response
+
+
+def _unfiltered(reason: str) -> Response:
+    log.error("list refused: built without the caller's visibility", reason=reason, endpoint=request.endpoint)
+    return Response(UNFILTERED_LIST, status=500, content_type="text/plain; charset=utf-8")
+
+
+def _narrow_namespaces(response: Response) -> Response:
+    """The namespace list (never paged): the namespaces the token may use."""
+    acl = caller().acl
+    if acl.management or not response.is_json:
         return response
     items = response.get_json()
     if not isinstance(items, list):
         return response
-    if namespaces:
-        kept = [i for i in items if isinstance(i, dict) and acl.allow_namespace(str(i.get("Name")))]
-    else:
-        kept = [i for i in items if isinstance(i, dict) and acl.allow_namespace_op(str(i.get("Namespace")), capability)]
+    kept = [i for i in items if isinstance(i, dict) and acl.allow_namespace(str(i.get("Name")))]
     response.set_data(json.dumps(kept))
     return response

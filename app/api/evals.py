@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response
@@ -12,6 +13,7 @@ from app.api.allocs import listed
 from app.api.context import read, respond
 from app.api.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
+from app.api.visibility import readable
 from app.constants import EVAL_STATUSES
 from app.errors import InvalidInput
 from app.store import evals as store
@@ -35,11 +37,13 @@ def list_evaluations() -> Response:
         prefix=id_prefix_arg(),
     )
     if query.predicate is None and where.prefix is None:
-        # Keyset pagination in SQL: the table can hold far more evaluations than one page.
+        # Keyset pagination in SQL: the table can hold far more evaluations than one page. The
+        # caller's namespaces are restricted in the same query, before its LIMIT.
         sql_page = store.Page(per_page=query.per_page, next_token=_next_token(), reverse=query.reverse)
 
         def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
-            rows, token = store.list_evals(session, where, sql_page)
+            visible = replace(where, readable=readable(session, query.visibility))
+            rows, token = store.list_evals(session, visible, sql_page)
             return [encode.evaluation(e) for e in rows], token
 
     else:
@@ -47,9 +51,12 @@ def list_evaluations() -> Response:
         order = Order.ID if where.prefix else Order.CREATE_INDEX_ID
 
         def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
-            rows, _ = store.list_evals(session, where, store.Page())
+            # page() skips what the caller may not read; narrowing in SQL first only saves reading it.
+            rows, _ = store.list_evals(
+                session, replace(where, readable=readable(session, query.visibility)), store.Page()
+            )
             bodies = [(e, encode.evaluation(e)) for e in rows]
-            entries = [Entry(e.namespace or "", str(e.id), e.create_index, as_is(b), b) for e, b in bodies]
+            entries = [Entry(e.namespace or store.CORE, str(e.id), e.create_index, as_is(b), b) for e, b in bodies]
             return page(entries, order, query)
 
     (body, token), index = read(["evaluations"], fetch)

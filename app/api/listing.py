@@ -4,7 +4,10 @@ Nomad walks a table in its index order, skips what sorts before next_token, eval
 on each object (the full object, not the stub it returns), and stops after per_page matches: the
 token of the first object past the page is X-Nomad-NextToken. The filter runs before the page is
 cut, so a page holds per_page matches. Tokens are the object's sort key: the ID, "namespace.ID",
-or "CreateIndex.ID"; a next_token need not name an object that still exists."""
+or "CreateIndex.ID"; a next_token need not name an object that still exists.
+
+Before both, as Nomad's paginator does, objects of namespaces the caller may not read are skipped
+(app/api/visibility.py): a token never names one and a filter never evaluates one."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from flask import Response
 
 from app.api.params import MAX_PER_PAGE, arg, bool_arg, integer_arg
+from app.api.visibility import Visibility, list_visibility
 from app.bexpr import FilterError, Predicate, compile_filter
 from app.errors import InvalidInput
 
@@ -34,6 +38,7 @@ class ListQuery:
     per_page: int | None
     next_token: str | None
     reverse: bool
+    visibility: Visibility  # what the caller may see: applied before the filter and the page
 
     @property
     def plain(self) -> bool:
@@ -59,6 +64,7 @@ def list_query(*, reverse: bool = True) -> ListQuery:
         per_page=integer_arg("per_page", minimum=0, maximum=MAX_PER_PAGE) or None,
         next_token=arg("next_token") or None,
         reverse=bool_arg("reverse") if reverse else False,
+        visibility=list_visibility(),
     )
 
 
@@ -104,6 +110,8 @@ def page(entries: Iterable[Entry[T]], order: Order, query: ListQuery) -> tuple[l
     found = query.next_token is None
     out: list[T] = []
     for entry in ordered:
+        if not query.visibility.allows(entry.namespace):
+            continue  # first: what the caller may not read neither counts, nor is filtered, nor is a token
         if not found:
             compared = entry.compare(order, query.next_token or "")
             if compared == (1 if query.reverse else -1):

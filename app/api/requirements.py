@@ -38,7 +38,8 @@ class InNamespace:
 @dataclass(frozen=True)
 class ListIn:
     """A list that may span namespaces: allowed if the token has `capability` in the requested
-    namespace (or in any, for '*'); items of other namespaces are dropped from the answer."""
+    namespace (or in any, for '*'); items of other namespaces are skipped before the list is
+    filtered and paged (app/api/visibility.py)."""
 
     capability: str
 

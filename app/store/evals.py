@@ -13,6 +13,8 @@ from app.errors import NotFound
 from app.ids import new_id
 from app.models import Allocation, Evaluation, Job, Node
 
+CORE = "-"  # the namespace lists show for core (GC) evaluations, which have none
+
 
 @dataclass(frozen=True)
 class EvalRequest:
@@ -81,6 +83,9 @@ class EvalFilter:
     job_id: str | None = None
     status: str | None = None
     prefix: str | None = None
+    # The namespaces the caller may list (app.api.visibility.readable); "-" admits core
+    # evaluations. None: every namespace (ACLs off, a management token).
+    readable: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,10 @@ def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequenc
         stmt = stmt.where(Evaluation.status == where.status)
     if where.prefix:
         stmt = stmt.where(cast(Evaluation.id, Text).startswith(where.prefix.lower()))
+    if where.readable is not None:
+        # Before the LIMIT: the next page's token must name an evaluation the caller may read.
+        visible = Evaluation.namespace.in_(where.readable)
+        stmt = stmt.where(or_(visible, Evaluation.namespace.is_(None)) if CORE in where.readable else visible)
     return paginate(session, stmt, page)
 
 

@@ -1,0 +1,232 @@
+"""Cross-namespace lists with ACLs on show only what the caller may read, and do so before
+`per_page` cuts the page and before `?filter=` runs: no item, no X-Nomad-NextToken and no filter
+answer names an object of a namespace the token cannot read (issue 41, item 1). Every route whose
+requirement is ListIn is walked, so a list added later is covered without editing this file."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+
+from app import create_app
+from app.api.authz import REQUIREMENTS
+from app.api.requirements import ListIn
+from app.config import Settings
+from app.db.engines import make_sessionmaker
+from app.gc.core_evals import enqueue_core
+from app.gc.thresholds import Thresholds
+from tests.support.api import minimal_job
+from tests.support.rows import insert_deployment, insert_node
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.Connection[tuple[object, ...]]
+
+DEFAULT_READER = 'namespace "default" { policy = "read" }\nnode { policy = "read" }'
+PASSWORD = "abc123"
+EVERY_ID = quote('ID != ""')
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one walk of a list returned: items (ID, Namespace) and the tokens handed out."""
+
+    items: list[tuple[str, str]]
+    tokens: list[str]
+
+
+@pytest.fixture
+def app(database_url: str) -> Iterator[Flask]:
+    app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5, acl_enabled=True), database_url)
+    yield app
+    app.extensions["corral"].close()
+
+
+@pytest.fixture
+def api(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def root(api: FlaskClient) -> str:
+    resp = api.post("/v1/acl/bootstrap")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return str(answer(resp)["SecretID"])
+
+
+def answer(resp: Any) -> dict[str, Any]:
+    body: dict[str, Any] = resp.json
+    return body
+
+
+def auth(secret: str) -> dict[str, str]:
+    return {"X-Nomad-Token": secret} if secret else {}
+
+
+def put_policy(api: FlaskClient, root: str, name: str, rules: str) -> None:
+    resp = api.put(f"/v1/acl/policy/{name}", json={"Name": name, "Rules": rules}, headers=auth(root))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+
+
+@pytest.fixture
+def reader(api: FlaskClient, root: str) -> str:
+    """A token that reads only `default`."""
+    put_policy(api, root, "reader", DEFAULT_READER)
+    resp = api.put("/v1/acl/token", json={"Name": "r", "Type": "client", "Policies": ["reader"]}, headers=auth(root))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return str(answer(resp)["SecretID"])
+
+
+@pytest.fixture
+def anonymous(api: FlaskClient, root: str) -> str:
+    """No token: the anonymous policy, which reads only `default`."""
+    put_policy(api, root, "anonymous", DEFAULT_READER)
+    return ""
+
+
+@pytest.fixture
+def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
+    """Jobs, evaluations, allocations and deployments in `default` and in `secret`, and a core
+    evaluation (namespace '-'), which a token reading only `default` may not list either."""
+    assert api.put("/v1/namespace/secret", json={"Name": "secret"}, headers=auth(root)).status_code == 200
+    jobs = [
+        ("default", minimal_job("victim", Meta={"db_password": "xyz"})),
+        ("secret", minimal_job("secretjob", Meta={"db_password": PASSWORD})),
+        ("default", minimal_job("web", Meta={"db_password": "xyz"})),
+        ("secret", minimal_job("vault", Meta={"db_password": "zzz"})),
+    ]
+    node = insert_node(pg)
+    for namespace, job in jobs:
+        resp = api.put(f"/v1/jobs?namespace={namespace}", json={"Job": job}, headers=auth(root))
+        assert resp.status_code == 200, resp.json
+        insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
+        insert_deployment(pg, job_id=job["ID"])
+    with make_sessionmaker(engine)() as session, session.begin():
+        assert enqueue_core(session, "job-gc", Thresholds.from_settings(Settings())) is not None
+
+
+def insert_allocation(pg: Conn, node_id: str, eval_id: str, namespace: str, job_id: str) -> str:
+    alloc_id = str(uuid.uuid4())
+    pg.execute(
+        "INSERT INTO allocations (id, namespace, job_id, job_version, eval_id, node_id, node_name, task_group, "
+        "name, desired_status, client_status, cpu, memory_mb, memory_max_mb, disk_mb, create_index, "
+        "modify_index, alloc_modify_index) "
+        "SELECT %s, namespace, id, version, %s, %s, 'n1', 'g', id || '.g[0]', 'run', 'running', 100, 256, 256, "
+        "300, state_index_own(), state_index_own(), state_index_own() FROM jobs WHERE namespace = %s AND id = %s",
+        (alloc_id, eval_id, node_id, namespace, job_id),
+    )
+    return alloc_id
+
+
+# Every route whose requirement is ListIn, from the route table itself.
+LIST_ENDPOINTS = sorted(endpoint for endpoint, needs in REQUIREMENTS.items() if isinstance(needs, ListIn))
+
+
+def route_of(app: Flask, endpoint: str) -> str:
+    rules = [rule for rule in app.url_map.iter_rules() if rule.endpoint == endpoint]
+    assert len(rules) == 1, (endpoint, rules)
+    # A ListIn list with a path parameter needs an object to name: this walk must learn to build it.
+    assert not rules[0].arguments, rules[0].rule
+    return rules[0].rule
+
+
+def walk(api: FlaskClient, url: str, secret: str, per_page: int = 1) -> Seen:
+    items: list[tuple[str, str]] = []
+    tokens: list[str] = []
+    token = ""
+    for _ in range(100):
+        resp = api.get(f"{url}&per_page={per_page}&next_token={quote(token)}", headers=auth(secret))
+        assert resp.status_code == 200, (url, resp.status_code, resp.get_data(as_text=True))
+        assert isinstance(resp.json, list) and len(resp.json) <= per_page
+        items += [(str(i["ID"]), str(i["Namespace"])) for i in resp.json]
+        token = resp.headers.get("X-Nomad-NextToken", "")
+        if not token:
+            return Seen(items, tokens)
+        tokens.append(token)
+    raise AssertionError(f"pagination of {url} never ended")
+
+
+def hidden_ids(everything: Seen) -> set[str]:
+    return {object_id for object_id, namespace in everything.items if namespace != "default"}
+
+
+def variants(route: str, everything: Seen) -> list[str]:
+    """The route across namespaces plainly, reversed, filtered (the in-Python paginator, and for
+    evaluations not the SQL keyset path) and by the prefix of each hidden object's ID."""
+    base = f"{route}?namespace=*"
+    urls = [base, f"{base}&reverse=true", f"{base}&filter={EVERY_ID}"]
+    urls += sorted({f"{base}&prefix={object_id[:1]}" for object_id in hidden_ids(everything)})
+    return urls
+
+
+def assert_only_default(seen: Seen, hidden: set[str], url: str) -> None:
+    assert all(namespace == "default" for _, namespace in seen.items), (url, seen.items)
+    for token in seen.tokens:
+        assert not token.startswith("secret."), (url, token)
+        assert not any(object_id in token for object_id in hidden), (url, token, hidden)
+
+
+@pytest.mark.usefixtures("world")
+@pytest.mark.parametrize("who", ["reader", "anonymous"])
+@pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
+def test_every_list_route_walks_only_readable_items_and_tokens(
+    api: FlaskClient, app: Flask, root: str, endpoint: str, who: str, request: pytest.FixtureRequest
+) -> None:
+    secret: str = request.getfixturevalue(who)
+    route = route_of(app, endpoint)
+    everything = walk(api, f"{route}?namespace=*", root)
+    hidden = hidden_ids(everything)
+    assert hidden, f"{route}: the fixture must put objects in namespaces the caller cannot read"
+    for url in variants(route, everything):
+        as_root = walk(api, url, root, per_page=1000)
+        seen = walk(api, url, secret)
+        assert_only_default(seen, hidden, url)
+        # Nothing readable goes missing either: the readable part of root's answer, in order.
+        assert seen.items == [item for item in as_root.items if item[1] == "default"], url
+        assert walk(api, url, secret, per_page=2).items == seen.items, url
+
+
+@pytest.mark.usefixtures("world")
+@pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
+def test_a_management_token_still_lists_every_namespace(api: FlaskClient, app: Flask, root: str, endpoint: str) -> None:
+    namespaces = {namespace for _, namespace in walk(api, f"{route_of(app, endpoint)}?namespace=*", root).items}
+    assert {"default", "secret"} <= namespaces, endpoint
+
+
+@pytest.mark.usefixtures("world")
+def test_the_filter_is_no_oracle_on_a_hidden_job(api: FlaskClient, reader: str) -> None:
+    """The red team's attack: a guess that is right must answer exactly as one that is wrong."""
+
+    def ask(expression: str) -> tuple[int, Any, str | None]:
+        resp = api.get(f"/v1/jobs?namespace=*&per_page=1&filter={quote(expression)}", headers=auth(reader))
+        return resp.status_code, resp.json, resp.headers.get("X-Nomad-NextToken")
+
+    # Jobs list in namespace.ID order: default.victim, default.web, secret.secretjob, ...
+    for probe in ('ID == "victim" or ', ""):
+        right = ask(f'{probe}Meta.db_password matches "^{PASSWORD[:1]}"')
+        wrong = ask(f'{probe}Meta.db_password matches "^q"')
+        assert right == wrong, (probe, right, wrong)
+        assert right[0] == 200 and right[2] is None, right
+    assert ask('Namespace == "secret"') == (200, [], None)
+    for route in ("/v1/jobs", "/v1/allocations", "/v1/evaluations", "/v1/deployments"):
+        resp = api.get(f"{route}?namespace=secret&per_page=1", headers=auth(reader))
+        assert resp.status_code == 403, route
+
+
+@pytest.mark.usefixtures("world")
+def test_search_and_namespaces_reveal_nothing_of_a_hidden_namespace(api: FlaskClient, reader: str) -> None:
+    for url, body in (("/v1/search", {"Prefix": "s", "Context": "all"}), ("/v1/search/fuzzy", {"Text": "secret"})):
+        resp = api.post(url, json={**body, "Namespace": "*"}, headers=auth(reader))
+        assert resp.status_code == 403, (url, resp.get_data(as_text=True))
+    for query in ("", "?prefix=s", "?prefix=secret"):
+        resp = api.get(f"/v1/namespaces{query}", headers=auth(reader))
+        assert resp.status_code == 200 and "secret" not in resp.get_data(as_text=True), query
+        assert "X-Nomad-NextToken" not in resp.headers
