@@ -29,7 +29,7 @@ def raw_put(client: FlaskClient, url: str, body: str, **headers: str) -> Any:
     return client.open(url, method="PUT", data=body.encode(), headers=headers)
 
 
-# --- 1. JSON, or no Content-Type ------------------------------------------------------------------
+# --- 1. JSON, or no Content-Type ----------------------------------------------------------
 
 
 def test_register_without_content_type_header(client: FlaskClient, pg: Conn) -> None:

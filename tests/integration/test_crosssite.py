@@ -62,9 +62,10 @@ def jobs_written(pg: Conn) -> int:
 # --- Content-Type ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "content_type", ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data"]
-)
+PAGE_TYPES = ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data"]
+
+
+@pytest.mark.parametrize("content_type", PAGE_TYPES)
 @pytest.mark.parametrize("method", ["POST", "PUT"])
 def test_a_body_a_page_could_send_is_415(client: FlaskClient, pg: Conn, method: str, content_type: str) -> None:
     resp = client.open("/v1/jobs", method=method, data=job_body(), headers={"Content-Type": content_type})

@@ -178,7 +178,8 @@ def test_the_drive_by_is_refused_by_its_host_first() -> None:
 
 
 def test_allow_lists_are_comma_separated_and_normalised() -> None:
-    settings = Settings(http_allowed_origins=" HTTP://Tool.Example:3000/ ,", http_allowed_hosts="Corral.Example., [::1]")
+    origins, hosts = " HTTP://Tool.Example:3000/ ,", "Corral.Example., [::1]"
+    settings = Settings(http_allowed_origins=origins, http_allowed_hosts=hosts)
     assert settings.http_allowed_origins == ("http://tool.example:3000",)
     assert settings.http_allowed_hosts == ("corral.example", "::1")
     assert Settings().http_allowed_origins is None and Settings().http_allowed_hosts is None
