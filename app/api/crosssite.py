@@ -33,6 +33,7 @@ from app.errors import FieldProblem
 
 WRITE_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 JSON_TYPE = "application/json"
+FORM_TYPE = "application/x-www-form-urlencoded"
 DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 SHOWN_CHARS = 120  # of an echoed header value
 GUARD_KEY = "corral.crosssite"
@@ -202,11 +203,12 @@ def content_type_refusal(arrival: Arrival) -> Refusal | None:
     raw = (arrival.content_type or "").strip()
     if not raw or raw.split(";", 1)[0].strip().lower() == JSON_TYPE:
         return None
+    hint = " (curl -d sends that: add -H 'Content-Type: application/json')" if FORM_TYPE in raw.lower() else ""
     return Refusal(
         415,
         "Unsupported Media Type",
         "Content-Type",
-        f"must be {JSON_TYPE} (or absent) on a request with a body, got {_shown(raw)}",
+        f"must be {JSON_TYPE} (or absent) on a request with a body, got {_shown(raw)}{hint}",
     )
 
 

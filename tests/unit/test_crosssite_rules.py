@@ -65,6 +65,11 @@ def test_a_write_with_any_other_content_type_is_415_naming_it(content_type: str)
         assert repr(content_type) in found.message
 
 
+def test_a_form_body_is_told_how_curl_sends_json() -> None:
+    found = content_type_refusal(write("application/x-www-form-urlencoded"))
+    assert found is not None and "-H 'Content-Type: application/json'" in found.message
+
+
 def test_an_empty_body_or_a_read_carries_any_content_type() -> None:
     assert content_type_refusal(write("application/x-www-form-urlencoded", empty=True)) is None
     assert content_type_refusal(write("text/plain", method="GET")) is None
