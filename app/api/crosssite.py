@@ -24,6 +24,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import structlog
 from flask import Flask, Response, current_app, request
 
 from app.api.context import state
@@ -31,6 +32,7 @@ from app.api.errors import problem
 from app.config import Settings
 from app.errors import FieldProblem
 
+log = structlog.get_logger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 JSON_TYPE = "application/json"
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -239,7 +241,7 @@ def arrival() -> Arrival:
     return Arrival(
         method=request.method,
         scheme=request.scheme,
-        host=request.host,
+        host=request.headers.get("Host") or request.host,  # as sent, so a refusal shows what came
         origin=request.headers.get("Origin"),
         content_type=request.headers.get("Content-Type"),
         empty_body=length == 0 or (length is None and not chunked),
@@ -264,10 +266,12 @@ def install(app: Flask) -> None:
         found = refusal(guard(), arrival())
         if found is None:
             return None
+        # Worth a line: either a page tried to drive the API, or a proxy or tool needs an allow-list entry.
+        log.warning("cross-site request refused", path=request.path, status=found.status, reason=found.field)
         return problem(found.status, found.title, [FieldProblem(found.field, found.message)])
 
     @app.after_request
     def _headers(response: Response) -> Response:
         for name, value in response_headers(request.path).items():
-            response.headers.setdefault(name, value)
+            response.headers[name] = value  # policy: over whatever a route set
         return response
