@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# A comma-separated list in its CORRAL_* variable (not JSON, as pydantic-settings would read it).
+CommaList = Annotated[tuple[str, ...] | None, NoDecode]
 
 
 class Settings(BaseSettings):
@@ -90,6 +95,16 @@ class Settings(BaseSettings):
         description="On shutdown, how long running requests may finish; waiting blocking queries return at once.",
     )
     http_access_log: bool = Field(default=True, description="Log one line per request.")
+    http_allowed_origins: CommaList = Field(
+        default=None,
+        description="Browser origins (scheme://host[:port], comma-separated) besides the API's own that may "
+        "send writes and open exec sessions; unset: none.",
+    )
+    http_allowed_hosts: CommaList = Field(
+        default=None,
+        description="Host names or addresses (comma-separated, any port) the API answers to besides loopback "
+        "ones while it listens on loopback; on another address, set: the only names it answers to.",
+    )
     metrics_bind: str | None = Field(
         default=None,
         description="host:port where a worker, applier, leader or client serves /v1/metrics; unset: not served.",
@@ -230,6 +245,44 @@ class Settings(BaseSettings):
     failover_heartbeat_ttl_s: float = Field(
         default=300.0, gt=0, description="TTL granted to every live node without a heartbeat row (after a crash)."
     )
+
+    @field_validator("http_allowed_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: object) -> object:
+        return None if value is None else tuple(_origin(item) for item in _items(value))
+
+    @field_validator("http_allowed_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: object) -> object:
+        return None if value is None else tuple(_host(item) for item in _items(value))
+
+
+def _items(value: object) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple | set | frozenset):
+        raise ValueError("must be a comma-separated list")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _origin(text: str) -> str:
+    """An origin as browsers send it in `Origin`: lower-case scheme://host[:port], no path."""
+    parts = urlsplit(text.lower().rstrip("/"))
+    if not parts.scheme or not parts.netloc or parts.path or parts.query or parts.fragment or "@" in parts.netloc:
+        raise ValueError(f"{text!r} is not an origin: write scheme://host[:port], e.g. http://localhost:3000")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _host(text: str) -> str:
+    """A host name or address without port: lower case, no trailing dot, IPv6 without brackets."""
+    name = text.lower().rstrip(".")
+    bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    if not name or any(c in name for c in ":/@[] "):
+        raise ValueError(f"{text!r} is not a host name or address (write it without scheme or port)")
+    return name
 
 
 def tls_problem(settings: Settings) -> str | None:

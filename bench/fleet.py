@@ -251,7 +251,7 @@ class Hostile:
             return True
 
     def run(self, stop: threading.Event) -> None:
-        waiting = f"GET /v1/jobs?index={10**12}&wait=300s HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        waiting = f"GET /v1/jobs?index={10**12}&wait=300s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
         try:
             while not stop.wait(1.0):
                 for i, sock in enumerate(self.blocking):
@@ -270,7 +270,7 @@ class Hostile:
                         self.reopened += 1
                         sock = None
                     if sock is None:
-                        self.slow[i] = self._open(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")
+                        self.slow[i] = self._open(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         finally:
             for sock in self.slow + self.blocking:
                 if sock is not None:

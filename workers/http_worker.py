@@ -29,6 +29,7 @@ from workers.collector import collect_on_a_timer
 TOO_MANY = (
     b"HTTP/1.1 429 Too Many Requests\r\n"
     b"Content-Type: application/problem+json\r\n"
+    b"X-Content-Type-Options: nosniff\r\n"
     b"Retry-After: 1\r\n"
     b"Connection: close\r\n"
     b"Content-Length: %d\r\n\r\n%s"

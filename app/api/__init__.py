@@ -17,6 +17,7 @@ from app.api import (
     client_allocs,
     client_exec,
     client_fs,
+    crosssite,
     deployments,
     errors,
     evals,
@@ -82,6 +83,7 @@ def register(app: Flask) -> None:
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.register_blueprint(ui_pages.bp, url_prefix="/ui")  # page shells; their data comes from /v1
     app.url_value_preprocessor(_check_path_values)
+    crosssite.install(app)  # first: a cross-site request is refused before anything reads it
     authz.install(app)
     errors.install(app)
     app.after_request(_index_header)

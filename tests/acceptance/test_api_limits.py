@@ -75,6 +75,7 @@ def test_connections_over_the_per_address_limit_get_429_and_retry_after(
         refused.close()
         assert reply.startswith("HTTP/1.1 429 ")
         assert "Retry-After: 1" in reply
+        assert "X-Content-Type-Options: nosniff" in reply  # as every answer of the app
         assert "http_max_conns_per_client" in reply
     finally:
         for sock in held:
@@ -87,7 +88,7 @@ def test_connections_over_the_per_address_limit_get_429_and_retry_after(
 def test_a_client_trickling_headers_is_cut_off_at_the_header_deadline(corral: type[Corral], database_url: str) -> None:
     _, _, port = _server(corral, database_url, http_header_timeout_s="1")
     sock = _connect(port)
-    sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")
+    sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     began = time.monotonic()
     closed = False
     # One header line every 0.3 s would keep a per-read timeout happy forever; the deadline
@@ -124,7 +125,7 @@ def test_a_flood_of_blocking_queries_and_slow_sockets_starves_neither_health_nor
     index = int(cluster.http.get("/v1/jobs").headers["X-Nomad-Index"])
     stop = threading.Event()
     port = int(cluster.base.rsplit(":", 1)[1])
-    waiting = f"GET /v1/jobs?index={index + 10**9}&wait=300s HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    waiting = f"GET /v1/jobs?index={index + 10**9}&wait=300s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
     flood = []
     for _ in range(500):
         sock = _connect(port)

@@ -171,6 +171,8 @@ export function h(tag, attrs = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else if (key === "class") el.className = value;
+    // Through CSSOM: the Content-Security-Policy (style-src 'self') refuses style attributes.
+    else if (key === "style") el.style.cssText = String(value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat(Infinity)) {
