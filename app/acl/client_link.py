@@ -21,6 +21,7 @@ from urllib.parse import urlencode, urlsplit
 PROOF_HEADER = "X-Corral-Proof"
 TIME_HEADER = "X-Corral-Proof-Time"
 MAX_SKEW_S = 60
+MAX_READ_BYTES = 16 * 1024 * 1024  # the most a client's readat answers at once; bigger files take pages
 
 
 def http_addr_problem(value: str) -> str | None:

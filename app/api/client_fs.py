@@ -25,6 +25,7 @@ from urllib.parse import quote
 import structlog
 from flask import Blueprint, Response, stream_with_context
 
+from app.acl import client_link as link
 from app.api.client_proxy import (
     Limits,
     Relayed,
@@ -248,8 +249,9 @@ def _file_missing(err: Unreachable) -> bool:
 
 
 def piece_bytes() -> int:
-    """The most one read asks of a client: its answer must stay within the cap."""
-    return Limits.of_settings().max_bytes
+    """The most one read asks of a client: within the servers' cap on an answer and what a
+    client answers at once, so a piece this long means more may follow."""
+    return min(Limits.of_settings().max_bytes, link.MAX_READ_BYTES)
 
 
 def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool) -> Response:

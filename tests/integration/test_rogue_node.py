@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import psycopg
@@ -26,6 +27,7 @@ from app.api import client_proxy
 from app.config import Settings
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
+from workers.client.logs_http import serve
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -278,3 +280,25 @@ def test_every_forwarded_request_is_logged_with_its_caller(
     ]
     for entry in forwarded:
         assert entry["accessor"] == "anonymous" and entry["node_id"] == node_id and entry["alloc_id"] == alloc_id
+
+
+def test_a_file_bigger_than_the_cap_comes_whole_in_pieces(strict: FlaskClient, pg: Conn, tmp_path: Path) -> None:
+    """The cap bounds each answer from a client, not the file: cat, readat and logs page."""
+    holder = Rogue()
+    dirs: dict[str, Path] = {}
+    server = serve("127.0.0.1:0", lambda a: dirs.get(a), lambda: holder.key)
+    try:
+        _, alloc_id = rogue_node(strict, pg, holder, f"127.0.0.1:{server.server_address[1]}")
+        content = bytes(range(256)) * (10 * 1024 + 7)  # 2.5 MiB and a bit, over the 1 MiB cap
+        (tmp_path / "alloc" / "logs").mkdir(parents=True)
+        (tmp_path / "alloc" / "logs" / "t.stdout.0").write_bytes(content)
+        dirs[alloc_id] = tmp_path
+        whole = strict.get(f"/v1/client/fs/cat/{alloc_id}", query_string={"path": "alloc/logs/t.stdout.0"})
+        assert whole.status_code == 200 and whole.data == content
+        part = {"path": "alloc/logs/t.stdout.0", "offset": 5, "limit": 2_000_000}
+        assert strict.get(f"/v1/client/fs/readat/{alloc_id}", query_string=part).data == content[5:2_000_005]
+        logs = strict.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "plain": "true"})
+        assert logs.data == content
+    finally:
+        server.shutdown()
+        server.server_close()
