@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # A comma-separated list in its CORRAL_* variable (not JSON, as pydantic-settings would read it).
@@ -224,6 +224,26 @@ class Settings(BaseSettings):
     )
     tls_verify_client: bool = Field(
         default=False, description="Require a client certificate signed by tls_ca_file on every connection (mTLS)."
+    )
+    link_key_file: Path | None = Field(
+        default=None,
+        description="File holding the servers' link secret, which keys the proofs on the link to clients' "
+        "endpoints; every server of a cluster must read the same one. Unset (and link_key unset): "
+        "<data_dir>/link.key, created 0600 on first start.",
+    )
+    link_key: SecretStr | None = Field(
+        default=None,
+        description="The servers' link secret itself (at least 32 characters), instead of link_key_file.",
+    )
+    link_max_answer_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=65536,
+        description="Largest answer a server reads from a client's endpoint (logs, files, stats); over it: 502.",
+    )
+    link_answer_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time a client's endpoint has for a whole answer, however it trickles in; over it: 502.",
     )
     acl_enabled: bool = Field(
         default=False,

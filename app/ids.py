@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import time
 import uuid
@@ -23,3 +24,11 @@ def new_id() -> uuid.UUID:
 
 def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def secret_matches(secret: str, stored_hash: str | None) -> bool:
+    """`secret` hashes to `stored_hash`, compared in constant time (no early exit on the first
+    differing character, so answer times say nothing about how close a guess came)."""
+    if stored_hash is None:
+        return False
+    return hmac.compare_digest(secret_hash(secret).encode(), stored_hash.encode())

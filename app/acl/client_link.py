@@ -1,25 +1,27 @@
 """The link from the servers to a client's endpoint (Nomad's client HTTP API: logs, fs, stats,
-restart, signal): which addresses a node may advertise, and the proofs each side checks.
+restart, signal, exec): which addresses a node may advertise, and the proofs each side checks.
 
-The servers store only the SHA-256 of a node's secret, so that hash is the shared key: the
-client derives it from its secret, the server reads it from the node row. A request proof is an
-HMAC over the method, path, query and a timestamp (refused outside MAX_SKEW_S); the client's
-answer carries an HMAC over the request proof, status and body, so the server relays only
-answers that came from the node's own client, never the body of some other service at that
-address. Pure: callers pass the time in."""
+The key of a node's link is HMAC(link secret, node ID): the link secret is held by the servers
+only (a file or setting, app/acl/link_secret.py, never a database row), and each client gets its
+own node's key in the answers to its registration and heartbeats. So reading the database
+(node secrets are stored as hashes) gives nothing to sign with. A request proof is an HMAC over
+the method, path, query and a timestamp (refused outside MAX_SKEW_S); the client's answer
+carries an HMAC over the request proof, status and body, so the server relays only answers that
+came from the node's own client, never the body of some other service at that address. Pure:
+callers pass the time in."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import uuid
 from collections.abc import Mapping
 from urllib.parse import urlencode, urlsplit
-
-from app.ids import secret_hash
 
 PROOF_HEADER = "X-Corral-Proof"
 TIME_HEADER = "X-Corral-Proof-Time"
 MAX_SKEW_S = 60
+MAX_READ_BYTES = 16 * 1024 * 1024  # the most a client's readat answers at once; bigger files take pages
 
 
 def http_addr_problem(value: str) -> str | None:
@@ -53,16 +55,27 @@ def base_url(value: str) -> str:
     return url.rstrip("/")
 
 
-def key_from_secret(secret: str) -> bytes:
-    return secret_hash(secret).encode()
+LINK_KEY_FIELD = "LinkKey"  # the registration and heartbeat answers' field (a corral extension)
+_KEY_CONTEXT = b"corral client link v1\n"
 
 
-def key_from_hash(stored: str) -> bytes:
-    return stored.encode()
+def node_key(link_secret: bytes, node_id: uuid.UUID) -> str:
+    """The key of one node's link, hex: what the servers hand that node's client."""
+    return hmac.new(link_secret, _KEY_CONTEXT + str(node_id).encode(), hashlib.sha256).hexdigest()
+
+
+def key_bytes(node_key_hex: str) -> bytes:
+    return node_key_hex.encode()
+
+
+def canonical_query(query: Mapping[str, str]) -> str:
+    """The query as both sides sign it: sorted, empty values left out (an HTTP parser may drop
+    `task=` or keep it; the proof must not depend on which)."""
+    return urlencode(sorted((k, v) for k, v in query.items() if v != ""))
 
 
 def _canonical(method: str, path: str, query: Mapping[str, str], timestamp: int) -> bytes:
-    return "\n".join([method.upper(), path, urlencode(sorted(query.items())), str(timestamp)]).encode()
+    return "\n".join([method.upper(), path, canonical_query(query), str(timestamp)]).encode()
 
 
 def request_proof(key: bytes, method: str, path: str, query: Mapping[str, str], timestamp: int) -> str:

@@ -10,6 +10,7 @@ from uuid import UUID
 from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.acl.client_link import LINK_KEY_FIELD, node_key
 from app.api.context import client_lane, client_write, respond, state, write
 from app.api.params import arg, json_body, optional_json_body, uuid_value
 from app.api.validation import validate
@@ -48,6 +49,7 @@ def heartbeat(node_id: str) -> Response:
     beat = record_heartbeat(current.writes, key, secret, HeartbeatPolicy.of(current.settings), body.Status)
     ttl_ns = int(beat.ttl.total_seconds() * NANOS)
     answer = {"HeartbeatTTL": ttl_ns, "NodeStatus": beat.status, "ForceGCIndex": beat.force_gc_index}
+    answer[LINK_KEY_FIELD] = node_key(current.link_secret, key)  # a changed link secret reaches the client
     return respond({**answer, "Index": beat.modify_index}, beat.modify_index)
 
 

@@ -9,7 +9,15 @@ import signal
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.client_proxy import Relayed, Unreachable, forward, relay, relay_failure, target_of_alloc, target_of_node
+from app.api.client_proxy import (
+    Relayed,
+    Unreachable,
+    forward,
+    relay_failure,
+    relay_json,
+    target_of_alloc,
+    target_of_node,
+)
 from app.api.context import respond
 from app.api.params import arg, optional_json_body, uuid_value
 from app.api.validation import validate
@@ -32,7 +40,8 @@ def alloc_stats(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
     task = arg("task") or ""
     query = {"task": task} if task else {}
-    return relay(forward(target_of_alloc(key), "GET", f"/v1/client/allocation/{key}/stats", query))
+    target = target_of_alloc(key)
+    return relay_json(forward(target, "GET", f"/v1/client/allocation/{key}/stats", query), target)
 
 
 @bp.get("/client/stats")
@@ -41,7 +50,8 @@ def host_stats() -> Response:
     raw = arg("node_id")
     if not raw:
         raise InvalidInput.of("node_id", "is required: the node whose client to ask")
-    return relay(forward(target_of_node(uuid_value(raw, "node_id")), "GET", "/v1/client/stats", {}))
+    target = target_of_node(uuid_value(raw, "node_id"))
+    return relay_json(forward(target, "GET", "/v1/client/stats", {}), target)
 
 
 class _RestartBody(BaseModel):

@@ -38,13 +38,13 @@ from app.api.client_proxy import (
     Relayed,
     Target,
     Unreachable,
+    no_valid_answer,
     relay_failure,
     target_of_alloc,
 )
 from app.api.context import state
-from app.api.errors import problem
 from app.api.params import arg, uuid_value
-from app.errors import FieldProblem, InvalidInput
+from app.errors import InvalidInput
 from app.models import JobVersion
 from app.store import allocs as alloc_store
 from app.stream import websocket as wsock
@@ -146,7 +146,9 @@ def _client_socket() -> Any:
 
 
 def open_link(target: Target, wanted: ExecRequest) -> wsock.Accepted | Response:
-    """The WebSocket to the client running the allocation, or the problem to answer with."""
+    """The WebSocket to the client running the allocation, or the problem to answer with: the
+    client's signed refusal, or the one 502 of client_proxy for anything else."""
+    began = time.monotonic()
     path = f"/v1/client/allocation/{wanted.alloc_id}/exec"
     query = {
         "task": wanted.task,
@@ -157,27 +159,24 @@ def open_link(target: Target, wanted: ExecRequest) -> wsock.Accepted | Response:
     stamp = int(time.time())
     proof = link.request_proof(target.key, "GET", path, query, stamp)
     url = link.base_url(target.address) + path + "?" + urlencode(query)
-    where = f"the client of node {target.node_id} at {target.address}"
     try:
         answer = wsock.connect(
             url,
             {link.PROOF_HEADER: proof, link.TIME_HEADER: str(stamp)},
             timeout_s=CONNECT_TIMEOUT_S + READ_TIMEOUT_S,
         )
-    except TimeoutError:
-        return problem(504, "Gateway Timeout", [FieldProblem("", f"{where} did not answer in time")])
-    except OSError:
-        answer = None
+    except OSError as err:  # TimeoutError too
+        return no_valid_answer(target, began, f"{type(err).__name__}: {err}").response
     if isinstance(answer, wsock.Refused):
         offered = answer.headers.get(link.PROOF_HEADER.lower(), "")
         if link.verify_response(target.key, proof, answer.status, answer.body, offered):
-            return relay_failure(Relayed(answer.status, answer.body, answer.headers.get("content-type", "")))
-    elif answer is not None:
+            return relay_failure(Relayed(answer.status, answer.body))
+    else:
         offered = answer.headers.get(link.PROOF_HEADER.lower(), "")
         if link.verify_response(target.key, proof, 101, b"", offered):
             return answer
         answer.ws.sock.close()
-    return problem(502, "Bad Gateway", [FieldProblem("", f"{where} gave no valid answer")])
+    return no_valid_answer(target, began, "the answer carries no valid proof of the node's client").response
 
 
 def pump(source: wsock.WebSocket, sink: wsock.WebSocket) -> None:

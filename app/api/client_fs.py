@@ -1,6 +1,11 @@
 """Nomad's client filesystem routes (/v1/client/fs/...): logs, ls, stat, cat, readat and stream
 of an allocation's directory, proxied to the client that runs it (app/api/client_proxy.py).
 
+Nothing a node sends is served as it came: listings and stats are parsed and encoded again as
+JSON, files (cat, readat) are served as application/octet-stream attachments, plain logs as
+text/plain that no browser sniffs. Files and logs are read from the client in pieces of at most
+link_max_answer_bytes, so a big file needs no big answer.
+
 Logs and stream answer Nomad's StreamFrames (Data base64, Offset, File; `{}` heartbeats) unless
 plain=true. Following (follow=true) is done here: the server asks the client for what follows
 the last offset every FOLLOW_POLL_S, in a greenlet holding no database connection, until the
@@ -10,19 +15,34 @@ from __future__ import annotations
 
 import base64
 import json
+import posixpath
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import quote
 
+import structlog
 from flask import Blueprint, Response, stream_with_context
 
-from app.api.client_proxy import Relayed, Target, Unreachable, forward, relay, relay_failure, target_of_alloc
+from app.acl import client_link as link
+from app.api.client_proxy import (
+    Limits,
+    Relayed,
+    Target,
+    Unreachable,
+    forward,
+    parsed_json,
+    relay_failure,
+    relay_json,
+    target_of_alloc,
+)
 from app.api.context import state
 from app.api.params import arg, bool_arg, integer_arg, uuid_value
 from app.errors import InvalidInput, NotFound
 from app.store import allocs as alloc_store
 
+log = structlog.get_logger(__name__)
 bp = Blueprint("client_fs", __name__)
 FOLLOW_POLL_S = 0.5
 FINISHED_CHECK_S = 2.0  # how often an idle follow asks the database whether the writer is gone
@@ -74,21 +94,23 @@ bp.register_error_handler(Unreachable, _unreachable)
 def ls(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
     query = {"path": arg("path") or "/"}
-    return relay(forward(target_of_alloc(key), "GET", _client_path("ls", key), query))
+    target = target_of_alloc(key)
+    return relay_json(forward(target, "GET", _client_path("ls", key), query), target)
 
 
 @bp.get("/client/fs/stat/<alloc_id>")
 def stat(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
     query = {"path": _required_path()}
-    return relay(forward(target_of_alloc(key), "GET", _client_path("stat", key), query))
+    target = target_of_alloc(key)
+    return relay_json(forward(target, "GET", _client_path("stat", key), query), target)
 
 
 @bp.get("/client/fs/cat/<alloc_id>")
 def cat(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
-    query = {"path": _required_path(), "offset": "0", "limit": "0"}
-    return _untrusted(_fetch(target_of_alloc(key), "readat", key, query).body)
+    source = Source(target_of_alloc(key), key, _required_path(), None)
+    return _file(source, source.pieces(0, 0))
 
 
 @bp.get("/client/fs/readat/<alloc_id>")
@@ -98,13 +120,31 @@ def readat(alloc_id: str) -> Response:
     offset = integer_arg("offset")
     if offset is None:
         raise InvalidInput.of("offset", "is required: where to start reading")
-    query = {"path": path, "offset": str(offset), "limit": str(integer_arg("limit") or 0)}
-    return _untrusted(_fetch(target_of_alloc(key), "readat", key, query).body)
+    source = Source(target_of_alloc(key), key, path, None)
+    return _file(source, source.pieces(offset, integer_arg("limit") or 0))
 
 
-def _untrusted(data: bytes) -> Response:
-    """A file's bytes as Nomad serves untrusted content: never sniffed or rendered by a browser."""
-    response = Response(data, status=200, content_type="text/plain; charset=utf-8")
+def _file(source: Source, pieces: Iterator[bytes]) -> Response:
+    """A file's bytes as untrusted content: a download, never sniffed or rendered by a browser.
+    The first piece is read before answering, so a refusal is still a problem."""
+    first = next(pieces, b"")
+
+    def body() -> Iterator[bytes]:
+        yield first
+        yield from pieces
+
+    response = Response(stream_with_context(body()), status=200, content_type="application/octet-stream")
+    name = posixpath.basename(source.path.rstrip("/")) or "file"
+    response.headers["Content-Disposition"] = _attachment(name)
+    return _untrusted(response)
+
+
+def _attachment(name: str) -> str:
+    """`attachment` with the file's name, quoted safely (RFC 6266's filename*)."""
+    return f"attachment; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _untrusted(response: Response) -> Response:
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
     return response
@@ -146,10 +186,12 @@ class Source:
     path: str
     task: str | None
 
-    def read(self, offset: int, missing_is_empty: bool = False) -> bytes:
-        """The bytes from offset on; a file not there yet reads empty when `missing_is_empty`
-        (a follow waits for it, as Nomad's does), else its 404 is the caller's answer."""
-        query = {"path": self.path, "offset": str(offset), "limit": "0"}
+    def read(self, offset: int, missing_is_empty: bool = False, limit: int = 0) -> bytes:
+        """The bytes from offset on, at most one piece (and at most `limit` when set); a file not
+        there yet reads empty when `missing_is_empty` (a follow waits for it, as Nomad's does),
+        else its 404 is the caller's answer."""
+        wanted = min(limit, piece_bytes()) if limit > 0 else piece_bytes()
+        query = {"path": self.path, "offset": str(offset), "limit": str(wanted)}
         try:
             return _fetch(self.target, "readat", self.alloc_id, query).body
         except Unreachable as err:
@@ -157,14 +199,32 @@ class Source:
                 return b""
             raise
 
+    def pieces(self, offset: int, limit: int) -> Iterator[bytes]:
+        """The file from offset, `limit` bytes (0: to its end), piece by piece. The first piece
+        raises as read() does; a failure after it ends the pieces early (the answer has begun)."""
+        piece = self.read(offset, limit=limit)
+        yield piece
+        got = len(piece)
+        while len(piece) == piece_bytes() and (limit <= 0 or got < limit):
+            try:
+                piece = self.read(offset + got, limit=limit - got if limit > 0 else 0)
+            except Unreachable:
+                log.warning("a file read from a client ended early", node_id=str(self.target.node_id), path=self.path)
+                return
+            if piece:
+                yield piece
+            got += len(piece)
+
     def size(self, missing_is_empty: bool = False) -> int:
         try:
-            info = json.loads(_fetch(self.target, "stat", self.alloc_id, {"path": self.path}).body)
+            answer = _fetch(self.target, "stat", self.alloc_id, {"path": self.path})
         except Unreachable as err:
             if missing_is_empty and _file_missing(err):
                 return 0
             raise
-        return int(info.get("Size") or 0)
+        info = parsed_json(answer, self.target)
+        size = info.get("Size") if isinstance(info, dict) else None
+        return size if isinstance(size, int) and size >= 0 else 0
 
     def finished(self) -> bool:
         """The writer is gone: the task is dead (or the allocation terminal), nothing more comes."""
@@ -188,15 +248,30 @@ def _file_missing(err: Unreachable) -> bool:
     return bool(errors) and isinstance(errors, list) and errors[0].get("field") == "path"
 
 
+def piece_bytes() -> int:
+    """The most one read asks of a client: within the servers' cap on an answer and what a
+    client answers at once, so a piece this long means more may follow."""
+    return min(Limits.of_settings().max_bytes, link.MAX_READ_BYTES)
+
+
 def _stream(source: Source, origin: str, offset: int, plain: bool, follow: bool) -> Response:
-    """The first read answers now (errors as problems); following goes on in a generator."""
+    """The first read answers now (errors as problems); the rest goes on in a generator."""
     start = offset if origin == "start" else max(0, source.size(follow) - offset)
     first = source.read(start, follow)
     content_type = "text/plain; charset=utf-8" if plain else STREAM_TYPE
-    if not follow:
-        body = first if plain else (frame(first, start + len(first), source.path) if first else b"")
-        return Response(body, status=200, content_type=content_type)
-    return Response(stream_with_context(_follow(source, start, first, plain)), content_type=content_type)
+    body = _follow(source, start, first, plain) if follow else _drain(source, start, first, plain)
+    response = Response(stream_with_context(body), status=200, content_type=content_type)
+    return _untrusted(response) if plain else response
+
+
+def _drain(source: Source, offset: int, data: bytes, plain: bool) -> Iterator[bytes]:
+    """What the file holds now, from offset: piece after piece until a short one."""
+    while data:
+        offset += len(data)
+        yield data if plain else frame(data, offset, source.path)
+        if len(data) < piece_bytes():
+            return
+        data = _read_quietly(source, offset) or b""
 
 
 def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Iterator[bytes]:
@@ -218,7 +293,8 @@ def _follow(source: Source, offset: int, data: bytes | None, plain: bool) -> Ite
         elif not plain and time.monotonic() - quiet_since >= HEARTBEAT_S:
             yield b"{}"
             quiet_since = time.monotonic()
-        time.sleep(FOLLOW_POLL_S)
+        if not data or len(data) < piece_bytes():
+            time.sleep(FOLLOW_POLL_S)  # a full piece: more is waiting already
         data = _read_quietly(source, offset)
 
 

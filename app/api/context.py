@@ -51,6 +51,8 @@ class ApiState:
     standby: Standby | None = None
     # Notices callers that hang up while their request waits (app.api.hangups).
     hangups: HangupMonitor = field(default_factory=HangupMonitor)
+    # The servers' link secret (app/acl/link_secret.py): each node's link key derives from it.
+    link_secret: bytes = b""
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a

@@ -18,6 +18,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     import structlog
     from sqlalchemy.exc import InterfaceError, OperationalError
 
+    from app.acl import link_secret
     from app.api import register
     from app.api.blocking import IndexWatcher
     from app.api.context import ApiState, Lane
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         watcher=IndexWatcher(url),
         client_engine=node_engine,
         standby=_standby(settings, url) if settings.read_database_url else None,
+        link_secret=link_secret.for_app(settings),
     )
     register(app)
     return app

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from app.api.callers import Denied, expired, presented_token
 from app.api.context import state
-from app.ids import secret_hash
+from app.ids import secret_matches
 from app.models import Allocation, Node
 from app.store import acl as acl_store
 
@@ -28,7 +28,7 @@ def check_node_secret() -> None:
         return  # the route answers 400 for a malformed ID
     with state().reads() as session, session.begin():
         stored = session.scalar(select(Node.secret_hash).where(Node.id == node_id))
-        if stored is not None and stored == secret_hash(secret):
+        if secret_matches(secret, stored):
             g.corral_accessor = f"node:{node_id}"
             return
         token = acl_store.resolve(session, secret)
@@ -55,7 +55,7 @@ def known_node_reregisters() -> bool:
         return False
     with state().reads() as session, session.begin():
         stored = session.scalar(select(Node.secret_hash).where(Node.id == node_id))
-    if stored is None or stored != secret_hash(node["SecretID"]):
+    if not secret_matches(node["SecretID"], stored):
         return False
     g.corral_accessor = f"node:{node_id}"
     return True
@@ -71,7 +71,7 @@ def node_owns_allocation(alloc_id: uuid.UUID | None) -> bool:
         stored = session.scalar(
             select(Node.secret_hash).join(Allocation, Allocation.node_id == Node.id).where(Allocation.id == alloc_id)
         )
-    if stored is None or stored != secret_hash(secret):
+    if not secret_matches(secret, stored):
         return False
     g.corral_accessor = "node"
     return True

@@ -10,7 +10,7 @@ from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
-from app.acl.client_link import http_addr_problem
+from app.acl.client_link import LINK_KEY_FIELD, http_addr_problem, node_key
 from app.api import encode
 from app.api.allocs import listed
 from app.api.context import client_lane, client_write, read, respond, state, write
@@ -154,6 +154,8 @@ def register() -> Response:
             "EvalCreateIndex": result.eval_create_index,
             "NodeModifyIndex": result.node_modify_index,
             "Index": result.index,
+            # The key the servers sign their requests to this node's client with (never stored).
+            LINK_KEY_FIELD: node_key(state().link_secret, result.node_id),
         },
         result.index,
     )
@@ -215,6 +217,8 @@ def eligibility(node_id: str) -> Response:
             "EvalCreateIndex": result.eval_create_index,
             "NodeModifyIndex": result.node_modify_index,
             "Index": result.index,
+            # The key the servers sign their requests to this node's client with (never stored).
+            LINK_KEY_FIELD: node_key(state().link_secret, result.node_id),
         },
         result.index,
     )

@@ -86,6 +86,7 @@ def server(ctx: click.Context) -> None:
     servers of the cluster at CORRAL_ADDR."""
     if ctx.invoked_subcommand is not None:
         return
+    from app.acl.link_secret import LinkSecretError, for_server
     from app.config import tls_problem
     from app.logging import configure
     from workers.server import run_server
@@ -95,6 +96,10 @@ def server(ctx: click.Context) -> None:
     if problem is not None:
         raise click.ClickException(f"invalid configuration: {problem}")
     configure("server", settings.log_level, settings.log_format)
+    try:
+        settings = for_server(settings)
+    except (LinkSecretError, OSError) as err:
+        raise click.ClickException(f"invalid configuration: {err}") from err
     with _database(settings, "api") as url:
         run_server(settings, url)
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.state_index import next_index
 from app.errors import Conflict, Forbidden
-from app.ids import secret_hash
+from app.ids import secret_matches
 from app.models import Allocation, Evaluation, JobVersion, Node
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
 from app.store.blocked_evals import unblock_capacity
@@ -56,7 +56,7 @@ class UpdateResult:
 
 def authenticate(session: Session, node_id: uuid.UUID, secret: str) -> Node:
     node = get_node(session, node_id)
-    if secret_hash(secret) != node.secret_hash:
+    if not secret_matches(secret, node.secret_hash):
         raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")
     return node
 

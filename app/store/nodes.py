@@ -17,7 +17,7 @@ from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.errors import Forbidden, InvalidInput, NotFound
-from app.ids import secret_hash
+from app.ids import secret_hash, secret_matches
 from app.models import Allocation, Job, Node, NodePool
 from app.scheduler.computed_class import computed_class
 from app.store.blocked_evals import unblock_capacity
@@ -83,7 +83,7 @@ def register_node(
     index = next_index(session, ["nodes", "node_pools", "evaluations"])
     lock_object(session, ObjectKind.NODE, str(reg.id))  # a first registration has no row to lock
     existing = session.get(Node, reg.id, with_for_update=True)
-    if existing is not None and (reg.secret_id is None or secret_hash(reg.secret_id) != existing.secret_hash):
+    if existing is not None and (reg.secret_id is None or not secret_matches(reg.secret_id, existing.secret_hash)):
         raise Forbidden.of("Node.SecretID", "does not match the secret of the registered node")
     secret = reg.secret_id or str(uuid.uuid4())
     _ensure_pool(session, reg.node_pool, index)

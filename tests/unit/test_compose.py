@@ -78,3 +78,12 @@ def test_acls_and_tls_are_on(compose: dict[str, Any]) -> None:
 def test_the_bootstrap_step_is_documented() -> None:
     text = (ROOT / "compose.yaml").read_text()
     assert "corral acl bootstrap" in text and "CORRAL_CACERT" in text and "CORRAL_TOKEN" in text
+
+
+def test_the_servers_share_one_link_secret(compose: dict[str, Any]) -> None:
+    """Made once by the `tls` one-shot, private to the corral user, read by every server."""
+    services = compose["services"]
+    assert services["server"]["environment"]["CORRAL_LINK_KEY_FILE"] == "/tls/link.key"
+    script = " ".join(services["tls"]["command"])
+    assert "umask 077; openssl rand -hex 32 > link.key" in script
+    assert script.index("link.key") < script.index("chown -R corral:corral /tls")

@@ -153,3 +153,8 @@ def test_tls_is_compose_yaml_s(services: dict[str, Any]) -> None:
 def test_the_header_says_how_to_start_and_fail_over() -> None:
     text = (ROOT / "compose.patroni.yaml").read_text()
     assert "docker compose -f compose.patroni.yaml up" in text and "patronictl switchover" in text
+
+
+def test_the_servers_share_the_link_secret_of_the_tls_one_shot(services: dict[str, Any]) -> None:
+    assert services["server"]["environment"]["CORRAL_LINK_KEY_FILE"] == "/tls/link.key"
+    assert services["tls"]["extends"] == {"file": "compose.yaml", "service": "tls"}

@@ -58,6 +58,8 @@ class Client:
         self.watch_stall_s = WATCH_STALL_S
         self._unhealthy_reason: str | None = None
         self.registered: dict[str, Any] | None = None  # the Node body the servers last accepted
+        self._saved_link_key = ""
+        self._identity_lock = threading.Lock()
 
     # -- identity and registration -------------------------------------------------------
 
@@ -68,17 +70,34 @@ class Client:
             saved = json.loads(path.read_text())
         self.api.node_id = uuid.UUID(saved["node_id"]) if "node_id" in saved else uuid.uuid4()
         self.api.secret = saved.get("secret") or str(uuid.uuid4())
+        self.api.link_key = str(saved.get("link_key") or "")  # until the servers answer again
         self.force_gc_index = int(saved.get("force_gc_index", 0))
         self._save_identity()
 
     def _save_identity(self) -> None:
+        with self._identity_lock:  # the heartbeat and a forced GC may save at once
+            self._write_identity()
+
+    def _write_identity(self) -> None:
         path = self.config.data_dir / IDENTITY
-        body = {"node_id": str(self.api.node_id), "secret": self.api.secret, "force_gc_index": self.force_gc_index}
+        body = {
+            "node_id": str(self.api.node_id),
+            "secret": self.api.secret,
+            "link_key": self.api.link_key,
+            "force_gc_index": self.force_gc_index,
+        }
+        self._saved_link_key = self.api.link_key
         temporary = path.with_suffix(".tmp")
         temporary.unlink(missing_ok=True)
         with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
             out.write(json.dumps(body))
         path.with_suffix(".tmp").replace(path)
+
+    def _keep_link_key(self) -> None:
+        """Save the link key when the servers handed a new one (first registration, a rotated
+        link secret), so a restarted client answers the servers before it registers again."""
+        if self.api.link_key != self._saved_link_key:
+            self._save_identity()
 
     def node_body(self) -> dict[str, Any]:
         config, found = self.config, fingerprint(self.config)
@@ -122,6 +141,7 @@ class Client:
                 continue
             streak.succeeded()
             self.registered = body
+            self._keep_link_key()
             log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
             self.synced = False
             return ttl
@@ -139,7 +159,7 @@ class Client:
 
     def run(self) -> None:
         server = serve(
-            self.config.http_bind, self._alloc_dir, lambda: self.api.secret, self._runner, self.config.data_dir
+            self.config.http_bind, self._alloc_dir, lambda: self.api.link_key, self._runner, self.config.data_dir
         )
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
@@ -306,6 +326,7 @@ class Client:
             return RETRY_S
         if streak is not None:
             streak.succeeded()
+        self._keep_link_key()
         if not ready:
             return RETRY_S  # re-send on the next beat, soon
         if beat.status == "initializing":

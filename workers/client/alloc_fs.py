@@ -11,10 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app.acl.client_link import MAX_READ_BYTES
+
 # The client's own record of the allocation lives in its directory; it is not the task's.
 HIDDEN = frozenset({"alloc.json", "alloc.tmp"})
 SNIFF_BYTES = 512
-MAX_READ = 16 * 1024 * 1024  # one answer's most; readat pages through bigger files
+MAX_READ = MAX_READ_BYTES  # one answer's most; readat pages through bigger files
 
 
 class FsError(Exception):

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from app.acl.client_link import LINK_KEY_FIELD
 from app.client_tls import client_tls
 
 NANOS = 1_000_000_000
@@ -33,6 +34,9 @@ class ServerApi:
         self._http = httpx.Client(base_url=address.rstrip("/"), timeout=timeout_s, verify=client_tls())
         self.node_id: uuid.UUID | None = None
         self.secret = ""
+        # The key of this node's link from the servers (app/acl/client_link.py), as their last
+        # registration or heartbeat answer gave it: their requests to our endpoint are signed with it.
+        self.link_key = ""
         # The introduction token (node:write) that registration needs when ACLs are on. Every
         # other call authenticates with the node's own secret.
         self.token = token if token is not None else os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN", "")
@@ -47,7 +51,14 @@ class ServerApi:
         headers = {"X-Nomad-Token": self.token} if self.token else {}
         reply = self._http.put("/v1/node/register", json={"Node": node}, headers=headers)
         reply.raise_for_status()
-        return float(reply.json()["HeartbeatTTL"]) / NANOS
+        body = reply.json()
+        self._take_link_key(body)
+        return float(body["HeartbeatTTL"]) / NANOS
+
+    def _take_link_key(self, body: dict[str, Any]) -> None:
+        offered = body.get(LINK_KEY_FIELD)
+        if isinstance(offered, str) and offered:
+            self.link_key = offered
 
     def heartbeat(self, status: str) -> Heartbeat:
         reply = self._http.put(f"/v1/node/{self.node_id}/heartbeat", json={"Status": status}, headers=self._auth())
@@ -55,6 +66,7 @@ class ServerApi:
             raise NodeGone(reply.text)
         reply.raise_for_status()
         body = reply.json()
+        self._take_link_key(body)
         return Heartbeat(body["HeartbeatTTL"] / NANOS, body["NodeStatus"], int(body.get("ForceGCIndex", 0)))
 
     def node_allocations(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[dict[str, Any]], int]:

@@ -44,15 +44,20 @@ class SeenProofs:
 def serve(
     bind: str,
     alloc_dir_of: Callable[[str], Path | None],
-    secret_of: Callable[[], str],
+    link_key_of: Callable[[], str],
     runner_of: Callable[[str], AllocRunner | None] = lambda _: None,
     data_dir: Path | None = None,
 ) -> ThreadingHTTPServer:
     """Start the endpoint in a daemon thread; port 0 picks a free one (see server_address).
-    Every request must carry the servers' proof (app/acl/client_link.py), keyed by the hash of
-    this node's secret (`secret_of`); every answer carries this client's proof in return."""
+    Every request must carry the servers' proof (app/acl/client_link.py), keyed by this node's
+    link key as the servers last handed it (`link_key_of`; empty: nothing is served); every
+    answer carries this client's proof in return."""
     local = Local(alloc_dir_of, runner_of, data_dir or Path("."))
     seen = SeenProofs()
+
+    def key() -> bytes:
+        found = link_key_of()
+        return link.key_bytes(found) if found else b""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
@@ -62,11 +67,9 @@ def serve(
 
         def _answer(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)
-            secret = secret_of()
-            if self.proof and secret:
-                self.send_header(
-                    link.PROOF_HEADER, link.response_proof(link.key_from_secret(secret), self.proof, status, body)
-                )
+            signing = key()
+            if self.proof and signing:
+                self.send_header(link.PROOF_HEADER, link.response_proof(signing, self.proof, status, body))
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -82,13 +85,11 @@ def serve(
             found = route(method, url.path)
             if found is None and exec_match is None:
                 return self._fail(404, "", f"no route {method} {url.path}")
-            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-            secret = secret_of()
+            query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             offered = self.headers.get(link.PROOF_HEADER, "")
             stamp = self.headers.get(link.TIME_HEADER, "")
-            key = link.key_from_secret(secret) if secret else b""
             now = time.time()
-            if not link.verify_request(key, method, url.path, query, stamp, offered, now):
+            if not link.verify_request(key(), method, url.path, query, stamp, offered, now):
                 return self._fail(403, "", "Permission denied")
             if (method != "GET" or exec_match) and not seen.first_use(offered, now):
                 return self._fail(403, "", "Permission denied: this request was already served")
@@ -116,7 +117,7 @@ def serve(
                 session = exec_http.prepare(local, alloc_id, query)
             except FsError as err:
                 return self._fail(err.status, err.field, err.message)
-            proof = link.response_proof(link.key_from_secret(secret_of()), self.proof, 101, b"")
+            proof = link.response_proof(key(), self.proof, 101, b"")
             self.close_connection = True
             try:
                 self.wfile.write(wsock.accept_response(headers["sec-websocket-key"], {link.PROOF_HEADER: proof}))
