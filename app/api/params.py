@@ -142,8 +142,9 @@ def peek_json_body() -> Any:
     """The body parsed as json_body() parses it, for a look before the route reads it (the ACL
     check, node re-registration); None when it is not JSON, however it fails (too deep, bad
     UTF-8, not JSON at all): the route's own json_body() then refuses it with a 400."""
+    raw = request.get_data(cache=True)  # a body that cannot be read (too slow, broken) fails here
     try:
-        return _parsed(request.get_data(cache=True))
+        return _parsed(raw)
     except InvalidInput:
         return None
 
