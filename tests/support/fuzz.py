@@ -40,12 +40,26 @@ floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([float
 scalars = st.none() | st.booleans() | integers | floats | body_texts
 
 
-def send(client: FlaskClient, method: str, url: str, body: Any, content_type: str | None) -> None:
+def send(
+    client: FlaskClient,
+    method: str,
+    url: str,
+    body: Any,
+    content_type: str | None,
+    ledger: Ledger | None = None,
+    deep: str | None = None,
+) -> int:
+    """One request: no 5xx, a JSON answer, and with a ledger nothing written on a 4xx."""
     # Nomad's Go client sends no Content-Type; NaN and Infinity go out as the bare tokens.
     headers = {"Content-Type": content_type} if content_type else {}
-    resp = client.open(url, method=method, data=json.dumps(body, allow_nan=True).encode(), headers=headers)
+    before = ledger.read() if ledger else {}
+    resp = client.open(url, method=method, data=encoded(body, deep), headers=headers)
     assert resp.status_code < 500, (url, body, resp.json)
     assert resp.is_json, (url, body, resp.data[:200])
+    if ledger and 400 <= resp.status_code < 500:
+        changed = Ledger.changed(before, ledger.read())
+        assert not changed, (url, body, resp.json, changed)
+    return resp.status_code
 
 
 content_types = st.sampled_from([None, "application/json", "text/plain"])
