@@ -110,7 +110,7 @@ class TimedBody:
             self._fail()
 
     def _fail(self) -> None:
-        # gunicorn (>= 23) reads this before parsing a next request on the connection.
+        # gunicorn reads this before parsing a next request on the connection, and closes it instead.
         self._body.failed = True
 
 

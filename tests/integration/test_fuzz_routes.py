@@ -43,7 +43,9 @@ HOSTILE: list[bytes] = [
     ('{"Job": ' + deep_text(2_000, "object") + ', "Node": ' + deep_text(1_000, "mixed") + "}").encode(),
     b"\x00\xffnot json{",
 ]
-QUERY_KEYS = ["namespace", "prefix", "index", "wait", "per_page", "next_token", "filter", "reverse", "node_id", "task"]
+QUERY_KEYS = [
+    "namespace", "prefix", "index", "wait", "per_page", "next_token", "filter", "reverse", "node_id", "task", "command",
+]  # fmt: skip
 
 
 @dataclass
@@ -124,7 +126,9 @@ BODYLESS_WRITES = {
 def requests(draw: st.DrawFn, api: Api) -> tuple[Route, str, bytes | None, dict[str, str]]:
     route = draw(st.sampled_from(api.routes))
     values = {name: draw(st.sampled_from(KNOWN) | texts | st.uuids().map(str)) for name in route.variables}
-    params = draw(st.dictionaries(st.sampled_from(QUERY_KEYS) | texts, query_values, max_size=4))
+    # Some parameters are JSON (exec's `command`): deep ones too, as long as a request line may be.
+    deep_query = st.builds(deep_text, st.integers(min_value=60, max_value=2_000), st.sampled_from(["array", "mixed"]))
+    params = draw(st.dictionaries(st.sampled_from(QUERY_KEYS) | texts, query_values | deep_query, max_size=4))
     if "index" in params:
         params["wait"] = "1ms"  # a blocking query would wait for a change that never comes
     json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(texts, c, max_size=3))
