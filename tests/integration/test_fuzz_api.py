@@ -159,6 +159,10 @@ def test_every_position_of_a_valid_job_takes_every_json_type(fuzz_client: FlaskC
             body = _replaced(valid_job(), path, value)
             for method, url in JOB_ROUTES:
                 send(fuzz_client, method, url, body, None, ledger, deep)
+    for value in EVERY_TYPE:
+        for field in ("JobHCL", "Canonicalize", "Variables"):
+            parse = {"JobHCL": 'job "fuzz" { group "g" { task "t" { driver = "mock" } } }', field: value}
+            send(fuzz_client, "PUT", "/v1/jobs/parse", parse, None, ledger, deep)
 
 
 @FUZZ
