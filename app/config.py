@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     http_body_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest pause while a request body is read before the request gets 408."
     )
+    http_body_deadline_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time a request has to send its whole body, counted from the end of its headers, before it "
+        "gets 408 and the connection is closed (however often it sends a byte).",
+    )
     http_max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest request body accepted (413 beyond it)."
     )

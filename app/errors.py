@@ -41,6 +41,12 @@ class Forbidden(CorralError):
     status = 403
 
 
+class RequestTimeout(CorralError):
+    """The request body did not arrive within its deadline."""
+
+    status = 408
+
+
 class StillRunning(CorralError):
     """The work was accepted and carries on, but not within the time the caller waits."""
 

@@ -5,7 +5,9 @@ plus the limits that keep one client from taking the API away from the others.
   connection gets a 429 with Retry-After and is closed before anything is read from it.
 - A deadline for a request's line and headers (and for an idle keep-alive connection): a client
   that trickles header lines is cut off, however often it sends a byte.
-- A read timeout while a body is read: a stalled upload ends in 408.
+- A read timeout while a body is read, and a deadline for the whole body
+  (workers.request_body): a stalled or trickled upload ends in 408, a malformed chunked body
+  in 400.
 
 The limit is counted per worker process (each process accepts its own connections), so one
 address may hold up to `http_max_conns_per_client` in each of the `http_workers` processes."""
@@ -25,6 +27,7 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from app.config import Settings
 from workers.collector import collect_on_a_timer
+from workers.request_body import BodyLimits, timed_bodies
 
 TOO_MANY = (
     b"HTTP/1.1 429 Too Many Requests\r\n"
@@ -82,6 +85,7 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
     """gunicorn's gevent worker with corral's limits (settings from `corral server`)."""
 
     settings: Settings  # set on the class by workers.server before gunicorn forks
+    wsgi: Any  # the application gunicorn calls: the Flask app inside workers.request_body
 
     def init_process(self) -> None:
         self.connections = ConnectionCounter(self.settings.http_max_conns_per_client)
@@ -89,6 +93,10 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
+        settings = self.settings
+        self.application = self.wsgi  # the Flask app, for _release_waiters
+        limits = BodyLimits(settings.http_body_deadline_s, settings.http_body_timeout_s, settings.http_max_body_bytes)
+        self.wsgi = timed_bodies(self.application, limits)
         # Everything loaded so far lives as long as the worker: frozen, the collector never walks
         # it again (nor touches it at exit, which slowed shutdown); full collections run on a
         # timer, not every few seconds under a connected fleet (workers.collector).
@@ -136,7 +144,7 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
         self._release_waiters()
 
     def _release_waiters(self) -> None:
-        app = getattr(self, "wsgi", None)
+        app = getattr(self, "application", None)
         extensions = getattr(app, "extensions", {})
         state = extensions.get("corral") if isinstance(extensions, dict) else None
         if state is not None:

@@ -20,6 +20,7 @@ from app.acl import policy as pol
 from app.api import node_secrets
 from app.api.callers import Denied, caller, resolve_caller
 from app.api.context import state
+from app.api.params import peek_json_body
 from app.api.requirements import (
     Area,
     InNamespace,
@@ -125,10 +126,7 @@ def _namespace_of(source: str) -> str | None:
     if source == "job":
         # Read as json_body() does (Nomad's Go client sends no Content-Type): the namespace
         # checked must be the one the route will write to.
-        try:
-            body = json.loads(request.get_data(cache=True))
-        except ValueError:
-            body = None  # the route refuses the body with a 400 naming the problem
+        body = peek_json_body()  # None: the route refuses the body with a 400 naming the problem
         job = body.get("Job") if isinstance(body, dict) else None
         named = job.get("Namespace") if isinstance(job, dict) else None
         return named if isinstance(named, str) and named else request.args.get("namespace") or DEFAULT_NAMESPACE

@@ -115,6 +115,13 @@ def install(app: Flask) -> None:
         # The socket's read timeout (http_body_timeout_s) expired while the body was read.
         return problem(408, "Request Timeout", [FieldProblem("", "the request body stopped arriving; send it again")])
 
+    @app.errorhandler(RecursionError)
+    def _too_deep(err: RecursionError) -> Response:
+        # A backstop: every body goes through params.json_body(), which names the problem; a
+        # parse of some other input nested beyond the interpreter's recursion limit lands here.
+        log.warning("input nested too deeply to read", path=request.path, error=str(err))
+        return problem(400, "Bad Request", [FieldProblem("", "the request is nested too deeply to read")])
+
     @app.errorhandler(CommitOutcomeUnknown)
     def _outcome_unknown(err: CommitOutcomeUnknown) -> Response:
         log.warning("commit outcome unknown", error=str(err.__cause__ or err))

@@ -3,14 +3,13 @@ and the 404 for a /v1/job/:id/<sub-route> corral does not have."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, Response, request
 
 from app.api import encode
 from app.api.context import respond, state, write
-from app.api.params import json_body, namespace, uuid_value
+from app.api.params import json_body, namespace, peek_json_body, uuid_value
 from app.errors import InvalidInput, NotFound
 from app.models import Job
 from app.store.evaluate import evaluate_job, evaluate_node
@@ -77,9 +76,6 @@ def _registers(job_id: str) -> bool:
     job 'team' exists) is a registration, not a sub-route."""
     if request.method not in ("PUT", "POST"):
         return False
-    try:
-        body = json.loads(request.get_data(cache=True))
-    except (ValueError, RecursionError):
-        return False
+    body = peek_json_body()
     job = body.get("Job") if isinstance(body, dict) else None
     return isinstance(job, dict) and job.get("ID") == job_id

@@ -3,7 +3,6 @@ itself on the client protocol, a node registering again, a client reading its ow
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from flask import g, request
@@ -11,6 +10,7 @@ from sqlalchemy import select
 
 from app.api.callers import Denied, expired, presented_token
 from app.api.context import state
+from app.api.params import peek_json_body
 from app.ids import secret_matches
 from app.models import Allocation, Node
 from app.store import acl as acl_store
@@ -42,10 +42,7 @@ def check_node_secret() -> None:
 
 def known_node_reregisters() -> bool:
     """A node registering again with its own SecretID in the body."""
-    try:
-        body = json.loads(request.get_data(cache=True))
-    except ValueError:
-        return False
+    body = peek_json_body()
     node = body.get("Node") if isinstance(body, dict) else None
     if not isinstance(node, dict) or not isinstance(node.get("SecretID"), str) or not node["SecretID"]:
         return False

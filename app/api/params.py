@@ -129,19 +129,35 @@ def _float(text: str) -> float:
 def json_body() -> dict[str, Any]:
     """The request body as a JSON object, whatever its Content-Type (Nomad's Go client sends
     none). NUL characters, NaN/Infinity and absurd nesting are refused with the path they are at."""
-    raw = request.get_data(cache=True)
-    try:
-        body = json.loads(raw, parse_constant=_non_finite, parse_float=_float)
-    except RecursionError:
-        raise InvalidInput.of("body", f"is nested too deeply (at most {MAX_BODY_DEPTH} levels)") from None
-    except ValueError as err:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
-        raise InvalidInput.of("body", f"must be valid JSON: {err}") from None
+    body = _parsed(request.get_data(cache=True))
     if not isinstance(body, dict):
         raise InvalidInput.of("body", f"must be a JSON object, got {json_type(body)}")
     problems = _check_values(body)
     if problems:
         raise InvalidInput(problems)
     return body
+
+
+def peek_json_body() -> Any:
+    """The body parsed as json_body() parses it, for a look before the route reads it (the ACL
+    check, node re-registration); None when it is not JSON, however it fails (too deep, bad
+    UTF-8, not JSON at all): the route's own json_body() then refuses it with a 400."""
+    raw = request.get_data(cache=True)  # a body that cannot be read (too slow, broken) fails here
+    try:
+        return _parsed(raw)
+    except InvalidInput:
+        return None
+
+
+def _parsed(raw: bytes) -> Any:
+    """The one place a request body becomes JSON. Too deep a nesting exhausts the parser's
+    recursion (RecursionError, not a ValueError) long before any limit of ours can apply."""
+    try:
+        return json.loads(raw, parse_constant=_non_finite, parse_float=_float)
+    except RecursionError:
+        raise InvalidInput.of("body", f"is nested too deeply (at most {MAX_BODY_DEPTH} levels)") from None
+    except ValueError as err:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
+        raise InvalidInput.of("body", f"must be valid JSON: {err}") from None
 
 
 def optional_json_body() -> dict[str, Any]:

@@ -29,19 +29,21 @@ def job_warnings(spec: Mapping[str, Any]) -> list[str]:
     """One line per ignored block and where it is, e.g. ``group "web": service block ...``."""
     found: list[str] = []
     found.extend(_present(spec, _JOB, "job"))
-    for group in spec.get("TaskGroups") or ():
-        if not isinstance(group, Mapping):
-            continue
+    for group in _mappings(spec.get("TaskGroups")):
         found.extend(_present(group, _GROUP, f'group "{group.get("Name", "")}"'))
-        for task in group.get("Tasks") or ():
-            if not isinstance(task, Mapping):
-                continue
+        for task in _mappings(group.get("Tasks")):
             where = f'task "{task.get("Name", "")}"'
             found.extend(_present(task, _TASK, where))
             resources = task.get("Resources")
             if isinstance(resources, Mapping):
                 found.extend(_present(resources, _RESOURCES, where))
     return found
+
+
+def _mappings(value: Any) -> list[Mapping[str, Any]]:
+    """The objects of a list. The spec may be one the validator refused (TaskGroups: 5), and
+    /v1/validate/job still reports its warnings: anything else has none to report."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
 def format_warnings(warnings: list[str]) -> str:

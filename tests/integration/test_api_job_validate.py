@@ -86,3 +86,31 @@ def test_parse_takes_variables_and_refuses_file(client: FlaskClient) -> None:
     with_file = 'job "j" {\n  meta {\n    a = file("/etc/passwd")\n  }\n}\n'
     resp = client.post("/v1/jobs/parse", json={"JobHCL": with_file})
     assert resp.status_code == 400 and "file() is not available" in str(resp.json)
+
+
+WRONG_TYPES: list[tuple[tuple[Any, ...], dict[str, Any], str]] = [
+    ((), {"TaskGroups": 5}, "Job.TaskGroups"),
+    ((), {"TaskGroups": [7]}, "Job.TaskGroups[0]"),
+    ((), {"Meta": ["a"]}, "Job.Meta"),
+    (("TaskGroups", 0), {"Tasks": "web"}, "Job.TaskGroups[0].Tasks"),
+    (("TaskGroups", 0), {"Tasks": [None]}, "Job.TaskGroups[0].Tasks[0]"),
+    (("TaskGroups", 0, "Tasks", 0), {"Resources": [1]}, "Job.TaskGroups[0].Tasks[0].Resources"),
+]
+
+
+def test_a_wrong_json_type_is_named_by_validate_register_and_plan(client: FlaskClient) -> None:
+    """/v1/validate/job read the warnings off the raw spec and answered 500 to TaskGroups: 5."""
+    for where, value, field in WRONG_TYPES:
+        job = minimal_job("typed")
+        target: Any = job
+        for step in where:
+            target = target[step]
+        target.update(value)
+        validated = client.put("/v1/validate/job", json={"Job": job})
+        assert validated.status_code == 200, (field, validated.get_data(as_text=True))
+        assert any(line.startswith(f"{field}:") for line in validated.json["ValidationErrors"]), validated.json
+        for url in ("/v1/jobs", "/v1/job/typed/plan"):
+            refused = client.put(url, json={"Job": job})
+            assert refused.status_code == 400, (url, refused.get_data(as_text=True))
+            assert field in [e["field"] for e in refused.json["errors"]], (url, refused.json)
+    assert client.get("/v1/jobs").json == []

@@ -5,10 +5,13 @@ body read silently as `{}` (issue 23)."""
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
 import pytest
 from flask.testing import FlaskClient
 
+from app import create_app
+from app.config import Settings
 from tests.support.api import node_body
 
 pytestmark = pytest.mark.integration
@@ -78,3 +81,39 @@ def test_every_body_parsing_route_refuses_deep_nesting_and_garbage(client: Flask
             answer = client.put(path, data=body, headers=auth)
             assert answer.status_code == 400, (path, body[:10], answer.status_code, answer.get_data(as_text=True))
             assert answer.get_json()["errors"][0]["field"] == "body", path
+
+
+def _wrapped(key: str, depth: int) -> str:
+    return f'{{"{key}": ' + "[" * depth + "]" * depth + "}"
+
+
+def test_with_acls_on_deep_json_is_refused_before_and_after_the_token_check(database_url: str) -> None:
+    """The ACL check reads the job's namespace, and node registration the node's SecretID, off
+    the body before the route does: both parsed it with json.loads catching only ValueError, so
+    JSON nested ~1,000 deep answered 500 to anyone, token or not."""
+    app = create_app(Settings(database_url=database_url, acl_enabled=True), database_url)
+    try:
+        api = app.test_client()
+        root = api.post("/v1/acl/bootstrap").json["SecretID"]
+        for depth in (1_000, 5_000):
+            for key in ("Job", "Node"):
+                for url in ("/v1/jobs", "/v1/job/web", "/v1/job/web/plan", "/v1/validate/job", "/v1/node/register"):
+                    anonymous = api.put(url, data=_wrapped(key, depth))
+                    assert anonymous.status_code == 403, (url, key, depth, anonymous.get_data(as_text=True))
+                    managed = api.put(url, data=_wrapped(key, depth), headers={"X-Nomad-Token": root})
+                    assert managed.status_code == 400, (url, key, depth, managed.get_data(as_text=True))
+                    assert managed.json["errors"] == [
+                        {"field": "body", "message": "is nested too deeply (at most 64 levels)"}
+                    ]
+        assert api.get("/v1/jobs", headers={"X-Nomad-Token": root}).json == []
+    finally:
+        app.extensions["corral"].close()
+
+
+def test_json_in_a_query_parameter_nested_too_deeply_is_a_400_not_a_500(client: FlaskClient) -> None:
+    """exec's `command` is JSON in the query string, parsed by its own json.loads: the
+    RecursionError backstop (app/api/errors.py) answers 400 for it and any such parse."""
+    command = quote("[" * 5_000 + "]" * 5_000)
+    answer = client.get(f"/v1/client/allocation/{uuid.uuid4()}/exec?task=t&command={command}")
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert "nested too deeply" in answer.get_json()["detail"]

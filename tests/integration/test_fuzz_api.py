@@ -7,13 +7,27 @@ import json
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import psycopg
 import pytest
 from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.api import minimal_job, node_body
-from tests.support.fuzz import FUZZ, body_texts, content_types, integers, query_values, scalars, send, texts
+from tests.support.fuzz import (
+    FUZZ,
+    SENTINEL,
+    Ledger,
+    body_texts,
+    content_types,
+    deep_text,
+    deep_values,
+    integers,
+    query_values,
+    scalars,
+    send,
+    texts,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -42,10 +56,19 @@ json_values = st.recursive(
 
 
 def valid_job() -> dict[str, Any]:
-    job = minimal_job("fuzz", Meta={"team": "a"})
-    task = job["TaskGroups"][0]["Tasks"][0]
+    job = minimal_job(
+        "fuzz",
+        Meta={"team": "a"},
+        Priority=50,
+        Datacenters=["dc1"],
+        Constraints=[{"LTarget": "${attr.kernel.name}", "RTarget": "linux", "Operand": "="}],
+        Update={"MaxParallel": 1, "MinHealthyTime": 10_000_000_000},
+    )
+    group = job["TaskGroups"][0]
+    group["RestartPolicy"] = {"Attempts": 2, "Interval": 60_000_000_000, "Delay": 1_000_000_000, "Mode": "fail"}
+    task = group["Tasks"][0]
     task.update(Env={"X": "1"}, Resources={"CPU": 100, "MemoryMB": 64}, Config={"run_for": "1s"})
-    job["TaskGroups"][0]["Networks"] = [{"ReservedPorts": [{"Label": "http", "Value": 8080}]}]
+    group["Networks"] = [{"ReservedPorts": [{"Label": "http", "Value": 8080}]}]
     return {"Job": job}
 
 
@@ -82,7 +105,7 @@ def mutated(draw: st.DrawFn, valid: dict[str, Any]) -> Any:
     doc: Any = copy.deepcopy(valid)
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         path = draw(st.sampled_from(_paths(doc)))
-        replacement = draw(json_values)
+        replacement = draw(json_values | st.just(SENTINEL))  # SENTINEL: a deep value, swapped in by send()
         if not path:
             doc = replacement
             continue
@@ -106,6 +129,49 @@ def fuzz_client(client: FlaskClient) -> FlaskClient:
     """The API with a registered node, so eligibility and re-registration reach the database."""
     assert client.put("/v1/node/register", json=valid_node()).status_code == 200
     return client
+
+
+@pytest.fixture
+def ledger(pg: psycopg.Connection[tuple[object, ...]]) -> Ledger:
+    return Ledger(pg)
+
+
+# One value of every JSON type, and one nested far deeper than any job (swapped in as text).
+EVERY_TYPE: list[Any] = [None, True, 7, 0.5, "x", [1], {"a": 1}, SENTINEL]
+JOB_ROUTES = [("PUT", "/v1/validate/job"), ("PUT", "/v1/jobs"), ("POST", "/v1/job/fuzz/plan")]
+
+
+def _replaced(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    copied = copy.deepcopy(doc)
+    parent: Any = copied
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    return copied
+
+
+def test_every_position_of_a_valid_job_takes_every_json_type(fuzz_client: FlaskClient, ledger: Ledger) -> None:
+    """Validate, register and plan name the field of a value of the wrong type wherever it is,
+    at any depth (the validate route read its warnings off the raw spec and 500ed)."""
+    deep = deep_text(5_000, "mixed")
+    for path in _paths(valid_job())[1:]:
+        for value in EVERY_TYPE:
+            body = _replaced(valid_job(), path, value)
+            for method, url in JOB_ROUTES:
+                send(fuzz_client, method, url, body, None, ledger, deep)
+    for value in EVERY_TYPE:
+        for field in ("JobHCL", "Canonicalize", "Variables"):
+            parse = {"JobHCL": 'job "fuzz" { group "g" { task "t" { driver = "mock" } } }', field: value}
+            send(fuzz_client, "PUT", "/v1/jobs/parse", parse, None, ledger, deep)
+
+
+@FUZZ
+@given(job=mutated(valid_job()), deep=deep_values, content_type=content_types)
+def test_random_values_anywhere_in_a_job_never_5xx_nor_write_on_4xx(
+    fuzz_client: FlaskClient, ledger: Ledger, job: Any, deep: str, content_type: str | None
+) -> None:
+    for method, url in JOB_ROUTES:
+        send(fuzz_client, method, url, job, content_type, ledger, deep)
 
 
 @FUZZ
