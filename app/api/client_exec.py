@@ -82,7 +82,7 @@ def parse_command(raw: str | None) -> list[str]:
         raise InvalidInput.of("command", f"must be at most {MAX_COMMAND_BYTES} bytes")
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting deep enough exhausts the parser's recursion
         raise InvalidInput.of("command", "must be a JSON array of strings") from None
     if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
         raise InvalidInput.of("command", "must be a JSON array of strings")

@@ -187,7 +187,7 @@ def relay_failure(answer: Relayed) -> Response:
     try:
         errors = json.loads(answer.body).get("errors") or []
         problems = [FieldProblem(str(e.get("field", "")), str(e.get("message", ""))) for e in errors]
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         problems = [FieldProblem("", answer.body.decode("utf-8", "replace")[:500])]
     try:
         title = HTTPStatus(answer.status).phrase
@@ -200,7 +200,7 @@ def parsed_json(answer: Relayed, target: Target) -> Any:
     """The client's JSON answer as a value; Unreachable (502 naming the node) when it is not JSON."""
     try:
         return json.loads(answer.body, parse_constant=_no_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # a node's JSON nested too deeply is no answer either
         detail = f"{target.where} answered with something that is not JSON"
         raise Unreachable(problem(502, "Bad Gateway", [FieldProblem("", detail)])) from None
 

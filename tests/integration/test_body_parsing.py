@@ -111,9 +111,8 @@ def test_with_acls_on_deep_json_is_refused_before_and_after_the_token_check(data
 
 
 def test_json_in_a_query_parameter_nested_too_deeply_is_a_400_not_a_500(client: FlaskClient) -> None:
-    """exec's `command` is JSON in the query string, parsed by its own json.loads: the
-    RecursionError backstop (app/api/errors.py) answers 400 for it and any such parse."""
+    """exec's `command` is JSON in the query string: nested too deeply it is a 400 naming it."""
     command = quote("[" * 5_000 + "]" * 5_000)
     answer = client.get(f"/v1/client/allocation/{uuid.uuid4()}/exec?task=t&command={command}")
     assert answer.status_code == 400, answer.get_data(as_text=True)
-    assert "nested too deeply" in answer.get_json()["detail"]
+    assert answer.get_json()["errors"][0]["field"] == "command"

@@ -211,6 +211,10 @@ def test_json_routes_serve_json_the_server_encoded(client: FlaskClient, pg: Conn
         reply = client.get(route, query_string=query)
         assert reply.status_code == 502 and b"<script>" not in reply.data, route
         assert reply.json is not None and node_id in reply.json["detail"]
+    state.body = b"[" * 100_000 + b"]" * 100_000  # JSON nested past any parser's recursion
+    for route, query in routes:
+        reply = client.get(route, query_string=query)
+        assert reply.status_code == 502 and reply.json is not None and node_id in reply.json["detail"], route
 
 
 def test_files_are_attachments_and_plain_logs_are_never_html(
