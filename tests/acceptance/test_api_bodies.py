@@ -73,12 +73,12 @@ def _parsed(data: bytes) -> tuple[int, Any, bytes]:
 
 def _put(path: str, body: bytes, token: str = "") -> bytes:
     auth = f"X-Nomad-Token: {token}\r\n" if token else ""
-    return f"PUT {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {len(body)}\r\n\r\n".encode() + body
+    return f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Length: {len(body)}\r\n\r\n".encode() + body
 
 
 def _chunked(path: str, token: str) -> bytes:
     auth = f"X-Nomad-Token: {token}\r\n" if token else ""
-    return f"PUT {path} HTTP/1.1\r\nHost: x\r\n{auth}Transfer-Encoding: chunked\r\n\r\n".encode()
+    return f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Transfer-Encoding: chunked\r\n\r\n".encode()
 
 
 @pytest.mark.parametrize("acl", [False, True], ids=["acl-off", "acl-on"])
@@ -116,7 +116,7 @@ def test_a_body_trickled_past_the_deadline_gets_408_and_the_connection_closes(
     _, port = _server(corral, database_url, http_body_deadline_s="2", http_body_timeout_s="60")
     for path in ("/v1/jobs", "/v1/agent/health"):  # a route that reads the body, and one that does not
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{".encode())
+            sock.sendall(f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{{".encode())
             answered = _trickle(sock)
         assert answered is not None, f"{path}: the connection stayed open while the body trickled"
         status, answer, extra = answered
