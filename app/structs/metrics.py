@@ -1,0 +1,38 @@
+"""Nomad's AllocMetric: how one selection went (the nodes it read, filtered and found full, the
+best nodes' scores, its time), kept on a failed group and on every allocation it placed."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class NodeScore:
+    """Nomad's NodeScoreMeta: one of the best-scoring nodes of a selection, its final (mean)
+    score and each scorer's normalized part, by Nomad's scorer name ("binpack", ...)."""
+
+    node_id: uuid.UUID
+    norm_score: float
+    scores: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class PlacementMetrics:
+    """Nomad's AllocMetric for one selection: why placements failed or how a node was chosen."""
+
+    nodes_evaluated: int = 0
+    nodes_filtered: int = 0
+    nodes_in_pool: int = 0
+    nodes_available: Mapping[str, int] = field(default_factory=dict)
+    class_filtered: Mapping[str, int] = field(default_factory=dict)
+    constraint_filtered: Mapping[str, int] = field(default_factory=dict)
+    nodes_exhausted: int = 0
+    class_exhausted: Mapping[str, int] = field(default_factory=dict)
+    dimension_exhausted: Mapping[str, int] = field(default_factory=dict)
+    coalesced_failures: int = 0
+    # The best nodes scored, best first (Nomad keeps 5); empty when nothing was scored.
+    score_meta: tuple[NodeScore, ...] = ()
+    # Nanoseconds the selection took, as the caller's clock measured it; 0 when not measured.
+    allocation_time_ns: int = 0
