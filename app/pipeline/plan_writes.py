@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import ports_to_json
+from app.pipeline.plan_codec import placed_to_json, ports_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, Plan, Port
+from app.structs import AllocationStop, PlacementMetrics, Plan, Port
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,7 @@ COPY_COLUMNS = (
     "reschedule_tracker",
     "deployment_id",
     "deployment_status",
+    "metrics",
     "create_index",
     "modify_index",
     "alloc_modify_index",
@@ -304,5 +305,31 @@ def copy_row(placed: Placement) -> str:
             _text(json.dumps(dict(a.reschedule_tracker))) if a.reschedule_tracker else _NULL,
             _uuid(a.deployment_id),
             '{"Canary": true}' if a.canary else _NULL,
+            _metrics(a.metrics),
         )
     )
+
+
+def _metrics(m: PlacementMetrics | None) -> str:
+    """The metrics column, in the plan's compact form (plan_codec.placed_to_json; '{}': not
+    recorded). A placement that filtered and exhausted nothing, most of a big plan's, is written
+    directly: floats and integers as json.dumps writes them, node IDs (hex and dashes) and
+    datacenter names through json.dumps only when one needs quoting."""
+    if m is None:
+        return "{}"
+    if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
+        return _text(json.dumps(placed_to_json(m)))
+    top = ", ".join(
+        f'["{s.node_id}", {s.norm_score!r}, ' + ", ".join("null" if p is None else repr(p) for p in s.parts) + "]"
+        for s in m.score_meta
+    )
+    return (
+        f'{{"Evaluated": {m.nodes_evaluated}, "Filtered": {m.nodes_filtered}, "Exhausted": {m.nodes_exhausted}, '
+        f'"InPool": {m.nodes_in_pool}, "Available": {_available(m.nodes_available)}, "Top": [{top}], '
+        f'"Time": {m.allocation_time_ns}}}'
+    )
+
+
+def _available(counts: Mapping[str, int]) -> str:
+    """Ready nodes per datacenter (a datacenter's name may need quoting)."""
+    return _text(json.dumps(dict(counts)))

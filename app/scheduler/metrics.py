@@ -10,20 +10,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from app.structs import Node, NodeScore, PlacementMetrics
+from app.structs import Node, NodeScore, PlacementMetrics, ScoreParts
 
 TOP_SCORES = 5  # Nomad's ScoreMetaData keeps the 5 best nodes of a selection
-# Each scorer's name in Nomad's ScoreMetaData, in the order of the parts MetricsBuilder.scored takes.
-SCORERS = (
-    "binpack",
-    "job-anti-affinity",
-    "node-reschedule-penalty",
-    "node-affinity",
-    "allocation-spread",
-    "preemption",
-)
-# One scorer's normalized part per SCORERS entry; None where that scorer did not take part.
-Parts = tuple[float | None, float | None, float | None, float | None, float | None, float | None]
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
@@ -73,9 +62,9 @@ class MetricsBuilder:
         self.dimension_exhausted: dict[str, int] = {}
         # The best scored nodes as a min-heap of at most TOP_SCORES (score, -order, node, parts):
         # the worst kept one is at [0], and of equal scores the later node goes first. None: not kept.
-        self.top: list[tuple[float, int, Node, Parts]] | None = [] if keep_scores else None
+        self.top: list[tuple[float, int, Node, ScoreParts]] | None = [] if keep_scores else None
 
-    def scored(self, node: Node, final: float, parts: Parts) -> None:
+    def scored(self, node: Node, final: float, parts: ScoreParts) -> None:
         """Keep `node` if it is among the best so far: a tuple per scored node, no dict."""
         top = self.top
         if top is None:
@@ -120,11 +109,7 @@ class MetricsBuilder:
         if not self.top:
             return ()
         best = sorted(self.top, reverse=True)  # by score, then walk order
-        return tuple(NodeScore(node.id, final, _named(parts)) for final, _, node, parts in best)
-
-
-def _named(parts: Parts) -> tuple[tuple[str, float], ...]:
-    return tuple((name, part) for name, part in zip(SCORERS, parts, strict=True) if part is not None)
+        return tuple(NodeScore(node.id, final, parts) for final, _, node, parts in best)
 
 
 def _bump(counts: dict[str, int], key: str) -> None:

@@ -22,13 +22,14 @@ from app.structs.groups import (
     UpdateStrategy,
 )
 from app.structs.jobs import Job, launches_children
-from app.structs.metrics import NodeScore, PlacementMetrics
+from app.structs.metrics import SCORERS, NodeScore, PlacementMetrics, ScoreParts
 from app.structs.nodes import Node, NodeSet
 from app.structs.plans import AllocationStop, Plan, PlanResult, SchedulerResult
 from app.structs.resources import NodeUsage, Port, Resources
 from app.structs.snapshot import Evaluation, SchedulerConfiguration, Snapshot
 
 __all__ = [
+    "SCORERS",
     "Affinity",
     "Allocation",
     "AllocationStop",
@@ -53,6 +54,7 @@ __all__ = [
     "RunningAllocation",
     "SchedulerConfiguration",
     "SchedulerResult",
+    "ScoreParts",
     "Snapshot",
     "Spread",
     "SpreadTarget",

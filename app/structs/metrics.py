@@ -7,15 +7,33 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# Nomad's scorer names, in the order of NodeScore.parts.
+SCORERS = (
+    "binpack",
+    "job-anti-affinity",
+    "node-reschedule-penalty",
+    "node-affinity",
+    "allocation-spread",
+    "preemption",
+)
+# One scorer's normalized part per SCORERS entry; None where that scorer took no part.
+ScoreParts = tuple[float | None, float | None, float | None, float | None, float | None, float | None]
+
 
 @dataclass(frozen=True)
 class NodeScore:
     """Nomad's NodeScoreMeta: one of the best-scoring nodes of a selection, its final (mean)
-    score and each scorer's normalized part, by Nomad's scorer name ("binpack", ...)."""
+    score and each scorer's normalized part. Positional (SCORERS order), not a map: a big plan
+    carries a few of these per placement, so no dict is built until one is shown."""
 
     node_id: uuid.UUID
     norm_score: float
-    scores: tuple[tuple[str, float], ...]
+    parts: ScoreParts
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Nomad's Scores map: each scorer that took part, by name."""
+        return {name: part for name, part in zip(SCORERS, self.parts, strict=True) if part is not None}
 
 
 @dataclass(frozen=True)
