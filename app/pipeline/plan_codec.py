@@ -293,7 +293,19 @@ def _score_from_json(raw: NodeScoreMetaJson) -> NodeScore:
 
 def _top_from_json(top: TopScoreJson) -> NodeScore:
     node_id, final, binpack, anti, penalty, affinity, spread, preemption = top  # a list, as JSON reads it
-    return NodeScore(uuid.UUID(node_id), final, (binpack, anti, penalty, affinity, spread, preemption))
+    return NodeScore(_node_id(node_id), final, (binpack, anti, penalty, affinity, spread, preemption))
+
+
+# A plan's placements name a few thousand nodes among their best scores, each many times: each
+# node's ID is parsed and printed once (the cache holds a big cluster's nodes).
+@lru_cache(maxsize=16384)
+def _node_id(value: str) -> uuid.UUID:
+    return uuid.UUID(value)
+
+
+@lru_cache(maxsize=16384)
+def node_text(value: uuid.UUID) -> str:
+    return str(value)
 
 
 def metrics_from_json(raw: AllocMetricJson) -> PlacementMetrics:
@@ -328,7 +340,7 @@ def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
         "Exhausted": m.nodes_exhausted,
         "InPool": m.nodes_in_pool,
         "Available": dict(m.nodes_available),
-        "Top": [(str(s.node_id), s.norm_score, *s.parts) for s in m.score_meta],
+        "Top": [(node_text(s.node_id), s.norm_score, *s.parts) for s in m.score_meta],
         "Time": m.allocation_time_ns,
     }
     for key, attribute in _PLACED_MAPS:

@@ -13,6 +13,9 @@ from types import MappingProxyType
 from app.structs import Node, NodeScore, PlacementMetrics, ScoreParts
 
 TOP_SCORES = 5  # Nomad's ScoreMetaData keeps the 5 best nodes of a selection
+# Scores are reported to 6 decimal places: `alloc status` shows 3 significant digits, and the full
+# 17 of a float would make a big plan's metrics a third longer (each placement carries a few).
+DIGITS = 6
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
@@ -109,7 +112,19 @@ class MetricsBuilder:
         if not self.top:
             return ()
         best = sorted(self.top, reverse=True)  # by score, then walk order
-        return tuple(NodeScore(node.id, final, parts) for final, _, node, parts in best)
+        return tuple(NodeScore(node.id, round(final, DIGITS), _rounded(parts)) for final, _, node, parts in best)
+
+
+def _rounded(parts: ScoreParts) -> ScoreParts:
+    binpack, anti, penalty, affinity, spread, preemption = parts
+    return (
+        None if binpack is None else round(binpack, DIGITS),
+        anti if not anti else round(anti, DIGITS),  # mostly 0.0 or None: nothing to round
+        penalty,  # RESCHEDULE_PENALTY or 0.0
+        affinity if not affinity else round(affinity, DIGITS),
+        spread if not spread else round(spread, DIGITS),
+        preemption if not preemption else round(preemption, DIGITS),
+    )
 
 
 def _bump(counts: dict[str, int], key: str) -> None:
