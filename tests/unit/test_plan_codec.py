@@ -103,6 +103,7 @@ placed_metrics = st.builds(
     dimension_exhausted=tallies,
     score_meta=st.lists(node_scores, max_size=5).map(tuple),
     allocation_time_ns=counts,
+    coalesced_failures=st.just(0),
 )
 
 
