@@ -242,11 +242,15 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
     }
 
 
+_NOT_LISTED = ("Job", "Metrics")
+
+
 def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
     """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
-    full Allocation but its Job (corral's lists have always carried them, and the CLI and
-    UI read them)."""
-    listed = {key: value for key, value in allocation(row).items() if key != "Job"}
+    full Allocation but its Job and Metrics (corral's lists have always carried the rest, and
+    the CLI and UI read them; Metrics, not in Nomad's stub either, would add five nodes' scores
+    to every row of a big job's list)."""
+    listed = {key: value for key, value in allocation(row).items() if key not in _NOT_LISTED}
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 

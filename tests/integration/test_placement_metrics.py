@@ -62,6 +62,8 @@ def test_a_placed_allocation_serves_its_metrics_in_nomads_form(
         assert best["NodeID"] == found["NodeID"]  # the best node is the one chosen
         assert isinstance(best["NormScore"], float)
         assert {"binpack", "job-anti-affinity", "node-reschedule-penalty", "node-affinity"} <= set(best["Scores"])
+    listed = client.get("/v1/job/web/allocations").get_json()
+    assert listed and all("Metrics" not in a for a in listed)  # not in lists, as Nomad's stub
 
 
 def test_with_placement_metrics_off_an_allocation_has_none(
