@@ -48,7 +48,10 @@ class AllocJson(TypedDict):
     CreateIndex: NotRequired[int]
     ModifyIndex: NotRequired[int]
     Healthy: NotRequired[bool]
-    Metrics: NotRequired[PlacedMetricsJson]  # how its node was chosen; absent when not recorded
+    # How its node was chosen: PlacedMetricsJson's text (plan_codec.placed_text), absent when not
+    # recorded. A string, not an object: Postgres then stores a plan's tens of thousands without
+    # parsing each score into a numeric and printing it back for the applier.
+    Metrics: NotRequired[str]
 
 
 class StopJson(TypedDict):

@@ -12,6 +12,7 @@ written without them decodes to the values a fresh placement has."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from functools import lru_cache
@@ -42,6 +43,7 @@ from app.structs import (
     PlanResult,
     Port,
     Resources,
+    ScoreParts,
 )
 
 _NO_COUNTS: Mapping[str, int] = MappingProxyType({})  # shared: most placements filter nothing
@@ -160,7 +162,7 @@ def alloc_to_json(a: Allocation) -> AllocJson:
     if a.healthy is not None:
         out["Healthy"] = a.healthy
     if a.metrics is not None:
-        out["Metrics"] = placed_to_json(a.metrics)
+        out["Metrics"] = placed_text(a.metrics)
     return out
 
 
@@ -192,7 +194,7 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         else (),
         healthy=raw.get("Healthy"),
         canary=raw.get("Canary", False),
-        metrics=placed_from_json(metrics) if (metrics := raw.get("Metrics")) else None,
+        metrics=placed_from_json(json.loads(metrics)) if (metrics := raw.get("Metrics")) else None,
     )
 
 
@@ -348,6 +350,33 @@ def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
         if counts:
             out[key] = dict(counts)  # type: ignore[literal-required]
     return out
+
+
+def placed_text(m: PlacementMetrics) -> str:
+    """placed_to_json as JSON text. A placement that filtered and exhausted nothing, most of a
+    big plan's, is written directly: numbers as json.dumps writes them, node IDs (hex and dashes)
+    as they are, the datacenters' map through json.dumps (a name may need quoting)."""
+    if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
+        return json.dumps(placed_to_json(m))
+    top = ", ".join(f'["{node_text(s.node_id)}", {_score_text(s.norm_score, s.parts)}]' for s in m.score_meta)
+    return (
+        f'{{"Evaluated": {m.nodes_evaluated}, "Filtered": {m.nodes_filtered}, "Exhausted": {m.nodes_exhausted}, '
+        f'"InPool": {m.nodes_in_pool}, "Available": {_available_text(tuple(m.nodes_available.items()))}, '
+        f'"Top": [{top}], "Time": {m.allocation_time_ns}}}'
+    )
+
+
+# The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike, so a
+# big plan repeats a few hundred distinct score lines: each is printed once.
+@lru_cache(maxsize=4096)
+def _score_text(norm_score: float, parts: ScoreParts) -> str:
+    return ", ".join("null" if p is None else repr(p) for p in (norm_score, *parts))
+
+
+@lru_cache(maxsize=256)
+def _available_text(items: tuple[tuple[str, int], ...]) -> str:
+    """Ready nodes per datacenter: the same for every placement of a pass."""
+    return json.dumps(dict(items))
 
 
 def placed_from_json(raw: PlacedMetricsJson) -> PlacementMetrics:

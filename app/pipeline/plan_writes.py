@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -18,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import node_text, placed_to_json, ports_to_json
+from app.pipeline.plan_codec import placed_text, ports_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, PlacementMetrics, Plan, Port, ScoreParts
+from app.structs import AllocationStop, PlacementMetrics, Plan, Port
 
 
 @dataclass(frozen=True)
@@ -312,34 +311,5 @@ def copy_row(placed: Placement) -> str:
 
 
 def _metrics(m: PlacementMetrics | None) -> str:
-    """The metrics column, in the plan's compact form (plan_codec.placed_to_json; '{}': not
-    recorded). A placement that filtered and exhausted nothing, most of a big plan's, is written
-    directly: floats and integers as json.dumps writes them, node IDs (hex and dashes) and
-    datacenter names through json.dumps only when one needs quoting."""
-    if m is None:
-        return "{}"
-    if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
-        return _text(json.dumps(placed_to_json(m)))
-    top = ", ".join(f'["{node_text(s.node_id)}", {_score_text(s.norm_score, s.parts)}]' for s in m.score_meta)
-    return (
-        f'{{"Evaluated": {m.nodes_evaluated}, "Filtered": {m.nodes_filtered}, "Exhausted": {m.nodes_exhausted}, '
-        f'"InPool": {m.nodes_in_pool}, "Available": {_available(m.nodes_available)}, "Top": [{top}], '
-        f'"Time": {m.allocation_time_ns}}}'
-    )
-
-
-# The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike, so a
-# big plan repeats a few hundred distinct score lines: each is printed once.
-@lru_cache(maxsize=4096)
-def _score_text(norm_score: float, parts: ScoreParts) -> str:
-    return ", ".join("null" if p is None else repr(p) for p in (norm_score, *parts))
-
-
-def _available(counts: Mapping[str, int]) -> str:
-    """Ready nodes per datacenter: the same for every placement of a pass."""
-    return _available_text(tuple(counts.items()))
-
-
-@lru_cache(maxsize=256)
-def _available_text(items: tuple[tuple[str, int], ...]) -> str:
-    return _text(json.dumps(dict(items)))  # a datacenter's name may need quoting
+    """The metrics column: the plan's compact text (plan_codec.placed_text); '{}': not recorded."""
+    return "{}" if m is None else _text(placed_text(m))
