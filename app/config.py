@@ -155,6 +155,12 @@ class Settings(BaseSettings):
         "so the applier writes one chunk while the next is scheduled; 0 submits every plan whole. Only plans "
         "that may apply in parts are chunked: not all_at_once, no deployment, nothing but fresh placements.",
     )
+    placement_metrics: bool = Field(
+        default=True,
+        description="Workers record each placement's metrics (Nomad's AllocMetric: nodes evaluated, filtered, "
+        "exhausted, the 5 best nodes' scores, the selection's time) on its allocation; false leaves them out "
+        "(failed placements keep theirs). For the placement benchmark's baseline.",
+    )
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
     # Garbage collection (Nomad's defaults). The leader queues one core evaluation per
     # collector every interval; the thresholds travel in the evaluation to the worker.

@@ -48,6 +48,10 @@ class AllocJson(TypedDict):
     CreateIndex: NotRequired[int]
     ModifyIndex: NotRequired[int]
     Healthy: NotRequired[bool]
+    # How its node was chosen: PlacedMetricsJson's text (plan_codec.placed_text), absent when not
+    # recorded. A string, not an object: Postgres then stores a plan's tens of thousands without
+    # parsing each score into a numeric and printing it back for the applier.
+    Metrics: NotRequired[str]
 
 
 class StopJson(TypedDict):
@@ -130,8 +134,41 @@ class PlanResultJson(TypedDict):
     alloc_index: int
 
 
+# One of a selection's best nodes: its ID, its final score, then each scorer's part (null: the
+# scorer took no part) in app.structs.SCORERS order.
+TopScoreJson = tuple[str, float, float | None, float | None, float | None, float | None, float | None, float | None]
+
+
+class PlacedMetricsJson(TypedDict):
+    """A placed allocation's metrics as its plan and its `allocations.metrics` column hold them:
+    compact, for a big plan carries tens of thousands (Nomad's form is three times the size).
+    The API serves them as Nomad's AllocMetric (plan_codec.placed_to_nomad). The four maps are
+    written only when not empty."""
+
+    Evaluated: int
+    Filtered: int
+    Exhausted: int
+    InPool: int
+    Available: dict[str, int]
+    Top: list[TopScoreJson]
+    Time: int  # nanoseconds
+    ClassFiltered: NotRequired[dict[str, int]]
+    ConstraintFiltered: NotRequired[dict[str, int]]
+    ClassExhausted: NotRequired[dict[str, int]]
+    DimensionExhausted: NotRequired[dict[str, int]]
+
+
+class NodeScoreMetaJson(TypedDict):
+    """Nomad's NodeScoreMeta."""
+
+    NodeID: str
+    Scores: dict[str, float]
+    NormScore: float
+
+
 class AllocMetricJson(TypedDict):
-    """Nomad's AllocMetric."""
+    """Nomad's AllocMetric (api.AllocationMetric). The keys marked NotRequired came later: the
+    failed-group metrics stored before them lack them."""
 
     NodesEvaluated: int
     NodesFiltered: int
@@ -142,4 +179,9 @@ class AllocMetricJson(TypedDict):
     NodesExhausted: int
     ClassExhausted: dict[str, int]
     DimensionExhausted: dict[str, int]
+    QuotaExhausted: NotRequired[list[str]]  # corral has no quotas: always empty
+    ResourcesExhausted: NotRequired[dict[str, ResourcesJson]]  # Nomad's per-task shortfall: not kept, empty
+    Scores: NotRequired[None]  # Nomad's deprecated score map, replaced by ScoreMetaData: always null
+    ScoreMetaData: NotRequired[list[NodeScoreMetaJson]]
+    AllocationTime: NotRequired[int]  # nanoseconds, as Nomad's time.Duration
     CoalescedFailures: int

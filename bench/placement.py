@@ -2,9 +2,11 @@
 submission to its evaluation's completion (the last allocation's commit, or one round trip
 after it), through real `corral worker` and `corral applier` processes. Each round runs once
 per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the plan streamed in chunks of
-5,000 placements, the default, then sent whole), alternating on fresh databases; the medians
-are compared with each other, with Nomad's C1M rate (3,750 placements/s) and with issue 21's
-target (5,662/s).
+5,000 placements, the default, then sent whole), and once per placement-metrics setting in
+BENCH_PLACEMENT_METRICS (default "on,off": each allocation carries its placement metrics, the
+default, then CORRAL_PLACEMENT_METRICS=false), alternating on fresh databases; the medians are
+compared with each other, with Nomad's C1M rate (3,750 placements/s), with issue 21's target
+(5,662/s), and metrics on with metrics off (issue 40: at least 0.95).
 
 Usage: uv run python -m bench.placement [count] [nodes] [rounds]
 """
@@ -31,13 +33,14 @@ TARGET_RATE = 5662.0  # issue 21: what this benchmark measured before the event 
 CORRAL = str(Path(sys.executable).parent / "corral")
 
 
-def start(role: str, url: str, chunk: int) -> subprocess.Popen[bytes]:
+def start(role: str, url: str, chunk: int, metrics: bool = True) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "CORRAL_DATABASE_URL": url,
         "CORRAL_LOG_LEVEL": "warning",
         "CORRAL_POLL_INTERVAL_S": "0.1",
         "CORRAL_PLAN_CHUNK_PLACEMENTS": str(chunk),
+        "CORRAL_PLACEMENT_METRICS": "true" if metrics else "false",
     }
     return subprocess.Popen([CORRAL, role], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -57,11 +60,15 @@ def settled(conn: psycopg.Connection[tuple[object, ...]], eval_id: str) -> bool:
     return bool(row and row[0])
 
 
-def one_run(count: int, nodes: int, chunk: int) -> float:
+def label(chunk: int, metrics: bool) -> str:
+    return f"plan chunks of {chunk or 'all'}, metrics {'on' if metrics else 'off'}"
+
+
+def one_run(count: int, nodes: int, chunk: int, metrics: bool = True) -> float:
     """Placements per second of one run on a fresh database."""
     with bench_database() as url:
         add_nodes(url, nodes, cpu=4000, memory_mb=16384)
-        roles = [start("applier", url, chunk), start("worker", url, chunk)]
+        roles = [start("applier", url, chunk, metrics), start("worker", url, chunk, metrics)]
         time.sleep(3)  # let both roles connect and elect before the clock starts
         spec = normalize_job(
             {
@@ -92,29 +99,39 @@ def one_run(count: int, nodes: int, chunk: int) -> float:
         engine.dispose()
         rate = done / elapsed
         print(
-            f"plan chunks of {chunk or 'all'}: placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: "
+            f"{label(chunk, metrics)}: placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: "
             f"{rate:,.0f} placements/s; load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
         return rate
 
 
-def main(count: int, nodes: int, rounds: int, chunks: list[int]) -> None:
-    rates: dict[int, list[float]] = {chunk: [] for chunk in chunks}
+def main(count: int, nodes: int, rounds: int, chunks: list[int], metrics: list[bool]) -> None:
+    variants = [(chunk, on) for chunk in chunks for on in metrics]
+    rates: dict[tuple[int, bool], list[float]] = {variant: [] for variant in variants}
     for _ in range(rounds):
-        for chunk in chunks:
-            rates[chunk].append(one_run(count, nodes, chunk))
-    first = statistics.median(rates[chunks[0]])
-    for chunk in chunks:
-        median = statistics.median(rates[chunk])
+        for chunk, on in variants:
+            rates[chunk, on].append(one_run(count, nodes, chunk, on))
+    first = statistics.median(rates[variants[0]])
+    medians = {variant: statistics.median(runs) for variant, runs in rates.items()}
+    for (chunk, on), median in medians.items():
         print(
-            f"plan chunks of {chunk or 'all'}: median {median:,.0f} placements/s of {rounds} run(s); "
+            f"{label(chunk, on)}: median {median:,.0f} placements/s of {rounds} run(s); "
             f"ratio to Nomad C1M ({C1M_RATE:,.0f}/s) = {median / C1M_RATE:.2f}, "
             f"to issue 21's target ({TARGET_RATE:,.0f}/s) = {median / TARGET_RATE:.2f}, "
-            f"to chunks of {chunks[0] or 'all'} = {median / first:.2f}"
+            f"to {label(*variants[0])} = {median / first:.2f}"
         )
+    for chunk in chunks:
+        if (chunk, True) in medians and (chunk, False) in medians:
+            ratio = medians[chunk, True] / medians[chunk, False]
+            print(f"plan chunks of {chunk or 'all'}: metrics on / off = {ratio:.3f} (issue 40: at least 0.95)")
+
+
+def metrics_settings(text: str) -> list[bool]:
+    return [{"on": True, "off": False}[word.strip()] for word in text.split(",")]
 
 
 if __name__ == "__main__":
     count, nodes, rounds = [int(a) for a in sys.argv[1:4]] + [50_000, 5_000, 1][len(sys.argv[1:4]) :]
-    main(count, nodes, rounds, [int(c) for c in os.environ.get("BENCH_PLAN_CHUNKS", "5000,0").split(",")])
+    chunks = [int(c) for c in os.environ.get("BENCH_PLAN_CHUNKS", "5000,0").split(",")]
+    main(count, nodes, rounds, chunks, metrics_settings(os.environ.get("BENCH_PLACEMENT_METRICS", "on,off")))

@@ -82,7 +82,10 @@ def _passes(worker: Worker, claims: list[Claim], snapshots: list[Snapshot], sche
         snapshot = with_taken(read, taken)
         try:
             with timed(INVOKE_SCHEDULER, type=ev.type):
-                result = _whole_pass(stream(ev, snapshot, now_ns=time.time_ns(), chunk_placements=chunk))
+                parts = stream(
+                    ev, snapshot, now_ns=time.time_ns(), chunk_placements=chunk, metrics=worker.placement_metrics
+                )
+                result = _whole_pass(parts)
         except Exception as err:
             log.info("batched pass failed; retrying it alone", eval_id=str(ev.id), error=f"{type(err).__name__}")
             continue

@@ -25,6 +25,7 @@ from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
+from app.scheduler.metrics import MetricsOptions
 from app.structs import SchedulerResult, Snapshot
 from workers.batch import concerns, first_tries
 from workers.leases import Lease, Leases
@@ -72,6 +73,8 @@ class Worker:
             else Wakeup(database_url, "worker", settings.poll_interval_s, channels=WORKER_CHANNELS)
         )
         self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
+        # The pure scheduler has no clock: each placement's AllocationTime is measured with this one.
+        self.placement_metrics = MetricsOptions(settings.placement_metrics, time.perf_counter_ns)
 
     def run(self, stop: threading.Event) -> None:
         log.info("worker started", schedulers=list(self.schedulers), owner=self.owner)
@@ -242,7 +245,13 @@ class Worker:
         timing includes those submits."""
         ev = held.evaluation
         submitted: list[int] = []
-        parts = stream(ev, snapshot, now_ns=time.time_ns(), chunk_placements=self.settings.plan_chunk_placements)
+        parts = stream(
+            ev,
+            snapshot,
+            now_ns=time.time_ns(),
+            chunk_placements=self.settings.plan_chunk_placements,
+            metrics=self.placement_metrics,
+        )
         with timed(INVOKE_SCHEDULER, type=ev.type):
             while True:
                 try:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
+from app.pipeline.plan_codec import placed_to_nomad
+from app.plan_wire import PlacedMetricsJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -211,7 +213,7 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
         "SharedResources": None,
         "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,
-        "Metrics": row.metrics or None,
+        "Metrics": placed_to_nomad(cast(PlacedMetricsJson, row.metrics)) if row.metrics else None,  # stored compact
         "DesiredStatus": row.desired_status,
         "DesiredDescription": row.desired_description,
         "DesiredTransition": row.desired_transition,
@@ -240,11 +242,15 @@ def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[
     }
 
 
+_NOT_LISTED = ("Job", "Metrics")
+
+
 def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
     """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
-    full Allocation but its Job (corral's lists have always carried them, and the CLI and
-    UI read them)."""
-    listed = {key: value for key, value in allocation(row).items() if key != "Job"}
+    full Allocation but its Job and Metrics (corral's lists have always carried the rest, and
+    the CLI and UI read them; Metrics, not in Nomad's stub either, would add five nodes' scores
+    to every row of a big job's list)."""
+    listed = {key: value for key, value in allocation(row).items() if key not in _NOT_LISTED}
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 

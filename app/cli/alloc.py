@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from app.cli import http
+from app.cli import alloc_metrics, http
 from app.cli.alloc_stats import task_resources
 from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
@@ -45,6 +45,8 @@ def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None 
     def short(value: Any) -> str:
         return str(value or "") if verbose else str(value or "")[:8]
 
+    metrics = a.get("Metrics")  # None: placed without metrics (switched off, or before they were kept)
+
     lines = key_values(
         [
             ("ID", a["ID"]),
@@ -66,6 +68,7 @@ def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None 
                 if isinstance(a.get("DeploymentStatus"), dict)
                 else []
             ),
+            *(alloc_metrics.basic_lines(metrics) if verbose and metrics else []),
         ]
     )
     for name, state in sorted((a.get("TaskStates") or {}).items()):
@@ -80,6 +83,8 @@ def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None 
                 description = event.get("DisplayMessage") or event.get("Message") or ""
                 rows.append([date(event.get("Time")), str(event.get("Type", "")), str(description)])
             lines += ["Recent Events:", *columns(rows)]
+    if verbose and metrics:  # as Nomad's: only with -verbose, after the tasks
+        lines += alloc_metrics.section(metrics)
     return "\n".join(lines)
 
 
@@ -98,14 +103,14 @@ def _health(status: dict[str, Any]) -> str:
 
 
 @alloc.command()
-@click.option("-verbose", "--verbose", is_flag=True, help="Full IDs and every task event.")
+@click.option("-verbose", "--verbose", is_flag=True, help="Full IDs, every task event and the placement metrics.")
 @click.option("-stats", "--stats", "with_stats", is_flag=True, help="Each task's measured resource use.")
 @format_options
 @click.argument("alloc_id")
 def status(alloc_id: str, verbose: bool, with_stats: bool, as_json: bool, template: str | None) -> None:
     """Show ALLOC_ID (a full ID or a unique prefix) in Nomad's layout: its statuses, node, job,
     deployment health, and each task's state with its recent events (-stats: and its resources
-    with the use its client measures)."""
+    with the use its client measures; -verbose: and how its node was chosen)."""
     found = http.get(f"/v1/allocation/{resolve(alloc_id)}")
     if formatted(found, as_json, template):
         return

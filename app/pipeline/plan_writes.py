@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import ports_to_json
+from app.pipeline.plan_codec import placed_text, ports_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, Plan, Port
+from app.structs import AllocationStop, PlacementMetrics, Plan, Port
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,7 @@ COPY_COLUMNS = (
     "reschedule_tracker",
     "deployment_id",
     "deployment_status",
+    "metrics",
     "create_index",
     "modify_index",
     "alloc_modify_index",
@@ -304,5 +305,11 @@ def copy_row(placed: Placement) -> str:
             _text(json.dumps(dict(a.reschedule_tracker))) if a.reschedule_tracker else _NULL,
             _uuid(a.deployment_id),
             '{"Canary": true}' if a.canary else _NULL,
+            _metrics(a.metrics),
         )
     )
+
+
+def _metrics(m: PlacementMetrics | None) -> str:
+    """The metrics column: the plan's compact text (plan_codec.placed_text); '{}': not recorded."""
+    return "{}" if m is None else _text(placed_text(m))

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from app.structs import Allocation, Job, Node, Port, TaskGroup
+from app.structs import Allocation, Job, Node, PlacementMetrics, Port, TaskGroup
 
 
 def alloc_name(job: Job, group: TaskGroup, index: int) -> str:
@@ -43,6 +43,7 @@ def new_allocation(
     previous: Allocation | None = None,
     reschedule_tracker: Mapping[str, Any] | None = None,
     preempted: tuple[uuid.UUID, ...] = (),
+    metrics: PlacementMetrics | None = None,
 ) -> Allocation:
     return Allocation(
         id=alloc_id,
@@ -61,4 +62,5 @@ def new_allocation(
         previous_allocation=previous.id if previous else None,
         reschedule_tracker=reschedule_tracker,
         preempted_allocations=preempted,
+        metrics=metrics,
     )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
 from app.scheduler.feasible import Feasibility, JobScope, in_pool
-from app.scheduler.metrics import Failures, NodePool
+from app.scheduler.metrics import DEFAULT_METRICS, Failures, MetricsOptions, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionScope
@@ -21,6 +21,7 @@ from app.structs import (
     Evaluation,
     Job,
     Node,
+    PlacementMetrics,
     Plan,
     RunningAllocation,
     SchedulerResult,
@@ -30,8 +31,11 @@ from app.structs import (
 
 
 class Pass:
-    def __init__(self, evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> None:
+    def __init__(
+        self, evaluation: Evaluation, snapshot: Snapshot, now_ns: int, metrics: MetricsOptions = DEFAULT_METRICS
+    ) -> None:
         self.evaluation = evaluation
+        self.metrics = metrics
         self.snapshot = snapshot
         self.now_ns = now_ns
         self.seed = seed_for(evaluation.id, snapshot.index)
@@ -53,7 +57,12 @@ class Pass:
     def ranker(self, job: Job) -> NodeRanker:
         self.feasibility = Feasibility(job)
         return NodeRanker(
-            self.state, self.feasibility, self._pool(job), self.snapshot.config.algorithm, self.preemption(job)
+            self.state,
+            self.feasibility,
+            self._pool(job),
+            self.snapshot.config.algorithm,
+            self.preemption(job),
+            self.metrics,
         )
 
     def _pool(self, job: Job) -> NodePool:
@@ -117,6 +126,7 @@ class Pass:
         previous: Allocation | None = None,
         tracker: dict[str, object] | None = None,
         victims: tuple[RunningAllocation, ...] = (),
+        metrics: PlacementMetrics | None = None,
     ) -> Allocation:
         """A new allocation on `node`; its victims are evicted first, so it may use their ports."""
         alloc_id = self.ids.next()
@@ -134,6 +144,7 @@ class Pass:
             previous=previous,
             reschedule_tracker=tracker,
             preempted=tuple(v.alloc.id for v in victims),
+            metrics=metrics,
         )
 
     def chunk(self, job: Job) -> Plan:

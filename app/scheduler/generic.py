@@ -11,16 +11,19 @@ from dataclasses import replace
 from app.scheduler.context import Pass
 from app.scheduler.deployments import DeploymentTracker
 from app.scheduler.feasible import in_job_scope
+from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
 from app.scheduler.place import GroupAsk, Stack, Victims
 from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group
 from app.scheduler.reschedule import next_tracker
 from app.structs import Allocation, Evaluation, Job, Plan, SchedulerResult, Snapshot
 
 
-def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
+def schedule(
+    evaluation: Evaluation, snapshot: Snapshot, now_ns: int, metrics: MetricsOptions = DEFAULT_METRICS
+) -> SchedulerResult:
     """The whole plan at once."""
     try:
-        next(stream(evaluation, snapshot, now_ns, chunk_placements=0))  # yields nothing unchunked
+        next(stream(evaluation, snapshot, now_ns, chunk_placements=0, metrics=metrics))  # yields nothing unchunked
     except StopIteration as done:
         result: SchedulerResult = done.value
         return result
@@ -28,7 +31,11 @@ def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> Schedul
 
 
 def stream(
-    evaluation: Evaluation, snapshot: Snapshot, now_ns: int, chunk_placements: int
+    evaluation: Evaluation,
+    snapshot: Snapshot,
+    now_ns: int,
+    chunk_placements: int,
+    metrics: MetricsOptions = DEFAULT_METRICS,
 ) -> Generator[Plan, None, SchedulerResult]:
     """The pass, yielding a plan of its fresh placements each time `chunk_placements` (0: never)
     have been made, and returning the result with the rest. The chunks and the final plan
@@ -39,7 +46,7 @@ def stream(
     nothing but fresh placements before the chunk (stops, evictions and in-place updates stay
     in one plan with the placements they make room for). Once one of those appears, the rest
     of the pass goes into the final plan."""
-    run = Pass(evaluation, snapshot, now_ns)
+    run = Pass(evaluation, snapshot, now_ns, metrics)
     # Batch jobs have no update block, so they never create a deployment; a stopped or
     # purged job still cancels the one it had.
     tracker = DeploymentTracker(snapshot.job, snapshot.deployment, now_ns, run.ids.next)
@@ -125,9 +132,12 @@ def _place(
             run.failures.record(group.name, metrics)
             run.queued[group.name] += 1
             return
-        node, victims = option
+        first = metrics.elapsed_ns
+        node, victims, metrics = option
+        metrics.elapsed_ns += first  # the allocation's time is both tries'
     tracker = next_tracker(previous, run.now_ns) if previous is not None and placement.reschedule else None
-    alloc = run.build(job, group, placement.name, node, previous, tracker, victims)
+    placed = stack.ranker.placed_metrics(metrics)  # before build: its evictions change the scores' inputs
+    alloc = run.build(job, group, placement.name, node, previous, tracker, victims, placed)
     if deployment_id is not None or placement.canary:  # replace() costs more than the rest of a placement's build
         alloc = replace(alloc, deployment_id=deployment_id, canary=placement.canary)
     run.state.place(alloc)

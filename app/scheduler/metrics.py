@@ -1,13 +1,41 @@
-"""PlacementMetrics bookkeeping: why nodes were filtered or exhausted during one selection,
-and the per-group failure record (the first failure's metrics plus a coalesced count)."""
+"""PlacementMetrics bookkeeping: why nodes were filtered or exhausted during one selection, the
+best nodes it scored and its time, and the per-group failure record (the first failure's
+metrics plus a coalesced count)."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
-from app.structs import Node, PlacementMetrics
+from app.structs import Node, NodeScore, PlacementMetrics, ScoreParts
+
+TOP_SCORES = 5  # Nomad's ScoreMetaData keeps the 5 best nodes of a selection
+# Scores are reported to 6 decimal places: `alloc status` shows 3 significant digits, and the full
+# 17 of a float would make a big plan's metrics a third longer (each placement carries a few).
+DIGITS = 6
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+
+
+def no_clock() -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    """How a pass records placement metrics. The pure scheduler reads no clock of its own: the
+    worker hands it a monotonic one in nanoseconds (time.perf_counter_ns) that times each
+    selection, and tests keep `no_clock` (AllocationTime 0, plans deterministic).
+    `placements=False` leaves successful placements without metrics, as before they had any
+    (failures keep theirs): the placement benchmark's baseline."""
+
+    placements: bool = True
+    clock: Callable[[], int] = no_clock
+
+
+DEFAULT_METRICS = MetricsOptions()
 
 
 class MetricsBuilder:
@@ -16,22 +44,39 @@ class MetricsBuilder:
         "class_filtered",
         "constraint_filtered",
         "dimension_exhausted",
+        "elapsed_ns",
         "evaluated",
         "exhausted",
         "filtered",
         "pool",
+        "top",
     )
 
-    def __init__(self, pool: NodePool) -> None:
+    def __init__(self, pool: NodePool, keep_scores: bool = True) -> None:
         self.pool = pool
         self.evaluated = 0
         self.filtered = 0
         self.exhausted = 0
+        self.elapsed_ns = 0
         # Plain dicts: one builder is made per selection, so they must be cheap to create.
         self.class_filtered: dict[str, int] = {}
         self.constraint_filtered: dict[str, int] = {}
         self.class_exhausted: dict[str, int] = {}
         self.dimension_exhausted: dict[str, int] = {}
+        # The best scored nodes as a min-heap of at most TOP_SCORES (score, -order, node, parts):
+        # the worst kept one is at [0], and of equal scores the later node goes first. None: not kept.
+        self.top: list[tuple[float, int, Node, ScoreParts]] | None = [] if keep_scores else None
+
+    def scored(self, node: Node, final: float, parts: ScoreParts) -> None:
+        """Keep `node` if it is among the best so far: a tuple per scored node, no dict."""
+        top = self.top
+        if top is None:
+            return
+        entry = (final, -self.evaluated, node, parts)  # evaluated: this node's rank in the walk
+        if len(top) < TOP_SCORES:
+            heapq.heappush(top, entry)
+        elif final > top[0][0]:
+            heapq.heapreplace(top, entry)
 
     def filter(self, node: Node, reason: str) -> None:
         self.filtered += 1
@@ -46,18 +91,40 @@ class MetricsBuilder:
             _bump(self.class_exhausted, node.node_class)
 
     def freeze(self, coalesced: int = 0) -> PlacementMetrics:
+        """The metrics as they stand. The maps are the builder's own, not copies: a builder is
+        dropped once frozen, and most selections leave them empty (shared read-only `_EMPTY`)."""
         return PlacementMetrics(
             nodes_evaluated=self.evaluated,
             nodes_filtered=self.filtered,
             nodes_in_pool=self.pool.in_pool,
-            nodes_available=dict(self.pool.available),
-            class_filtered=dict(self.class_filtered),
-            constraint_filtered=dict(self.constraint_filtered),
+            nodes_available=self.pool.available,
+            class_filtered=self.class_filtered or _EMPTY,
+            constraint_filtered=self.constraint_filtered or _EMPTY,
             nodes_exhausted=self.exhausted,
-            class_exhausted=dict(self.class_exhausted),
-            dimension_exhausted=dict(self.dimension_exhausted),
+            class_exhausted=self.class_exhausted or _EMPTY,
+            dimension_exhausted=self.dimension_exhausted or _EMPTY,
             coalesced_failures=coalesced,
+            score_meta=self._score_meta(),
+            allocation_time_ns=self.elapsed_ns,
         )
+
+    def _score_meta(self) -> tuple[NodeScore, ...]:
+        if not self.top:
+            return ()
+        best = sorted(self.top, reverse=True)  # by score, then walk order
+        return tuple(NodeScore(node.id, round(final, DIGITS), _rounded(parts)) for final, _, node, parts in best)
+
+
+def _rounded(parts: ScoreParts) -> ScoreParts:
+    binpack, anti, penalty, affinity, spread, preemption = parts
+    return (
+        None if binpack is None else round(binpack, DIGITS),
+        anti if not anti else round(anti, DIGITS),  # mostly 0.0 or None: nothing to round
+        penalty,  # RESCHEDULE_PENALTY or 0.0
+        affinity if not affinity else round(affinity, DIGITS),
+        spread if not spread else round(spread, DIGITS),
+        preemption if not preemption else round(preemption, DIGITS),
+    )
 
 
 def _bump(counts: dict[str, int], key: str) -> None:

@@ -13,7 +13,7 @@ from app.scheduler import ports
 from app.scheduler.distinct import DistinctRules, distinct_rules
 from app.scheduler.feasible import Feasibility
 from app.scheduler.fit import remove_usage
-from app.scheduler.metrics import MetricsBuilder, NodePool
+from app.scheduler.metrics import DEFAULT_METRICS, MetricsBuilder, MetricsOptions, NodePool
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionAsk, PreemptionScope, exhausted_for, preemption_score, select_victims
 from app.scheduler.rank import (
@@ -24,7 +24,7 @@ from app.scheduler.rank import (
     spread_rules,
     spread_score,
 )
-from app.structs import Affinity, Job, Node, Resources, RunningAllocation, TaskGroup
+from app.structs import Affinity, Job, Node, PlacementMetrics, Resources, RunningAllocation, TaskGroup
 
 Victims = tuple[RunningAllocation, ...]
 # A scored option: the node's final score and the allocations its placement would evict.
@@ -78,15 +78,21 @@ class NodeRanker:
         pool: NodePool,
         algorithm: str,
         preemption: PreemptionScope | None = None,
+        options: MetricsOptions = DEFAULT_METRICS,
     ) -> None:
         self.state = state
         self.feasibility = feasibility
         self.pool = pool
         self.algorithm = algorithm
         self.preemption = preemption  # None: preemption is disabled for this job's type
+        self.options = options
 
     def metrics(self) -> MetricsBuilder:
-        return MetricsBuilder(self.pool)
+        return MetricsBuilder(self.pool, keep_scores=self.options.placements)
+
+    def placed_metrics(self, metrics: MetricsBuilder) -> PlacementMetrics | None:
+        """What a successful placement carries: its selection's metrics, unless they are off."""
+        return metrics.freeze() if self.options.placements else None
 
     def consider(
         self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
@@ -99,7 +105,7 @@ class NodeRanker:
         if dimension is not None:
             metrics.exhaust(node, dimension)
             return None
-        return self._score(node, ask, usage.resources, penalty, anti)
+        return self._score(node, ask, metrics, usage.resources, penalty, anti)
 
     def consider_preempting(
         self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
@@ -125,8 +131,8 @@ class NodeRanker:
             return None
         for victim in victims:
             usage = remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports)
-        extra = (preemption_score(victims),) if victims else ()
-        return self._score(node, ask, usage.resources, penalty, anti, extra), victims
+        preempting = preemption_score(victims) if victims else None
+        return self._score(node, ask, metrics, usage.resources, penalty, anti, preempting), victims
 
     def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder) -> bool:
         metrics.evaluated += 1
@@ -140,23 +146,26 @@ class NodeRanker:
         self,
         node: Node,
         ask: GroupAsk,
+        metrics: MetricsBuilder,
         used_before: Resources,
         penalty: frozenset[uuid.UUID],
         anti: bool,
-        extra: tuple[float, ...] = (),
+        preempting: float | None = None,
     ) -> float:
         """The mean of the applicable scores, summed as they come (this runs for every node a
-        placement scores: tens of thousands of times in a big batch job's pass)."""
+        placement scores: tens of thousands of times in a big batch job's pass). Each part
+        goes to the metrics too, which keep the best nodes' (Nomad's ScoreMetaData)."""
         wanted = ask.resources
-        total = fit_score_of(
+        fit = total = fit_score_of(
             node.allocatable,  # made once per node object
             used_before.cpu + wanted.cpu,
             used_before.memory_mb + wanted.memory_mb,
             self.algorithm,
         )
         count = 1
-        for value in extra:
-            total += value
+        collision = penalised = affinity = spread = None
+        if preempting is not None:
+            total += preempting
             count += 1
         if anti:
             collision = anti_affinity(self.state.count_on(node.id, ask.group.name), ask.group.count)
@@ -164,7 +173,8 @@ class NodeRanker:
                 total += collision
                 count += 1
         if penalty and node.id in penalty:
-            total += RESCHEDULE_PENALTY
+            penalised = RESCHEDULE_PENALTY
+            total += penalised
             count += 1
         if ask.affinities:
             affinity = ask.affinity.score(node)
@@ -177,7 +187,23 @@ class NodeRanker:
             if spread is not None:
                 total += spread
                 count += 1
-        return total / count
+        final = total / count
+        if metrics.top is not None:
+            # As Nomad's, the generic stack's scorers report 0 where they did not apply; a
+            # system job's node has only the scores that applied.
+            metrics.scored(
+                node,
+                final,
+                (
+                    fit,
+                    (collision or 0.0) if anti else None,
+                    (penalised or 0.0) if anti else None,
+                    (affinity or 0.0) if anti or affinity is not None else None,
+                    (spread or 0.0) if ask.spreads else None,
+                    preempting,
+                ),
+            )
+        return final
 
 
 def score_limit(ask: GroupAsk, batch: bool, candidates: int) -> int:
@@ -195,11 +221,14 @@ class Stack:
 
     def __init__(self, nodes: Sequence[Node], ranker: NodeRanker, batch: bool) -> None:
         self._nodes = nodes
-        self._ranker = ranker
+        self._ranker = self.ranker = ranker
         self._batch = batch
         self._cursor = 0
 
     def select(self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()) -> tuple[Node | None, MetricsBuilder]:
+        """The best node (None: none fits) and the selection's metrics, timed by the pass's clock."""
+        clock = self._ranker.options.clock
+        began = clock()
         metrics = self._ranker.metrics()
 
         def rank(node: Node) -> Option | None:
@@ -207,15 +236,21 @@ class Stack:
             return None if score is None else (score, ())
 
         best = self._best(ask, rank)
+        metrics.elapsed_ns = clock() - began
         return (best[0] if best else None), metrics
 
     def select_preempting(
         self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()
-    ) -> tuple[Node, Victims] | None:
+    ) -> tuple[Node, Victims, MetricsBuilder] | None:
         """Nomad's second try when nothing fits and preemption is enabled for the job's type.
-        Its metrics are discarded: a failure is reported with the first try's reasons."""
+        Its metrics go with the allocation it places; a failure is reported with the first
+        try's reasons."""
+        clock = self._ranker.options.clock
+        began = clock()
         metrics = self._ranker.metrics()
-        return self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty))
+        best = self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty))
+        metrics.elapsed_ns = clock() - began
+        return None if best is None else (best[0], best[1], metrics)
 
     def _best(self, ask: GroupAsk, rank: Callable[[Node], Option | None]) -> tuple[Node, Victims] | None:
         """One lap at most over the nodes from the cursor, which advances past every node read

@@ -13,6 +13,7 @@ from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name
 from app.scheduler.context import Pass
 from app.scheduler.feasible import in_job_scope
+from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
 from app.scheduler.place import GroupAsk, NodeRanker, Victims
 from app.scheduler.reconcile import LOST_NODE_STATUSES, Stop, node_lost, stop_all
 from app.scheduler.updates import destructive
@@ -21,8 +22,10 @@ from app.structs import Allocation, Evaluation, Job, Node, SchedulerResult, Snap
 SYSTEM_INDEX = 0  # every system allocation is "<job>.<group>[0]"
 
 
-def schedule(evaluation: Evaluation, snapshot: Snapshot, now_ns: int) -> SchedulerResult:
-    run = Pass(evaluation, snapshot, now_ns)
+def schedule(
+    evaluation: Evaluation, snapshot: Snapshot, now_ns: int, metrics: MetricsOptions = DEFAULT_METRICS
+) -> SchedulerResult:
+    run = Pass(evaluation, snapshot, now_ns, metrics)
     by_group = run.stop_unwanted()
     job = snapshot.job
     if by_group is None or job is None:
@@ -151,12 +154,18 @@ def _place_on(scope: _GroupScope, node: Node, previous: Allocation | None, stop_
     run, group = scope.run, scope.group
     if stop_previous is not None and previous is not None:
         run.state.stop(previous, stop_previous)
-    metrics = scope.ranker.metrics()
+    ranker = scope.ranker
+    clock = ranker.options.clock
+    began = clock()
+    metrics = ranker.metrics()
     victims: Victims = ()
-    if scope.ranker.consider(node, scope.ask, metrics, frozenset(), anti=False) is None:
+    if ranker.consider(node, scope.ask, metrics, frozenset(), anti=False) is None:
         option = None
         if metrics.exhausted:  # a full node may still take the group by evicting lower-priority work
-            option = scope.ranker.consider_preempting(node, scope.ask, scope.ranker.metrics(), frozenset(), anti=False)
+            preempting = ranker.metrics()
+            option = ranker.consider_preempting(node, scope.ask, preempting, frozenset(), anti=False)
+            if option is not None:  # the allocation carries the try that placed it
+                metrics = preempting
         if option is None:
             if stop_previous is not None and previous is not None:
                 run.state.unstop(previous)
@@ -166,5 +175,7 @@ def _place_on(scope: _GroupScope, node: Node, previous: Allocation | None, stop_
                 run.blocked_nodes.add(node.id)
             return
         victims = option[1]
+    metrics.elapsed_ns = clock() - began
     name = alloc_name(scope.job, group, SYSTEM_INDEX)
-    run.state.place(run.build(scope.job, group, name, node, previous, victims=victims))
+    placed = ranker.placed_metrics(metrics)
+    run.state.place(run.build(scope.job, group, name, node, previous, victims=victims, metrics=placed))

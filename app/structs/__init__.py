@@ -4,8 +4,8 @@ The store builds them from rows; the scheduler never sees SQLAlchemy objects. Du
 are integer nanoseconds, like Nomad's API JSON the job specs are stored in.
 
 One module per kind of thing: resources, groups (and job_spec, which builds them from a
-specification), jobs, nodes, allocations, deployments, snapshot (the scheduler's inputs) and
-plans (its outputs). Import the names from app.structs: the modules are how they are filed."""
+specification), jobs, nodes, allocations, deployments, snapshot (the scheduler's inputs),
+plans and metrics (its outputs). Import the names from app.structs: the modules are how they are filed."""
 
 from app.structs.allocations import Allocation, RunningAllocation
 from app.structs.deployments import Deployment, DeploymentGroup, DeploymentStatusUpdate
@@ -22,12 +22,14 @@ from app.structs.groups import (
     UpdateStrategy,
 )
 from app.structs.jobs import Job, launches_children
+from app.structs.metrics import SCORERS, NodeScore, PlacementMetrics, ScoreParts
 from app.structs.nodes import Node, NodeSet
-from app.structs.plans import AllocationStop, PlacementMetrics, Plan, PlanResult, SchedulerResult
+from app.structs.plans import AllocationStop, Plan, PlanResult, SchedulerResult
 from app.structs.resources import NodeUsage, Port, Resources
 from app.structs.snapshot import Evaluation, SchedulerConfiguration, Snapshot
 
 __all__ = [
+    "SCORERS",
     "Affinity",
     "Allocation",
     "AllocationStop",
@@ -40,6 +42,7 @@ __all__ = [
     "Job",
     "NetworkAsk",
     "Node",
+    "NodeScore",
     "NodeSet",
     "NodeUsage",
     "PlacementMetrics",
@@ -51,6 +54,7 @@ __all__ = [
     "RunningAllocation",
     "SchedulerConfiguration",
     "SchedulerResult",
+    "ScoreParts",
     "Snapshot",
     "Spread",
     "SpreadTarget",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.structs.metrics import PlacementMetrics
 from app.structs.resources import Port, Resources
 
 
@@ -40,6 +41,8 @@ class Allocation:
     healthy: bool | None = None
     # A canary of its deployment whose group has not been promoted yet.
     canary: bool = False
+    # How the scheduler chose its node (Nomad's Alloc.Metrics); None when not recorded.
+    metrics: PlacementMetrics | None = None
 
     @property
     def host_ports(self) -> frozenset[int]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from app.structs.allocations import Allocation
 from app.structs.deployments import Deployment, DeploymentStatusUpdate
+from app.structs.metrics import PlacementMetrics
 
 
 @dataclass(frozen=True)
@@ -44,22 +45,6 @@ class Plan:
             or self.deployment
             or self.deployment_updates
         )
-
-
-@dataclass(frozen=True)
-class PlacementMetrics:
-    """Nomad's AllocMetric for one task group: why placements failed or how a node was chosen."""
-
-    nodes_evaluated: int = 0
-    nodes_filtered: int = 0
-    nodes_in_pool: int = 0
-    nodes_available: Mapping[str, int] = field(default_factory=dict)
-    class_filtered: Mapping[str, int] = field(default_factory=dict)
-    constraint_filtered: Mapping[str, int] = field(default_factory=dict)
-    nodes_exhausted: int = 0
-    class_exhausted: Mapping[str, int] = field(default_factory=dict)
-    dimension_exhausted: Mapping[str, int] = field(default_factory=dict)
-    coalesced_failures: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The web UI in Chromium against a real cluster with ACLs off: allocations appear live on a job
-page, an allocation page tails its task's log, a canary is promoted and a node drained from the
-UI, a placement failure is explained in words, and every page renders at desktop and phone width."""
+page, an allocation page tails its task's log and shows its placement metrics, a canary is
+promoted and a node drained from the UI, a placement failure is explained in words, and every
+page renders at desktop and phone width."""
 
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ def test_allocation_page_shows_and_follows_the_task_log(cluster: Cluster, open_p
     expect(page.locator("#tasks")).to_contain_text("Restarts: 0")
     expect(page.locator("#alloc-facts")).to_contain_text("20 MHz CPU, 16 MB memory")
     expect(page.locator("#alloc-facts")).to_contain_text("n1")
+    # How its node was chosen: the counts and the one node's scores by scorer.
+    expect(page.locator("#placement-facts")).to_contain_text("Nodes evaluated1 of 1 in the pool")
+    expect(page.locator("#placement-scores thead")).to_contain_text("binpack")
+    expect(page.locator("#placement-scores tbody tr")).to_have_count(1)
 
 
 def test_a_placement_failure_is_explained_in_words(cluster: Cluster, open_page: PageFactory) -> None:

@@ -4,14 +4,16 @@ column order of COPY_COLUMNS minus the five the writing transaction appends."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
 import pytest
 
 from app.pipeline.plan_check import Verdict, placement
+from app.pipeline.plan_codec import placed_to_json
 from app.pipeline.plan_writes import COPY_COLUMNS, RESULT_COLUMNS, copy_row, result_columns
-from app.structs import Allocation, AllocationStop, Port, Resources
+from app.structs import Allocation, AllocationStop, NodeScore, PlacementMetrics, Port, Resources
 from tests.support.scheduler_harness import pending_alloc
 
 pytestmark = pytest.mark.unit
@@ -88,3 +90,25 @@ def test_a_resources_value_the_fast_path_does_not_know_still_encodes() -> None:
     values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation(resources=odd)))), strict=False))
     assert json.loads(values["allocated_resources"]) == {"Shared": {"DiskMB": None, "Ports": []}}
     assert values["disk_mb"] == "\\N"  # which the NOT NULL column refuses: the plan is refused, nothing crashes
+
+
+_COPY_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
+
+
+@pytest.mark.parametrize("filtered", [{}, {'say "hi"\t\\': 2}])
+def test_the_metrics_column_is_the_compact_json_written_by_hand_or_by_json_dumps(filtered: dict[str, int]) -> None:
+    """The common case (nothing filtered) is formatted by hand; both forms must read back alike,
+    text that needs escaping (a datacenter's or a constraint's) included."""
+    metrics = PlacementMetrics(
+        nodes_evaluated=2,
+        nodes_in_pool=2,
+        nodes_available={'dc "1"\t': 2},
+        constraint_filtered=filtered,
+        score_meta=(NodeScore(uuid.uuid4(), 0.1 / 3, (0.1, -0.5, 0.0, 0.0, None, None)),),
+        allocation_time_ns=99,
+    )
+    values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation(metrics=metrics)))), strict=False))
+    text = re.sub(r"\\(.)", lambda m: _COPY_ESCAPES[m.group(1)], values["metrics"])  # COPY's escapes undone
+    assert json.loads(text) == json.loads(json.dumps(placed_to_json(metrics)))
+    unrecorded = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation()))), strict=False))
+    assert unrecorded["metrics"] == "{}"

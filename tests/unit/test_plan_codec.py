@@ -19,6 +19,9 @@ from app.pipeline.plan_codec import (
     encode_result,
     metrics_from_json,
     metrics_to_json,
+    placed_from_json,
+    placed_to_json,
+    placed_to_nomad,
 )
 from app.plan_wire import AllocJson, PlanResultJson, PlanRowJson
 from app.structs import (
@@ -27,6 +30,7 @@ from app.structs import (
     Deployment,
     DeploymentGroup,
     DeploymentStatusUpdate,
+    NodeScore,
     PlacementMetrics,
     Plan,
     PlanResult,
@@ -82,6 +86,25 @@ deployments = st.builds(
     eval_priority=st.integers(1, 100),
 )
 status_updates = st.builds(DeploymentStatusUpdate, deployment_id=st.uuids(), status=names, description=names)
+tallies = st.dictionaries(names, counts, max_size=3)
+scores = st.floats(allow_nan=False, allow_infinity=False)
+node_scores = st.builds(NodeScore, node_id=st.uuids(), norm_score=scores, parts=st.tuples(*[st.none() | scores] * 6))
+# A placed allocation's metrics: never coalesced (only a failed group counts further failures).
+placed_metrics = st.builds(
+    PlacementMetrics,
+    nodes_evaluated=counts,
+    nodes_filtered=counts,
+    nodes_in_pool=counts,
+    nodes_available=tallies,
+    class_filtered=tallies,
+    constraint_filtered=tallies,
+    nodes_exhausted=counts,
+    class_exhausted=tallies,
+    dimension_exhausted=tallies,
+    score_meta=st.lists(node_scores, max_size=5).map(tuple),
+    allocation_time_ns=counts,
+    coalesced_failures=st.just(0),
+)
 
 
 def allocations(node_id: uuid.UUID, namespace: str, job_id: str) -> st.SearchStrategy[Allocation]:
@@ -111,6 +134,7 @@ def allocations(node_id: uuid.UUID, namespace: str, job_id: str) -> st.SearchStr
         preempted_allocations=st.lists(st.uuids(), max_size=3).map(tuple),
         healthy=st.none() | st.booleans(),
         canary=st.booleans(),
+        metrics=st.none() | placed_metrics,
     )
 
 
@@ -168,9 +192,6 @@ def test_a_plan_result_round_trips_exactly(result: PlanResult) -> None:
     assert decode_result(row) == result
 
 
-tallies = st.dictionaries(names, counts, max_size=3)
-
-
 @SETTINGS
 @given(
     st.builds(
@@ -185,10 +206,50 @@ tallies = st.dictionaries(names, counts, max_size=3)
         class_exhausted=tallies,
         dimension_exhausted=tallies,
         coalesced_failures=counts,
+        score_meta=st.lists(node_scores, max_size=5).map(tuple),
+        allocation_time_ns=counts,
     )
 )
 def test_placement_metrics_round_trip_exactly(metrics: PlacementMetrics) -> None:
     assert metrics_from_json(json.loads(json.dumps(metrics_to_json(metrics)))) == metrics
+
+
+@SETTINGS
+@given(placed_metrics)
+def test_a_placements_compact_metrics_round_trip_and_expand_to_nomads(metrics: PlacementMetrics) -> None:
+    stored = json.loads(json.dumps(placed_to_json(metrics)))
+    assert placed_from_json(stored) == metrics
+    assert placed_to_nomad(stored) == metrics_to_json(metrics)
+
+
+def test_placement_metrics_in_nomads_names_and_types() -> None:
+    node = uuid.uuid4()
+    metrics = PlacementMetrics(
+        nodes_evaluated=3,
+        nodes_in_pool=4,
+        nodes_available={"dc1": 4},
+        score_meta=(NodeScore(node, 0.5, (0.75, 0.0, 0.0, 0.25, None, None)),),
+        allocation_time_ns=1234,
+    )
+    out = json.loads(json.dumps(metrics_to_json(metrics)))
+    assert set(out) == {
+        *("NodesEvaluated", "NodesFiltered", "NodesInPool", "NodesAvailable", "ClassFiltered"),
+        *("ConstraintFiltered", "NodesExhausted", "ClassExhausted", "DimensionExhausted", "QuotaExhausted"),
+        *("ResourcesExhausted", "Scores", "ScoreMetaData", "AllocationTime", "CoalescedFailures"),
+    }
+    assert out["ScoreMetaData"] == [
+        {
+            "NodeID": str(node),
+            "NormScore": 0.5,
+            "Scores": {
+                "binpack": 0.75,
+                "job-anti-affinity": 0.0,
+                "node-reschedule-penalty": 0.0,
+                "node-affinity": 0.25,
+            },
+        }
+    ]
+    assert out["AllocationTime"] == 1234 and out["QuotaExhausted"] == [] and out["Scores"] is None
 
 
 NODE, ALLOC, EVAL = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()

@@ -211,6 +211,42 @@ function renderTask(name, state) {
         h("td", {}, e.DisplayMessage || e.Message || "")))))));
 }
 
+// Three significant digits, as `alloc status -verbose` prints a score ("0.235", "1", "0").
+const score = (value) => String(Number(Number(value || 0).toPrecision(3)));
+
+function duration(nanos) {
+  const ns = Number(nanos || 0);
+  if (ns < 1e6) return `${(ns / 1e3).toFixed(1)} µs`;
+  return ns < 1e9 ? `${(ns / 1e6).toFixed(1)} ms` : `${(ns / 1e9).toFixed(2)} s`;
+}
+
+const tally = (counts) => Object.entries(counts || {}).map(([what, n]) => `${what}: ${n}`).join(", ");
+
+// How the scheduler chose the node (Nomad's placement metrics): the counts, then the best nodes'
+// scores by scorer, as `alloc status -verbose` prints them.
+function renderPlacement(m) {
+  if (!m) {
+    $("placement").replaceChildren(h("p", { class: "muted" }, "No placement metrics were recorded."));
+    return;
+  }
+  const filtered = tally(m.ConstraintFiltered);
+  const exhausted = tally(m.DimensionExhausted);
+  const summary = h("dl", { class: "facts", id: "placement-facts" }, [
+    ["Nodes evaluated", `${m.NodesEvaluated} of ${m.NodesInPool} in the pool`],
+    ["Nodes filtered", `${m.NodesFiltered}${filtered ? ` (${filtered})` : ""}`],
+    ["Nodes exhausted", `${m.NodesExhausted}${exhausted ? ` (${exhausted})` : ""}`],
+    ["Allocation time", duration(m.AllocationTime)],
+  ].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  const top = m.ScoreMetaData || [];
+  const scorers = Object.keys(top[0]?.Scores || {}).sort();
+  const table = !top.length ? h("p", { class: "muted" }, "No node was scored.")
+    : h("div", { class: "scroll" }, h("table", { id: "placement-scores" }, h("caption", {}, "Best nodes by score"),
+      h("thead", {}, h("tr", {}, ["Node", ...scorers, "Final score"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, top.map((s) => h("tr", {}, h("td", {}, link(`/node/${s.NodeID}`, short(s.NodeID))),
+        scorers.map((n) => h("td", {}, score(s.Scores?.[n]))), h("td", {}, score(s.NormScore)))))));
+  $("placement").replaceChildren(summary, table);
+}
+
 async function allocationPage() {
   let started = false;
   $("log-task").addEventListener("change", () => tailLog().catch(() => {}));
@@ -236,6 +272,7 @@ async function allocationPage() {
       : (a.Job?.TaskGroups || []).find((g) => g.Name === a.TaskGroup)?.Tasks?.map((t) => t.Name) || [];
     $("tasks").replaceChildren(...(Object.keys(states).length ? Object.entries(states).map(([n, s]) => renderTask(n, s))
       : [h("p", { class: "muted" }, "No task has reported yet.")]));
+    renderPlacement(a.Metrics);
     if ($("log-task").options.length !== tasks.length) {
       $("log-task").replaceChildren(...tasks.map((t) => h("option", {}, t)));
     }
