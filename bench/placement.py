@@ -3,8 +3,8 @@ submission to its evaluation's completion (the last allocation's commit, or one 
 after it), through real `corral worker` and `corral applier` processes. Each round runs once
 per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the plan streamed in chunks of
 5,000 placements, the default, then sent whole), and once per placement-metrics setting in
-BENCH_PLACEMENT_METRICS (default "on,off": each allocation carries its placement metrics, the
-default, then CORRAL_PLACEMENT_METRICS=false), alternating on fresh databases; the medians are
+BENCH_PLACEMENT_METRICS (default "on,off": each allocation carries its placement metrics,
+CORRAL_PLACEMENT_METRICS=true, then false, the default), alternating on fresh databases; the medians are
 compared with each other, with Nomad's C1M rate (3,750 placements/s), with issue 21's target
 (5,662/s), and metrics on with metrics off (issue 40: at least 0.95).
 

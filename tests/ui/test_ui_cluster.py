@@ -24,7 +24,7 @@ DEADLINE_MS = 60_000
 
 @pytest.fixture(scope="module")
 def cluster(module_corral: type[Corral], module_database_url: str, ui_workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(module_corral, module_database_url, ui_workdir)
+    running = Cluster(module_corral, module_database_url, ui_workdir, {"CORRAL_PLACEMENT_METRICS": "true"})
     running.client("n1")
     yield running
     running.close()
