@@ -33,6 +33,7 @@ from app.api.requirements import (
     Requirement,
 )
 from app.models import Allocation, Deployment, Evaluation
+from app.store.evals import CORE
 
 log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "default"
@@ -135,8 +136,12 @@ def _namespace_of(source: str) -> str | None:
     if object_id is None:
         return None
     with state().reads() as session, session.begin():
-        namespace = session.scalar(select(model.namespace).where(model.id == object_id))
-    return str(namespace) if namespace is not None else None
+        row = session.execute(select(model.id, model.namespace).where(model.id == object_id)).first()
+    if row is None:
+        return None
+    # A core (GC) evaluation has no namespace: it is checked as Nomad's "-", which only a
+    # management token (or a policy naming "-") may read.
+    return str(row.namespace) if row.namespace is not None else CORE
 
 
 def _path_uuid(key: str) -> uuid.UUID | None:

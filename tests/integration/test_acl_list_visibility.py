@@ -76,13 +76,18 @@ def put_policy(api: FlaskClient, root: str, name: str, rules: str) -> None:
     assert resp.status_code == 200, resp.get_data(as_text=True)
 
 
+def make_reader(api: FlaskClient, root: str, name: str, rules: str) -> str:
+    """The secret of a new client token whose one policy, `name`, holds `rules`."""
+    put_policy(api, root, name, rules)
+    resp = api.put("/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name]}, headers=auth(root))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return str(answer(resp)["SecretID"])
+
+
 @pytest.fixture
 def reader(api: FlaskClient, root: str) -> str:
     """A token that reads only `default`."""
-    put_policy(api, root, "reader", DEFAULT_READER)
-    resp = api.put("/v1/acl/token", json={"Name": "r", "Type": "client", "Policies": ["reader"]}, headers=auth(root))
-    assert resp.status_code == 200, resp.get_data(as_text=True)
-    return str(answer(resp)["SecretID"])
+    return make_reader(api, root, "reader", DEFAULT_READER)
 
 
 @pytest.fixture
@@ -230,3 +235,18 @@ def test_search_and_namespaces_reveal_nothing_of_a_hidden_namespace(api: FlaskCl
         resp = api.get(f"/v1/namespaces{query}", headers=auth(reader))
         assert resp.status_code == 200 and "secret" not in resp.get_data(as_text=True), query
         assert "X-Nomad-NextToken" not in resp.headers
+
+
+@pytest.mark.usefixtures("world")
+def test_a_core_evaluation_is_read_only_by_who_may_read_namespace_dash(
+    api: FlaskClient, root: str, reader: str, pg: Conn
+) -> None:
+    """Core (GC) evaluations have no namespace: Nomad's "-", not a namespace anyone may read."""
+    row = pg.execute("SELECT id::text FROM evaluations WHERE namespace IS NULL").fetchone()
+    assert row is not None
+    core = f"/v1/evaluation/{row[0]}"
+    assert api.get(core, headers=auth(reader)).status_code == 403
+    assert api.get(core).status_code == 403
+    assert api.get(core, headers=auth(root)).status_code == 200
+    dash = make_reader(api, root, "dash-reader", 'namespace "-" { policy = "read" }')
+    assert api.get(core, headers=auth(dash)).status_code == 200
