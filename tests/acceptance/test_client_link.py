@@ -5,7 +5,10 @@ request leaves a line in the server's log."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +33,10 @@ def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
+    # raw_exec tasks outlive their client by design: end the test's own (SCRIPT wrote its pid).
+    for pid_file in workdir.glob("*/.corral-client/allocs/*/*/local/pid"):
+        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
 
 
 def signed_the_old_way(secret_hash: str, method: str, path: str, query: dict[str, str]) -> dict[str, str]:
