@@ -48,7 +48,7 @@ class AllocJson(TypedDict):
     CreateIndex: NotRequired[int]
     ModifyIndex: NotRequired[int]
     Healthy: NotRequired[bool]
-    # How its node was chosen: PlacedMetricsJson's text (plan_codec.placed_text), absent when not
+    # How its node was chosen: PlacedMetricsJson's text (metrics_codec.placed_text), absent when not
     # recorded. A string, not an object: Postgres then stores a plan's tens of thousands without
     # parsing each score into a numeric and printing it back for the applier.
     Metrics: NotRequired[str]
@@ -142,7 +142,7 @@ TopScoreJson = tuple[str, float, float | None, float | None, float | None, float
 class PlacedMetricsJson(TypedDict):
     """A placed allocation's metrics as its plan and its `allocations.metrics` column hold them:
     compact, for a big plan carries tens of thousands (Nomad's form is three times the size).
-    The API serves them as Nomad's AllocMetric (plan_codec.placed_to_nomad). The four maps are
+    The API serves them as Nomad's AllocMetric (metrics_codec.placed_to_nomad). The four maps are
     written only when not empty."""
 
     Evaluated: int

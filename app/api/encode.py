@@ -8,7 +8,7 @@ from typing import Any, Protocol, cast
 
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
-from app.pipeline.plan_codec import placed_to_nomad
+from app.pipeline.metrics_codec import placed_to_nomad
 from app.plan_wire import PlacedMetricsJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

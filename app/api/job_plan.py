@@ -16,7 +16,7 @@ from app.jobspec.canonical import canonical_job
 from app.jobspec.diff import job_diff
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.pipeline.job_plan import DryRun, dry_run
-from app.pipeline.plan_codec import metrics_to_json
+from app.pipeline.metrics_codec import metrics_to_json
 from app.plan_wire import AllocMetricJson
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store

@@ -16,8 +16,9 @@ import psycopg
 from sqlalchemy.orm import Session
 
 from app.pipeline import plan_deployments
+from app.pipeline.metrics_codec import placed_text
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import placed_text, ports_to_json
+from app.pipeline.plan_codec import ports_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
@@ -311,5 +312,5 @@ def copy_row(placed: Placement) -> str:
 
 
 def _metrics(m: PlacementMetrics | None) -> str:
-    """The metrics column: the plan's compact text (plan_codec.placed_text); '{}': not recorded."""
+    """The metrics column: the plan's compact text (metrics_codec.placed_text); '{}': not recorded."""
     return "{}" if m is None else _text(placed_text(m))

@@ -1,0 +1,155 @@
+"""Placement metrics on the wire: Nomad's AllocMetric (failed placements, the API's answer) and
+the compact form a successful placement's metrics travel in through the plan into
+`allocations.metrics` (PlacedMetricsJson), written as text directly for the common case so a big
+plan's placements cost little to encode."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from functools import lru_cache
+from types import MappingProxyType
+
+from app.plan_wire import AllocMetricJson, NodeScoreMetaJson, PlacedMetricsJson, TopScoreJson
+from app.structs import SCORERS, NodeScore, PlacementMetrics, ScoreParts
+
+_NO_COUNTS: Mapping[str, int] = MappingProxyType({})  # shared: most placements filter nothing
+
+
+def metrics_to_json(m: PlacementMetrics) -> AllocMetricJson:
+    return {
+        "NodesEvaluated": m.nodes_evaluated,
+        "NodesFiltered": m.nodes_filtered,
+        "NodesInPool": m.nodes_in_pool,
+        "NodesAvailable": dict(m.nodes_available),
+        "ClassFiltered": dict(m.class_filtered),
+        "ConstraintFiltered": dict(m.constraint_filtered),
+        "NodesExhausted": m.nodes_exhausted,
+        "ClassExhausted": dict(m.class_exhausted),
+        "DimensionExhausted": dict(m.dimension_exhausted),
+        "QuotaExhausted": [],
+        "ResourcesExhausted": {},
+        "Scores": None,
+        "ScoreMetaData": [_score_to_json(s) for s in m.score_meta],
+        "AllocationTime": m.allocation_time_ns,
+        "CoalescedFailures": m.coalesced_failures,
+    }
+
+
+def _score_to_json(s: NodeScore) -> NodeScoreMetaJson:
+    return {"NodeID": str(s.node_id), "Scores": s.scores, "NormScore": s.norm_score}
+
+
+def _score_from_json(raw: NodeScoreMetaJson) -> NodeScore:
+    get = raw["Scores"].get
+    binpack, anti, penalty, affinity, spread, preemption = SCORERS
+    parts = (get(binpack), get(anti), get(penalty), get(affinity), get(spread), get(preemption))
+    return NodeScore(uuid.UUID(raw["NodeID"]), raw["NormScore"], parts)
+
+
+def _top_from_json(top: TopScoreJson) -> NodeScore:
+    node_id, final, binpack, anti, penalty, affinity, spread, preemption = top  # a list, as JSON reads it
+    return NodeScore(_node_id(node_id), final, (binpack, anti, penalty, affinity, spread, preemption))
+
+
+# A plan's placements name a few thousand nodes among their best scores, each many times: each
+# node's ID is parsed and printed once (the cache holds a big cluster's nodes).
+@lru_cache(maxsize=16384)
+def _node_id(value: str) -> uuid.UUID:
+    return uuid.UUID(value)
+
+
+@lru_cache(maxsize=16384)
+def node_text(value: uuid.UUID) -> str:
+    return str(value)
+
+
+def metrics_from_json(raw: AllocMetricJson) -> PlacementMetrics:
+    return PlacementMetrics(
+        nodes_evaluated=raw["NodesEvaluated"],
+        nodes_filtered=raw["NodesFiltered"],
+        nodes_in_pool=raw["NodesInPool"],
+        nodes_available=dict(raw["NodesAvailable"]),
+        class_filtered=dict(raw["ClassFiltered"]),
+        constraint_filtered=dict(raw["ConstraintFiltered"]),
+        nodes_exhausted=raw["NodesExhausted"],
+        class_exhausted=dict(raw["ClassExhausted"]),
+        dimension_exhausted=dict(raw["DimensionExhausted"]),
+        coalesced_failures=raw["CoalescedFailures"],
+        score_meta=tuple(_score_from_json(s) for s in raw.get("ScoreMetaData") or ()),
+        allocation_time_ns=raw.get("AllocationTime", 0),
+    )
+
+
+_PLACED_MAPS = (
+    ("ClassFiltered", "class_filtered"),
+    ("ConstraintFiltered", "constraint_filtered"),
+    ("ClassExhausted", "class_exhausted"),
+    ("DimensionExhausted", "dimension_exhausted"),
+)
+
+
+def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
+    out: PlacedMetricsJson = {
+        "Evaluated": m.nodes_evaluated,
+        "Filtered": m.nodes_filtered,
+        "Exhausted": m.nodes_exhausted,
+        "InPool": m.nodes_in_pool,
+        "Available": dict(m.nodes_available),
+        "Top": [(node_text(s.node_id), s.norm_score, *s.parts) for s in m.score_meta],
+        "Time": m.allocation_time_ns,
+    }
+    for key, attribute in _PLACED_MAPS:
+        counts = getattr(m, attribute)
+        if counts:
+            out[key] = dict(counts)  # type: ignore[literal-required]
+    return out
+
+
+def placed_text(m: PlacementMetrics) -> str:
+    """placed_to_json as JSON text. A placement that filtered and exhausted nothing, most of a
+    big plan's, is written directly: numbers as json.dumps writes them, node IDs (hex and dashes)
+    as they are, the datacenters' map through json.dumps (a name may need quoting)."""
+    if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
+        return json.dumps(placed_to_json(m))
+    top = ", ".join(f'["{node_text(s.node_id)}", {_score_text(s.norm_score, s.parts)}]' for s in m.score_meta)
+    return (
+        f'{{"Evaluated": {m.nodes_evaluated}, "Filtered": {m.nodes_filtered}, "Exhausted": {m.nodes_exhausted}, '
+        f'"InPool": {m.nodes_in_pool}, "Available": {_available_text(tuple(m.nodes_available.items()))}, '
+        f'"Top": [{top}], "Time": {m.allocation_time_ns}}}'
+    )
+
+
+# The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike, so a
+# big plan repeats a few hundred distinct score lines: each is printed once.
+@lru_cache(maxsize=4096)
+def _score_text(norm_score: float, parts: ScoreParts) -> str:
+    return ", ".join("null" if p is None else repr(p) for p in (norm_score, *parts))
+
+
+@lru_cache(maxsize=256)
+def _available_text(items: tuple[tuple[str, int], ...]) -> str:
+    """Ready nodes per datacenter: the same for every placement of a pass."""
+    return json.dumps(dict(items))
+
+
+def placed_from_json(raw: PlacedMetricsJson) -> PlacementMetrics:
+    return PlacementMetrics(
+        nodes_evaluated=raw["Evaluated"],
+        nodes_filtered=raw["Filtered"],
+        nodes_in_pool=raw["InPool"],
+        nodes_available=raw["Available"],
+        class_filtered=raw.get("ClassFiltered", _NO_COUNTS),
+        constraint_filtered=raw.get("ConstraintFiltered", _NO_COUNTS),
+        nodes_exhausted=raw["Exhausted"],
+        class_exhausted=raw.get("ClassExhausted", _NO_COUNTS),
+        dimension_exhausted=raw.get("DimensionExhausted", _NO_COUNTS),
+        score_meta=tuple(_top_from_json(top) for top in raw["Top"]),
+        allocation_time_ns=raw["Time"],
+    )
+
+
+def placed_to_nomad(raw: PlacedMetricsJson) -> AllocMetricJson:
+    """A stored placement's metrics in Nomad's AllocMetric form, as the API serves them."""
+    return metrics_to_json(placed_from_json(raw))
