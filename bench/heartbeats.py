@@ -25,8 +25,8 @@ from app.db.engines import libpq_url
 from app.ids import secret_hash
 from app.store.sql import psycopg_query
 from bench.common import bench_database
-from workers.client.fleet import Fleet
-from workers.client.fleet_base import FleetConfig
+from client.fleet.base import FleetConfig
+from client.fleet.fleet import Fleet
 
 CORRAL = str(Path(sys.executable).parent / "corral")
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from prometheus_client.registry import Collector
 
     from app.config import Settings
-    from workers.client.config import ClientConfig
+    from client.config import ClientConfig
 
 
 def default_address() -> str:
@@ -27,7 +27,7 @@ class Interval(click.ParamType[float]):
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        from workers.client.config import ConfigError, interval_seconds
+        from client.config import ConfigError, interval_seconds
 
         if isinstance(value, float):
             return value
@@ -152,7 +152,7 @@ def client(config_file: Path | None, **options: Any) -> None:
     garbage-collect finished ones. Tasks keep running when the client stops; a restarted client
     re-attaches to them. With ACLs on, CORRAL_TOKEN (or NOMAD_TOKEN) must hold a token with
     node:write to register."""
-    from workers.client.agent import run_client
+    from client.agent import run_client
     from workers.runtime import stop_on_signals
 
     config = client_config(config_file, options)
@@ -183,7 +183,7 @@ def _metrics_server(settings: Settings) -> Callable[[Collector], None] | None:
 
 def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientConfig:
     """The flags given (None: not given) over the config file over Nomad's defaults."""
-    from workers.client.config import ConfigError, build, load_file
+    from client.config import ConfigError, build, load_file
 
     gc = {key.removeprefix("gc_"): options.pop(key) for key in list(options) if key.startswith("gc_")}
     flags = {
@@ -278,10 +278,10 @@ def fleet(
     waited out with jittered backoff; only a refused registration ends the fleet."""
     from app.cli import get_settings
     from app.logging import configure
-    from workers.client.fleet import run_fleet
-    from workers.client.fleet_base import FleetConfig
-    from workers.client.fleet_identity import IdentityFileError
-    from workers.client.fleet_retry import Refused
+    from client.fleet.base import FleetConfig
+    from client.fleet.fleet import run_fleet
+    from client.fleet.identity import IdentityFileError
+    from client.fleet.retry import Refused
     from workers.runtime import stop_on_signals
 
     settings = get_settings()

@@ -20,9 +20,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from app.api import client_proxy
+from client.logs_http import serve
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
-from workers.client.logs_http import serve
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]

@@ -14,7 +14,7 @@ import pytest
 
 from app.acl import client_link as link
 from app.ids import secret_hash
-from workers.client.logs_http import serve
+from client.logs_http import serve
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.client.fleet_identity import FILE_NAME, IdentityFileError, identities, node_names
+from client.fleet.identity import FILE_NAME, IdentityFileError, identities, node_names
 
 pytestmark = pytest.mark.unit
 

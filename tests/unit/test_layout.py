@@ -82,7 +82,9 @@ LAYERS: list[tuple[str, ...]] = [
     # 6: the web UI's page shells, which the API mounts under /ui; they read no data themselves
     ("app.ui",),
     ("app.api",),  # 7: the HTTP API
-    ("app.cli", "workers"),  # 8: entry points
+    # 8: entry points; the node agent (client) is one: a process of its own that reaches the
+    # servers only over HTTP (see CLIENT_MAY_NOT_IMPORT)
+    ("app.cli", "workers", "client"),
 ]
 SHARED_LEVELS = (0, len(LAYERS) - 1)
 # Known crossings, each with its reason; keep this list short.
@@ -104,7 +106,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-APP_MODULES = sorted([*(ROOT / "app").rglob("*.py"), *(ROOT / "workers").rglob("*.py")])
+APP_MODULES = sorted(
+    [*(ROOT / "app").rglob("*.py"), *(ROOT / "workers").rglob("*.py"), *(ROOT / "client").rglob("*.py")]
+)
 
 
 def upward_imports(path: Path) -> set[str]:
@@ -134,6 +138,28 @@ def _upward(module: str, imported: set[str]) -> set[str]:
 @pytest.mark.parametrize("path", APP_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_rooms_import_only_the_rooms_below_them(path: Path) -> None:
     assert upward_imports(path) == set()
+
+
+# The node agent runs on hosts that have no database credentials: it must not be able to reach
+# the database, the pipeline, the API's internals or the server roles even by accident.
+CLIENT_MAY_NOT_IMPORT = (
+    "app.db",
+    "app.store",
+    "app.pipeline",
+    "app.leader",
+    "app.gc",
+    "app.api",
+    "app.models",
+    "app.ui",
+)
+CLIENT_MODULES = sorted((ROOT / "client").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CLIENT_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_node_agent_imports_no_server_room(path: Path) -> None:
+    reached = {n for n in imports_of(path) if any(n == r or n.startswith(r + ".") for r in CLIENT_MAY_NOT_IMPORT)}
+    reached |= {n for n in imports_of(path) if n == "workers" or (n.startswith("workers.") and n != "workers.loops")}
+    assert reached == set()
 
 
 def test_every_module_lives_in_a_known_room() -> None:

@@ -63,7 +63,7 @@ def test_the_grafana_dashboard_only_queries_metrics_corral_exports() -> None:
         GroupSummary,
         NodeUsage,
     )
-    from workers.client.metrics import PROMETHEUS_NAMES as CLIENT_NAMES  # served by each `corral client`
+    from client.metrics import PROMETHEUS_NAMES as CLIENT_NAMES  # served by each `corral client`
 
     figures = ClusterFigures(
         broker=dict.fromkeys(BROKER_TOTALS.values(), 0),

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from workers.client.agent import Client
-from workers.client.config import ClientConfig, GcConfig
+from client.agent import Client
+from client.config import ClientConfig, GcConfig
 from workers.loops import Backoff, guarded
 
 pytestmark = pytest.mark.unit

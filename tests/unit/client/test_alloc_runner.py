@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from client.alloc_runner import AllocRunner
+from client.drivers import available
 from tests.support.processes import wait_for
-from workers.client.alloc_runner import AllocRunner
-from workers.client.drivers import available
 
 pytestmark = pytest.mark.unit
 

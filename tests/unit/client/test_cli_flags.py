@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import app.logging
-import workers.client.agent
+import client.agent
 import workers.runtime
 from app.cli import main
-from workers.client.config import ClientConfig, GcConfig
+from client.config import ClientConfig, GcConfig
 
 pytestmark = pytest.mark.unit
 client_cli = importlib.import_module("app.cli.client")  # the package re-exports the command under this name
@@ -26,7 +26,7 @@ client_cli = importlib.import_module("app.cli.client")  # the package re-exports
 def started(monkeypatch: pytest.MonkeyPatch) -> list[ClientConfig]:
     """Replaces the part that starts the agent with a capture of the config it would get."""
     configs: list[ClientConfig] = []
-    monkeypatch.setattr(workers.client.agent, "run_client", lambda config, _stop, **_hooks: configs.append(config))
+    monkeypatch.setattr(client.agent, "run_client", lambda config, _stop, **_hooks: configs.append(config))
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
     monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
     monkeypatch.delenv("CORRAL_ADDR", raising=False)

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import NOMAD_NAMES
-from workers.client.metrics import AllocFacts, ClientCollector, NodeFacts
+from client.metrics import AllocFacts, ClientCollector, NodeFacts
 
 pytestmark = pytest.mark.unit
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from client import alloc_fs, http_api
+from client.alloc_fs import FsError
+from client.alloc_runner import AllocRunner
+from client.drivers import available
+from client.task_runner import NotRunning
 from tests.support.processes import wait_for
-from workers.client import alloc_fs, http_api
-from workers.client.alloc_fs import FsError
-from workers.client.alloc_runner import AllocRunner
-from workers.client.drivers import available
-from workers.client.task_runner import NotRunning
 
 pytestmark = pytest.mark.unit
 ALLOC_ID = "a1b2c3d4-0000-0000-0000-000000000000"

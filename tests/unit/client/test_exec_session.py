@@ -15,8 +15,8 @@ import pytest
 
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
+from client.exec_session import ExecSession, ExecSpec, exit_code
 from tests.support.processes import wait_for
-from workers.client.exec_session import ExecSession, ExecSpec, exit_code
 
 pytestmark = pytest.mark.unit
 

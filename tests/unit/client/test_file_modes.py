@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.client.agent import IDENTITY, Client
-from workers.client.config import ClientConfig
+from client.agent import IDENTITY, Client
+from client.config import ClientConfig
 
 pytestmark = pytest.mark.unit
 

@@ -10,10 +10,10 @@ import threading
 import httpx
 import pytest
 
-from workers.client.fleet import Fleet
-from workers.client.fleet_base import NANOS, FleetConfig
-from workers.client.fleet_http import source_addresses
-from workers.client.fleet_retry import Refused, backoff_delay
+from client.fleet.base import NANOS, FleetConfig
+from client.fleet.fleet import Fleet
+from client.fleet.http import source_addresses
+from client.fleet.retry import Refused, backoff_delay
 
 pytestmark = pytest.mark.unit
 

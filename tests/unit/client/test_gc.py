@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from workers.client import destroyer
-from workers.client.config import GcConfig
-from workers.client.gc import GarbageCollector, Usage
+from client import destroyer
+from client.config import GcConfig
+from client.gc import GarbageCollector, Usage
 
 pytestmark = pytest.mark.unit
 

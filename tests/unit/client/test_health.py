@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workers.client.health import NANOS, HealthWatch
+from client.health import NANOS, HealthWatch
 
 pytestmark = pytest.mark.unit
 T0 = 1_000.0

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workers.client.lifecycle import (
+from client.lifecycle import (
     OPEN,
     LifecycleError,
     advance,

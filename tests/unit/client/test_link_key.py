@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from workers.client.agent import Client
-from workers.client.config import ClientConfig
+from client.agent import Client
+from client.config import ClientConfig
 
 pytestmark = pytest.mark.unit
 NANOS = 1_000_000_000

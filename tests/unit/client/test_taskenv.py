@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from workers.client.taskenv import (
+from client.taskenv import (
     PATH,
     NodeInfo,
     TaskPaths,

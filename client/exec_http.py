@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 
-from workers.client.alloc_fs import FsError
-from workers.client.exec_session import ExecSession, ExecSpec
-from workers.client.http_api import Local, Query
+from client.alloc_fs import FsError
+from client.exec_session import ExecSession, ExecSpec
+from client.http_api import Local, Query
 
 PATH = re.compile(r"^/v1/client/allocation/([0-9a-f-]{36})/exec$")
 EXEC_DRIVERS = frozenset({"raw_exec"})

@@ -10,8 +10,8 @@ import uuid
 from typing import Any
 
 from app.jobspec.durations import DurationError, duration_ns
-from workers.client.fleet_base import NANOS, FleetBase, SimNode
-from workers.client.fleet_retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
+from client.fleet.base import NANOS, FleetBase, SimNode
+from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
 
 
 class FleetAllocs(FleetBase):

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workers.client import alloc_fs, usage
-from workers.client.alloc_fs import FsError
-from workers.client.alloc_runner import AllocRunner
-from workers.client.drivers import StartError, signal_number
-from workers.client.task_runner import NotRunning
+from client import alloc_fs, usage
+from client.alloc_fs import FsError
+from client.alloc_runner import AllocRunner
+from client.drivers import StartError, signal_number
+from client.task_runner import NotRunning
 
 JSON = "application/json"
 Answer = tuple[int, bytes, str]

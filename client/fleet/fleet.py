@@ -34,10 +34,10 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from workers.client.fleet_base import FleetConfig, SimNode
-from workers.client.fleet_nodes import FleetNodes
-from workers.client.fleet_stats import STATS_FILE_EVERY_S, SUMMARY_EVERY_S
-from workers.client.fleet_watch import FleetWatches
+from client.fleet.base import FleetConfig, SimNode
+from client.fleet.nodes import FleetNodes
+from client.fleet.stats import STATS_FILE_EVERY_S, SUMMARY_EVERY_S
+from client.fleet.watch import FleetWatches
 
 
 class Fleet(FleetNodes, FleetWatches):

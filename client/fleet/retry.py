@@ -1,4 +1,4 @@
-"""How the simulated fleet (workers/client/fleet.py) tells its failures apart and waits them out.
+"""How the simulated fleet (client/fleet/fleet.py) tells its failures apart and waits them out.
 
 Every loop (registration, heartbeats, watch, status sync) waits out 429, 5xx and transport
 errors with capped, jittered exponential backoff. Only a registration the servers refuse

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from workers.client.fleet_retry import NodeGone, Retryable
+from client.fleet.retry import NodeGone, Retryable
 
 ON_TIME_S = 1.0  # a heartbeat accepted within this long of falling due is on time
 SUMMARY_EVERY_S = 30.0

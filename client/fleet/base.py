@@ -16,12 +16,12 @@ from typing import Any, Literal
 import httpx
 import structlog
 
-from workers.client.api import WATCH_WAIT_S
-from workers.client.fleet_http import async_client, connections, loopback_url, source_addresses
-from workers.client.fleet_identity import identities, node_names
-from workers.client.fleet_stats import FleetStats, expected_failure, failure_kind, write_stats_file
+from client.api import WATCH_WAIT_S
+from client.fleet.http import async_client, connections, loopback_url, source_addresses
+from client.fleet.identity import identities, node_names
+from client.fleet.stats import FleetStats, expected_failure, failure_kind, write_stats_file
 
-log = structlog.get_logger("workers.client.fleet")
+log = structlog.get_logger("client.fleet.fleet")
 NANOS = 1_000_000_000
 Mode = Literal["realistic", "compact"]
 

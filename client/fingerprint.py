@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from workers.client.config import ClientConfig
+from client.config import ClientConfig
 
 DEFAULT_MHZ = 1000.0
 

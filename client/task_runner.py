@@ -11,8 +11,8 @@ from typing import Any
 
 import structlog
 
-from workers.client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
-from workers.client.restarts import RestartTracker
+from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
+from client.restarts import RestartTracker
 
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000

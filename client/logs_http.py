@@ -16,10 +16,10 @@ import structlog
 
 from app.acl import client_link as link
 from app.stream import websocket as wsock
-from workers.client import exec_http
-from workers.client.alloc_fs import FsError
-from workers.client.alloc_runner import AllocRunner
-from workers.client.http_api import Local, route
+from client import exec_http
+from client.alloc_fs import FsError
+from client.alloc_runner import AllocRunner
+from client.http_api import Local, route
 
 log = structlog.get_logger(__name__)
 

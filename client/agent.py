@@ -17,16 +17,16 @@ from typing import Any
 import httpx
 import structlog
 
-from workers.client.alloc_runner import TERMINAL, AllocRunner
-from workers.client.api import NodeGone, ServerApi
-from workers.client.config import ClientConfig
-from workers.client.drivers import available
-from workers.client.drivers import fingerprint as driver_fingerprint
-from workers.client.fingerprint import fingerprint
-from workers.client.gc import GarbageCollector, measure
-from workers.client.logs_http import serve
-from workers.client.metrics import AllocFacts, ClientCollector, NodeFacts
-from workers.client.usage import host_stats
+from client.alloc_runner import TERMINAL, AllocRunner
+from client.api import NodeGone, ServerApi
+from client.config import ClientConfig
+from client.drivers import available
+from client.drivers import fingerprint as driver_fingerprint
+from client.fingerprint import fingerprint
+from client.gc import GarbageCollector, measure
+from client.logs_http import serve
+from client.metrics import AllocFacts, ClientCollector, NodeFacts
+from client.usage import host_stats
 from workers.loops import Backoff, Streak, guarded
 
 log = structlog.get_logger(__name__)

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from workers.client.drivers import fingerprint as driver_fingerprint
-from workers.client.fleet_allocs import FleetAllocs
-from workers.client.fleet_base import NANOS, SimNode
-from workers.client.fleet_retry import (
+from client.drivers import fingerprint as driver_fingerprint
+from client.fleet.allocs import FleetAllocs
+from client.fleet.base import NANOS, SimNode
+from client.fleet.retry import (
     HEARTBEAT_BACKOFF_CAP_S,
     REGISTER_BACKOFF_CAP_S,
     RETRYABLE_STATUSES,
@@ -22,7 +22,7 @@ from workers.client.fleet_retry import (
     Retryable,
     backoff_delay,
 )
-from workers.client.fleet_stats import ON_TIME_S
+from client.fleet.stats import ON_TIME_S
 
 
 class FleetNodes(FleetAllocs):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import structlog
 
-from workers.client.alloc_runner import AllocRunner
-from workers.client.config import GcConfig
-from workers.client.destroyer import Destroyer, finished
+from client.alloc_runner import AllocRunner
+from client.config import GcConfig
+from client.destroyer import Destroyer, finished
 
 log = structlog.get_logger(__name__)
 

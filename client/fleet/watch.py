@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from workers.client.fleet_allocs import FleetAllocs
-from workers.client.fleet_base import SimNode
-from workers.client.fleet_retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, NodeGone, Retryable, backoff_delay
+from client.fleet.allocs import FleetAllocs
+from client.fleet.base import SimNode
+from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, NodeGone, Retryable, backoff_delay
 
 
 @dataclass(frozen=True)

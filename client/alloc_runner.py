@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workers.client.drivers import DEFAULT_KILL_SIGNAL, Driver, StartError, TaskSpec
-from workers.client.health import HealthWatch
-from workers.client.lifecycle import (
+from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
+from client.health import HealthWatch
+from client.lifecycle import (
     MAIN,
     OPEN,
     POSTSTART,
@@ -29,9 +29,9 @@ from workers.client.lifecycle import (
     restarts_on_success,
     stage_of,
 )
-from workers.client.restarts import RestartPolicy, RestartTracker
-from workers.client.task_runner import NotRunning, TaskRunner
-from workers.client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
+from client.restarts import RestartPolicy, RestartTracker
+from client.task_runner import NotRunning, TaskRunner
+from client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
@@ -77,11 +77,25 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
+            user=str(task.get("User") or ""),
+            limits=task_limits(task),
+            alloc_id=str(alloc.get("ID", "")),
+            alloc_dir=alloc_dir,
         )
         payload = str((task.get("DispatchPayload") or {}).get("File") or "")
         policy = task.get("RestartPolicy") or group.get("RestartPolicy")
         plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload))
     return plans, job.get("Type") in ("batch", "sysbatch")
+
+
+def task_limits(task: dict[str, Any]) -> Limits:
+    """The task's Resources as its driver enforces them."""
+    resources = task.get("Resources") or {}
+    return Limits(
+        cpu_mhz=int(resources.get("CPU") or 0),
+        memory_mb=int(resources.get("MemoryMB") or 0),
+        memory_max_mb=int(resources.get("MemoryMaxMB") or 0),
+    )
 
 
 def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:

@@ -1,0 +1,117 @@
+"""What every task driver shares: the task as a driver sees it, the handle and driver protocols,
+the start error. A handle's state() is saved to disk so a restarted client can re-attach to
+what is still running."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.jobspec.durations import DurationError, duration_ns
+
+KILLED = -1  # exit code for a task that was killed (or vanished) without reporting one
+# Runs the task, then records its exit code where a re-attached client can read it. The wrapper
+# traps the kill signals (a handler, not an ignore: the task gets the default disposition) so it
+# outlives the task and records how it ended; `{traps}` is filled in per task.
+WRAPPER = 'f=$1; shift; trap : {traps}; "$@"; code=$?; echo "$code" > "$f"; exit "$code"'
+DEFAULT_KILL_SIGNAL = "SIGINT"  # Nomad's, when the task sets no kill_signal
+UNTRAPPABLE = frozenset({signal.SIGKILL, signal.SIGSTOP})
+
+
+class StartError(Exception):
+    """The driver could not start the task (Nomad's 'Driver Failure')."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the scheduler reserved for the task, for drivers that enforce it (exec, docker)."""
+
+    cpu_mhz: int = 0  # Resources.CPU: relative CPU shares
+    memory_mb: int = 0  # Resources.MemoryMB: the soft limit (the hard one without memory_max)
+    memory_max_mb: int = 0  # Resources.MemoryMaxMB: the hard limit when oversubscription allows it
+    cores: tuple[int, ...] = ()  # the node's cores reserved for the task (Resources.Cores)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path bound into the task (a host volume's volume_mount, or a docker `mount`)."""
+
+    host_path: str
+    task_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    """One port of the allocation's network: the host side the scheduler picked and the port
+    the task listens on (`to`; 0 or -1 means the same as the host port)."""
+
+    label: str
+    host_ip: str
+    host_port: int
+    to: int = 0
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    driver: str
+    config: dict[str, Any]
+    env: dict[str, str]  # the whole environment of the task (built by taskenv, never the client's)
+    kill_timeout_s: float
+    kill_signal: str = DEFAULT_KILL_SIGNAL
+    user: str = ""  # Task.User; each driver applies its own default (exec: nobody)
+    limits: Limits = Limits()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[PortMapping, ...] = ()
+    network_mode: str = "host"  # the group network's mode: host, bridge, none
+    alloc_id: str = ""
+    alloc_dir: Path | None = None  # the allocation's directory (alloc/, and one per task)
+
+
+def log_paths(task: TaskSpec, logs: Path) -> tuple[Path, Path]:
+    """Where a driver writes the task's stdout and stderr. Every driver opens these (appending)
+    and never names log files itself, so rotation is decided in one place."""
+    return logs / f"{task.name}.stdout.0", logs / f"{task.name}.stderr.0"
+
+
+def signal_number(name: str) -> signal.Signals:
+    """`SIGTERM` or `TERM` -> the signal; StartError for a name this system does not know."""
+    wanted = name.upper() if name.upper().startswith("SIG") else f"SIG{name.upper()}"
+    try:
+        return signal.Signals[wanted]
+    except KeyError:
+        raise StartError(f"kill_signal {name!r} is not a signal this node knows") from None
+
+
+class Handle(Protocol):
+    def wait(self, timeout_s: float) -> int | None:
+        """The exit code once the task has exited, else None after timeout_s."""
+
+    def kill(self, timeout_s: float, signal_name: str = DEFAULT_KILL_SIGNAL) -> int:
+        """Stop the task (signal_name, then by force after timeout_s); returns its exit code."""
+
+    def state(self) -> dict[str, Any]: ...
+
+    def pids(self) -> list[int]:
+        """The processes the task's usage is measured from (none for a driver without any)."""
+
+    def signal(self, signum: int) -> None:
+        """Deliver signum to the task (Nomad's alloc signal)."""
+
+
+class Driver(Protocol):
+    name: str
+
+    def start(self, task: TaskSpec, task_dir: Path, logs: Path) -> Handle: ...
+
+    def reattach(self, task: TaskSpec, task_dir: Path, saved: dict[str, Any]) -> Handle | None: ...
+
+
+def seconds(value: Any, key: str) -> float:
+    try:
+        return duration_ns(value) / 1e9
+    except DurationError as err:
+        raise StartError(f"config.{key} {err}") from None
