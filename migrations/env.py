@@ -20,6 +20,10 @@ def run_migrations_online() -> None:
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            # Session-wide, so every revision's statements give way rather than queue the hot
+            # path behind an ACCESS EXCLUSIVE lock (app/db/schema.upgrade retries them).
+            lock_timeout = str(context.config.attributes.get("lock_timeout") or "5s")
+            conn.execute(text("SELECT set_config('lock_timeout', :t, false)"), {"t": lock_timeout})
             conn.commit()
             try:
                 context.configure(
@@ -32,6 +36,7 @@ def run_migrations_online() -> None:
                     context.run_migrations()
                 conn.commit()
             finally:
+                conn.rollback()  # a revision that failed leaves its transaction aborted
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
                 conn.commit()
     finally:

@@ -12,8 +12,16 @@ def db() -> None:
 
 @db.command()
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
-def upgrade(revision: str) -> None:
-    """Migrate the database to the latest schema (or --revision)."""
+@click.option(
+    "--lock-timeout",
+    default="5s",
+    show_default=True,
+    help="How long a migration statement may wait for a lock before it gives way and is retried "
+    "(PostgreSQL's lock_timeout), so a migration never stalls running roles for longer.",
+)
+def upgrade(revision: str, lock_timeout: str) -> None:
+    """Migrate the database to the latest schema (or --revision). Safe while the roles run: see
+    "Upgrading a running cluster" in docs/operations.md."""
     from app.cli import get_settings
     from app.db.database import open_database
     from app.db.schema import upgrade as run_upgrade
@@ -23,7 +31,7 @@ def upgrade(revision: str) -> None:
     configure("migrate", settings.log_level, settings.log_format)
     database = open_database(settings)
     try:
-        run_upgrade(database.url, revision)
+        run_upgrade(database.url, revision, lock_timeout)
         click.echo(f"database schema is at {revision}")
     finally:
         database.close()

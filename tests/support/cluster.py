@@ -32,8 +32,7 @@ class Cluster:
         self.base = f"http://127.0.0.1:{port}"
         self.env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", **FAST, **(settings or {})}
         self.server = corral(["server"], env=self.env)
-        for role in ("worker", "applier", "leader"):
-            corral([role], env=self.env)
+        self.roles = [self.server, *(corral([role], env=self.env) for role in ("worker", "applier", "leader"))]
         wait_healthy(self.base, self.server)
         self.pg = psycopg.connect(libpq_url(database_url), autocommit=True)
         self.http = httpx.Client(base_url=self.base, timeout=30)
