@@ -245,3 +245,20 @@ def test_no_merge_conflict_markers_were_committed(doc: Path) -> None:
     # A merge once committed docs/benchmarks.md with both sides and the markers between them.
     found = [m.group(0) for m in MERGE_MARKER.finditer(doc.read_text())]
     assert not found, f"{doc.name} holds merge conflict markers"
+
+
+def test_the_readme_shows_the_last_green_ci_run() -> None:
+    recorded = (ROOT / "docs" / "ci-time.txt").read_text().strip()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} [0-9a-f]{7,}: [\d,]+ passed in \d+ m \d+ s .+", recorded), recorded
+    assert f"Last green CI run: {recorded}" in (ROOT / "README.md").read_text()
+
+
+def test_the_benchmark_page_is_a_short_table_of_current_figures() -> None:
+    """The lab notebook lives in benchmarks-log.md; benchmarks.md keeps one row per benchmark."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    current = page[page.index("## Current figures") :]
+    rows = [line for line in current.splitlines() if line.startswith("| `")]
+    assert rows
+    assert all(len(row) < 600 for row in rows), max(rows, key=len)[:120]
+    commands = [row.split("|")[1] for row in rows]
+    assert len(commands) == len(set(commands)), "one row per benchmark"
