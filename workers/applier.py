@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 import time
@@ -12,7 +11,6 @@ from typing import Any
 import psycopg
 import structlog
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -22,7 +20,7 @@ from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, InFlight, Prepared, commit_batch, prepare
 from app.pipeline.plan_writes import raw
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
-from workers.loops import Backoff, Streak
+from workers.election import stand_for_election
 from workers.runtime import PLANS_CHANNEL, Wakeup
 
 log = structlog.get_logger(__name__)
@@ -44,31 +42,10 @@ def run_applier(settings: Settings, database_url: str, stop: threading.Event) ->
     # arrives while the previous one commits (group commit) and one worker's plan should not
     # wait for company that may never come.
     wakeup = Wakeup(database_url, "applier", settings.poll_interval_s, channels=(PLANS_CHANNEL,), debounce_s=0)
-    backoff = Backoff(cap=5.0)
-    streak = Streak("the applier role")
     try:
-        while not stop.is_set():
-            lead: Leadership | None = None
-            try:
-                lead = Leadership(engine, "applier")
-                if lead.try_acquire():
-                    backoff.reset()
-                    streak.succeeded()
-                    _serve(engine, lead, wakeup, stop, settings)
-                else:
-                    streak.succeeded()
-                    stop.wait(1.0)
-            except (Deposed, DBAPIError, psycopg.Error) as err:
-                # Lost the term or the database: drop the role, then stand for election again.
-                streak.failed(err)
-                stop.wait(backoff.next())
-            except Exception as err:  # a bug: log it once, back off, stand again (never die silently)
-                streak.failed(err, traceback=True)
-                stop.wait(backoff.next())
-            finally:
-                if lead is not None:
-                    with contextlib.suppress(Exception):
-                        lead.close()
+        stand_for_election(
+            engine, "applier", stop, lambda lead: _serve(engine, lead, wakeup, stop, settings), lost=(Deposed,)
+        )
     finally:
         wakeup.close()
         engine.dispose()

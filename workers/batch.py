@@ -17,25 +17,46 @@ import functools
 import threading
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
+from sqlalchemy import Engine
 
+from app.config import Settings
 from app.metrics.timings import INVOKE_SCHEDULER, SUBMIT_PLAN, timed
 from app.pipeline import plans
 from app.pipeline.batch_overlay import combine, taken_by, with_taken
 from app.pipeline.broker import Claim, LeaseLost
+from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
+from app.scheduler.metrics import MetricsOptions
 from app.structs import NodeUsage, Plan, SchedulerResult, Snapshot
 from workers.leases import Lease
 from workers.runtime import VERDICTS_CHANNEL
 from workers.tries import ShuttingDown, Try, completion_of, outcome_of
 
-if TYPE_CHECKING:
-    from workers.worker import Worker
+
+class VerdictWait(Protocol):
+    def wait(
+        self, timeout: float | None = None, *, channel: str | None = None, wanted: Callable[[str], bool] | None = None
+    ) -> list[str]: ...
+
+
+class Worker(Protocol):
+    """What a batch needs of the worker that claimed it (workers/worker.py's Worker), named here
+    so that this module does not import the worker that imports it."""
+
+    engine: Engine
+    settings: Settings
+    loader: SnapshotLoader
+    placement_metrics: MetricsOptions
+
+    @property
+    def wakeup(self) -> VerdictWait: ...
+
 
 log = structlog.get_logger(__name__)
 Firsts = dict[uuid.UUID, Try | Exception]

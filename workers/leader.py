@@ -3,7 +3,6 @@ the leader role. Every tick is fenced by the term and safe to run twice."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 
@@ -28,7 +27,8 @@ from app.leader import (
     periodic_launch,
 )
 from app.store.sql import query
-from workers.loops import Backoff, Streak
+from workers.election import stand_for_election
+from workers.loops import Streak
 
 log = structlog.get_logger(__name__)
 RENEW_EVERY_S = 1.0
@@ -54,30 +54,9 @@ def duties(settings: Settings) -> dict[str, tuple[float, Duty]]:
 
 def run_leader(settings: Settings, database_url: str, stop: threading.Event) -> None:
     engine = make_engine(database_url, "leader", pool_size=2)
-    backoff = Backoff(cap=5.0)
-    streak = Streak("the leader role")
     try:
-        while not stop.is_set():
-            lead: Leadership | None = None
-            try:
-                lead = Leadership(engine, "leader")
-                if lead.try_acquire():
-                    backoff.reset()
-                    streak.succeeded()
-                    _lead(engine, lead, stop, duties(settings))
-                else:
-                    streak.succeeded()
-                    stop.wait(1.0)
-            except (DBAPIError, psycopg.Error) as err:
-                streak.failed(err)
-                stop.wait(backoff.next())
-            except Exception as err:  # a bug: log it once, back off, stand again (never die silently)
-                streak.failed(err, traceback=True)
-                stop.wait(backoff.next())
-            finally:
-                if lead is not None:
-                    with contextlib.suppress(Exception):
-                        lead.close()
+        # Each term builds its duties afresh: the deployment watcher keeps state for its term only.
+        stand_for_election(engine, "leader", stop, lambda lead: _lead(engine, lead, stop, duties(settings)))
     finally:
         engine.dispose()
 
