@@ -21,8 +21,11 @@ With `--peer-batch N`, each run is followed by the same run with the workers' ev
 to N (1: one evaluation at a time, the path before batches), and the report adds its rate and
 the ratio of the two: a peer from the same run, on a copy of the same database.
 
+With `--worker-cpu Q`, each worker process is capped at Q cores in a cgroup of its own
+(bench/small_jobs_quota.py): horizontal scaling as if each worker ran on a small host.
+
 Usage: uv run python -m bench.small_jobs [--workers 1,2,4] [--jobs 5000] [--nodes 1000] [--repeat 1] [--affinity]
-       [--peer-batch N]
+       [--peer-batch N] [--worker-cpu Q]
 """
 
 from __future__ import annotations
@@ -93,6 +96,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=_positive,
         default=None,
         help="after each run, the same run with this eval_batch (1: one evaluation at a time) as its peer",
+    )
+    parser.add_argument(
+        "--worker-cpu",
+        type=float,
+        default=None,
+        metavar="Q",
+        help="cap each worker process at Q cores in a cgroup of its own (root, cgroup v1), as if each ran on "
+        "a small host; reports per-worker CPU, throttling and what binds (bench/small_jobs_quota.py)",
     )
     return parser.parse_args(argv)
 
@@ -281,6 +292,9 @@ def main(argv: list[str] | None = None) -> None:
         add_nodes(template, args.nodes, cpu=4000, memory_mb=16384)
         register_jobs(template, args.jobs, args.affinity)
         set_paused(template, True)
+        if args.worker_cpu is not None:
+            _quota_runs(admin, template, args)
+            return
         results: dict[int, list[Run]] = {}
         peers: dict[int, list[Run]] = {}
         for workers in args.workers:
@@ -311,6 +325,18 @@ def main(argv: list[str] | None = None) -> None:
             for w in args.workers[1:]
         ]
         print("evaluation-rate ratios: " + ", ".join(ratios))
+
+
+def _quota_runs(admin: str, template: str, args: argparse.Namespace) -> None:
+    from bench import small_jobs_quota
+
+    runs: dict[int, list[small_jobs_quota.QuotaRun]] = {}
+    for workers in args.workers:
+        for _ in range(args.repeat):
+            r = small_jobs_quota.run(admin, template, workers, args.worker_cpu)
+            runs.setdefault(workers, []).append(r)
+            print(f"run: {workers} worker(s) at {args.worker_cpu} cores each: {r.rate:.1f} evaluations/s", flush=True)
+    small_jobs_quota.report(runs, args.jobs, args.nodes, args.worker_cpu)
 
 
 if __name__ == "__main__":
