@@ -23,6 +23,7 @@ class Page:
 PAGES: dict[str, Page] = {
     "overview": Page("overview.html", "Cluster", "overview"),
     "jobs": Page("jobs.html", "Jobs", "jobs"),
+    "run": Page("run.html", "Run a job", "jobs"),
     "job": Page("job.html", "Job", "jobs"),
     "allocation": Page("allocation.html", "Allocation", "jobs"),
     "nodes": Page("nodes.html", "Nodes", "nodes"),
@@ -35,6 +36,7 @@ PAGES: dict[str, Page] = {
 ROUTES: list[tuple[str, str]] = [
     ("/", "overview"),
     ("/jobs", "jobs"),
+    ("/jobs/run", "run"),
     ("/job/<path:object_id>", "job"),
     ("/allocation/<object_id>", "allocation"),
     ("/nodes", "nodes"),

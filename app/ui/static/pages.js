@@ -4,6 +4,7 @@ import {
   act, ago, api, applyDenied, badge, bar, cards, countBy, enc, facts, failureLines, fill, h, jobPath, link, live,
   session, short, specDiff, when, wireTokenButton,
 } from "./ui.js";
+import { allocRestart, chosenNamespace, fileBrowser, jobActions, namespaceSelector, runPage } from "./actions.js";
 
 const $ = (id) => document.getElementById(id);
 const objectId = () => document.body.dataset.id;
@@ -47,7 +48,7 @@ async function jobsPage() {
   for (const id of ["job-search", "job-status", "job-type"]) $(id).addEventListener("input", renderJobs);
   $("job-filters").addEventListener("submit", (e) => e.preventDefault());
   return async () => {
-    jobs = (await api("/v1/jobs?namespace=*")).data;
+    jobs = (await api(`/v1/jobs?namespace=${enc(chosenNamespace())}`)).data;
     const by = countBy(jobs, (j) => j.Status);
     cards("job-counts", [["Jobs", jobs.length], ["Running", by.running || 0], ["Pending", by.pending || 0],
       ["Dead", by.dead || 0]]);
@@ -152,6 +153,7 @@ async function jobPage() {
     $("deployments").replaceChildren(...(deployments.length ? deployments.slice(0, 3).map(renderDeployment)
       : [h("p", { class: "muted" }, "No deployments.")]));
     renderVersions(vs.Versions || []);
+    jobActions(job, summary, apiJob());
     applyDenied();
   };
 }
@@ -249,6 +251,7 @@ function renderPlacement(m) {
 
 async function allocationPage() {
   let started = false;
+  const files = fileBrowser(objectId());
   $("log-task").addEventListener("change", () => tailLog().catch(() => {}));
   $("log-type").addEventListener("change", () => tailLog().catch(() => {}));
   return async () => {
@@ -273,6 +276,7 @@ async function allocationPage() {
     $("tasks").replaceChildren(...(Object.keys(states).length ? Object.entries(states).map(([n, s]) => renderTask(n, s))
       : [h("p", { class: "muted" }, "No task has reported yet.")]));
     renderPlacement(a.Metrics);
+    allocRestart(a);
     if ($("log-task").options.length !== tasks.length) {
       $("log-task").replaceChildren(...tasks.map((t) => h("option", {}, t)));
     }
@@ -280,6 +284,7 @@ async function allocationPage() {
     if (!started && tasks.length) {
       started = true;
       followLogs();
+      files.open();
     }
   };
 }
@@ -401,10 +406,11 @@ function gauge(metrics, name) {
 }
 
 async function evaluationsPage() {
-  const list = (status) => api(`/v1/evaluations?namespace=*&filter=${enc(`Status == "${status}"`)}`).then((r) => r.data);
+  const ns = enc(chosenNamespace());
+  const list = (status) => api(`/v1/evaluations?namespace=${ns}&filter=${enc(`Status == "${status}"`)}`).then((r) => r.data);
   return async () => {
     const [pending, blocked, recent, metrics] = await Promise.all([list("pending"), list("blocked"),
-      api("/v1/evaluations?namespace=*&per_page=25&reverse=true").then((r) => r.data),
+      api(`/v1/evaluations?namespace=${ns}&per_page=25&reverse=true`).then((r) => r.data),
       api("/v1/metrics").then((r) => r.data)]);
     // A pending evaluation with a lease is being scheduled by a worker; without one it is queued.
     const flying = pending.filter((e) => e.LeaseExpiresAt > 0);
@@ -574,7 +580,7 @@ async function overviewPage() {
 
 const PAGES = {
   overview: overviewPage, jobs: jobsPage, job: jobPage, allocation: allocationPage, nodes: nodesPage, node: nodePage,
-  evaluations: evaluationsPage, evaluation: evaluationPage,
+  evaluations: evaluationsPage, evaluation: evaluationPage, run: runPage,
 };
 
 async function main() {
@@ -585,6 +591,7 @@ async function main() {
     return;
   }
   applyDenied();
+  namespaceSelector();
   const refresh = await PAGES[document.body.dataset.page]();
   await live(refresh);
 }
