@@ -271,7 +271,10 @@ def node(row: Node) -> dict[str, Any]:
         "Datacenter": row.datacenter,
         "Name": row.name,
         "CgroupParent": "",
-        "HTTPAddr": row.http_addr,
+        # Advertised to no API client: the node's endpoint answers only the servers' signed
+        # requests, so Nomad's API clients, finding no address, ask the servers, which proxy
+        # (docs/security.md, "Nomad's API clients and the node's address").
+        "HTTPAddr": "",
         "TLSEnabled": False,
         "Attributes": row.attributes,
         "NodeResources": resources,
