@@ -15,6 +15,7 @@ from __future__ import annotations
 ALIASES: dict[str, str] = {
     "CSIPluginType": "string",
     "DrainStatus": "string",
+    "ReconcileOption": "string",
     "SchedulerAlgorithm": "string",
     "Topic": "string",
 }

@@ -88,7 +88,9 @@ def _scalar(value: Any, go_type: str, where: str) -> list[str]:
     if go_type == "bool":
         return [] if isinstance(value, bool) else wrong
     if go_type == "time.Time":
-        return [] if isinstance(value, str) and RFC3339.match(value) else [f"{where}: {value!r} is not an RFC 3339 time"]
+        return (
+            [] if isinstance(value, str) and RFC3339.match(value) else [f"{where}: {value!r} is not an RFC 3339 time"]
+        )
     if isinstance(value, bool):
         return wrong
     if go_type in INTEGERS:
