@@ -97,7 +97,7 @@ class FleetAllocs(FleetBase):
         before = self.last.get(alloc_id, {}).get("TaskStates", {}).get("t") or task_state.new_state()
         now = task_state.now()
         if status == "running":
-            started = before["StartedAt"] if task_state.started(before) else now
+            started = before["StartedAt"] if before["StartedAt"] != task_state.ZERO_TIME else now
             return {**before, "State": "running", "StartedAt": started}
         return {**before, "State": "dead", "Failed": status == "failed", "FinishedAt": now}
 
