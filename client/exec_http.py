@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from client import task_state
 from client.alloc_fs import FsError
 from client.exec_session import ExecSession, ExecSpec
 from client.http_api import Local, Query
@@ -43,7 +44,7 @@ def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession:
         raise FsError(400, "task", f"unknown task name {task!r}")
     if task_runner.spec.driver not in EXEC_DRIVERS:
         raise FsError(400, "task", f"task {task!r} uses the {task_runner.spec.driver} driver, which cannot exec")
-    if not task_runner.state.get("StartedAt"):
+    if not task_state.started(task_runner.state):
         raise FsError(404, "task", f"task {task!r} not started yet.")
     if runner.terminal or task_runner.handle is None or task_runner.state.get("State") != "running":
         raise FsError(404, "task", f"task {task!r} is not running.")

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from client import task_state
+
 NANOS = 1_000_000_000
 
 
@@ -88,7 +90,7 @@ def _verdict(
         return None
     # A restart starts the clock again: the task must stay up for min_healthy_time in one go.
     # An allocation that joined a deployment while running (an in-place update) is watched anew.
-    since = max(max(s.get("StartedAt") or 0, s.get("LastRestart") or 0) for s in states) / NANOS
+    since = max(max(task_state.seconds(s.get("StartedAt")), task_state.seconds(s.get("LastRestart"))) for s in states)
     return True if now - max(since, watched_since) >= min_healthy_s else None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from client import task_state
 from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
 from client.restarts import RestartTracker
 
@@ -51,14 +52,8 @@ class TaskRunner:
         # Open while the task's lifecycle stage may start (the allocation's coordinator sets it).
         self.gate = gate if gate is not None else _open_gate()
         saved = saved or {}
-        self.state: dict[str, Any] = saved.get("state") or {
-            "State": "pending",
-            "Failed": False,
-            "Restarts": 0,
-            "StartedAt": None,
-            "FinishedAt": None,
-            "Events": [],
-        }
+        found = saved.get("state")
+        self.state: dict[str, Any] = task_state.upgraded(found) if found else task_state.new_state()
         self._saved_handle: dict[str, Any] | None = saved.get("handle")
         self.handle: Handle | None = None
         self._stop = threading.Event()
@@ -124,7 +119,7 @@ class TaskRunner:
         except Exception as err:  # a bug must still leave the task dead and reported
             log.exception("task runner failed", task=self.spec.name)
             self._event("Task Setup Failure", str(err))
-            self._set(State="dead", Failed=True, FinishedAt=now_ns())
+            self._set(State="dead", Failed=True, FinishedAt=task_state.now())
 
     def _loop(self) -> None:
         handle = self._reattach()
@@ -149,7 +144,7 @@ class TaskRunner:
             if self._restart.is_set():
                 self._restart.clear()
                 self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
-                self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
+                self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now())
                 continue
             decision = self.tracker.after_exit(time.time(), code, start_failed)
             if decision.action == "complete":
@@ -161,7 +156,7 @@ class TaskRunner:
             self._set(State="pending")
             if self._stop.wait(decision.delay_s):
                 return self._finish(failed=False, message="")
-            self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
+            self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now())
 
     def _wait_gate(self) -> bool:
         """Wait until the task's lifecycle stage may start; False if it was stopped first."""
@@ -188,7 +183,8 @@ class TaskRunner:
         with self._lock:
             self.handle = handle
         self._event("Started", "Task started by client")
-        self._set(State="running", StartedAt=self.state.get("StartedAt") or now_ns())
+        started = self.state["StartedAt"] if task_state.started(self.state) else task_state.now()
+        self._set(State="running", StartedAt=started)
         return handle
 
     def _wait(self, handle: Handle) -> int:
@@ -205,4 +201,4 @@ class TaskRunner:
     def _finish(self, *, failed: bool, message: str) -> None:
         if message:
             self._event("Finished" if not failed else "Failed", message)
-        self._set(State="dead", Failed=failed, FinishedAt=now_ns())
+        self._set(State="dead", Failed=failed, FinishedAt=task_state.now())

@@ -35,20 +35,28 @@ class Acl:
     agent: str = ""
     operator: str = ""
     plugin: str = ""
+    pool_exact: dict[str, frozenset[str]] = field(default_factory=dict)
+    pool_globs: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def compile(cls, policies: Iterable[Policy]) -> Acl:
         merged: dict[str, set[str]] = {}
+        pools: dict[str, set[str]] = {}
         nodes, agents, operators, plugins = [], [], [], []
         for policy in policies:
             for rule in policy.namespaces:
                 merged.setdefault(rule.name, set()).update(rule.capabilities)
+            for pool in policy.node_pools:
+                pools.setdefault(pool.name, set()).update(pool.capabilities)
             nodes.append(policy.node)
             agents.append(policy.agent)
             operators.append(policy.operator)
             plugins.append(policy.plugin)
         final = {name: frozenset({DENY} if DENY in caps else caps) for name, caps in merged.items()}
+        pool_final = {name: frozenset({DENY} if DENY in caps else caps) for name, caps in pools.items()}
         return cls(
+            pool_exact={n: c for n, c in pool_final.items() if "*" not in n},
+            pool_globs={n: c for n, c in pool_final.items() if "*" in n},
             exact={n: c for n, c in final.items() if "*" not in n},
             globs={n: c for n, c in final.items() if "*" in n},
             node=_merge_level(nodes),
@@ -58,15 +66,21 @@ class Acl:
         )
 
     def namespace_capabilities(self, namespace: str) -> frozenset[str]:
-        if namespace in self.exact:
-            return self.exact[namespace]
-        best: tuple[int, str] | None = None
-        for glob in self.globs:
-            if fnmatch.fnmatchcase(namespace, glob):
-                distance = len(namespace) - len(glob.replace("*", ""))
-                if best is None or (distance, glob) < best:
-                    best = (distance, glob)
-        return self.globs[best[1]] if best else frozenset()
+        return _matching(self.exact, self.globs, namespace)
+
+    def allow_node_pool_op(self, pool: str, capability: str) -> bool:
+        """Nomad's AllowNodePoolOperation: read, write or delete on the pool."""
+        if self.management:
+            return True
+        capabilities = _matching(self.pool_exact, self.pool_globs, pool)
+        return DENY not in capabilities and capability in capabilities
+
+    def allow_node_pool(self, pool: str) -> bool:
+        """Any capability on the pool (Nomad's AllowNodePool: the pool is listed)."""
+        if self.management:
+            return True
+        capabilities = _matching(self.pool_exact, self.pool_globs, pool)
+        return bool(capabilities) and DENY not in capabilities
 
     def allow_namespace_op(self, namespace: str, capability: str) -> bool:
         if self.management:
@@ -91,6 +105,19 @@ class Acl:
         if area == "plugin":
             return level == LIST or granted == READ
         return _RANK[granted] >= _RANK[level]
+
+
+def _matching(exact: dict[str, frozenset[str]], globs: dict[str, frozenset[str]], name: str) -> frozenset[str]:
+    """The exact label's capabilities, else the closest glob's (fewest characters left to '*')."""
+    if name in exact:
+        return exact[name]
+    best: tuple[int, str] | None = None
+    for glob in globs:
+        if fnmatch.fnmatchcase(name, glob):
+            distance = len(name) - len(glob.replace("*", ""))
+            if best is None or (distance, glob) < best:
+                best = (distance, glob)
+    return globs[best[1]] if best else frozenset()
 
 
 MANAGEMENT = Acl(management=True)

@@ -101,6 +101,11 @@ EXPANSIONS: dict[str, tuple[str, ...]] = {
     ),
     SCALE: (LIST_SCALING_POLICIES, READ_SCALING_POLICY, READ_JOB_SCALING, SCALE_JOB),
 }
+# node_pool "name-or-glob" { policy = "..." capabilities = [...] }, as Nomad's: write may also
+# delete the pool.
+DELETE = "delete"
+NODE_POOL_CAPABILITIES = frozenset({DENY, READ, WRITE, DELETE})
+NODE_POOL_EXPANSIONS: dict[str, tuple[str, ...]] = {DENY: (DENY,), READ: (READ,), WRITE: (DELETE, READ, WRITE)}
 COARSE = (DENY, READ, WRITE)  # node, agent, operator, quota
 PLUGIN = (DENY, READ, LIST)
 NAMESPACE_POLICIES = (DENY, READ, WRITE, SCALE)
@@ -122,8 +127,15 @@ class NamespaceRule:
 
 
 @dataclass(frozen=True)
+class NodePoolRule:
+    name: str  # a node pool or a glob
+    capabilities: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Policy:
     namespaces: tuple[NamespaceRule, ...] = ()
+    node_pools: tuple[NodePoolRule, ...] = ()
     node: str = ""
     agent: str = ""
     operator: str = ""
@@ -154,7 +166,7 @@ def parse(rules: str) -> Policy:
 
 
 def _policy(document: Mapping[str, Any]) -> Policy:
-    known = {"namespace", "node", "agent", "operator", "plugin", "quota", "host_volume"}
+    known = {"namespace", "node", "node_pool", "agent", "operator", "plugin", "quota", "host_volume"}
     unknown = sorted(set(document) - known - _BOOKKEEPING)
     if unknown:
         raise PolicyError(f"Rules: unknown block(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
@@ -164,12 +176,16 @@ def _policy(document: Mapping[str, Any]) -> Policy:
         if rule.name in seen:
             raise PolicyError(f"namespace {rule.name!r}: defined twice")
         seen.add(rule.name)
+    pools = [_node_pool_rule(label, body) for label, body in _labelled(document.get("node_pool"), "node_pool")]
+    if len({rule.name for rule in pools}) != len(pools):
+        raise PolicyError("node_pool: a pool is defined twice")
     for label, body in _labelled(document.get("host_volume"), "host_volume"):
         _namespace_like(f"host_volume {label!r}", body, (DENY, READ, WRITE), None)
     quota = _coarse(document.get("quota"), "quota", COARSE)
     del quota  # corral has no quotas; the block is checked so Nomad's policies still apply
     return Policy(
         namespaces=tuple(rules),
+        node_pools=tuple(pools),
         node=_coarse(document.get("node"), "node", COARSE),
         agent=_coarse(document.get("agent"), "agent", COARSE),
         operator=_coarse(document.get("operator"), "operator", COARSE),
@@ -210,10 +226,23 @@ def _namespace_rule(label: str, body: dict[str, Any]) -> NamespaceRule:
     return NamespaceRule(label, policy, frozenset(expanded))
 
 
+def _node_pool_rule(label: str, body: dict[str, Any]) -> NodePoolRule:
+    where = f"node_pool {label!r}"
+    if not _NAMESPACE_LABEL.fullmatch(label):
+        raise PolicyError(f"{where}: a node pool name or glob of letters, digits, '-', '_', '.' and '*'")
+    policy, capabilities = _namespace_like(where, body, (DENY, READ, WRITE), NODE_POOL_CAPABILITIES, variables=False)
+    return NodePoolRule(label, frozenset(set(NODE_POOL_EXPANSIONS.get(policy, ())) | capabilities))
+
+
 def _namespace_like(
-    where: str, body: dict[str, Any], policies: tuple[str, ...], capabilities: frozenset[str] | None
+    where: str,
+    body: dict[str, Any],
+    policies: tuple[str, ...],
+    capabilities: frozenset[str] | None,
+    variables: bool = True,
 ) -> tuple[str, frozenset[str]]:
-    allowed = {"policy", "capabilities", "variables"} if capabilities is not None else {"policy", "capabilities"}
+    with_variables = capabilities is not None and variables
+    allowed = {"policy", "capabilities", "variables"} if with_variables else {"policy", "capabilities"}
     unknown = sorted(set(body) - allowed - _BOOKKEEPING)
     if unknown:
         raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import sys
+
 import psycopg
 from flask import Blueprint, Response
 from sqlalchemy.exc import SQLAlchemyError
@@ -47,7 +51,33 @@ def self_() -> Response:
                 "SchemaHead": head_revision(),
             },
         },
-        "member": {"Name": "corral", "Status": "alive", "Tags": {"role": "server", "build": VERSION}},
-        "stats": {"state_index": index},
+        "member": _member(current.settings.bind),
+        "stats": _stats(index),
     }
     return respond(body, index)
+
+
+def _member(bind: str) -> dict[str, object]:
+    """Nomad's AgentMember: the API's bind address stands for the gossip address."""
+    host, _, port = bind.rpartition(":")
+    return {
+        "Name": "corral",
+        "Addr": host,
+        "Port": int(port) if port.isdigit() and int(port) < 2**16 else 0,
+        "Tags": {"role": "server", "build": VERSION},
+        "Status": "alive",
+    }
+
+
+def _stats(index: int) -> dict[str, dict[str, str]]:
+    """Nomad's stats: sections of string values (`nomad`, `runtime`; corral has no raft or
+    serf section, its consensus is the database's)."""
+    return {
+        "nomad": {"server": "true", "leader": "true", "known_regions": "1", "state_index": str(index)},
+        "runtime": {
+            "arch": platform.machine(),
+            "cpu_count": str(os.cpu_count() or 0),
+            "kernel.name": sys.platform,
+            "version": f"python{platform.python_version()}",
+        },
+    }

@@ -59,12 +59,32 @@ class _HealthBody(BaseModel):
     Healthy: bool
 
 
+# Go's time.Time in JSON (RFC 3339, nanoseconds at most); the zero time stands for "never".
+RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$"
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+class _TaskStateBody(BaseModel):
+    """Nomad's TaskState as the client reports it and the servers store and serve it: times are
+    RFC 3339 strings (an integer is refused naming the field), missing keys take Nomad's zero
+    values, other keys (the driver's extras) are kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    State: str = ""
+    Failed: bool = False
+    Restarts: int = Field(default=0, ge=0)
+    LastRestart: str = Field(default=ZERO_TIME, pattern=RFC3339)
+    StartedAt: str = Field(default=ZERO_TIME, pattern=RFC3339)
+    FinishedAt: str = Field(default=ZERO_TIME, pattern=RFC3339)
+    Events: list[dict[str, Any]] | None = None
+
+
 class _AllocUpdateBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     ID: UUID = Field(strict=False)
     ClientStatus: Literal[client_allocs.CLIENT_REPORTABLE]  # type: ignore[valid-type]
     ClientDescription: str = Field(default="", max_length=4096)
-    TaskStates: dict[str, dict[str, Any]] = {}
+    TaskStates: dict[str, _TaskStateBody] = {}
     Destroyed: bool = False  # client-side GC removed its directory and driver resources
     DeploymentStatus: _HealthBody | None = None
 
@@ -86,7 +106,7 @@ def update_allocations(node_id: str) -> Response:
             u.ID,
             u.ClientStatus,
             u.ClientDescription,
-            dict(u.TaskStates),
+            {name: state.model_dump() for name, state in u.TaskStates.items()},
             u.Destroyed,
             None
             if u.DeploymentStatus is None

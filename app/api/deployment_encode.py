@@ -6,31 +6,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from app.api.encode import ident, nanos
 from app.models import Deployment
+from app.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
+from app.rfc3339 import rfc3339
 from app.store.deployments import Change, GroupCounts, from_row
 from app.structs import DeploymentGroup
 
-# How Go encodes time.Time{} (Nomad's RequireProgressBy before any deadline is set).
-ZERO_TIME = "0001-01-01T00:00:00Z"
 NANOS = 1_000_000_000
 
 Counts = Mapping[tuple[uuid.UUID, str], GroupCounts]
-
-
-def rfc3339(unix_ns: int) -> str:
-    """Unix nanoseconds as Go's time.Time JSON (RFC 3339 with nanoseconds, trailing zeros
-    dropped), in UTC; 0 is Go's zero time."""
-    if unix_ns <= 0:
-        return ZERO_TIME
-    seconds, fraction = divmod(unix_ns, NANOS)
-    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if fraction:
-        text += "." + f"{fraction:09d}".rstrip("0")
-    return text + "Z"
 
 
 def deployment(row: Deployment, counts: Counts) -> dict[str, Any]:

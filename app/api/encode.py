@@ -10,6 +10,7 @@ from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.metrics_codec import placed_to_nomad
 from app.plan_wire import PlacedMetricsJson
+from app.rfc3339 import of_datetime
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -151,7 +152,7 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "Status": row.status,
         "StatusDescription": row.status_description,
         "Wait": row.wait_ns,
-        "WaitUntil": row.wait_until.isoformat().replace("+00:00", "Z") if row.wait_until else None,
+        "WaitUntil": of_datetime(row.wait_until),  # Go's zero time when the evaluation waits for nothing
         "NextEval": ident(row.next_eval),
         "PreviousEval": ident(row.previous_eval),
         "BlockedEval": ident(row.blocked_eval),
@@ -271,7 +272,10 @@ def node(row: Node) -> dict[str, Any]:
         "Datacenter": row.datacenter,
         "Name": row.name,
         "CgroupParent": "",
-        "HTTPAddr": row.http_addr,
+        # Advertised to no API client: the node's endpoint answers only the servers' signed
+        # requests, so Nomad's API clients, finding no address, ask the servers, which proxy
+        # (docs/security.md, "Nomad's API clients and the node's address").
+        "HTTPAddr": "",
         "TLSEnabled": False,
         "Attributes": row.attributes,
         "NodeResources": resources,

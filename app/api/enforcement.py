@@ -24,6 +24,7 @@ from app.api.params import peek_json_body
 from app.api.requirements import (
     Area,
     InNamespace,
+    InNodePool,
     ListIn,
     Management,
     NodeIntroduction,
@@ -104,6 +105,11 @@ def _check(requirement: Requirement) -> None:
         namespace = _namespace_of(requirement.source)
         if namespace is not None and not acl.allow_namespace_op(namespace, requirement.capability):
             raise Denied()
+    elif isinstance(requirement, InNodePool):
+        if requirement.node_read and not acl.allow("node", pol.READ):
+            raise Denied()
+        if not acl.allow_node_pool_op(_pool_of(requirement.source), requirement.capability):
+            raise Denied()
     elif isinstance(requirement, ListIn):
         wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
         if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
@@ -111,6 +117,15 @@ def _check(requirement: Requirement) -> None:
         g.corral_list_capability = requirement.capability
     elif isinstance(requirement, OwnFilter) and request.endpoint == "namespaces.list_namespaces":
         g.corral_list_namespaces = True
+
+
+def _pool_of(source: str) -> str:
+    """The node pool a request acts on: the path's, or the body's Name (a body that is not a
+    JSON object names none: the route refuses it)."""
+    if source == "path":
+        return str((request.view_args or {}).get("name", ""))
+    body = peek_json_body()
+    return str(body.get("Name", "")) if isinstance(body, dict) else ""
 
 
 _OBJECTS: dict[str, tuple[Any, str]] = {

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.acl.client_link import LINK_KEY_FIELD, http_addr_problem, node_key
 from app.api import encode
 from app.api.allocs import listed
+from app.api.callers import caller
 from app.api.context import client_lane, client_write, read, respond, state, write
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
@@ -191,11 +192,14 @@ def get_node(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
 
     def fetch(session: Session) -> dict[str, Any]:
-        body = encode.node(store.get_node(session, key))
+        store_node = store.get_node(session, key)
+        body = encode.node(store_node)
         # corral's extension: when the client last heartbeated (0 before its first one), for
         # the web UI's heartbeat age. Heartbeats take no index: the value is as of this read.
         beat = session.get(NodeHeartbeat, key)
-        return {**body, "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None)}
+        # And where the servers reach its client (HTTPAddr is left empty: see encode.node).
+        link = {"LinkAddr": store_node.http_addr}
+        return {**body, "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None), **link}
 
     body, index = read(["nodes"], fetch)
     return respond(body, index)
@@ -247,7 +251,7 @@ class _DrainBody(_Strict):
     NodeID: str = ""
     DrainSpec: _DrainSpecBody | None = None
     MarkEligible: bool = False
-    Meta: dict[str, str] = {}
+    Meta: dict[str, str] | None = None  # Nomad's client always sends the key, null when unset
 
 
 @bp.route("/node/<node_id>/drain", methods=["PUT", "POST"])
@@ -258,7 +262,9 @@ def drain(node_id: str) -> Response:
     if body.NodeID not in ("", node_id):
         raise InvalidInput.of("NodeID", "does not match the node ID in the URL")
     spec = None if body.DrainSpec is None else DrainSpec(body.DrainSpec.Deadline, body.DrainSpec.IgnoreSystemJobs)
-    index, evals = write(lambda s: set_drain(s, key, spec, body.MarkEligible, body.Meta))
+    who = caller().accessor
+    accessor = "" if who == "anonymous" else who  # Nomad's DrainMetadata.AccessorID: empty without ACLs
+    index, evals = write(lambda s: set_drain(s, key, spec, body.MarkEligible, body.Meta or {}, accessor))
     return respond(
         {
             "EvalIDs": [str(e) for e in evals],

@@ -63,4 +63,15 @@ class OwnFilter:
     what: str
 
 
-Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | NodeIntroduction | OwnFilter
+@dataclass(frozen=True)
+class InNodePool:
+    """A node pool capability (read, write, delete) on the pool named in the path (`name`), or
+    in the body's Name for a write to /v1/node/pools; with `node_read`, node:read as well (a
+    pool's nodes, as Nomad's)."""
+
+    capability: str
+    source: str = "path"
+    node_read: bool = False
+
+
+Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | NodeIntroduction | OwnFilter | InNodePool

@@ -225,6 +225,7 @@ from app.cli.eval import eval_  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
+from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -236,6 +237,7 @@ main.add_command(system)
 main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
+node.add_command(node_pool)  # `corral node pool ...`
 main.add_command(alloc)
 main.add_command(deployment)
 main.add_command(acl)

@@ -120,7 +120,8 @@ def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) 
             ("Drain", str(n.get("DrainStrategy") is not None).lower()),
             ("Eligibility", n.get("SchedulingEligibility", "")),
             ("Status", n.get("Status", "")),
-            ("Address", n.get("HTTPAddr") or "<none>"),
+            # corral's nodes advertise no HTTPAddr (the servers proxy): the link address stands in.
+            ("Address", n.get("HTTPAddr") or n.get("LinkAddr") or "<none>"),
             ("Drivers", ",".join(sorted(n.get("Drivers") or {})) or "<none>"),
         ]
     )

@@ -131,8 +131,10 @@ def agent_info(as_json: bool, template: str | None) -> None:
                 ("schema_head", database.get("SchemaHead", "")),
             ],
         ),
-        ("stats", sorted((agent.get("stats") or {}).items())),
     ]
+    # Nomad's agent-info prints each stats section (nomad, runtime, ...) under its own name.
+    stats = agent.get("stats") or {}
+    sections += [(str(name), sorted((values or {}).items())) for name, values in sorted(stats.items())]
     lines: list[str] = []
     for name, pairs in sections:
         lines.append(name)

@@ -605,5 +605,7 @@ _JOB = _fields(
         "periodic": _one("Periodic", _fields({"cron": "Spec", "crons": "Specs"})),
         "parameterized": _one("ParameterizedJob"),
         "meta": _META,
+        # Nomad 1.9+: ui { description = "..." link { label = "..." url = "..." } }
+        "ui": _one("UI", _fields({"link": _many("Links", _fields({}))})),
     }
 )

@@ -38,7 +38,6 @@ OPAQUE = frozenset(
         "artifact",
         "identity",
         "multiregion",
-        "ui",
         "device",
         "numa",
         "policy",
@@ -97,6 +96,8 @@ SCHEMAS: dict[str, Schema] = {
     "logs": _s("max_files max_file_size enabled disabled"),
     "lifecycle": _s("hook sidecar"),
     "dispatch_payload": _s("file"),
+    "ui": _s("description", "link"),
+    "link": _s("label url"),
     "variable": _s("type default description sensitive nullable", "validation"),
     "validation": _s("condition error_message"),
 }

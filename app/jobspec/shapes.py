@@ -80,7 +80,7 @@ SHAPES: dict[str, dict[str, Slot]] = {
         "CreateIndex": 0,
         "ModifyIndex": 0,
         "JobModifyIndex": 0,
-        "UI": None,
+        "UI": Nested("JobUIConfig"),
         "VersionTag": None,
     },
     "TaskGroup": {
@@ -206,6 +206,9 @@ SHAPES: dict[str, dict[str, Slot]] = {
     "ParameterizedJobConfig": {"Payload": "", "MetaRequired": None, "MetaOptional": None},
     "TaskLifecycleConfig": {"Hook": "", "Sidecar": False},
     "DispatchPayloadConfig": {"File": ""},
+    # Nomad 1.9+'s ui block: a description and links the web UI shows with the job.
+    "JobUIConfig": {"Description": "", "Links": Nested("JobUILink", many=True)},
+    "JobUILink": {"Label": "", "URL": ""},
     "ScalingPolicy": {
         "ID": "",
         "Type": "",

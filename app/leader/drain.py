@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.leader.drain_rules import Candidate, Migration, Replacement, Strategy, next_step
 from app.models import Allocation, Node
+from app.rfc3339 import of_datetime
 from app.store.drains import SQL_NULL, now_ns
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import query
@@ -122,5 +123,5 @@ def _drain_evals(session: Session, chosen: Sequence[Candidate], node: Node, inde
 def _complete(session: Session, node: Node, index: int) -> None:
     now = datetime.now(UTC)
     node.drain_strategy = SQL_NULL
-    node.last_drain = {**(node.last_drain or {}), "Status": "complete", "UpdatedAt": now_ns(now)}
+    node.last_drain = {**(node.last_drain or {}), "Status": "complete", "UpdatedAt": of_datetime(now)}
     node.modify_index, node.updated_at = index, now

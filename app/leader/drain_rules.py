@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.rfc3339 import unix_ns
+
 SYSTEM_TYPES = ("system", "sysbatch")
 # A migrating allocation that ended by itself while still wanted: nothing waits for it.
 CLIENT_TERMINAL = ("complete", "failed", "lost")
@@ -28,9 +30,9 @@ class Strategy:
 
     @classmethod
     def of(cls, stored: Mapping[str, Any]) -> Strategy:
-        """From the node's drain_strategy column (app/store/drains.py writes it)."""
-        spec = stored.get("DrainSpec") or {}
-        return cls(int(stored.get("ForceDeadline") or 0), bool(spec.get("IgnoreSystemJobs")))
+        """From the node's drain_strategy column: Nomad's flat DrainStrategy JSON that
+        app/store/drains.py writes (the force deadline an RFC 3339 time)."""
+        return cls(unix_ns(stored.get("ForceDeadline")), bool(stored.get("IgnoreSystemJobs")))
 
     def forced(self, now_ns: int) -> bool:
         return 0 < self.force_deadline_ns <= now_ns

@@ -57,14 +57,16 @@ class Node(Base):
         comment="eligible or ineligible for new placements (draining implies ineligible)."
     )
     drain_strategy: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Active drain: {DrainSpec:{Deadline,IgnoreSystemJobs},ForceDeadline,StartedAt}; NULL when not draining."
+        comment="Active drain, Nomad's DrainStrategy JSON: {Deadline (ns), IgnoreSystemJobs, ForceDeadline, StartedAt "
+        "(RFC 3339)}; NULL when not draining."
     )
     drain: Mapped[bool] = mapped_column(
         Computed("drain_strategy IS NOT NULL", persisted=True),
         comment="True while a drain is in progress (derived from drain_strategy).",
     )
     last_drain: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Metadata of the most recent drain: status, started and updated times, meta."
+        comment="The most recent drain, Nomad's DrainMetadata JSON: Status, StartedAt and UpdatedAt (RFC 3339), "
+        "AccessorID, Meta."
     )
     attributes: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"), comment="Fingerprinted attributes (${attr.*})."

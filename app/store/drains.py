@@ -12,6 +12,7 @@ from sqlalchemy import null
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
+from app.rfc3339 import ZERO_TIME, of_datetime
 from app.store.blocked_evals import unblock_capacity
 from app.store.nodes import create_node_evals, get_node
 
@@ -31,8 +32,35 @@ def now_ns(moment: datetime) -> int:
     return int(moment.timestamp() * NANOS)
 
 
+def strategy(spec: DrainSpec, now: datetime, started: str | None) -> dict[str, Any]:
+    """Nomad's DrainStrategy JSON (its DrainSpec embedded, so flat): the deadline in
+    nanoseconds, the force deadline and start as RFC 3339 times. A negative deadline forces the
+    drain now; none (0) leaves the force deadline at the zero time."""
+    if spec.deadline_ns > 0:
+        force = of_datetime(now + timedelta(microseconds=spec.deadline_ns / 1000))
+    else:
+        force = of_datetime(now) if spec.deadline_ns < 0 else ZERO_TIME
+    return {
+        "Deadline": spec.deadline_ns,
+        "IgnoreSystemJobs": spec.ignore_system_jobs,
+        "ForceDeadline": force,
+        "StartedAt": started or of_datetime(now),
+    }
+
+
+def last_drain(status: str, now: datetime, accessor: str, meta: dict[str, str]) -> dict[str, Any]:
+    """Nomad's DrainMetadata at the start of a drain."""
+    at = of_datetime(now)
+    return {"StartedAt": at, "UpdatedAt": at, "Status": status, "AccessorID": accessor, "Meta": meta}
+
+
 def set_drain(
-    session: Session, node_id: uuid.UUID, spec: DrainSpec | None, mark_eligible: bool, meta: dict[str, str]
+    session: Session,
+    node_id: uuid.UUID,
+    spec: DrainSpec | None,
+    mark_eligible: bool,
+    meta: dict[str, str],
+    accessor: str = "",
 ) -> tuple[int, list[uuid.UUID]]:
     """Start, update or cancel a drain. Draining makes the node ineligible; cancelling with
     mark_eligible makes it eligible again (with the evaluations that implies)."""
@@ -41,17 +69,12 @@ def set_drain(
     now = datetime.now(UTC)
     evals: list[uuid.UUID] = []
     if spec is not None:
-        force = now + timedelta(microseconds=spec.deadline_ns / 1000) if spec.deadline_ns > 0 else None
-        node.drain_strategy = {
-            "DrainSpec": {"Deadline": spec.deadline_ns, "IgnoreSystemJobs": spec.ignore_system_jobs},
-            "ForceDeadline": now_ns(force) if force else (now_ns(now) if spec.deadline_ns < 0 else 0),
-            "StartedAt": (node.drain_strategy or {}).get("StartedAt") or now_ns(now),
-        }
+        node.drain_strategy = strategy(spec, now, (node.drain_strategy or {}).get("StartedAt"))
         node.scheduling_eligibility = "ineligible"
-        node.last_drain = {"Status": "draining", "StartedAt": now_ns(now), "UpdatedAt": now_ns(now), "Meta": meta}
+        node.last_drain = last_drain("draining", now, accessor, meta)
     else:
         if node.drain_strategy is not None:
-            node.last_drain = {**(node.last_drain or {}), "Status": "canceled", "UpdatedAt": now_ns(now)}
+            node.last_drain = {**(node.last_drain or {}), "Status": "canceled", "UpdatedAt": of_datetime(now)}
         node.drain_strategy = SQL_NULL
         if mark_eligible and node.scheduling_eligibility == "ineligible":
             node.scheduling_eligibility = "eligible"

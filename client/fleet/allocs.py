@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from app.jobspec.durations import DurationError, duration_ns
+from client import task_state
 from client.fleet.base import NANOS, FleetBase, SimNode
 from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
 
@@ -81,15 +82,24 @@ class FleetAllocs(FleetBase):
         node_id = self.known.get(alloc_id)
         if node_id is None:
             return
-        state = "running" if status == "running" else "dead"
         update = {
             "ID": alloc_id,
             "ClientStatus": status,
             "ClientDescription": description,
-            "TaskStates": {"t": {"State": state, "Failed": status == "failed", "Restarts": 0}},
+            "TaskStates": {"t": self._task_state(alloc_id, status)},
         }
         self.last[alloc_id] = update
         self.dirty[node_id][alloc_id] = update
+
+    def _task_state(self, alloc_id: str, status: str) -> dict[str, Any]:
+        """Nomad's TaskState of the simulated task: started when first running, finished when
+        it ends (RFC 3339 times, as a real client reports them)."""
+        before = self.last.get(alloc_id, {}).get("TaskStates", {}).get("t") or task_state.new_state()
+        now = task_state.now()
+        if status == "running":
+            started = before["StartedAt"] if before["StartedAt"] != task_state.ZERO_TIME else now
+            return {**before, "State": "running", "StartedAt": started}
+        return {**before, "State": "dead", "Failed": status == "failed", "FinishedAt": now}
 
     def _resend(self, node: SimNode) -> None:
         for alloc_id, node_id in self.known.items():

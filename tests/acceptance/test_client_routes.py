@@ -195,7 +195,7 @@ def test_client_routes_end_to_end(cluster: Cluster) -> None:
     )
 
     # An unreachable client: a prompt 502 naming its node and address.
-    address = http.get(f"/v1/node/{cluster.node_id('c1')}", headers=root).json()["HTTPAddr"]
+    address = http.get(f"/v1/node/{cluster.node_id('c1')}", headers=root).json()["LinkAddr"]
     agent.kill_all()
     gone = get(f"fs/ls/{alloc_id}")
     assert gone.status_code == 502 and address in gone.json()["detail"]

@@ -183,8 +183,8 @@ def test_agent_health_reports_the_index_and_an_unreachable_database(
 ) -> None:
     client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))})  # the index moves
     me = client.get("/v1/agent/self").json
-    assert me is not None and me["stats"]["state_index"] > 0
-    assert client.get("/v1/agent/health").headers["X-Nomad-Index"] == str(me["stats"]["state_index"])
+    assert me is not None and int(me["stats"]["nomad"]["state_index"]) > 0
+    assert client.get("/v1/agent/health").headers["X-Nomad-Index"] == me["stats"]["nomad"]["state_index"]
     app = create_app(Settings(database_url=database_url), database_url)
     try:
         state = app.extensions["corral"]

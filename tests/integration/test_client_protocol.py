@@ -18,6 +18,7 @@ from app import create_app
 from app.config import Settings
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
+from client import task_state
 from tests.support.api import minimal_job, node_body
 from tests.support.rows import insert_allocation
 
@@ -126,7 +127,7 @@ def test_alloc_updates_free_capacity_and_ask_for_a_reschedule(client: FlaskClien
     assert pg.execute("SELECT live_allocs FROM node_usage").fetchone() == (0,)
     assert pg.execute("SELECT client_status, task_states FROM allocations WHERE id = %s", (a,)).fetchone() == (
         "failed",
-        {"t": {"State": "dead"}},
+        {"t": {**task_state.new_state(), "State": "dead", "Events": None}},  # Nomad's zero values filled in
     )
     # Finished is final: a late "running" cannot resurrect it.
     updates(client, node_id, secret, {"ID": a, "ClientStatus": "running"})

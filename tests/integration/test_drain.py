@@ -62,7 +62,7 @@ def test_drain_input_is_checked_and_cancel_can_mark_eligible(client: FlaskClient
     assert mismatch.status_code == 400 and mismatch.json["errors"][0]["field"] == "NodeID"
     assert client.post(f"/v1/node/{uuid.uuid4()}/drain", json={"DrainSpec": {}}).status_code == 404
     client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": -1, "IgnoreSystemJobs": True}})
-    assert pg.execute("SELECT drain_strategy->'DrainSpec'->>'IgnoreSystemJobs' FROM nodes").fetchone() == ("true",)
+    assert pg.execute("SELECT drain_strategy->>'IgnoreSystemJobs' FROM nodes").fetchone() == ("true",)
     client.post(f"/v1/node/{node_id}/drain", json={"MarkEligible": True})
     assert pg.execute("SELECT drain, scheduling_eligibility, last_drain->>'Status' FROM nodes").fetchone() == (
         False,

@@ -19,6 +19,7 @@ from app.db.leadership import Leadership
 from app.leader import event_gc
 from app.store import events as event_store
 from app.structs import Plan
+from client import task_state
 from tests.support.api import minimal_job, node_body, register
 from tests.support.events import events, has, heartbeats, read_frames
 from tests.support.pipeline import alloc, apply, claim, submit
@@ -133,7 +134,8 @@ def test_placement_and_client_update_publish_plan_result_then_allocation_updated
     # Each event carries the allocation as that change wrote it, not as it is now.
     assert (first["ClientStatus"], second["ClientStatus"]) == ("pending", "running")
     assert (
-        second["TaskStates"] == {"t": {"State": "running"}} and second["Job"] is None
+        second["TaskStates"] == {"t": {**task_state.new_state(), "State": "running", "Events": None}}
+        and second["Job"] is None
     )  # lists and events leave the job out
     assert first["ModifyIndex"] == found[0]["Index"] < second["ModifyIndex"] == found[1]["Index"]
 

@@ -99,6 +99,7 @@ def test_agent_views_and_version() -> None:
     assert "alive" in members.output
     info = cli("agent-info")
     assert info.exit_code == 0 and "schema_revision" in info.output, info.output
+    assert "\nnomad\n" in info.output and "state_index" in info.output and "\nruntime\n" in info.output
     assert cli("version").output.startswith("Corral v")
     both = cli("agent-info", "-json", "-t", "{{.}}")
     assert both.exit_code == 2 and "not both" in both.output

@@ -355,4 +355,5 @@ JOB_LIST_STUB = [
 
 # corral's extensions, documented in docs/api.md and sent beside Nomad's keys: the UI reads them.
 EVALUATION_EXTENSIONS = ["LeaseExpiresAt"]  # when a pending evaluation's worker lease lapses
-NODE_EXTENSIONS = ["LastHeartbeat"]  # when the client last heartbeated
+# when the client last heartbeated; where the servers reach its client (HTTPAddr stays empty)
+NODE_EXTENSIONS = ["LastHeartbeat", "LinkAddr"]

@@ -99,3 +99,35 @@ def test_scale_policy_grants_only_scaling() -> None:
     assert acl.allow_namespace_op("default", pol.SCALE_JOB)
     assert not acl.allow_namespace_op("default", pol.SUBMIT_JOB)
     assert not acl.allow_namespace_op("default", pol.READ_JOB)
+
+
+def test_node_pool_rules_expand_match_globs_and_deny_wins() -> None:
+    acl = Acl.compile(
+        [
+            pol.parse('node_pool "gpu" { policy = "read" }\nnode_pool "team-*" { policy = "write" }'),
+            pol.parse('node_pool "team-secret" { policy = "deny" }\nnode_pool "batch" { capabilities = ["delete"] }'),
+        ]
+    )
+    assert acl.allow_node_pool_op("gpu", pol.READ) and not acl.allow_node_pool_op("gpu", pol.WRITE)
+    assert all(acl.allow_node_pool_op("team-a", c) for c in (pol.READ, pol.WRITE, pol.DELETE))
+    assert not acl.allow_node_pool("team-secret") and not acl.allow_node_pool_op("team-secret", pol.READ)
+    assert acl.allow_node_pool_op("batch", pol.DELETE) and not acl.allow_node_pool_op("batch", pol.READ)
+    assert not acl.allow_node_pool("default") and not acl.allow_node_pool_op("default", pol.READ)
+    assert MANAGEMENT.allow_node_pool_op("anything", pol.DELETE) and MANAGEMENT.allow_node_pool("x")
+    json_rules = pol.parse('{"node_pool": {"gpu": {"policy": "read"}}}')
+    assert json_rules.node_pools == pol.parse('node_pool "gpu" { policy = "read" }').node_pools
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ('node_pool "x" { policy = "scale" }', "node_pool 'x': policy must be one of deny, read, write"),
+        ('node_pool "x" { capabilities = ["submit-job"] }', "unknown capabilities submit-job"),
+        ('node_pool "x" { variables { } }', "unknown setting"),
+        ('node_pool "a/b" { policy = "read" }', "node pool name or glob"),
+        ('node_pool "x" { policy = "read" }\nnode_pool "x" { policy = "write" }', "defined twice"),
+    ],
+)
+def test_bad_node_pool_rules_name_the_problem(rules: str, message: str) -> None:
+    with pytest.raises(pol.PolicyError, match=message):
+        pol.parse(rules)

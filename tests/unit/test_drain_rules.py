@@ -24,9 +24,16 @@ def migration(
 
 
 def test_the_strategy_reads_the_stored_column() -> None:
-    stored = {"DrainSpec": {"Deadline": 5, "IgnoreSystemJobs": True}, "ForceDeadline": 7, "StartedAt": 1}
-    assert Strategy.of(stored) == Strategy(7, True)
-    assert Strategy.of({"DrainSpec": None, "ForceDeadline": None}) == Strategy(0, False)
+    stored = {
+        "Deadline": 5,
+        "IgnoreSystemJobs": True,
+        "ForceDeadline": "2023-11-14T22:13:20.000000007Z",
+        "StartedAt": "2023-11-14T22:13:20Z",
+    }
+    # Microseconds are what Python's datetime keeps: the force deadline is read to that grain.
+    assert Strategy.of(stored) == Strategy(1_700_000_000 * 1_000_000_000, True)
+    assert Strategy.of({"ForceDeadline": "0001-01-01T00:00:00Z"}) == Strategy(0, False)
+    assert Strategy.of({"ForceDeadline": None}) == Strategy(0, False)
 
 
 def test_max_parallel_per_job_and_group_counts_what_is_in_flight() -> None:

@@ -62,6 +62,8 @@ LAYERS: list[tuple[str, ...]] = [
         # The callers' TLS context from the environment (stdlib only, so the CLI stays fast).
         "app.client_tls",
         "app.cron",
+        # Go's time.Time in Nomad's JSON (RFC 3339): stdlib only, read by the store and the leader.
+        "app.rfc3339",
         "app.logging",
         "app.metrics",
         "app.jobspec",

@@ -2,7 +2,7 @@
 // fills the shell the server rendered; live() re-runs it whenever the cluster's state changes.
 import {
   act, ago, api, applyDenied, badge, bar, cards, countBy, enc, facts, failureLines, fill, h, jobPath, link, live,
-  session, short, specDiff, when, wireTokenButton,
+  session, short, specDiff, timeNanos, when, wireTokenButton,
 } from "./ui.js";
 import { allocRestart, chosenNamespace, fileBrowser, jobActions, namespaceSelector, runPage } from "./actions.js";
 
@@ -205,8 +205,8 @@ function renderTask(name, state) {
   const events = (state.Events || []).slice().reverse();
   return h("article", { class: "task", "aria-label": `Task ${name}` },
     h("h3", {}, name, " ", badge(state.State)),
-    h("p", {}, `Restarts: ${state.Restarts || 0}`, state.Failed ? " · failed" : "", " · started ", ago(state.StartedAt),
-      state.FinishedAt ? [" · finished ", ago(state.FinishedAt)] : ""),
+    h("p", {}, `Restarts: ${state.Restarts || 0}`, state.Failed ? " · failed" : "", " · started ", ago(timeNanos(state.StartedAt)),
+      timeNanos(state.FinishedAt) ? [" · finished ", ago(timeNanos(state.FinishedAt))] : ""),
     h("div", { class: "scroll" }, h("table", {},
       h("thead", {}, h("tr", {}, ["Time", "Type", "Message"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, events.map((e) => h("tr", {}, h("td", {}, ago(e.Time)), h("td", {}, e.Type),
@@ -346,8 +346,9 @@ async function nodesPage() {
 }
 
 function drainText(drain, last) {
-  if (drain) return ["draining", drain.ForceDeadline > 0 ? [" until ", when(drain.ForceDeadline)] : ""];
-  return ["no", last ? [` · Last drain: ${last.Status} `, ago(last.UpdatedAt)] : ""];
+  const force = drain ? timeNanos(drain.ForceDeadline) : 0;
+  if (drain) return ["draining", force > 0 ? [" until ", when(force)] : ""];
+  return ["no", last ? [` · Last drain: ${last.Status} `, ago(timeNanos(last.UpdatedAt))] : ""];
 }
 
 async function nodePage() {
@@ -370,7 +371,7 @@ async function nodePage() {
     $("node-name").textContent = node.Name;
     $("node-status").replaceWith(Object.assign(badge(node.Status), { id: "node-status" }));
     const drain = node.DrainStrategy;
-    facts("node-facts", [["ID", h("span", { class: "mono" }, node.ID)], ["Address", node.HTTPAddr || node.Address],
+    facts("node-facts", [["ID", h("span", { class: "mono" }, node.ID)], ["Address", node.HTTPAddr || node.LinkAddr || node.Address],
       ["Datacenter", node.Datacenter], ["Pool", node.NodePool], ["Class", node.NodeClass || "—"],
       ["Eligibility", badge(eligibilityText(node))], ["Drain", drainText(drain, node.LastDrain)],
       ["Drivers", Object.keys(node.Drivers || {}).join(", ")],

@@ -234,6 +234,13 @@ export function ago(nanos) {
 }
 
 // An absolute moment (nanoseconds), in UTC.
+// Nanoseconds of a Go time.Time in JSON (RFC 3339); 0 for Go's zero time ("never").
+export function timeNanos(text) {
+  if (!text || text.startsWith("0001-01-01")) return 0;
+  const millis = Date.parse(text);
+  return Number.isNaN(millis) ? 0 : millis * 1e6;
+}
+
 export function when(nanos) {
   const date = new Date(nanos / 1e6);
   return h("time", { datetime: date.toISOString() }, `${date.toISOString().replace("T", " ").slice(0, 19)} UTC`);

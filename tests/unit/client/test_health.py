@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from client.health import NANOS, HealthWatch
+from client.task_state import rfc3339
 
 pytestmark = pytest.mark.unit
 T0 = 1_000.0
@@ -23,9 +24,9 @@ def alloc(health_check: str = "task_states", deployment: str | None = "d1") -> d
 
 
 def running(since: float, restarted: float | None = None) -> dict[str, Any]:
-    state: dict[str, Any] = {"State": "running", "Failed": False, "StartedAt": int(since * NANOS)}
+    state: dict[str, Any] = {"State": "running", "Failed": False, "StartedAt": rfc3339(int(since * NANOS))}
     if restarted is not None:
-        state["LastRestart"] = int(restarted * NANOS)
+        state["LastRestart"] = rfc3339(int(restarted * NANOS))
     return state
 
 
@@ -54,7 +55,7 @@ def test_a_restart_starts_the_clock_again() -> None:
 def test_failed_task_is_unhealthy_at_once() -> None:
     watch = HealthWatch.of(alloc(), T0)
     assert watch is not None
-    failed = {"State": "dead", "Failed": True, "StartedAt": int(T0 * NANOS)}
+    failed = {"State": "dead", "Failed": True, "StartedAt": rfc3339(int(T0 * NANOS))}
     assert watch.judge("failed", [failed], T0 + 1)
     assert watch.healthy is False
 
