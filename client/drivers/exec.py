@@ -50,7 +50,7 @@ class ExecSettings:
 
     chroot_env: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CHROOT_ENV))
     cgroup_parent: str = "corral"
-    users: UserPolicy = UserPolicy()
+    users: UserPolicy = field(default_factory=UserPolicy)
 
 
 def unusable_reason() -> str | None:

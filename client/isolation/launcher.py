@@ -64,7 +64,7 @@ def bind(root: str, source: str, target: str, read_only: bool) -> None:
     else:
         os.makedirs(os.path.dirname(where), exist_ok=True)
         if not os.path.exists(where):
-            open(where, "a").close()  # noqa: SIM115 - a mount point, closed at once
+            open(where, "a").close()
     mount(source, where, None, MS_BIND | MS_REC)
     if read_only:
         mount(None, where, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
@@ -77,7 +77,7 @@ def minimal_dev(root: str) -> None:
     mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=64k")
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
-            open(os.path.join(dev, name), "a").close()  # noqa: SIM115 - a mount point
+            open(os.path.join(dev, name), "a").close()
             mount(f"/dev/{name}", os.path.join(dev, name), None, MS_BIND)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1")):
         os.symlink(target, os.path.join(dev, name))
@@ -148,12 +148,11 @@ def exit_code(status: int) -> tuple[int, int]:
 
 
 def oom_killed(path: str) -> bool:
-    with contextlib.suppress(OSError, ValueError):
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value) > 0
+    with contextlib.suppress(OSError, ValueError), open(path) as f:
+        for line in f:
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value) > 0
     return False
 
 
