@@ -121,7 +121,11 @@ class Client:
             "Meta": config.meta,
             "Drivers": driver_fingerprint(config.drivers),
             "NodeResources": {
-                "Cpu": {"CpuShares": found.cpu_mhz},
+                "Cpu": {
+                    "CpuShares": found.cpu_mhz,
+                    "TotalCpuCores": int(found.attributes["cpu.numcores"]),
+                    "ReservableCpuCores": list(found.cores),
+                },
                 "Memory": {"MemoryMB": found.memory_mb},
                 "Disk": {"DiskMB": found.disk_mb},
             },
