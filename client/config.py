@@ -172,7 +172,7 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
     """Defaults, then the file, then flags that were given (None means not given).
     GC settings come from the file's "gc" object or its top-level "gc_*" keys, as Nomad names them."""
     values = {**file_values, **_given(flags)}
-    values.update(client_options(values.pop("options", {}) or {}))
+    values.update(client_options(values.pop("options", {})))
     if "chroot_env" in values:
         values["chroot_env"] = _chroot_env(values["chroot_env"])
     if "cgroup_parent" in values:
