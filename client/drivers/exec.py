@@ -42,6 +42,7 @@ LAUNCH_TIMEOUT_S = 30.0
 HOSTNAME_MAX = 63
 TASK_DIRS = ("local", "secrets", "tmp")  # the task's own directories: its user's
 SHARED_WRITABLE = ("data", "tmp")  # alloc/… every task of the group writes (Nomad's 0777)
+NSENTER, SETPRIV = "/usr/bin/nsenter", "/usr/bin/setpriv"  # util-linux: alloc exec's way in
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,19 @@ class ExecHandle:
     def pids(self) -> list[int]:
         """The task's first process (PID 1 inside): its tree is the whole task."""
         return [self.task_pid] if self.task_pid in self.cgroups.procs() else []
+
+    def enter(self, command: list[str], user: str) -> list[str]:
+        """`command` as `alloc exec` runs it in the task's context: inside its namespaces and
+        chroot (util-linux nsenter), as its user without capabilities (setpriv, which must be
+        in the chroot: /usr is by default). StartError when the task no longer runs."""
+        if self.task_pid not in self.cgroups.procs():
+            raise StartError("the task is not running")
+        who = identity(user or DEFAULT_USER)
+        groups = ",".join(str(g) for g in who.groups)
+        drop = [f"--reuid={who.uid}", f"--regid={who.gid}", f"--groups={groups}" if groups else "--clear-groups"]
+        privileges = [*drop, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+        namespaces = ["-t", str(self.task_pid), "-m", "-u", "-i", "-p", "-r", "-w"]
+        return [NSENTER, *namespaces, "--", SETPRIV, *privileges, "--", *command]
 
     def signal(self, signum: int) -> None:
         """To the task's first process, if it is still the task's (never a reused pid)."""

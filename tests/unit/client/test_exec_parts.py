@@ -4,7 +4,9 @@ options that set them, the cores in the task's limits and environment, the OOM e
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from client.alloc_runner import CHROOTED_DRIVERS, network_mode, task_limits, task_plans
 from client.config import ConfigError, build
 from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed
-from client.drivers.exec import Exec, ExecSettings
+from client.drivers.exec import Exec, ExecSettings, unusable_reason
 from client.drivers.mock import MockHandle
 from client.drivers.raw_exec import RawExec
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, UserPolicy, identity, parse_list
@@ -250,3 +252,27 @@ def test_an_oom_kill_is_a_terminated_event_saying_oom_killed(tmp_path: Path) -> 
     assert terminated["DisplayMessage"] == 'Exit Code: 137, Exit Message: "OOM Killed"'
     assert terminated["Details"]["oom_killed"] == "true"
     assert runner.state["Failed"]
+
+
+@pytest.mark.skipif(unusable_reason() is not None, reason=f"exec cannot run here: {unusable_reason()}")
+def test_alloc_exec_enters_the_tasks_namespaces_chroot_and_user(tmp_path: Path) -> None:
+    alloc_dir = tmp_path / "a1"
+    (alloc_dir / "alloc" / "logs").mkdir(parents=True)
+    (alloc_dir / "t").mkdir()
+    parent = f"corral-unit-{os.getpid()}"
+    spec = TaskSpec("t", "exec", {"command": "/bin/sleep", "args": ["300"]}, {"PATH": "/usr/bin:/bin"}, 1.0)
+    spec = TaskSpec(**{**spec.__dict__, "alloc_id": "a1", "alloc_dir": alloc_dir})
+    handle = Exec(ExecSettings(cgroup_parent=parent)).start(spec, alloc_dir / "t", alloc_dir / "alloc" / "logs")
+    try:
+        command = handle.enter(["/bin/sh", "-c", "id -un; echo $$; cat /proc/1/comm; pwd"], "")
+        shown = subprocess.run(command, env=spec.env, capture_output=True, text=True, check=True, cwd="/")
+        name, pid, first, cwd = shown.stdout.split("\n")[:4]
+        assert (name, cwd) == ("nobody", "/")
+        assert first == "sleep" and int(pid) > 1  # the task is PID 1 beside it
+    finally:
+        assert handle.kill(1.0) == 137  # sleep traps nothing: SIGKILL after kill_timeout
+    with pytest.raises(StartError, match="not running"):
+        handle.enter(["true"], "")
+    for hierarchy in [*Path("/sys/fs/cgroup").iterdir()]:
+        with contextlib.suppress(OSError):
+            (hierarchy / parent).rmdir()
