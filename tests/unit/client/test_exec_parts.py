@@ -269,10 +269,11 @@ def test_alloc_exec_enters_the_tasks_namespaces_chroot_and_user(tmp_path: Path) 
         name, pid, first, cwd = shown.stdout.split("\n")[:4]
         assert (name, cwd) == ("nobody", "/")
         assert first == "sleep" and int(pid) > 1  # the task is PID 1 beside it
-    finally:
         assert handle.kill(1.0) == 137  # sleep traps nothing: SIGKILL after kill_timeout
-    with pytest.raises(StartError, match="not running"):
-        handle.enter(["true"], "")
-    for hierarchy in [*Path("/sys/fs/cgroup").iterdir()]:
-        with contextlib.suppress(OSError):
-            (hierarchy / parent).rmdir()
+        with pytest.raises(StartError, match="not running"):
+            handle.enter(["true"], "")
+    finally:
+        handle.kill(1.0)
+        for hierarchy in [*Path("/sys/fs/cgroup").iterdir()]:
+            with contextlib.suppress(OSError):
+                (hierarchy / parent).rmdir()
