@@ -18,6 +18,19 @@ class ResourcesJson(TypedDict):
     DiskMB: int
 
 
+class AllocatedCpuJson(TypedDict):
+    """Nomad's AllocatedCpuResources: a task's CPU and the whole cores reserved for it."""
+
+    CpuShares: int
+    ReservedCores: list[int]
+
+
+class AllocatedTaskJson(TypedDict):
+    """One task of Nomad's AllocatedResources.Tasks (corral records it for tasks given cores)."""
+
+    Cpu: AllocatedCpuJson
+
+
 class PortJson(TypedDict):
     Label: str
     Value: int
@@ -52,6 +65,8 @@ class AllocJson(TypedDict):
     # recorded. A string, not an object: Postgres then stores a plan's tens of thousands without
     # parsing each score into a numeric and printing it back for the applier.
     Metrics: NotRequired[str]
+    # The whole cores reserved per task (resources { cores = N }), as AllocatedResources.Tasks.
+    Tasks: NotRequired[dict[str, AllocatedTaskJson]]
 
 
 class StopJson(TypedDict):

@@ -20,10 +20,11 @@ import structlog
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import NodeGone, ServerApi
 from client.config import ClientConfig
-from client.drivers import available
+from client.drivers import ExecSettings, UserPolicy, available, usable
 from client.drivers import fingerprint as driver_fingerprint
 from client.fingerprint import fingerprint
 from client.gc import GarbageCollector, measure
+from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.logs_http import serve
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
 from client.usage import host_stats
@@ -37,11 +38,17 @@ IDENTITY = "client.json"
 WATCH_STALL_S = 180.0
 
 
+def exec_settings(config: ClientConfig) -> ExecSettings:
+    """What the drivers take from the client's configuration."""
+    users = UserPolicy(frozenset(config.user_denylist), frozenset(config.user_checked_drivers))
+    return ExecSettings(dict(config.chroot_env or DEFAULT_CHROOT_ENV), config.cgroup_parent, users)
+
+
 class Client:
     def __init__(self, config: ClientConfig, stop: threading.Event) -> None:
         self.config, self.stop = config, stop
         self.api = ServerApi(config.server)
-        self.drivers = available(config.drivers)
+        self.drivers = available(config.drivers, exec_settings(config))
         self.runners: dict[str, AllocRunner] = {}
         self.destroyed: set[str] = set()
         self.lock = threading.RLock()
@@ -101,7 +108,7 @@ class Client:
 
     def node_body(self) -> dict[str, Any]:
         config, found = self.config, fingerprint(self.config)
-        attributes = {**found.attributes, **{f"driver.{name}": "1" for name in config.drivers}}
+        attributes = {**found.attributes, **{f"driver.{name}": "1" for name in usable(config.drivers)}}
         return {
             "ID": str(self.api.node_id),
             "SecretID": self.api.secret,
@@ -114,7 +121,11 @@ class Client:
             "Meta": config.meta,
             "Drivers": driver_fingerprint(config.drivers),
             "NodeResources": {
-                "Cpu": {"CpuShares": found.cpu_mhz},
+                "Cpu": {
+                    "CpuShares": found.cpu_mhz,
+                    "TotalCpuCores": int(found.attributes["cpu.numcores"]),
+                    "ReservableCpuCores": list(found.cores),
+                },
                 "Memory": {"MemoryMB": found.memory_mb},
                 "Disk": {"DiskMB": found.disk_mb},
             },

@@ -38,6 +38,10 @@ TERMINAL = ("complete", "failed", "lost")
 RECORD = "alloc.json"
 SHARED_DIRS = ("data", "logs", "tmp")  # alloc/…, shared by the group's tasks (Nomad's layout)
 BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
+# Drivers whose task sees its directories where Nomad puts them in a chroot or container:
+# /alloc, /local, /secrets (NOMAD_ALLOC_DIR and the others say so).
+CHROOTED_DRIVERS = frozenset({"exec", "docker"})
+IN_TASK_PATHS = TaskPaths(Path("/alloc"), Path("/"))
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,8 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             stage = stage_of(task)
         except LifecycleError as err:
             raise StartError(f"task {name!r}: {err}") from None
-        paths = TaskPaths(alloc_dir / "alloc", alloc_dir / name)
+        chrooted = task.get("Driver") in CHROOTED_DRIVERS
+        paths = IN_TASK_PATHS if chrooted else TaskPaths(alloc_dir / "alloc", alloc_dir / name)
         env, attrs = build_env(alloc, task, node, paths)
         spec = TaskSpec(
             name=name,
@@ -78,7 +83,8 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
             user=str(task.get("User") or ""),
-            limits=task_limits(task),
+            limits=task_limits(task, allocated_task(alloc, name)),
+            network_mode=network_mode(group),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
         )
@@ -88,14 +94,31 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
     return plans, job.get("Type") in ("batch", "sysbatch")
 
 
-def task_limits(task: dict[str, Any]) -> Limits:
-    """The task's Resources as its driver enforces them."""
+def allocated_task(alloc: dict[str, Any], task: str) -> dict[str, Any]:
+    """The task's part of the allocation's AllocatedResources (Tasks.<name>), {} without one."""
+    tasks = (alloc.get("AllocatedResources") or {}).get("Tasks") or {}
+    found = tasks.get(task) if isinstance(tasks, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def task_limits(task: dict[str, Any], allocated: dict[str, Any] | None = None) -> Limits:
+    """The task's Resources as its driver enforces them; the cores the scheduler reserved
+    (and the CPU they count for) from the allocation's AllocatedResources."""
     resources = task.get("Resources") or {}
+    cpu = (allocated or {}).get("Cpu") or {}
+    cores = tuple(int(core) for core in cpu.get("ReservedCores") or ())
     return Limits(
-        cpu_mhz=int(resources.get("CPU") or 0),
+        cpu_mhz=int(cpu.get("CpuShares") or 0) if cores else int(resources.get("CPU") or 0),
         memory_mb=int(resources.get("MemoryMB") or 0),
         memory_max_mb=int(resources.get("MemoryMaxMB") or 0),
+        cores=cores,
     )
+
+
+def network_mode(group: dict[str, Any]) -> str:
+    """The group network's mode (Nomad's default: host)."""
+    networks = group.get("Networks") or []
+    return str((networks[0] or {}).get("Mode") or "host") if networks else "host"
 
 
 def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from app.jobspec.durations import SECOND, DurationError, duration_ns
+from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, parse_list
 
-DRIVERS = ("raw_exec", "mock")
+DRIVERS = ("raw_exec", "exec", "mock")
 # raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
 # enables it, as in Nomad; dev mode (the dev agent's client) enables both.
 DEFAULT_DRIVERS = ("mock",)
@@ -50,6 +51,13 @@ class ClientConfig:
     sync_interval_s: float = 0.2
     # Nomad's dev mode: on shutdown destroy every allocation instead of leaving tasks running.
     dev_mode: bool = False
+    # exec: host path -> path in the task's chroot (empty: Nomad's default chroot_env), and the
+    # cgroup every task's groups are made under (Nomad's cgroup_parent, "nomad" there).
+    chroot_env: dict[str, str] = field(default_factory=dict)
+    cgroup_parent: str = "corral"
+    # Nomad's client options user.denylist and user.checked_drivers.
+    user_denylist: tuple[str, ...] = DEFAULT_DENYLIST
+    user_checked_drivers: tuple[str, ...] = DEFAULT_CHECKED_DRIVERS
 
 
 class ConfigError(ValueError):
@@ -125,10 +133,50 @@ def gc_config(values: dict[str, Any]) -> GcConfig:
     return replace(GcConfig(), **settings)
 
 
+# Nomad's client `options` this client acts on, and the ClientConfig field each sets.
+OPTIONS = {"user.denylist": "user_denylist", "user.checked_drivers": "user_checked_drivers"}
+
+
+def client_options(values: object) -> dict[str, tuple[str, ...]]:
+    """The file's `options` object (Nomad's client options map) as ClientConfig fields."""
+    if not isinstance(values, dict):
+        raise ConfigError("options: must be an object")
+    settings: dict[str, tuple[str, ...]] = {}
+    for key, value in values.items():
+        if key not in OPTIONS:
+            raise ConfigError(f"options: unknown option {key!r}; choose from {', '.join(OPTIONS)}")
+        try:
+            settings[OPTIONS[key]] = tuple(sorted(parse_list(value, key)))
+        except ValueError as err:
+            raise ConfigError(f"options: {err}") from err
+    return settings
+
+
+def _chroot_env(value: object) -> dict[str, str]:
+    """chroot_env: absolute host paths to absolute paths inside the chroot."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError("chroot_env: must be an object of host path to chroot path strings")
+    for source, target in value.items():
+        if not source.startswith("/") or not target.startswith("/") or ".." in Path(target).parts:
+            raise ConfigError(f"chroot_env: {source!r} -> {target!r}: both must be absolute paths, without '..'")
+    return dict(value)
+
+
+def _cgroup_parent(value: object) -> str:
+    if not isinstance(value, str) or not value.strip("/") or ".." in value.split("/"):
+        raise ConfigError(f"cgroup_parent: must be a cgroup path like 'corral', got {value!r}")
+    return value.strip("/")
+
+
 def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str, Any]) -> ClientConfig:
     """Defaults, then the file, then flags that were given (None means not given).
     GC settings come from the file's "gc" object or its top-level "gc_*" keys, as Nomad names them."""
     values = {**file_values, **_given(flags)}
+    values.update(client_options(values.pop("options", {})))
+    if "chroot_env" in values:
+        values["chroot_env"] = _chroot_env(values["chroot_env"])
+    if "cgroup_parent" in values:
+        values["cgroup_parent"] = _cgroup_parent(values["cgroup_parent"])
     gc_file = values.pop("gc", {}) or {}
     if not isinstance(gc_file, dict):
         raise ConfigError("gc: must be an object")

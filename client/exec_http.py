@@ -4,20 +4,23 @@ command in the task's context (exec_session.py), and only then answers the upgra
 refusal is an ordinary signed 4xx that the server relays.
 
 The mock driver runs no process, so it has no context to run a command in: exec into a mock
-task is refused (400 naming `task`), where Nomad's mock driver fakes a limited exec."""
+task is refused (400 naming `task`), where Nomad's mock driver fakes a limited exec. Into an
+exec task, the command enters the task's namespaces and chroot as its user (ExecHandle.enter)."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from client import task_state
 from client.alloc_fs import FsError
+from client.drivers import ExecHandle, StartError
 from client.exec_session import ExecSession, ExecSpec
 from client.http_api import Local, Query
 
 PATH = re.compile(r"^/v1/client/allocation/([0-9a-f-]{36})/exec$")
-EXEC_DRIVERS = frozenset({"raw_exec"})
+EXEC_DRIVERS = frozenset({"raw_exec", "exec"})
 
 
 def _command(query: Query) -> list[str]:
@@ -48,7 +51,13 @@ def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession:
         raise FsError(404, "task", f"task {task!r} not started yet.")
     if runner.terminal or task_runner.handle is None or task_runner.state.get("State") != "running":
         raise FsError(404, "task", f"task {task!r} is not running.")
-    spec = ExecSpec(command, query.get("tty") == "true", dict(task_runner.spec.env), task_runner.task_dir)
+    cwd = task_runner.task_dir
+    if isinstance(task_runner.handle, ExecHandle):  # into the task's namespaces, chroot and user
+        try:
+            command, cwd = task_runner.handle.enter(command, task_runner.spec.user), Path("/")
+        except StartError as err:
+            raise FsError(404, "task", f"task {task!r} is not running: {err}") from None
+    spec = ExecSpec(command, query.get("tty") == "true", dict(task_runner.spec.env), cwd)
     try:
         return ExecSession(spec)
     except (OSError, ValueError) as err:

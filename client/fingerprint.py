@@ -22,6 +22,7 @@ class Fingerprint:
     cpu_mhz: int
     memory_mb: int
     disk_mb: int
+    cores: tuple[int, ...] = ()  # the core IDs tasks may reserve whole (NodeResources.Cpu.ReservableCpuCores)
 
 
 def cpu_mhz_per_core() -> float:
@@ -45,8 +46,17 @@ def local_ip() -> str:
         return "127.0.0.1"
 
 
+def reservable_cores() -> tuple[int, ...]:
+    """The cores this client may hand out whole: those it may run on itself."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return tuple(range(os.cpu_count() or 1))
+
+
 def fingerprint(config: ClientConfig) -> Fingerprint:
     cores = os.cpu_count() or 1
+    reservable = reservable_cores()
     mhz = cpu_mhz_per_core()
     memory_mb = psutil.virtual_memory().total // (1024 * 1024)
     config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -58,6 +68,7 @@ def fingerprint(config: ClientConfig) -> Fingerprint:
         "kernel.arch": platform.machine(),
         "cpu.arch": platform.machine(),
         "cpu.numcores": str(cores),
+        "cpu.reservablecores": str(len(reservable)),
         "cpu.frequency": str(int(mhz)),
         "cpu.totalcompute": str(total_mhz),
         "memory.totalbytes": str((config.memory_total_mb or memory_mb) * 1024 * 1024),
@@ -67,7 +78,8 @@ def fingerprint(config: ClientConfig) -> Fingerprint:
         "unique.storage.volume": str(config.data_dir.resolve()),
         "nomad.version": "corral",
     }
-    return Fingerprint(attributes, total_mhz, config.memory_total_mb or memory_mb, config.disk_total_mb or disk_mb)
+    memory = config.memory_total_mb or memory_mb
+    return Fingerprint(attributes, total_mhz, memory, config.disk_total_mb or disk_mb, reservable)
 
 
 def _os_name() -> str:

@@ -12,13 +12,14 @@ from typing import Any
 import structlog
 
 from client import task_state
-from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
+from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, oom_killed
 from client.restarts import RestartTracker
 
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000
 WAIT_SLICE_S = 0.25  # also how soon a stop is noticed
 MAX_EVENTS = 10
+OOM_MESSAGE = "OOM Killed"  # Nomad's exit message for a task the OOM killer ended
 
 
 def now_ns() -> int:
@@ -134,13 +135,16 @@ class TaskRunner:
                     code, start_failed = self._wait(handle), False
             else:
                 code, start_failed = self._wait(handle), False
+            oom = handle is not None and oom_killed(handle)
             with self._lock:
                 self.handle = None
             handle = None
-            if self._stop.is_set():
+            if self._stop.is_set() and not oom:
                 self._event("Killed", "Task successfully killed", ExitCode=code)
                 return self._finish(failed=False, message="")
-            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            self._terminated(code, oom)
+            if self._stop.is_set():
+                return self._finish(failed=False, message="")
             if self._restart.is_set():
                 self._restart.clear()
                 self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
@@ -157,6 +161,16 @@ class TaskRunner:
             if self._stop.wait(decision.delay_s):
                 return self._finish(failed=False, message="")
             self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now())
+
+    def _terminated(self, code: int, oom: bool) -> None:
+        """Nomad's Terminated event; an OOM kill says so as Nomad's does (its exit message
+        "OOM Killed" and the oom_killed detail)."""
+        if not oom:
+            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            return
+        details = {"exit_code": str(code), "oom_killed": "true", "exit_message": OOM_MESSAGE}
+        message = f'Exit Code: {code}, Exit Message: "{OOM_MESSAGE}"'
+        self._event("Terminated", message, ExitCode=code, Message=OOM_MESSAGE, Details=details)
 
     def _wait_gate(self) -> bool:
         """Wait until the task's lifecycle stage may start; False if it was stopped first."""

@@ -153,6 +153,28 @@ def _port_env(ports: list[dict[str, Any]], host_ip: str) -> dict[str, str]:
     return env
 
 
+def cpuset_text(cores: list[int]) -> str:
+    """Core IDs as Linux's cpuset list format, which Nomad's NOMAD_CPU_CORES uses: "0-1,4"."""
+    ranges: list[list[int]] = []
+    for core in sorted(set(cores)):
+        if ranges and core == ranges[-1][1] + 1:
+            ranges[-1][1] = core
+        else:
+            ranges.append([core, core])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def _cores_env(alloc: Mapping[str, Any], task: str) -> dict[str, str]:
+    """A task given whole cores: NOMAD_CPU_CORES lists them and NOMAD_CPU_LIMIT is the MHz they
+    count for (the allocation's AllocatedResources.Tasks.<task>.Cpu)."""
+    tasks = (alloc.get("AllocatedResources") or {}).get("Tasks") or {}
+    cpu = ((tasks.get(task) if isinstance(tasks, Mapping) else None) or {}).get("Cpu") or {}
+    cores = [int(core) for core in cpu.get("ReservedCores") or ()]
+    if not cores:
+        return {}
+    return {"NOMAD_CPU_CORES": cpuset_text(cores), "NOMAD_CPU_LIMIT": str(int(cpu.get("CpuShares") or 0))}
+
+
 def build_env(
     alloc: Mapping[str, Any], task: Mapping[str, Any], node: NodeInfo, paths: TaskPaths
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -187,6 +209,7 @@ def build_env(
             env[variable] = str(resources[key])
     if resources.get("MemoryMaxMB"):
         env["NOMAD_MEMORY_MAX_LIMIT"] = str(resources["MemoryMaxMB"])
+    env.update(_cores_env(alloc, str(task.get("Name") or "")))
     env = {k: v for k, v in env.items() if v}
     shared = (alloc.get("AllocatedResources") or {}).get("Shared") or {}
     host_ip = node.attributes.get("unique.network.ip-address") or "127.0.0.1"

@@ -142,10 +142,11 @@ def dev_roles(base: Mapping[str, str]) -> list[Role]:
 
 
 def dev_client_role(settings: Settings) -> Role:
-    """One client with both drivers, so a quick-start job is placed, runs and completes; in
+    """One client with every driver, so a quick-start job is placed, runs and completes; in
     dev mode it destroys its allocations when it stops."""
     args = ["client", "--dev", "--server", api_url(settings.bind), "--data-dir", str(settings.data_dir / "client")]
-    return Role("client", [*args, "--driver", "raw_exec", "--driver", "mock"])
+    # exec is enabled too: the client reports it healthy only where it can work (root, cgroups).
+    return Role("client", [*args, "--driver", "raw_exec", "--driver", "exec", "--driver", "mock"])
 
 
 def _die_with_parent() -> None:

@@ -88,8 +88,8 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "--driver",
     "drivers",
     multiple=True,
-    type=click.Choice(["raw_exec", "mock"]),
-    help="Task driver to enable; repeatable [default: mock; raw_exec must be enabled here or in the config file].",
+    type=click.Choice(["raw_exec", "exec", "mock"]),
+    help="Task driver to enable; repeatable [default: mock; raw_exec and exec must be enabled here or in the config].",
 )
 @click.option("--reserved-cpu", type=click.IntRange(0), default=None, help="CPU MHz held back from scheduling.")
 @click.option("--reserved-memory", type=click.IntRange(0), default=None, help="Memory MB held back.")

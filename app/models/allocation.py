@@ -43,6 +43,11 @@ class Allocation(Base):
             "node_id",
             postgresql_where=text(LIVE_ALLOC + " AND host_ports <> '{}'"),
         ),
+        Index(
+            "ix_allocations_live_cores",
+            "node_id",
+            postgresql_where=text(LIVE_ALLOC + " AND reserved_cores <> '{}'"),
+        ),
         # The API's index watcher asks which nodes' allocations changed after an index.
         Index("ix_allocations_modify_index", "modify_index"),
         Index(
@@ -126,6 +131,10 @@ class Allocation(Base):
     disk_mb: Mapped[int] = mapped_column(Integer, comment="Ephemeral disk MB reserved.")
     host_ports: Mapped[list[int]] = mapped_column(
         server_default=text("'{}'"), comment="Host ports the allocation holds on the node."
+    )
+    reserved_cores: Mapped[list[int]] = mapped_column(
+        server_default=text("'{}'"),
+        comment="Core IDs the allocation's tasks reserve whole on the node (resources { cores }).",
     )
     allocated_resources: Mapped[dict[str, Any]] = mapped_column(
         server_default=text("'{}'::jsonb"),

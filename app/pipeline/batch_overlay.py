@@ -24,7 +24,9 @@ def taken_by(plan: Plan, snapshot: Snapshot) -> dict[uuid.UUID, NodeUsage]:
     for node_id, allocations in plan.node_allocation.items():
         for alloc in allocations:
             if alloc.id not in existing:
-                taken[node_id] = add_usage(taken.get(node_id, NodeUsage()), alloc.resources, alloc.host_ports)
+                taken[node_id] = add_usage(
+                    taken.get(node_id, NodeUsage()), alloc.resources, alloc.host_ports, alloc.reserved_cores
+                )
     return taken
 
 
@@ -32,7 +34,7 @@ def combine(first: Mapping[uuid.UUID, NodeUsage], more: Mapping[uuid.UUID, NodeU
     """Two sets of taken room as one."""
     combined = dict(first)
     for node_id, usage in more.items():
-        combined[node_id] = add_usage(combined.get(node_id, NodeUsage()), usage.resources, usage.ports)
+        combined[node_id] = add_usage(combined.get(node_id, NodeUsage()), usage.resources, usage.ports, usage.cores)
     return combined
 
 
@@ -42,5 +44,5 @@ def with_taken(snapshot: Snapshot, taken: Mapping[uuid.UUID, NodeUsage]) -> Snap
         return snapshot
     usage = dict(snapshot.usage)
     for node_id, extra in taken.items():
-        usage[node_id] = add_usage(usage.get(node_id, NodeUsage()), extra.resources, extra.ports)
+        usage[node_id] = add_usage(usage.get(node_id, NodeUsage()), extra.resources, extra.ports, extra.cores)
     return dataclasses.replace(snapshot, usage=usage)

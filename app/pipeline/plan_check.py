@@ -21,6 +21,7 @@ class Placement:
     alloc: Allocation
     resources: Resources
     ports: tuple[int, ...]
+    cores: tuple[int, ...] = ()  # the whole cores it reserves
 
     @property
     def alloc_id(self) -> uuid.UUID:
@@ -67,6 +68,7 @@ class Touched(NamedTuple):
     resources: Resources
     ports: Collection[int]
     owner: tuple[str, str, str]  # namespace, job and name: what an in-place update keeps
+    cores: Collection[int] = ()
 
 
 @dataclass
@@ -83,7 +85,8 @@ def placement(alloc: Allocation) -> Placement:
     if res.memory_max_mb < res.memory_mb:  # the oldest rows carry no MemoryMaxMB: memory is the burst limit
         res = Resources(cpu=res.cpu, memory_mb=res.memory_mb, disk_mb=res.disk_mb, memory_max_mb=res.memory_mb)
     ports = tuple(p.value for p in alloc.ports if p.value) if alloc.ports else ()
-    return Placement(alloc=alloc, resources=res, ports=ports)
+    cores = tuple(sorted(alloc.reserved_cores)) if alloc.task_cores else ()
+    return Placement(alloc=alloc, resources=res, ports=ports, cores=cores)
 
 
 def plan_nodes(plan: Plan) -> list[uuid.UUID]:
@@ -130,7 +133,7 @@ def _charge(state: BatchState, verdict: Verdict, after: dict[uuid.UUID, NodeUsag
     touched = state.touched
     for node_id, new in verdict.accepted.items():
         for p in new:
-            touched[p.alloc.id] = Touched(node_id, True, p.resources, p.ports, owner_of(p.alloc))
+            touched[p.alloc.id] = Touched(node_id, True, p.resources, p.ports, owner_of(p.alloc), p.cores)
 
 
 def owner_of(alloc: Allocation) -> tuple[str, str, str]:
@@ -168,7 +171,7 @@ def _node_after(
     gone += [touched[a.alloc_id] for a in new if a.alloc_id in touched]
     for old in gone:
         if old.live and old.node_id == node_id:
-            usage = remove_usage(usage, old.resources, old.ports)
+            usage = remove_usage(usage, old.resources, old.ports, old.cores)
     if not new:
         return usage
     if node is None or node.status != "ready":
@@ -183,13 +186,16 @@ def _node_after(
     # together too, duplicates among the new allocations included.
     cpu = memory_mb = disk_mb = memory_max_mb = 0
     ports: list[int] = []
+    cores: list[int] = []
     for a in new:
         r = a.resources
         cpu, memory_mb, disk_mb = cpu + r.cpu, memory_mb + r.memory_mb, disk_mb + r.disk_mb
         memory_max_mb += r.memory_max_mb
         if a.ports:
             ports.extend(a.ports)
+        if a.cores:
+            cores.extend(a.cores)
     asked = Resources(cpu=cpu, memory_mb=memory_mb, disk_mb=disk_mb, memory_max_mb=memory_max_mb)
-    if exhausted_dimension(node, usage, asked, ports) is not None:
+    if exhausted_dimension(node, usage, asked, ports, cores) is not None:
         return None
-    return add_usage(usage, asked, ports)
+    return add_usage(usage, asked, ports, cores)

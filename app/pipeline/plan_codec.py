@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from app.pipeline.metrics_codec import placed_from_json, placed_text
 from app.plan_wire import (
+    AllocatedTaskJson,
     AllocJson,
     PlanResultJson,
     PlanRowJson,
@@ -36,6 +37,7 @@ from app.structs import (
     PlanResult,
     Port,
     Resources,
+    TaskCores,
 )
 
 # --- the plan ------------------------------------------------------------------------------
@@ -153,7 +155,27 @@ def alloc_to_json(a: Allocation) -> AllocJson:
         out["Healthy"] = a.healthy
     if a.metrics is not None:
         out["Metrics"] = placed_text(a.metrics)
+    if a.task_cores:
+        out["Tasks"] = task_cores_to_json(a.task_cores)
     return out
+
+
+def task_cores_to_json(task_cores: tuple[TaskCores, ...]) -> dict[str, AllocatedTaskJson]:
+    """Nomad's AllocatedResources.Tasks for the tasks given whole cores."""
+    return {t.task: {"Cpu": {"CpuShares": t.cpu, "ReservedCores": list(t.cores)}} for t in task_cores}
+
+
+def task_cores_from_json(raw: object) -> tuple[TaskCores, ...]:
+    """The tasks of AllocatedResources.Tasks that hold whole cores (others are not kept)."""
+    if not isinstance(raw, dict):
+        return ()
+    found = []
+    for task, allocated in raw.items():
+        cpu = allocated.get("Cpu") if isinstance(allocated, dict) else None
+        if isinstance(cpu, dict) and cpu.get("ReservedCores"):
+            cores = tuple(int(c) for c in cpu["ReservedCores"])
+            found.append(TaskCores(str(task), cores, int(cpu.get("CpuShares") or 0)))
+    return tuple(found)
 
 
 def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: str) -> Allocation:
@@ -185,6 +207,7 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         healthy=raw.get("Healthy"),
         canary=raw.get("Canary", False),
         metrics=placed_from_json(json.loads(metrics)) if (metrics := raw.get("Metrics")) else None,
+        task_cores=task_cores_from_json(raw["Tasks"]) if "Tasks" in raw else (),
     )
 
 

@@ -39,7 +39,7 @@ def effects(state: BatchState, verdicts: Iterable[Verdict]) -> Effects:
         for node_id, placed in verdict.accepted.items():
             usage = taken.get(node_id, NodeUsage())
             for p in placed:
-                usage = add_usage(usage, p.resources, p.ports)
+                usage = add_usage(usage, p.resources, p.ports, p.cores)
             taken[node_id] = usage
             allocs.update(p.alloc_id for p in placed)
         allocs.update(s.alloc_id for stops in (*verdict.stops.values(), *verdict.preemptions.values()) for s in stops)
@@ -53,6 +53,8 @@ def overlay(state: BatchState, earlier: Effects) -> None:
         if node_id not in state.nodes:
             continue  # not in this batch: nothing here is checked against it
         read = state.usage.get(node_id, empty)
-        state.usage[node_id] = NodeUsage(read.resources + taken.resources, read.ports | taken.ports)
+        state.usage[node_id] = NodeUsage(
+            read.resources + taken.resources, read.ports | taken.ports, read.cores | taken.cores
+        )
     for alloc_id, touched in earlier.touched.items():
         state.touched[alloc_id] = touched

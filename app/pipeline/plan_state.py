@@ -112,12 +112,17 @@ def _built(row: tuple[Any, ...]) -> Node:
 
 def _usage(port_rows: list[Any], usage_rows: list[Any]) -> dict[uuid.UUID, NodeUsage]:
     ports: dict[uuid.UUID, set[int]] = defaultdict(set)
-    for node_id, host_ports in port_rows:
+    cores: dict[uuid.UUID, set[int]] = defaultdict(set)
+    for node_id, host_ports, reserved_cores in port_rows:
         ports[node_id].update(host_ports)
-    usage = {n: NodeUsage(ports=frozenset(p)) for n, p in ports.items()}
+        if reserved_cores:
+            cores[node_id].update(reserved_cores)
+    usage = {n: NodeUsage(ports=frozenset(ports[n]), cores=frozenset(cores.get(n, ()))) for n in ports}
     for node_id, cpu, memory_mb, disk_mb in usage_rows:
         usage[node_id] = NodeUsage(
-            Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)), frozenset(ports.get(node_id, ()))
+            Resources(cpu=int(cpu), memory_mb=int(memory_mb), disk_mb=int(disk_mb)),
+            frozenset(ports.get(node_id, ())),
+            frozenset(cores.get(node_id, ())),
         )
     return usage
 
@@ -129,4 +134,5 @@ def _touched(r: dict[str, Any]) -> Touched:
         resources=Resources(cpu=r["cpu"], memory_mb=r["memory_mb"], disk_mb=r["disk_mb"]),
         ports=frozenset(r["host_ports"]),
         owner=(r["namespace"], r["job_id"], r["name"]),
+        cores=frozenset(r["reserved_cores"]),
     )

@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 from app.pipeline import plan_deployments
 from app.pipeline.metrics_codec import placed_text
 from app.pipeline.plan_check import Placement, Verdict
-from app.pipeline.plan_codec import ports_to_json
+from app.pipeline.plan_codec import ports_to_json, task_cores_to_json
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, PlacementMetrics, Plan, Port
+from app.structs import AllocationStop, PlacementMetrics, Plan, Port, TaskCores
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,7 @@ COPY_COLUMNS = (
     "memory_max_mb",
     "disk_mb",
     "host_ports",
+    "reserved_cores",
     "allocated_resources",
     "previous_allocation",
     "preempted_allocations",
@@ -267,12 +268,15 @@ def _uuid(value: uuid.UUID | None) -> str:
     return _NULL if value is None else str(value)
 
 
-def _shared_resources(disk_mb: int, ports: tuple[Port, ...]) -> str:
-    """The allocated_resources column. Most placements have no ports: their JSON is written
-    directly, at a tenth of json.dumps's time."""
-    if not ports and type(disk_mb) is int:
+def _shared_resources(disk_mb: int, ports: tuple[Port, ...], task_cores: tuple[TaskCores, ...] = ()) -> str:
+    """The allocated_resources column. Most placements have no ports nor cores: their JSON is
+    written directly, at a tenth of json.dumps's time."""
+    if not ports and not task_cores and type(disk_mb) is int:
         return f'{{"Shared": {{"DiskMB": {disk_mb}, "Ports": []}}}}'
-    return _text(json.dumps({"Shared": {"DiskMB": disk_mb, "Ports": ports_to_json(ports)}}))
+    allocated: dict[str, object] = {"Shared": {"DiskMB": disk_mb, "Ports": ports_to_json(ports)}}
+    if task_cores:
+        allocated["Tasks"] = task_cores_to_json(task_cores)
+    return _text(json.dumps(allocated))
 
 
 def copy_row(placed: Placement) -> str:
@@ -300,7 +304,8 @@ def copy_row(placed: Placement) -> str:
             _optional(resources.memory_max_mb),
             _optional(resources.disk_mb),
             _array(placed.ports),
-            _shared_resources(resources.disk_mb, a.ports),
+            _array(placed.cores),
+            _shared_resources(resources.disk_mb, a.ports, a.task_cores),
             _uuid(a.previous_allocation),
             _array(a.preempted_allocations),
             _text(json.dumps(dict(a.reschedule_tracker))) if a.reschedule_tracker else _NULL,

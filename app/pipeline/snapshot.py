@@ -322,11 +322,16 @@ class UsageCache:
         self.known = safe
         usage = dict(cached)
         held: dict[uuid.UUID, set[int]] = defaultdict(set)
-        for node_id, host_ports in ports:
+        cores: dict[uuid.UUID, set[int]] = defaultdict(set)
+        for node_id, host_ports, reserved_cores in ports:
             held[node_id].update(host_ports)
-        for node_id, node_ports in held.items():  # with or without resources of their own
+            if reserved_cores:
+                cores[node_id].update(reserved_cores)
+        for node_id in held.keys() | cores.keys():  # with or without resources of their own
             base = usage.get(node_id)
-            usage[node_id] = NodeUsage(base.resources if base else Resources(), frozenset(node_ports))
+            usage[node_id] = NodeUsage(
+                base.resources if base else Resources(), frozenset(held[node_id]), frozenset(cores.get(node_id, ()))
+            )
         return usage
 
     def keep_only(self, node_ids: Mapping[uuid.UUID, object]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.pipeline.plan_codec import task_cores_from_json
 from app.structs import Allocation, Node, Port, Resources, SchedulerConfiguration
 
 
@@ -53,11 +54,21 @@ def node_from_row(r: Mapping[Any, Any]) -> Node:
             if isinstance(info, dict) and info.get("Healthy", info.get("Detected"))
         ),
         reserved_ports=parse_port_list(r["reserved_ports"] or ""),
+        reservable_cores=_core_ids(r.get("reservable_cores")),
     )
 
 
+def _core_ids(raw: object) -> tuple[int, ...]:
+    """NodeResources.Cpu.ReservableCpuCores as the client reported it; () when absent or not
+    a list of core IDs."""
+    if not isinstance(raw, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in raw):
+        return ()
+    return tuple(raw)
+
+
 def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
-    shared = (r["allocated_resources"] or {}).get("Shared") or {}
+    allocated = r["allocated_resources"] or {}
+    shared = allocated.get("Shared") or {}
     return Allocation(
         id=r["id"],
         namespace=r["namespace"],
@@ -86,4 +97,5 @@ def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
         modify_index=r["modify_index"],
         healthy=r.get("healthy"),
         canary=bool(r.get("canary", False)),
+        task_cores=task_cores_from_json(allocated["Tasks"]) if "Tasks" in allocated else (),
     )

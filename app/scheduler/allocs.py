@@ -6,7 +6,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from app.structs import Allocation, Job, Node, PlacementMetrics, Port, TaskGroup
+from app.scheduler.cores import with_cores
+from app.structs import Allocation, Job, Node, PlacementMetrics, Port, TaskCores, TaskGroup
 
 
 def alloc_name(job: Job, group: TaskGroup, index: int) -> str:
@@ -44,6 +45,7 @@ def new_allocation(
     reschedule_tracker: Mapping[str, Any] | None = None,
     preempted: tuple[uuid.UUID, ...] = (),
     metrics: PlacementMetrics | None = None,
+    task_cores: tuple[TaskCores, ...] = (),
 ) -> Allocation:
     return Allocation(
         id=alloc_id,
@@ -57,10 +59,11 @@ def new_allocation(
         eval_id=eval_id,
         desired_status="run",
         client_status="pending",
-        resources=group.resources,
+        resources=with_cores(group.resources, task_cores),
         ports=ports,
         previous_allocation=previous.id if previous else None,
         reschedule_tracker=reschedule_tracker,
         preempted_allocations=preempted,
         metrics=metrics,
+        task_cores=task_cores,
     )

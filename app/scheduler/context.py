@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
+from app.scheduler.cores import pick_cores
 from app.scheduler.feasible import Feasibility, JobScope, in_pool
 from app.scheduler.metrics import DEFAULT_METRICS, Failures, MetricsOptions, NodePool
 from app.scheduler.place import NodeRanker
@@ -133,6 +134,8 @@ class Pass:
         if victims:
             self.state.preempt(victims, alloc_id)
         usage = self.state.usage(node.id)
+        # The ranker found the cores free on this usage; none found would be a bug, not a crash.
+        task_cores = pick_cores(node, usage, group.core_asks) or () if group.core_asks else ()
         return new_allocation(
             alloc_id=alloc_id,
             job=job,
@@ -145,6 +148,7 @@ class Pass:
             reschedule_tracker=tracker,
             preempted=tuple(v.alloc.id for v in victims),
             metrics=metrics,
+            task_cores=task_cores,
         )
 
     def chunk(self, job: Job) -> Plan:

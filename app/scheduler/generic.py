@@ -9,6 +9,7 @@ from collections.abc import Generator
 from dataclasses import replace
 
 from app.scheduler.context import Pass
+from app.scheduler.cores import with_cores
 from app.scheduler.deployments import DeploymentTracker
 from app.scheduler.feasible import in_job_scope
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
@@ -105,7 +106,8 @@ def _update_in_place(run: Pass, job: Job, changes: GroupChanges, deployment_id: 
     for alloc in changes.inplace:
         group = job.group(alloc.task_group)
         assert group is not None
-        updated = replace(alloc, job_version=job.version, eval_id=run.evaluation.id, resources=group.resources)
+        resources = with_cores(group.resources, alloc.task_cores)  # the cores stay: changing them is destructive
+        updated = replace(alloc, job_version=job.version, eval_id=run.evaluation.id, resources=resources)
         if deployment_id is not None:  # it joins the deployment, and its health is judged again
             updated = replace(updated, deployment_id=deployment_id, healthy=None)
         run.state.update_in_place(updated)

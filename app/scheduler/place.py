@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.scheduler import ports
+from app.scheduler.cores import all_cores, pick_cores, with_cores
 from app.scheduler.distinct import DistinctRules, distinct_rules
 from app.scheduler.feasible import Feasibility
-from app.scheduler.fit import remove_usage
+from app.scheduler.fit import CORES, remove_usage
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsBuilder, MetricsOptions, NodePool
 from app.scheduler.planstate import PlanState
 from app.scheduler.preemption import PreemptionAsk, PreemptionScope, exhausted_for, preemption_score, select_victims
@@ -24,7 +25,7 @@ from app.scheduler.rank import (
     spread_rules,
     spread_score,
 )
-from app.structs import Affinity, Job, Node, PlacementMetrics, Resources, RunningAllocation, TaskGroup
+from app.structs import Affinity, Job, Node, NodeUsage, PlacementMetrics, Resources, RunningAllocation, TaskGroup
 
 Victims = tuple[RunningAllocation, ...]
 # A scored option: the node's final score and the allocations its placement would evict.
@@ -49,6 +50,7 @@ class GroupAsk:
     spreads: tuple[SpreadRule, ...]
     fit: PreemptionAsk  # resources and ports together, as the fit check takes them
     affinity: AffinityScorer = field(compare=False, repr=False)  # the affinities' scores, cached per class
+    cores: tuple[tuple[str, int], ...] = ()  # (task, whole cores) for the tasks asking for cores
 
     @classmethod
     def of(cls, job: Job, group: TaskGroup) -> GroupAsk:
@@ -65,7 +67,19 @@ class GroupAsk:
             spreads=spread_rules(job.spreads + group.spreads, group.count),
             fit=PreemptionAsk(group.resources, static, dynamic),
             affinity=AffinityScorer(affinities),
+            cores=group.core_asks,
         )
+
+    def on(self, node: Node, usage: NodeUsage) -> PreemptionAsk | None:
+        """The fit ask on `node`: a group asking for whole cores also needs the CPU they count
+        for there, and enough free cores (None when the node has too few)."""
+        if not self.cores:
+            return self.fit
+        picked = pick_cores(node, usage, self.cores)
+        if picked is None:
+            return None
+        fit = self.fit
+        return PreemptionAsk(with_cores(fit.resources, picked), fit.static_ports, fit.dynamic_ports, all_cores(picked))
 
 
 class NodeRanker:
@@ -101,11 +115,15 @@ class NodeRanker:
         if not self._feasible(node, ask, metrics):
             return None
         usage = self.state.usage(node.id)
-        dimension = exhausted_for(node, usage, ask.fit)
+        fit = ask.on(node, usage)
+        if fit is None:
+            metrics.exhaust(node, CORES)
+            return None
+        dimension = exhausted_for(node, usage, fit)
         if dimension is not None:
             metrics.exhaust(node, dimension)
             return None
-        return self._score(node, ask, metrics, usage.resources, penalty, anti)
+        return self._score(node, ask, metrics, usage.resources, fit.resources, penalty, anti)
 
     def consider_preempting(
         self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
@@ -116,23 +134,27 @@ class NodeRanker:
         if scope is None or not self._feasible(node, ask, metrics):
             return None
         usage = self.state.usage(node.id)
+        fit = ask.on(node, usage)
+        if fit is None:  # cores are not preempted for: a node short of them cannot take the group
+            metrics.exhaust(node, CORES)
+            return None
         running = [r for r in scope.running.get(node.id, ()) if not self.state.is_preempted(r.alloc.id)]
         victims = select_victims(
             node,
             usage,
-            ask.fit,
+            fit,
             running,
             priority=scope.priority,
             job=scope.job,
             preempted=self.state.preempted_counts(),
         )
         if victims is None:
-            metrics.exhaust(node, exhausted_for(node, usage, ask.fit) or "preemption")
+            metrics.exhaust(node, exhausted_for(node, usage, fit) or "preemption")
             return None
         for victim in victims:
-            usage = remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports)
+            usage = remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports, victim.alloc.reserved_cores)
         preempting = preemption_score(victims) if victims else None
-        return self._score(node, ask, metrics, usage.resources, penalty, anti, preempting), victims
+        return self._score(node, ask, metrics, usage.resources, fit.resources, penalty, anti, preempting), victims
 
     def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder) -> bool:
         metrics.evaluated += 1
@@ -148,6 +170,7 @@ class NodeRanker:
         ask: GroupAsk,
         metrics: MetricsBuilder,
         used_before: Resources,
+        wanted: Resources,
         penalty: frozenset[uuid.UUID],
         anti: bool,
         preempting: float | None = None,
@@ -155,7 +178,6 @@ class NodeRanker:
         """The mean of the applicable scores, summed as they come (this runs for every node a
         placement scores: tens of thousands of times in a big batch job's pass). Each part
         goes to the metrics too, which keep the best nodes' (Nomad's ScoreMetaData)."""
-        wanted = ask.resources
         fit = total = fit_score_of(
             node.allocatable,  # made once per node object
             used_before.cpu + wanted.cpu,

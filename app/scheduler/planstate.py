@@ -77,13 +77,17 @@ class PlanState:
         self._stops[alloc.id] = (alloc, AllocationStop(alloc.id, "stop", description, client_status))
         if alloc.id in self._live:
             self._remove_live(alloc)
-            self._usage[alloc.node_id] = remove_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
+            self._usage[alloc.node_id] = remove_usage(
+                self.usage(alloc.node_id), alloc.resources, alloc.host_ports, alloc.reserved_cores
+            )
 
     def unstop(self, alloc: Allocation) -> None:
         """Take back a stop whose replacement could not be placed (keep the old one running)."""
         if self._stops.pop(alloc.id, None) is not None and not alloc.terminal:
             self._add_live(alloc)
-            self._usage[alloc.node_id] = add_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
+            self._usage[alloc.node_id] = add_usage(
+                self.usage(alloc.node_id), alloc.resources, alloc.host_ports, alloc.reserved_cores
+            )
 
     def preempt(self, victims: Iterable[RunningAllocation], by: uuid.UUID) -> None:
         """Evict other jobs' allocations to make room for allocation `by` (Nomad's AppendPreemptedAlloc)."""
@@ -95,13 +99,17 @@ class PlanState:
             self._evicted[alloc.id] = stop
             self._evicted_nodes.setdefault(alloc.node_id, []).append(stop)
             self._evicted_counts[job_group(victim)] += 1
-            self._usage[alloc.node_id] = remove_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
+            self._usage[alloc.node_id] = remove_usage(
+                self.usage(alloc.node_id), alloc.resources, alloc.host_ports, alloc.reserved_cores
+            )
 
     def place(self, alloc: Allocation) -> None:
         self._placed.setdefault(alloc.node_id, []).append(alloc)
         self._placed_count += 1
         self._add_live(alloc)
-        self._usage[alloc.node_id] = add_usage(self.usage(alloc.node_id), alloc.resources, alloc.host_ports)
+        self._usage[alloc.node_id] = add_usage(
+            self.usage(alloc.node_id), alloc.resources, alloc.host_ports, alloc.reserved_cores
+        )
 
     def update_in_place(self, alloc: Allocation) -> None:
         """Same id, same node, same resources: nothing to re-account."""

@@ -45,6 +45,7 @@ class PreemptionAsk:
     resources: Resources
     static_ports: tuple[int, ...] = ()
     dynamic_ports: int = 0
+    cores: tuple[int, ...] = ()  # the whole cores picked on this node
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def job_group(candidate: RunningAllocation) -> JobGroup:
 
 def exhausted_for(node: Node, usage: NodeUsage, ask: PreemptionAsk) -> str | None:
     """The shared fit check plus the dynamic port count: None when the ask fits."""
-    dimension = exhausted_dimension(node, usage, ask.resources, ask.static_ports)
+    dimension = exhausted_dimension(node, usage, ask.resources, ask.static_ports, ask.cores)
     if (
         dimension is None
         and ask.dynamic_ports
@@ -113,7 +114,7 @@ class _Fit:
         self.node, self.usage, self.ask = node, usage, ask
 
     def after(self, usage: NodeUsage, victim: RunningAllocation) -> NodeUsage:
-        return remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports)
+        return remove_usage(usage, victim.alloc.resources, victim.alloc.host_ports, victim.alloc.reserved_cores)
 
     def met(self, victims: Iterable[RunningAllocation]) -> bool:
         usage = self.usage

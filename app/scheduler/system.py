@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name
 from app.scheduler.context import Pass
+from app.scheduler.cores import with_cores
 from app.scheduler.feasible import in_job_scope
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
 from app.scheduler.place import GroupAsk, NodeRanker, Victims
@@ -129,7 +130,12 @@ def _update(scope: _GroupScope, node: Node, alloc: Allocation) -> None:
         return
     if not _changed_destructively(scope, alloc):
         run.state.update_in_place(
-            replace(alloc, job_version=scope.job.version, eval_id=run.evaluation.id, resources=scope.group.resources)
+            replace(
+                alloc,
+                job_version=scope.job.version,
+                eval_id=run.evaluation.id,
+                resources=with_cores(scope.group.resources, alloc.task_cores),
+            )
         )
         return
     if scope.rolling.take():

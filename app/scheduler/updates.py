@@ -24,4 +24,5 @@ def _task_changed(old: Task, new: Task) -> bool:
         or old.env != new.env
         or old.meta != new.meta
         or old.resources != new.resources
+        or old.cores != new.cores
     )

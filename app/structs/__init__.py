@@ -25,7 +25,7 @@ from app.structs.jobs import Job, launches_children
 from app.structs.metrics import SCORERS, NodeScore, PlacementMetrics, ScoreParts
 from app.structs.nodes import Node, NodeSet
 from app.structs.plans import AllocationStop, Plan, PlanResult, SchedulerResult
-from app.structs.resources import NodeUsage, Port, Resources
+from app.structs.resources import NodeUsage, Port, Resources, TaskCores
 from app.structs.snapshot import Evaluation, SchedulerConfiguration, Snapshot
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "Spread",
     "SpreadTarget",
     "Task",
+    "TaskCores",
     "TaskGroup",
     "UpdateStrategy",
     "launches_children",

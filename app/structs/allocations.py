@@ -10,7 +10,7 @@ from typing import Any
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.structs.metrics import PlacementMetrics
-from app.structs.resources import Port, Resources
+from app.structs.resources import Port, Resources, TaskCores
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,16 @@ class Allocation:
     canary: bool = False
     # How the scheduler chose its node (Nomad's Alloc.Metrics); None when not recorded.
     metrics: PlacementMetrics | None = None
+    # Whole cores reserved per task (resources { cores = N }); their CPU is in `resources`.
+    task_cores: tuple[TaskCores, ...] = ()
 
     @property
     def host_ports(self) -> frozenset[int]:
         return frozenset(p.value for p in self.ports if p.value)
+
+    @property
+    def reserved_cores(self) -> frozenset[int]:
+        return frozenset(c for t in self.task_cores for c in t.cores) if self.task_cores else frozenset()
 
     @property
     def index(self) -> int:

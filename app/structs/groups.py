@@ -79,6 +79,7 @@ class Task:
     # Env and meta changes are destructive updates in Nomad, so the scheduler must see them.
     env: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, str] = field(default_factory=dict)
+    cores: int = 0  # Resources.Cores: whole cores instead of a CPU share
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,11 @@ class TaskGroup:
         for task in self.tasks:
             total = total + task.resources
         return total
+
+    @property
+    def core_asks(self) -> tuple[tuple[str, int], ...]:
+        """(task, cores) for each task asking for whole cores."""
+        return tuple((task.name, task.cores) for task in self.tasks if task.cores > 0)
 
     @property
     def drivers(self) -> frozenset[str]:

@@ -65,6 +65,7 @@ def _task(raw: Mapping[str, Any]) -> Task:
         config=raw.get("Config") or {},
         env=raw.get("Env") or {},
         meta=raw.get("Meta") or {},
+        cores=int(res.get("Cores") or 0),
     )
 
 

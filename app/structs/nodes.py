@@ -33,6 +33,24 @@ class Node:
     reserved_ports: frozenset[int] = frozenset()
     min_dynamic_port: int = 20000
     max_dynamic_port: int = 32000
+    # NodeResources.Cpu.ReservableCpuCores: the core IDs tasks may reserve whole; () when the
+    # node did not report them (then cpu.numcores counts them from 0).
+    reservable_cores: tuple[int, ...] = ()
+
+    @cached_property
+    def core_ids(self) -> tuple[int, ...]:
+        """The cores a `cores` ask may take, in order."""
+        if self.reservable_cores:
+            return tuple(sorted(self.reservable_cores))
+        count = self.attributes.get("cpu.numcores", "")
+        return tuple(range(int(count))) if count.isdigit() else ()
+
+    @cached_property
+    def mhz_per_core(self) -> int:
+        """Nomad's SharesPerCore: the node's CPU over its cores."""
+        count = self.attributes.get("cpu.numcores", "")
+        cores = int(count) if count.isdigit() and int(count) > 0 else len(self.core_ids)
+        return self.capacity.cpu // cores if cores else 0
 
     @cached_property
     def allocatable(self) -> Resources:

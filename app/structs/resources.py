@@ -43,8 +43,19 @@ class Port:
 
 
 @dataclass(frozen=True)
+class TaskCores:
+    """Whole cores reserved for one task (Nomad's AllocatedCpuResources.ReservedCores) and the
+    CPU they count for: the cores times the node's MHz per core."""
+
+    task: str
+    cores: tuple[int, ...]
+    cpu: int
+
+
+@dataclass(frozen=True)
 class NodeUsage:
     """What the live (non-terminal) allocations on one node hold: the fit function's input."""
 
     resources: Resources = Resources()
     ports: frozenset[int] = frozenset()
+    cores: frozenset[int] = frozenset()  # core IDs reserved whole (resources { cores = N })

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from app.jobspec.durations import DurationError, duration_ns
 
@@ -100,6 +100,20 @@ class Handle(Protocol):
 
     def signal(self, signum: int) -> None:
         """Deliver signum to the task (Nomad's alloc signal)."""
+
+
+@runtime_checkable
+class ReportsOom(Protocol):
+    """A handle whose driver can tell an OOM kill from any other end (exec, docker). Handles
+    without it (raw_exec, mock) are never reported as OOM-killed."""
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel's OOM killer ended the task; meaningful once wait() gave a code."""
+
+
+def oom_killed(handle: Handle) -> bool:
+    """Nomad's ExitResult.OOMKilled for any handle (False for drivers that cannot tell)."""
+    return isinstance(handle, ReportsOom) and handle.oom_killed()
 
 
 class Driver(Protocol):

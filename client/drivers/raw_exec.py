@@ -1,4 +1,6 @@
-"""`raw_exec`: the command as a process group on the host, with no isolation (Nomad's raw_exec)."""
+"""`raw_exec`: the command as a process group on the host, with no isolation (Nomad's raw_exec).
+It runs as the client's user, or as the task's `user` when one is set (and the client's
+user.denylist does not forbid it, where user.checked_drivers lists raw_exec)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from client.drivers.base import (
     log_paths,
     signal_number,
 )
+from client.drivers.users import Identity, UserPolicy, identity
 
 
 class RawExecHandle:
@@ -98,6 +101,24 @@ class RawExecHandle:
 class RawExec:
     name = "raw_exec"
 
+    def __init__(self, users: UserPolicy | None = None) -> None:
+        self.users = users or UserPolicy()
+
+    def _identity(self, task: TaskSpec, task_dir: Path, exit_file: Path) -> Identity | None:
+        """The task's user (None: the client's own). Its directories and the exit record become
+        its own, so it can write them as it could as the client's user."""
+        if not task.user:
+            return None
+        self.users.check(self.name, task.user)
+        who = identity(task.user)
+        for name in ("local", "secrets", "tmp"):
+            directory = task_dir / name
+            directory.mkdir(parents=True, exist_ok=True)
+            os.chown(directory, who.uid, who.gid)
+        exit_file.touch()
+        os.chown(exit_file, who.uid, who.gid)
+        return who
+
     def start(self, task: TaskSpec, task_dir: Path, logs: Path) -> Handle:
         command = task.config.get("command")
         if not isinstance(command, str) or not command:
@@ -109,6 +130,10 @@ class RawExec:
         traps = " ".join(sorted({s.name[3:] for s in (signal.SIGINT, signal.SIGTERM, kill) if s not in UNTRAPPABLE}))
         exit_file = task_dir / "exit_code"
         exit_file.unlink(missing_ok=True)
+        try:
+            who = self._identity(task, task_dir, exit_file)
+        except OSError as error:
+            raise StartError(f"handing the task directory to user {task.user!r}: {error}") from error
         stdout, stderr = log_paths(task, logs)
         with stdout.open("ab") as out, stderr.open("ab") as err:
             try:
@@ -120,6 +145,9 @@ class RawExec:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,  # its own process group, killed whole; outlives a client crash
+                    user=None if who is None else who.uid,
+                    group=None if who is None else who.gid,
+                    extra_groups=None if who is None else list(who.groups),
                 )
             except (OSError, ValueError) as error:  # ValueError: a NUL byte in an argument or variable
                 raise StartError(str(error)) from error

@@ -49,13 +49,15 @@ FROM nodes WHERE id = ANY(:ids);
 SELECT node_id, cpu, memory_mb, disk_mb FROM node_usage WHERE node_id = ANY(:ids);
 
 -- name: plan_node_ports
-SELECT node_id, host_ports FROM allocations
-WHERE node_id = ANY(:ids) AND host_ports <> '{}'
+-- The host ports and whole cores the nodes' live allocations hold.
+SELECT node_id, host_ports, reserved_cores FROM allocations
+WHERE node_id = ANY(:ids) AND (host_ports <> '{}' OR reserved_cores <> '{}')
   AND desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown');
 
 -- name: plan_touched_allocs
 -- The allocations a batch places (in-place updates, or IDs already taken), stops or evicts.
-SELECT id, node_id, desired_status, client_status, cpu, memory_mb, disk_mb, host_ports, namespace, job_id, name
+SELECT id, node_id, desired_status, client_status, cpu, memory_mb, disk_mb, host_ports, namespace, job_id, name,
+       reserved_cores
 FROM allocations WHERE id = ANY(:ids);
 
 -- name: preempted_jobs

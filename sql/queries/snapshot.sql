@@ -19,7 +19,7 @@ SELECT 'safe', state_index_safe();
 -- stands. So the worker sends this with the other reads, not after them. NULL: always read.
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
        attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
-       reserved_disk_mb, reserved_ports
+       reserved_disk_mb, reserved_ports, node_resources -> 'Cpu' -> 'ReservableCpuCores' AS reservable_cores
 FROM nodes
 WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
       (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());
@@ -36,9 +36,11 @@ WHERE CASE WHEN CAST(:known_usage AS bigint) IS NULL THEN live_allocs > 0
 
 -- name: snapshot_ports
 -- Separate from snapshot_usage (both go in the same pipelined batch): a full join of the two
--- costs Postgres several times their sum.
-SELECT node_id, host_ports FROM allocations
-WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown') AND host_ports <> '{}';
+-- costs Postgres several times their sum. The whole cores allocations reserve come with the
+-- ports: only the rows holding either are read (ix_allocations_live_ports, _live_cores).
+SELECT node_id, host_ports, reserved_cores FROM allocations
+WHERE desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')
+  AND (host_ports <> '{}' OR reserved_cores <> '{}');
 
 -- name: snapshot_job
 SELECT spec, version, job_modify_index, create_index, stop, purged_at FROM jobs

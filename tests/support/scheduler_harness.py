@@ -188,7 +188,7 @@ def usage_of(allocs: Iterable[Allocation]) -> dict[uuid.UUID, NodeUsage]:
     usage: dict[uuid.UUID, NodeUsage] = {}
     for a in allocs:
         if not a.terminal:
-            usage[a.node_id] = add_usage(usage.get(a.node_id, NodeUsage()), a.resources, a.host_ports)
+            usage[a.node_id] = add_usage(usage.get(a.node_id, NodeUsage()), a.resources, a.host_ports, a.reserved_cores)
     return usage
 
 

@@ -55,8 +55,8 @@ def test_without_flags_the_agent_gets_nomads_defaults(started: list[ClientConfig
     assert config.data_dir == Path(".corral-client").resolve()
 
 
-def test_raw_exec_is_enabled_by_dev_mode_or_explicitly(started: list[ClientConfig], tmp_path: Path) -> None:
-    assert parsed(started, "--dev").drivers == ("raw_exec", "mock")
+def test_raw_exec_and_exec_are_enabled_by_dev_mode_or_explicitly(started: list[ClientConfig], tmp_path: Path) -> None:
+    assert parsed(started, "--dev").drivers == ("raw_exec", "exec", "mock")
     assert parsed(started, "--dev", "--driver", "mock").drivers == ("mock",)
     config_file = tmp_path / "client.json"
     config_file.write_text('{"drivers": ["raw_exec"]}')
