@@ -132,6 +132,8 @@ class Parser:
         while True:
             token = self.next(context)
             if token.kind is close:
+                if cmds:
+                    raise self.fail(token, f"missing command after | in {context}: unexpected {_show(token)}")
                 break
             self.at -= 1
             cmds.append(self.command(context, close))
@@ -179,7 +181,7 @@ class Parser:
         while (token := self.peek()) is not None and token.kind not in (close, Kind.PIPE, Kind.RIGHT, Kind.RPAREN):
             args.append(self.operand(context))
         if not args:
-            raise self.fail(first, f"empty command in {context}")
+            raise self.fail(first, f"unexpected {_show(first)} in {context}")
         return Command(tuple(args), Pos(first.line, first.col))
 
     def operand(self, context: str) -> Operand:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from decimal import Decimal
 
 
 @dataclass(frozen=True)
@@ -100,19 +101,22 @@ def go_str(value: object) -> str:
 
 
 def _go_float(value: float) -> str:
-    """Go's %v for a float64: the shortest repr, exponent form for large or small ones."""
+    """Go's %v for a float64: the shortest digits, in exponent form when the exponent is
+    below -4 or at least 6 (strconv's 'g' with the shortest precision)."""
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     if math.isnan(value):
         return "NaN"
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        sign = "-" if exponent.startswith("-") else "+"
-        return f"{mantissa}e{sign}{exponent.lstrip('+-').rjust(2, '0')}"
-    return text
+    if value == 0:
+        return "0"
+    number = Decimal(repr(value))
+    exponent = number.adjusted()
+    if -4 <= exponent < 6:
+        return format(number.normalize(), "f")
+    sign, digits, _ = number.as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
 
 
 def truth(value: object) -> bool:
