@@ -305,7 +305,10 @@ class TemplateManager:
                 HOOK_MESSAGE, f"Template successfully ran script from {script.command} with exit code: 0"
             )
             return
-        message = f"Template ran script {script.command} with arguments {list(script.args)} on change but it exited with code code: {code}"
+        arguments = list(script.args)
+        message = (
+            f"Template ran script {script.command} with arguments {arguments} on change but it exited with code: {code}"
+        )
         self._script_failed(script, message)
 
     def _script_failed(self, script: ChangeScript, message: str) -> None:
