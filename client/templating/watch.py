@@ -15,7 +15,8 @@ from client.templating.source import SERVICE, SERVICES, VAR, VARS, Dependency, S
 
 log = structlog.get_logger(__name__)
 # consul-template's minimum gap between two queries of one watcher: a server that answers a
-# blocking query at once (an index that does not move, an error) is not hammered.
+# blocking query at once with nothing new (an index that does not move) is not hammered. An
+# answer that brought a change is followed by the next query at once (it blocks: the index moved).
 MIN_QUERY_GAP_S = 0.1
 RETRY_BASE_S = 0.25
 RETRY_MAX_S = 60.0
@@ -79,7 +80,7 @@ class Cache:
             if changed and not self.stop.is_set():
                 self.on_change(dependency)
             gap = MIN_QUERY_GAP_S - (time.monotonic() - started)
-            if gap > 0 and self.stop.wait(gap):
+            if not changed and gap > 0 and self.stop.wait(gap):
                 return
 
     def join(self, timeout_s: float) -> None:

@@ -30,11 +30,12 @@ class Store:
         self.cond = threading.Condition()
         self.queries = 0
 
-    def put_var(self, path: str, items: dict[str, str]) -> None:
+    def put_var(self, path: str, items: dict[str, str]) -> int:
         with self.cond:
             self.index += 1
             self.vars[path] = dict(items)
             self.cond.notify_all()
+            return self.index
 
     def put_service(self, name: str, regs: list[dict[str, Any]]) -> None:
         with self.cond:
