@@ -94,6 +94,8 @@ class TaskRunner:
             with self._lock:
                 self._event(*event)
         self._stop.set()
+        if self.templates is not None:
+            self.templates.stop()  # a task being stopped needs no more renders (nor a waiting prestart)
 
     def restart(self, reason: str) -> None:
         """Kill the running task and start it again at once, outside its restart policy
