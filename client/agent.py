@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import structlog
 
+from app.client_tls import client_tls
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import NodeGone, ServerApi
 from client.config import ClientConfig
@@ -27,6 +28,7 @@ from client.gc import GarbageCollector, measure
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.logs_http import serve
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
+from client.templating.http_source import HttpSource
 from client.usage import host_stats
 from workers.loops import Backoff, Streak, guarded
 
@@ -67,6 +69,18 @@ class Client:
         self.registered: dict[str, Any] | None = None  # the Node body the servers last accepted
         self._saved_link_key = ""
         self._identity_lock = threading.Lock()
+        # One pool for every template watcher's blocking query (each holds a connection).
+        self._template_http = httpx.Client(
+            base_url=config.server.rstrip("/"),
+            verify=client_tls(),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
+        )
+
+    def template_source(self, alloc: dict[str, Any]) -> HttpSource:
+        """Where an allocation's templates read variables and services. They authenticate with
+        the node's secret (a task's workload identity, once tasks have one, goes here)."""
+        namespace = str(alloc.get("Namespace") or "default")
+        return HttpSource(self.config.server, lambda: self.api.secret, namespace, client=self._template_http)
 
     # -- identity and registration -------------------------------------------------------
 
@@ -186,6 +200,7 @@ class Client:
         finally:
             server.shutdown()
             self.api.close()
+            self._template_http.close()
 
     def start_loops(self, ttl: float) -> None:
         # Daemons: a blocking query in flight must not hold up shutdown.
@@ -227,7 +242,7 @@ class Client:
     def _restore(self) -> None:
         """Re-attach to the allocations a previous run of this client left on disk."""
         for alloc_dir in sorted(self.allocs_dir.iterdir()):
-            runner = AllocRunner.restore(alloc_dir, self.drivers, self._on_change)
+            runner = AllocRunner.restore(alloc_dir, self.drivers, self._on_change, self.template_source)
             if runner is None:
                 log.warning("discarding an unreadable allocation directory", path=str(alloc_dir))
                 continue
@@ -417,7 +432,14 @@ class Client:
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
-        runner = AllocRunner(full, self.allocs_dir / alloc_id, self.drivers, self._on_change, node=self.node_body())
+        runner = AllocRunner(
+            full,
+            self.allocs_dir / alloc_id,
+            self.drivers,
+            self._on_change,
+            node=self.node_body(),
+            template_source=self.template_source,
+        )
         with self.lock:
             self.runners[alloc_id] = runner
         log.info("running allocation", alloc_id=alloc_id, name=full.get("Name"))

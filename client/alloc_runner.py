@@ -32,6 +32,14 @@ from client.lifecycle import (
 from client.restarts import RestartPolicy, RestartTracker
 from client.task_runner import NotRunning, TaskRunner
 from client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
+from client.templating.control import RunnerControl
+from client.templating.manager import TemplateManager
+from client.templating.source import Source
+from client.templating.spec import SpecError, TemplateSpec
+from client.templating.unavailable import NoSource
+
+# Where an allocation's templates read variables and services (the agent's HTTP source).
+SourceFactory = Callable[[dict[str, Any]], Source]
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
@@ -54,6 +62,7 @@ class TaskPlan:
     stage: str
     leader: bool
     payload_file: str
+    templates: tuple[TemplateSpec, ...] = ()
 
 
 def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[list[TaskPlan], bool]:
@@ -90,7 +99,11 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
         )
         payload = str((task.get("DispatchPayload") or {}).get("File") or "")
         policy = task.get("RestartPolicy") or group.get("RestartPolicy")
-        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload))
+        try:
+            templates = tuple(TemplateSpec.of(raw) for raw in task.get("Templates") or [])
+        except SpecError as err:
+            raise StartError(f"task {name!r}: {err}") from None
+        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload, templates))
     return plans, job.get("Type") in ("batch", "sysbatch")
 
 
@@ -144,8 +157,10 @@ class AllocRunner:
         on_change: Callable[[AllocRunner], None],
         saved: dict[str, Any] | None = None,
         node: dict[str, Any] | None = None,
+        template_source: SourceFactory | None = None,
     ) -> None:
         self.id = str(alloc["ID"])
+        self.template_source = template_source
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
         saved = saved or {}
         # The node's facts for NOMAD_DC and node.*/attr.* interpolation; kept in the record so a
@@ -199,10 +214,28 @@ class AllocRunner:
                     self._terminal("failed", f"task {spec.name!r}: {err}")
                     return
             self.stages[spec.name] = plan.stage
-            self.tasks[spec.name] = TaskRunner(
-                spec, drivers[spec.driver], tracker, task_dir, logs, self._changed, previous, self.gates[plan.stage]
+            control = RunnerControl()
+            templates = self._templates(plan, task_dir, control)
+            runner = TaskRunner(
+                spec,
+                drivers[spec.driver],
+                tracker,
+                task_dir,
+                logs,
+                self._changed,
+                previous,
+                self.gates[plan.stage],
+                templates,
             )
+            control.runner = runner
+            self.tasks[spec.name] = runner
         self.leaders = frozenset(plan.spec.name for plan in plans if plan.leader)
+
+    def _templates(self, plan: TaskPlan, task_dir: Path, control: RunnerControl) -> TemplateManager | None:
+        if not plan.templates:
+            return None
+        source = self.template_source(self.alloc) if self.template_source is not None else NoSource()
+        return TemplateManager(plan.templates, task_dir, plan.spec.env, source, control)
 
     def _write_payload(self, paths: TaskPaths, file: str) -> None:
         """`dispatch_payload { file }`: the dispatched job's payload in the task's local/."""
@@ -394,10 +427,14 @@ class AllocRunner:
 
     @classmethod
     def restore(
-        cls, alloc_dir: Path, drivers: dict[str, Driver], on_change: Callable[[AllocRunner], None]
+        cls,
+        alloc_dir: Path,
+        drivers: dict[str, Driver],
+        on_change: Callable[[AllocRunner], None],
+        template_source: SourceFactory | None = None,
     ) -> AllocRunner | None:
         try:
             record = json.loads((alloc_dir / RECORD).read_text())
-            return cls(record["alloc"], alloc_dir, drivers, on_change, record)
+            return cls(record["alloc"], alloc_dir, drivers, on_change, record, template_source=template_source)
         except (OSError, ValueError, KeyError):
             return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import structlog
 from client import task_state
 from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, oom_killed
 from client.restarts import RestartTracker
+from client.templating.manager import TemplateFailed, TemplateManager
 
 log = structlog.get_logger(__name__)
 NANOS = 1_000_000_000
@@ -47,8 +49,14 @@ class TaskRunner:
         on_change: Callable[[], None],
         saved: dict[str, Any] | None = None,
         gate: threading.Event | None = None,
+        templates: TemplateManager | None = None,
     ) -> None:
         self.spec, self.driver, self.tracker = spec, driver, tracker
+        self.base_env = dict(spec.env)  # the env templates add to at each start
+        # Nomad's template hook: rendered once before the first start, then kept up to date.
+        self.templates = templates
+        self._prestarted = False
+        self._fail_message: str | None = None  # set when the task is killed as failed
         self.task_dir, self.logs, self.on_change = task_dir, logs, on_change
         # Open while the task's lifecycle stage may start (the allocation's coordinator sets it).
         self.gate = gate if gate is not None else _open_gate()
@@ -58,7 +66,8 @@ class TaskRunner:
         self._saved_handle: dict[str, Any] | None = saved.get("handle")
         self.handle: Handle | None = None
         self._stop = threading.Event()
-        self._restart = threading.Event()  # a user asked for a restart in place
+        self._restart = threading.Event()  # a user (or a template) asked for a restart in place
+        self._restart_reason = ""
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"task-{spec.name}", daemon=True)
 
@@ -81,6 +90,8 @@ class TaskRunner:
             with self._lock:
                 self._event(*event)
         self._stop.set()
+        if self.templates is not None:
+            self.templates.stop()  # a task being stopped needs no more renders (nor a waiting prestart)
 
     def restart(self, reason: str) -> None:
         """Kill the running task and start it again at once, outside its restart policy
@@ -89,16 +100,33 @@ class TaskRunner:
             if self.handle is None or self.state["State"] != "running" or self._stop.is_set():
                 raise NotRunning(f"task {self.spec.name!r} is not running")
             self._event("Restart Signaled", reason, RestartReason=reason)
+            self._restart_reason = reason
             self._restart.set()
         self.on_change()
 
-    def signal(self, name: str, signum: int) -> None:
+    def signal(self, name: str, signum: int, message: str = "") -> None:
         """Deliver a signal to the running task (Nomad's alloc signal: a 'Signaling' event)."""
         with self._lock:
             if self.handle is None or self.state["State"] != "running":
                 raise NotRunning(f"task {self.spec.name!r} is not running")
             self.handle.signal(signum)
-            self._event("Signaling", f"Task being sent signal {name}", TaskSignal=name)
+            self._event("Signaling", message or f"Task being sent signal {name}", TaskSignal=name)
+        self.on_change()
+
+    def add_event(self, kind: str, message: str) -> None:
+        with self._lock:
+            self._event(kind, message)
+        self.on_change()
+
+    def fail(self, message: str) -> None:
+        """Kill the task and mark it failed (Nomad's Kill with FailsTask): a template that can
+        no longer render, a change script that failed with fail_on_error."""
+        with self._lock:
+            if self._stop.is_set() or self.dead:
+                return
+            self._fail_message = message
+            self._event("Killing", message, FailsTask=True)
+        self._stop.set()
         self.on_change()
 
     def pids(self) -> list[int]:
@@ -126,7 +154,9 @@ class TaskRunner:
         handle = self._reattach()
         while True:
             if handle is None:
-                if not self._wait_gate() or self._stop.is_set():
+                if not self._wait_gate() or self._stop.is_set() or not self._prestart():
+                    if self._fail_message is not None:
+                        return self._finish(failed=True, message="")
                     return self._finish(failed=False, message="Task stopped before it started")
                 handle = self._start()
                 if handle is None:
@@ -141,13 +171,14 @@ class TaskRunner:
             handle = None
             if self._stop.is_set() and not oom:
                 self._event("Killed", "Task successfully killed", ExitCode=code)
-                return self._finish(failed=False, message="")
+                return self._finish(failed=self._fail_message is not None, message="")
             self._terminated(code, oom)
             if self._stop.is_set():
-                return self._finish(failed=False, message="")
+                return self._finish(failed=self._fail_message is not None, message="")
             if self._restart.is_set():
                 self._restart.clear()
-                self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
+                reason = self._restart_reason or "User requested restart"
+                self._event("Restarting", "Task restarting in 0s", RestartReason=reason)
                 self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now())
                 continue
             decision = self.tracker.after_exit(time.time(), code, start_failed)
@@ -179,15 +210,34 @@ class TaskRunner:
                 return False
         return True
 
+    def _prestart(self) -> bool:
+        """Render the templates before the first start (not again on restarts); False when the
+        task was stopped meanwhile or a template failed (the task then fails)."""
+        if self.templates is None or self._prestarted:
+            return True
+        try:
+            ready = self.templates.prestart(self._stop)
+        except TemplateFailed as err:
+            self.fail(f"Template failed: {err}")
+            return False
+        self._prestarted = ready
+        return ready
+
     def _reattach(self) -> Handle | None:
         if self._saved_handle is None or self.state["State"] != "running":
             return None
         handle = self.driver.reattach(self.spec, self.task_dir, self._saved_handle)
         with self._lock:
             self.handle = handle
+        if handle is not None and self.templates is not None:
+            self._prestarted = True
+            self.templates.attach()
         return handle
 
     def _start(self) -> Handle | None:
+        if self.templates is not None:
+            # Template variables override the task's env block, as in Nomad's env builder.
+            self.spec = replace(self.spec, env={**self.base_env, **self.templates.env()})
         try:
             handle = self.driver.start(self.spec, self.task_dir, self.logs)
         except StartError as err:
@@ -213,6 +263,8 @@ class TaskRunner:
         return handle.kill(timeout, name)
 
     def _finish(self, *, failed: bool, message: str) -> None:
+        if self.templates is not None:
+            self.templates.stop()
         if message:
             self._event("Finished" if not failed else "Failed", message)
         self._set(State="dead", Failed=failed, FinishedAt=task_state.now())

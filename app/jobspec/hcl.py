@@ -550,6 +550,9 @@ _TASK = _fields(
                     "env": "Envvars",
                     "left_delimiter": "LeftDelim",
                     "right_delimiter": "RightDelim",
+                    "error_on_missing_key": "ErrMissingKey",
+                    "change_script": _one("ChangeScript"),
+                    "wait": _one("Wait"),
                 }
             ),
         ),

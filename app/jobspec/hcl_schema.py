@@ -29,7 +29,6 @@ OPAQUE = frozenset(
         "meta",
         "env",
         "service",
-        "template",
         "vault",
         "volume",
         "volume_mount",
@@ -98,6 +97,13 @@ SCHEMAS: dict[str, Schema] = {
     "dispatch_payload": _s("file"),
     "ui": _s("description", "link"),
     "link": _s("label url"),
+    "template": _s(
+        "data destination source env change_mode change_signal splay perms uid gid left_delimiter "
+        "right_delimiter error_on_missing_key vault_grace",
+        "change_script wait",
+    ),
+    "change_script": _s("command args timeout fail_on_error"),
+    "wait": _s("min max"),
     "variable": _s("type default description sensitive nullable", "validation"),
     "validation": _s("condition error_message"),
 }
@@ -106,7 +112,6 @@ OPAQUE_ROOT = frozenset({"locals"})
 # Blocks corral accepts and keeps but does not act on; register and plan warn about each.
 IGNORED_BLOCKS = (
     "service",
-    "template",
     "vault",
     "volume",
     "volume_mount",

@@ -217,6 +217,42 @@ class DispatchPayloadConfig(NomadObject):
     file: str = ""
 
 
+class ChangeScript(NomadObject):
+    """What a template with change_mode "script" runs inside the task after a re-render."""
+
+    command: str = ""
+    args: list[str] = Field(default_factory=list)
+    timeout: Duration = 5 * SECOND
+    fail_on_error: bool = False
+
+
+class WaitConfig(NomadObject):
+    """A template's quiescence bounds: render after `min` without change, at most `max` late."""
+
+    min: Duration | None = None
+    max: Duration | None = None
+
+
+class Template(NomadObject):
+    """Nomad's template block, with the api package's Canonicalize defaults."""
+
+    source_path: str = ""
+    dest_path: str = ""
+    embedded_tmpl: str = ""
+    change_mode: str = "restart"
+    change_signal: str = ""
+    change_script: ChangeScript | None = None
+    splay: Duration = 5 * SECOND
+    perms: str = "0644"
+    uid: int | None = None
+    gid: int | None = None
+    left_delim: str = "{{"
+    right_delim: str = "}}"
+    envvars: bool = False
+    err_missing_key: bool = False
+    wait: WaitConfig | None = None
+
+
 class Task(NomadObject):
     name: str = ""
     driver: str = ""
@@ -232,6 +268,7 @@ class Task(NomadObject):
     affinities: list[Affinity] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
     restart_policy: RestartPolicy | None = None
+    templates: list[Template] | None = None
     kill_timeout: Duration = 5 * SECOND
     shutdown_delay: Duration = 0
 

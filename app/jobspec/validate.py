@@ -37,6 +37,7 @@ from app.jobspec.model import (
 from app.jobspec.periodic import check_periodic
 from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
+from app.jobspec.templates import check_templates
 
 MAX_ID_LENGTH = 128
 # Nomad's job_max_count server default: no task group may ask for more allocations.
@@ -252,6 +253,7 @@ def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str
     yield from check_constraints(task.constraints, f"{path}.Constraints")
     yield from check_affinities(task.affinities, f"{path}.Affinities")
     yield from check_resources(task.resources, f"{path}.Resources")
+    yield from check_templates(task.templates or [], path)
     yield from _inheriting(
         task.restart_policy,
         check_restart,

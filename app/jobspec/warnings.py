@@ -10,7 +10,6 @@ _JOB = {"Multiregion": "multiregion", "UI": "ui", "Vault": "vault", "Consul": "c
 _GROUP = {"Services": "service", "Volumes": "volume", "Vault": "vault", "Consul": "consul"}
 _TASK = {
     "Services": "service",
-    "Templates": "template",
     "Vault": "vault",
     "Consul": "consul",
     "VolumeMounts": "volume_mount",

@@ -123,7 +123,7 @@ def test_unknown_keys_are_named_by_path_at_every_level() -> None:
 def test_blocks_kept_as_written_are_not_looked_into() -> None:
     payload = job(Multiregion={"Anything": 1}, VaultToken="", ConsulToken="")
     task = payload["TaskGroups"][0]["Tasks"][0]
-    task |= {"Config": {"image": "x", "any_key": 1}, "Env": {"A": "1"}, "Templates": [{"Whatever": 1}]}
+    task |= {"Config": {"image": "x", "any_key": 1}, "Env": {"A": "1"}, "Vault": {"Whatever": 1}}
     payload["TaskGroups"][0]["Services"] = [{"Name": "web", "Unchecked": True}]
     assert unknown_keys(payload) == []
     normalize_job(payload)

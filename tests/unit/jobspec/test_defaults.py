@@ -173,7 +173,8 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     assert out_group["Networks"][0]["DNS"] == {"Servers": ["1.1.1.1"]}
     assert out_group["Networks"][0]["DynamicPorts"][0]["IgnoreCollision"] is True
     out_task = out_group["Tasks"][0]
-    assert out_task["Templates"] == [{"EmbeddedTmpl": "hi", "DestPath": "local/x"}]
+    assert out_task["Templates"][0] | {"EmbeddedTmpl": "hi", "DestPath": "local/x"} == out_task["Templates"][0]
+    assert out_task["Templates"][0]["ChangeMode"] == "restart"  # Nomad's defaults, now that corral renders them
     assert out_task["Lifecycle"] == {"Hook": "prestart", "Sidecar": False}
     assert out_task["Resources"]["Devices"] == [{"Name": "nvidia/gpu"}]
     assert out_task["LogConfig"] == {"MaxFiles": 3}

@@ -26,7 +26,7 @@ JSON_VALUES = st.recursive(
 EXTRA_KEYS = {
     "job": st.sampled_from(["VaultToken", "ConsulToken", "Multiregion", "VaultNamespace"]),  # UI is typed
     "group": st.sampled_from(["Services", "Volumes", "Consul"]),
-    "task": st.sampled_from(["Vault", "Services", "Templates", "Artifacts"]),
+    "task": st.sampled_from(["Vault", "Services", "Artifacts"]),
 }
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 
