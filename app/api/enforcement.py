@@ -31,6 +31,7 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    VariableOp,
 )
 from app.models import Allocation, Deployment, Evaluation
 from app.store.evals import CORE
@@ -104,6 +105,10 @@ def _check(requirement: Requirement) -> None:
         namespace = _namespace_of(requirement.source)
         if namespace is not None and not acl.allow_namespace_op(namespace, requirement.capability):
             raise Denied()
+    elif isinstance(requirement, VariableOp):
+        path = str((request.view_args or {}).get("var_path", ""))
+        if not acl.allow_variable_op(_variable_namespace(), path, requirement.capability):
+            raise Denied()
     elif isinstance(requirement, ListIn):
         wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
         if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
@@ -111,6 +116,14 @@ def _check(requirement: Requirement) -> None:
         g.corral_list_capability = requirement.capability
     elif isinstance(requirement, OwnFilter) and request.endpoint == "namespaces.list_namespaces":
         g.corral_list_namespaces = True
+
+
+def _variable_namespace() -> str:
+    """The namespace a variable route acts in: the body's Namespace when it names one (as
+    Nomad's Variables.Apply takes it), else ?namespace=."""
+    body = peek_json_body() if request.method in ("PUT", "POST") else None
+    named = body.get("Namespace") if isinstance(body, dict) else None
+    return named if isinstance(named, str) and named else request.args.get("namespace") or DEFAULT_NAMESPACE
 
 
 _OBJECTS: dict[str, tuple[Any, str]] = {

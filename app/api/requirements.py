@@ -45,6 +45,14 @@ class ListIn:
 
 
 @dataclass(frozen=True)
+class VariableOp:
+    """A capability on the variable path in the URL (list, read, write, destroy), in the
+    namespace of the body's Namespace (writes) or ?namespace= (Nomad's AllowVariableOperation)."""
+
+    capability: str
+
+
+@dataclass(frozen=True)
 class NodeSecret:
     """The node named in the path, by its SecretID (or a management token)."""
 
@@ -63,4 +71,4 @@ class OwnFilter:
     what: str
 
 
-Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | NodeIntroduction | OwnFilter
+Requirement = Public | Management | Area | InNamespace | ListIn | VariableOp | NodeSecret | NodeIntroduction | OwnFilter

@@ -22,7 +22,7 @@ class ObjectKind(IntEnum):
     JOB = 1
     NODE = 2
     ACL_BOOTSTRAP = 3
-    VARIABLE = 4  # key: namespace NUL path
+    VARIABLE = 4  # key: namespace:path
     KEYRING = 5  # key: '' (the one keyring: its first key, rotations)
 
 

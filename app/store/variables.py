@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.errors import Conflict, NotFound
-from app.keyring.crypto import open_sealed, seal
+from app.errors import Conflict, Failed, NotFound
+from app.keyring.crypto import SealError, open_sealed, seal
 from app.models import Variable
 from app.store import keyring
 from app.variables.rules import LockSpec
@@ -102,7 +102,11 @@ def _associated(namespace: str, path: str) -> bytes:
 
 def _open(session: Session, root: bytes, row: Variable) -> dict[str, str]:
     key = keyring.data_key(session, root, row.key_id)
-    items: dict[str, str] = json.loads(open_sealed(key.aes, row.sealed_items, _associated(row.namespace, row.path)))
+    try:
+        opened = open_sealed(key.aes, row.sealed_items, _associated(row.namespace, row.path))
+    except SealError:
+        raise Failed.of("Items", f"variable {row.path!r} does not open: its sealed items were altered") from None
+    items: dict[str, str] = json.loads(opened)
     return items
 
 
@@ -115,7 +119,7 @@ def _zero(namespace: str, path: str) -> Value:
 
 
 def _locked(session: Session, namespace: str, path: str) -> Variable | None:
-    lock_object(session, ObjectKind.VARIABLE, f"{namespace}\x00{path}")
+    lock_object(session, ObjectKind.VARIABLE, f"{namespace}:{path}")
     return session.get(Variable, (namespace, path))
 
 
@@ -179,15 +183,14 @@ def set_items(
     return Outcome(written.modify_index, written=Value(meta_of(written), dict(items)))
 
 
-def delete(session: Session, namespace: str, path: str, cas: int | None) -> Outcome:
-    """Nomad's VarOpDelete / VarOpDeleteCAS (the conflicting variable is returned sealed: the
-    caller opens it if its token may read it)."""
+def delete(session: Session, root: bytes, namespace: str, path: str, cas: int | None) -> Outcome:
+    """Nomad's VarOpDelete / VarOpDeleteCAS."""
     row = _locked(session, namespace, path)
     if cas is not None:
         if row is None:
             return Outcome(0) if cas == 0 else Outcome(0, conflict=_zero(namespace, path))
         if cas != row.modify_index:
-            return Outcome(0, conflict=Value(meta_of(row), None))
+            return Outcome(0, conflict=_value(session, root, row))
     if row is None:
         return Outcome(0)
     if _held(row, _now()) is not None:
