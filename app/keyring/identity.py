@@ -76,9 +76,7 @@ def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> dict[str, Any]:
         "nomad_job_id": subject.job_id,
         "nomad_allocation_id": subject.alloc_id,
         "nomad_task": subject.task,
-        "sub": ":".join(
-            [subject.region, subject.namespace, subject.job_id, subject.group, subject.task, spec.name]
-        ),
+        "sub": ":".join([subject.region, subject.namespace, subject.job_id, subject.group, subject.task, spec.name]),
         "aud": list(spec.audience) if len(spec.audience) != 1 else spec.audience[0],
         "iat": now_s,
         "nbf": now_s,

@@ -73,9 +73,7 @@ class LockSpec:
 
     def canonical(self, new_id: str) -> LockSpec:
         """Nomad's VariableLock.Canonicalize: an ID and the default TTL and delay."""
-        return LockSpec(
-            self.id or new_id, self.ttl_ns or DEFAULT_LOCK_TTL_NS, self.delay_ns or DEFAULT_LOCK_DELAY_NS
-        )
+        return LockSpec(self.id or new_id, self.ttl_ns or DEFAULT_LOCK_TTL_NS, self.delay_ns or DEFAULT_LOCK_DELAY_NS)
 
     def check(self) -> None:
         """Nomad's VariableLock.Validate (on a canonical lock)."""

@@ -44,7 +44,8 @@ def test_a_task_reads_its_own_variables_with_its_identity_and_no_others(cluster:
     root = {"X-Nomad-Token": http.post("/v1/acl/bootstrap").json()["SecretID"]}
     for path, items in (("nomad/jobs/web", {"greeting": "hello"}), ("nomad/jobs/db", {"password": "p"})):
         assert http.put(f"/v1/var/{path}", json={"Items": items}, headers=root).status_code == 200
-    assert http.put("/v1/acl/policy/intro", json={"Rules": 'node { policy = "write" }'}, headers=root).status_code == 200
+    intro_policy = {"Rules": 'node { policy = "write" }'}
+    assert http.put("/v1/acl/policy/intro", json=intro_policy, headers=root).status_code == 200
     intro = http.put("/v1/acl/token", json={"Type": "client", "Policies": ["intro"]}, headers=root).json()["SecretID"]
     cluster.client("c1", env={"CORRAL_TOKEN": intro})
     task = {

@@ -216,4 +216,5 @@ def test_variable_lists_show_a_caller_only_the_paths_it_may_list(app: Flask, pg:
     assert [v["Path"] for v in listed.json] == ["team/a"]  # type: ignore[union-attr]
     assert listed.headers["X-Nomad-NextToken"] == "default.team/b"
     assert api.get("/v1/var/team/a", headers=lister).status_code == 403  # list is not read
-    assert api.get("/v1/vars", headers=_auth(_token(api, root, "other", 'namespace "other" { policy = "write" }'))).json == []
+    other = _auth(_token(api, root, "other", 'namespace "other" { policy = "write" }'))
+    assert api.get("/v1/vars", headers=other).json == []

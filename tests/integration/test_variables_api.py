@@ -140,7 +140,10 @@ def test_a_database_reader_sees_only_ciphertext(client: FlaskClient, pg: Conn) -
     assert len(keys) == 1
     # Swapping the sealed items onto another path does not open there (bound to namespace and path).
     assert _put(client, "other", {"x": "y"}).status_code == 200
-    pg.execute("UPDATE variables SET sealed_items = (SELECT sealed_items FROM variables WHERE path = 'nomad/jobs/db') WHERE path = 'other'")
+    pg.execute(
+        "UPDATE variables SET sealed_items = (SELECT sealed_items FROM variables WHERE path = 'nomad/jobs/db') "
+        "WHERE path = 'other'"
+    )
     assert client.get("/v1/var/other").status_code == 500
 
 

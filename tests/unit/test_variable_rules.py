@@ -68,7 +68,14 @@ def test_a_lock_gets_an_id_and_nomads_defaults_then_its_ttl_is_bounded() -> None
 
 @pytest.mark.parametrize(
     ("nanos", "text"),
-    [(0, "0s"), (15 * S, "15s"), (60 * S, "1m0s"), (3600 * S, "1h0m0s"), (1500 * 10**6, "1.5s"), (500 * 10**6, "500ms")],
+    [
+        (0, "0s"),
+        (15 * S, "15s"),
+        (60 * S, "1m0s"),
+        (3600 * S, "1h0m0s"),
+        (1500 * 10**6, "1.5s"),
+        (500 * 10**6, "500ms"),
+    ],
 )
 def test_go_durations(nanos: int, text: str) -> None:
     assert go_duration(nanos) == text
