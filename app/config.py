@@ -278,6 +278,15 @@ class Settings(BaseSettings):
     failover_heartbeat_ttl_s: float = Field(
         default=300.0, gt=0, description="TTL granted to every live node without a heartbeat row (after a crash)."
     )
+    keyring_key_file: Path | None = Field(
+        default=None,
+        description="File holding the keyring's root key (64 hex characters), which wraps the data keys "
+        "that encrypt variables and sign workload identities; every server must read the same one. "
+        "Unset (and keyring_key unset): <data_dir>/keyring.key, created 0600 on first start.",
+    )
+    keyring_key: SecretStr | None = Field(
+        default=None, description="The keyring's root key itself (64 hex characters), instead of keyring_key_file."
+    )
 
     @field_validator("http_allowed_origins", mode="before")
     @classmethod

@@ -19,12 +19,13 @@ import structlog
 
 from app.client_tls import client_tls
 from client.alloc_runner import TERMINAL, AllocRunner
-from client.api import NodeGone, ServerApi
+from client.api import IdentityRefused, NodeGone, ServerApi
 from client.config import ClientConfig
 from client.drivers import ExecSettings, UserPolicy, available, usable
 from client.drivers import fingerprint as driver_fingerprint
 from client.fingerprint import fingerprint
 from client.gc import GarbageCollector, measure
+from client.identities import requests as identity_requests
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.logs_http import serve
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
@@ -432,6 +433,7 @@ class Client:
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
+        tokens, refused = self._identities(full)
         runner = AllocRunner(
             full,
             self.allocs_dir / alloc_id,
@@ -439,11 +441,24 @@ class Client:
             self._on_change,
             node=self.node_body(),
             template_source=self.template_source,
+            identities=tokens,
+            identity_error=refused,
         )
         with self.lock:
             self.runners[alloc_id] = runner
         log.info("running allocation", alloc_id=alloc_id, name=full.get("Name"))
         runner.start()
+
+    def _identities(self, alloc: dict[str, Any]) -> tuple[dict[str, dict[str, str]], str]:
+        """The tasks' workload identities, signed by the servers before the tasks start; what
+        refused them ('' when signed, or when no task uses one)."""
+        wanted = identity_requests(alloc)
+        if not wanted:
+            return {}, ""
+        try:
+            return self.api.sign_identities(wanted), ""
+        except IdentityRefused as err:
+            return {}, str(err)
 
     # -- garbage collection --------------------------------------------------------------
 

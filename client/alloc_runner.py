@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
 from client.health import HealthWatch
+from client.identities import task_env, task_files
 from client.lifecycle import (
     MAIN,
     OPEN,
@@ -65,9 +67,12 @@ class TaskPlan:
     templates: tuple[TemplateSpec, ...] = ()
 
 
-def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[list[TaskPlan], bool]:
+def task_plans(
+    alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path, identities: dict[str, dict[str, str]] | None = None
+) -> tuple[list[TaskPlan], bool]:
     """The group's tasks from the allocation's job, and whether it is batch. Raises StartError
-    for what no task of the group could run with."""
+    for what no task of the group could run with. `identities`: task -> identity name -> JWT,
+    as the servers signed them (NOMAD_TOKEN where the identity block sets `env`)."""
     job = alloc.get("Job") or {}
     group = next((g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc["TaskGroup"]), None)
     if group is None:
@@ -84,6 +89,7 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
         chrooted = task.get("Driver") in CHROOTED_DRIVERS
         paths = IN_TASK_PATHS if chrooted else TaskPaths(alloc_dir / "alloc", alloc_dir / name)
         env, attrs = build_env(alloc, task, node, paths)
+        env = {**task_env(task, (identities or {}).get(name, {})), **env}
         spec = TaskSpec(
             name=name,
             driver=str(task.get("Driver", "")),
@@ -105,6 +111,14 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             raise StartError(f"task {name!r}: {err}") from None
         plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload, templates))
     return plans, job.get("Type") in ("batch", "sysbatch")
+
+
+def _group_tasks(alloc: dict[str, Any]) -> list[dict[str, Any]]:
+    job = alloc.get("Job") or {}
+    group: dict[str, Any] = next(
+        (g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")), {}
+    )
+    return list(group.get("Tasks") or [])
 
 
 def allocated_task(alloc: dict[str, Any], task: str) -> dict[str, Any]:
@@ -158,6 +172,8 @@ class AllocRunner:
         saved: dict[str, Any] | None = None,
         node: dict[str, Any] | None = None,
         template_source: SourceFactory | None = None,
+        identities: dict[str, dict[str, str]] | None = None,
+        identity_error: str = "",
     ) -> None:
         self.id = str(alloc["ID"])
         self.template_source = template_source
@@ -180,6 +196,14 @@ class AllocRunner:
         # A restarted client keeps its health clock and verdict (the servers keep the first one).
         self.health = HealthWatch.restore(saved.get("health")) or HealthWatch.of(alloc)
         self._lock = threading.RLock()
+        # The tasks' workload identities (task -> name -> JWT), kept in the record so a restarted
+        # client restarts the tasks with the tokens they started with; templates read with them.
+        self.identities: dict[str, dict[str, str]] = (
+            identities if identities is not None else saved.get("identities") or {}
+        )
+        if identity_error:
+            self._terminal("failed", f"workload identities not signed: {identity_error}")
+            return
         self._build(drivers, saved.get("tasks") or {})
 
     def _build(self, drivers: dict[str, Driver], saved: dict[str, Any]) -> None:
@@ -188,7 +212,7 @@ class AllocRunner:
             (shared / name).mkdir(parents=True, exist_ok=True)
         logs = shared / "logs"
         try:
-            plans, batch = task_plans(self.alloc, self.node, self.dir)
+            plans, batch = task_plans(self.alloc, self.node, self.dir, self.identities)
         except StartError as err:
             self._terminal("failed", str(err))
             return
@@ -204,6 +228,7 @@ class AllocRunner:
             for directory, mode in ((paths.local, 0o755), (paths.secrets, 0o700), (paths.tmp, 0o1777)):
                 directory.mkdir(parents=True, exist_ok=True)
                 directory.chmod(mode)
+            self._write_identities(paths, plan)
             tracker = RestartTracker(RestartPolicy.of(plan.policy), not restarts_on_success(plan.stage, batch))
             previous = saved.get(spec.name)
             if previous is None and plan.payload_file:
@@ -236,6 +261,15 @@ class AllocRunner:
             return None
         source = self.template_source(self.alloc) if self.template_source is not None else NoSource()
         return TemplateManager(plan.templates, task_dir, plan.spec.env, source, control)
+
+    def _write_identities(self, paths: TaskPaths, plan: TaskPlan) -> None:
+        """`identity { file = true }`: the token in the task's secrets/ (0600)."""
+        task = next((t for t in _group_tasks(self.alloc) if t.get("Name") == plan.spec.name), {})
+        for name, token in task_files(task, self.identities.get(plan.spec.name, {})).items():
+            target = paths.secrets / name
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(token)
 
     def _write_payload(self, paths: TaskPaths, file: str) -> None:
         """`dispatch_payload { file }`: the dispatched job's payload in the task's local/."""
@@ -407,6 +441,7 @@ class AllocRunner:
                 "stopping": self.stopping,
                 "tasks": {name: t.saved() for name, t in self.tasks.items()},
                 "health": self.health.saved() if self.health else None,
+                "identities": self.identities,
             }
             path = self.dir / RECORD
             temporary = path.with_suffix(".tmp")

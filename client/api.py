@@ -22,6 +22,10 @@ class NodeGone(Exception):
     """The servers no longer know this node (or its secret): register again."""
 
 
+class IdentityRefused(Exception):
+    """The servers would not sign a task's workload identity."""
+
+
 @dataclass(frozen=True)
 class Heartbeat:
     ttl_s: float
@@ -95,3 +99,23 @@ class ServerApi:
         if reply.status_code == 404 or (reply.status_code == 403 and "X-Nomad-Token" in reply.text):
             raise NodeGone(reply.text)
         reply.raise_for_status()
+
+    def sign_identities(self, wanted: list[dict[str, str]]) -> dict[str, dict[str, str]]:
+        """The workload identities of an allocation's tasks, signed by the servers (Nomad's
+        Alloc.SignIdentities): task -> identity name -> JWT. Raises IdentityRefused when the
+        servers refuse one."""
+        reply = self._http.put(f"/v1/node/{self.node_id}/identities", json={"Identities": wanted}, headers=self._auth())
+        if reply.status_code in (403, 404):
+            raise NodeGone(reply.text)
+        reply.raise_for_status()
+        body = reply.json()
+        rejected = body.get("Rejections") or []
+        if rejected:
+            first = rejected[0]
+            raise IdentityRefused(
+                f"identity {first.get('IdentityName')!r} of task {first.get('TaskName')!r}: {first.get('Reason')}"
+            )
+        tokens: dict[str, dict[str, str]] = {}
+        for signed in body.get("SignedIdentities") or []:
+            tokens.setdefault(str(signed["TaskName"]), {})[str(signed["IdentityName"])] = str(signed["JWT"])
+        return tokens

@@ -51,15 +51,16 @@ def configured(settings: Settings) -> bytes | None:
     return None
 
 
-def ensure_default_file(data_dir: Path) -> tuple[Path, bool]:
-    """<data_dir>/link.key, made (0600, 32 random bytes as hex) if missing; True when made here.
-    Written aside and linked into place, so servers starting together on one data_dir end up
-    with the same secret, never a half-written one."""
-    path = data_dir / DEFAULT_FILE
+def ensure_default_file(data_dir: Path, name: str = DEFAULT_FILE) -> tuple[Path, bool]:
+    """<data_dir>/<name> (link.key), made (0600, 32 random bytes as hex) if missing; True when
+    made here. Written aside and linked into place, so servers starting together on one data_dir
+    end up with the same secret, never a half-written one. The keyring's root key file is made
+    the same way (app/keyring/root_key.py)."""
+    path = data_dir / name
     if path.exists():
         return path, False
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = data_dir / f".{DEFAULT_FILE}.{os.getpid()}.tmp"
+    partial = data_dir / f".{name}.{os.getpid()}.tmp"
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "w") as out:

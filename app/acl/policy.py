@@ -8,8 +8,15 @@
     plugin   { policy = "list" }
 
 A namespace's `policy` expands to a set of capabilities (read, write, scale, deny), merged with
-its explicit `capabilities`. Blocks corral has no objects for (host_volume, quota, variables)
-are accepted and checked for shape, so policies written for Nomad apply unchanged."""
+its explicit `capabilities`. A namespace's `variables` block grants capabilities on variable
+paths (globs allowed):
+
+    namespace "default" {
+      variables { path "nomad/jobs/*" { capabilities = ["read", "list"] } }
+    }
+
+Blocks corral has no objects for (host_volume, quota) are accepted and checked for shape, so
+policies written for Nomad apply unchanged."""
 
 from __future__ import annotations
 
@@ -115,8 +122,18 @@ _HCL_OPTIONS = hcl2.SerializationOptions(strip_string_quotes=True, explicit_bloc
 _BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 
 
+# Variable path capabilities (Nomad's VariablesCapability*).
+VARIABLE_CAPABILITIES = frozenset({"list", "read", "write", "destroy", DENY})
+
+
 class PolicyError(ValueError):
     """The rules text is not a valid policy; the message names the block and the problem."""
+
+
+@dataclass(frozen=True)
+class VariablePathRule:
+    path: str  # a path or a glob
+    capabilities: frozenset[str]  # expanded: read brings list; deny alone
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,7 @@ class NamespaceRule:
     name: str  # a namespace or a glob
     policy: str  # "" when only capabilities were given
     capabilities: frozenset[str]
+    variables: tuple[VariablePathRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,9 +239,59 @@ def _namespace_rule(label: str, body: dict[str, Any]) -> NamespaceRule:
     where = f"namespace {label!r}"
     if not _NAMESPACE_LABEL.fullmatch(label):
         raise PolicyError(f"{where}: a namespace name or glob of letters, digits, '-', '_', '.' and '*'")
+    variables = _variables(where, body.get("variables"))
+    if variables and "policy" not in body and "capabilities" not in body:
+        unknown = sorted(set(body) - {"variables"} - _BOOKKEEPING)
+        if unknown:
+            raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+        return NamespaceRule(label, "", frozenset(), variables)  # Nomad allows a variables block alone
     policy, capabilities = _namespace_like(where, body, NAMESPACE_POLICIES, NAMESPACE_CAPABILITIES)
     expanded = set(EXPANSIONS.get(policy, ())) | capabilities
-    return NamespaceRule(label, policy, frozenset(expanded))
+    return NamespaceRule(label, policy, frozenset(expanded), variables)
+
+
+def _variables(where: str, value: object) -> tuple[VariablePathRule, ...]:
+    """`variables { path "..." { capabilities = [...] } }` as Nomad's parser checks it."""
+    bodies = _bodies(value, f"{where} variables")
+    if not bodies:
+        return ()
+    rules: list[VariablePathRule] = []
+    for body in bodies:
+        unknown = sorted(set(body) - {"path"} - _BOOKKEEPING)
+        if unknown:
+            raise PolicyError(f"{where} variables: unknown setting(s) {', '.join(unknown)}")
+        for spec, inner in _labelled(body.get("path"), f"{where} variables path"):
+            rules.append(_variable_path(where, spec, inner))
+    if not rules:
+        raise PolicyError(f'{where} variables: no variable paths (add path "..." {{ capabilities = [...] }})')
+    return tuple(rules)
+
+
+def _variable_path(where: str, spec: str, body: dict[str, Any]) -> VariablePathRule:
+    at = f"{where} variables path {spec!r}"
+    if not spec:
+        raise PolicyError(f"{where} variables: a path needs a label")
+    if spec.startswith("/"):
+        raise PolicyError(f"{at}: cannot start with a leading '/'")
+    unknown = sorted(set(body) - {"capabilities"} - _BOOKKEEPING)
+    if unknown:
+        raise PolicyError(f"{at}: unknown setting(s) {', '.join(unknown)}")
+    caps = body.get("capabilities", [])
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise PolicyError(f"{at}: capabilities must be a list of strings")
+    bad = sorted(set(caps) - VARIABLE_CAPABILITIES)
+    if bad:
+        raise PolicyError(
+            f"{at}: unknown capabilities {', '.join(bad)}; choose from {', '.join(sorted(VARIABLE_CAPABILITIES))}"
+        )
+    return VariablePathRule(spec, expand_variable_capabilities(caps))
+
+
+def expand_variable_capabilities(caps: list[str]) -> frozenset[str]:
+    """Nomad's expandVariablesCapabilities: deny stands alone; read brings list."""
+    if DENY in caps:
+        return frozenset({DENY})
+    return frozenset(caps) | ({LIST} if "read" in caps else set())
 
 
 def _node_pool_rule(label: str, body: dict[str, Any]) -> NodePoolRule:

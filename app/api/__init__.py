@@ -17,6 +17,7 @@ from app.api import (
     client_allocs,
     client_exec,
     client_fs,
+    client_identities,
     crosssite,
     deployments,
     errors,
@@ -28,6 +29,7 @@ from app.api import (
     job_validate,
     job_versions,
     jobs,
+    keyring,
     metrics,
     namespaces,
     node_pools,
@@ -37,6 +39,7 @@ from app.api import (
     search,
     status,
     system,
+    variables,
 )
 from app.api.context import state
 from app.api.params import path_value
@@ -50,6 +53,7 @@ PATH_FIELDS = {
     "eval_id": "EvalID",
     "alloc_id": "AllocID",
     "deployment_id": "DeploymentID",
+    "var_path": "Path",
 }
 
 
@@ -81,8 +85,12 @@ def register(app: Flask) -> None:
         search,
         evaluate,
         events,
+        variables,
+        keyring,
+        client_identities,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
+    app.register_blueprint(keyring.public)  # /.well-known/jwks.json, where verifiers look for it
     app.register_blueprint(ui_pages.bp, url_prefix="/ui")  # page shells; their data comes from /v1
     app.url_value_preprocessor(_check_path_values)
     crosssite.install(app)  # first: a cross-site request is refused before anything reads it

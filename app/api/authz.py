@@ -26,6 +26,7 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    VariableOp,
 )
 
 R, W = pol.READ, pol.WRITE
@@ -137,6 +138,17 @@ REQUIREMENTS: dict[str, Requirement] = {
     "activity.activity": Area("operator", R),  # corral extension: the UI's activity chart
     "system.force_gc": Management(),
     "system.gc_runs": Area("operator", R),
+    # Variables (Nomad's variables capabilities on the path; the list shows each caller only the
+    # paths it may list) and the keyring (Nomad: operator keyring-read / keyring-rotate, which
+    # operator read / write grant).
+    "variables.list_variables": OwnFilter("variables the token may list"),
+    "variables.get_variable": VariableOp("read"),
+    "variables.put_variable": VariableOp("write"),
+    "variables.delete_variable": VariableOp("destroy"),
+    "keyring.list_keys": Area("operator", R),
+    "keyring.rotate": Area("operator", W),
+    "keyring_public.jwks": Public(),  # public keys, for anyone verifying an identity
+    "client_identities.sign_identities": NodeSecret(),
     # The event stream checks each requested topic itself (Nomad's rules) and drops the events
     # of namespaces the token may not read (app/api/event_filter.py).
     "events.stream": OwnFilter("events of the topics and namespaces the token may read"),
@@ -162,6 +174,7 @@ __all__ = [
     "OwnFilter",
     "Public",
     "Requirement",
+    "VariableOp",
     "caller",
     "install",
     "presented_token",

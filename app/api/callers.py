@@ -1,6 +1,8 @@
 """Who is calling: the token a request presents (X-Nomad-Token or `Authorization: Bearer`),
 resolved to its compiled ACL. Without a token the `anonymous` policy applies if it exists. A
-token that is unknown or expired raises Denied."""
+token that is unknown or expired raises Denied. A workload identity (a JWT the keyring signed
+for a running task) is a token too: it carries Nomad's implicit access of a task (its own
+job's variables, its namespace's services)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from flask import g, request
 from app.acl import policy as pol
 from app.acl.capabilities import MANAGEMENT, Acl
 from app.api.context import state
+from app.keyring.identity import IdentityError, looks_like_jwt
 from app.store import acl as acl_store
+from app.store import identities
 
 
 class Denied(Exception):
@@ -59,6 +63,13 @@ def resolve_caller() -> Caller:
     with state().reads() as session, session.begin():
         if not secret:
             return Caller(_compile(acl_store.anonymous_rules(session)), "anonymous", ("anonymous",), "")
+        if looks_like_jwt(secret):
+            try:
+                claim = identities.resolve(session, secret)
+            except IdentityError as err:
+                raise Denied(str(err)) from None
+            accessor = f"workload:{claim.namespace}/{claim.job}/{claim.group}/{claim.task}"
+            return Caller(Acl.compile([], workload=claim), accessor, (), secret)
         found = acl_store.resolve(session, secret)
         if found is None:
             raise Denied("ACL token not found")

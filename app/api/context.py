@@ -53,6 +53,8 @@ class ApiState:
     hangups: HangupMonitor = field(default_factory=HangupMonitor)
     # The servers' link secret (app/acl/link_secret.py): each node's link key derives from it.
     link_secret: bytes = b""
+    # The keyring's root key (app/keyring/root_key.py): it opens the data keys the database holds.
+    root_key: bytes = b""
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit: at most half the client
     # pool may do so at once, so a burst of them (a fleet registering) never leaves a

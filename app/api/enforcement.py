@@ -32,6 +32,7 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    VariableOp,
 )
 from app.models import Allocation, Deployment, Evaluation
 from app.store.evals import CORE
@@ -110,6 +111,10 @@ def _check(requirement: Requirement) -> None:
             raise Denied()
         if not acl.allow_node_pool_op(_pool_of(requirement.source), requirement.capability):
             raise Denied()
+    elif isinstance(requirement, VariableOp):
+        path = str((request.view_args or {}).get("var_path", ""))
+        if not acl.allow_variable_op(_variable_namespace(), path, requirement.capability):
+            raise Denied()
     elif isinstance(requirement, ListIn):
         wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
         if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
@@ -126,6 +131,14 @@ def _pool_of(source: str) -> str:
         return str((request.view_args or {}).get("name", ""))
     body = peek_json_body()
     return str(body.get("Name", "")) if isinstance(body, dict) else ""
+
+
+def _variable_namespace() -> str:
+    """The namespace a variable route acts in: the body's Namespace when it names one (as
+    Nomad's Variables.Apply takes it), else ?namespace=."""
+    body = peek_json_body() if request.method in ("PUT", "POST") else None
+    named = body.get("Namespace") if isinstance(body, dict) else None
+    return named if isinstance(named, str) and named else request.args.get("namespace") or DEFAULT_NAMESPACE
 
 
 _OBJECTS: dict[str, tuple[Any, str]] = {

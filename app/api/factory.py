@@ -25,6 +25,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     from app.config import get_settings
     from app.db.engines import make_engine, make_sessionmaker
     from app.db.schema import ensure_current
+    from app.keyring import root_key
 
     settings = settings or get_settings()
     url = database_url or settings.database_url
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         client_engine=node_engine,
         standby=_standby(settings, url) if settings.read_database_url else None,
         link_secret=link_secret.for_app(settings),
+        root_key=root_key.for_app(settings),
     )
     register(app)
     return app

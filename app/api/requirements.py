@@ -45,6 +45,14 @@ class ListIn:
 
 
 @dataclass(frozen=True)
+class VariableOp:
+    """A capability on the variable path in the URL (list, read, write, destroy), in the
+    namespace of the body's Namespace (writes) or ?namespace= (Nomad's AllowVariableOperation)."""
+
+    capability: str
+
+
+@dataclass(frozen=True)
 class NodeSecret:
     """The node named in the path, by its SecretID (or a management token)."""
 
@@ -74,4 +82,15 @@ class InNodePool:
     node_read: bool = False
 
 
-Requirement = Public | Management | Area | InNamespace | ListIn | NodeSecret | NodeIntroduction | OwnFilter | InNodePool
+Requirement = (
+    Public
+    | Management
+    | Area
+    | InNamespace
+    | ListIn
+    | VariableOp
+    | NodeSecret
+    | NodeIntroduction
+    | OwnFilter
+    | InNodePool
+)

@@ -88,6 +88,7 @@ def server(ctx: click.Context) -> None:
         return
     from app.acl.link_secret import LinkSecretError, for_server
     from app.config import tls_problem
+    from app.keyring import root_key
     from app.logging import configure
     from workers.server import run_server
 
@@ -97,8 +98,8 @@ def server(ctx: click.Context) -> None:
         raise click.ClickException(f"invalid configuration: {problem}")
     configure("server", settings.log_level, settings.log_format)
     try:
-        settings = for_server(settings)
-    except (LinkSecretError, OSError) as err:
+        settings = root_key.for_server(for_server(settings))
+    except (LinkSecretError, root_key.RootKeyError, OSError) as err:
         raise click.ClickException(f"invalid configuration: {err}") from err
     with _database(settings, "api") as url:
         run_server(settings, url)
@@ -223,12 +224,14 @@ from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
 from app.cli.job import job  # noqa: E402
+from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
+from app.cli.var import var  # noqa: E402
 
 main.add_command(db)
 main.add_command(job)
@@ -246,6 +249,8 @@ main.add_command(eval_)
 main.add_command(status)
 main.add_command(version)
 main.add_command(agent_info)
+main.add_command(var)
+operator.add_command(keyring_root)
 add_server_views(server)
 
 if __name__ == "__main__":

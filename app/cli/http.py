@@ -13,8 +13,8 @@ import http.client
 import json
 import os
 import ssl
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -40,6 +40,7 @@ class Answer:
     status_code: int
     reason_phrase: str
     content: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)  # e.g. X-Nomad-NextToken
 
     @property
     def text(self) -> str:
@@ -161,7 +162,7 @@ def send(method: str, url: str, body: Any, headers: dict[str, str], timeout_s: f
     connection = _connection(url, timeout_s)
     try:
         response = _send(connection, method, url, body, headers)
-        return Answer(response.status, response.reason, response.read())
+        return Answer(response.status, response.reason, response.read(), dict(response.getheaders()))
     except (OSError, http.client.HTTPException) as err:
         raise ApiError(f"{method} {url}: cannot reach corral ({err}); is CORRAL_ADDR right?", 0) from err
     finally:

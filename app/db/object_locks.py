@@ -22,6 +22,8 @@ class ObjectKind(IntEnum):
     JOB = 1
     NODE = 2
     ACL_BOOTSTRAP = 3
+    VARIABLE = 4  # key: namespace:path
+    KEYRING = 5  # key: '' (the one keyring: its first key, rotations)
 
 
 def lock_object(session: Session, kind: ObjectKind, key: str) -> None:

@@ -15,8 +15,6 @@ _TASK = {
     "VolumeMounts": "volume_mount",
     "CSIPluginConfig": "csi_plugin",
     "Artifacts": "artifact",
-    "Identity": "identity",
-    "Identities": "identity",
     "Secrets": "secret",
     "Actions": "action",
     "Schedule": "schedule",

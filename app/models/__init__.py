@@ -14,6 +14,7 @@ from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
 from app.models.scaling import JobScalingEvent
 from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
+from app.models.variable import KeyringKey, Variable
 
 __all__ = [
     "AclBootstrap",
@@ -29,6 +30,7 @@ __all__ = [
     "Job",
     "JobScalingEvent",
     "JobVersion",
+    "KeyringKey",
     "LeaderTerm",
     "Namespace",
     "Node",
@@ -41,4 +43,5 @@ __all__ = [
     "PlanResult",
     "SchedulerConfig",
     "StateIndex",
+    "Variable",
 ]

@@ -37,9 +37,16 @@ PUBLIC = {
     "/v1/regions",
     "/v1/acl/bootstrap",
     "/v1/metrics",
+    "/.well-known/jwks.json",
 }
 # Routes that answer every caller with only what its token may see (Nomad filters them).
-SELF_FILTERED = {"/v1/acl/policies", "/v1/namespaces", "/v1/acl/token/self", "/v1/acl/policy/<name>"}
+SELF_FILTERED = {
+    "/v1/acl/policies",
+    "/v1/namespaces",
+    "/v1/acl/token/self",
+    "/v1/acl/policy/<name>",
+    "/v1/vars",  # each caller sees the paths it may list: none of these callers may list any
+}
 # Streams: walked by the event-stream tests, never answered here.
 STREAMS = {"/v1/event/stream", "/v1/client/fs/stream/<alloc_id>", "/v1/client/allocation/<alloc_id>/exec"}
 # Nomad's node-area routes: node:read for GETs, node:write for the rest.
@@ -113,6 +120,7 @@ def _fill(rule: str, objects: Objects) -> str:
         "<node_id>": objects.node_id,
         "<name>": "default",
         "<accessor>": str(uuid.uuid4()),
+        "<path:var_path>": "nomad/jobs/web",
     }
     for placeholder, value in values.items():
         rule = rule.replace(placeholder, value)
@@ -127,6 +135,8 @@ def _body(rule: str) -> dict[str, Any] | None:
         return {"JobHCL": 'job "web" {\n  group "g" {\n    task "t" {\n      driver = "mock"\n    }\n  }\n}\n'}
     if rule == "/v1/node/register":
         return {"Node": node_body(str(uuid.uuid4()))}
+    if rule == "/v1/var/<path:var_path>":
+        return {"Items": {"k": "v"}}
     return {}
 
 
@@ -195,3 +205,18 @@ def test_self_filtered_lists_show_a_caller_nothing_of_what_it_may_not_read(app: 
         listed = api.get(f"{path}?namespace=*", headers=other)
         assert listed.status_code == 200 and listed.json == [], path
         assert "X-Nomad-NextToken" not in listed.headers, path
+
+
+def test_variable_lists_show_a_caller_only_the_paths_it_may_list(app: Flask, pg: Conn) -> None:
+    api = app.test_client()
+    root: str = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    for path in ("nomad/jobs/web", "team/a", "team/b"):
+        assert api.put(f"/v1/var/{path}", json={"Items": {"k": "v"}}, headers=_auth(root)).status_code == 200
+    rules = 'namespace "default" { variables { path "team/*" { capabilities = ["list"] } } }'
+    lister = _auth(_token(api, root, "team", rules))
+    listed = api.get("/v1/vars?namespace=*&per_page=1", headers=lister)
+    assert [v["Path"] for v in listed.json] == ["team/a"]  # type: ignore[union-attr]
+    assert listed.headers["X-Nomad-NextToken"] == "default.team/b"
+    assert api.get("/v1/var/team/a", headers=lister).status_code == 403  # list is not read
+    other = _auth(_token(api, root, "other", 'namespace "other" { policy = "write" }'))
+    assert api.get("/v1/vars", headers=other).json == []

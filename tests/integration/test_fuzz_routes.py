@@ -119,6 +119,7 @@ BODYLESS_WRITES = {
     "/v1/job/<path:job_id>/periodic/force",
     "/v1/client/allocation/<alloc_id>/restart",
     "/v1/client/allocation/<alloc_id>/signal",
+    "/v1/operator/keyring/rotate",
 }
 
 

@@ -72,6 +72,10 @@ LAYERS: list[tuple[str, ...]] = [
         "app.acl",
         # Nomad's filter= grammar (go-bexpr): a parser and an evaluator over plain JSON values.
         "app.bexpr",
+        # The keyring's sealing and signing (cryptography, pyjwt) and its root key file; Nomad
+        # Variables' rules (paths, sizes, locks): values and pure functions.
+        "app.keyring",
+        "app.variables",
     ),
     # 1: a WebSocket over a socket (wsproto) and alloc exec's frames, shared by the API, the
     # client agent and the CLI. It imports no other room, but it opens sockets: above the pure

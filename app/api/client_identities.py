@@ -1,0 +1,58 @@
+"""A client asks the servers for its tasks' workload identities (Nomad's Alloc.SignIdentities),
+authenticated by the node's SecretID; only allocations placed on that node are signed."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from flask import Blueprint, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.client import node_secret
+from app.api.context import client_lane, respond, state, write
+from app.api.params import json_body, uuid_value
+from app.api.validation import validate
+from app.store import client_allocs, identities
+
+bp = Blueprint("client_identities", __name__)
+MAX_REQUESTS = 1000
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    AllocID: UUID = Field(strict=False)
+    TaskName: str = Field(min_length=1, max_length=256)
+    IdentityName: str = Field(default="default", min_length=1, max_length=128)
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    Identities: list[_Request] = Field(max_length=MAX_REQUESTS)
+
+
+def _request(found: identities.IdentityRequest) -> dict[str, Any]:
+    return {"AllocID": str(found.alloc_id), "TaskName": found.task, "IdentityName": found.name}
+
+
+@bp.route("/node/<node_id>/identities", methods=["PUT", "POST"])
+@client_lane
+def sign_identities(node_id: str) -> Response:
+    key = uuid_value(node_id, "NodeID")
+    secret = node_secret()
+    body = validate(_Body, json_body(), "")
+    wanted = [identities.IdentityRequest(r.AllocID, r.TaskName, r.IdentityName) for r in body.Identities]
+    root = state().root_key
+
+    def sign(session: Any) -> tuple[list[identities.Signed], list[identities.Rejected]]:
+        client_allocs.authenticate(session, key, secret)
+        return identities.sign_for_node(session, root, key, wanted)
+
+    signed, rejected = write(sign)
+    return respond(
+        {
+            "SignedIdentities": [{**_request(s.request), "JWT": s.jwt, "Expiration": s.expiration_s} for s in signed],
+            "Rejections": [{**_request(r.request), "Reason": r.reason} for r in rejected],
+        },
+        0,
+    )

@@ -1,0 +1,1 @@
+"""Nomad Variables: their rules (paths, sizes, locks) and their wire form."""
