@@ -77,11 +77,13 @@ class Client:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         )
 
-    def template_source(self, alloc: dict[str, Any]) -> HttpSource:
-        """Where an allocation's templates read variables and services. They authenticate with
-        the node's secret (a task's workload identity, once tasks have one, goes here)."""
+    def template_source(self, alloc: dict[str, Any], identity: str = "") -> HttpSource:
+        """Where an allocation's templates read variables and services: as the task's workload
+        identity (its implicit access to nomad/jobs/<job>/... and to services, as Nomad's
+        template hook reads), or as the node when the task has none."""
         namespace = str(alloc.get("Namespace") or "default")
-        return HttpSource(self.config.server, lambda: self.api.secret, namespace, client=self._template_http)
+        token = (lambda: identity) if identity else (lambda: self.api.secret)
+        return HttpSource(self.config.server, token, namespace, client=self._template_http)
 
     # -- identity and registration -------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
 from client.health import HealthWatch
+from client.identities import DEFAULT as DEFAULT_IDENTITY
 from client.identities import task_env, task_files
 from client.lifecycle import (
     MAIN,
@@ -41,7 +42,8 @@ from client.templating.spec import SpecError, TemplateSpec
 from client.templating.unavailable import NoSource
 
 # Where an allocation's templates read variables and services (the agent's HTTP source).
-SourceFactory = Callable[[dict[str, Any]], Source]
+# (the allocation, the task's workload identity or "") -> where its templates read data
+SourceFactory = Callable[[dict[str, Any], str], Source]
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
@@ -259,7 +261,8 @@ class AllocRunner:
     def _templates(self, plan: TaskPlan, task_dir: Path, control: RunnerControl) -> TemplateManager | None:
         if not plan.templates:
             return None
-        source = self.template_source(self.alloc) if self.template_source is not None else NoSource()
+        token = self.identities.get(plan.spec.name, {}).get(DEFAULT_IDENTITY, "")
+        source = self.template_source(self.alloc, token) if self.template_source is not None else NoSource()
         return TemplateManager(plan.templates, task_dir, plan.spec.env, source, control)
 
     def _write_identities(self, paths: TaskPaths, plan: TaskPlan) -> None:

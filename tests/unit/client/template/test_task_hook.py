@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from client import task_state
 from client.alloc_runner import AllocRunner
 from client.drivers import available
 from tests.support.processes import wait_for
@@ -44,7 +45,7 @@ def template(data: str, dest: str, **extra: Any) -> dict[str, Any]:
 def start(tmp_path: Path, body: dict[str, Any], store: Store) -> AllocRunner:
     runner = AllocRunner(
         body, tmp_path / ALLOC_ID, available(("mock",)), lambda _: None, node={"Name": "n1"},
-        template_source=lambda _alloc: FakeSource(store),
+        template_source=lambda _alloc, _identity: FakeSource(store),
     )  # fmt: skip
     runner.start()
     return runner
@@ -88,7 +89,7 @@ def test_a_bad_template_fails_the_task_before_it_starts(tmp_path: Path) -> None:
     try:
         assert wait_for(lambda: runner.terminal, 20), runner.update()
         state = runner.tasks["web"].state
-        assert state["Failed"] is True and state["StartedAt"] is None
+        assert state["Failed"] is True and state["StartedAt"] == task_state.ZERO_TIME  # never started
         killing = [m for t, m in messages(runner) if t == "Killing"]
         assert killing == ['Template failed: template: local/x:1:4: function "nope" not defined']
         assert runner.client_status == "failed"
