@@ -27,7 +27,8 @@ def main() -> None:
     Configuration comes from CORRAL_* environment variables (see docs/configuration.md). Without
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
     (default .corral/ in the working directory). Commands that talk to a server read only
-    CORRAL_ADDR (else NOMAD_ADDR) and CORRAL_TOKEN (else NOMAD_TOKEN).
+    CORRAL_ADDR (else NOMAD_ADDR), CORRAL_TOKEN (else NOMAD_TOKEN) and CORRAL_NAMESPACE (else
+    NOMAD_NAMESPACE; every such command also takes -namespace and -region).
     """
 
 
@@ -218,6 +219,7 @@ from app.cli.acl import acl  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
+from app.cli.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
@@ -245,6 +247,7 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(agent_info)
 add_server_views(server)
+install_api_flags(main)
 
 if __name__ == "__main__":
     main()
