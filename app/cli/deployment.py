@@ -38,18 +38,9 @@ def deployment() -> None:
 
 def resolve(deployment_id: str) -> str:
     """A full deployment id, or the one deployment whose id starts with the given prefix."""
-    if len(deployment_id) == FULL_ID_LENGTH:
-        return deployment_id
-    found = http.get("/v1/deployments", {"prefix": deployment_id, "namespace": "*"})
-    ids = sorted({d["ID"] for d in found}) if isinstance(found, list) else []
-    if not ids:
-        raise click.ClickException(f"no deployment with id prefix {deployment_id!r}")
-    if len(ids) > 1:
-        raise click.ClickException(
-            f"prefix {deployment_id!r} matches {len(ids)} deployments: {', '.join(ids[:10])}"
-            + (", ..." if len(ids) > 10 else "")
-        )
-    return str(ids[0])
+    from app.cli.output import resolve as resolve_id
+
+    return resolve_id("deployment", "/v1/deployments", deployment_id, full_length=FULL_ID_LENGTH)
 
 
 def short(value: str, verbose: bool) -> str:

@@ -91,6 +91,27 @@ def render_job(
     return "\n".join([*lines, *columns(rows)])
 
 
+def render_allocs(allocs: list[dict[str, Any]], verbose: bool) -> str:
+    """Allocation stubs, newest first, in Nomad's columns (formatAllocListStubs)."""
+    if not allocs:
+        return "No allocations placed"
+    rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
+    for a in sorted(allocs, key=lambda a: -int(a.get("CreateIndex", 0))):
+        rows.append(
+            [
+                short(str(a["ID"]), verbose),
+                short(str(a.get("NodeID", "")), verbose),
+                str(a["TaskGroup"]),
+                str(a.get("JobVersion", 0)),
+                str(a["DesiredStatus"]),
+                str(a["ClientStatus"]),
+                ago(a.get("CreateTime")),
+                ago(a.get("ModifyTime")),
+            ]
+        )
+    return "\n".join(columns(rows))
+
+
 def placement_failure(evals: list[dict[str, Any]]) -> list[str]:
     """Nomad's "Placement Failure" section: the newest evaluation's FailedTGAllocs, shown while
     the job still has a blocked evaluation waiting for capacity (or when the newest evaluation
@@ -157,26 +178,8 @@ def add_commands(job: click.Group) -> None:
     def allocs(job_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
         """List JOB's allocations, newest first, in Nomad's columns."""
         found = http.get(_path(job_id, "allocations"))
-        if formatted(found, as_json, template):
-            return
-        if not found:
-            click.echo("No allocations placed")
-            return
-        rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
-        for a in sorted(found, key=lambda a: -int(a.get("CreateIndex", 0))):
-            rows.append(
-                [
-                    short(str(a["ID"]), verbose),
-                    short(str(a.get("NodeID", "")), verbose),
-                    str(a["TaskGroup"]),
-                    str(a.get("JobVersion", 0)),
-                    str(a["DesiredStatus"]),
-                    str(a["ClientStatus"]),
-                    ago(a.get("CreateTime")),
-                    ago(a.get("ModifyTime")),
-                ]
-            )
-        click.echo("\n".join(columns(rows)))
+        if not formatted(found, as_json, template):
+            click.echo(render_allocs(found, verbose))
 
     @job.command()
     @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")

@@ -50,16 +50,18 @@ def drain(
     detach: bool,
     verbose: bool,
 ) -> None:
-    """Drain NODE_ID: make it ineligible and migrate its allocations elsewhere, at most each
-    group's migrate.max_parallel at a time, system jobs last; or cancel a drain. The
+    """Drain NODE_ID (a full ID or a unique prefix): make it ineligible and migrate its
+    allocations elsewhere, at most each group's migrate.max_parallel at a time, system jobs last; or cancel a drain. The
     evaluations the change creates are monitored unless -detach (the drain itself is not
     followed: `corral node status NODE` shows it)."""
     if enable == disable:
         raise click.UsageError("give exactly one of -enable or -disable")
+    base = address or default_address()
+    node_id = resolve("node", "/v1/nodes", node_id, base=base)
     body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
-    reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=address or default_address())
+    reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=base)
     click.echo(f"Node {node_id} drain {'enabled' if enable else 'disabled'}")
     codes = [0]
     for eval_id in reply.get("EvalIDs") or []:
