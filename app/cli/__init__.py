@@ -247,6 +247,11 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(agent_info)
 add_server_views(server)
+# Nomad's top-level shortcuts: the same commands under a second name.
+for _name in ("run", "stop", "plan", "inspect", "init", "validate"):
+    main.add_command(job.commands[_name], _name)
+for _name in ("logs", "exec", "fs"):
+    main.add_command(alloc.commands[_name], _name)
 install_api_flags(main)
 
 if __name__ == "__main__":
