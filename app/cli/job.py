@@ -18,6 +18,7 @@ from app.cli import http
 from app.cli.job_init import init as init_command
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
+from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
@@ -111,10 +112,19 @@ def _job_id(spec: dict[str, Any], file: str) -> str:
     return job_id
 
 
-@job.command()
+@job.command(cls=GoBoolCommand)
 @hcl_options
+@click.option(
+    "-diff/-no-diff",
+    "--diff/--no-diff",
+    "diff",
+    default=True,
+    show_default=True,
+    help="Show the diff between the registered job and FILE (Nomad's -diff=false hides it).",
+)
+@click.option("-verbose", "--verbose", is_flag=True, help="Accepted (Nomad's): the diff is always field by field.")
 @click.argument("file")
-def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
+def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...], diff: bool, verbose: bool) -> None:
     """Dry-run the scheduler for the job in FILE: what would be created, destroyed or updated,
     which placements would fail, and which allocations would be preempted. Writes nothing.
 
@@ -127,8 +137,9 @@ def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> No
     except click.ClickException as err:
         err.show()
         sys.exit(PLAN_ERROR)
+    del verbose
     _show_warnings(response)
-    click.echo(render(response, job_id, file))
+    click.echo(render(response, job_id, file, diff))
     sys.exit(PLAN_CHANGES if has_changes(response) else PLAN_NO_CHANGES)
 
 

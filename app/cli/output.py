@@ -214,3 +214,24 @@ def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
         return list(found) if isinstance(found, list) else []
 
     return fetch
+
+
+class GoBoolCommand(click.Command):
+    """A command whose on/off flags (declared `-name/-no-name`) also take Go's `-name=false` and
+    `-name=true`, as Nomad's flags do: rewritten to click's spelling before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        switches = {
+            opt.lstrip("-"): (opt, secondary)
+            for param in self.params
+            if isinstance(param, click.Option) and param.secondary_opts
+            for opt, secondary in zip(param.opts, param.secondary_opts, strict=False)
+        }
+        rewritten = []
+        for arg in args:
+            name, sep, value = arg.partition("=")
+            on_off = switches.get(name.lstrip("-")) if sep and name.startswith("-") else None
+            if on_off is not None and value.lower() in ("true", "1", "t", "false", "0", "f"):
+                arg = on_off[0] if value.lower() in ("true", "1", "t") else on_off[1]
+            rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)

@@ -58,12 +58,12 @@ def test_a_unique_prefix_resolves_and_unknown_or_short_ones_are_refused(client: 
 
 def test_node_drain_takes_a_prefix(client: FlaskClient, pg: Conn) -> None:
     node = insert_node(pg)
-    drained = run("node", "drain", "-enable", "-detach", node[:8])
+    drained = run("node", "drain", "-enable", "-detach", "-yes", node[:8])
     assert drained.exit_code == 0, drained.output
     assert drained.output.startswith(f"Node {node} drain enabled")
     assert client.get(f"/v1/node/{node}").get_json()["DrainStrategy"] is not None
     other = _renamed(pg, "nodes", insert_node(pg, name="n2"), node[:8] + "-0000-4000-8000-000000000000")
-    ambiguous = run("node", "drain", "-disable", node[:8])
+    ambiguous = run("node", "drain", "-disable", "-yes", node[:8])
     assert ambiguous.exit_code == 1 and "Prefix matched multiple nodes" in ambiguous.output
     assert "n1" in ambiguous.output and "n2" in ambiguous.output and other != node
 
