@@ -221,6 +221,7 @@ from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers al
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
 from app.cli.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
+from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
@@ -228,6 +229,7 @@ from app.cli.job import job  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
+from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
@@ -245,6 +247,8 @@ main.add_command(namespace)
 main.add_command(eval_)
 main.add_command(status)
 main.add_command(version)
+main.add_command(config)
+operator.add_command(operator_api)
 main.add_command(agent_info)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.

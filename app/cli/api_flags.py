@@ -12,7 +12,9 @@ import click
 from app.cli import http
 
 # Commands that run corral or manage its database: they never address a namespaced object.
-LOCAL_COMMANDS = frozenset({"agent", "server", "worker", "applier", "leader", "db", "client", "fleet", "version"})
+LOCAL_COMMANDS = frozenset(
+    {"agent", "server", "worker", "applier", "leader", "db", "client", "fleet", "version", "config"}
+)
 
 
 def _remember(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:

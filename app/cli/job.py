@@ -16,6 +16,7 @@ import click
 
 from app.cli import http
 from app.cli.job_init import init as init_command
+from app.cli.job_ops import add_commands as add_ops_commands
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
@@ -299,9 +300,21 @@ def history(job_id: str) -> None:
 )
 @monitor_options
 @click.argument("job_id", metavar="JOB")
-def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None, detach: bool, verbose: bool) -> None:
+@click.argument("input_source", metavar="[INPUT]", required=False, type=click.File("rb"))
+def dispatch(
+    job_id: str,
+    input_source: BinaryIO | None,
+    meta: dict[str, str],
+    payload_file: BinaryIO | None,
+    detach: bool,
+    verbose: bool,
+) -> None:
     """Dispatch the parameterized job JOB: create the child job <JOB>/dispatch-<unix time>-<8
-    hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it)."""
+    hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it).
+    The payload is INPUT, a file ('-': standard input), as Nomad takes it, or -payload-file."""
+    if input_source is not None and payload_file is not None:
+        raise click.UsageError("give the payload as INPUT or -payload-file, not both")
+    payload_file = payload_file or input_source
     body: dict[str, Any] = {"Meta": meta}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
@@ -336,3 +349,4 @@ def revert(job_id: str, version: int, check_version: int | None, detach: bool, v
 
 
 add_status_commands(job)
+add_ops_commands(job)
