@@ -225,6 +225,7 @@ from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
+from app.cli.fmt import fmt  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
@@ -248,6 +249,7 @@ main.add_command(eval_)
 main.add_command(status)
 main.add_command(version)
 main.add_command(config)
+main.add_command(fmt)
 operator.add_command(operator_api)
 main.add_command(agent_info)
 add_server_views(server)

@@ -91,6 +91,7 @@ PARTIAL: dict[str, str] = {
     "job history": "no `-p` (the versions route has no diffs yet)",
     "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
     "job dispatch": "no `-idempotency-token` (the route ignores it), no `-id-prefix-template`",
+    "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 
 # Nomad's command spelled otherwise in corral's tree.
