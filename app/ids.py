@@ -1,25 +1,20 @@
-"""Identifiers: time-ordered UUIDs and node secrets."""
+"""Identifiers: random UUIDs and node secrets."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import time
 import uuid
 
 
 def new_id() -> uuid.UUID:
-    """A UUIDv7: time-ordered, so new rows land at the right edge of the primary-key
-    index instead of scattering (the bloat random UUID keys cause on hot tables)."""
-    millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (millis & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= (rand >> 68) << 64 & ((1 << 76) - (1 << 64))
-    value |= 0b10 << 62
-    value |= rand & ((1 << 62) - 1)
-    return uuid.UUID(int=value)
+    """A random UUID (version 4), as Nomad's IDs are. The CLI prints an ID's first 8 characters
+    and operators type them back, so those must tell objects apart: time-ordered UUIDv7s (used
+    here until 2026-11-29 for index locality) shared them for about a minute, so every
+    evaluation of a burst matched the same short ID. Nothing orders by evaluation ID: lists and
+    their pages go by (create_index, id), and the locks take id order only to be consistent.
+    Allocations and deployments (app/scheduler/shuffle.py) and nodes were random already."""
+    return uuid.uuid4()
 
 
 def secret_hash(secret: str) -> str:

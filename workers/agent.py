@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
+import fcntl
 import gc
 import os
 import signal
@@ -17,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 import httpx
@@ -49,7 +52,8 @@ CLIENT_WITHHELD_PREFIXES = ("PG",)
 
 
 class StartRefusedError(Exception):
-    """The API's bind address is unusable or taken: the agent refuses to start anything."""
+    """The API's bind address is unusable or taken, or another agent holds the data directory:
+    the agent refuses to start anything."""
 
 
 @dataclass(frozen=True)
@@ -190,8 +194,44 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
+LOCK_FILE = "agent.lock"
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Hold an exclusive lock on DATA_DIR/agent.lock for the agent's life (the descriptor it
+    returns; the kernel drops the lock when the process ends, however it ends). A second agent
+    on the same directory would share the embedded database and the client's identity, and its
+    client would kill the first one's tasks when it stops: it is refused before it touches
+    anything (the lock file is opened without truncation; only the holder writes its pid)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        if err.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+            raise StartRefusedError(f"cannot lock the data directory {data_dir}: {err.strerror}") from err
+        raise StartRefusedError(
+            f"another corral agent (pid {holder}) is using the data directory {data_dir.resolve()} "
+            f"(it holds {path}); stop it, or give this one its own CORRAL_DATA_DIR"
+        ) from err
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 def run_dev_agent(settings: Settings) -> int:
-    check_port_free(settings.bind)
+    check_port_free(settings.bind)  # first: it touches nothing, not even the data directory
+    lock = lock_data_dir(Path(settings.data_dir))
+    try:
+        return _run_locked(settings)
+    finally:
+        os.close(lock)
+
+
+def _run_locked(settings: Settings) -> int:
     stop = _stop_on_signals()
     database = open_database(settings)
     children: list[Child] = []

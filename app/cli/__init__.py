@@ -27,7 +27,8 @@ def main() -> None:
     Configuration comes from CORRAL_* environment variables (see docs/configuration.md). Without
     CORRAL_DATABASE_URL every command uses the embedded PostgreSQL in CORRAL_DATA_DIR
     (default .corral/ in the working directory). Commands that talk to a server read only
-    CORRAL_ADDR (else NOMAD_ADDR) and CORRAL_TOKEN (else NOMAD_TOKEN).
+    CORRAL_ADDR (else NOMAD_ADDR), CORRAL_TOKEN (else NOMAD_TOKEN) and CORRAL_NAMESPACE (else
+    NOMAD_NAMESPACE; every such command also takes -namespace and -region).
     """
 
 
@@ -219,16 +220,20 @@ from app.cli.acl import acl  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
+from app.cli.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.client import client, fleet  # noqa: E402
+from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
+from app.cli.fmt import fmt  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
+from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 from app.cli.var import var  # noqa: E402
@@ -248,10 +253,19 @@ main.add_command(namespace)
 main.add_command(eval_)
 main.add_command(status)
 main.add_command(version)
+main.add_command(config)
+main.add_command(fmt)
+operator.add_command(operator_api)
 main.add_command(agent_info)
 main.add_command(var)
 operator.add_command(keyring_root)
 add_server_views(server)
+# Nomad's top-level shortcuts: the same commands under a second name.
+for _name in ("run", "stop", "plan", "inspect", "init", "validate"):
+    main.add_command(job.commands[_name], _name)
+for _name in ("logs", "exec", "fs"):
+    main.add_command(alloc.commands[_name], _name)
+install_api_flags(main)
 
 if __name__ == "__main__":
     main()

@@ -201,7 +201,8 @@ def _open(alloc_id: str, task: str, command: list[str], tty: bool) -> WebSocket:
     from app.client_tls import client_tls
     from app.stream import websocket as wsock
 
-    query = urlencode({"task": task, "command": json.dumps(command), "tty": "true" if tty else "false"})
+    params = {"task": task, "command": json.dumps(command), "tty": "true" if tty else "false"}
+    query = urlencode(http.scoped(params) or params)
     path = f"/v1/client/allocation/{alloc_id}/exec?{query}"
     try:
         answer = wsock.connect(http.address() + path, http.auth_headers(), timeout_s=http.TIMEOUT_S, tls=client_tls())

@@ -38,18 +38,9 @@ def deployment() -> None:
 
 def resolve(deployment_id: str) -> str:
     """A full deployment id, or the one deployment whose id starts with the given prefix."""
-    if len(deployment_id) == FULL_ID_LENGTH:
-        return deployment_id
-    found = http.get("/v1/deployments", {"prefix": deployment_id, "namespace": "*"})
-    ids = sorted({d["ID"] for d in found}) if isinstance(found, list) else []
-    if not ids:
-        raise click.ClickException(f"no deployment with id prefix {deployment_id!r}")
-    if len(ids) > 1:
-        raise click.ClickException(
-            f"prefix {deployment_id!r} matches {len(ids)} deployments: {', '.join(ids[:10])}"
-            + (", ..." if len(ids) > 10 else "")
-        )
-    return str(ids[0])
+    from app.cli.output import resolve as resolve_id
+
+    return resolve_id("deployment", "/v1/deployments", deployment_id, full_length=FULL_ID_LENGTH)
 
 
 def short(value: str, verbose: bool) -> str:
@@ -135,26 +126,43 @@ def render_update(message: str, response: dict[str, Any]) -> str:
     "-namespace",
     "--namespace",
     "namespace",
-    default="default",
-    show_default=True,
-    help="Namespace to list; '*' lists every namespace.",
+    default=None,
+    help="Namespace to list; '*' lists every namespace [default: CORRAL_NAMESPACE, NOMAD_NAMESPACE or default].",
 )
 @verbose_option
-def list_command(namespace: str, verbose: bool) -> None:
+def list_command(namespace: str | None, verbose: bool) -> None:
     """List deployments, newest first: ID, job, job version, status and its description."""
-    found = http.get("/v1/deployments", {"namespace": namespace, "reverse": "true"})
+    params = {"reverse": "true", **({"namespace": namespace} if namespace else {})}
+    found = http.get("/v1/deployments", params)
     click.echo(render_list(found if isinstance(found, list) else [], verbose))
 
 
 @deployment.command()
 @verbose_option
+@click.option(
+    "-monitor", "--monitor", "monitor_", is_flag=True, help="Print the deployment each time it changes until it ends."
+)
+@click.option("-json", "--json", "as_json", is_flag=True, help="Print the API object as JSON.")
+@click.option("-t", "template", metavar="TEMPLATE", help="Format the API object with a Go template subset.")
 @click.argument("deployment_id", metavar="DEPLOYMENT")
-def status(deployment_id: str, verbose: bool) -> None:
+def status(deployment_id: str, verbose: bool, monitor_: bool, as_json: bool, template: str | None) -> None:
     """Show DEPLOYMENT: its job and version, status and description, and per task group whether
     it auto-reverts and is promoted, the desired count and canaries, the allocations placed,
-    healthy and unhealthy, and the progress deadline."""
+    healthy and unhealthy, and the progress deadline. -monitor prints it at each change until it
+    ends (or waits for promotion); exit 0 when it succeeded or waits for promotion, else 1."""
+    from app.cli.output import formatted
+
+    if monitor_ and (as_json or template):
+        raise click.UsageError("The monitor flag cannot be used with the '-json' or '-t' flags")
     full = resolve(deployment_id)
-    click.echo(render_status(http.get(f"/v1/deployment/{full}"), verbose))
+    if monitor_:
+        from app.cli.monitor import AWAITING_PROMOTION, monitor_deployment
+
+        ended = monitor_deployment(full, verbose, click.echo)
+        raise SystemExit(0 if ended in ("successful", AWAITING_PROMOTION) else 1)
+    found = http.get(f"/v1/deployment/{full}")
+    if not formatted(found, as_json, template):
+        click.echo(render_status(found, verbose))
 
 
 @deployment.command()

@@ -83,7 +83,7 @@ def list_(
 ) -> None:
     """List evaluations, newest first: ID, priority, trigger, job, namespace, node, status and
     whether placement failed."""
-    params: dict[str, Any] = {"namespace": "*"}
+    params: dict[str, Any] = {"namespace": "*", "reverse": True}  # newest first, a page the newest
     params.update({k: v for k, v in (("job", job), ("status", status), ("per_page", per_page)) if v is not None})
     evals = http.get("/v1/evaluations", params)
     if not formatted(evals, as_json, template):
@@ -92,11 +92,22 @@ def list_(
 
 @eval_.command()
 @click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
+@click.option(
+    "-monitor", "--monitor", "monitor_", is_flag=True, help="Follow the evaluation to its end, as `job run` does."
+)
 @format_options
 @click.argument("eval_id", metavar="EVAL")
-def status(eval_id: str, verbose: bool, as_json: bool, template: str | None) -> None:
+def status(eval_id: str, verbose: bool, monitor_: bool, as_json: bool, template: str | None) -> None:
     """Show EVAL (a full ID or a unique prefix): its status, trigger, job, chained evaluations
-    and, when placement failed, Nomad's "Failed Placements" block per task group."""
-    found = http.get(f"/v1/evaluation/{resolve('evaluation', '/v1/evaluations', eval_id)}")
+    and, when placement failed, Nomad's "Failed Placements" block per task group. -monitor
+    follows it instead (exit 2 when placement failed, 1 when its deployment did not succeed)."""
+    if monitor_ and (as_json or template):
+        raise click.UsageError("The monitor flag cannot be used with the '-json' or '-t' flags")
+    full = resolve("evaluation", "/v1/evaluations", eval_id)
+    if monitor_:
+        from app.cli.monitor import monitor
+
+        raise SystemExit(monitor(full, verbose))
+    found = http.get(f"/v1/evaluation/{full}")
     if not formatted(found, as_json, template):
         click.echo(render_eval(found, verbose))

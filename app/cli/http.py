@@ -1,7 +1,10 @@
 """The CLI's client for corral's REST API. The address comes from CORRAL_ADDR, then NOMAD_ADDR
 (so Nomad users' environments work unchanged), then the dev agent's default; a token from
-CORRAL_TOKEN or NOMAD_TOKEN is sent as X-Nomad-Token. Failures become click errors that name
-the request and the HTTP problem, so every command reports them the same way.
+CORRAL_TOKEN or NOMAD_TOKEN is sent as X-Nomad-Token. The namespace comes from the command's
+-namespace flag, then CORRAL_NAMESPACE, then NOMAD_NAMESPACE, and is sent as Nomad's API client
+sends it: the `namespace` query parameter of every request (app/cli/api_flags.py adds the flag).
+Failures become click errors that name the request and the HTTP problem, so every command
+reports them the same way.
 
 The standard library's http.client, not httpx: importing httpx and building its TLS context
 cost a quarter of a second on every call, more than the whole call is allowed to take
@@ -56,6 +59,39 @@ def address() -> str:
 
 def token() -> str:
     return os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN") or ""
+
+
+NAMESPACE_KEY = "corral.namespace"  # where -namespace leaves its value, in the click context's meta
+REGION_KEY = "corral.region"
+
+
+def namespace() -> str | None:
+    """The namespace the operator chose (-namespace, CORRAL_NAMESPACE, NOMAD_NAMESPACE); None: the API's default."""
+    context = click.get_current_context(silent=True)
+    chosen = context.meta.get(NAMESPACE_KEY) if context is not None else None
+    return chosen or os.environ.get("CORRAL_NAMESPACE") or os.environ.get("NOMAD_NAMESPACE") or None
+
+
+def region() -> str | None:
+    """The region the operator named (-region, CORRAL_REGION, NOMAD_REGION): sent as Nomad sends it."""
+    context = click.get_current_context(silent=True)
+    chosen = context.meta.get(REGION_KEY) if context is not None else None
+    return chosen or os.environ.get("CORRAL_REGION") or os.environ.get("NOMAD_REGION") or None
+
+
+def scoped(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """PARAMS with the chosen namespace and region. A command's own wildcard (`namespace=*`, which
+    list and prefix lookups use when nobody chose) gives way to the operator's choice; a specific
+    namespace a command names (that of an object it already holds) is kept."""
+    chosen, named_region = namespace(), region()
+    if not chosen and not named_region:
+        return params
+    merged = dict(params or {})
+    if chosen and merged.get("namespace") in (None, "*"):
+        merged["namespace"] = chosen
+    if named_region and "region" not in merged:
+        merged["region"] = named_region
+    return merged
 
 
 def auth_headers() -> dict[str, str]:
@@ -115,7 +151,7 @@ def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float =
 def stream_text(path: str, params: dict[str, Any] | None = None) -> Iterator[bytes]:
     """A GET whose answer keeps coming (a followed log), chunk by chunk as it arrives; no read
     timeout once the answer has begun, as the stream may be quiet for long."""
-    url = address() + path + query_string(params)
+    url = address() + path + query_string(scoped(params))
     connection = _connection(url, TIMEOUT_S)
     try:
         response = _send(connection, "GET", url, None, auth_headers())
@@ -152,7 +188,7 @@ def _query_value(value: Any) -> str:
 def _exchange(
     method: str, path: str, params: dict[str, Any] | None, body: Any, timeout_s: float, base: str | None
 ) -> Answer:
-    url = (base.rstrip("/") if base else address()) + path + query_string(params)
+    url = (base.rstrip("/") if base else address()) + path + query_string(scoped(params))
     return send(method, url, body, auth_headers(), timeout_s)
 
 

@@ -16,8 +16,10 @@ import click
 
 from app.cli import http
 from app.cli.job_init import init as init_command
+from app.cli.job_ops import add_commands as add_ops_commands
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
+from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
@@ -111,10 +113,19 @@ def _job_id(spec: dict[str, Any], file: str) -> str:
     return job_id
 
 
-@job.command()
+@job.command(cls=GoBoolCommand)
 @hcl_options
+@click.option(
+    "-diff/-no-diff",
+    "--diff/--no-diff",
+    "diff",
+    default=True,
+    show_default=True,
+    help="Show the diff between the registered job and FILE (Nomad's -diff=false hides it).",
+)
+@click.option("-verbose", "--verbose", is_flag=True, help="Accepted (Nomad's): the diff is always field by field.")
 @click.argument("file")
-def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> None:
+def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...], diff: bool, verbose: bool) -> None:
     """Dry-run the scheduler for the job in FILE: what would be created, destroyed or updated,
     which placements would fail, and which allocations would be preempted. Writes nothing.
 
@@ -127,8 +138,9 @@ def plan(file: str, variables: dict[str, str], var_files: tuple[str, ...]) -> No
     except click.ClickException as err:
         err.show()
         sys.exit(PLAN_ERROR)
+    del verbose
     _show_warnings(response)
-    click.echo(render(response, job_id, file))
+    click.echo(render(response, job_id, file, diff))
     sys.exit(PLAN_CHANGES if has_changes(response) else PLAN_NO_CHANGES)
 
 
@@ -288,9 +300,21 @@ def history(job_id: str) -> None:
 )
 @monitor_options
 @click.argument("job_id", metavar="JOB")
-def dispatch(job_id: str, meta: dict[str, str], payload_file: BinaryIO | None, detach: bool, verbose: bool) -> None:
+@click.argument("input_source", metavar="[INPUT]", required=False, type=click.File("rb"))
+def dispatch(
+    job_id: str,
+    input_source: BinaryIO | None,
+    meta: dict[str, str],
+    payload_file: BinaryIO | None,
+    detach: bool,
+    verbose: bool,
+) -> None:
     """Dispatch the parameterized job JOB: create the child job <JOB>/dispatch-<unix time>-<8
-    hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it)."""
+    hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it).
+    The payload is INPUT, a file ('-': standard input), as Nomad takes it, or -payload-file."""
+    if input_source is not None and payload_file is not None:
+        raise click.UsageError("give the payload as INPUT or -payload-file, not both")
+    payload_file = payload_file or input_source
     body: dict[str, Any] = {"Meta": meta}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
@@ -325,3 +349,4 @@ def revert(job_id: str, version: int, check_version: int | None, detach: bool, v
 
 
 add_status_commands(job)
+add_ops_commands(job)

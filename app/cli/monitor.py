@@ -21,6 +21,8 @@ PENDING = ("pending",)
 DEPLOYMENT_POLL_S = 1.0
 DEPLOYMENT_ENDS = ("successful", "failed", "cancelled", "blocked")
 ROLLBACK_WAIT_S = 1.0
+NEEDS_PROMOTION = "Deployment is running but requires manual promotion"
+AWAITING_PROMOTION = "awaiting-promotion"  # what monitor_deployment returns for a deployment left to the operator
 
 
 def short(ident: str, verbose: bool) -> str:
@@ -118,8 +120,10 @@ def monitor(
         if deployment is None:
             return code
         # Nomad's exit code after following a deployment: 0 once it succeeded (even if some
-        # placement failed before), 1 for any other end.
-        return 0 if monitor_deployment(str(deployment), verbose, echo, poll_s) == "successful" else 1
+        # placement failed before), 1 for any other end. A deployment that waits for the operator
+        # to promote its canaries ends the watch too, with 0: nothing failed, the next step is theirs.
+        ended = monitor_deployment(str(deployment), verbose, echo, poll_s)
+        return 0 if ended in ("successful", AWAITING_PROMOTION) else 1
 
 
 def monitor_deployment(
@@ -139,6 +143,10 @@ def monitor_deployment(
             echo(f"\n{stamp()}\n{text}")
             shown = text
         status = str(found.get("Status", ""))
+        if awaits_promotion(found):
+            ident = short(deployment_id, verbose)
+            echo(f'==> {stamp()}: Deployment "{ident}" waits for promotion: corral deployment promote {ident}')
+            return AWAITING_PROMOTION
         if status not in DEPLOYMENT_ENDS:
             time.sleep(poll_s)
             continue
@@ -149,6 +157,20 @@ def monitor_deployment(
                 echo("")
                 monitor_deployment(str(latest["ID"]), verbose, echo, poll_s)
         return status
+
+
+def awaits_promotion(deployment: Mapping[str, Any]) -> bool:
+    """Running, needing a manual promotion, and every unpromoted group's canaries placed and
+    healthy: the deployment will not move until an operator promotes (or fails) it."""
+    if deployment.get("Status") != "running" or deployment.get("StatusDescription") != NEEDS_PROMOTION:
+        return False
+    groups = (deployment.get("TaskGroups") or {}).values()
+    waiting = [g for g in groups if int(g.get("DesiredCanaries") or 0) > 0 and not g.get("Promoted")]
+    return bool(waiting) and all(
+        len(g.get("PlacedCanaries") or []) >= int(g["DesiredCanaries"])
+        and int(g.get("HealthyAllocs") or 0) >= int(g["DesiredCanaries"])
+        for g in waiting
+    )
 
 
 def finish(evaluation: Mapping[str, Any], verbose: bool, echo: Callable[[str], None]) -> int:

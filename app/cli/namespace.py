@@ -70,6 +70,18 @@ def status(name: str, as_json: bool) -> None:
         click.echo(f"Meta {key} = {value}")
 
 
+@namespace.command("inspect")
+@click.option("-t", "template", metavar="TEMPLATE", help="Format the namespace with a Go template subset.")
+@click.argument("name")
+def inspect(name: str, template: str | None) -> None:
+    """Print namespace NAME as the API holds it, in JSON (or through -t), as Nomad's namespace inspect."""
+    from app.cli.output import formatted
+
+    found = http.get(f"/v1/namespace/{name}")
+    if not formatted(found, False, template):
+        click.echo(json.dumps(found, indent=4))
+
+
 @namespace.command("delete")
 @click.argument("name")
 def delete(name: str) -> None:

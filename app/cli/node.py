@@ -35,10 +35,18 @@ def node() -> None:
 @click.option(
     "--address", default=None, help="Server address [default: CORRAL_ADDR, NOMAD_ADDR or http://127.0.0.1:4646]."
 )
+@click.option("-self", "--self", "self_", is_flag=True, help="Drain the node whose node agent runs on this machine.")
+@click.option("-yes", "--yes", is_flag=True, help="Skip the confirmation asked when NODE is a prefix.")
+@click.option(
+    "-monitor", "--monitor", "monitor", is_flag=True, help="Follow the node's drain until it ends, changing nothing."
+)
 @monitor_options
-@click.argument("node_id")
+@click.argument("node_id", metavar="[NODE]", required=False)
 def drain(
-    node_id: str,
+    node_id: str | None,
+    self_: bool,
+    yes: bool,
+    monitor: bool,
     enable: bool,
     disable: bool,
     deadline: str,
@@ -50,16 +58,25 @@ def drain(
     detach: bool,
     verbose: bool,
 ) -> None:
-    """Drain NODE_ID: make it ineligible and migrate its allocations elsewhere, at most each
-    group's migrate.max_parallel at a time, system jobs last; or cancel a drain. The
+    """Drain NODE_ID (a full ID or a unique prefix): make it ineligible and migrate its
+    allocations elsewhere, at most each group's migrate.max_parallel at a time, system jobs last; or cancel a drain. The
     evaluations the change creates are monitored unless -detach (the drain itself is not
     followed: `corral node status NODE` shows it)."""
-    if enable == disable:
-        raise click.UsageError("give exactly one of -enable or -disable")
+    if monitor and (enable or disable):
+        raise click.UsageError("The -monitor flag cannot be used with the '-enable' or '-disable' flags")
+    if enable == disable and not monitor:
+        raise click.UsageError("Either the '-enable' or '-disable' flag must be set, unless using '-monitor'")
+    base = address or default_address()
+    typed = _node_argument(node_id, self_)
+    node_id = resolve("node", "/v1/nodes", typed, base=base)
+    if monitor:
+        raise SystemExit(monitor_drain(node_id, base))
+    if typed != node_id and not yes and not _confirmed("enable" if enable else "disable", node_id):
+        return
     body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
-    reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=address or default_address())
+    reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=base)
     click.echo(f"Node {node_id} drain {'enabled' if enable else 'disabled'}")
     codes = [0]
     for eval_id in reply.get("EvalIDs") or []:
@@ -69,6 +86,93 @@ def drain(
             codes.append(int(exit_.code or 0))
     if max(codes):
         raise SystemExit(max(codes))
+
+
+def _node_argument(node_id: str | None, self_: bool) -> str:
+    if self_ and node_id:
+        raise click.UsageError("give NODE or -self, not both")
+    if self_:
+        return local_node_id()
+    if not node_id:
+        raise click.UsageError("give a NODE (a full ID or a unique prefix) or -self")
+    return node_id
+
+
+def local_node_id() -> str:
+    """The node of the node agent on this machine (Nomad's -self asks its local agent): the ID the
+    agent keeps in its data directory (the dev agent's <CORRAL_DATA_DIR>/client, else the
+    standalone agent's default .corral-client)."""
+    import json
+    import os
+    from pathlib import Path
+
+    places = [Path(os.environ.get("CORRAL_DATA_DIR") or ".corral") / "client" / "client.json"]
+    places.append(Path(".corral-client") / "client.json")
+    for place in places:
+        try:
+            return str(json.loads(place.read_text())["node_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    raise click.ClickException(
+        f"Error determining local node: no node agent's identity in {' or '.join(map(str, places))}"
+    )
+
+
+def _confirmed(verb: str, node_id: str) -> bool:
+    """Nomad's question when the node was named by a prefix: an exact `y` goes ahead."""
+    answer = click.prompt(
+        f'Are you sure you want to {verb} drain mode for node "{node_id}"? [y/N]',
+        default="",
+        show_default=False,
+        prompt_suffix=" ",
+    )
+    if answer == "y":
+        return True
+    if not answer or answer.lower().startswith("n"):
+        click.echo("Canceling drain toggle")
+        return False
+    click.echo("No confirmation detected. For confirmation, an exact 'y' is required.")
+    raise SystemExit(1)
+
+
+DRAIN_POLL_S = 1.0
+
+
+def monitor_drain(node_id: str, base: str, poll_s: float = DRAIN_POLL_S) -> int:
+    """Follow NODE's drain until it ends: each of its allocations as it is marked to migrate and
+    as it stops, then Nomad's closing line. A node that is not draining ends the watch at once."""
+    import time
+
+    from app.cli.output import date
+
+    def now() -> str:
+        return date(time.time_ns())
+
+    click.echo(f'{now()}: Monitoring node "{node_id}": Ctrl-C to detach monitoring')
+    seen: dict[str, str] = {}
+    while True:
+        found = http.request("GET", f"/v1/node/{node_id}", base=base)
+        for a in http.request("GET", f"/v1/node/{node_id}/allocations", base=base) or []:
+            state = _drain_state(a)
+            if state and seen.get(a["ID"]) != state:
+                seen[a["ID"]] = state
+                click.echo(f'{now()}: Alloc "{a["ID"]}" {state}')
+        if found.get("DrainStrategy") is None:
+            click.echo(
+                f'{now()}: Drain complete for node "{node_id}"'
+                if seen
+                else f'{now()}: No drain strategy set for node "{node_id}"'
+            )
+            return 0
+        time.sleep(poll_s)
+
+
+def _drain_state(alloc: dict[str, Any]) -> str | None:
+    if alloc.get("ClientStatus") in ("complete", "failed", "lost") or alloc.get("DesiredStatus") == "stop":
+        return "draining" if alloc.get("ClientStatus") == "running" else "status " + str(alloc.get("ClientStatus"))
+    if (alloc.get("DesiredTransition") or {}).get("Migrate"):
+        return "marked for migration"
+    return None
 
 
 def _deadline(text: str, no_deadline: bool, force: bool) -> int:
@@ -159,11 +263,14 @@ def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) 
 
 @node.command()
 @click.option("-verbose", "--verbose", is_flag=True, help="Full IDs, and the node's attributes and meta.")
+@click.option("-self", "--self", "self_", is_flag=True, help="Show the node whose node agent runs on this machine.")
 @format_options
 @click.argument("node_id", metavar="[NODE]", required=False)
-def status(node_id: str | None, verbose: bool, as_json: bool, template: str | None) -> None:
+def status(node_id: str | None, verbose: bool, self_: bool, as_json: bool, template: str | None) -> None:
     """Without NODE, list the client nodes (ID, pool, datacenter, name, class, drain,
-    eligibility, status). With NODE (a full ID or a unique prefix), show it with its allocations."""
+    eligibility, status). With NODE (a full ID or a unique prefix) or -self, show it with its allocations."""
+    if self_:
+        node_id = _node_argument(node_id, self_)
     if node_id is None:
         nodes = http.get("/v1/nodes")
         if not formatted(nodes, as_json, template):

@@ -167,17 +167,45 @@ def ago(nanos: Any) -> str:
     return date(nanos)
 
 
-def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36) -> str:
-    """The one full ID of a KIND starting with PREFIX (Nomad accepts any unique prefix)."""
+HEX = frozenset("0123456789abcdefABCDEF-")
+
+
+def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36, base: str | None = None) -> str:
+    """The one full ID of a KIND starting with PREFIX: Nomad accepts any unique prefix of at least
+    two characters, and answers an ambiguous one with "Prefix matched multiple <kind>s" and the
+    matches in the kind's list layout (exit 1)."""
     if len(prefix) == full_length:
         return prefix
-    found = http.get(route, {"prefix": prefix, "namespace": "*"})
-    ids = sorted({str(item["ID"]) for item in found}) if isinstance(found, list) else []
-    if not ids:
-        raise click.ClickException(f"No {kind} with prefix {prefix!r} found")
-    if len(ids) > 1:
-        raise click.ClickException(f"Prefix {prefix!r} matched multiple {kind}s: {', '.join(i[:8] for i in ids[:10])}")
-    return ids[0]
+    if len(prefix) < 2:
+        raise click.ClickException("Identifier must contain at least two characters.")
+    # IDs are UUIDs: a prefix that is not hex names none (and the list routes refuse it).
+    query = {"prefix": prefix, "namespace": "*"}
+    found = http.request("GET", route, params=query, base=base) if set(prefix) <= HEX else []
+    items = [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+    if not items:
+        raise click.ClickException(f'No {kind}(s) with prefix or id "{prefix}" found')
+    if len({str(item["ID"]) for item in items}) > 1:
+        raise click.ClickException(f"Prefix matched multiple {kind}s\n\n{_matches(kind, items)}")
+    return str(items[0]["ID"])
+
+
+def _matches(kind: str, items: list[dict[str, Any]]) -> str:
+    """The matches of an ambiguous prefix in the kind's own list layout, as Nomad prints them."""
+    if kind == "allocation":
+        from app.cli.job_status import render_allocs
+
+        return render_allocs(items, False)
+    if kind == "evaluation":
+        from app.cli.eval import render_evals
+
+        return render_evals(items, False)
+    if kind == "node":
+        from app.cli.node import render_nodes
+
+        return render_nodes(items, False)
+    from app.cli.deployment import render_list
+
+    return render_list(items, False)
 
 
 def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
@@ -186,3 +214,24 @@ def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
         return list(found) if isinstance(found, list) else []
 
     return fetch
+
+
+class GoBoolCommand(click.Command):
+    """A command whose on/off flags (declared `-name/-no-name`) also take Go's `-name=false` and
+    `-name=true`, as Nomad's flags do: rewritten to click's spelling before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        switches = {
+            opt.lstrip("-"): (opt, secondary)
+            for param in self.params
+            if isinstance(param, click.Option) and param.secondary_opts
+            for opt, secondary in zip(param.opts, param.secondary_opts, strict=False)
+        }
+        rewritten = []
+        for arg in args:
+            name, sep, value = arg.partition("=")
+            on_off = switches.get(name.lstrip("-")) if sep and name.startswith("-") else None
+            if on_off is not None and value.lower() in ("true", "1", "t", "false", "0", "f"):
+                arg = on_off[0] if value.lower() in ("true", "1", "t") else on_off[1]
+            rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)

@@ -26,8 +26,10 @@ def has_changes(response: Mapping[str, Any]) -> bool:
     return any(u.get(key, 0) for u in updates.values() for key in CHANGE_KEYS)
 
 
-def render(response: Mapping[str, Any], job_id: str, file: str) -> str:
-    lines = [*_diff(response, job_id), "", *_dry_run(response), *_preemptions(response), ""]
+def render(response: Mapping[str, Any], job_id: str, file: str, diff: bool = True) -> str:
+    """Nomad's plan output; without the diff (-diff=false) it opens with the dry-run verdict."""
+    lines = [*_diff(response, job_id), ""] if diff else []
+    lines += [*_dry_run(response), *_preemptions(response), ""]
     index = response.get("JobModifyIndex", 0)
     lines += [
         f"Job Modify Index: {index}",

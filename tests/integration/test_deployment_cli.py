@@ -104,12 +104,12 @@ def test_ambiguous_or_unknown_prefixes_are_errors(client: FlaskClient, pg: Conn,
     second = with_prefix(pg, "aaaa2222")
     ambiguous = run("status", "aaaa")
     assert ambiguous.exit_code == 1
-    assert "prefix 'aaaa' matches 2 deployments" in ambiguous.output
-    assert first in ambiguous.output and second in ambiguous.output
+    assert "Prefix matched multiple deployments\n\nID        Job ID" in ambiguous.output
+    assert first[:8] in ambiguous.output and second[:8] in ambiguous.output
     unknown = run("fail", "bbbb")
-    assert unknown.exit_code == 1 and "no deployment with id prefix 'bbbb'" in unknown.output
+    assert unknown.exit_code == 1 and 'No deployment(s) with prefix or id "bbbb" found' in unknown.output
     bad = run("status", "xyz")
-    assert bad.exit_code == 1 and "400" in bad.output and "prefix" in bad.output
+    assert bad.exit_code == 1 and 'No deployment(s) with prefix or id "xyz" found' in bad.output
     missing = run("status", str(uuid.uuid4()))
     assert missing.exit_code == 1 and "404" in missing.output and "DeploymentID" in missing.output
 

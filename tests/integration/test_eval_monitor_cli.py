@@ -154,3 +154,36 @@ def test_run_follows_the_deployment_its_allocations_belong_to(
     # Each change of the deployment is printed once, as Nomad's monitor does off a terminal.
     assert text.count("Status      = running") == 1 and text.count(f"Status      = {outcome}") == 1
     assert text.index('finished with status "complete"') < text.index("Monitoring deployment")
+
+
+def test_run_returns_when_the_deployment_waits_for_promotion(
+    tmp_path: Path, pg: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A canary placed and healthy, promotion manual: the deployment will not move until an
+    operator acts, so the monitor ends (exit 0) and says what to run."""
+    steps: list[str] = []
+
+    def step(_seconds: float) -> None:
+        row = pg.execute("SELECT id FROM evaluations WHERE status = 'pending'").fetchone()
+        if row is not None:
+            groups = {"g": group_state(DesiredTotal=2, DesiredCanaries=1)}
+            needs = monitor.NEEDS_PROMOTION
+            deployment = insert_deployment(pg, groups=groups, description=needs)
+            steps.append(deployed_alloc(pg, insert_node(pg), str(row[0]), deployment, healthy=None, canary=True))
+            pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (row[0],))
+            return
+        # The canary becomes healthy; any later sleep would be a monitor that did not return.
+        assert len(steps) == 1, "the monitor kept waiting on a deployment that needs promotion"
+        steps.append("healthy")
+        status = '{"Healthy": true, "Canary": true, "Timestamp": null, "ModifyIndex": 1}'
+        pg.execute("UPDATE allocations SET deployment_status = %s", (status,))
+
+    monkeypatch.setattr(monitor.time, "sleep", step)
+    result = run_job(tmp_path)
+    assert result.exit_code == 0, result.output
+    (deployment,) = pg.execute("SELECT id FROM deployments").fetchone() or ()
+    short = str(deployment)[:8]
+    assert result.output.rstrip().endswith(
+        f'Deployment "{short}" waits for promotion: corral deployment promote {short}'
+    )
+    assert steps[-1] == "healthy"

@@ -46,7 +46,7 @@ def test_node_status_list_one_json_template_and_eligibility(pg: Conn) -> None:
     assert "ineligible" in cli("node", "status").output
     assert cli("node", "eligibility", node).exit_code == 2
     missing = cli("node", "status", "ffffffff")
-    assert missing.exit_code == 1 and "No node with prefix 'ffffffff' found" in missing.output
+    assert missing.exit_code == 1 and 'No node(s) with prefix or id "ffffffff" found' in missing.output
 
 
 def test_alloc_eval_job_views_and_status_by_prefix(client: FlaskClient, pg: Conn) -> None:

@@ -1,0 +1,122 @@
+"""The layout part of HCL's canonical format (what `nomad fmt` applies through hclwrite): two
+spaces of indentation per open brace, bracket or parenthesis; one space around an attribute's
+`=`, the `=` of consecutive attributes at the same depth aligned; block headers with single
+spaces; no trailing blanks; one final newline. Strings, comments and heredocs are kept as
+written. Spacing inside expressions (around operators, after commas) is left as it is."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ASSIGN = re.compile(r"^([A-Za-z_][\w-]*)\s*=(?!=)\s*(.*)$")
+HEREDOC = re.compile(r"<<-?([A-Za-z_]\w*)\s*$")
+OPENERS, CLOSERS = "{[(", "}])"
+
+
+@dataclass
+class _Line:
+    indent: int
+    text: str
+    key: str | None = None  # an attribute's name: the line takes part in `=` alignment
+    verbatim: bool = False  # inside a heredoc, printed as written
+
+
+def format_hcl(source: str) -> str:
+    lines = _lay_out(source.replace("\r\n", "\n").split("\n"))
+    _align(lines)
+    out = [line.text if line.verbatim else ("  " * line.indent + line.text if line.text else "") for line in lines]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _lay_out(raw: list[str]) -> list[_Line]:
+    lines: list[_Line] = []
+    depth, heredoc, in_comment = 0, "", False
+    for text in raw:
+        if heredoc:
+            lines.append(_Line(depth, text, verbatim=True))
+            if text.strip() == heredoc:
+                heredoc = ""
+            continue
+        stripped = text.strip()
+        if in_comment:
+            lines.append(_Line(depth, text.rstrip(), verbatim=True))
+            in_comment = "*/" not in stripped
+            continue
+        leading = len(stripped) - len(stripped.lstrip(CLOSERS))
+        indent = max(depth - leading, 0)
+        key = None
+        match = ASSIGN.match(stripped)
+        if match:
+            key, stripped = match.group(1), f"{match.group(1)} = {match.group(2)}".rstrip()
+        elif stripped.endswith("{") and not stripped.startswith(("#", "//")):
+            stripped = _block_header(stripped)
+        lines.append(_Line(indent, stripped, key))
+        change, opens_comment = _depth_change(stripped)
+        depth = max(depth + change, 0)
+        in_comment = opens_comment
+        found = HEREDOC.search(stripped)
+        if found and not _in_string(stripped, found.start()):
+            heredoc = found.group(1)
+    return lines
+
+
+def _block_header(text: str) -> str:
+    """`job   "x"   {` -> `job "x" {`, the spaces between its labels only (not inside them)."""
+    words = re.findall(r'"(?:[^"\\]|\\.)*"|[^\s"]+', text)
+    return " ".join(words)
+
+
+def _depth_change(text: str) -> tuple[int, bool]:
+    """The brackets TEXT opens minus those it closes, outside strings and comments; and whether
+    it leaves a /* comment open."""
+    change, i, quoted = 0, 0, False
+    while i < len(text):
+        char = text[i]
+        if quoted:
+            if char == "\\":
+                i += 2
+                continue
+            quoted = char != '"'
+        elif char == '"':
+            quoted = True
+        elif char == "#" or text.startswith("//", i):
+            break
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return change, True
+            i = end + 2
+            continue
+        elif char in OPENERS:
+            change += 1
+        elif char in CLOSERS:
+            change -= 1
+        i += 1
+    return change, False
+
+
+def _in_string(text: str, at: int) -> bool:
+    quoted, i = False, 0
+    while i < at:
+        if quoted and text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            quoted = not quoted
+        i += 1
+    return quoted
+
+
+def _align(lines: list[_Line]) -> None:
+    """Pad the names of consecutive attributes at one depth so their `=` line up."""
+    chain: list[_Line] = []
+    for line in [*lines, _Line(-1, "")]:
+        if line.key is not None and not line.verbatim and (not chain or chain[0].indent == line.indent):
+            chain.append(line)
+            continue
+        width = max((len(c.key or "") for c in chain), default=0)
+        for member in chain:
+            name = member.key or ""
+            member.text = name.ljust(width) + member.text[len(name) :]
+        chain = [line] if line.key is not None and not line.verbatim else []

@@ -1,0 +1,103 @@
+"""`corral fmt`: HCL's canonical layout, -check, -write, -list, stdin, invalid files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import hcl2
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from app.cli.hcl_format import format_hcl
+
+pytestmark = pytest.mark.unit
+
+MESSY = """job   "web"   {
+datacenters=["dc1"]
+   type = "service"
+
+  group "g" {
+    count=2
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "echo hi"]
+      }
+      template {
+        data = <<EOT
+  kept   as written
+EOT
+        destination = "local/x"
+      }
+      # a comment
+      env {
+        A = "1"
+        LONGER_NAME = "x = y"
+      }
+    }
+  }
+}
+"""
+
+TIDY = """job "web" {
+  datacenters = ["dc1"]
+  type        = "service"
+
+  group "g" {
+    count = 2
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo hi"]
+      }
+      template {
+        data = <<EOT
+  kept   as written
+EOT
+        destination = "local/x"
+      }
+      # a comment
+      env {
+        A           = "1"
+        LONGER_NAME = "x = y"
+      }
+    }
+  }
+}
+"""
+
+
+def test_the_layout_is_canonical_stable_and_means_the_same() -> None:
+    assert format_hcl(MESSY) == TIDY
+    assert format_hcl(TIDY) == TIDY
+    assert hcl2.load(io.StringIO(MESSY)) == hcl2.load(io.StringIO(TIDY))
+
+
+def test_check_write_and_list(tmp_path: Path) -> None:
+    job = tmp_path / "web.nomad.hcl"
+    job.write_text(MESSY)
+    (tmp_path / "notes.txt").write_text("not hcl {")
+    checked = CliRunner().invoke(main, ["fmt", "-check", str(tmp_path)])
+    assert checked.exit_code == 1 and checked.output == f"{job}\n" and job.read_text() == MESSY
+    printed = CliRunner().invoke(main, ["fmt", "-list=false", "-write=false", str(job)])
+    assert printed.exit_code == 0 and printed.output == TIDY and job.read_text() == MESSY
+    written = CliRunner().invoke(main, ["fmt", str(tmp_path)])
+    assert written.exit_code == 0 and written.output == f"{job}\n" and job.read_text() == TIDY
+    again = CliRunner().invoke(main, ["fmt", "-check", str(tmp_path)])
+    assert again.exit_code == 0 and again.output == ""
+
+
+def test_stdin_and_invalid_files(tmp_path: Path) -> None:
+    piped = CliRunner().invoke(main, ["fmt", "-"], input=MESSY)
+    assert piped.exit_code == 0 and piped.output == TIDY
+    broken = tmp_path / "broken.hcl"
+    broken.write_text('job "x" {\n  a = \n')
+    refused = CliRunner().invoke(main, ["fmt", str(broken)])
+    assert refused.exit_code == 1 and f"{broken}: invalid HCL" in refused.output
+    assert broken.read_text() == 'job "x" {\n  a = \n'
+    missing = CliRunner().invoke(main, ["fmt", str(tmp_path / "nope")])
+    assert missing.exit_code == 1 and "No file or directory" in missing.output
