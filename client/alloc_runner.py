@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
+from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, PortMapping, StartError, TaskSpec
 from client.health import HealthWatch
 from client.lifecycle import (
     MAIN,
@@ -31,13 +31,25 @@ from client.lifecycle import (
 )
 from client.restarts import RestartPolicy, RestartTracker
 from client.task_runner import NotRunning, TaskRunner
-from client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
+from client.taskenv import (
+    NodeInfo,
+    TaskPaths,
+    build_env,
+    dispatch_payload,
+    interpolate_config,
+    node_ip,
+    payload_path,
+)
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
 RECORD = "alloc.json"
 SHARED_DIRS = ("data", "logs", "tmp")  # alloc/…, shared by the group's tasks (Nomad's layout)
 BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
+# Drivers whose task sees its image's filesystem: the task directories are mounted at Nomad's
+# container paths, and the task gets no PATH/HOME/TMPDIR of the host's (the image has its own).
+IMAGE_DRIVERS = frozenset({"docker"})
+CONTAINER_PATHS = TaskPaths(Path("/alloc"), Path("/"))
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,7 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
     if group is None:
         raise StartError(f"task group {alloc['TaskGroup']!r} is not in job version {alloc.get('JobVersion')}")
     plans = []
+    ports, network_mode = alloc_ports(alloc, node), group_network_mode(group)
     for task in group.get("Tasks") or []:
         name = str(task["Name"])
         if BAD_TASK_NAME.search(name):
@@ -68,17 +81,21 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             stage = stage_of(task)
         except LifecycleError as err:
             raise StartError(f"task {name!r}: {err}") from None
-        paths = TaskPaths(alloc_dir / "alloc", alloc_dir / name)
-        env, attrs = build_env(alloc, task, node, paths)
+        driver = str(task.get("Driver", ""))
+        image = driver in IMAGE_DRIVERS
+        paths = CONTAINER_PATHS if image else TaskPaths(alloc_dir / "alloc", alloc_dir / name)
+        env, attrs = build_env(alloc, task, node, paths, host_env=not image)
         spec = TaskSpec(
             name=name,
-            driver=str(task.get("Driver", "")),
+            driver=driver,
             config=interpolate_config(dict(task.get("Config") or {}), env, attrs),
             env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
             user=str(task.get("User") or ""),
             limits=task_limits(task),
+            ports=ports,
+            network_mode=network_mode,
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
         )
@@ -86,6 +103,24 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
         policy = task.get("RestartPolicy") or group.get("RestartPolicy")
         plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload))
     return plans, job.get("Type") in ("batch", "sysbatch")
+
+
+def alloc_ports(alloc: dict[str, Any], node: NodeInfo) -> tuple[PortMapping, ...]:
+    """The group network's ports the scheduler picked (AllocatedResources.Shared.Ports), on the
+    node's address, as taskenv's NOMAD_HOST_PORT_* and NOMAD_ADDR_* name them."""
+    shared = (alloc.get("AllocatedResources") or {}).get("Shared") or {}
+    host_ip = node_ip(node)
+    return tuple(
+        PortMapping(str(p["Label"]), host_ip, int(p.get("Value") or 0), int(p.get("To") or 0))
+        for p in shared.get("Ports") or []
+        if p.get("Label")
+    )
+
+
+def group_network_mode(group: dict[str, Any]) -> str:
+    """The group network's mode (Nomad's default: host)."""
+    networks = group.get("Networks") or []
+    return str((networks[0] or {}).get("Mode") or "host") if networks else "host"
 
 
 def task_limits(task: dict[str, Any]) -> Limits:

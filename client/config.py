@@ -10,9 +10,10 @@ from typing import Any
 
 from app.jobspec.durations import SECOND, DurationError, duration_ns
 
-DRIVERS = ("raw_exec", "mock")
+DRIVERS = ("raw_exec", "mock", "docker")
 # raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
-# enables it, as in Nomad; dev mode (the dev agent's client) enables both.
+# enables it, as in Nomad; dev mode (the dev agent's client) enables all of them (docker reports
+# itself unhealthy, and takes no work, while no daemon answers).
 DEFAULT_DRIVERS = ("mock",)
 
 
@@ -50,6 +51,12 @@ class ClientConfig:
     sync_interval_s: float = 0.2
     # Nomad's dev mode: on shutdown destroy every allocation instead of leaving tasks running.
     dev_mode: bool = False
+    # Nomad's docker plugin options: the daemon's address (else DOCKER_HOST, else
+    # unix:///var/run/docker.sock) and whether tasks may bind host paths outside their allocation.
+    docker_endpoint: str = ""
+    docker_volumes_enabled: bool = False
+    # How often the drivers are fingerprinted again (a docker daemon going down or coming back).
+    driver_fingerprint_interval_s: float = 15.0
 
 
 class ConfigError(ValueError):

@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
+from client.drivers import KILLED, Driver, ExitDetail, Handle, StartError, TaskSpec, exit_detail
 from client.restarts import RestartTracker
 
 log = structlog.get_logger(__name__)
@@ -139,13 +139,14 @@ class TaskRunner:
                     code, start_failed = self._wait(handle), False
             else:
                 code, start_failed = self._wait(handle), False
+            detail = exit_detail(handle) if handle is not None else ExitDetail()
             with self._lock:
                 self.handle = None
             handle = None
             if self._stop.is_set():
                 self._event("Killed", "Task successfully killed", ExitCode=code)
                 return self._finish(failed=False, message="")
-            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            self._terminated(code, detail)
             if self._restart.is_set():
                 self._restart.clear()
                 self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
@@ -162,6 +163,18 @@ class TaskRunner:
             if self._stop.wait(decision.delay_s):
                 return self._finish(failed=False, message="")
             self._set(Restarts=self.state["Restarts"] + 1, LastRestart=now_ns())
+
+    def _terminated(self, code: int, detail: ExitDetail) -> None:
+        """Nomad's Terminated event: the exit code, and the driver's exit message and OOM verdict
+        when it has them (`Exit Code: 137, Exit Message: "OOM Killed"`)."""
+        if not detail.message and not detail.oom_killed:
+            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            return
+        message = f'Exit Code: {code}, Exit Message: "{detail.message}"' if detail.message else f"Exit Code: {code}"
+        details = {"exit_code": str(code), "oom_killed": str(detail.oom_killed).lower()}
+        if detail.message:
+            details["exit_message"] = detail.message
+        self._event("Terminated", message, ExitCode=code, Message=detail.message, Details=details)
 
     def _wait_gate(self) -> bool:
         """Wait until the task's lifecycle stage may start; False if it was stopped first."""

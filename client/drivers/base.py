@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from app.jobspec.durations import DurationError, duration_ns
 
@@ -100,6 +100,25 @@ class Handle(Protocol):
 
     def signal(self, signum: int) -> None:
         """Deliver signum to the task (Nomad's alloc signal)."""
+
+
+@dataclass(frozen=True)
+class ExitDetail:
+    """What a driver knows about an exit beyond its code (Nomad's ExitResult.OOMKilled and Err)."""
+
+    oom_killed: bool = False
+    message: str = ""  # e.g. "OOM Killed": the task event's exit message
+
+
+@runtime_checkable
+class ExplainsExit(Protocol):
+    """A handle that can say why its task exited (optional: raw_exec and mock do not)."""
+
+    def exit_detail(self) -> ExitDetail: ...
+
+
+def exit_detail(handle: Handle) -> ExitDetail:
+    return handle.exit_detail() if isinstance(handle, ExplainsExit) else ExitDetail()
 
 
 class Driver(Protocol):
