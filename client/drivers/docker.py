@@ -50,6 +50,10 @@ class DockerHandle:
         self._waiter = threading.Thread(target=self._wait_exit, name=f"docker-wait-{container_id[:12]}", daemon=True)
         self._waiter.start()
 
+    @property
+    def client(self) -> docker.DockerClient:
+        return self._client
+
     def state(self) -> dict[str, Any]:
         return {"container_id": self.container_id, "pid": self._pid}
 
