@@ -276,7 +276,7 @@ def test_a_client_whose_daemon_goes_down_reports_docker_unhealthy_and_gets_no_do
     (workdir / "d1").mkdir()
     with private_dockerd(bridge=False) as daemon:
         # In the client's own directory: its log file is named after its arguments.
-        settings = {"driver_fingerprint_interval_s": 0.5, "docker_endpoint": daemon.endpoint}
+        settings = {"server": cluster.base, "driver_fingerprint_interval_s": 0.5, "docker_endpoint": daemon.endpoint}
         (workdir / "d1" / "client.json").write_text(json.dumps(settings))
         cluster.client("d1", "--driver", "docker", "--config", "client.json")
         node_id = cluster.node_id("d1")
