@@ -38,6 +38,7 @@ OOM_EXIT_CODE = 137  # what Nomad reports for an OOM-killed container
 RETRY_S = 1.0  # between attempts to reach a daemon that went away while a task ran
 LOG_DRAIN_S = 5.0  # how long the exit waits for the log stream to deliver the last lines
 KILL_GRACE_S = 5.0
+CONFLICT = 409  # the daemon's answer to a container name already in use
 
 
 class DockerHandle:
@@ -107,7 +108,13 @@ class DockerHandle:
             self._client.api.kill(self.container_id, signal=signal)
 
     def pids(self) -> list[int]:
-        return [self._pid] if self._pid and not self._done.is_set() else []
+        """The container's init process on the host (asked for once: usage is measured from it)."""
+        if self._done.is_set():
+            return []
+        if not self._pid:
+            with contextlib.suppress(*DAEMON_ERRORS):
+                self._pid = int(self._client.api.inspect_container(self.container_id)["State"].get("Pid") or 0)
+        return [self._pid] if self._pid else []
 
     def signal(self, signum: int) -> None:
         self._send(int(signum))
@@ -156,40 +163,46 @@ class Docker:
         kwargs = create_kwargs(task, config)
         client = self.client()
         try:
-            self._ensure_image(client, config)
-            self._remove_leftover(client, kwargs["name"])
-            container: Container = client.containers.create(**kwargs)
+            container = self._create(client, config, kwargs)
         except docker.errors.APIError as err:
             raise StartError(f"Failed to create container: {err.explanation or err}") from None
         except DAEMON_ERRORS as err:
             self._forget(client)
             raise StartError(f"docker daemon at {self.endpoint} is not reachable: {err}") from None
         stdout, stderr = log_paths(task, logs)
-        pump = LogPump(client, str(container.id), stdout, stderr, since=0)
         try:
             container.start()
-            container.reload()
         except DAEMON_ERRORS as err:
             with contextlib.suppress(*DAEMON_ERRORS):
                 container.remove(force=True)
             explanation = err.explanation if isinstance(err, docker.errors.APIError) else str(err)
             raise StartError(f"Failed to start container {container.short_id}: {explanation}") from None
+        pump = LogPump(client, str(container.id), stdout, stderr, since=0)
         pump.start()
-        return DockerHandle(client, str(container.id), int(container.attrs["State"].get("Pid") or 0), pump)
+        return DockerHandle(client, str(container.id), 0, pump)
+
+    def _create(self, client: docker.DockerClient, config: DockerConfig, kwargs: dict[str, Any]) -> Container:
+        """Create the container, pulling the image first when asked to (force_pull) or when the
+        daemon does not have it, and replacing a container of the same name that a client which
+        died between create and record left behind. The common case is one request."""
+        if config.force_pull:
+            self._pull(config)
+        try:
+            return client.containers.create(**kwargs)
+        except docker.errors.ImageNotFound:
+            self._pull(config)
+        except docker.errors.APIError as err:
+            if err.status_code != CONFLICT:
+                raise
+            client.api.remove_container(kwargs["name"], force=True)
+        return client.containers.create(**kwargs)
 
     def _forget(self, client: docker.DockerClient) -> None:
         with self._lock:
             if self._client is client:
                 self._client = None
 
-    def _ensure_image(self, client: docker.DockerClient, config: DockerConfig) -> None:
-        """Pull when asked to (force_pull) or when the image is not there yet."""
-        if not config.force_pull:
-            try:
-                client.images.get(config.image)
-                return
-            except docker.errors.ImageNotFound:
-                pass
+    def _pull(self, config: DockerConfig) -> None:
         repository, tag = parse_repository_tag(config.image)
         auth = config.auth.as_sdk() if config.auth else None
         puller = connect(self.endpoint, timeout_s=config.image_pull_timeout_s)
@@ -200,11 +213,6 @@ class Docker:
             raise StartError(f"Failed to pull `{config.image}`: {explanation}") from None
         finally:
             puller.close()
-
-    def _remove_leftover(self, client: docker.DockerClient, name: str) -> None:
-        """A container of this name left by a client that died between create and record."""
-        with contextlib.suppress(docker.errors.NotFound):
-            client.api.remove_container(name, force=True)
 
     def reattach(self, task: TaskSpec, task_dir: Path, saved: dict[str, Any]) -> Handle | None:
         container_id = saved.get("container_id")
