@@ -105,7 +105,7 @@ def docker_runs(daemon: Dockerd, image: str, n: int) -> list[float]:
 
 def p99(values: list[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
 def describe(name: str, values: list[float]) -> str:

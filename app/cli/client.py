@@ -89,7 +89,7 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "drivers",
     multiple=True,
     type=click.Choice(["raw_exec", "mock", "docker"]),
-    help="Task driver to enable; repeatable [default: mock; raw_exec and docker must be enabled here or in the config file].",
+    help="Task driver to enable (mock, raw_exec, docker); repeatable [default: mock].",
 )
 @click.option(
     "--docker-endpoint",

@@ -29,11 +29,11 @@ from client.drivers.raw_exec import RawExec, RawExecHandle
 
 __all__ = [
     "DEFAULT_KILL_SIGNAL",
-    "DriverOptions",
     "KILLED",
     "Docker",
     "DockerHandle",
     "Driver",
+    "DriverOptions",
     "ExitDetail",
     "ExplainsExit",
     "Handle",

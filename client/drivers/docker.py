@@ -69,7 +69,9 @@ class DockerHandle:
             except docker.errors.NotFound:
                 break  # removed under us: nobody knows how it ended
             except DAEMON_ERRORS as err:
-                log.warning("waiting on a docker container failed; retrying", container=self.container_id[:12], error=str(err))
+                log.warning(
+                    "waiting on a docker container failed; retrying", container=self.container_id[:12], error=str(err)
+                )
                 self._closed.wait(RETRY_S)
         if self._pump is not None:
             self._pump.join(LOG_DRAIN_S)

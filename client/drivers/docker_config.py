@@ -138,7 +138,9 @@ def _strings(config: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     if key not in config or config[key] is None:
         return None
     value = config[key]
-    if not isinstance(value, list) or not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, str | int | float) and not isinstance(v, bool) for v in value
+    ):
         raise StartError(f"config.{key} must be a list of strings")
     return tuple(str(v) for v in value)
 

@@ -85,7 +85,9 @@ def network(task: TaskSpec, config: DockerConfig) -> tuple[str, dict[str, list[t
         return "bridge", published(task.ports)
     if group == "none":
         if config.network_mode not in ("", "none"):
-            raise StartError(f'config.network_mode {config.network_mode!r} conflicts with the group network mode "none"')
+            raise StartError(
+                f'config.network_mode {config.network_mode!r} conflicts with the group network mode "none"'
+            )
         return "none", {}
     if group != "host":
         raise StartError(f"group network mode {group!r} is not supported by the docker driver")

@@ -31,7 +31,9 @@ class LogPump:
     def __init__(self, client: docker.DockerClient, container_id: str, stdout: Path, stderr: Path, since: int) -> None:
         self._client, self._id, self._since = client, container_id, since
         self.threads = [
-            threading.Thread(target=self._follow, args=(path, is_stdout), name=f"docker-logs-{container_id[:12]}", daemon=True)
+            threading.Thread(
+                target=self._follow, args=(path, is_stdout), name=f"docker-logs-{container_id[:12]}", daemon=True
+            )
             for path, is_stdout in ((stdout, True), (stderr, False))
         ]
 
@@ -48,7 +50,12 @@ class LogPump:
         try:
             with path.open("ab", buffering=0) as out:
                 stream = self._client.api.logs(
-                    self._id, stdout=is_stdout, stderr=not is_stdout, stream=True, follow=True, since=self._since or None
+                    self._id,
+                    stdout=is_stdout,
+                    stderr=not is_stdout,
+                    stream=True,
+                    follow=True,
+                    since=self._since or None,
                 )
                 for chunk in stream:
                     out.write(chunk)

@@ -68,7 +68,11 @@ def test_nomads_keys_are_parsed() -> None:
         Bind(f"{TASK_DIR}/secrets", "/run/s", True),
     )
     assert config.labels == {"team": "web"} and config.work_dir == "/srv" and config.network_mode == "host"
-    assert config.auth is not None and config.auth.as_sdk() == {"username": "u", "password": "p", "serveraddress": "r.example"}
+    assert config.auth is not None and config.auth.as_sdk() == {
+        "username": "u",
+        "password": "p",
+        "serveraddress": "r.example",
+    }
     assert (config.force_pull, config.image_pull_timeout_s) == (True, 90.0)
 
 
@@ -118,7 +122,11 @@ def test_the_container_as_nomad_creates_it() -> None:
     )
     kwargs = create_kwargs(task, parsed(command="sleep", args=["60"], labels={"team": "web"}, work_dir="/srv"))
     assert kwargs["name"] == "web-a1" and kwargs["command"] == ["sleep", "60"] and kwargs["user"] == "nobody"
-    assert kwargs["volumes"] == [f"{ALLOC}/alloc:/alloc:rw", f"{TASK_DIR}/local:/local:rw", f"{TASK_DIR}/secrets:/secrets:rw"]
+    assert kwargs["volumes"] == [
+        f"{ALLOC}/alloc:/alloc:rw",
+        f"{TASK_DIR}/local:/local:rw",
+        f"{TASK_DIR}/secrets:/secrets:rw",
+    ]
     assert (kwargs["mem_limit"], kwargs["memswap_limit"], kwargs["mem_reservation"]) == (128 << 20, 128 << 20, 64 << 20)
     assert kwargs["cpu_shares"] == 250 and kwargs["working_dir"] == "/srv"
     assert kwargs["labels"] == {
@@ -190,6 +198,8 @@ def test_a_docker_tasks_plan_has_container_paths_ports_and_the_network_mode(tmp_
     assert "PATH" not in env and "HOME" not in env  # the image's own
     assert plan.spec.config["args"] == ["/local/x"]
     raw = {**task, "Driver": "raw_exec"}
-    (raw_plan,), _ = task_plans({**alloc, "Job": {"ID": "j", "TaskGroups": [{**group, "Tasks": [raw]}]}}, node, tmp_path)
+    (raw_plan,), _ = task_plans(
+        {**alloc, "Job": {"ID": "j", "TaskGroups": [{**group, "Tasks": [raw]}]}}, node, tmp_path
+    )
     assert raw_plan.spec.env["NOMAD_TASK_DIR"] == str(tmp_path / "web" / "local") and "PATH" in raw_plan.spec.env
     assert raw_plan.spec.network_mode == "bridge"  # what an exec driver needs to know too
