@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from client.drivers import Docker, TaskSpec
 from tests.support.cluster import Cluster
 from tests.support.dockerd import Dockerd, private_dockerd
 from tests.support.processes import CORRAL, Corral, free_port, wait_for, wait_healthy
@@ -283,7 +284,8 @@ def test_a_client_whose_daemon_goes_down_reports_docker_unhealthy_and_gets_no_do
 
         def docker_health() -> bool | None:
             node = cluster.http.get(f"/v1/node/{node_id}").json()
-            return node["Drivers"].get("docker", {}).get("Healthy")
+            healthy = node["Drivers"].get("docker", {}).get("Healthy")
+            return None if healthy is None else bool(healthy)
 
         assert wait_for(lambda: docker_health() is True, 30)
     # The daemon has exited: the next fingerprint says so, and the servers stop placing there.
@@ -297,3 +299,49 @@ def test_a_client_whose_daemon_goes_down_reports_docker_unhealthy_and_gets_no_do
     assert cluster.allocs("nowhere") == []
     summary = cluster.http.get("/v1/job/nowhere/summary").json()
     assert summary["Summary"]["g"]["Queued"] == 1
+
+
+def driver_task(alloc_dir: Path, name: str, alloc_id: str, script: str) -> TaskSpec:
+    for sub in ("alloc/logs", f"{name}/local", f"{name}/secrets"):
+        (alloc_dir / sub).mkdir(parents=True, exist_ok=True)
+    config = {"image": "corral-busybox:latest", "command": "sh", "args": ["-c", script]}
+    return TaskSpec(name, "docker", config, {}, 1.0, alloc_id=alloc_id, alloc_dir=alloc_dir)
+
+
+def test_a_new_driver_reattaches_by_container_id_and_cleanup_finds_containers_by_label(
+    dockerd: Dockerd, tmp_path: Path
+) -> None:
+    allocs = tmp_path / "allocs"
+    first = Docker(dockerd.endpoint)
+    alloc_dir = allocs / "a-reattach"
+    task = driver_task(
+        alloc_dir, "t", "a-reattach", "echo before; while [ ! -e /local/go ]; do sleep 0.1; done; echo after; exit 7"
+    )
+    handle = first.start(task, alloc_dir / "t", alloc_dir / "alloc" / "logs")
+    saved = handle.state()
+    assert handle.wait(0.5) is None
+    # A restarted client: another driver, only the saved state.
+    again = Docker(dockerd.endpoint).reattach(task, alloc_dir / "t", saved)
+    assert again is not None
+    stdout = alloc_dir / "alloc" / "logs" / "t.stdout.0"
+    assert wait_for(lambda: stdout.exists() and "before" in stdout.read_text(), 30)
+    (alloc_dir / "t" / "local" / "go").write_text("\n")
+    assert again.wait(30) == 7
+    assert "after" in stdout.read_text()
+    assert containers_of(dockerd, "a-reattach") == []  # removed once its exit was recorded
+    assert Docker(dockerd.endpoint).reattach(task, alloc_dir / "t", saved) is None  # gone: start anew
+
+    # Containers of an allocation that is destroyed, and of one this client no longer knows.
+    kept, lost = allocs / "a-kept", allocs / "a-lost"
+    for alloc_id, directory in (("a-kept", kept), ("a-lost", lost)):
+        first.start(driver_task(directory, "s", alloc_id, "sleep 600"), directory / "s", directory / "alloc" / "logs")
+    elsewhere = tmp_path / "other-client" / "allocs" / "a-other"
+    other = first.start(
+        driver_task(elsewhere, "s", "a-other", "sleep 600"), elsewhere / "s", elsewhere / "alloc" / "logs"
+    )
+    assert first.sweep(allocs, keep={"a-kept"}) == 1
+    assert containers_of(dockerd, "a-lost") == [] and len(containers_of(dockerd, "a-kept")) == 1
+    assert len(containers_of(dockerd, "a-other")) == 1  # another client's: not ours to remove
+    assert first.destroy_alloc("a-kept") == 1 and containers_of(dockerd, "a-kept") == []
+    assert other.kill(1.0, "SIGKILL") == 137
+    assert wait_for(lambda: containers_of(dockerd, "a-other") == [], 30)
