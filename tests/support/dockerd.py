@@ -89,6 +89,20 @@ def _ping(endpoint: str) -> bool:
         client.close()
 
 
+def own_bridge(root: Path) -> str:
+    """A bridge of the daemon's own (no port publishing through it): made here, deleted by stop."""
+    name = f"crl{os.getpid() % 100000}{len(list(root.parent.glob('corral-dockerd-*'))) % 10}"
+    subnet = f"10.213.{os.getpid() % 250}.1/24"
+    for command in (
+        ["ip", "link", "add", name, "type", "bridge"],
+        ["ip", "addr", "add", subnet, "dev", name],
+        ["ip", "link", "set", name, "up"],
+    ):
+        subprocess.run(command, check=True, capture_output=True)
+    (root / "bridge").write_text(name)
+    return name
+
+
 def start(root: Path, bridge: bool = True) -> tuple[subprocess.Popen[bytes], str]:
     binary = dockerd_binary()
     assert binary is not None
@@ -105,8 +119,9 @@ def start(root: Path, bridge: bool = True) -> tuple[subprocess.Popen[bytes], str
             str(root / "docker.pid"),
             "-H",
             endpoint,
-            # Without the bridge: no docker0, no iptables, so it collides with no other daemon.
-            *([] if bridge else ["--iptables=false", "--bridge=none"]),
+            # Without docker0 and iptables, so it collides with no other daemon. Not --bridge=none:
+            # a daemon started so deletes docker0 under the daemon that owns it.
+            *([] if bridge else ["--iptables=false", f"--bridge={own_bridge(root)}"]),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -134,8 +149,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def private_dockerd(bridge: bool = True) -> Iterator[Dockerd]:
-    """A daemon with the busybox image; with docker's default bridge (port mapping) unless
-    `bridge` is False."""
+    """A daemon with the busybox image; with docker's default bridge (port mapping), or with
+    `bridge` False a bridge of its own and no iptables (no port publishing, no lock)."""
     root = Path(tempfile.mkdtemp(prefix="corral-dockerd-", dir="/tmp"))
     with LOCK.open("w") as lock:
         if bridge:
@@ -148,6 +163,8 @@ def private_dockerd(bridge: bool = True) -> Iterator[Dockerd]:
             yield Dockerd(endpoint, IMAGE, process.pid, root)
         finally:
             stop(process)
+            if (root / "bridge").exists():
+                subprocess.run(["ip", "link", "del", (root / "bridge").read_text()], check=False, capture_output=True)
             shutil.rmtree(root, ignore_errors=True)
 
 
