@@ -21,7 +21,8 @@ from app.client_tls import client_tls
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import IdentityRefused, NodeGone, ServerApi
 from client.config import ClientConfig
-from client.drivers import ExecSettings, UserPolicy, available, usable
+from client.drivers import Docker, DriverOptions, ExecSettings, UserPolicy, available
+from client.drivers import attributes as driver_attributes
 from client.drivers import fingerprint as driver_fingerprint
 from client.fingerprint import fingerprint
 from client.gc import GarbageCollector, measure
@@ -51,7 +52,11 @@ class Client:
     def __init__(self, config: ClientConfig, stop: threading.Event) -> None:
         self.config, self.stop = config, stop
         self.api = ServerApi(config.server)
-        self.drivers = available(config.drivers, exec_settings(config))
+        self.drivers = available(
+            config.drivers,
+            DriverOptions(config.docker_endpoint, config.docker_volumes_enabled, exec_settings(config)),
+        )
+        self.driver_health: dict[str, Any] | None = None  # the drivers' last fingerprint
         self.runners: dict[str, AllocRunner] = {}
         self.destroyed: set[str] = set()
         self.lock = threading.RLock()
@@ -123,9 +128,14 @@ class Client:
         if self.api.link_key != self._saved_link_key:
             self._save_identity()
 
+    def fingerprint_drivers(self) -> dict[str, Any]:
+        self.driver_health = driver_fingerprint(self.drivers)
+        return self.driver_health
+
     def node_body(self) -> dict[str, Any]:
         config, found = self.config, fingerprint(self.config)
-        attributes = {**found.attributes, **{f"driver.{name}": "1" for name in usable(config.drivers)}}
+        drivers = self.driver_health if self.driver_health is not None else self.fingerprint_drivers()
+        attributes = {**found.attributes, **driver_attributes(drivers)}
         return {
             "ID": str(self.api.node_id),
             "SecretID": self.api.secret,
@@ -136,7 +146,7 @@ class Client:
             "Status": "initializing",  # ready once the servers have our allocations' state
             "Attributes": attributes,
             "Meta": config.meta,
-            "Drivers": driver_fingerprint(config.drivers),
+            "Drivers": drivers,
             "NodeResources": {
                 "Cpu": {
                     "CpuShares": found.cpu_mhz,
@@ -213,6 +223,7 @@ class Client:
             "sync": threading.Thread(target=self._sync_loop, name="sync", daemon=True),
             "gc": threading.Thread(target=self._gc_loop, name="gc", daemon=True),
             "heartbeat": threading.Thread(target=self._heartbeat_loop, args=(ttl,), name="heartbeat", daemon=True),
+            "drivers": threading.Thread(target=self._driver_loop, name="drivers", daemon=True),
         }
         for thread in self.threads.values():
             thread.start()
@@ -253,6 +264,9 @@ class Client:
             runner.start()
         if self.runners:
             log.info("restored allocations", count=len(self.runners))
+        for driver in self.drivers.values():
+            if isinstance(driver, Docker) and (removed := driver.sweep(self.allocs_dir, set(self.runners))):
+                log.info("removed containers of allocations this client no longer runs", count=removed)
 
     def _alloc_dir(self, alloc_id: str) -> Path | None:
         with self.lock:
@@ -316,6 +330,23 @@ class Client:
                 self.dirty[runner.id] = runner.update()
         self.synced = self._flush()
         return self.synced
+
+    # -- driver health -------------------------------------------------------------------
+
+    def _driver_loop(self) -> None:
+        """Fingerprint the drivers again now and then; when one's health changed (a docker
+        daemon stopped or came back) send the node again, so the servers place accordingly."""
+
+        def step() -> float:
+            before = self.driver_health
+            after = self.fingerprint_drivers()
+            if before is not None and health_of(before) != health_of(after):
+                log.info("driver health changed; updating the node", drivers=health_of(after))
+                self.register()
+            return self.config.driver_fingerprint_interval_s
+
+        self.stop.wait(self.config.driver_fingerprint_interval_s)
+        guarded("client driver fingerprint", step, self.stop)
 
     # -- heartbeats ----------------------------------------------------------------------
 
@@ -466,6 +497,9 @@ class Client:
 
     def _destroy(self, runner: AllocRunner) -> None:
         runner.destroy()
+        for driver in self.drivers.values():
+            if isinstance(driver, Docker):  # containers its tasks left (a kill the daemon missed)
+                driver.destroy_alloc(runner.id)
         with self.lock:
             self.runners.pop(runner.id, None)
             self.destroyed.add(runner.id)
@@ -487,6 +521,10 @@ class Client:
             self._save_identity()
         except Exception:  # the next forced GC (or the periodic one) tries again
             log.exception("forced garbage collection failed")
+
+
+def health_of(drivers: dict[str, Any]) -> dict[str, tuple[bool, bool]]:
+    return {name: (bool(info.get("Detected")), bool(info.get("Healthy"))) for name, info in drivers.items()}
 
 
 def _moved_deployment(runner: AllocRunner, stub: dict[str, Any]) -> bool:

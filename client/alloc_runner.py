@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
+from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, PortMapping, StartError, TaskSpec
 from client.health import HealthWatch
 from client.identities import DEFAULT as DEFAULT_IDENTITY
 from client.identities import task_env, task_files
@@ -34,7 +34,15 @@ from client.lifecycle import (
 )
 from client.restarts import RestartPolicy, RestartTracker
 from client.task_runner import NotRunning, TaskRunner
-from client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
+from client.taskenv import (
+    NodeInfo,
+    TaskPaths,
+    build_env,
+    dispatch_payload,
+    interpolate_config,
+    node_ip,
+    payload_path,
+)
 from client.templating.control import RunnerControl
 from client.templating.manager import TemplateManager
 from client.templating.source import Source
@@ -54,6 +62,8 @@ BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
 # /alloc, /local, /secrets (NOMAD_ALLOC_DIR and the others say so).
 CHROOTED_DRIVERS = frozenset({"exec", "docker"})
 IN_TASK_PATHS = TaskPaths(Path("/alloc"), Path("/"))
+# Drivers whose task sees its image's filesystem: no PATH/HOME/TMPDIR of the host's.
+IMAGE_DRIVERS = frozenset({"docker"})
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ def task_plans(
     if group is None:
         raise StartError(f"task group {alloc['TaskGroup']!r} is not in job version {alloc.get('JobVersion')}")
     plans = []
+    ports, network_mode = alloc_ports(alloc, node), group_network_mode(group)
     for task in group.get("Tasks") or []:
         name = str(task["Name"])
         if BAD_TASK_NAME.search(name):
@@ -88,20 +99,21 @@ def task_plans(
             stage = stage_of(task)
         except LifecycleError as err:
             raise StartError(f"task {name!r}: {err}") from None
-        chrooted = task.get("Driver") in CHROOTED_DRIVERS
-        paths = IN_TASK_PATHS if chrooted else TaskPaths(alloc_dir / "alloc", alloc_dir / name)
-        env, attrs = build_env(alloc, task, node, paths)
+        driver = str(task.get("Driver", ""))
+        paths = IN_TASK_PATHS if driver in CHROOTED_DRIVERS else TaskPaths(alloc_dir / "alloc", alloc_dir / name)
+        env, attrs = build_env(alloc, task, node, paths, host_env=driver not in IMAGE_DRIVERS)
         env = {**task_env(task, (identities or {}).get(name, {})), **env}
         spec = TaskSpec(
             name=name,
-            driver=str(task.get("Driver", "")),
+            driver=driver,
             config=interpolate_config(dict(task.get("Config") or {}), env, attrs),
             env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
             user=str(task.get("User") or ""),
             limits=task_limits(task, allocated_task(alloc, name)),
-            network_mode=network_mode(group),
+            ports=ports,
+            network_mode=network_mode,
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
         )
@@ -130,6 +142,24 @@ def allocated_task(alloc: dict[str, Any], task: str) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def alloc_ports(alloc: dict[str, Any], node: NodeInfo) -> tuple[PortMapping, ...]:
+    """The group network's ports the scheduler picked (AllocatedResources.Shared.Ports), on the
+    node's address, as taskenv's NOMAD_HOST_PORT_* and NOMAD_ADDR_* name them."""
+    shared = (alloc.get("AllocatedResources") or {}).get("Shared") or {}
+    host_ip = node_ip(node)
+    return tuple(
+        PortMapping(str(p["Label"]), host_ip, int(p.get("Value") or 0), int(p.get("To") or 0))
+        for p in shared.get("Ports") or []
+        if p.get("Label")
+    )
+
+
+def group_network_mode(group: dict[str, Any]) -> str:
+    """The group network's mode (Nomad's default: host)."""
+    networks = group.get("Networks") or []
+    return str((networks[0] or {}).get("Mode") or "host") if networks else "host"
+
+
 def task_limits(task: dict[str, Any], allocated: dict[str, Any] | None = None) -> Limits:
     """The task's Resources as its driver enforces them; the cores the scheduler reserved
     (and the CPU they count for) from the allocation's AllocatedResources."""
@@ -142,12 +172,6 @@ def task_limits(task: dict[str, Any], allocated: dict[str, Any] | None = None) -
         memory_max_mb=int(resources.get("MemoryMaxMB") or 0),
         cores=cores,
     )
-
-
-def network_mode(group: dict[str, Any]) -> str:
-    """The group network's mode (Nomad's default: host)."""
-    networks = group.get("Networks") or []
-    return str((networks[0] or {}).get("Mode") or "host") if networks else "host"
 
 
 def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:

@@ -11,9 +11,10 @@ from typing import Any
 from app.jobspec.durations import SECOND, DurationError, duration_ns
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, parse_list
 
-DRIVERS = ("raw_exec", "exec", "mock")
+DRIVERS = ("raw_exec", "exec", "mock", "docker")
 # raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
-# enables it, as in Nomad; dev mode (the dev agent's client) enables both.
+# enables it, as in Nomad; dev mode (the dev agent's client) enables all of them (docker reports
+# itself unhealthy, and takes no work, while no daemon answers).
 DEFAULT_DRIVERS = ("mock",)
 
 
@@ -58,6 +59,12 @@ class ClientConfig:
     # Nomad's client options user.denylist and user.checked_drivers.
     user_denylist: tuple[str, ...] = DEFAULT_DENYLIST
     user_checked_drivers: tuple[str, ...] = DEFAULT_CHECKED_DRIVERS
+    # Nomad's docker plugin options: the daemon's address (else DOCKER_HOST, else
+    # unix:///var/run/docker.sock) and whether tasks may bind host paths outside their allocation.
+    docker_endpoint: str = ""
+    docker_volumes_enabled: bool = False
+    # How often the drivers are fingerprinted again (a docker daemon going down or coming back).
+    driver_fingerprint_interval_s: float = 15.0
 
 
 class ConfigError(ValueError):

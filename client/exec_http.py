@@ -15,12 +15,14 @@ from pathlib import Path
 
 from client import task_state
 from client.alloc_fs import FsError
-from client.drivers import ExecHandle, StartError
+from client.drivers import DockerHandle, ExecHandle, StartError
+from client.drivers.docker_daemon import DAEMON_ERRORS
+from client.exec_docker import DockerExecSession
 from client.exec_session import ExecSession, ExecSpec
 from client.http_api import Local, Query
 
 PATH = re.compile(r"^/v1/client/allocation/([0-9a-f-]{36})/exec$")
-EXEC_DRIVERS = frozenset({"raw_exec", "exec"})
+EXEC_DRIVERS = frozenset({"raw_exec", "exec", "docker"})
 
 
 def _command(query: Query) -> list[str]:
@@ -33,7 +35,7 @@ def _command(query: Query) -> list[str]:
     return command
 
 
-def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession:
+def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession | DockerExecSession:
     """The started command, or FsError with Nomad's status and message for what is wrong."""
     task = query.get("task", "")
     if not task:
@@ -51,13 +53,20 @@ def prepare(local: Local, alloc_id: str, query: Query) -> ExecSession:
         raise FsError(404, "task", f"task {task!r} not started yet.")
     if runner.terminal or task_runner.handle is None or task_runner.state.get("State") != "running":
         raise FsError(404, "task", f"task {task!r} is not running.")
+    tty = query.get("tty") == "true"
+    handle = task_runner.handle
+    if isinstance(handle, DockerHandle):
+        try:  # in the task's container, with the container's environment (as docker exec runs)
+            return DockerExecSession(handle.client, handle.container_id, command, tty)
+        except DAEMON_ERRORS as err:
+            raise FsError(400, "command", f"failed to start {command[0]!r}: {err}") from None
     cwd = task_runner.task_dir
-    if isinstance(task_runner.handle, ExecHandle):  # into the task's namespaces, chroot and user
+    if isinstance(handle, ExecHandle):  # into the task's namespaces, chroot and user
         try:
-            command, cwd = task_runner.handle.enter(command, task_runner.spec.user), Path("/")
+            command, cwd = handle.enter(command, task_runner.spec.user), Path("/")
         except StartError as err:
             raise FsError(404, "task", f"task {task!r} is not running: {err}") from None
-    spec = ExecSpec(command, query.get("tty") == "true", dict(task_runner.spec.env), cwd)
+    spec = ExecSpec(command, tty, dict(task_runner.spec.env), cwd)
     try:
         return ExecSession(spec)
     except (OSError, ValueError) as err:

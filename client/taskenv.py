@@ -175,12 +175,18 @@ def _cores_env(alloc: Mapping[str, Any], task: str) -> dict[str, str]:
     return {"NOMAD_CPU_CORES": cpuset_text(cores), "NOMAD_CPU_LIMIT": str(int(cpu.get("CpuShares") or 0))}
 
 
+def node_ip(node: NodeInfo) -> str:
+    """The address the node's ports are on (Nomad's port HostIP)."""
+    return node.attributes.get("unique.network.ip-address") or "127.0.0.1"
+
+
 def build_env(
-    alloc: Mapping[str, Any], task: Mapping[str, Any], node: NodeInfo, paths: TaskPaths
+    alloc: Mapping[str, Any], task: Mapping[str, Any], node: NodeInfo, paths: TaskPaths, host_env: bool = True
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The task's environment and the node attributes interpolation sees, in Nomad's order:
     the NOMAD_* variables, ports, meta (interpolated), PATH/HOME/TMPDIR (where Nomad adds the
-    host's environment), then the task's env (interpolated, so `PATH = "/opt/bin:${PATH}"` works)."""
+    host's environment; not for a task in an image, `host_env` False, whose image has its own),
+    then the task's env (interpolated, so `PATH = "/opt/bin:${PATH}"` works)."""
     job = alloc.get("Job") or {}
     region = str(job.get("Region") or "global")
     attrs = node_attributes(node, region)
@@ -212,8 +218,7 @@ def build_env(
     env.update(_cores_env(alloc, str(task.get("Name") or "")))
     env = {k: v for k, v in env.items() if v}
     shared = (alloc.get("AllocatedResources") or {}).get("Shared") or {}
-    host_ip = node.attributes.get("unique.network.ip-address") or "127.0.0.1"
-    env.update(_port_env(list(shared.get("Ports") or []), host_ip))
+    env.update(_port_env(list(shared.get("Ports") or []), node_ip(node)))
     meta: dict[str, str] = {}
     if job.get("Dispatched"):  # optional dispatch meta is always set, empty when not given
         for key in (job.get("ParameterizedJob") or {}).get("MetaOptional") or []:
@@ -224,8 +229,9 @@ def build_env(
     for key, value in meta.items():
         env[replace_env(key, attrs, base)] = replace_env(value, attrs, base)
     # Where Nomad adds the host's environment (only names not yet set), a minimal one instead.
-    for key, value in (("PATH", PATH), ("HOME", str(paths.local)), ("TMPDIR", str(paths.tmp))):
-        env.setdefault(key, value)
+    if host_env:
+        for key, value in (("PATH", PATH), ("HOME", str(paths.local)), ("TMPDIR", str(paths.tmp))):
+            env.setdefault(key, value)
     before_task = dict(env)
     for key, value in (task.get("Env") or {}).items():
         env[str(key)] = replace_env(str(value), attrs, before_task)

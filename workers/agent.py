@@ -28,6 +28,8 @@ import structlog
 from app.config import Settings
 from app.db.database import open_database
 from app.db.schema import upgrade
+from client.drivers.docker_daemon import Daemon, probe
+from client.drivers.docker_daemon import endpoint as docker_endpoint
 from workers.dev_token import mint_client_token
 
 log = structlog.get_logger(__name__)
@@ -145,12 +147,20 @@ def dev_roles(base: Mapping[str, str]) -> list[Role]:
     ]
 
 
-def dev_client_role(settings: Settings) -> Role:
-    """One client with every driver, so a quick-start job is placed, runs and completes; in
-    dev mode it destroys its allocations when it stops."""
+def dev_client_role(settings: Settings, docker: bool = False) -> Role:
+    """One client with raw_exec, exec and mock, so a quick-start job is placed, runs and
+    completes, and docker when the host's daemon answers; in dev mode it destroys its
+    allocations when it stops. exec is reported healthy only where it can work (root, cgroups)."""
     args = ["client", "--dev", "--server", api_url(settings.bind), "--data-dir", str(settings.data_dir / "client")]
-    # exec is enabled too: the client reports it healthy only where it can work (root, cgroups).
-    return Role("client", [*args, "--driver", "raw_exec", "--driver", "exec", "--driver", "mock"])
+    drivers = ["--driver", "raw_exec", "--driver", "exec", "--driver", "mock"]
+    return Role("client", [*args, *drivers, *(["--driver", "docker"] if docker else [])])
+
+
+def docker_line(daemon: Daemon) -> str:
+    """The start-up line on the docker driver."""
+    if daemon.healthy:
+        return f"docker driver available: Docker {daemon.version} at {docker_endpoint()}"
+    return f"docker driver not available (no Docker daemon answers: {daemon.error})"
 
 
 def _die_with_parent() -> None:
@@ -248,7 +258,9 @@ def _run_locked(settings: Settings) -> int:
             return 0 if stop.is_set() else 1
         log.info(f"API listening on {url}; web UI at {url}/ui/")
         token = mint_client_token(database.url) if settings.acl_enabled else None
-        children.append(_spawn(dev_client_role(settings), client_env(env, token), lock))
+        daemon = probe(docker_endpoint())
+        log.info(docker_line(daemon))
+        children.append(_spawn(dev_client_role(settings, daemon.healthy), client_env(env, token), lock))
         return _supervise(children, stop)
     finally:
         client_s, roles_s = _stop_children(children)

@@ -88,8 +88,15 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "--driver",
     "drivers",
     multiple=True,
-    type=click.Choice(["raw_exec", "exec", "mock"]),
-    help="Task driver to enable; repeatable [default: mock; raw_exec and exec must be enabled here or in the config].",
+    type=click.Choice(["raw_exec", "exec", "mock", "docker"]),
+    help="Task driver to enable (mock, raw_exec, exec, docker); repeatable [default: mock; the others must be "
+    "enabled here or in the config].",
+)
+@click.option(
+    "--docker-endpoint",
+    default=None,
+    help="The docker driver's daemon (Nomad's plugin option `endpoint`) [default: DOCKER_HOST, "
+    "else unix:///var/run/docker.sock].",
 )
 @click.option("--reserved-cpu", type=click.IntRange(0), default=None, help="CPU MHz held back from scheduling.")
 @click.option("--reserved-memory", type=click.IntRange(0), default=None, help="Memory MB held back.")
@@ -202,6 +209,7 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
         "cpu_total_mhz": options["cpu_total_compute"],
         "memory_total_mb": options["memory_total_mb"],
         "http_bind": options["http_bind"],
+        "docker_endpoint": options["docker_endpoint"],
         "dev_mode": True if options["dev"] else None,
     }
     try:

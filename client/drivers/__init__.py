@@ -3,22 +3,28 @@ reports about them."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from client.drivers.base import (
     DEFAULT_KILL_SIGNAL,
     KILLED,
     Driver,
+    ExitDetail,
+    ExplainsExit,
     Handle,
     Limits,
     Mount,
     PortMapping,
     StartError,
     TaskSpec,
+    exit_detail,
     log_paths,
     oom_killed,
     signal_number,
 )
+from client.drivers.docker import Docker, DockerHandle
 from client.drivers.exec import Exec, ExecHandle, ExecSettings, unusable_reason
 from client.drivers.mock import Mock, MockHandle
 from client.drivers.raw_exec import RawExec, RawExecHandle
@@ -27,10 +33,15 @@ from client.drivers.users import UserPolicy
 __all__ = [
     "DEFAULT_KILL_SIGNAL",
     "KILLED",
+    "Docker",
+    "DockerHandle",
     "Driver",
+    "DriverOptions",
     "Exec",
     "ExecHandle",
     "ExecSettings",
+    "ExitDetail",
+    "ExplainsExit",
     "Handle",
     "Limits",
     "Mock",
@@ -42,41 +53,69 @@ __all__ = [
     "StartError",
     "TaskSpec",
     "UserPolicy",
+    "attributes",
     "available",
+    "exit_detail",
     "fingerprint",
     "log_paths",
     "oom_killed",
     "signal_number",
-    "usable",
 ]
 
 
-def available(names: tuple[str, ...], exec_settings: ExecSettings | None = None) -> dict[str, Driver]:
-    settings = exec_settings or ExecSettings()
-    known: dict[str, Driver] = {"raw_exec": RawExec(settings.users), "exec": Exec(settings), "mock": Mock()}
-    return {name: known[name] for name in names}
+@dataclass(frozen=True)
+class DriverOptions:
+    """The client's settings for its drivers (Nomad's plugin options)."""
+
+    docker_endpoint: str = ""  # Nomad's docker `endpoint`; else DOCKER_HOST, else the default socket
+    docker_volumes_enabled: bool = False  # Nomad's docker `volumes { enabled }`
+    exec: ExecSettings = field(default_factory=ExecSettings)  # exec's chroot, cgroups; users for both exec drivers
 
 
-def _health(name: str) -> tuple[bool, str]:
-    """Whether the driver can run tasks on this host, and Nomad's HealthDescription."""
+def available(names: tuple[str, ...], options: DriverOptions | None = None) -> dict[str, Driver]:
+    chosen = options or DriverOptions()
+    known: dict[str, Callable[[], Driver]] = {
+        "raw_exec": lambda: RawExec(chosen.exec.users),
+        "exec": lambda: Exec(chosen.exec),
+        "mock": Mock,
+        "docker": lambda: Docker(chosen.docker_endpoint, chosen.docker_volumes_enabled),
+    }
+    return {name: known[name]() for name in names}
+
+
+@runtime_checkable
+class Fingerprints(Protocol):
+    """A driver that finds out whether it can run tasks here (docker: is the daemon up)."""
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+
+ALWAYS_HEALTHY = {"Detected": True, "Healthy": True, "HealthDescription": "Healthy", "Attributes": {}}
+
+
+def _found(name: str, driver: Driver) -> dict[str, Any]:
+    if isinstance(driver, Fingerprints):
+        return driver.fingerprint()
     if name == "exec":
         reason = unusable_reason()
-        if reason is not None:
-            return False, reason
-    return True, "Healthy"
+        if reason is not None:  # exec without root or cgroups: there, but neither detected nor healthy
+            return {"Detected": False, "Healthy": False, "HealthDescription": reason, "Attributes": {}}
+    return dict(ALWAYS_HEALTHY)
 
 
-def fingerprint(names: tuple[str, ...]) -> dict[str, Any]:
-    """Node.Drivers: only the drivers this client has, so jobs needing others go elsewhere; a
-    driver this host cannot run (exec without root or cgroups) is there but neither detected
-    nor healthy, so nothing is placed for it."""
-    found: dict[str, Any] = {}
-    for name in names:
-        healthy, description = _health(name)
-        found[name] = {"Detected": healthy, "Healthy": healthy, "HealthDescription": description, "Attributes": {}}
-    return found
+def fingerprint(drivers: dict[str, Driver]) -> dict[str, Any]:
+    """Node.Drivers: only the drivers this client has, so jobs needing others go elsewhere; one
+    that cannot run tasks here (docker with its daemon down, exec without root or cgroups) is
+    listed but not healthy, and keeps jobs away too."""
+    return {name: _found(name, driver) for name, driver in drivers.items()}
 
 
-def usable(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The drivers that report `driver.<name>` among the node's attributes (the healthy ones)."""
-    return tuple(name for name in names if _health(name)[0])
+def attributes(found: dict[str, Any]) -> dict[str, str]:
+    """The node attributes the drivers add: `driver.<name>` for each detected one, and the
+    attributes it reports (driver.docker.version …)."""
+    out: dict[str, str] = {}
+    for name, info in found.items():
+        if info.get("Detected"):
+            out[f"driver.{name}"] = "1"
+            out.update({str(k): str(v) for k, v in (info.get("Attributes") or {}).items()})
+    return out

@@ -113,7 +113,28 @@ class ReportsOom(Protocol):
 
 def oom_killed(handle: Handle) -> bool:
     """Nomad's ExitResult.OOMKilled for any handle (False for drivers that cannot tell)."""
-    return isinstance(handle, ReportsOom) and handle.oom_killed()
+    if isinstance(handle, ReportsOom):
+        return handle.oom_killed()
+    return exit_detail(handle).oom_killed
+
+
+@dataclass(frozen=True)
+class ExitDetail:
+    """What a driver knows about an exit beyond its code (Nomad's ExitResult.OOMKilled and Err)."""
+
+    oom_killed: bool = False
+    message: str = ""  # e.g. "OOM Killed": the task event's exit message
+
+
+@runtime_checkable
+class ExplainsExit(Protocol):
+    """A handle that can say why its task exited (optional: raw_exec and mock do not)."""
+
+    def exit_detail(self) -> ExitDetail: ...
+
+
+def exit_detail(handle: Handle) -> ExitDetail:
+    return handle.exit_detail() if isinstance(handle, ExplainsExit) else ExitDetail()
 
 
 class Driver(Protocol):

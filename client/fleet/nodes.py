@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from client.drivers import Mock
 from client.drivers import fingerprint as driver_fingerprint
 from client.fleet.allocs import FleetAllocs
 from client.fleet.base import NANOS, SimNode
@@ -36,7 +37,7 @@ class FleetNodes(FleetAllocs):
             "Datacenter": self.config.datacenter,
             "Status": "ready",
             "Attributes": {"kernel.name": "linux", "unique.hostname": node.name, "driver.mock": "1"},
-            "Drivers": driver_fingerprint(("mock",)),
+            "Drivers": driver_fingerprint({"mock": Mock()}),
             "NodeResources": {
                 "Cpu": {"CpuShares": self.config.cpu_mhz},
                 "Memory": {"MemoryMB": self.config.memory_mb},

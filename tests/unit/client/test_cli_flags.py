@@ -56,7 +56,7 @@ def test_without_flags_the_agent_gets_nomads_defaults(started: list[ClientConfig
 
 
 def test_raw_exec_and_exec_are_enabled_by_dev_mode_or_explicitly(started: list[ClientConfig], tmp_path: Path) -> None:
-    assert parsed(started, "--dev").drivers == ("raw_exec", "exec", "mock")
+    assert parsed(started, "--dev").drivers == ("raw_exec", "exec", "mock", "docker")
     assert parsed(started, "--dev", "--driver", "mock").drivers == ("mock",)
     config_file = tmp_path / "client.json"
     config_file.write_text('{"drivers": ["raw_exec"]}')
@@ -73,6 +73,8 @@ FLAGS: list[tuple[list[str], str, object]] = [
     (["--meta", "rack=r1", "--meta", "zone=a=b"], "meta", {"rack": "r1", "zone": "a=b"}),
     (["--driver", "mock"], "drivers", ("mock",)),
     (["--driver", "mock", "--driver", "raw_exec"], "drivers", ("mock", "raw_exec")),
+    (["--driver", "docker"], "drivers", ("docker",)),
+    (["--docker-endpoint", "unix:///run/d.sock"], "docker_endpoint", "unix:///run/d.sock"),
     (["--reserved-cpu", "500"], "reserved_cpu", 500),
     (["--reserved-memory", "256"], "reserved_memory_mb", 256),
     (["--reserved-disk", "1024"], "reserved_disk_mb", 1024),
@@ -145,7 +147,7 @@ BAD: list[tuple[list[str], str]] = [
     (["--reserved-ports", "9000-8000"], "--reserved-ports"),
     (["--cpu-total-compute", "0"], "--cpu-total-compute"),
     (["--memory-total-mb", "0"], "--memory-total-mb"),
-    (["--driver", "docker"], "--driver"),
+    (["--driver", "podman"], "--driver"),
     (["--meta", "novalue"], "--meta"),
     (["--data-dir", __file__], "--data-dir"),
     (["--config", "/nonexistent/client.json"], "--config"),

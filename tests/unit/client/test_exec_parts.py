@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import CHROOTED_DRIVERS, network_mode, task_limits, task_plans
+from client.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
 from client.config import ConfigError, build
 from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed
 from client.drivers.exec import Exec, ExecSettings, unusable_reason
@@ -189,7 +189,7 @@ def test_reserved_cores_reach_the_limits_and_the_environment(tmp_path: Path) -> 
 def test_limits_without_cores_are_the_tasks_resources() -> None:
     task = {"Resources": {"CPU": 300, "MemoryMB": 64, "MemoryMaxMB": 128}}
     assert task_limits(task) == Limits(cpu_mhz=300, memory_mb=64, memory_max_mb=128)
-    assert network_mode({}) == "host" and network_mode({"Networks": [{"Mode": ""}]}) == "host"
+    assert group_network_mode({}) == "host" and group_network_mode({"Networks": [{"Mode": ""}]}) == "host"
 
 
 def test_cpuset_text_is_linux_list_format() -> None:
