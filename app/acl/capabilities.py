@@ -96,10 +96,10 @@ class Acl:
         for policy in policies:
             for rule in policy.namespaces:
                 merged.setdefault(rule.name, set()).update(rule.capabilities)
-            for pool in policy.node_pools:
-                pools.setdefault(pool.name, set()).update(pool.capabilities)
                 for path_rule in rule.variables:
                     variables.setdefault(f"{rule.name}\x00{path_rule.path}", set()).update(path_rule.capabilities)
+            for pool in policy.node_pools:
+                pools.setdefault(pool.name, set()).update(pool.capabilities)
             nodes.append(policy.node)
             agents.append(policy.agent)
             operators.append(policy.operator)

@@ -10,7 +10,6 @@ from typing import Any
 from urllib.parse import quote
 
 import click
-import hcl2
 
 from app.cli import http
 from app.cli.deployment import columns
@@ -18,7 +17,6 @@ from app.cli.job_status import render_jobs
 from app.cli.node import render_nodes
 from app.cli.output import format_options, formatted, key_values
 
-_HCL_OPTIONS = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=True, with_comments=False)
 _BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 # The node_pool block's settings and the API's keys they become.
 _SETTINGS = {"description": "Description", "meta": "Meta", "scheduler_config": "SchedulerConfiguration"}
@@ -140,7 +138,10 @@ def _json_pool(text: str) -> dict[str, Any]:
 def _hcl_pool(text: str) -> dict[str, Any]:
     """The one node_pool block of an HCL file, as the API's JSON object."""
     try:
-        document = hcl2.loads(text, serialization_options=_HCL_OPTIONS)
+        import hcl2  # only here: the CLI's start-up imports no parser (tests/unit/test_cli_imports.py)
+
+        options = hcl2.SerializationOptions(strip_string_quotes=True, explicit_blocks=True, with_comments=False)
+        document = hcl2.loads(text, serialization_options=options)
     except Exception as err:  # python-hcl2 raises lark's exceptions and plain errors for bad input
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise click.ClickException(f"Failed to parse input content: {first}") from None

@@ -16,9 +16,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from client import task_state
-from tests.integration.test_api_shapes import FULL_JOB
 from tests.support.api import minimal_job, node_body, register
 from tests.support.events import events, has, read_frames
+from tests.support.full_job import FULL_JOB
 from tests.support.nomad_json import RFC3339, problems
 from tests.support.rows import insert_allocation, insert_deployment
 
