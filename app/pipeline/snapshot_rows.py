@@ -53,6 +53,11 @@ def node_from_row(r: Mapping[Any, Any]) -> Node:
             if isinstance(info, dict) and info.get("Healthy", info.get("Detected"))
         ),
         reserved_ports=parse_port_list(r["reserved_ports"] or ""),
+        host_volumes={
+            str(name): bool(volume.get("ReadOnly"))
+            for name, volume in (r.get("host_volumes") or {}).items()
+            if isinstance(volume, dict)
+        },
     )
 
 

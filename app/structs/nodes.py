@@ -33,6 +33,8 @@ class Node:
     reserved_ports: frozenset[int] = frozenset()
     min_dynamic_port: int = 20000
     max_dynamic_port: int = 32000
+    # Host volumes the client declares: name -> whether it is read-only (Node.HostVolumes).
+    host_volumes: Mapping[str, bool] = field(default_factory=dict)
 
     @cached_property
     def allocatable(self) -> Resources:
