@@ -113,6 +113,7 @@ class Client:
             "Attributes": attributes,
             "Meta": config.meta,
             "Drivers": driver_fingerprint(config.drivers),
+            "HostVolumes": {volume.name: volume.fingerprint() for volume in config.host_volumes},
             "NodeResources": {
                 "Cpu": {"CpuShares": found.cpu_mhz},
                 "Memory": {"MemoryMB": found.memory_mb},

@@ -32,6 +32,7 @@ from client.lifecycle import (
 from client.restarts import RestartPolicy, RestartTracker
 from client.task_runner import NotRunning, TaskRunner
 from client.taskenv import NodeInfo, TaskPaths, build_env, dispatch_payload, interpolate_config, payload_path
+from client.volumes import task_mounts
 
 NANOS = 1_000_000_000
 TERMINAL = ("complete", "failed", "lost")
@@ -79,6 +80,7 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
             user=str(task.get("User") or ""),
             limits=task_limits(task),
+            mounts=task_mounts(group, task, node.host_volumes),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
         )

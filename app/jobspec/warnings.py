@@ -82,7 +82,9 @@ def _csi_volumes(volumes: Any) -> set[str]:
 
 
 def _attributes(obj: Mapping[str, Any], keys: Mapping[str, str], where: str) -> list[str]:
-    return [f"{where}: {_ignored(name)}" for key, name in keys.items() if obj.get(key) not in (None, [], {}, "", 0, False)]
+    return [
+        f"{where}: {_ignored(name)}" for key, name in keys.items() if obj.get(key) not in (None, [], {}, "", 0, False)
+    ]
 
 
 def _ignored(what: str) -> str:
