@@ -217,7 +217,7 @@ class Client:
     def _restore(self) -> None:
         """Re-attach to the allocations a previous run of this client left on disk."""
         for alloc_dir in sorted(self.allocs_dir.iterdir()):
-            runner = AllocRunner.restore(alloc_dir, self.drivers, self._on_change)
+            runner = AllocRunner.restore(alloc_dir, self.drivers, self._on_change, self.config.artifact_file_roots)
             if runner is None:
                 log.warning("discarding an unreadable allocation directory", path=str(alloc_dir))
                 continue
@@ -407,7 +407,14 @@ class Client:
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
-        runner = AllocRunner(full, self.allocs_dir / alloc_id, self.drivers, self._on_change, node=self.node_body())
+        runner = AllocRunner(
+            full,
+            self.allocs_dir / alloc_id,
+            self.drivers,
+            self._on_change,
+            node=self.node_body(),
+            artifact_roots=self.config.artifact_file_roots,
+        )
         with self.lock:
             self.runners[alloc_id] = runner
         log.info("running allocation", alloc_id=alloc_id, name=full.get("Name"))

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, StartError, TaskSpec
+from client.artifacts import Artifact, Fetcher, TaskArtifacts
+from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, StartError, TaskSpec
 from client.health import HealthWatch
 from client.lifecycle import (
     MAIN,
@@ -51,6 +52,7 @@ class TaskPlan:
     stage: str
     leader: bool
     payload_file: str
+    artifacts: tuple[Artifact, ...] = ()
 
 
 def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[list[TaskPlan], bool]:
@@ -83,10 +85,12 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             mounts=task_mounts(group, task, node.host_volumes),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
+            logs=LogConfig.of(task.get("LogConfig")),
         )
         payload = str((task.get("DispatchPayload") or {}).get("File") or "")
         policy = task.get("RestartPolicy") or group.get("RestartPolicy")
-        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload))
+        artifacts = tuple(Artifact.of(raw, env, attrs) for raw in task.get("Artifacts") or ())
+        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload, artifacts))
     return plans, job.get("Type") in ("batch", "sysbatch")
 
 
@@ -123,8 +127,10 @@ class AllocRunner:
         on_change: Callable[[AllocRunner], None],
         saved: dict[str, Any] | None = None,
         node: dict[str, Any] | None = None,
+        artifact_roots: tuple[Path, ...] = (),
     ) -> None:
         self.id = str(alloc["ID"])
+        self.artifact_roots = artifact_roots  # where file:// artifacts may come from
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
         saved = saved or {}
         # The node's facts for NOMAD_DC and node.*/attr.* interpolation; kept in the record so a
@@ -178,8 +184,17 @@ class AllocRunner:
                     self._terminal("failed", f"task {spec.name!r}: {err}")
                     return
             self.stages[spec.name] = plan.stage
+            artifacts = TaskArtifacts(plan.artifacts, Fetcher(task_dir, self.dir, self.artifact_roots))
             self.tasks[spec.name] = TaskRunner(
-                spec, drivers[spec.driver], tracker, task_dir, logs, self._changed, previous, self.gates[plan.stage]
+                spec,
+                drivers[spec.driver],
+                tracker,
+                task_dir,
+                logs,
+                self._changed,
+                previous,
+                self.gates[plan.stage],
+                artifacts,
             )
         self.leaders = frozenset(plan.spec.name for plan in plans if plan.leader)
 
@@ -373,10 +388,14 @@ class AllocRunner:
 
     @classmethod
     def restore(
-        cls, alloc_dir: Path, drivers: dict[str, Driver], on_change: Callable[[AllocRunner], None]
+        cls,
+        alloc_dir: Path,
+        drivers: dict[str, Driver],
+        on_change: Callable[[AllocRunner], None],
+        artifact_roots: tuple[Path, ...] = (),
     ) -> AllocRunner | None:
         try:
             record = json.loads((alloc_dir / RECORD).read_text())
-            return cls(record["alloc"], alloc_dir, drivers, on_change, record)
+            return cls(record["alloc"], alloc_dir, drivers, on_change, record, artifact_roots=artifact_roots)
         except (OSError, ValueError, KeyError):
             return None

@@ -11,6 +11,8 @@ from typing import Any
 
 import structlog
 
+from client import logmon_control
+from client.artifacts import ArtifactError, TaskArtifacts
 from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec
 from client.restarts import RestartTracker
 
@@ -45,6 +47,7 @@ class TaskRunner:
         on_change: Callable[[], None],
         saved: dict[str, Any] | None = None,
         gate: threading.Event | None = None,
+        artifacts: TaskArtifacts | None = None,
     ) -> None:
         self.spec, self.driver, self.tracker = spec, driver, tracker
         self.task_dir, self.logs, self.on_change = task_dir, logs, on_change
@@ -60,6 +63,9 @@ class TaskRunner:
             "Events": [],
         }
         self._saved_handle: dict[str, Any] | None = saved.get("handle")
+        self.artifacts = artifacts
+        # Fetched once per allocation, as Nomad's hook state records (not again on a restart).
+        self._artifacts_done = bool(saved.get("artifacts_done"))
         self.handle: Handle | None = None
         self._stop = threading.Event()
         self._restart = threading.Event()  # a user asked for a restart in place
@@ -73,11 +79,14 @@ class TaskRunner:
     def saved(self) -> dict[str, Any]:
         with self._lock:
             handle = self.handle.state() if self.handle is not None else None
-            return {"state": self.state, "handle": handle}
+            return {"state": self.state, "handle": handle, "artifacts_done": self._artifacts_done}
 
     def start(self) -> None:
         if not self.dead:
             self.thread.start()
+        elif self.spec.logs is not None:
+            # The client may have gone down between the task's end and its logmon's.
+            logmon_control.stop(self.logs, self.spec.name)
 
     def stop(self, event: tuple[str, str] | None = None) -> None:
         """Kill the task (or keep it from starting); `event` says why (a sibling failed …)."""
@@ -145,7 +154,8 @@ class TaskRunner:
             if self._stop.is_set():
                 self._event("Killed", "Task successfully killed", ExitCode=code)
                 return self._finish(failed=False, message="")
-            self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
+            if not start_failed:
+                self._event("Terminated", f"Exit Code: {code}", ExitCode=code)
             if self._restart.is_set():
                 self._restart.clear()
                 self._event("Restarting", "Task restarting in 0s", RestartReason="User requested restart")
@@ -174,12 +184,21 @@ class TaskRunner:
         if self._saved_handle is None or self.state["State"] != "running":
             return None
         handle = self.driver.reattach(self.spec, self.task_dir, self._saved_handle)
+        if handle is not None and self.spec.logs is not None:
+            try:
+                logmon_control.ensure(self.logs, self.spec.name, self.spec.logs)  # still running, as a rule
+            except StartError:
+                log.warning("logmon did not restart; the task's output is lost", task=self.spec.name)
         with self._lock:
             self.handle = handle
         return handle
 
     def _start(self) -> Handle | None:
+        if not self._fetch_artifacts():
+            return None
         try:
+            if self.spec.logs is not None:
+                logmon_control.ensure(self.logs, self.spec.name, self.spec.logs)
             handle = self.driver.start(self.spec, self.task_dir, self.logs)
         except StartError as err:
             self._event("Driver Failure", str(err))
@@ -190,6 +209,21 @@ class TaskRunner:
         self._event("Started", "Task started by client")
         self._set(State="running", StartedAt=self.state.get("StartedAt") or now_ns())
         return handle
+
+    def _fetch_artifacts(self) -> bool:
+        """Nomad's artifact hook: False (a failed start, restarted per the policy) when one failed."""
+        if self.artifacts is None or not self.artifacts.artifacts or self._artifacts_done:
+            return True
+        self._event("Downloading Artifacts", "Client is downloading artifacts")
+        self.on_change()
+        try:
+            self.artifacts.fetch_all()
+        except ArtifactError as err:
+            self._event("Failed Artifact Download", str(err), DownloadError=str(err))
+            self.on_change()
+            return False
+        self._artifacts_done = True
+        return True
 
     def _wait(self, handle: Handle) -> int:
         while not self._stop.is_set() and not self._restart.is_set():
@@ -203,6 +237,8 @@ class TaskRunner:
         return handle.kill(timeout, name)
 
     def _finish(self, *, failed: bool, message: str) -> None:
+        if self.spec.logs is not None:
+            logmon_control.stop(self.logs, self.spec.name)  # after it drained the task's last words
         if message:
             self._event("Finished" if not failed else "Failed", message)
         self._set(State="dead", Failed=failed, FinishedAt=now_ns())
