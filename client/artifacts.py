@@ -147,8 +147,10 @@ def _download(artifact: Artifact, downloaded: Path) -> None:
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in GETTER_OPTIONS]
     query += [(k, v) for k, v in artifact.options.items() if k not in GETTER_OPTIONS]
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+    headers = {"Accept-Encoding": "identity", **artifact.headers}
     with (
-        httpx.stream("GET", url, headers=dict(artifact.headers), timeout=TIMEOUT_S, follow_redirects=True) as answer,
+        # identity: the bytes as the server holds them, which is what a checksum is taken over
+        httpx.stream("GET", url, headers=headers, timeout=TIMEOUT_S, follow_redirects=True) as answer,
         downloaded.open("wb") as out,
     ):
         if answer.status_code != 200:
