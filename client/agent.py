@@ -395,7 +395,7 @@ class Client:
                 self._place(alloc_id)
         elif not wanted and not runner.terminal and not runner.stopping:
             log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
-            runner.stop()
+            runner.stop(no_shutdown_delay=bool((alloc.get("DesiredTransition") or {}).get("NoShutdownDelay")))
         elif wanted and _moved_deployment(runner, alloc):
             full = self.api.allocation(alloc_id)
             if full is not None:

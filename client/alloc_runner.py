@@ -80,6 +80,7 @@ def task_plans(alloc: dict[str, Any], node: NodeInfo, alloc_dir: Path) -> tuple[
             env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
+            shutdown_delay_s=float(task.get("ShutdownDelay") or 0) / NANOS,
             user=str(task.get("User") or ""),
             limits=task_limits(task),
             mounts=task_mounts(group, task, node.host_volumes),
@@ -102,6 +103,14 @@ def task_limits(task: dict[str, Any]) -> Limits:
         memory_mb=int(resources.get("MemoryMB") or 0),
         memory_max_mb=int(resources.get("MemoryMaxMB") or 0),
     )
+
+
+def group_shutdown_delay_s(alloc: dict[str, Any]) -> float:
+    job = alloc.get("Job") or {}
+    group: dict[str, Any] = next(
+        (g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")), {}
+    )
+    return float(group.get("ShutdownDelay") or 0) / NANOS
 
 
 def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:
@@ -147,6 +156,7 @@ class AllocRunner:
         self.phase = "prestart" if saved else "init"
         self.gates = {stage: threading.Event() for stage in OPEN["poststart"] | OPEN["prestart"] | {POSTSTOP}}
         self._killing = False
+        self._no_delay = False
         # A restarted client keeps its health clock and verdict (the servers keep the first one).
         self.health = HealthWatch.restore(saved.get("health")) or HealthWatch.of(alloc)
         self._lock = threading.RLock()
@@ -222,10 +232,13 @@ class AllocRunner:
             self.stop()
         self._changed()
 
-    def stop(self) -> None:
-        """The servers want it stopped (stop or evict): kill every task but the poststop ones,
-        leader first and sidecars last, honouring each kill_timeout; poststop tasks run next."""
+    def stop(self, no_shutdown_delay: bool = False) -> None:
+        """The servers want it stopped (stop or evict): wait out the group's shutdown_delay,
+        then kill every task but the poststop ones, leader first and sidecars last, each after
+        its own shutdown_delay and within its kill_timeout; poststop tasks run next.
+        no_shutdown_delay (Nomad's DesiredTransition.NoShutdownDelay) skips both delays."""
         self.stopping = True
+        self._no_delay = self._no_delay or no_shutdown_delay
         self._kill(None)
         if not any(t.thread.is_alive() for t in self.tasks.values()):
             self._changed()
@@ -238,10 +251,17 @@ class AllocRunner:
         threading.Thread(target=self._kill_in_order, args=(event,), name=f"kill-{self.id[:8]}", daemon=True).start()
 
     def _kill_in_order(self, event: tuple[str, str] | None) -> None:
+        delay = group_shutdown_delay_s(self.alloc)
+        if event is None and delay > 0 and not self._no_delay:
+            # Nomad's group shutdown delay: after the group's services are deregistered, before
+            # any task is killed, so traffic drains away from the allocation first.
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline and not self._no_delay:
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         for batch in kill_order(self.stages, self.leaders):
             runners = [self.tasks[name] for name in batch]
             for task in runners:
-                task.stop(event)
+                task.stop(event, skip_delay=self._no_delay)
             for task in runners:
                 if task.thread.is_alive():
                     task.thread.join()
@@ -379,7 +399,7 @@ class AllocRunner:
         for name, task in self.tasks.items():
             if self.stages.get(name) == POSTSTOP:
                 task.stop()  # nothing is left to run after: not even the poststop tasks
-        self.stop()
+        self.stop(no_shutdown_delay=True)
         for task in self.tasks.values():
             if task.thread.is_alive():
                 task.thread.join()

@@ -69,6 +69,7 @@ class TaskRunner:
         self.handle: Handle | None = None
         self._stop = threading.Event()
         self._restart = threading.Event()  # a user asked for a restart in place
+        self._skip_delay = False
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"task-{spec.name}", daemon=True)
 
@@ -88,11 +89,13 @@ class TaskRunner:
             # The client may have gone down between the task's end and its logmon's.
             logmon_control.stop(self.logs, self.spec.name)
 
-    def stop(self, event: tuple[str, str] | None = None) -> None:
-        """Kill the task (or keep it from starting); `event` says why (a sibling failed …)."""
+    def stop(self, event: tuple[str, str] | None = None, skip_delay: bool = False) -> None:
+        """Kill the task (or keep it from starting); `event` says why (a sibling failed …);
+        skip_delay: kill without waiting out the task's shutdown_delay."""
         if event is not None and not self._stop.is_set() and not self.dead:
             with self._lock:
                 self._event(*event)
+        self._skip_delay = self._skip_delay or skip_delay
         self._stop.set()
 
     def restart(self, reason: str) -> None:
@@ -230,11 +233,32 @@ class TaskRunner:
             code = handle.wait(WAIT_SLICE_S)
             if code is not None:
                 return code
+        if self._stop.is_set() and self.spec.shutdown_delay_s > 0:
+            code = self._shutdown_delay(handle)
+            if code is not None:
+                return code
         timeout, name = self.spec.kill_timeout_s, self.spec.kill_signal
         message = f"Sent {name}. Waiting {timeout:g}s before force killing"
         self._event("Killing", message, KillTimeout=int(timeout * NANOS), KillSignal=name)
         self.on_change()
         return handle.kill(timeout, name)
+
+    def _shutdown_delay(self, handle: Handle) -> int | None:
+        """Nomad's task shutdown_delay before the kill signal; the exit code if the task ended
+        meanwhile. Skipped (with its event) when the stop says no_shutdown_delay."""
+        delay = self.spec.shutdown_delay_s
+        if self._skip_delay:
+            self._event("Skipping shutdown delay", f"Skipping shutdown_delay of {delay:g}s before killing the task.")
+            self.on_change()
+            return None
+        self._event("Waiting for shutdown delay", f"Waiting for shutdown_delay of {delay:g}s before killing the task.")
+        self.on_change()
+        deadline = time.monotonic() + delay
+        while (left := deadline - time.monotonic()) > 0 and not self._skip_delay:
+            code = handle.wait(min(WAIT_SLICE_S, left))
+            if code is not None:
+                return code
+        return None
 
     def _finish(self, *, failed: bool, message: str) -> None:
         if self.spec.logs is not None:

@@ -88,6 +88,7 @@ class TaskSpec:
     network_mode: str = "host"  # the group network's mode: host, bridge, none
     alloc_id: str = ""
     alloc_dir: Path | None = None  # the allocation's directory (alloc/, and one per task)
+    shutdown_delay_s: float = 0.0  # Task.ShutdownDelay: waited between the stop and the kill signal
     # The logs block; None: no logmon runs, the driver appends to `<task>.stdout.0` itself.
     logs: LogConfig | None = None
 
