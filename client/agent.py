@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import structlog
 
+from client import disconnect
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import NodeGone, ServerApi
 from client.config import ClientConfig
@@ -47,6 +48,7 @@ class Client:
         self.lock = threading.RLock()
         self.dirty: dict[str, dict[str, Any]] = {}
         self.synced = False
+        self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
         self.force_gc_index = 0
         self.allocs_dir = config.data_dir / "allocs"
         self.allocs_dir.mkdir(parents=True, exist_ok=True)
@@ -141,6 +143,7 @@ class Client:
                 self.stop.wait(backoff.next())
                 continue
             streak.succeeded()
+            self.last_contact = time.monotonic()
             self.registered = body
             self._keep_link_key()
             log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
@@ -324,9 +327,11 @@ class Client:
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
             if streak is not None:
                 streak.failed(err)
+            self._stop_disconnected(time.monotonic())
             return RETRY_S
         if streak is not None:
             streak.succeeded()
+        self.last_contact = time.monotonic()
         self._keep_link_key()
         if not ready:
             return RETRY_S  # re-send on the next beat, soon
@@ -337,6 +342,13 @@ class Client:
             self.force_gc_index = beat.force_gc_index
             threading.Thread(target=self._forced_gc, name="forced-gc", daemon=True).start()
         return beat.ttl_s
+
+    def _stop_disconnected(self, now: float) -> None:
+        """Nomad's heartbeat stop: kill what asked to be stopped this long out of contact."""
+        for runner in self._runner_list():
+            if not runner.terminal and not runner.stopping and disconnect.due(runner.alloc, self.last_contact, now):
+                log.warning("stopping allocation: no contact with the servers", alloc_id=runner.id)
+                runner.stop()
 
     # -- allocations ---------------------------------------------------------------------
 
