@@ -63,7 +63,5 @@ def test_host_volumes_are_registered_and_served(client: FlaskClient, pg: Conn) -
     assert node is not None and node["HostVolumes"] == volumes
     stored = pg.execute("SELECT host_volumes FROM nodes WHERE id = %s", (node_id,)).fetchone()
     assert stored is not None and stored[0] == volumes
-    bad = client.put(
-        "/v1/node/register", json={"Node": node_body(str(uuid.uuid4()), HostVolumes={"x": {"Name": "x"}})}
-    )
+    bad = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()), HostVolumes={"x": {"Name": "x"}})})
     assert bad.status_code == 400 and "HostVolumes" in json.dumps(bad.json)
