@@ -14,11 +14,26 @@ import pytest
 from flask.testing import FlaskClient
 
 from client.logs_http import serve
-from tests.integration.test_log_proxy import node_with_alloc
 from tests.support.api import minimal_job, node_body, register
+from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def node_with_alloc(
+    client: FlaskClient, pg: Conn, http_addr: str, secret: str, keys: dict[str, str]
+) -> tuple[str, str]:
+    """A node at http_addr with an allocation; its link key goes into `keys` under "link"."""
+    node_id = str(uuid.uuid4())
+    reply = client.put("/v1/node/register", json={"Node": node_body(node_id, HTTPAddr=http_addr, SecretID=secret)})
+    assert reply.status_code == 200 and reply.json is not None, reply.json
+    keys["link"] = reply.json["LinkKey"]
+    eval_id = pg.execute("SELECT id::text FROM evaluations ORDER BY create_index DESC LIMIT 1").fetchone()
+    assert eval_id is not None
+    alloc_id = insert_allocation(pg, node_id, str(eval_id[0]))
+    pg.commit()
+    return node_id, alloc_id
 
 
 def test_logs_read_across_rotated_files(client: FlaskClient, pg: Conn, tmp_path: Path) -> None:
