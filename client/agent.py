@@ -18,6 +18,7 @@ import httpx
 import structlog
 
 from app.client_tls import client_tls
+from client import disconnect
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import IdentityRefused, NodeGone, ServerApi
 from client.config import ClientConfig
@@ -62,6 +63,7 @@ class Client:
         self.lock = threading.RLock()
         self.dirty: dict[str, dict[str, Any]] = {}
         self.synced = False
+        self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
         self.force_gc_index = 0
         self.allocs_dir = config.data_dir / "allocs"
         self.allocs_dir.mkdir(parents=True, exist_ok=True)
@@ -147,6 +149,7 @@ class Client:
             "Attributes": attributes,
             "Meta": config.meta,
             "Drivers": drivers,
+            "HostVolumes": {volume.name: volume.fingerprint() for volume in config.host_volumes},
             "NodeResources": {
                 "Cpu": {
                     "CpuShares": found.cpu_mhz,
@@ -178,6 +181,7 @@ class Client:
                 self.stop.wait(backoff.next())
                 continue
             streak.succeeded()
+            self.last_contact = time.monotonic()
             self.registered = body
             self._keep_link_key()
             log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
@@ -256,7 +260,9 @@ class Client:
     def _restore(self) -> None:
         """Re-attach to the allocations a previous run of this client left on disk."""
         for alloc_dir in sorted(self.allocs_dir.iterdir()):
-            runner = AllocRunner.restore(alloc_dir, self.drivers, self._on_change, self.template_source)
+            runner = AllocRunner.restore(
+                alloc_dir, self.drivers, self._on_change, self.template_source, self.config.artifact_file_roots
+            )
             if runner is None:
                 log.warning("discarding an unreadable allocation directory", path=str(alloc_dir))
                 continue
@@ -383,9 +389,11 @@ class Client:
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
             if streak is not None:
                 streak.failed(err)
+            self._stop_disconnected(time.monotonic())
             return RETRY_S
         if streak is not None:
             streak.succeeded()
+        self.last_contact = time.monotonic()
         self._keep_link_key()
         if not ready:
             return RETRY_S  # re-send on the next beat, soon
@@ -396,6 +404,13 @@ class Client:
             self.force_gc_index = beat.force_gc_index
             threading.Thread(target=self._forced_gc, name="forced-gc", daemon=True).start()
         return beat.ttl_s
+
+    def _stop_disconnected(self, now: float) -> None:
+        """Nomad's heartbeat stop: kill what asked to be stopped this long out of contact."""
+        for runner in self._runner_list():
+            if not runner.terminal and not runner.stopping and disconnect.due(runner.alloc, self.last_contact, now):
+                log.warning("stopping allocation: no contact with the servers", alloc_id=runner.id)
+                runner.stop()
 
     # -- allocations ---------------------------------------------------------------------
 
@@ -454,7 +469,7 @@ class Client:
                 self._place(alloc_id)
         elif not wanted and not runner.terminal and not runner.stopping:
             log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
-            runner.stop()
+            runner.stop(no_shutdown_delay=bool((alloc.get("DesiredTransition") or {}).get("NoShutdownDelay")))
         elif wanted and _moved_deployment(runner, alloc):
             full = self.api.allocation(alloc_id)
             if full is not None:
@@ -476,6 +491,7 @@ class Client:
             template_source=self.template_source,
             identities=tokens,
             identity_error=refused,
+            artifact_roots=self.config.artifact_file_roots,
         )
         with self.lock:
             self.runners[alloc_id] = runner

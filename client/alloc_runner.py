@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, PortMapping, StartError, TaskSpec
+from client.artifacts import Artifact, Fetcher, TaskArtifacts
+from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
 from client.health import HealthWatch
 from client.identities import DEFAULT as DEFAULT_IDENTITY
 from client.identities import task_env, task_files
@@ -48,6 +49,7 @@ from client.templating.manager import TemplateManager
 from client.templating.source import Source
 from client.templating.spec import SpecError, TemplateSpec
 from client.templating.unavailable import NoSource
+from client.volumes import task_mounts
 
 # Where an allocation's templates read variables and services (the agent's HTTP source).
 # (the allocation, the task's workload identity or "") -> where its templates read data
@@ -77,6 +79,7 @@ class TaskPlan:
     leader: bool
     payload_file: str
     templates: tuple[TemplateSpec, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
 
 
 def task_plans(
@@ -110,20 +113,24 @@ def task_plans(
             env=env,
             kill_timeout_s=float(task.get("KillTimeout", 5 * NANOS)) / NANOS,
             kill_signal=str(task.get("KillSignal") or DEFAULT_KILL_SIGNAL),
+            shutdown_delay_s=float(task.get("ShutdownDelay") or 0) / NANOS,
             user=str(task.get("User") or ""),
             limits=task_limits(task, allocated_task(alloc, name)),
             ports=ports,
             network_mode=network_mode,
+            mounts=task_mounts(group, task, node.host_volumes),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
+            logs=LogConfig.of(task.get("LogConfig")),
         )
         payload = str((task.get("DispatchPayload") or {}).get("File") or "")
         policy = task.get("RestartPolicy") or group.get("RestartPolicy")
+        artifacts = tuple(Artifact.of(raw, env, attrs) for raw in task.get("Artifacts") or ())
         try:
             templates = tuple(TemplateSpec.of(raw) for raw in task.get("Templates") or [])
         except SpecError as err:
             raise StartError(f"task {name!r}: {err}") from None
-        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload, templates))
+        plans.append(TaskPlan(spec, policy, stage, bool(task.get("Leader")), payload, templates, artifacts))
     return plans, job.get("Type") in ("batch", "sysbatch")
 
 
@@ -174,6 +181,14 @@ def task_limits(task: dict[str, Any], allocated: dict[str, Any] | None = None) -
     )
 
 
+def group_shutdown_delay_s(alloc: dict[str, Any]) -> float:
+    job = alloc.get("Job") or {}
+    group: dict[str, Any] = next(
+        (g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")), {}
+    )
+    return float(group.get("ShutdownDelay") or 0) / NANOS
+
+
 def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:
     """The task states deployment health is judged on: not the poststop tasks, nor the
     prestart/poststart tasks that have finished successfully (they were meant to)."""
@@ -200,9 +215,11 @@ class AllocRunner:
         template_source: SourceFactory | None = None,
         identities: dict[str, dict[str, str]] | None = None,
         identity_error: str = "",
+        artifact_roots: tuple[Path, ...] = (),
     ) -> None:
         self.id = str(alloc["ID"])
         self.template_source = template_source
+        self.artifact_roots = artifact_roots  # where file:// artifacts may come from
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
         saved = saved or {}
         # The node's facts for NOMAD_DC and node.*/attr.* interpolation; kept in the record so a
@@ -219,6 +236,7 @@ class AllocRunner:
         self.phase = "prestart" if saved else "init"
         self.gates = {stage: threading.Event() for stage in OPEN["poststart"] | OPEN["prestart"] | {POSTSTOP}}
         self._killing = False
+        self._no_delay = False
         # A restarted client keeps its health clock and verdict (the servers keep the first one).
         self.health = HealthWatch.restore(saved.get("health")) or HealthWatch.of(alloc)
         self._lock = threading.RLock()
@@ -267,6 +285,7 @@ class AllocRunner:
             self.stages[spec.name] = plan.stage
             control = RunnerControl()
             templates = self._templates(plan, task_dir, control)
+            artifacts = TaskArtifacts(plan.artifacts, Fetcher(task_dir, self.dir, self.artifact_roots))
             runner = TaskRunner(
                 spec,
                 drivers[spec.driver],
@@ -277,6 +296,7 @@ class AllocRunner:
                 previous,
                 self.gates[plan.stage],
                 templates,
+                artifacts,
             )
             control.runner = runner
             self.tasks[spec.name] = runner
@@ -322,10 +342,13 @@ class AllocRunner:
             self.stop()
         self._changed()
 
-    def stop(self) -> None:
-        """The servers want it stopped (stop or evict): kill every task but the poststop ones,
-        leader first and sidecars last, honouring each kill_timeout; poststop tasks run next."""
+    def stop(self, no_shutdown_delay: bool = False) -> None:
+        """The servers want it stopped (stop or evict): wait out the group's shutdown_delay,
+        then kill every task but the poststop ones, leader first and sidecars last, each after
+        its own shutdown_delay and within its kill_timeout; poststop tasks run next.
+        no_shutdown_delay (Nomad's DesiredTransition.NoShutdownDelay) skips both delays."""
         self.stopping = True
+        self._no_delay = self._no_delay or no_shutdown_delay
         self._kill(None)
         if not any(t.thread.is_alive() for t in self.tasks.values()):
             self._changed()
@@ -338,10 +361,17 @@ class AllocRunner:
         threading.Thread(target=self._kill_in_order, args=(event,), name=f"kill-{self.id[:8]}", daemon=True).start()
 
     def _kill_in_order(self, event: tuple[str, str] | None) -> None:
+        delay = group_shutdown_delay_s(self.alloc)
+        if event is None and delay > 0 and not self._no_delay:
+            # Nomad's group shutdown delay: after the group's services are deregistered, before
+            # any task is killed, so traffic drains away from the allocation first.
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline and not self._no_delay:
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         for batch in kill_order(self.stages, self.leaders):
             runners = [self.tasks[name] for name in batch]
             for task in runners:
-                task.stop(event)
+                task.stop(event, skip_delay=self._no_delay)
             for task in runners:
                 if task.thread.is_alive():
                     task.thread.join()
@@ -480,7 +510,7 @@ class AllocRunner:
         for name, task in self.tasks.items():
             if self.stages.get(name) == POSTSTOP:
                 task.stop()  # nothing is left to run after: not even the poststop tasks
-        self.stop()
+        self.stop(no_shutdown_delay=True)
         for task in self.tasks.values():
             if task.thread.is_alive():
                 task.thread.join()
@@ -494,9 +524,18 @@ class AllocRunner:
         drivers: dict[str, Driver],
         on_change: Callable[[AllocRunner], None],
         template_source: SourceFactory | None = None,
+        artifact_roots: tuple[Path, ...] = (),
     ) -> AllocRunner | None:
         try:
             record = json.loads((alloc_dir / RECORD).read_text())
-            return cls(record["alloc"], alloc_dir, drivers, on_change, record, template_source=template_source)
+            return cls(
+                record["alloc"],
+                alloc_dir,
+                drivers,
+                on_change,
+                record,
+                template_source=template_source,
+                artifact_roots=artifact_roots,
+            )
         except (OSError, ValueError, KeyError):
             return None

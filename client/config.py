@@ -30,6 +30,19 @@ class GcConfig:
 
 
 @dataclass(frozen=True)
+class HostVolume:
+    """Nomad's client `host_volume "name" { path, read_only }`: a host directory jobs may mount."""
+
+    name: str
+    path: Path
+    read_only: bool = False
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Node.HostVolumes[name], as Nomad's ClientHostVolumeConfig."""
+        return {"Name": self.name, "Path": str(self.path), "ReadOnly": self.read_only}
+
+
+@dataclass(frozen=True)
 class ClientConfig:
     server: str = "http://127.0.0.1:4646"
     data_dir: Path = Path(".corral-client")
@@ -65,6 +78,10 @@ class ClientConfig:
     docker_volumes_enabled: bool = False
     # How often the drivers are fingerprinted again (a docker daemon going down or coming back).
     driver_fingerprint_interval_s: float = 15.0
+    host_volumes: tuple[HostVolume, ...] = ()
+    # Host directories whose files `artifact { source = "file:///..." }` may fetch (Nomad has no
+    # file getter: none unless the operator lists some).
+    artifact_file_roots: tuple[Path, ...] = ()
 
 
 class ConfigError(ValueError):
@@ -175,15 +192,69 @@ def _cgroup_parent(value: object) -> str:
     return value.strip("/")
 
 
+def host_volumes(value: object) -> tuple[HostVolume, ...]:
+    """The file's "host_volume": {name: {path, read_only}}, or a list of such objects (how
+    Nomad's HCL blocks read as JSON). Each path must be an existing directory."""
+    items = value if isinstance(value, list) else [value]
+    found: dict[str, HostVolume] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise ConfigError('host_volume: must be an object {"name": {"path": "/dir", "read_only": false}}')
+        for name, body in item.items():
+            found[name] = _host_volume(str(name), body)
+    return tuple(found[name] for name in sorted(found))
+
+
+def _host_volume(name: str, body: object) -> HostVolume:
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    if not isinstance(body, dict):
+        raise ConfigError(f"host_volume {name!r}: must be an object with path and read_only")
+    unknown = sorted(set(body) - {"path", "read_only"})
+    if unknown:
+        raise ConfigError(f"host_volume {name!r}: unknown setting(s) {', '.join(unknown)}; choose from path, read_only")
+    path, read_only = body.get("path"), body.get("read_only", False)
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"host_volume {name!r}: path is required")
+    if not isinstance(read_only, bool):
+        raise ConfigError(f"host_volume {name!r}: read_only must be true or false, got {read_only!r}")
+    resolved = Path(path).resolve()
+    if not resolved.is_dir():
+        raise ConfigError(f"host_volume {name!r}: path {path} is not an existing directory")
+    return HostVolume(name, resolved, read_only)
+
+
+def volume_flag(value: str) -> tuple[HostVolume, ...]:
+    """`--host-volume name=/path` or `name=/path:ro`."""
+    name, sep, path = value.partition("=")
+    read_only = path.endswith(":ro")
+    path = path.removesuffix(":ro")
+    if not sep or not name or not path:
+        raise ConfigError(f"host volume must be name=/path or name=/path:ro, got {value!r}")
+    return (_host_volume(name, {"path": path, "read_only": read_only}),)
+
+
 def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str, Any]) -> ClientConfig:
     """Defaults, then the file, then flags that were given (None means not given).
     GC settings come from the file's "gc" object or its top-level "gc_*" keys, as Nomad names them."""
+    file_values, flags = dict(file_values), dict(flags)
+    if "host_volume" in file_values:
+        file_values["host_volumes"] = host_volumes(file_values.pop("host_volume"))
+    if "artifact_file_roots" in file_values:
+        roots = file_values["artifact_file_roots"]
+        if not isinstance(roots, list) or not all(isinstance(r, str) and r.startswith("/") for r in roots):
+            raise ConfigError("artifact_file_roots: must be a list of absolute directory paths")
+        file_values["artifact_file_roots"] = tuple(Path(r).resolve() for r in roots)
+    flag_volumes = tuple(v for flag in flags.pop("host_volumes", None) or () for v in volume_flag(flag))
     values = {**file_values, **_given(flags)}
     values.update(client_options(values.pop("options", {})))
     if "chroot_env" in values:
         values["chroot_env"] = _chroot_env(values["chroot_env"])
     if "cgroup_parent" in values:
         values["cgroup_parent"] = _cgroup_parent(values["cgroup_parent"])
+    if flag_volumes:  # flags add to (and replace by name) the file's volumes
+        named = {v.name: v for v in (*values.get("host_volumes", ()), *flag_volumes)}
+        values["host_volumes"] = tuple(named[n] for n in sorted(named))
     gc_file = values.pop("gc", {}) or {}
     if not isinstance(gc_file, dict):
         raise ConfigError("gc: must be an object")

@@ -12,7 +12,8 @@ from typing import Any
 
 import structlog
 
-from client import task_state
+from client import logmon_control, task_state
+from client.artifacts import ArtifactError, TaskArtifacts
 from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, oom_killed
 from client.restarts import RestartTracker
 from client.templating.manager import TemplateFailed, TemplateManager
@@ -50,6 +51,7 @@ class TaskRunner:
         saved: dict[str, Any] | None = None,
         gate: threading.Event | None = None,
         templates: TemplateManager | None = None,
+        artifacts: TaskArtifacts | None = None,
     ) -> None:
         self.spec, self.driver, self.tracker = spec, driver, tracker
         self.base_env = dict(spec.env)  # the env templates add to at each start
@@ -64,10 +66,14 @@ class TaskRunner:
         found = saved.get("state")
         self.state: dict[str, Any] = task_state.upgraded(found) if found else task_state.new_state()
         self._saved_handle: dict[str, Any] | None = saved.get("handle")
+        self.artifacts = artifacts
+        # Fetched once per allocation, as Nomad's hook state records (not again on a restart).
+        self._artifacts_done = bool(saved.get("artifacts_done"))
         self.handle: Handle | None = None
         self._stop = threading.Event()
         self._restart = threading.Event()  # a user (or a template) asked for a restart in place
         self._restart_reason = ""
+        self._skip_delay = False
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"task-{spec.name}", daemon=True)
 
@@ -78,17 +84,22 @@ class TaskRunner:
     def saved(self) -> dict[str, Any]:
         with self._lock:
             handle = self.handle.state() if self.handle is not None else None
-            return {"state": self.state, "handle": handle}
+            return {"state": self.state, "handle": handle, "artifacts_done": self._artifacts_done}
 
     def start(self) -> None:
         if not self.dead:
             self.thread.start()
+        elif self.spec.logs is not None:
+            # The client may have gone down between the task's end and its logmon's.
+            logmon_control.stop(self.logs, self.spec.name)
 
-    def stop(self, event: tuple[str, str] | None = None) -> None:
-        """Kill the task (or keep it from starting); `event` says why (a sibling failed …)."""
+    def stop(self, event: tuple[str, str] | None = None, skip_delay: bool = False) -> None:
+        """Kill the task (or keep it from starting); `event` says why (a sibling failed …);
+        skip_delay: kill without waiting out the task's shutdown_delay."""
         if event is not None and not self._stop.is_set() and not self.dead:
             with self._lock:
                 self._event(*event)
+        self._skip_delay = self._skip_delay or skip_delay
         self._stop.set()
         if self.templates is not None:
             self.templates.stop()  # a task being stopped needs no more renders (nor a waiting prestart)
@@ -172,7 +183,8 @@ class TaskRunner:
             if self._stop.is_set() and not oom:
                 self._event("Killed", "Task successfully killed", ExitCode=code)
                 return self._finish(failed=self._fail_message is not None, message="")
-            self._terminated(code, oom)
+            if not start_failed:  # an artifact that failed to download ran nothing
+                self._terminated(code, oom)
             if self._stop.is_set():
                 return self._finish(failed=self._fail_message is not None, message="")
             if self._restart.is_set():
@@ -227,6 +239,11 @@ class TaskRunner:
         if self._saved_handle is None or self.state["State"] != "running":
             return None
         handle = self.driver.reattach(self.spec, self.task_dir, self._saved_handle)
+        if handle is not None and self.spec.logs is not None:
+            try:
+                logmon_control.ensure(self.logs, self.spec.name, self.spec.logs)  # still running, as a rule
+            except StartError:
+                log.warning("logmon did not restart; the task's output is lost", task=self.spec.name)
         with self._lock:
             self.handle = handle
         if handle is not None and self.templates is not None:
@@ -235,10 +252,14 @@ class TaskRunner:
         return handle
 
     def _start(self) -> Handle | None:
+        if not self._fetch_artifacts():
+            return None
         if self.templates is not None:
             # Template variables override the task's env block, as in Nomad's env builder.
             self.spec = replace(self.spec, env={**self.base_env, **self.templates.env()})
         try:
+            if self.spec.logs is not None:
+                logmon_control.ensure(self.logs, self.spec.name, self.spec.logs)
             handle = self.driver.start(self.spec, self.task_dir, self.logs)
         except StartError as err:
             self._event("Driver Failure", str(err))
@@ -251,9 +272,28 @@ class TaskRunner:
         self._set(State="running", StartedAt=started)
         return handle
 
+    def _fetch_artifacts(self) -> bool:
+        """Nomad's artifact hook: False (a failed start, restarted per the policy) when one failed."""
+        if self.artifacts is None or not self.artifacts.artifacts or self._artifacts_done:
+            return True
+        self._event("Downloading Artifacts", "Client is downloading artifacts")
+        self.on_change()
+        try:
+            self.artifacts.fetch_all()
+        except ArtifactError as err:
+            self._event("Failed Artifact Download", str(err), DownloadError=str(err))
+            self.on_change()
+            return False
+        self._artifacts_done = True
+        return True
+
     def _wait(self, handle: Handle) -> int:
         while not self._stop.is_set() and not self._restart.is_set():
             code = handle.wait(WAIT_SLICE_S)
+            if code is not None:
+                return code
+        if self._stop.is_set() and self.spec.shutdown_delay_s > 0:
+            code = self._shutdown_delay(handle)
             if code is not None:
                 return code
         timeout, name = self.spec.kill_timeout_s, self.spec.kill_signal
@@ -262,9 +302,28 @@ class TaskRunner:
         self.on_change()
         return handle.kill(timeout, name)
 
+    def _shutdown_delay(self, handle: Handle) -> int | None:
+        """Nomad's task shutdown_delay before the kill signal; the exit code if the task ended
+        meanwhile. Skipped (with its event) when the stop says no_shutdown_delay."""
+        delay = self.spec.shutdown_delay_s
+        if self._skip_delay:
+            self._event("Skipping shutdown delay", f"Skipping shutdown_delay of {delay:g}s before killing the task.")
+            self.on_change()
+            return None
+        self._event("Waiting for shutdown delay", f"Waiting for shutdown_delay of {delay:g}s before killing the task.")
+        self.on_change()
+        deadline = time.monotonic() + delay
+        while (left := deadline - time.monotonic()) > 0 and not self._skip_delay:
+            code = handle.wait(min(WAIT_SLICE_S, left))
+            if code is not None:
+                return code
+        return None
+
     def _finish(self, *, failed: bool, message: str) -> None:
         if self.templates is not None:
             self.templates.stop()
+        if self.spec.logs is not None:
+            logmon_control.stop(self.logs, self.spec.name)  # after it drained the task's last words
         if message:
             self._event("Finished" if not failed else "Failed", message)
         self._set(State="dead", Failed=failed, FinishedAt=task_state.now())

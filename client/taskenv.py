@@ -38,6 +38,8 @@ class NodeInfo:
     node_pool: str = ""
     attributes: dict[str, str] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
+    # Node.HostVolumes: what a group's host volumes are mounted from (not in the environment).
+    host_volumes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, node: Mapping[str, Any] | None) -> NodeInfo:
@@ -53,6 +55,7 @@ class NodeInfo:
             node_pool=str(node.get("NodePool") or ""),
             attributes={str(k): str(v) for k, v in (node.get("Attributes") or {}).items()},
             meta={str(k): str(v) for k, v in (node.get("Meta") or {}).items()},
+            host_volumes={str(k): dict(v) for k, v in (node.get("HostVolumes") or {}).items() if isinstance(v, dict)},
         )
 
     def saved(self) -> dict[str, Any]:

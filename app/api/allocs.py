@@ -60,8 +60,8 @@ def get_allocation(alloc_id: str) -> Response:
 @bp.route("/allocation/<alloc_id>/stop", methods=["PUT", "POST"])
 def stop_allocation(alloc_id: str) -> Response:
     """Nomad's alloc stop: the allocation is marked to migrate and an alloc-stop evaluation
-    stops it and places a replacement. `no_shutdown_delay` is accepted and ignored."""
+    stops it and places a replacement. `no_shutdown_delay`: its client skips the shutdown_delay."""
     key = uuid_value(alloc_id, "AllocID")
-    bool_arg("no_shutdown_delay")
-    eval_id, index = write(lambda s: store.stop_allocation(s, key))
+    no_delay = bool_arg("no_shutdown_delay")
+    eval_id, index = write(lambda s: store.stop_allocation(s, key, no_delay))
     return respond({"EvalID": encode.ident(eval_id), "Index": index}, index)

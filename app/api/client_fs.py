@@ -18,7 +18,7 @@ import json
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -163,8 +163,8 @@ def logs(alloc_id: str) -> Response:
     kind = arg("type") or "stdout"
     if kind not in ("stdout", "stderr"):
         raise InvalidInput.of("type", f"must be 'stdout' or 'stderr', got {kind!r}")
-    source = Source(target_of_alloc(key), key, f"alloc/logs/{task}.{kind}.0", task)
-    return _stream(source, _origin(), integer_arg("offset") or 0, bool_arg("plain"), bool_arg("follow"))
+    logs = LogFiles(target_of_alloc(key), key, task, kind)
+    return _stream_logs(logs, _origin(), integer_arg("offset") or 0, bool_arg("plain"), bool_arg("follow"))
 
 
 @bp.get("/client/fs/stream/<alloc_id>")
@@ -303,3 +303,114 @@ def _read_quietly(source: Source, offset: int) -> bytes | None:
         return source.read(offset, missing_is_empty=True)
     except Unreachable:
         return None
+
+
+@dataclass(frozen=True)
+class LogFiles:
+    """A task's stdout or stderr as its logmon leaves it: `<task>.<kind>.N` files in alloc/logs,
+    the oldest kept first. Offsets are within one file, as in Nomad's frames (File says which)."""
+
+    target: Target
+    alloc_id: uuid.UUID
+    task: str
+    kind: str
+
+    def indexes(self) -> list[tuple[int, int]]:
+        """(N, size) of each file there now, oldest first; [(0, 0)] before the first exists."""
+        try:
+            answer = _fetch(self.target, "ls", self.alloc_id, {"path": "alloc/logs"})
+        except Unreachable as err:
+            if _file_missing(err):
+                return [(0, 0)]
+            raise
+        listing = parsed_json(answer, self.target)
+        prefix = f"{self.task}.{self.kind}."
+        found = []
+        for entry in listing if isinstance(listing, list) else []:
+            name, size = (entry.get("Name"), entry.get("Size")) if isinstance(entry, dict) else (None, None)
+            if isinstance(name, str) and name.startswith(prefix) and name[len(prefix) :].isdigit():
+                found.append((int(name[len(prefix) :]), size if isinstance(size, int) and size >= 0 else 0))
+        return sorted(found) or [(0, 0)]
+
+    def source(self, index: int) -> Source:
+        return Source(self.target, self.alloc_id, f"alloc/logs/{self.task}.{self.kind}.{index}", self.task)
+
+    def start(self, origin: str, offset: int) -> tuple[int, int]:
+        """The file and the offset in it to read from: `offset` bytes after the oldest file's
+        start, or before the newest file's end, across the files (Nomad's logs origin)."""
+        files = self.indexes()
+        if origin == "start":
+            for index, size in files:
+                if offset < size or index == files[-1][0]:
+                    return index, min(offset, size)
+                offset -= size
+        for index, size in reversed(files):
+            if offset <= size:
+                return index, size - offset
+            offset -= size
+        return files[0][0], 0
+
+    def next_after(self, index: int) -> int | None:
+        later = [i for i, _ in self.indexes() if i > index]
+        return min(later) if later else None
+
+
+def _stream_logs(logs: LogFiles, origin: str, offset: int, plain: bool, follow: bool) -> Response:
+    index, start = logs.start(origin, offset)
+    first = logs.source(index).read(start, follow)  # not following, a log never written is a 404
+    content_type = "text/plain; charset=utf-8" if plain else STREAM_TYPE
+    body = _log_frames(logs, index, start, first, plain, follow)
+    response = Response(stream_with_context(body), status=200, content_type=content_type)
+    return _untrusted(response) if plain else response
+
+
+def _log_frames(logs: LogFiles, index: int, offset: int, first: bytes, plain: bool, follow: bool) -> Iterator[bytes]:
+    """Each file's rest in turn, moving to the next file once one is read to its end; following,
+    until the task is dead and the newest file drained."""
+    while True:
+        source = logs.source(index)
+        if follow:
+            moved = yield from _follow_until_rotated(logs, source, index, offset, first, plain)
+        else:
+            yield from _drain(source, offset, first, plain)
+            moved = logs.next_after(index)
+        if moved is None:
+            return
+        index, offset = moved, 0
+        first = _read_quietly(logs.source(index), 0) or b""
+
+
+def _follow_until_rotated(
+    logs: LogFiles, source: Source, index: int, offset: int, data: bytes | None, plain: bool
+) -> Generator[bytes, None, int | None]:
+    """_follow for one file; returns the next file's index once a later file exists and this
+    one is read to its end (None when the task is done)."""
+    quiet_since = checked = time.monotonic()
+    if not data:
+        yield b"" if plain else b"{}"
+    while data is not None:
+        if data:
+            offset += len(data)
+            yield data if plain else frame(data, offset, source.path)
+            quiet_since = time.monotonic()
+        elif time.monotonic() - checked >= FOLLOW_POLL_S:
+            checked = time.monotonic()
+            later = logs.next_after(index)
+            if later is not None:
+                rest = _read_quietly(source, offset)
+                if not rest:
+                    return later
+                data = rest
+                continue
+            if source.finished():
+                data = _read_quietly(source, offset)
+                if not data:
+                    return None
+                continue
+        elif not plain and time.monotonic() - quiet_since >= HEARTBEAT_S:
+            yield b"{}"
+            quiet_since = time.monotonic()
+        if not data or len(data) < piece_bytes():
+            time.sleep(FOLLOW_POLL_S)
+        data = _read_quietly(source, offset)
+    return None

@@ -76,6 +76,14 @@ class ReservedResourcesBody(_Strict):
     Networks: _ReservedNetworks = _ReservedNetworks()
 
 
+class HostVolumeBody(_Strict):
+    """Nomad's ClientHostVolumeConfig as a client fingerprints it."""
+
+    Name: str = Field(min_length=1)
+    Path: str = Field(min_length=1)
+    ReadOnly: bool = False
+
+
 class NodeBody(_Strict):
     ID: UUID = Field(strict=False)
     SecretID: str | None = None
@@ -87,6 +95,7 @@ class NodeBody(_Strict):
     Attributes: dict[str, str] = {}
     Meta: dict[str, str] = {}
     Drivers: dict[str, Any] = {}
+    HostVolumes: dict[str, HostVolumeBody] | None = None
     NodeResources: NodeResourcesBody
     ReservedResources: ReservedResourcesBody = ReservedResourcesBody()
     HTTPAddr: str = ""
@@ -133,6 +142,10 @@ def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistrat
         node_resources=dict(raw["NodeResources"]),
         reserved_resources=dict(raw.get("ReservedResources") or {}),
         http_addr=node.HTTPAddr,
+        host_volumes={
+            name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}
+            for name, volume in (node.HostVolumes or {}).items()
+        },
     )
 
 

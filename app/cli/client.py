@@ -110,6 +110,13 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--memory-total-mb", type=click.IntRange(1), default=None, help="Advertise this much memory.")
 @click.option(
+    "--host-volume",
+    "host_volumes",
+    multiple=True,
+    help="A host volume jobs may mount, name=/path or name=/path:ro (read-only); repeatable. "
+    'The config file\'s "host_volume" object declares them too.',
+)
+@click.option(
     "--http-bind",
     default=None,
     help="host:port of the client's endpoint the servers proxy client routes to [default: 127.0.0.1:0, a free port].",
@@ -211,6 +218,7 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
         "http_bind": options["http_bind"],
         "docker_endpoint": options["docker_endpoint"],
         "dev_mode": True if options["dev"] else None,
+        "host_volumes": options["host_volumes"],
     }
     try:
         config = build(load_file(config_file) if config_file else {}, flags, gc)

@@ -253,6 +253,39 @@ class Template(NomadObject):
     wait: WaitConfig | None = None
 
 
+class VolumeRequest(NomadObject):
+    """A group's ``volume`` block; only ``type = "host"`` is placed on and mounted."""
+
+    name: str = ""
+    type: str = ""
+    source: str = ""
+    read_only: bool = False
+
+
+class VolumeMount(NomadObject):
+    """A task's ``volume_mount``: one of its group's volumes at ``destination``."""
+
+    volume: str = ""
+    destination: str = ""
+    read_only: bool = False
+
+
+class TaskArtifact(NomadObject):
+    """An ``artifact`` the client fetches before the task starts (Nomad's canonical defaults)."""
+
+    getter_source: str = ""
+    getter_options: dict[str, str] | None = None
+    getter_headers: dict[str, str] | None = None
+    getter_mode: str = "any"
+    relative_dest: str = "local/"
+
+
+class LogConfig(NomadObject):
+    max_files: int = 10
+    max_file_size_mb: int = Field(default=10, alias="MaxFileSizeMB")
+    disabled: bool = False
+
+
 class Task(NomadObject):
     name: str = ""
     driver: str = ""
@@ -271,6 +304,9 @@ class Task(NomadObject):
     templates: list[Template] | None = None
     kill_timeout: Duration = 5 * SECOND
     shutdown_delay: Duration = 0
+    volume_mounts: list[VolumeMount] | None = None
+    artifacts: list[TaskArtifact] | None = None
+    log_config: LogConfig | None = None
 
 
 class TaskGroup(NomadObject):
@@ -294,6 +330,7 @@ class TaskGroup(NomadObject):
     stop_after_client_disconnect: Duration | None = None
     prevent_reschedule_on_lost: bool | None = None
     shutdown_delay: Duration | None = None
+    volumes: dict[str, VolumeRequest] | None = None
 
 
 class Job(NomadObject):

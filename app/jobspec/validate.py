@@ -37,6 +37,7 @@ from app.jobspec.model import (
 from app.jobspec.periodic import check_periodic
 from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
+from app.jobspec.task_runtime import check_task_runtime, check_volumes
 from app.jobspec.templates import check_templates
 
 MAX_ID_LENGTH = 128
@@ -160,6 +161,7 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
     yield from check_spreads(group.spreads, f"{path}.Spreads")
     yield from check_networks(group.networks, f"{path}.Networks")
     yield from check_ephemeral_disk(group.ephemeral_disk, f"{path}.EphemeralDisk")
+    yield from check_volumes(group, path)
     if group.restart_policy is not None:
         yield from check_restart(group.restart_policy, f"{path}.RestartPolicy")
     yield from _policy(
@@ -254,6 +256,7 @@ def _check_task(task: Task, path: str, group: TaskGroup, group_restart_path: str
     yield from check_affinities(task.affinities, f"{path}.Affinities")
     yield from check_resources(task.resources, f"{path}.Resources")
     yield from check_templates(task.templates or [], path)
+    yield from check_task_runtime(task, group, group.ephemeral_disk.size_mb, path)
     yield from _inheriting(
         task.restart_policy,
         check_restart,

@@ -7,19 +7,21 @@ from typing import Any
 
 # API key -> the job file's block name, per level.
 _JOB = {"Multiregion": "multiregion", "UI": "ui", "Vault": "vault", "Consul": "consul"}
-_GROUP = {"Services": "service", "Volumes": "volume", "Vault": "vault", "Consul": "consul"}
+_GROUP = {"Services": "service", "Vault": "vault", "Consul": "consul"}
 _TASK = {
     "Services": "service",
     "Vault": "vault",
     "Consul": "consul",
-    "VolumeMounts": "volume_mount",
     "CSIPluginConfig": "csi_plugin",
-    "Artifacts": "artifact",
     "Secrets": "secret",
     "Actions": "action",
     "Schedule": "schedule",
 }
 _RESOURCES = {"Devices": "device", "NUMA": "numa"}
+# Attributes (not blocks) kept without effect: API key -> the job file's name, per level.
+_GROUP_ATTRIBUTES = {"MaxRunDuration": "max_run_duration", "PreventRescheduleOnLost": "prevent_reschedule_on_lost"}
+_TASK_ATTRIBUTES = {"Kind": "kind", "ScalingPolicies": "scaling"}
+_DISK_ATTRIBUTES = {"Sticky": "ephemeral_disk.sticky", "Migrate": "ephemeral_disk.migrate"}
 
 
 def job_warnings(spec: Mapping[str, Any]) -> list[str]:
@@ -27,14 +29,63 @@ def job_warnings(spec: Mapping[str, Any]) -> list[str]:
     found: list[str] = []
     found.extend(_present(spec, _JOB, "job"))
     for group in _mappings(spec.get("TaskGroups")):
-        found.extend(_present(group, _GROUP, f'group "{group.get("Name", "")}"'))
+        group_where = f'group "{group.get("Name", "")}"'
+        found.extend(_present(group, _GROUP, group_where))
+        found.extend(_group_attributes(group, group_where))
+        csi = _csi_volumes(group.get("Volumes"))
+        found.extend(f"{group_where}: {_ignored(f'volume {name!r} (type csi)')}" for name in sorted(csi))
         for task in _mappings(group.get("Tasks")):
             where = f'task "{task.get("Name", "")}"'
             found.extend(_present(task, _TASK, where))
+            found.extend(_attributes(task, _TASK_ATTRIBUTES, where))
+            mounts = _mappings(task.get("VolumeMounts"))
+            found.extend(
+                f"{where}: {_ignored('volume_mount of ' + repr(m['Volume']) + ' (a csi volume)')}"
+                for m in mounts
+                if m.get("Volume") in csi
+            )
             resources = task.get("Resources")
             if isinstance(resources, Mapping):
                 found.extend(_present(resources, _RESOURCES, where))
+                found.extend(_host_networks(resources.get("Networks"), where))
     return found
+
+
+def _group_attributes(group: Mapping[str, Any], where: str) -> list[str]:
+    found = _attributes(group, _GROUP_ATTRIBUTES, where)
+    disk = group.get("EphemeralDisk")
+    if isinstance(disk, Mapping):
+        found.extend(_attributes(disk, _DISK_ATTRIBUTES, where))
+    found.extend(_host_networks(group.get("Networks"), where))
+    return found
+
+
+def _host_networks(networks: Any, where: str) -> list[str]:
+    """`port { host_network }`: corral has no host networks; every port is on the node's address."""
+    labels = [
+        str(port.get("Label", ""))
+        for network in _mappings(networks)
+        for key in ("ReservedPorts", "DynamicPorts")
+        for port in _mappings(network.get(key))
+        if port.get("HostNetwork") not in (None, "", "default")
+    ]
+    return [f"{where}: {_ignored(f'port {label!r} host_network')}" for label in labels]
+
+
+def _csi_volumes(volumes: Any) -> set[str]:
+    if not isinstance(volumes, Mapping):
+        return set()
+    return {str(name) for name, v in volumes.items() if isinstance(v, Mapping) and v.get("Type") != "host"}
+
+
+def _attributes(obj: Mapping[str, Any], keys: Mapping[str, str], where: str) -> list[str]:
+    return [
+        f"{where}: {_ignored(name)}" for key, name in keys.items() if obj.get(key) not in (None, [], {}, "", 0, False)
+    ]
+
+
+def _ignored(what: str) -> str:
+    return f"{what} is accepted and kept, but corral does not act on it"
 
 
 def _mappings(value: Any) -> list[Mapping[str, Any]]:

@@ -78,6 +78,10 @@ class Node(Base):
         server_default=text("'{}'::jsonb"),
         comment="Task drivers: name -> {Detected, Healthy, HealthDescription, Attributes}.",
     )
+    host_volumes: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb"),
+        comment="Host volumes the client declares: name -> {Name, Path, ReadOnly}.",
+    )
     cpu_shares: Mapped[int] = mapped_column(Integer, comment="Total CPU in MHz.")
     memory_mb: Mapped[int] = mapped_column(Integer, comment="Total memory in MB.")
     disk_mb: Mapped[int] = mapped_column(Integer, comment="Total allocatable disk in MB.")

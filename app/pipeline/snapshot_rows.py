@@ -55,6 +55,11 @@ def node_from_row(r: Mapping[Any, Any]) -> Node:
         ),
         reserved_ports=parse_port_list(r["reserved_ports"] or ""),
         reservable_cores=_core_ids(r.get("reservable_cores")),
+        host_volumes={
+            str(name): bool(volume.get("ReadOnly"))
+            for name, volume in (r.get("host_volumes") or {}).items()
+            if isinstance(volume, dict)
+        },
     )
 
 

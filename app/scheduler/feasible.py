@@ -10,9 +10,10 @@ from fnmatch import fnmatchcase
 
 from app.scheduler import operators
 from app.scheduler.targets import escapes_class, resolve
-from app.structs import Constraint, Job, Node, TaskGroup
+from app.structs import Constraint, HostVolumeAsk, Job, Node, TaskGroup
 
 MISSING_DRIVERS = "missing drivers"
+MISSING_HOST_VOLUMES = "missing compatible host volumes"  # Nomad's FilterConstraintHostVolumes
 
 
 def constraint_text(constraint: Constraint) -> str:
@@ -23,6 +24,16 @@ def constraint_text(constraint: Constraint) -> str:
 def satisfies(constraint: Constraint, node: Node) -> bool:
     left, right = resolve(constraint.ltarget, node), resolve(constraint.rtarget, node)
     return operators.check(constraint.operand, left, right)
+
+
+def has_host_volumes(node: Node, asks: Iterable[HostVolumeAsk]) -> bool:
+    """Nomad's HostVolumeChecker for static host volumes: the node declares every source, and a
+    read-write ask gets a volume the node does not declare read-only."""
+    for ask in asks:
+        read_only = node.host_volumes.get(ask.source)
+        if read_only is None or (read_only and not ask.read_only):
+            return False
+    return True
 
 
 def in_datacenters(node: Node, datacenters: Iterable[str]) -> bool:
@@ -85,6 +96,7 @@ class Feasibility:
         self._job = _split(job.constraints)
         self._groups = {g.name: _split(group_constraints(g)) for g in job.task_groups}
         self._drivers = {g.name: g.drivers for g in job.task_groups}
+        self._volumes = {g.name: g.host_volumes for g in job.task_groups}
         self._job_cache: dict[str, str | None] = {}
         self._group_cache: dict[tuple[str, str], str | None] = {}
         self.escaped = bool(self._job.escaped) or any(s.escaped for s in self._groups.values())
@@ -102,6 +114,9 @@ class Feasibility:
         # Driver health is per node (it is not part of the computed class), and cheap.
         if not self._drivers[name] <= node.healthy_drivers:
             return MISSING_DRIVERS
+        # Host volumes are not part of the computed class either (Nomad's "available" checks).
+        if not has_host_volumes(node, self._volumes[name]):
+            return MISSING_HOST_VOLUMES
         key = (name, node.computed_class)
         if key not in self._group_cache:
             self._group_cache[key] = _first_failure(self._groups[name].cached, node)

@@ -31,10 +31,11 @@ def get_allocation(session: Session, alloc_id: uuid.UUID) -> Allocation:
     return alloc
 
 
-def stop_allocation(session: Session, alloc_id: uuid.UUID) -> tuple[uuid.UUID, int]:
+def stop_allocation(session: Session, alloc_id: uuid.UUID, no_shutdown_delay: bool = False) -> tuple[uuid.UUID, int]:
     """Nomad's Alloc.Stop: mark the allocation to migrate (DesiredTransition.Migrate, as a
     drain does) and create one alloc-stop evaluation for its job in the same transaction; the
-    scheduler stops it and places a replacement. Returns (evaluation id, index)."""
+    scheduler stops it and places a replacement. NoShutdownDelay tells its client to kill the
+    tasks without waiting out their shutdown_delay. Returns (evaluation id, index)."""
     index = next_index(session, ["allocations", "evaluations"])
     alloc = session.get(Allocation, alloc_id, with_for_update=True)
     if alloc is None:
@@ -49,7 +50,10 @@ def stop_allocation(session: Session, alloc_id: uuid.UUID) -> tuple[uuid.UUID, i
     job = session.get(Job, (alloc.namespace, alloc.job_id), with_for_update={"key_share": True})
     if job is None:
         raise NotFound.of("JobID", f"job {alloc.job_id!r} of allocation {alloc_id} not found")
-    alloc.desired_transition = {**(alloc.desired_transition or {}), "Migrate": True}
+    transition = {**(alloc.desired_transition or {}), "Migrate": True}
+    if no_shutdown_delay:
+        transition["NoShutdownDelay"] = True
+    alloc.desired_transition = transition
     alloc.modify_index = alloc.alloc_modify_index = index
     request = EvalRequest(
         namespace=job.namespace,

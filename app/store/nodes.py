@@ -36,6 +36,7 @@ FINGERPRINT_FIELDS = (
     "attributes",
     "meta",
     "drivers",
+    "host_volumes",
     "node_resources.Devices",
     "node_resources.HostVolumes",
     "node_resources.HostNetworks",
@@ -64,6 +65,7 @@ class NodeRegistration:
     node_resources: dict[str, Any] = field(default_factory=dict)
     reserved_resources: dict[str, Any] = field(default_factory=dict)
     http_addr: str = ""
+    host_volumes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: i
     node.reserved_disk_mb, node.reserved_ports = reg.reserved_disk_mb, reg.reserved_ports
     node.node_resources, node.reserved_resources = reg.node_resources, reg.reserved_resources
     node.http_addr = reg.http_addr
+    node.host_volumes = reg.host_volumes
     node.computed_class = computed_class(
         datacenter=reg.datacenter,
         node_class=reg.node_class,

@@ -94,6 +94,15 @@ class DisconnectStrategy:
 
 
 @dataclass(frozen=True)
+class HostVolumeAsk:
+    """A group's `volume { type = "host" }`: the node's host volume `source`, and whether the
+    group only reads it (a read-write ask needs a volume the node does not declare read-only)."""
+
+    source: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
 class TaskGroup:
     name: str
     count: int
@@ -106,6 +115,7 @@ class TaskGroup:
     update: UpdateStrategy | None = None
     reschedule: ReschedulePolicy | None = None
     disconnect: DisconnectStrategy | None = None
+    host_volumes: tuple[HostVolumeAsk, ...] = ()
 
     @property
     def resources(self) -> Resources:

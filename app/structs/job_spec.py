@@ -11,6 +11,7 @@ from app.structs.groups import (
     Affinity,
     Constraint,
     DisconnectStrategy,
+    HostVolumeAsk,
     NetworkAsk,
     ReschedulePolicy,
     Spread,
@@ -80,10 +81,21 @@ def _disconnect(raw: Mapping[str, Any]) -> DisconnectStrategy | None:
     )
 
 
+def host_volumes(raw: Any) -> tuple[HostVolumeAsk, ...]:
+    """The group's host volume requests (CSI volumes are not placed on: they are warned)."""
+    volumes = raw.values() if isinstance(raw, Mapping) else ()
+    return tuple(
+        HostVolumeAsk(str(v.get("Source") or ""), bool(v.get("ReadOnly")))
+        for v in volumes
+        if isinstance(v, Mapping) and v.get("Type") == "host"
+    )
+
+
 def task_group(raw: Mapping[str, Any]) -> TaskGroup:
     update, resched = raw.get("Update"), raw.get("ReschedulePolicy")
     return TaskGroup(
         disconnect=_disconnect(raw),
+        host_volumes=host_volumes(raw.get("Volumes")),
         name=raw["Name"],
         count=raw.get("Count", 1),
         tasks=tuple(_task(t) for t in raw.get("Tasks") or ()),

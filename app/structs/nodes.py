@@ -37,6 +37,9 @@ class Node:
     # node did not report them (then cpu.numcores counts them from 0).
     reservable_cores: tuple[int, ...] = ()
 
+    # Host volumes the client declares: name -> whether it is read-only (Node.HostVolumes).
+    host_volumes: Mapping[str, bool] = field(default_factory=dict)
+
     @cached_property
     def core_ids(self) -> tuple[int, ...]:
         """The cores a `cores` ask may take, in order."""

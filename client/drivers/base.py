@@ -4,6 +4,7 @@ what is still running."""
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,24 @@ class PortMapping:
 
 
 @dataclass(frozen=True)
+class LogConfig:
+    """The task's `logs` block (Nomad's LogConfig and its defaults)."""
+
+    max_files: int = 10
+    max_file_size_mb: int = 10
+    disabled: bool = False
+
+    @classmethod
+    def of(cls, raw: dict[str, Any] | None) -> LogConfig:
+        raw = raw or {}
+        return cls(
+            max_files=max(1, int(raw.get("MaxFiles") or 10)),
+            max_file_size_mb=max(1, int(raw.get("MaxFileSizeMB") or 10)),
+            disabled=bool(raw.get("Disabled")),
+        )
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     name: str
     driver: str
@@ -69,12 +88,21 @@ class TaskSpec:
     network_mode: str = "host"  # the group network's mode: host, bridge, none
     alloc_id: str = ""
     alloc_dir: Path | None = None  # the allocation's directory (alloc/, and one per task)
+    shutdown_delay_s: float = 0.0  # Task.ShutdownDelay: waited between the stop and the kill signal
+    # The logs block; None: no logmon runs, the driver appends to `<task>.stdout.0` itself.
+    logs: LogConfig | None = None
 
 
 def log_paths(task: TaskSpec, logs: Path) -> tuple[Path, Path]:
     """Where a driver writes the task's stdout and stderr. Every driver opens these (appending)
-    and never names log files itself, so rotation is decided in one place."""
-    return logs / f"{task.name}.stdout.0", logs / f"{task.name}.stderr.0"
+    and never names log files itself, so rotation is decided in one place: the FIFOs the task's
+    logmon reads and rotates into `<task>.stdout.N` (client/logmon.py), /dev/null when the logs
+    block disables logging."""
+    if task.logs is None:
+        return logs / f"{task.name}.stdout.0", logs / f"{task.name}.stderr.0"
+    if task.logs.disabled:
+        return Path(os.devnull), Path(os.devnull)
+    return logs / f".{task.name}.stdout.fifo", logs / f".{task.name}.stderr.fifo"
 
 
 def signal_number(name: str) -> signal.Signals:

@@ -98,6 +98,23 @@ class RawExecHandle:
                 process.send_signal(signum)
 
 
+def link_mounts(task: TaskSpec, task_dir: Path) -> None:
+    """raw_exec has no filesystem of its own to bind into (Nomad's raw_exec refuses host volumes
+    altogether): each mount's host path is exposed as a symlink at its destination taken inside
+    the task directory, `/data` -> `<task dir>/data`. read_only cannot be enforced this way."""
+    for mount in task.mounts:
+        # normpath, not resolve: a link made by an earlier start must not be followed.
+        link = Path(os.path.normpath(task_dir / mount.task_path.lstrip("/")))
+        if link == Path(os.path.normpath(task_dir)) or not link.is_relative_to(os.path.normpath(task_dir)):
+            raise StartError(f"volume_mount destination {mount.task_path!r} must name a path inside the task directory")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            raise StartError(f"volume_mount destination {mount.task_path!r} already exists in the task directory")
+        link.symlink_to(mount.host_path, target_is_directory=True)
+
+
 class RawExec:
     name = "raw_exec"
 
@@ -128,6 +145,7 @@ class RawExec:
             raise StartError("config.args must be a list of strings")
         kill = signal_number(task.kill_signal)
         traps = " ".join(sorted({s.name[3:] for s in (signal.SIGINT, signal.SIGTERM, kill) if s not in UNTRAPPABLE}))
+        link_mounts(task, task_dir)
         exit_file = task_dir / "exit_code"
         exit_file.unlink(missing_ok=True)
         try:

@@ -19,7 +19,8 @@ SELECT 'safe', state_index_safe();
 -- stands. So the worker sends this with the other reads, not after them. NULL: always read.
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
        attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
-       reserved_disk_mb, reserved_ports, node_resources -> 'Cpu' -> 'ReservableCpuCores' AS reservable_cores
+       reserved_disk_mb, reserved_ports, node_resources -> 'Cpu' -> 'ReservableCpuCores' AS reservable_cores,
+       host_volumes
 FROM nodes
 WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
       (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());

@@ -25,7 +25,6 @@ Conn = psycopg.Connection[tuple[object, ...]]
 SECOND = 1_000_000_000
 
 
-
 def assert_keys(obj: Any, expected: list[str], where: str) -> None:
     """Every key of the Nomad struct and no other, named if not."""
     assert isinstance(obj, dict), f"{where} is {obj!r}, not an object"

@@ -1,10 +1,11 @@
-# Blocks corral keeps but does not act on: registration warns about each.
+# Blocks corral keeps but does not act on (a CSI volume and its mount among them): registration
+# warns about each.
 job "corpus-ignored" {
   group "g" {
     max_client_disconnect = "1h"
 
     volume "data" {
-      type   = "host"
+      type   = "csi"
       source = "data"
     }
 
@@ -26,10 +27,6 @@ job "corpus-ignored" {
         EOT
         destination = "local/app.env"
         env         = true
-      }
-
-      artifact {
-        source = "https://example.com/app.tar.gz"
       }
 
       vault {

@@ -260,3 +260,34 @@ def test_a_refused_resend_does_not_stop_the_heartbeat_that_unblocks_it(client: C
         servers.node_status = "disconnected"
     client.synced = False  # as after a heartbeat answered "initializing"
     assert eventually(lambda: servers.node_status == "ready" and client.synced), servers.node_status
+
+
+def test_a_client_out_of_contact_stops_only_the_allocation_that_asked_to_be(tmp_path: Path) -> None:
+    servers = FakeServers()
+    stop = threading.Event()
+    config = ClientConfig(data_dir=tmp_path, drivers=("mock",), gc=GcConfig(interval_s=0.05), sync_interval_s=0.02)
+    agent = Client(config, stop)
+    agent.api._http = httpx.Client(base_url="http://servers.test", transport=httpx.MockTransport(servers.handle))
+    agent.api.node_id, agent.api.secret = uuid.uuid4(), "secret"
+    servers.place("keep")
+    servers.place("stops")
+    servers.allocs["stops"]["Job"]["TaskGroups"][0]["Disconnect"] = {"StopOnClientAfter": NANOS // 2}
+    try:
+        agent.start_loops(ttl=0.05)
+        assert eventually(
+            lambda: all(r.client_status == "running" for r in agent._runner_list()) and len(agent.runners) == 2
+        )
+        real = servers.handle
+        servers.handle = lambda request: (  # type: ignore[method-assign]
+            httpx.Response(503) if request.url.path.endswith("/heartbeat") else real(request)
+        )
+        agent.api._http = httpx.Client(base_url="http://servers.test", transport=httpx.MockTransport(servers.handle))
+        assert eventually(lambda: agent.runners["stops"].terminal), agent.runners["stops"].update()
+        assert agent.runners["stops"].client_status == "complete"
+        assert agent.runners["keep"].client_status == "running" and not agent.runners["keep"].stopping
+    finally:
+        stop.set()
+        for runner in agent._runner_list():
+            runner.stop()
+        for thread in agent.threads.values():
+            thread.join(timeout=10)

@@ -16,7 +16,7 @@ import app.logging
 import client.agent
 import workers.runtime
 from app.cli import main
-from client.config import ClientConfig, GcConfig
+from client.config import ClientConfig, GcConfig, HostVolume
 
 pytestmark = pytest.mark.unit
 client_cli = importlib.import_module("app.cli.client")  # the package re-exports the command under this name
@@ -84,6 +84,7 @@ FLAGS: list[tuple[list[str], str, object]] = [
     (["--http-bind", "0.0.0.0:4647"], "http_bind", "0.0.0.0:4647"),
     (["--dev"], "dev_mode", True),
     (["-dev"], "dev_mode", True),
+    (["--host-volume", "root=/:ro"], "host_volumes", (HostVolume("root", Path("/"), True),)),
 ]
 
 

@@ -107,7 +107,8 @@ def test_task_in_job_and_quoted_numbers_file() -> None:
 def test_ignored_blocks_file_warns_about_each() -> None:
     spec = load(CORPUS / "ignored_blocks.nomad.hcl")
     warnings = "\n".join(job_warnings(spec))
-    for block in ("service", "volume", "artifact", "vault", "volume_mount"):
+    for block in ("service", "vault"):
         assert f"{block} block" in warnings, block
     assert "template block" not in warnings
+    assert "volume 'data' (type csi)" in warnings and "volume_mount of 'data' (a csi volume)" in warnings
     assert spec["TaskGroups"][0]["MaxClientDisconnect"] == 3600 * 10**9

@@ -141,7 +141,7 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
         TaskGroups=[
             group(
                 Services=[{"Name": "web", "PortLabel": "http", "Checks": [{"Interval": 10 * SECOND}]}],
-                Volumes={"data": {"Type": "host"}},
+                Volumes={"data": {"Type": "host", "Source": "data", "PerAlloc": False}},
                 EphemeralDisk={"SizeMB": 500, "Sticky": True},
                 Networks=[
                     {
@@ -168,7 +168,10 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     assert out["ConsulNamespace"] == {"nested": [1, {"x": None}]}
     out_group = out["TaskGroups"][0]
     assert out_group["Services"] == payload["TaskGroups"][0]["Services"]
-    assert out_group["Volumes"] == {"data": {"Type": "host"}}
+    # Typed now (the scheduler places on host volumes): Nomad's fields filled, the others kept.
+    assert out_group["Volumes"] == {
+        "data": {"Name": "", "Type": "host", "Source": "data", "ReadOnly": False, "PerAlloc": False}
+    }
     assert out_group["EphemeralDisk"] == {"SizeMB": 500, "Sticky": True}
     assert out_group["Networks"][0]["DNS"] == {"Servers": ["1.1.1.1"]}
     assert out_group["Networks"][0]["DynamicPorts"][0]["IgnoreCollision"] is True
@@ -177,7 +180,7 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     assert out_task["Templates"][0]["ChangeMode"] == "restart"  # Nomad's defaults, now that corral renders them
     assert out_task["Lifecycle"] == {"Hook": "prestart", "Sidecar": False}
     assert out_task["Resources"]["Devices"] == [{"Name": "nvidia/gpu"}]
-    assert out_task["LogConfig"] == {"MaxFiles": 3}
+    assert out_task["LogConfig"] == {"MaxFiles": 3, "MaxFileSizeMB": 10, "Disabled": False}  # Nomad's defaults
 
 
 def test_config_env_and_meta_are_kept_verbatim() -> None:

@@ -214,7 +214,7 @@ IGNORED = """
 job "j" {
   group "g" {
     volume "data" {
-      type   = "host"
+      type   = "csi"
       source = "data"
     }
     service {
@@ -254,15 +254,16 @@ def test_blocks_corral_does_not_act_on_are_kept_and_warned_about() -> None:
     spec = normalize_job(parse_hcl(IGNORED))
     group = spec["TaskGroups"][0]
     task = group["Tasks"][0]
-    assert group["Volumes"]["data"]["Type"] == "host"
+    assert group["Volumes"]["data"]["Type"] == "csi"
     assert group["Services"][0]["Checks"][0]["Path"] == "/"
     assert task["Templates"][0]["DestPath"] == "local/x.env"
     assert task["Vault"] == {"Policies": ["p"]}
     assert task["CSIPluginConfig"] == {"ID": "p", "Type": "node"}
     warnings = job_warnings(spec)
     assert not any("template block" in line for line in warnings)  # the client renders templates
-    for block in ("service", "volume", "vault", "consul", "csi_plugin"):
+    for block in ("service", "vault", "consul", "csi_plugin"):
         assert any(f"{block} block" in line for line in warnings), block
+    assert "group \"g\": volume 'data' (type csi) is accepted and kept, but corral does not act on it" in warnings
     assert format_warnings(warnings).startswith(f"{len(warnings)} warnings:\n\n* ")
     assert job_warnings(normalize_job(parse_hcl(_job("")))) == []
 

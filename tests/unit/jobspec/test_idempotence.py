@@ -25,8 +25,8 @@ JSON_VALUES = st.recursive(
 # Fields of Nomad's structs that the models do not type, per level: they ride along untouched.
 EXTRA_KEYS = {
     "job": st.sampled_from(["VaultToken", "ConsulToken", "Multiregion", "VaultNamespace"]),  # UI is typed
-    "group": st.sampled_from(["Services", "Volumes", "Consul"]),
-    "task": st.sampled_from(["Vault", "Services", "Artifacts"]),
+    "group": st.sampled_from(["Services", "Consul"]),
+    "task": st.sampled_from(["Vault", "Services"]),
 }
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 

@@ -1,0 +1,145 @@
+"""Log rotation with real processes: raw_exec tasks writing through their logmon. 50 MB written
+with `logs { max_files = 2, max_file_size = 1 }` leaves at most two files of at most 1 MB, the
+newest holding the tail; `disabled` writes nothing; a client restart (the runner abandoned and
+restored, as a restarted client does) keeps the same logmon and the log flowing; the task's end
+stops its logmon. Also host volumes exposed to raw_exec."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from client import logmon_control
+from client.alloc_runner import AllocRunner
+from client.drivers import available
+from tests.support.processes import wait_for
+
+pytestmark = pytest.mark.acceptance
+
+NO_RESTART = {"Attempts": 0, "Interval": 60_000_000_000, "Delay": 0, "Mode": "fail"}
+MB = 1024 * 1024
+
+
+def _alloc(alloc_id: str, script: str, logs: dict[str, Any] | None, **group: Any) -> dict[str, Any]:
+    task: dict[str, Any] = {
+        "Name": "t",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", script]},
+        "RestartPolicy": NO_RESTART,
+        "KillTimeout": 2_000_000_000,
+        **({"LogConfig": logs} if logs is not None else {}),
+        **group.pop("task", {}),
+    }
+    return {
+        "ID": alloc_id,
+        "Name": "j.g[0]",
+        "TaskGroup": "g",
+        "Job": {"ID": "j", "Type": "batch", "TaskGroups": [{"Name": "g", "Tasks": [task], **group}]},
+    }
+
+
+def _runner(tmp_path: Path, body: dict[str, Any], node: dict[str, Any] | None = None) -> AllocRunner:
+    runner = AllocRunner(body, tmp_path / body["ID"], available(("raw_exec",)), lambda _: None, node=node or {})
+    runner.start()
+    return runner
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+def _log_files(runner: AllocRunner, kind: str = "stdout") -> dict[str, int]:
+    logs = runner.dir / "alloc" / "logs"
+    return {p.name: p.stat().st_size for p in sorted(logs.glob(f"t.{kind}.*"))}
+
+
+def test_fifty_megabytes_leave_two_files_of_one_megabyte(tmp_path: Path) -> None:
+    # 50 MB of numbered 1000-byte lines, then a last line to find in the tail.
+    script = "head -c 52428800 /dev/zero | tr '\\0' 'x'; echo; echo the-end"
+    body = _alloc("a1b2c3d4-0000-0000-0000-0000000000b1", script, {"MaxFiles": 2, "MaxFileSizeMB": 1})
+    runner = _runner(tmp_path, body)
+    try:
+        assert wait_for(lambda: runner.terminal, 120), runner.update()
+        assert runner.client_status == "complete", runner.update()
+        files = _log_files(runner)
+        assert 1 <= len(files) <= 2 and all(size <= MB for size in files.values()), files
+        newest = max(files, key=lambda name: int(name.rsplit(".", 1)[1]))
+        assert int(newest.rsplit(".", 1)[1]) >= 50  # it did rotate, about once per megabyte
+        assert (runner.dir / "alloc/logs" / newest).read_bytes().endswith(b"\nthe-end\n")
+        assert logmon_control.running(runner.dir / "alloc/logs", "t") is None  # stopped with the task
+    finally:
+        runner.destroy()
+
+
+def test_disabled_logs_write_nothing(tmp_path: Path) -> None:
+    body = _alloc("a1b2c3d4-0000-0000-0000-0000000000b2", "echo hidden; echo also >&2", {"Disabled": True})
+    runner = _runner(tmp_path, body)
+    try:
+        assert wait_for(lambda: runner.terminal, 60) and runner.client_status == "complete", runner.update()
+        assert list((runner.dir / "alloc" / "logs").iterdir()) == []
+    finally:
+        runner.destroy()
+
+
+def test_a_client_restart_keeps_logmon_and_the_log_flowing(tmp_path: Path) -> None:
+    script = "i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.05; done"
+    body = _alloc("a1b2c3d4-0000-0000-0000-0000000000b3", script, None)
+    first = _runner(tmp_path, body)
+    logs = first.dir / "alloc" / "logs"
+    try:
+        assert wait_for(lambda: b"line-5\n" in _read(logs / "t.stdout.0"), 30)
+        before = logmon_control.running(logs, "t")
+        assert before is not None
+        # The client goes away without stopping anything: the runner is dropped as it stands.
+        first.persist()
+        restored = AllocRunner.restore(first.dir, available(("raw_exec",)), lambda _: None)
+        assert restored is not None
+        restored.start()
+        after = logmon_control.running(logs, "t")
+        assert after is not None and after.pid == before.pid  # found again, not started anew
+        size = (logs / "t.stdout.0").stat().st_size
+        assert wait_for(lambda: (logs / "t.stdout.0").stat().st_size > size + 50, 30)  # still writing
+        task_pid = restored.tasks["t"].pids()[0]
+        restored.destroy()
+        assert not psutil.pid_exists(task_pid) or psutil.Process(task_pid).status() == psutil.STATUS_ZOMBIE
+        assert wait_for(lambda: not psutil.pid_exists(before.pid), 10)
+    finally:
+        first.stopping = True
+        for task in first.tasks.values():
+            task.stop()
+
+
+def test_raw_exec_sees_a_host_volume_at_its_destination(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "greeting.txt").write_text("from the host volume\n")
+    group = {
+        "Volumes": {"data": {"Name": "data", "Type": "host", "Source": "shared", "ReadOnly": True}},
+        "task": {"VolumeMounts": [{"Volume": "data", "Destination": "/srv/data", "ReadOnly": True}]},
+    }
+    body = _alloc("a1b2c3d4-0000-0000-0000-0000000000b4", "cat srv/data/greeting.txt", None, **group)
+    node = {"Name": "n", "HostVolumes": {"shared": {"Name": "shared", "Path": str(shared), "ReadOnly": True}}}
+    runner = _runner(tmp_path, body, node)
+    try:
+        assert wait_for(lambda: runner.terminal, 60) and runner.client_status == "complete", runner.update()
+        assert (runner.dir / "alloc/logs/t.stdout.0").read_text() == "from the host volume\n"
+        assert os.readlink(runner.dir / "t" / "srv" / "data") == str(shared)
+    finally:
+        runner.destroy()
+
+
+def test_a_node_without_the_volume_fails_the_allocation(tmp_path: Path) -> None:
+    group = {
+        "Volumes": {"data": {"Name": "data", "Type": "host", "Source": "shared"}},
+        "task": {"VolumeMounts": [{"Volume": "data", "Destination": "data"}]},
+    }
+    body = _alloc("a1b2c3d4-0000-0000-0000-0000000000b5", "true", None, **group)
+    runner = _runner(tmp_path, body)
+    try:
+        assert runner.client_status == "failed" and "missing requested host volume 'shared'" in runner.description
+    finally:
+        runner.destroy()
