@@ -34,6 +34,7 @@ from app.api import (
     operator,
     periodic,
     search,
+    services,
     status,
     system,
 )
@@ -63,6 +64,7 @@ def register(app: Flask) -> None:
         job_validate,
         job_versions,
         deployments,
+        services,
         jobs,
         evals,
         allocs,

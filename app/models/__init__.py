@@ -13,6 +13,7 @@ from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
 from app.models.scaling import JobScalingEvent
+from app.models.service import ServiceRegistration
 from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "Plan",
     "PlanResult",
     "SchedulerConfig",
+    "ServiceRegistration",
     "StateIndex",
 ]
