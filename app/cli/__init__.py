@@ -226,6 +226,7 @@ from app.cli.job import job  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
+from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 
@@ -238,6 +239,7 @@ main.add_command(fleet)
 main.add_command(node)
 main.add_command(alloc)
 main.add_command(deployment)
+main.add_command(service)
 main.add_command(acl)
 main.add_command(namespace)
 main.add_command(eval_)
