@@ -3,7 +3,8 @@
 One row per registration a client made for a running allocation (Nomad's ServiceRegistration).
 Row triggers on allocations and nodes delete an allocation's registrations when it turns
 terminal or its node goes down (sql/functions/service_registrations_v1.sql); foreign keys
-cascade when the allocation or node row is collected.
+cascade when the allocation or node row is collected. Triggers on the table itself publish the
+event stream's Service topic (ServiceRegistration, ServiceDeregistration).
 
 Revision ID: 0023_service_registrations
 Revises: 0022_sparse_reference_indexes
@@ -81,9 +82,26 @@ def upgrade() -> None:
         "CREATE TRIGGER services_node_down AFTER UPDATE OF status ON nodes FOR EACH ROW "
         "WHEN (NEW.status = 'down' AND OLD.status <> 'down') EXECUTE FUNCTION corral_services_node_down_v1()"
     )
+    # The event stream's Service topic, in the transaction of each change.
+    op.execute(
+        "CREATE TRIGGER events_insert AFTER INSERT ON service_registrations REFERENCING NEW TABLE AS new_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION corral_event_service_insert_v1()"
+    )
+    op.execute(
+        "CREATE TRIGGER events_update AFTER UPDATE ON service_registrations FOR EACH ROW "
+        "WHEN (NEW.modify_index IS DISTINCT FROM OLD.modify_index) EXECUTE FUNCTION corral_event_service_update_v1()"
+    )
+    op.execute(
+        "CREATE TRIGGER events_delete AFTER DELETE ON service_registrations REFERENCING OLD TABLE AS old_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION corral_event_service_delete_v1()"
+    )
 
 
 def downgrade() -> None:
+    for trigger in ("events_delete", "events_update", "events_insert"):
+        op.execute(f"DROP TRIGGER {trigger} ON service_registrations")
+    for noun in ("delete", "update", "insert"):
+        op.execute(f"DROP FUNCTION corral_event_service_{noun}_v1()")
     op.execute("DROP TRIGGER services_node_down ON nodes")
     op.execute("DROP TRIGGER services_alloc_terminal ON allocations")
     op.execute("DROP FUNCTION corral_services_node_down_v1()")

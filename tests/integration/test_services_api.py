@@ -13,7 +13,10 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
+from app import create_app
+from app.config import Settings
 from tests.support.api import minimal_job, node_body
+from tests.support.events import events, heartbeats, read_frames
 from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
@@ -185,3 +188,27 @@ def test_collected_allocations_take_their_registrations(client: FlaskClient, pg:
     _sync(client, node, {a: [_reg(a, 8001)]})
     pg.execute("DELETE FROM allocations WHERE id = %s", (a,))
     assert _count(pg) == 0
+
+
+def test_the_event_stream_publishes_registrations_and_deregistrations(database_url: str, pg: Conn) -> None:
+    app = create_app(
+        Settings(database_url=database_url, max_blocking_wait_s=5, event_stream_heartbeat_s=0.2), database_url
+    )
+    client = app.test_client()
+    try:
+        node, (a, b) = _setup(client, pg)
+        _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002)]})
+        _sync(client, node, {a: [_reg(a, 9001)]})  # a changed registration
+        pg.execute("UPDATE allocations SET client_status = 'lost' WHERE id = %s", (b,))
+        found = events(read_frames(client, "topic=Service:web", until=heartbeats(3)))  # by service name
+        ia, ib = f"_nomad-task-{a}-group-g-web-http", f"_nomad-task-{b}-group-g-web-http"
+        pairs = [(e["Type"], e["Key"]) for e in found]
+        # The first registration of both is one write (one index): their order within it is free.
+        assert sorted(pairs[:2]) == [("ServiceRegistration", ia), ("ServiceRegistration", ib)]
+        assert pairs[2:] == [("ServiceRegistration", ia), ("ServiceDeregistration", ib)]
+        assert {e["Namespace"] for e in found} == {"default"}
+        assert found[-1]["Payload"]["Service"]["AllocID"] == b and found[-1]["FilterKeys"] == ["web", "web"]
+        assert [e["Payload"]["Service"]["Port"] for e in found if e["Key"] == ia] == [8001, 9001]
+        assert events(read_frames(client, "topic=Service:other", until=heartbeats(2))) == []
+    finally:
+        app.extensions["corral"].close()
