@@ -58,7 +58,7 @@ def main(count: int) -> None:
             "Name": "n1",
             "Datacenter": "dc1",
             "Attributes": {"kernel.name": "linux"},
-            "NodeResources": {"Cpu": {"CpuShares": 100000}, "Memory": {"MemoryMB": 100000}},
+            "NodeResources": {"Cpu": {"CpuShares": 100000}, "Memory": {"MemoryMB": 100000}, "Disk": {"DiskMB": 100000}},
         }
         registered = api.put("/v1/node/register", json={"Node": node})
         assert registered.status_code == 200, registered.get_data(as_text=True)
