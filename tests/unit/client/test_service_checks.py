@@ -5,6 +5,9 @@ counting, deployment health that waits for checks, and ?choose= rendezvous selec
 from __future__ import annotations
 
 import hashlib
+import http.server
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,11 +15,13 @@ import pytest
 from app.api.services import chosen, hash_with, parse_choose
 from app.errors import InvalidInput
 from app.store.services import RegistrationJson
+from client.check_runner import TaskContext, probe_http, probe_script, probe_tcp
 from client.checks import (
     FAILURE,
     NANOS,
     PENDING,
     SUCCESS,
+    CheckSpec,
     CheckState,
     Probe,
     RestartCounter,
@@ -221,3 +226,46 @@ def test_choose_is_rendezvous_hashing_with_nomads_hash() -> None:
     for bad in ("2", "x|k", "2|", "|k"):
         with pytest.raises(InvalidInput):
             parse_choose(bad)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        code = 200 if self.path == "/ok" else 302 if self.path == "/moved" else 500
+        self.send_response(code)
+        if code == 302:
+            self.send_header("Location", "/ok")
+        self.send_header("X-Seen", self.headers.get("X-Probe", ""))
+        self.end_headers()
+        self.wfile.write(b"broken" if code == 500 else b"fine")
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+def _probe_spec(kind: str, port: int, **check: Any) -> CheckSpec:
+    base = {"Type": kind, "Interval": NANOS, "Timeout": NANOS, "Path": "/ok", **check}
+    return spec_of(ALLOC, "web", "web", "srv", "127.0.0.1", port, base)
+
+
+def test_probes_judge_as_nomads_http_tcp_and_script_checks(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        assert probe_http(_probe_spec("http", port, Header={"X-Probe": ["1"]})) == Probe(True, "nomad: http ok", 200)
+        assert probe_http(_probe_spec("http", port, Path="/moved")).ok  # redirects are followed
+        failed = probe_http(_probe_spec("http", port, Path="/bad"))
+        assert (failed.ok, failed.status_code, failed.output) == (False, 500, "broken")
+        assert probe_tcp(_probe_spec("tcp", port)) == Probe(True, "nomad: tcp ok")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not probe_tcp(_probe_spec("tcp", port)).ok  # nothing listens any more
+    assert not probe_http(_probe_spec("http", port)).ok
+
+    context = TaskContext("raw_exec", tmp_path, {"PATH": "/usr/bin:/bin", "GREETING": "hi"})
+    script = _probe_spec("script", 0, Command="/bin/sh", Args=["-c", 'echo "$GREETING from $(pwd)"; exit 0'])
+    assert probe_script(script, context) == Probe(True, f"hi from {tmp_path}\n")
+    assert not probe_script(_probe_spec("script", 0, Command="/bin/false"), context).ok
+    assert "cannot run script checks" in probe_script(script, TaskContext("mock", tmp_path, {})).output
+    assert "not running" in probe_script(script, None).output
