@@ -414,10 +414,15 @@ class AllocRunner:
         return decided
 
     def join_deployment(self, alloc: dict[str, Any]) -> None:
-        """An in-place update moved the allocation into a new deployment: judge it again."""
+        """An in-place update moved the allocation into a new deployment: judge it again, with
+        the new version's services and checks (Nomad's service hook updates them in place)."""
         with self._lock:
             self.alloc = alloc
             self.health = HealthWatch.of(alloc)
+            if self.checks is not None:
+                self.checks.stop()
+                self.checks = None
+            self._follow_checks({name: t.state for name, t in self.tasks.items()})
         self.persist()
 
     def persist(self) -> None:

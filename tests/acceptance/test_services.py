@@ -17,7 +17,7 @@ import pytest
 from tests.support.cluster import Cluster
 from tests.support.processes import Corral, wait_for
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(900)]
 
 # The task keeps running while its HTTP server may die: the check, not the task's exit, must
 # notice. It records the server's PID so the test can kill just the server.
@@ -161,7 +161,8 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     assert any(e["Type"] == "Restart Signaled" and "healthcheck" in e["DisplayMessage"] for e in events)
     assert wait_for(lambda: passing(cluster, victim), 60)
 
-    # A version whose check can never pass: its deployment fails, and auto_revert brings back v0's.
+    # A version whose check can never pass (an in-place update: the allocations stay, their checks
+    # change): its deployment fails, and auto_revert brings back v0's.
     register(cluster, "/missing")
     assert wait_for(lambda: latest_deployment(cluster).get("JobVersion") == 1, 60)
     assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 120), latest_deployment(cluster)
