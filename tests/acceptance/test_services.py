@@ -28,7 +28,7 @@ job "web" {
     max_parallel      = 2
     min_healthy_time  = "1s"
     healthy_deadline  = "15s"
-    progress_deadline = "60s"
+    progress_deadline = "4m"
     auto_revert       = true
   }
   group "web" {
@@ -165,7 +165,10 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     # change): its deployment fails, and auto_revert brings back v0's.
     register(cluster, "/missing")
     assert wait_for(lambda: latest_deployment(cluster).get("JobVersion") == 1, 60)
-    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 120), latest_deployment(cluster)
+    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 240), (
+        latest_deployment(cluster),
+        [a.get("DeploymentStatus") for a in cluster.allocs("web")],
+    )
     assert "Failed due to unhealthy allocations" in latest_deployment(cluster)["StatusDescription"]
     assert wait_for(lambda: cluster.http.get("/v1/job/web").json()["Version"] >= 2, 60)
     reverted = cluster.http.get("/v1/job/web").json()
