@@ -25,8 +25,9 @@ JSON_VALUES = st.recursive(
 # Fields of Nomad's structs that the models do not type, per level: they ride along untouched.
 EXTRA_KEYS = {
     "job": st.sampled_from(["VaultToken", "ConsulToken", "Multiregion", "UI", "VaultNamespace"]),
-    "group": st.sampled_from(["Services", "Volumes", "Consul"]),
-    "task": st.sampled_from(["Vault", "Services", "Templates", "Artifacts"]),
+    # Services are typed now (corral acts on provider "nomad"): no longer free-form extras.
+    "group": st.sampled_from(["Volumes", "Consul"]),
+    "task": st.sampled_from(["Vault", "Templates", "Artifacts"]),
 }
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 
