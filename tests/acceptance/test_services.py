@@ -56,6 +56,7 @@ job "web" {
     }
     task "srv" {
       driver = "raw_exec"
+      env { CHECKED = "CHECK_PATH" }
       config {
         command = "/bin/sh"
         args = [
@@ -161,8 +162,8 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     assert any(e["Type"] == "Restart Signaled" and "healthcheck" in e["DisplayMessage"] for e in events)
     assert wait_for(lambda: passing(cluster, victim), 60)
 
-    # A version whose check can never pass (an in-place update: the allocations stay, their checks
-    # change): its deployment fails, and auto_revert brings back v0's.
+    # A version whose check can never pass (its env changes too: new allocations replace the old):
+    # its deployment fails, and auto_revert brings back v0's.
     register(cluster, "/missing")
     assert wait_for(lambda: latest_deployment(cluster).get("JobVersion") == 1, 60)
     assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 240), (
