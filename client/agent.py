@@ -92,6 +92,10 @@ class Client:
         token = (lambda: identity) if identity else (lambda: self.api.secret)
         return HttpSource(self.config.server, token, namespace, client=self._template_http)
 
+        # The Nomad service registrations the servers hold for each allocation, as last sent:
+        # empty after a restart, so everything running is registered again (upserts by ID).
+        self.services_sent: dict[str, list[dict[str, Any]]] = {}
+
     # -- identity and registration -------------------------------------------------------
 
     def _load_identity(self) -> None:
@@ -315,10 +319,31 @@ class Client:
         def step() -> float:
             self._judge_health()
             self._flush()
+            self._sync_services()
             return self.config.sync_interval_s
 
         self.stop.wait(self.config.sync_interval_s)
         guarded("client sync", step, self.stop)
+
+    def _sync_services(self) -> bool:
+        """Send the registrations that changed since the last round: an allocation that runs
+        registers its Nomad services, one that stops (or was collected) deregisters them."""
+        wanted = {r.id: r.service_registrations() for r in self._runner_list() if r.has_services()}
+        changed = {alloc_id: regs for alloc_id, regs in wanted.items() if self.services_sent.get(alloc_id) != regs}
+        changed |= {alloc_id: [] for alloc_id in self.services_sent if alloc_id not in wanted}
+        if not changed or self.api.node_id is None:
+            return True
+        try:
+            self.api.sync_services(changed)
+        except (httpx.HTTPError, NodeGone) as err:
+            log.warning("service registrations not delivered; will retry", error=str(err), count=len(changed))
+            return False
+        for alloc_id, regs in changed.items():
+            if regs or alloc_id in wanted:
+                self.services_sent[alloc_id] = regs
+            else:
+                self.services_sent.pop(alloc_id, None)
+        return True
 
     def _judge_health(self) -> None:
         now = time.time()

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from client.artifacts import Artifact, Fetcher, TaskArtifacts
+from client.check_runner import CheckWatch, TaskContext
+from client.checks import CheckSpec, spec_of
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
 from client.health import HealthWatch
 from client.identities import DEFAULT as DEFAULT_IDENTITY
@@ -34,6 +36,7 @@ from client.lifecycle import (
     stage_of,
 )
 from client.restarts import RestartPolicy, RestartTracker
+from client.services import nomad_services, port_of, registrations
 from client.task_runner import NotRunning, TaskRunner
 from client.taskenv import (
     NodeInfo,
@@ -232,6 +235,9 @@ class AllocRunner:
         self.tasks: dict[str, TaskRunner] = {}
         self.stages: dict[str, str] = {}
         self.leaders: frozenset[str] = frozenset()
+        self.envs: dict[str, dict[str, str]] = {}  # each task's environment (services interpolate it)
+        self.checks: CheckWatch | None = None  # started once the allocation runs
+        self._starts: dict[str, tuple[Any, Any]] = {}  # each task's StartedAt and LastRestart seen
         # Nomad's coordinator: a restored allocation starts again from prestart and moves on.
         self.phase = "prestart" if saved else "init"
         self.gates = {stage: threading.Event() for stage in OPEN["poststart"] | OPEN["prestart"] | {POSTSTOP}}
@@ -283,6 +289,7 @@ class AllocRunner:
                     self._terminal("failed", f"task {spec.name!r}: {err}")
                     return
             self.stages[spec.name] = plan.stage
+            self.envs[spec.name] = dict(spec.env)
             control = RunnerControl()
             templates = self._templates(plan, task_dir, control)
             artifacts = TaskArtifacts(plan.artifacts, Fetcher(task_dir, self.dir, self.artifact_roots))
@@ -397,12 +404,82 @@ class AllocRunner:
                 else:
                     self.client_status, self.description = status, description
             reason = None if self._killing else kill_reason(states, self.stages, self.leaders)
+            self._follow_checks(states)
             self.persist()
         if reason is not None:
             # A failed task fails its allocation: the others are killed (Nomad does the same),
             # as they are when the leader dies or only sidecars are left.
             self._kill(reason)
         self.on_change(self)
+
+    # -- services and checks ------------------------------------------------------------
+
+    def service_registrations(self) -> list[dict[str, Any]]:
+        """The Nomad services to register now: none unless the allocation runs and is not
+        being stopped (Nomad deregisters before it kills the tasks)."""
+        with self._lock:
+            if self.client_status != "running" or self.stopping or self.terminal:
+                return []
+            running = {name for name, t in self.tasks.items() if t.state.get("State") == "running"}
+            return registrations(self.alloc, self.node, self.envs, running)
+
+    def has_services(self) -> bool:
+        return bool(nomad_services(self.alloc, self.envs))
+
+    def check_results(self) -> dict[str, dict[str, Any]]:
+        return self.checks.results() if self.checks is not None else {}
+
+    def check_specs(self) -> list[CheckSpec]:
+        """Every check of the allocation's Nomad services, on the service's address and port
+        (or the check's own port label)."""
+        specs = []
+        group = str(self.alloc.get("TaskGroup") or "")
+        for service in nomad_services(self.alloc, self.envs):
+            for check in service.checks:
+                label = str(check.get("PortLabel") or service.port_label)
+                address, port = port_of(self.alloc, label, self.node)
+                address = service.address or address
+                specs.append(spec_of(self.id, group, service.name, service.task, address, port, check))
+        return specs
+
+    def _follow_checks(self, states: dict[str, dict[str, Any]]) -> None:
+        """Start the checks when the allocation first runs, stop them when it stops, and give
+        each (re)started task a new check_restart grace. Called under the lock."""
+        if self.checks is not None and (self.stopping or self.terminal):
+            self.checks.stop()
+            return
+        if self.checks is None and self.client_status == "running" and not self.stopping:
+            specs = self.check_specs()
+            if not specs:
+                return
+            self.checks = CheckWatch(specs, self._task_context, self._check_restart, lambda: self.on_change(self))
+            self.checks.start()
+        if self.checks is None:
+            return
+        now = time.time()
+        for name, state in states.items():
+            seen = (state.get("StartedAt"), state.get("LastRestart"))
+            if self._starts.get(name, seen) != seen:
+                self.checks.task_started(name, now)
+            self._starts[name] = seen
+
+    def _task_context(self, task: str) -> TaskContext | None:
+        runner = self.tasks.get(task)
+        if runner is None or runner.handle is None or runner.state.get("State") != "running":
+            return None
+        return TaskContext(runner.spec.driver, runner.task_dir, dict(runner.spec.env))
+
+    def _check_restart(self, task: str, reason: str) -> None:
+        """check_restart's restart: the check's task, or every running task for a group
+        service's check, through the same path as `alloc restart`."""
+        if self.terminal or self.stopping:
+            return
+        if task:
+            self.tasks[task].restart(reason)
+            return
+        for runner in self.tasks.values():
+            with contextlib.suppress(NotRunning):
+                runner.restart(reason)
 
     def _derive(self, states: list[dict[str, Any]]) -> tuple[str, str]:
         if states and all(s["State"] == "dead" for s in states):
@@ -475,16 +552,24 @@ class AllocRunner:
             return False
         with self._lock:
             states = health_states({name: t.state for name, t in self.tasks.items()}, self.stages)
-            decided = self.health.judge(self.client_status, states, now)
+            checks = self.checks.passing() if self.checks is not None else None
+            if checks is None and self.check_specs():
+                checks = (False, 0.0)  # checks that have not started yet do not pass
+            decided = self.health.judge(self.client_status, states, now, checks)
         if decided:
             self.persist()
         return decided
 
     def join_deployment(self, alloc: dict[str, Any]) -> None:
-        """An in-place update moved the allocation into a new deployment: judge it again."""
+        """An in-place update moved the allocation into a new deployment: judge it again, with
+        the new version's services and checks (Nomad's service hook updates them in place)."""
         with self._lock:
             self.alloc = alloc
             self.health = HealthWatch.of(alloc)
+            if self.checks is not None:
+                self.checks.stop()
+                self.checks = None
+            self._follow_checks({name: t.state for name, t in self.tasks.items()})
         self.persist()
 
     def persist(self) -> None:
@@ -507,6 +592,8 @@ class AllocRunner:
 
     def destroy(self) -> None:
         """Kill whatever still runs, wait for the task runners, remove the directory."""
+        if self.checks is not None:
+            self.checks.stop()
         for name, task in self.tasks.items():
             if self.stages.get(name) == POSTSTOP:
                 task.stop()  # nothing is left to run after: not even the poststop tasks

@@ -119,3 +119,10 @@ class ServerApi:
         for signed in body.get("SignedIdentities") or []:
             tokens.setdefault(str(signed["TaskName"]), {})[str(signed["IdentityName"])] = str(signed["JWT"])
         return tokens
+
+    def sync_services(self, allocs: dict[str, list[dict[str, Any]]]) -> None:
+        """Set the Nomad service registrations of these allocations (an empty list: none)."""
+        reply = self._http.put(f"/v1/node/{self.node_id}/services", json={"Allocs": allocs}, headers=self._auth())
+        if reply.status_code == 404 or (reply.status_code == 403 and "X-Nomad-Token" in reply.text):
+            raise NodeGone(reply.text)
+        reply.raise_for_status()

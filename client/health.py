@@ -1,10 +1,11 @@
 """Deployment health of one allocation, judged from its task states (`health_check =
-"task_states"`; with no service catalog, "checks" means the same): healthy once every task
-has run for `min_healthy_time` without restarting, unhealthy when a task fails or
-`healthy_deadline` passes first. `manual` leaves health to the operator. Judged once per
-deployment: a verdict is final, as in Nomad. A service allocation outside any deployment is
-judged by its group's `migrate` block instead (Nomad's client does the same): the drainer
-waits for that verdict before it moves the next allocation."""
+"task_states"`) and, with `health_check = "checks"` (the default), from its Nomad service
+checks too: healthy once every task has run and every healthiness check has passed for
+`min_healthy_time` without interruption, unhealthy when a task fails or `healthy_deadline`
+passes first (so a check that never passes fails the deployment). `manual` leaves health to
+the operator. Judged once per deployment: a verdict is final, as in Nomad. A service
+allocation outside any deployment is judged by its group's `migrate` block instead (Nomad's
+client does the same): the drainer waits for that verdict before it moves the next allocation."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class HealthWatch:
     started: float
     healthy: bool | None = None
     decided_at: float = 0.0
+    use_checks: bool = False  # health_check = "checks": service checks must pass as well
 
     @classmethod
     def of(cls, alloc: dict[str, Any], now: float | None = None) -> HealthWatch | None:
@@ -45,6 +47,7 @@ class HealthWatch:
             deadline_s=float(update.get("HealthyDeadline", 300 * NANOS)) / NANOS,
             manual=update.get("HealthCheck") == "manual",
             started=time.time() if now is None else now,
+            use_checks=update.get("HealthCheck", "checks") == "checks",
         )
 
     def saved(self) -> dict[str, Any]:
@@ -59,11 +62,18 @@ class HealthWatch:
         except TypeError:
             return None  # written by another version: judge again
 
-    def judge(self, client_status: str, states: list[dict[str, Any]], now: float) -> bool:
-        """Decide if the time has come; returns whether a verdict was reached just now."""
+    def judge(
+        self, client_status: str, states: list[dict[str, Any]], now: float, checks: tuple[bool, float] | None = None
+    ) -> bool:
+        """Decide if the time has come; returns whether a verdict was reached just now.
+        `checks` is whether every healthiness check passes and since when (None: none to run)."""
         if self.healthy is not None or self.manual:
             return False
-        verdict = _verdict(client_status, states, now, self.min_healthy_s, self.started)
+        since = self.started
+        if self.use_checks and checks is not None:
+            passing, passing_since = checks
+            since = max(since, passing_since) if passing else float("inf")
+        verdict = _verdict(client_status, states, now, self.min_healthy_s, since)
         if verdict is None and now - self.started >= self.deadline_s:
             verdict = False
         if verdict is None:

@@ -84,6 +84,11 @@ def alloc_stats(local: Local, alloc_id: str, query: Query) -> Answer:
     return _json(usage.alloc_usage({task: pids[task]} if task else pids))
 
 
+def alloc_checks(local: Local, alloc_id: str, query: Query) -> Answer:
+    """The latest result of each Nomad service check of the allocation, by check ID."""
+    return _json(_runner(local, alloc_id).check_results())
+
+
 def host_stats(local: Local, alloc_id: str, query: Query) -> Answer:
     return _json(usage.host_stats(local.data_dir))
 
@@ -127,6 +132,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(rf"^/v1/client/fs/stat/{ALLOC}$"), fs_stat),
     ("GET", re.compile(rf"^/v1/client/fs/readat/{ALLOC}$"), fs_readat),
     ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/stats$"), alloc_stats),
+    ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/checks$"), alloc_checks),
     ("GET", re.compile(r"^/v1/client/stats()$"), host_stats),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/restart$"), restart),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/signal$"), signal),

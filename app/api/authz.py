@@ -95,6 +95,13 @@ REQUIREMENTS: dict[str, Requirement] = {
     "deployments.pause": InNamespace(pol.SUBMIT_JOB, "deployment"),
     "deployments.fail": InNamespace(pol.SUBMIT_JOB, "deployment"),
     "deployments.allocation_health": InNamespace(pol.SUBMIT_JOB, "deployment"),
+    # Nomad's service catalog (Nomad: read-job to read, submit-job to delete).
+    "services.list_services": ListIn(pol.READ_JOB),
+    "services.get_service": InNamespace(pol.READ_JOB),
+    "services.delete_service": InNamespace(pol.SUBMIT_JOB),
+    "services.job_services": InNamespace(pol.READ_JOB),
+    "services.alloc_services": InNamespace(pol.READ_JOB, "allocation"),
+    "services.sync_services": NodeSecret(),
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),
     "evals.get_evaluation": InNamespace(pol.READ_JOB, "evaluation"),
@@ -113,6 +120,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    "client_allocs.alloc_checks": InNamespace(pol.READ_JOB, "allocation"),  # Nomad: read-job
     "client_exec.alloc_exec": InNamespace(pol.ALLOC_EXEC, "allocation"),  # + alloc-node-exec for raw_exec, in the route
     # Nodes and the client protocol.
     "nodes.register": NodeIntroduction(),

@@ -1,6 +1,6 @@
 """Nomad's client allocation routes, proxied to the client that runs the allocation
-(app/api/client_proxy.py): resource usage (/stats), restart of tasks in place and signals to
-them; and the client host's own usage (/v1/client/stats?node_id=)."""
+(app/api/client_proxy.py): resource usage (/stats), service check results (/checks), restart
+of tasks in place and signals to them; and the client host's own usage (/v1/client/stats?node_id=)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,15 @@ def alloc_stats(alloc_id: str) -> Response:
     query = {"task": task} if task else {}
     target = target_of_alloc(key)
     return relay_json(forward(target, "GET", f"/v1/client/allocation/{key}/stats", query), target)
+
+
+@bp.get("/client/allocation/<alloc_id>/checks")
+def alloc_checks(alloc_id: str) -> Response:
+    """Nomad's AllocChecks: the latest result of each of the allocation's Nomad service checks,
+    run by its client (a map of check ID to result)."""
+    key = uuid_value(alloc_id, "AllocID")
+    target = target_of_alloc(key)
+    return relay_json(forward(target, "GET", f"/v1/client/allocation/{key}/checks", {}), target)
 
 
 @bp.get("/client/stats")

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.api import deployment_encode, encode
 from app.store import deployments as deployment_store
+from app.store import services
 from app.store.events import StoredEvent
 
 HEARTBEAT: dict[str, Any] = {}  # Nomad's JsonHeartbeat: an empty object
@@ -39,6 +40,8 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> dict[str, 
         return {"Allocation": encode.allocation(row)}  # without its Job, as Nomad sends it
     if event.topic == "Deployment":
         return {"Deployment": deployment_encode.deployment(row, counts)}
+    if event.topic == "Service":
+        return {"Service": dict(services.encode(row))}  # Nomad's ServiceRegistrationStreamEvent
     return {"Node": encode.node(row)}
 
 

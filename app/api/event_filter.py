@@ -12,7 +12,7 @@ from app.acl.capabilities import Acl
 
 ALL = "*"
 # Topics whose events belong to a namespace and need namespace:read-job there (Nomad's rule).
-NAMESPACED_TOPICS = frozenset({"Job", "Evaluation", "Allocation", "Deployment"})
+NAMESPACED_TOPICS = frozenset({"Job", "Evaluation", "Allocation", "Deployment", "Service"})
 NODE_TOPIC = "Node"
 
 

@@ -234,6 +234,7 @@ from app.cli.node import node  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
+from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
 from app.cli.var import var  # noqa: E402
@@ -248,6 +249,7 @@ main.add_command(node)
 node.add_command(node_pool)  # `corral node pool ...`
 main.add_command(alloc)
 main.add_command(deployment)
+main.add_command(service)
 main.add_command(acl)
 main.add_command(namespace)
 main.add_command(eval_)

@@ -41,7 +41,28 @@ def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
     follow(response.get("EvalID"), detach, verbose)
 
 
-def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None = None) -> str:
+def render_checks(checks: dict[str, Any] | None) -> list[str]:
+    """Nomad's "Nomad Service Checks" section (empty without checks): sorted rows of service,
+    task ("(group)" for a group service's check), check name, mode and status."""
+    if not checks:
+        return []
+    rows = sorted(
+        [
+            str(c.get("Service", "")),
+            str(c.get("Task") or "(group)"),
+            str(c.get("Check", "")),
+            str(c.get("Mode", "")),
+            str(c.get("Status", "")),
+        ]
+        for c in checks.values()
+        if isinstance(c, dict)
+    )
+    return ["", "Nomad Service Checks:", *columns([["Service", "Task", "Name", "Mode", "Status"], *rows])]
+
+
+def render_alloc(
+    a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None = None, checks: dict[str, Any] | None = None
+) -> str:
     def short(value: Any) -> str:
         return str(value or "") if verbose else str(value or "")[:8]
 
@@ -71,6 +92,7 @@ def render_alloc(a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None 
             *(alloc_metrics.basic_lines(metrics) if verbose and metrics else []),
         ]
     )
+    lines += render_checks(checks)
     for name, state in sorted((a.get("TaskStates") or {}).items()):
         lines += ["", f'Task "{name}" is "{state.get("State", "")}"']
         if stats is not None:
@@ -120,7 +142,18 @@ def status(alloc_id: str, verbose: bool, with_stats: bool, as_json: bool, templa
             stats = http.get(f"/v1/client/allocation/{found['ID']}/stats")
         except http.ApiError as err:
             click.echo(f"Couldn't retrieve stats: {err.message}", err=True)  # as Nomad: the rest still prints
-    click.echo(render_alloc(found, verbose, stats))
+    click.echo(render_alloc(found, verbose, stats, _checks(found)))
+
+
+def _checks(found: dict[str, Any]) -> dict[str, Any] | None:
+    """The allocation's service check results; none when its client cannot say (as Nomad's)."""
+    if found.get("ClientStatus") != "running":
+        return None
+    try:
+        checks = http.get(f"/v1/client/allocation/{found['ID']}/checks")
+    except http.ApiError:
+        return None
+    return checks if isinstance(checks, dict) else None
 
 
 @alloc.command()

@@ -19,6 +19,7 @@ from app.jobspec.model import (
     UpdateStrategy,
     overlay,
 )
+from app.jobspec.services import canonicalize_services
 
 SERVICE = "service"
 BATCH = "batch"
@@ -88,6 +89,7 @@ def apply_defaults(job: Job) -> Job:
         job.periodic.time_zone = "UTC"
     for group in job.task_groups:
         _group_defaults(group, job, job_type)
+    canonicalize_services(job)
     return job
 
 

@@ -517,7 +517,14 @@ _SPREADS = _many("Spreads", _fields({"target": _many("SpreadTarget", _fields({})
 _META = _one("Meta", _strings)
 _SERVICES = _many(
     "Services",
-    _fields({"port": "PortLabel", "check": _many("Checks", _fields({"port": "PortLabel"}))}),
+    _fields(
+        {
+            "port": "PortLabel",
+            "meta": _META,
+            "task": "TaskName",
+            "check": _many("Checks", _fields({"port": "PortLabel", "task": "TaskName"})),
+        }
+    ),
 )
 
 _TASK = _fields(

@@ -286,6 +286,56 @@ class LogConfig(NomadObject):
     disabled: bool = False
 
 
+class CheckRestart(NomadObject):
+    """`check_restart`: restart the task after `limit` consecutive failed checks (0: never),
+    not counting failures within `grace` of its start."""
+
+    limit: int = 0
+    grace: Duration = SECOND
+    ignore_warnings: bool = False
+
+
+class ServiceCheck(NomadObject):
+    """One `check` of a service, as Nomad's API carries it (durations in nanoseconds)."""
+
+    name: str = ""
+    type: str = ""
+    command: str = ""
+    args: list[str] | None = None
+    path: str = ""
+    protocol: str = ""
+    port_label: str = ""
+    expose: bool = False
+    address_mode: str = ""
+    interval: Duration = 0
+    timeout: Duration = 0
+    method: str = ""
+    header: dict[str, list[str]] | None = None
+    check_restart: CheckRestart | None = None
+    success_before_passing: int = 0
+    failures_before_critical: int = 0
+    on_update: str = ""
+    task_name: str = ""
+
+
+class Service(NomadObject):
+    """A `service` block at group or task level; `provider = "nomad"` registers it in corral's
+    own catalog, "consul" (Nomad's default) is kept and warned about (there is no Consul)."""
+
+    name: str = ""
+    task_name: str = ""
+    port_label: str = ""
+    address_mode: str = "auto"
+    address: str = ""
+    provider: str = ""
+    on_update: str = ""
+    tags: list[str] | None = None
+    canary_tags: list[str] | None = None
+    meta: dict[str, str] | None = None
+    checks: list[ServiceCheck] | None = None
+    check_restart: CheckRestart | None = None
+
+
 class Task(NomadObject):
     name: str = ""
     driver: str = ""
@@ -302,6 +352,7 @@ class Task(NomadObject):
     resources: Resources = Field(default_factory=Resources)
     restart_policy: RestartPolicy | None = None
     templates: list[Template] | None = None
+    services: list[Service] | None = None
     kill_timeout: Duration = 5 * SECOND
     shutdown_delay: Duration = 0
     volume_mounts: list[VolumeMount] | None = None
@@ -325,6 +376,7 @@ class TaskGroup(NomadObject):
     disconnect: DisconnectStrategy | None = None
     scaling: ScalingPolicy | None = None
     meta: dict[str, str] = Field(default_factory=dict)
+    services: list[Service] | None = None
     # The older spellings of ``disconnect``; the scheduler still reads MaxClientDisconnect.
     max_client_disconnect: Duration | None = None
     stop_after_client_disconnect: Duration | None = None

@@ -37,6 +37,7 @@ from app.jobspec.model import (
 from app.jobspec.periodic import check_periodic
 from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
 from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
+from app.jobspec.services import check_group_services
 from app.jobspec.task_runtime import check_task_runtime, check_volumes
 from app.jobspec.templates import check_templates
 
@@ -197,6 +198,7 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
     )
     for index, task in enumerate(group.tasks):
         yield from _check_task(task, f"{path}.Tasks[{index}]", group, f"{path}.RestartPolicy")
+    yield from check_group_services(group, path)
 
 
 def check_scaling(scaling: ScalingPolicy, count: int, group_path: str) -> Problems:

@@ -7,9 +7,8 @@ from typing import Any
 
 # API key -> the job file's block name, per level.
 _JOB = {"Multiregion": "multiregion", "UI": "ui", "Vault": "vault", "Consul": "consul"}
-_GROUP = {"Services": "service", "Vault": "vault", "Consul": "consul"}
+_GROUP = {"Vault": "vault", "Consul": "consul"}
 _TASK = {
-    "Services": "service",
     "Vault": "vault",
     "Consul": "consul",
     "CSIPluginConfig": "csi_plugin",
@@ -31,12 +30,14 @@ def job_warnings(spec: Mapping[str, Any]) -> list[str]:
     for group in _mappings(spec.get("TaskGroups")):
         group_where = f'group "{group.get("Name", "")}"'
         found.extend(_present(group, _GROUP, group_where))
+        found.extend(_consul_services(group, group_where))
         found.extend(_group_attributes(group, group_where))
         csi = _csi_volumes(group.get("Volumes"))
         found.extend(f"{group_where}: {_ignored(f'volume {name!r} (type csi)')}" for name in sorted(csi))
         for task in _mappings(group.get("Tasks")):
             where = f'task "{task.get("Name", "")}"'
             found.extend(_present(task, _TASK, where))
+            found.extend(_consul_services(task, where))
             found.extend(_attributes(task, _TASK_ATTRIBUTES, where))
             mounts = _mappings(task.get("VolumeMounts"))
             found.extend(
@@ -92,6 +93,17 @@ def _mappings(value: Any) -> list[Mapping[str, Any]]:
     """The objects of a list. The spec may be one the validator refused (TaskGroups: 5), and
     /v1/validate/job still reports its warnings: anything else has none to report."""
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _consul_services(obj: Mapping[str, Any], where: str) -> list[str]:
+    """Services of `provider = "nomad"` are registered in corral's catalog; any other provider
+    (Consul, Nomad's default) needs a Consul agent corral does not have."""
+    return [
+        f'{where}: service block "{service.get("Name", "")}" with provider "{service.get("Provider") or "consul"}" '
+        'is accepted and kept, but corral does not act on it (use provider = "nomad")'
+        for service in _mappings(obj.get("Services"))
+        if service.get("Provider") != "nomad"
+    ]
 
 
 def format_warnings(warnings: list[str]) -> str:

@@ -13,6 +13,7 @@ from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
 from app.models.scaling import JobScalingEvent
+from app.models.service import ServiceRegistration
 from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
 from app.models.variable import KeyringKey, Variable
 
@@ -42,6 +43,7 @@ __all__ = [
     "Plan",
     "PlanResult",
     "SchedulerConfig",
+    "ServiceRegistration",
     "StateIndex",
     "Variable",
 ]

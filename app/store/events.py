@@ -10,20 +10,23 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.models import Allocation, Deployment, Evaluation, Job, Node
+from app.models import Allocation, Deployment, Evaluation, Job, Node, ServiceRegistration
 from app.store.sql import query
 
 # Topic -> the model whose table the snapshot is a row of (sql/queries/events.sql: event_rows_<Topic>).
-MODELS: dict[str, type[Job] | type[Evaluation] | type[Allocation] | type[Deployment] | type[Node]] = {
+MODELS: dict[
+    str, type[Job] | type[Evaluation] | type[Allocation] | type[Deployment] | type[Node] | type[ServiceRegistration]
+] = {
     "Job": Job,
     "Evaluation": Evaluation,
     "Allocation": Allocation,
     "Deployment": Deployment,
     "Node": Node,
+    "Service": ServiceRegistration,
 }
 TOPICS = tuple(MODELS)
 # The state index names whose changes may add events: what the stream waits on.
-TABLES = ["jobs", "evaluations", "allocations", "deployments", "nodes"]
+TABLES = ["jobs", "evaluations", "allocations", "deployments", "nodes", "service_registrations"]
 
 
 @dataclass

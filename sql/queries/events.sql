@@ -49,3 +49,7 @@ SELECT e.id AS _event_id, (jsonb_populate_record(NULL::deployments, e.snapshot))
 
 -- name: event_rows_Node
 SELECT e.id AS _event_id, (jsonb_populate_record(NULL::nodes, e.snapshot)).* FROM events e WHERE e.id = ANY(:ids);
+
+-- name: event_rows_Service
+SELECT e.id AS _event_id, (jsonb_populate_record(NULL::service_registrations, e.snapshot)).*
+FROM events e WHERE e.id = ANY(:ids);

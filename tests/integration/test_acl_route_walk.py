@@ -155,7 +155,9 @@ def _may_succeed(caller: str, rule: str, method: str) -> bool:
     if caller == "reader":
         if rule in READ_ONLY_POSTS:
             return True
-        namespaced = rule.startswith(("/v1/job", "/v1/allocation", "/v1/evaluation", "/v1/deployment", "/v1/client/"))
+        namespaced = rule.startswith(
+            ("/v1/job", "/v1/allocation", "/v1/evaluation", "/v1/deployment", "/v1/client/", "/v1/service")
+        )
         return namespaced and method == "GET" and rule != "/v1/client/stats"
     return False  # no token, an unknown token, or rights only in another namespace
 
@@ -201,7 +203,7 @@ def test_self_filtered_lists_show_a_caller_nothing_of_what_it_may_not_read(app: 
     assert [p["Name"] for p in api.get("/v1/acl/policies", headers=other).json] == ["other"]  # type: ignore[union-attr]
     assert api.get("/v1/acl/policies").json == []
     assert api.get("/v1/namespace/default", headers=other).status_code == 403
-    for path in ("/v1/jobs", "/v1/allocations", "/v1/evaluations", "/v1/deployments"):
+    for path in ("/v1/jobs", "/v1/allocations", "/v1/evaluations", "/v1/deployments", "/v1/services"):
         listed = api.get(f"{path}?namespace=*", headers=other)
         assert listed.status_code == 200 and listed.json == [], path
         assert "X-Nomad-NextToken" not in listed.headers, path

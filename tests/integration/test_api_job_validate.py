@@ -65,7 +65,9 @@ def test_register_and_plan_warn_about_blocks_corral_keeps_but_ignores(client: Fl
         warnings = resp.json["Warnings"]  # type: ignore[index]
         assert "service block" in warnings and "template block" not in warnings  # the client renders templates
     stored = client.get("/v1/job/web").json
-    assert stored is not None and stored["TaskGroups"][0]["Services"] == [{"Name": "web"}]
+    assert stored is not None
+    service = stored["TaskGroups"][0]["Services"][0]  # kept, in Nomad's canonical form
+    assert (service["Name"], service["Provider"]) == ("web", "consul")
 
 
 def test_parse_reports_typos_with_position(client: FlaskClient) -> None:

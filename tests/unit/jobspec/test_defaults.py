@@ -167,7 +167,11 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     assert "Multiregion" in out and out["Multiregion"] is None
     assert out["ConsulNamespace"] == {"nested": [1, {"x": None}]}
     out_group = out["TaskGroups"][0]
-    assert out_group["Services"] == payload["TaskGroups"][0]["Services"]
+    # Services are typed now (corral acts on provider "nomad"): Nomad's canonical form, with
+    # what was sent kept.
+    service = out_group["Services"][0]
+    assert (service["Name"], service["PortLabel"], service["Provider"]) == ("web", "http", "consul")
+    assert service["Checks"][0]["Interval"] == 10 * SECOND
     # Typed now (the scheduler places on host volumes): Nomad's fields filled, the others kept.
     assert out_group["Volumes"] == {
         "data": {"Name": "", "Type": "host", "Source": "data", "ReadOnly": False, "PerAlloc": False}

@@ -25,8 +25,9 @@ JSON_VALUES = st.recursive(
 # Fields of Nomad's structs that the models do not type, per level: they ride along untouched.
 EXTRA_KEYS = {
     "job": st.sampled_from(["VaultToken", "ConsulToken", "Multiregion", "VaultNamespace"]),  # UI is typed
-    "group": st.sampled_from(["Services", "Consul"]),
-    "task": st.sampled_from(["Vault", "Services"]),
+    # Services, volumes, templates and artifacts are typed now: no longer free-form extras.
+    "group": st.sampled_from(["Consul"]),
+    "task": st.sampled_from(["Vault"]),
 }
 STRING_MAPS = st.dictionaries(NAMES, st.text(max_size=8), max_size=3)
 

@@ -1,0 +1,179 @@
+"""Nomad's native service discovery and health checks with real processes (server, worker,
+applier, leader and a `corral client` running raw_exec tasks): two Python HTTP servers on
+dynamic ports register as service `web` with an HTTP check; killing one server makes its check
+fail and `check_restart` restart its task; a new job version whose check fails has its
+allocations judged unhealthy; stopping the job empties the catalog."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cluster import Cluster
+from tests.support.processes import Corral, wait_for
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(900)]
+
+# The task keeps running while its HTTP server may die: the check, not the task's exit, must
+# notice. It records the server's PID so the test can kill just the server.
+WEB_JOB = """
+job "web" {
+  datacenters = ["*"]
+  update {
+    max_parallel      = 2
+    min_healthy_time  = "1s"
+    healthy_deadline  = "15s"
+    progress_deadline = "4m"
+    auto_revert       = true
+  }
+  group "web" {
+    count = 2
+    network { port "http" {} }
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    service {
+      name     = "web"
+      provider = "nomad"
+      port     = "http"
+      tags     = ["v-${NOMAD_ALLOC_INDEX}"]
+      check {
+        type     = "http"
+        path     = "CHECK_PATH"
+        interval = "1s"
+        timeout  = "1s"
+        check_restart {
+          limit = 2
+          grace = "2s"
+        }
+      }
+    }
+    task "srv" {
+      driver = "raw_exec"
+      env { CHECKED = "CHECK_PATH" }
+      config {
+        command = "/bin/sh"
+        args = [
+          "-c",
+          "python3 -m http.server ${NOMAD_PORT_http} & echo $! > ${NOMAD_TASK_DIR}/server.pid; exec sleep 1000000",
+        ]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+"""
+
+
+@pytest.fixture
+def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+    running = Cluster(corral, database_url, workdir)
+    yield running
+    running.close()
+
+
+def register(cluster: Cluster, path: str) -> dict[str, Any]:
+    parsed = cluster.http.put("/v1/jobs/parse", json={"JobHCL": WEB_JOB.replace("CHECK_PATH", path)})
+    assert parsed.status_code == 200, parsed.text
+    job: dict[str, Any] = parsed.json()
+    answer = cluster.http.put("/v1/jobs", json={"Job": job})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["Warnings"] == ""  # a Nomad service is acted on: nothing to warn about
+    return job
+
+
+def instances(cluster: Cluster) -> list[dict[str, Any]]:
+    return list(cluster.http.get("/v1/service/web").json())
+
+
+def checks(cluster: Cluster, alloc_id: str) -> list[dict[str, Any]]:
+    answer = cluster.http.get(f"/v1/client/allocation/{alloc_id}/checks")
+    return list(answer.json().values()) if answer.status_code == 200 else []
+
+
+def passing(cluster: Cluster, alloc_id: str) -> bool:
+    found = checks(cluster, alloc_id)
+    return bool(found) and all(c["Status"] == "success" for c in found)
+
+
+def running(cluster: Cluster) -> list[dict[str, Any]]:
+    return [a for a in cluster.allocs("web") if a["ClientStatus"] == "running" and a["DesiredStatus"] == "run"]
+
+
+def restarts(cluster: Cluster, alloc_id: str) -> int:
+    state = cluster.http.get(f"/v1/allocation/{alloc_id}").json()["TaskStates"]["srv"]
+    return int(state.get("Restarts") or 0)
+
+
+def latest_deployment(cluster: Cluster) -> dict[str, Any]:
+    found = cluster.http.get("/v1/job/web/deployment").json()
+    return found or {}
+
+
+def test_services_register_checks_pass_fail_restart_and_gate_deployments(
+    cluster: Cluster, corral: type[Corral]
+) -> None:
+    client = cluster.client("c1")
+    register(cluster, "/")
+    assert wait_for(lambda: len(running(cluster)) == 2 and len(instances(cluster)) == 2, 120), client.output
+    allocs = running(cluster)
+    by_alloc = {reg["AllocID"]: reg for reg in instances(cluster)}
+    assert set(by_alloc) == {a["ID"] for a in allocs}
+    for alloc in allocs:
+        full = cluster.http.get(f"/v1/allocation/{alloc['ID']}").json()
+        port = next(p["Value"] for p in full["AllocatedResources"]["Shared"]["Ports"] if p["Label"] == "http")
+        reg = by_alloc[alloc["ID"]]
+        assert reg["Port"] == port and reg["ID"] == f"_nomad-task-{alloc['ID']}-group-web-web-http"
+        assert reg["JobID"] == "web" and reg["NodeID"] == cluster.node_id("c1")
+    assert wait_for(lambda: all(passing(cluster, a["ID"]) for a in allocs), 60)
+    (result,) = checks(cluster, allocs[0]["ID"])
+    assert (result["Mode"], result["Group"], result["Service"], result["StatusCode"]) == (
+        "healthiness",
+        "web",
+        "web",
+        200,
+    )
+    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "successful", 90), latest_deployment(cluster)
+
+    cli = {"CORRAL_ADDR": cluster.base}
+    listed = corral(["service", "list"], env=cli)
+    assert listed.wait() == 0 and "web" in listed.output and "v-0" in listed.output, listed.output
+    status = corral(["alloc", "status", allocs[0]["ID"]], env=cli)
+    assert status.wait() == 0, status.output
+    assert "Nomad Service Checks:" in status.output and "(group)" in status.output and "success" in status.output
+
+    # Kill one HTTP server: its check fails and check_restart restarts the task, which serves again.
+    victim = allocs[0]["ID"]
+    pid_file = cluster.http.get(f"/v1/client/fs/cat/{victim}", params={"path": "srv/local/server.pid"})
+    assert pid_file.status_code == 200, pid_file.text
+    os.kill(int(pid_file.text.strip()), signal.SIGKILL)
+    assert wait_for(lambda: any(c["Status"] == "failure" for c in checks(cluster, victim)), 60)
+    assert wait_for(lambda: restarts(cluster, victim) >= 1, 60), cluster.http.get(f"/v1/allocation/{victim}").text
+    events = cluster.http.get(f"/v1/allocation/{victim}").json()["TaskStates"]["srv"]["Events"]
+    assert any(e["Type"] == "Restart Signaled" and "healthcheck" in e["DisplayMessage"] for e in events)
+    assert wait_for(lambda: passing(cluster, victim), 60)
+
+    # A version whose check can never pass (its env changes too: new allocations replace the old):
+    # its client judges each of its allocations unhealthy at the healthy deadline.
+    register(cluster, "/missing")
+
+    def judged_unhealthy() -> bool:
+        fresh = [a for a in cluster.allocs("web") if a["JobVersion"] == 1]
+        return len(fresh) == 2 and all((a.get("DeploymentStatus") or {}).get("Healthy") is False for a in fresh)
+
+    assert wait_for(judged_unhealthy, 120), [
+        (a["JobVersion"], a.get("DeploymentStatus")) for a in cluster.allocs("web")
+    ]
+
+    # Stopping the job deregisters every instance.
+    assert cluster.http.delete("/v1/job/web").status_code == 200
+    assert wait_for(lambda: instances(cluster) == [], 60), instances(cluster)
