@@ -16,7 +16,28 @@ UNTYPED_DICT = re.compile(r"dict\[str, Any\]")
 ANY = re.compile(r"\bAny\b")
 
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
-BUDGETS: dict[str, tuple[int, int]] = {}
+BUDGETS: dict[str, tuple[int, int]] = {
+    "app/acl": (7, 11),
+    "app/api": (102, 188),
+    "app/bexpr": (0, 17),
+    "app/cli": (105, 201),
+    "app/db": (1, 12),
+    "app/gc": (5, 8),
+    "app/jobspec": (66, 208),
+    "app/keyring": (4, 8),
+    "app/leader": (0, 5),
+    "app/metrics": (0, 0),
+    "app/models": (30, 41),
+    "app/pipeline": (23, 68),
+    "app/scheduler": (3, 21),
+    "app/store": (36, 62),
+    "app/stream": (2, 4),
+    "app/structs": (0, 17),
+    "app/ui": (0, 0),
+    "app/variables": (0, 0),
+    "workers": (2, 18),
+    "client": (144, 330),
+}
 
 
 def rooms() -> list[Path]:
