@@ -31,6 +31,7 @@ from client.checks import (
 )
 from client.health import HealthWatch
 from client.services import registrations, service_id
+from client.task_state import rfc3339
 from client.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
@@ -172,7 +173,7 @@ def _deploying(health_check: str = "checks") -> dict[str, Any]:
     return {"DeploymentID": "d1", "TaskGroup": "g", "Job": {"TaskGroups": [{"Name": "g", "Update": update}]}}
 
 
-RUNNING = [{"State": "running", "Failed": False, "StartedAt": int(T0 * NANOS)}]
+RUNNING = [{"State": "running", "Failed": False, "StartedAt": rfc3339(int(T0 * NANOS))}]
 
 
 def test_deployment_health_waits_for_passing_checks_and_fails_at_the_deadline() -> None:
