@@ -77,6 +77,9 @@ class Client:
         self.registered: dict[str, Any] | None = None  # the Node body the servers last accepted
         self._saved_link_key = ""
         self._identity_lock = threading.Lock()
+        # The Nomad service registrations the servers hold for each allocation, as last sent:
+        # empty after a restart, so everything running is registered again (upserts by ID).
+        self.services_sent: dict[str, list[dict[str, Any]]] = {}
         # One pool for every template watcher's blocking query (each holds a connection).
         self._template_http = httpx.Client(
             base_url=config.server.rstrip("/"),
@@ -91,10 +94,6 @@ class Client:
         namespace = str(alloc.get("Namespace") or "default")
         token = (lambda: identity) if identity else (lambda: self.api.secret)
         return HttpSource(self.config.server, token, namespace, client=self._template_http)
-
-        # The Nomad service registrations the servers hold for each allocation, as last sent:
-        # empty after a restart, so everything running is registered again (upserts by ID).
-        self.services_sent: dict[str, list[dict[str, Any]]] = {}
 
     # -- identity and registration -------------------------------------------------------
 

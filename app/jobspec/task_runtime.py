@@ -41,6 +41,12 @@ def check_task_runtime(task: Task, group: TaskGroup, disk_mb: int, path: str) ->
         yield from _check_logs(task.log_config, disk_mb, f"{path}.LogConfig")
 
 
+# Nomad's DefaultLogConfig. A job read back carries it spelt out; corral checks the disk only
+# against a logs block that asks for something else, so such a job (and any job that never set
+# logs) registers again as it did the first time, whatever its ephemeral disk.
+DEFAULT_LOGS = LogConfig()
+
+
 def _check_artifact(artifact: TaskArtifact, path: str) -> Problems:
     if not artifact.getter_source:
         yield FieldError(f"{path}.GetterSource", "source must be specified")
@@ -85,5 +91,5 @@ def _check_logs(logs: LogConfig, disk_mb: int, path: str) -> Problems:
     if logs.max_file_size_mb < 1:
         yield FieldError(f"{path}.MaxFileSizeMB", f"minimum file size is 1MB; got {logs.max_file_size_mb}")
     usage = logs.max_files * logs.max_file_size_mb
-    if not logs.disabled and usage >= disk_mb > 0:
+    if not logs.disabled and usage >= disk_mb > 0 and logs != DEFAULT_LOGS:
         yield FieldError(path, f"log storage ({usage} MB) must be less than requested disk capacity ({disk_mb} MB)")

@@ -1,8 +1,10 @@
 """Nomad's native service discovery and health checks with real processes (server, worker,
 applier, leader and a `corral client` running raw_exec tasks): two Python HTTP servers on
 dynamic ports register as service `web` with an HTTP check; killing one server makes its check
-fail and `check_restart` restart its task; a new job version whose check fails has its
-allocations judged unhealthy; stopping the job empties the catalog."""
+fail and `check_restart` restart its task; a new job version whose check fails is judged
+unhealthy, its deployment fails (no progress deadline: Nomad fails it on the first unhealthy
+allocation; with one, at the deadline) and auto_revert brings the passing version back;
+stopping the job empties the catalog."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ job "web" {
     max_parallel      = 2
     min_healthy_time  = "1s"
     healthy_deadline  = "15s"
-    progress_deadline = "4m"
+    progress_deadline = "0s"
     auto_revert       = true
   }
   group "web" {
@@ -173,6 +175,22 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     assert wait_for(judged_unhealthy, 120), [
         (a["JobVersion"], a.get("DeploymentStatus")) for a in cluster.allocs("web")
     ]
+
+    # The rollout fails on them and auto_revert registers the last stable version again.
+    def failed_rollout() -> bool:
+        found = [d for d in cluster.http.get("/v1/job/web/deployments").json() if d["JobVersion"] == 1]
+        return bool(found) and found[0]["Status"] == "failed"
+
+    assert wait_for(failed_rollout, 120), cluster.http.get("/v1/job/web/deployments").text
+    (failed,) = [d for d in cluster.http.get("/v1/job/web/deployments").json() if d["JobVersion"] == 1]
+    assert "unhealthy" in failed["StatusDescription"] and "rolling back" in failed["StatusDescription"], failed
+
+    def reverted() -> bool:
+        job = cluster.http.get("/v1/job/web").json()
+        return bool(job["Version"] >= 2 and job["TaskGroups"][0]["Tasks"][0]["Env"]["CHECKED"] == "/")
+
+    assert wait_for(reverted, 120), cluster.http.get("/v1/job/web").json()["Version"]
+    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "successful", 120), latest_deployment(cluster)
 
     # Stopping the job deregisters every instance.
     assert cluster.http.delete("/v1/job/web").status_code == 200

@@ -112,10 +112,21 @@ def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
     for namespace, job in jobs:
         resp = api.put(f"/v1/jobs?namespace={namespace}", json={"Job": job}, headers=auth(root))
         assert resp.status_code == 200, resp.json
-        insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
+        alloc_id = insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
         insert_deployment(pg, job_id=job["ID"])
+        insert_service(pg, node, alloc_id, namespace, job["ID"])
     with make_sessionmaker(engine)() as session, session.begin():
         assert enqueue_core(session, "job-gc", Thresholds.from_settings(Settings())) is not None
+
+
+def insert_service(pg: Conn, node_id: str, alloc_id: str, namespace: str, job_id: str) -> None:
+    """A Nomad service registration of the allocation, as its client would send it."""
+    pg.execute(
+        "INSERT INTO service_registrations (id, service_name, namespace, node_id, datacenter, job_id, alloc_id, "
+        "address, port, create_index, modify_index) "
+        "VALUES (%s, %s, %s, %s, 'dc1', %s, %s, '10.0.0.1', 8080, state_index_own(), state_index_own())",
+        (f"_nomad-task-{alloc_id}-group-g-{job_id}-http", f"{job_id}-svc", namespace, node_id, job_id, alloc_id),
+    )
 
 
 def insert_allocation(pg: Conn, node_id: str, eval_id: str, namespace: str, job_id: str) -> str:
@@ -150,7 +161,14 @@ def walk(api: FlaskClient, url: str, secret: str, per_page: int = 1) -> Seen:
     for _ in range(100):
         resp = api.get(f"{url}&per_page={per_page}&next_token={quote(token)}", headers=auth(secret))
         assert resp.status_code == 200, (url, resp.status_code, resp.get_data(as_text=True))
-        assert isinstance(resp.json, list) and len(resp.json) <= per_page
+        assert isinstance(resp.json, list)
+        if resp.json and "Services" in resp.json[0]:
+            # /v1/services: Nomad's list is one entry per namespace, not paged (it takes no per_page).
+            items += [
+                (f"{i['Namespace']}/{s['ServiceName']}", str(i["Namespace"])) for i in resp.json for s in i["Services"]
+            ]
+            return Seen(items, tokens)
+        assert len(resp.json) <= per_page
         items += [(str(i["ID"]), str(i["Namespace"])) for i in resp.json]
         token = resp.headers.get("X-Nomad-NextToken", "")
         if not token:

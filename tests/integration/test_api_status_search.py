@@ -197,7 +197,7 @@ def test_node_evaluate_creates_an_evaluation_per_job_on_the_node(client: FlaskCl
 def test_unknown_job_sub_routes_are_404_naming_the_route(client: FlaskClient) -> None:
     register(client, minimal_job())
     for resp, sub in (
-        (client.get("/v1/job/web/services"), "GET /v1/job/<id>/services"),
+        (client.get("/v1/job/web/nothing"), "GET /v1/job/<id>/nothing"),
         (client.put("/v1/job/web/frobnicate"), "PUT /v1/job/<id>/frobnicate"),
         (client.delete("/v1/job/web/x"), "DELETE /v1/job/<id>/x"),
     ):
@@ -208,7 +208,7 @@ def test_unknown_job_sub_routes_are_404_naming_the_route(client: FlaskClient) ->
     register(client, minimal_job("team/web"))
     assert body_of(client.put("/v1/job/web/api", json={"Job": minimal_job("web/api")}))["EvalID"]
     assert body_of(client.get("/v1/job/team/web"))["ID"] == "team/web"
-    assert error_fields(client.get("/v1/job/nothing/services")) == ["JobID"]
+    assert error_fields(client.get("/v1/job/nothing/web")) == ["JobID"]
 
 
 SEARCH_KEYS = st.sampled_from(["Prefix", "Text", "Context", "Namespace", "JobID", "EvalOptions", "ForceReschedule"])

@@ -7,6 +7,7 @@ the servers' link secret: the node row (secret hash, address) does not give it."
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 import uuid
@@ -44,6 +45,7 @@ class Rogue:
     content_type: str = "text/html"
     body: bytes = b'{"Memory": {"Total": 1}, "Note": "<script>alert(1)</script>"}'
     mode: str = "plain"  # plain | huge | huge-unannounced | trickle
+    listing: bytes = b""  # when set, the answer to a directory listing (the log reader lists alloc/logs first)
     requests: list[tuple[str, dict[str, str], str, str]] = field(default_factory=list)  # path, query, proof, stamp
     sent: int = 0
     done: threading.Event = field(default_factory=threading.Event)
@@ -82,9 +84,10 @@ def _handler(rogue: Rogue) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, proof: str) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", rogue.content_type)
+            listing = bool(rogue.listing) and "/fs/ls/" in self.path
+            self.send_header("Content-Type", "application/json" if listing else rogue.content_type)
             if rogue.mode == "plain":
-                body = rogue.body
+                body = rogue.listing if listing else rogue.body
                 self.send_header(link.PROOF_HEADER, _sign(rogue, proof, 200, hashlib.sha256(body).hexdigest()))
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -229,6 +232,7 @@ def test_files_are_attachments_and_plain_logs_are_never_html(
         assert reply.content_type == "application/octet-stream"
         assert reply.headers["Content-Disposition"] == "attachment; filename*=UTF-8''page.html"
         assert reply.headers["X-Content-Type-Options"] == "nosniff"
+    state.listing = json.dumps([{"Name": "t.stdout.0", "IsDir": False, "Size": len(HTML)}]).encode()
     logs = client.get(f"/v1/client/fs/logs/{alloc_id}", query_string={"task": "t", "plain": "true"})
     assert logs.status_code == 200 and logs.data == HTML
     assert logs.content_type == "text/plain; charset=utf-8" and logs.headers["X-Content-Type-Options"] == "nosniff"

@@ -92,6 +92,17 @@ def test_logs_are_checked_against_the_disk() -> None:
     assert spec["TaskGroups"][0]["Tasks"][0]["LogConfig"] == {"MaxFiles": 2, "MaxFileSizeMB": 1, "Disabled": False}
 
 
+def test_a_job_read_back_with_the_default_logs_registers_again_on_a_small_disk() -> None:
+    """GET /v1/job serves LogConfig spelt out (Nomad's defaults, 100 MB); a job with a 10 MB
+    disk that never set logs must register again from that, as `job start` and the UI do."""
+    text = _job(
+        group_body="ephemeral_disk {\n size = 10\n}", task_body="logs {\n max_files = 10\n max_file_size = 10\n}"
+    )
+    spec = normalize_job(parse_hcl(text))
+    assert spec["TaskGroups"][0]["Tasks"][0]["LogConfig"]["MaxFiles"] == 10
+    assert normalize_job(spec)["TaskGroups"][0]["EphemeralDisk"]["SizeMB"] == 10
+
+
 def test_every_attribute_nothing_acts_on_is_named() -> None:
     group = (
         'max_run_duration = "1h"\nprevent_reschedule_on_lost = true\n'
