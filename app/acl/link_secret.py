@@ -31,15 +31,21 @@ def _checked(value: str, where: str) -> bytes:
     return secret.encode()
 
 
-def _read(path: Path, where: str) -> bytes:
+def read_secret_file(path: Path, where: str, what: str, error: type[ValueError]) -> str:
+    """A secret file's text (the link secret, the keyring's root key): `error` naming the
+    setting when it cannot be read, a warning when other users may read it."""
     try:
         text = path.read_text()
         mode = path.stat().st_mode
     except (OSError, UnicodeDecodeError) as err:
-        raise LinkSecretError(f"{where}: cannot read {path}: {err}") from None
+        raise error(f"{where}: cannot read {path}: {err}") from None
     if mode & 0o077:
-        log.warning("the link secret file is readable by other users; chmod 600 it", path=str(path))
-    return _checked(text, where)
+        log.warning(f"the {what} file is readable by other users; chmod 600 it", path=str(path))
+    return text
+
+
+def _read(path: Path, where: str) -> bytes:
+    return _checked(read_secret_file(path, where, "link secret", LinkSecretError), where)
 
 
 def configured(settings: Settings) -> bytes | None:

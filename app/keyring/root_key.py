@@ -13,7 +13,7 @@ from pathlib import Path
 
 import structlog
 
-from app.acl.link_secret import ensure_default_file
+from app.acl.link_secret import ensure_default_file, read_secret_file
 from app.config import Settings
 
 log = structlog.get_logger(__name__)
@@ -37,14 +37,7 @@ def _decoded(value: str, where: str) -> bytes:
 
 
 def _read(path: Path, where: str) -> bytes:
-    try:
-        text = path.read_text()
-        mode = path.stat().st_mode
-    except (OSError, UnicodeDecodeError) as err:
-        raise RootKeyError(f"{where}: cannot read {path}: {err}") from None
-    if mode & 0o077:
-        log.warning("the keyring root key file is readable by other users; chmod 600 it", path=str(path))
-    return _decoded(text, where)
+    return _decoded(read_secret_file(path, where, "keyring root key", RootKeyError), where)
 
 
 def configured(settings: Settings) -> bytes | None:
