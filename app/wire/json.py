@@ -1,5 +1,5 @@
 """JSON whose shape is not known yet: a request body before validation, a block carried through
-untouched. Values are `object`-like unions, not `Any`, so a reader must narrow before use."""
+untouched. Values are unions of JSON's own types, never an escape hatch, so a reader must narrow before use."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ PURE = [
     *sorted((ROOT / "app" / "structs").rglob("*.py")),
     ROOT / "app" / "constants.py",
     ROOT / "app" / "plan_wire.py",
+    *sorted((ROOT / "app" / "wire").rglob("*.py")),
     ROOT / "app" / "stream" / "exec_frames.py",  # the frames are pure; the socket is websocket.py
 ]
 
@@ -55,6 +56,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "app.structs",
         "app.plan_wire",
+        "app.wire",
         "app.constants",
         "app.errors",
         "app.ids",
