@@ -21,7 +21,7 @@ import structlog
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
 from client.drivers.docker_daemon import DAEMON_ERRORS
-from client.exec_session import KILL_WAIT_S
+from client.exec_session import KILL_WAIT_S, FrameSession
 
 log = structlog.get_logger(__name__)
 STREAMS = {1: "stdout", 2: "stderr"}
@@ -29,7 +29,7 @@ HEADER = 8
 CHUNK = 4096
 
 
-class DockerExecSession:
+class DockerExecSession(FrameSession):
     def __init__(self, client: docker.DockerClient, container_id: str, command: list[str], tty: bool) -> None:
         """Start the command in the container: DAEMON_ERRORS when the daemon refuses it."""
         self.tty, self._api = tty, client.api
@@ -43,7 +43,6 @@ class DockerExecSession:
             raise OSError("the docker endpoint gave no socket for exec (only unix and tcp endpoints do)")
         self._raw = raw
         self._pid = int(self._api.exec_inspect(self._exec_id).get("Pid") or 0)
-        self._send_lock = threading.Lock()
 
     @property
     def pid(self) -> int:
@@ -72,32 +71,20 @@ class DockerExecSession:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self._pid, signal.SIGKILL)
 
-    def _send(self, ws: wsock.WebSocket, text: str) -> bool:
-        try:
-            ws.send(text)
-            return True
-        except wsock.Closed:
-            return False
+    def _resize(self, height: int, width: int) -> None:
+        with contextlib.suppress(*DAEMON_ERRORS):
+            self._api.exec_resize(self._exec_id, height=height, width=width)
 
-    def _input(self, ws: wsock.WebSocket) -> None:
-        while (message := ws.receive()) is not None:
-            try:
-                frame = frames.parse_input(message)
-            except frames.FrameError as err:
-                ws.close(wsock.POLICY_VIOLATION, str(err))
-                return
-            if frame.size is not None and self.tty and all(frame.size):
-                with contextlib.suppress(*DAEMON_ERRORS):
-                    self._api.exec_resize(self._exec_id, height=frame.size[0], width=frame.size[1])
-            if frame.stdin:
-                with contextlib.suppress(OSError):
-                    self._raw.sendall(frame.stdin)
-            if frame.stdin_close:
-                with contextlib.suppress(OSError):
-                    if self.tty:
-                        self._raw.sendall(b"\x04")  # a terminal has no end of input: ^D, as typed
-                    else:
-                        self._raw.shutdown(socket.SHUT_WR)
+    def _write_stdin(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            self._raw.sendall(data)
+
+    def _close_stdin(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.tty:
+                self._raw.sendall(b"\x04")  # a terminal has no end of input: ^D, as typed
+            else:
+                self._raw.shutdown(socket.SHUT_WR)
 
     def _output(self, ws: wsock.WebSocket) -> None:
         """Every frame of output, then the exit code once the daemon has it."""

@@ -45,14 +45,51 @@ def _controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-class ExecSession:
+class FrameSession:
+    """The WebSocket side every exec session shares: Nomad's input frames dispatched to the
+    command (a resize, stdin bytes, the end of stdin) and output sent until the caller is gone."""
+
+    tty: bool
+
+    def _send(self, ws: wsock.WebSocket, text: str) -> bool:
+        try:
+            ws.send(text)
+            return True
+        except wsock.Closed:
+            return False
+
+    def _input(self, ws: wsock.WebSocket) -> None:
+        """The caller's frames until its side closes (or sends a frame that is not Nomad's)."""
+        while (message := ws.receive()) is not None:
+            try:
+                frame = frames.parse_input(message)
+            except frames.FrameError as err:
+                ws.close(wsock.POLICY_VIOLATION, str(err))
+                return
+            if frame.size is not None and self.tty and all(frame.size):
+                self._resize(*frame.size)
+            if frame.stdin:
+                self._write_stdin(frame.stdin)
+            if frame.stdin_close:
+                self._close_stdin()
+
+    def _resize(self, height: int, width: int) -> None:
+        raise NotImplementedError
+
+    def _write_stdin(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _close_stdin(self) -> None:
+        raise NotImplementedError
+
+
+class ExecSession(FrameSession):
     """One started command. `run` serves it over the WebSocket and returns once it is over."""
 
     def __init__(self, spec: ExecSpec) -> None:
         """Start the command: OSError (not found, not executable) or ValueError (a NUL byte)."""
         self.tty = spec.tty
         self._master: int | None = None
-        self._send_lock = threading.Lock()
         if spec.tty:
             master, slave = pty.openpty()
             try:
@@ -108,30 +145,8 @@ class ExecSession:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(KILL_WAIT_S)
 
-    def _send(self, ws: wsock.WebSocket, text: str) -> bool:
-        try:
-            ws.send(text)
-            return True
-        except wsock.Closed:
-            return False
-
-    def _input(self, ws: wsock.WebSocket) -> None:
-        """The caller's frames until its side closes (or sends a frame that is not Nomad's)."""
-        while (message := ws.receive()) is not None:
-            try:
-                frame = frames.parse_input(message)
-            except frames.FrameError as err:
-                ws.close(wsock.POLICY_VIOLATION, str(err))
-                return
-            if frame.size is not None:
-                self._resize(*frame.size)
-            if frame.stdin:
-                self._write_stdin(frame.stdin)
-            if frame.stdin_close:
-                self._close_stdin()
-
     def _resize(self, height: int, width: int) -> None:
-        if self._master is not None and height and width:
+        if self._master is not None:
             with contextlib.suppress(OSError):
                 fcntl.ioctl(self._master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
 
