@@ -57,3 +57,10 @@ class Failed(CorralError):
     """The work ran and failed; the message says why."""
 
     status = 500
+
+
+class DoneElsewhere(CorralError):
+    """A Nomad route whose job corral does another way (Raft, gossip, snapshots): the message
+    names what to use instead."""
+
+    status = 501

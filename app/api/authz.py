@@ -146,6 +146,16 @@ REQUIREMENTS: dict[str, Requirement] = {
     "activity.activity": Area("operator", R),  # corral extension: the UI's activity chart
     "system.force_gc": Management(),
     "system.gc_runs": Area("operator", R),
+    # Nomad's Raft, autopilot, snapshot and gossip routes: answered from the database or with a
+    # 501 naming the replacement, behind the ACL Nomad puts on each (app/api/replaced.py).
+    "replaced.raft_configuration": Area("operator", R),
+    "replaced.raft_change": Area("operator", W),
+    "replaced.autopilot": Area("operator", R),
+    "replaced.snapshot": Management(),
+    "replaced.gossip": Area("agent", W),
+    "replaced.servers": Area("agent", R),
+    "replaced.set_servers": Area("agent", W),
+    "replaced.reconcile_summaries": Management(),
     # Variables (Nomad's variables capabilities on the path; the list shows each caller only the
     # paths it may list) and the keyring (Nomad: operator keyring-read / keyring-rotate, which
     # operator read / write grant).

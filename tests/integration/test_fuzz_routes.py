@@ -115,6 +115,7 @@ BODYLESS_WRITES = {
     "/v1/acl/bootstrap",
     "/v1/client/gc",
     "/v1/system/gc",
+    "/v1/system/reconcile/summaries",
     "/v1/node/<node_id>/evaluate",
     "/v1/job/<path:job_id>/periodic/force",
     "/v1/client/allocation/<alloc_id>/restart",
