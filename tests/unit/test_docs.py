@@ -193,8 +193,9 @@ def test_the_other_environment_variables_are_still_read() -> None:
 
 # --- API ----------------------------------------------------------------------------------
 
-API_ROW = re.compile(r"^\| `([A-Z, ]+)` \| `(/v1/[^`]+)` \| (supported|partial|corral|missing) \|", re.M)
-SERVED = ("supported", "partial", "corral")
+API_ROW = re.compile(r"^\| `([A-Z, ]+)` \| `(/v1/[^`]+)` \| (supported|partial|corral|replaced|missing) \|", re.M)
+# "replaced": served, answering from what corral has instead (e.g. Raft peers from the database) or a 501.
+SERVED = ("supported", "partial", "corral", "replaced")
 
 
 def served_routes() -> set[tuple[str, str]]:
