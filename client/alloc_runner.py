@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from client.artifacts import Artifact, Fetcher, TaskArtifacts
-from client.check_runner import CheckWatch, TaskContext
+from client.check_runner import CheckWatch
 from client.checks import CheckSpec, spec_of
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
 from client.health import HealthWatch
@@ -37,6 +37,7 @@ from client.lifecycle import (
 )
 from client.restarts import RestartPolicy, RestartTracker
 from client.services import nomad_services, port_of, registrations
+from client.task_commands import TaskContext
 from client.task_runner import NotRunning, TaskRunner
 from client.taskenv import (
     NodeInfo,
@@ -467,7 +468,7 @@ class AllocRunner:
         runner = self.tasks.get(task)
         if runner is None or runner.handle is None or runner.state.get("State") != "running":
             return None
-        return TaskContext(runner.spec.driver, runner.task_dir, dict(runner.spec.env))
+        return TaskContext(runner.spec.driver, runner.task_dir, dict(runner.spec.env), runner.spec.user, runner.handle)
 
     def _check_restart(self, task: str, reason: str) -> None:
         """check_restart's restart: the check's task, or every running task for a group

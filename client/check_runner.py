@@ -5,29 +5,17 @@ applies `check_restart`. One thread per check; a probe never outlives its timeou
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import structlog
 
 from client.checks import CheckSpec, CheckState, Probe, RestartCounter, all_passing
+from client.task_commands import CommandFailed, TaskContext, run_in_task
 
 log = structlog.get_logger(__name__)
-SCRIPT_DRIVERS = frozenset({"raw_exec"})  # drivers whose tasks run as host processes
-
-
-@dataclass(frozen=True)
-class TaskContext:
-    """Where a script check runs: the task's driver, directory and environment."""
-
-    driver: str
-    cwd: Path
-    env: dict[str, str]
 
 
 def probe_http(spec: CheckSpec) -> Probe:
@@ -56,28 +44,17 @@ def probe_tcp(spec: CheckSpec) -> Probe:
 
 
 def probe_script(spec: CheckSpec, context: TaskContext | None) -> Probe:
-    """The command in the task's directory with its environment (raw_exec's own context, as
-    `alloc exec` runs it); exit 0 passes. A driver without host processes cannot run one."""
+    """The command in the task's context (client.task_commands: raw_exec's directory and
+    environment, exec's namespaces, docker's container), as `alloc exec` runs it; exit 0 passes."""
     if context is None:
         return Probe(False, f"nomad: task {spec.task!r} is not running")
-    if context.driver not in SCRIPT_DRIVERS:
-        return Probe(False, f"nomad: the {context.driver} driver cannot run script checks")
     try:
-        done = subprocess.run(
-            [spec.command, *spec.args],
-            cwd=context.cwd,
-            env=context.env,
-            capture_output=True,
-            timeout=spec.timeout_s,
-            start_new_session=True,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return Probe(False, f"nomad: script check timed out after {spec.timeout_s:g}s")
-    except (OSError, ValueError) as err:
+        done = run_in_task(context, [spec.command, *spec.args], spec.timeout_s)
+    except CommandFailed as err:
         return Probe(False, f"nomad: {err}")
-    output = (done.stdout + done.stderr).decode(errors="replace")
-    return Probe(done.returncode == 0, output)
+    if done.timed_out:
+        return Probe(False, f"nomad: script check timed out after {spec.timeout_s:g}s")
+    return Probe(done.exit_code == 0, done.output)
 
 
 def run_probe(spec: CheckSpec, context: Callable[[str], TaskContext | None]) -> Probe:

@@ -3,15 +3,11 @@ fail paths, and change scripts run in the task's context."""
 
 from __future__ import annotations
 
-import subprocess
-
 from client.drivers import StartError, signal_number
+from client.task_commands import CommandFailed, TaskContext, run_in_task
 from client.task_runner import TaskRunner
 from client.templating.manager import ScriptError
 from client.templating.spec import ChangeScript
-
-# Drivers whose task context is the client's own (a command runs as alloc exec runs it).
-HOST_CONTEXT_DRIVERS = frozenset({"raw_exec"})
 
 
 class RunnerControl:
@@ -34,24 +30,16 @@ class RunnerControl:
         self._task().signal(name, signum, message)
 
     def run_script(self, script: ChangeScript) -> int:
+        """The script in the task's context, as a script check runs (client.task_commands)."""
         task = self._task()
-        if task.spec.driver not in HOST_CONTEXT_DRIVERS:
-            raise ScriptError(f"the {task.spec.driver} driver does not support the exec operation")
+        context = TaskContext(task.spec.driver, task.task_dir, dict(task.spec.env), task.spec.user, task.handle)
         try:
-            done = subprocess.run(
-                [script.command, *script.args],
-                cwd=task.task_dir,
-                env=dict(task.spec.env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=script.timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise ScriptError(f"timed out after {script.timeout_s:g}s") from None
-        except (OSError, ValueError) as err:
+            done = run_in_task(context, [script.command, *script.args], script.timeout_s)
+        except CommandFailed as err:
             raise ScriptError(str(err)) from None
-        return done.returncode
+        if done.timed_out:
+            raise ScriptError(f"timed out after {script.timeout_s:g}s")
+        return done.exit_code
 
     def event(self, kind: str, message: str) -> None:
         self._task().add_event(kind, message)

@@ -88,6 +88,43 @@ job "talk" {
 }
 """
 
+CHECKED = """
+job "checked" {
+  datacenters = ["*"]
+  group "g" {
+    task "t" {
+      driver = "docker"
+      config {
+        image   = "IMAGE"
+        command = "sh"
+        args    = ["-c", "hostname > /tmp/inside; exec sleep 600"]
+      }
+      service {
+        name     = "checked"
+        provider = "nomad"
+        check {
+          name     = "inside"
+          type     = "script"
+          command  = "sh"
+          args     = ["-c", "echo seen=$(cat /tmp/inside) host=$(hostname)"]
+          interval = "1s"
+          timeout  = "5s"
+        }
+        check {
+          name     = "slow"
+          type     = "script"
+          command  = "sleep"
+          args     = ["30"]
+          interval = "2s"
+          timeout  = "1s"
+        }
+      }
+      resources { memory = 64 }
+    }
+  }
+}
+"""
+
 
 class Agent:
     def __init__(self, process: Corral, base: str, home: Path) -> None:
@@ -236,6 +273,25 @@ def test_logs_reach_alloc_logs_and_the_task_runs_as_its_user(agent: Agent, docke
     assert out.stdout == "to-stdout\n65534\n", out.stderr
     err = agent.cli("alloc", "logs", "-stderr", alloc_id[:8])
     assert err.stdout == "to-stderr\n", err.stderr
+
+
+def test_script_checks_of_a_docker_task_run_in_its_container_and_time_out(agent: Agent, dockerd: Dockerd) -> None:
+    agent.run_file("checked.nomad.hcl", CHECKED, dockerd.image)
+    assert wait_for(lambda: agent.status_is("checked", "running"), 120), agent.process.output
+    alloc_id = agent.allocs("checked")[0]["ID"]
+
+    def results() -> dict[str, dict[str, Any]]:
+        answer = httpx.get(f"{agent.base}/v1/client/allocation/{alloc_id}/checks", timeout=10)
+        return {c["Check"]: c for c in answer.json().values()} if answer.status_code == 200 else {}
+
+    assert wait_for(lambda: results().get("inside", {}).get("Status") == "success", 60), results()
+    seen, host = results()["inside"]["Output"].split()
+    # The file only the container's /tmp holds, and the container's hostname, not the host's.
+    assert seen.removeprefix("seen=") == host.removeprefix("host=") != os.uname().nodename
+    assert wait_for(lambda: results().get("slow", {}).get("Status") == "failure", 60), results()
+    assert "timed out after 1s" in results()["slow"]["Output"]
+    assert agent.cli("job", "stop", "-purge", "checked").returncode == 0
+    assert wait_for(lambda: not containers_of(dockerd, alloc_id), 60)
 
 
 def test_a_bad_config_key_fails_the_task_naming_it(agent: Agent, dockerd: Dockerd) -> None:

@@ -183,3 +183,60 @@ def test_cores_are_reserved_whole_pinned_and_a_node_without_free_cores_is_not_ch
     evaluations = cluster.http.get("/v1/job/more/evaluations").json()
     failed = [e["FailedTGAllocs"]["g"] for e in evaluations if e.get("FailedTGAllocs")]
     assert failed and failed[0]["DimensionExhausted"] == {"cores": 1}
+
+
+SCRIPT_CHECK_JOB = """
+job "checked" {
+  type = "service"
+  group "g" {
+    ephemeral_disk { size = 10 }
+    task "t" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "touch /local/ready; exec sleep 600"]
+      }
+      service {
+        name     = "checked"
+        provider = "nomad"
+        check {
+          name     = "inside"
+          type     = "script"
+          command  = "/bin/sh"
+          args     = ["-c", "echo user=$(id -un) procs=$(ls /proc | grep -c '^[0-9][0-9]*$'); test -f /local/ready"]
+          interval = "1s"
+          timeout  = "5s"
+        }
+        check {
+          name     = "missing"
+          type     = "script"
+          command  = "/bin/sh"
+          args     = ["-c", "test -f /local/absent"]
+          interval = "1s"
+          timeout  = "5s"
+        }
+      }
+      resources { memory = 64 }
+    }
+  }
+}
+"""
+
+
+def test_script_checks_of_an_exec_task_run_inside_it_as_its_user(cluster: Cluster) -> None:
+    parsed = cluster.http.put("/v1/jobs/parse", json={"JobHCL": SCRIPT_CHECK_JOB})
+    assert parsed.status_code == 200, parsed.text
+    assert cluster.http.put("/v1/jobs", json={"Job": parsed.json()}).status_code == 200
+    assert wait_for(lambda: status_of(cluster, "checked") == ["running"], 60), cluster.allocs("checked")
+    alloc_id = cluster.allocs("checked")[0]["ID"]
+
+    def results() -> dict[str, dict[str, Any]]:
+        answer = cluster.http.get(f"/v1/client/allocation/{alloc_id}/checks")
+        return {c["Check"]: c for c in answer.json().values()} if answer.status_code == 200 else {}
+
+    assert wait_for(lambda: results().get("inside", {}).get("Status") == "success", 60), results()
+    inside = results()["inside"]
+    # Run in the task's PID namespace as nobody: the task's shell or sleep, this shell, ls, grep.
+    user, procs = inside["Output"].split()
+    assert user == "user=nobody" and int(procs.removeprefix("procs=")) <= 5
+    assert wait_for(lambda: results().get("missing", {}).get("Status") == "failure", 30), results()

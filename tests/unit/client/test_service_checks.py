@@ -15,7 +15,7 @@ import pytest
 from app.api.services import chosen, hash_with, parse_choose
 from app.errors import InvalidInput
 from app.store.services import RegistrationJson
-from client.check_runner import TaskContext, probe_http, probe_script, probe_tcp
+from client.check_runner import probe_http, probe_script, probe_tcp
 from client.checks import (
     FAILURE,
     NANOS,
@@ -31,6 +31,7 @@ from client.checks import (
 )
 from client.health import HealthWatch
 from client.services import registrations, service_id
+from client.task_commands import TaskContext
 from client.task_state import rfc3339
 from client.taskenv import NodeInfo
 
@@ -268,5 +269,5 @@ def test_probes_judge_as_nomads_http_tcp_and_script_checks(tmp_path: Path) -> No
     script = _probe_spec("script", 0, Command="/bin/sh", Args=["-c", 'echo "$GREETING from $(pwd)"; exit 0'])
     assert probe_script(script, context) == Probe(True, f"hi from {tmp_path}\n")
     assert not probe_script(_probe_spec("script", 0, Command="/bin/false"), context).ok
-    assert "cannot run script checks" in probe_script(script, TaskContext("mock", tmp_path, {})).output
+    assert "cannot run commands in its tasks" in probe_script(script, TaskContext("mock", tmp_path, {})).output
     assert "not running" in probe_script(script, None).output
