@@ -16,7 +16,7 @@ import pytest
 from client.drivers.exec import unusable_reason
 from client.isolation.cgroups import ROOT, UNIFIED
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -51,7 +51,7 @@ def _removed(group: Path) -> bool:
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     (workdir / "c1").mkdir()
     config = {"server": running.base, "cgroup_parent": parent}

@@ -13,7 +13,7 @@ import jwt
 import pytest
 
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -33,7 +33,7 @@ pathlib.Path("local/own").write_text(get("/v1/var/nomad/jobs/web"))
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
     yield running
     running.close()

@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from app.db.engines import make_sessionmaker, transaction
 from app.leader.eval_sweeps import sweep_max_plan_blocked
 from tests.support.pipeline import pipeline_quiet, register_mock_job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -56,7 +56,7 @@ def settle(pg: Conn, engine: Engine) -> None:
 
 
 def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     pg.execute(COMPLETION_LOG)
     add_nodes(pg, NODES, cpu=NODE_CPU)

@@ -22,7 +22,7 @@ from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 from bench.gc_fill import fill_terminal
 from tests.support.orphans import orphans
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -173,7 +173,7 @@ def quiet(pg: Conn) -> bool:
 
 
 def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothing(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     pg.execute(WITNESS)
     add_nodes(pg, 20, cpu=1000)
@@ -238,7 +238,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
 
 
 def test_gc_killed_mid_run_leaves_a_consistent_state_and_the_next_run_finishes(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     fill_terminal(database_url, jobs=200, evals_per_job=100)
     total_evals = 200 * 100
@@ -283,7 +283,7 @@ def count(pg: Conn, table: str, where: str = "true") -> int:
     return int(str(row[0]))
 
 
-def test_two_leaders_ticking_never_queue_a_collector_twice(corral: type[Corral], database_url: str, pg: Conn) -> None:
+def test_two_leaders_ticking_never_queue_a_collector_twice(corral: CorralFactory, database_url: str, pg: Conn) -> None:
     env = {"CORRAL_DATABASE_URL": database_url, **FAST_GC}
     for _ in range(2):
         corral(["leader"], env=env)
