@@ -135,7 +135,7 @@ def test_the_watch_loop_survives_a_server_error_while_fetching_a_placed_allocati
 
 
 def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
-    client: Client, servers: FakeServers
+    client: Client, servers: FakeServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     servers.place("a1")
     client.start_loops(ttl=0.05)
@@ -147,11 +147,11 @@ def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
     runner.dir.rename(runner.dir.with_name("collected"))  # atomically gone, as after GC's rmtree
     original_stop = runner.stop
 
-    def stop_into_a_missing_directory() -> None:
+    def stop_into_a_missing_directory(no_shutdown_delay: bool = False) -> None:
         runner.persist()  # FileNotFoundError, as in the race
-        original_stop()
+        original_stop(no_shutdown_delay)
 
-    runner.stop = stop_into_a_missing_directory  # type: ignore[method-assign]
+    monkeypatch.setattr(runner, "stop", stop_into_a_missing_directory)
     servers.place("a1", desired="stop")
     time.sleep(0.3)
     servers.place("a2")
