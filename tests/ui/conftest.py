@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 
 from app.db.engines import sqlalchemy_url
 from bench.replication import shared_tmp_dir
-from tests.support.browser import CHROMIUM, PageFactory
+from tests.support.browser import CHROMIUM, ColorScheme, PageFactory
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
 
@@ -77,7 +77,7 @@ def open_page(chromium: Browser, tmp_path: Path) -> Iterator[PageFactory]:
     opened: list[tuple[Page, str]] = []
 
     def opener(
-        url: str, *, width: int = 1280, height: int = 800, name: str = "page", color_scheme: str = "light"
+        url: str, *, width: int = 1280, height: int = 800, name: str = "page", color_scheme: ColorScheme = "light"
     ) -> Page:
         context = chromium.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme)
         contexts.append(context)

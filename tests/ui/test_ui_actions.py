@@ -81,7 +81,10 @@ def test_a_group_is_scaled_and_the_job_stopped_started_and_purged(cluster: Clust
     cluster.register(job("scaled", [mock_task()], count=1))
     assert wait_for(lambda: _statuses(cluster, "scaled") == ["running"], 60)
     # Nomad refuses to scale a job while its deployment is active; the UI says so (below).
-    latest = lambda: (cluster.http.get("/v1/job/scaled/deployment").json() or {}).get("Status")  # noqa: E731
+
+    def latest() -> object:
+        return (cluster.http.get("/v1/job/scaled/deployment").json() or {}).get("Status")
+
     assert wait_for(lambda: latest() == "successful", 60), latest()
     page = open_page(f"{cluster.base}/ui/job/scaled", name="job-scale")
     page.on("dialog", _accept)
