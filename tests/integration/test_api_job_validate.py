@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 
 pytestmark = pytest.mark.integration
 
@@ -110,9 +110,9 @@ def test_a_wrong_json_type_is_named_by_validate_register_and_plan(client: FlaskC
         target.update(value)
         validated = client.put("/v1/validate/job", json={"Job": job})
         assert validated.status_code == 200, (field, validated.get_data(as_text=True))
-        assert any(line.startswith(f"{field}:") for line in validated.json["ValidationErrors"]), validated.json
+        assert any(line.startswith(f"{field}:") for line in json_body(validated)["ValidationErrors"]), validated.json
         for url in ("/v1/jobs", "/v1/job/typed/plan"):
             refused = client.put(url, json={"Job": job})
             assert refused.status_code == 400, (url, refused.get_data(as_text=True))
-            assert field in [e["field"] for e in refused.json["errors"]], (url, refused.json)
+            assert field in [e["field"] for e in json_body(refused)["errors"]], (url, refused.json)
     assert client.get("/v1/jobs").json == []

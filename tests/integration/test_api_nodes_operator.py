@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -114,7 +115,7 @@ def test_node_list_resources_and_last_heartbeat(client: FlaskClient, pg: Conn) -
     assert full["NodeResources"]["Cpu"]["CpuShares"] == 4000 and full["ReservedResources"]["Memory"]["MemoryMB"] == 256
     assert client.get("/v1/nodes?resources=maybe").status_code == 400
     seen = pg.execute("SELECT last_seen_at FROM node_heartbeats").fetchone()
-    assert seen is not None
+    assert seen is not None and isinstance(seen[0], datetime)
     heartbeat = client.get(f"/v1/node/{node_id}").json["LastHeartbeat"]  # type: ignore[index]
     assert heartbeat == int(seen[0].timestamp() * 1_000_000) * 1000
     pg.execute("DELETE FROM node_heartbeats")

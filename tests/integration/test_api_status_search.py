@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.support.api import minimal_job, node_body, register
 from tests.support.fuzz import FUZZ, body_texts, content_types, scalars, send, texts
-from tests.support.rows import insert_allocation, insert_deployment, insert_node
+from tests.support.rows import insert_allocation, insert_deployment, insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -153,7 +153,7 @@ def test_job_evaluate_force_reschedule_marks_failed_allocations(client: FlaskCli
     body = {"JobID": "web", "EvalOptions": {"ForceReschedule": True}}
     created = body_of(client.put("/v1/job/web/evaluate", json=body))["EvalID"]
     assert pg.execute("SELECT count(*) FROM evaluations WHERE id = %s", (created,)).fetchone() == (1,)
-    marks = dict(pg.execute("SELECT id::text, desired_transition FROM allocations").fetchall())
+    marks = pairs(pg.execute("SELECT id::text, desired_transition FROM allocations").fetchall())
     assert marks[failed] == {"ForceReschedule": True} and not marks[running]
 
 

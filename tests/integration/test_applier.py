@@ -14,7 +14,7 @@ from app.pipeline import plans
 from app.pipeline.applier import Deposed
 from app.structs import Allocation, AllocationStop, Plan, Resources
 from tests.support.pipeline import alloc, apply, claim, register, submit
-from tests.support.rows import insert_node
+from tests.support.rows import insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -38,7 +38,7 @@ def test_partial_commit_rejects_only_the_full_node(engine: Engine, pg: Conn, ter
     assert apply(*term) == plan_id
     result = plans.result(engine, plan_id)
     assert result is not None and result.placed == 2 and result.rejected_nodes == 1 and result.partial
-    usage = dict(pg.execute("SELECT n.name, u.cpu FROM node_usage u JOIN nodes n ON n.id = u.node_id").fetchall())
+    usage = pairs(pg.execute("SELECT n.name, u.cpu FROM node_usage u JOIN nodes n ON n.id = u.node_id").fetchall())
     assert usage == {"roomy": 1000}
     assert apply(*term) is None
 
@@ -190,4 +190,4 @@ def test_a_plan_submission_takes_no_index_and_its_result_stamps_no_plans(
     assert pg.execute(logged).fetchone() == before
     assert apply(*term) == plan_id
     stamped = pg.execute("SELECT name FROM state_index WHERE value = (SELECT max(value) FROM state_index)").fetchall()
-    assert sorted(name for (name,) in stamped) == ["allocations", "evaluations"]
+    assert sorted(str(name) for (name,) in stamped) == ["allocations", "evaluations"]

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.leader.node_lifecycle import node_lifecycle
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
@@ -57,9 +57,9 @@ def test_drain_input_is_checked_and_cancel_can_mark_eligible(client: FlaskClient
     node_id = str(uuid.uuid4())
     client.put("/v1/node/register", json={"Node": node_body(node_id)})
     bad = client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": "soon"}})
-    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "DrainSpec.Deadline"
+    assert bad.status_code == 400 and json_body(bad)["errors"][0]["field"] == "DrainSpec.Deadline"
     mismatch = client.post(f"/v1/node/{node_id}/drain", json={"NodeID": str(uuid.uuid4()), "DrainSpec": {}})
-    assert mismatch.status_code == 400 and mismatch.json["errors"][0]["field"] == "NodeID"
+    assert mismatch.status_code == 400 and json_body(mismatch)["errors"][0]["field"] == "NodeID"
     assert client.post(f"/v1/node/{uuid.uuid4()}/drain", json={"DrainSpec": {}}).status_code == 404
     client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": -1, "IgnoreSystemJobs": True}})
     assert pg.execute("SELECT drain_strategy->>'IgnoreSystemJobs' FROM nodes").fetchone() == ("true",)

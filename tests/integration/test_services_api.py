@@ -69,7 +69,7 @@ def test_registrations_are_served_in_nomads_shapes(client: FlaskClient, pg: Conn
     node, (a, b) = _setup(client, pg)
     answer = _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002, tags=["v2"])]})
     assert answer.status_code == 200, answer.get_data(as_text=True)
-    assert answer.json["Upserted"] == 2  # type: ignore[index]
+    assert answer.json["Upserted"] == 2
 
     assert client.get("/v1/services").json == [
         {"Namespace": "default", "Services": [{"ServiceName": "web", "Tags": ["v1", "v2"]}]}
@@ -103,7 +103,7 @@ def test_registering_again_changes_nothing_and_never_duplicates(client: FlaskCli
     assert _count(pg) == 2
 
     moved = _sync(client, node, {a: [_reg(a, 9001)]})  # same ID, new port: updated in place
-    assert moved.json["Upserted"] == 1  # type: ignore[index]
+    assert moved.json["Upserted"] == 1
     updated = {r["AllocID"]: r for r in client.get("/v1/service/web").json}  # type: ignore[union-attr]
     assert updated[a]["Port"] == 9001 and updated[a]["ModifyIndex"] > updated[a]["CreateIndex"]
     assert _count(pg) == 2
@@ -113,8 +113,8 @@ def test_an_empty_list_deregisters_and_a_changed_set_drops_what_it_left_out(clie
     node, (a, b) = _setup(client, pg)
     _sync(client, node, {a: [_reg(a, 8001), _reg(a, 8001, name="admin")], b: [_reg(b, 8002)]})
     assert _count(pg) == 3
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Removed"] == 1  # type: ignore[index]
-    assert _sync(client, node, {b: []}).json["Removed"] == 1  # type: ignore[index]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Removed"] == 1
+    assert _sync(client, node, {b: []}).json["Removed"] == 1
     assert [r["AllocID"] for r in client.get("/v1/service/web").json] == [a]  # type: ignore[union-attr]
 
 
@@ -134,7 +134,7 @@ def test_a_terminal_allocation_loses_its_registrations(client: FlaskClient, pg: 
     pg.execute("UPDATE allocations SET client_status = 'lost' WHERE id = %s", (b,))  # the scheduler's lost
     assert client.get("/v1/service/web").json == []
     # A late registration for a terminal allocation would be an orphan: refused.
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
     assert _count(pg) == 0
 
 
@@ -143,13 +143,13 @@ def test_a_node_going_down_takes_its_registrations(client: FlaskClient, pg: Conn
     _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002)]})
     pg.execute("UPDATE nodes SET status = 'down' WHERE id = %s", (node.id,))
     assert _count(pg) == 0
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
 
 
 def test_a_node_registers_only_its_own_allocations(client: FlaskClient, pg: Conn) -> None:
     node, (a, _b) = _setup(client, pg)
     other = _node(client)
-    assert _sync(client, other, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, other, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
     assert _count(pg) == 0
     wrong = client.put(
         f"/v1/node/{node.id}/services", json={"Allocs": {a: [_reg(a, 1)]}}, headers={"X-Nomad-Token": other.secret}
