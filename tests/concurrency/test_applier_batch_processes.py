@@ -55,6 +55,12 @@ def settle(pg: Conn, engine: Engine) -> None:
     raise AssertionError("evaluations kept exhausting their plan attempts")
 
 
+def results(pg: Conn) -> int:
+    row = pg.execute("SELECT count(*) FROM plan_results").fetchone()
+    assert row is not None and isinstance(row[0], int)
+    return row[0]
+
+
 def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
@@ -67,7 +73,7 @@ def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
     standby = corral(["applier"], env=env)
     workers = [corral(["worker"], env=env) for _ in range(4)]
-    assert wait_for(lambda: pg.execute("SELECT count(*) FROM plan_results").fetchone() >= (10,), timeout=120)
+    assert wait_for(lambda: results(pg) >= 10, timeout=120)
     active.process.send_signal(signal.SIGKILL)
     active.wait(30)
     settle(pg, engine)

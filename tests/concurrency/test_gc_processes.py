@@ -164,6 +164,12 @@ class Workload:
             fn(session)  # type: ignore[operator]
 
 
+def settled(workload: Workload, pg: Conn) -> bool:
+    """After the clients' reports of this round: nothing left for the pipeline to do."""
+    workload.client_updates()
+    return quiet(pg)
+
+
 def quiet(pg: Conn) -> bool:
     row = pg.execute(
         "SELECT (SELECT count(*) FROM evaluations WHERE status = 'pending' AND type <> '_core'), "
@@ -197,7 +203,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
         workload.step(i)
         i += 1
         time.sleep(0.05)
-    assert wait_for(lambda: (workload.client_updates(), quiet(pg))[1], timeout=120), "pipeline did not settle"
+    assert wait_for(lambda: settled(workload, pg), timeout=120), "pipeline did not settle"
     time.sleep(2)  # a few more GC ticks over the settled state
 
     # Safe: no live row was ever deleted, every live job still has all its work.
@@ -224,7 +230,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
     for job_id in sorted(j for j, t in workload.jobs.items() if t == "service"):
         workload._write(lambda s, j=job_id: deregister_job(s, "default", j, purge=False, eval_priority=None))
     pg.execute("UPDATE allocations SET client_status = 'complete' WHERE client_status = 'running'")
-    assert wait_for(lambda: (workload.client_updates(), quiet(pg))[1], timeout=120)
+    assert wait_for(lambda: settled(workload, pg), timeout=120)
     response = httpx.put(f"http://127.0.0.1:{port}/v1/system/gc", timeout=120)
     assert response.status_code == 200, response.text
     assert response.json()["Status"] == "complete"
