@@ -73,7 +73,10 @@ def test_acls_end_to_end(cluster: Cluster) -> None:
 
     start_client(cluster, "trusted", intro)
     assert wait_for(lambda: cluster.node_status("trusted") == "ready", 60)
-    running = lambda: [a["ClientStatus"] for a in http.get("/v1/job/web/allocations", headers=root).json()]  # noqa: E731
+
+    def running() -> list[str]:
+        return [a["ClientStatus"] for a in http.get("/v1/job/web/allocations", headers=root).json()]
+
     assert wait_for(lambda: running() == ["running"], 60), running()
     reads = http.get("/v1/job/web/allocations", headers=reader)
     assert reads.status_code == 200 and len(reads.json()) == 1

@@ -62,8 +62,8 @@ def run(cluster: Cluster, token: str, alloc_id: str, command: list[str], *sent: 
         states = cluster.http.get(f"/v1/allocation/{alloc_id}", headers={"X-Nomad-Token": token}).json()
         raise AssertionError((opened, states.get("TaskStates")))
     ws = opened.ws
-    for message in sent:
-        ws.send(message)
+    for text in sent:
+        ws.send(text)
     out, err, code = b"", b"", None
     while (message := ws.receive()) is not None:
         frame = frames.parse_output(message)

@@ -148,7 +148,7 @@ def test_a_flood_of_blocking_queries_and_slow_sockets_starves_neither_health_nor
     try:
         # Heartbeat TTL 2 s + grace 2 s (tests.acceptance.cluster.FAST): a starved heartbeat
         # would mark the node down well within this window.
-        health_failures = []
+        health_failures: list[int | str] = []
         began = time.monotonic()
         while time.monotonic() - began < 15:
             try:

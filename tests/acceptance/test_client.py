@@ -107,7 +107,10 @@ def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: 
         return len(allocs) == 60 and all(a["ClientStatus"] == "complete" for a in allocs)
 
     assert wait_for(finished, 120)
-    gone = lambda: cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()  # noqa: E731
+
+    def gone() -> tuple[object, ...] | None:
+        return cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()
+
     assert wait_for(lambda: gone() == (10,), 60)
     allocs = cluster.allocs("many")
     by_finish = sorted(allocs, key=lambda a: a["TaskStates"]["t"]["FinishedAt"])

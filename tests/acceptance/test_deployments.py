@@ -117,7 +117,9 @@ def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster,
 
     def canary_healthy() -> bool:
         canaries = [a for a in live(cluster) if a["JobVersion"] == 1]
-        return len(canaries) == 1 and healthy(canaries[0]) and (canaries[0]["DeploymentStatus"] or {}).get("Canary")
+        return (
+            len(canaries) == 1 and healthy(canaries[0]) and bool((canaries[0]["DeploymentStatus"] or {}).get("Canary"))
+        )
 
     assert wait_for(canary_healthy, 60), cluster.allocs("web")
     time.sleep(3)  # several watcher ticks: nothing else moves without promotion

@@ -8,6 +8,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,8 @@ def parent() -> Iterator[str]:
         top = hierarchy / name
         if top.is_dir() and not top.is_symlink():
             for group in sorted(top.glob("*/"), reverse=True):
-                assert wait_for(lambda group=group: _removed(group), 10), f"{group} still busy"
-            assert wait_for(lambda top=top: _removed(top), 10)
+                assert wait_for(partial(_removed, group), 10), f"{group} still busy"
+            assert wait_for(partial(_removed, top), 10)
 
 
 def _removed(group: Path) -> bool:

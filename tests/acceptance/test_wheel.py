@@ -54,7 +54,7 @@ def install_wheel(workdir: Path) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     assert "app/sql/queries/broker.sql" in names and "app/migrations/env.py" in names
     requirements = build / "requirements.txt"
-    export = ["export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", requirements]
+    export = ["export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", str(requirements)]
     ok(run([uv(), *export], ROOT))
     venv = workdir / "venv"
     ok(run([uv(), "venv", "-q", venv, "--python", "3.11"], workdir, outside_env()))
