@@ -100,9 +100,10 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], rng: random.Random) ->
     conn.autocommit = True
     conn.execute("VACUUM ANALYZE evaluations, plans, allocations, plan_results, node_usage")
     conn.autocommit = False
-    term = conn.execute("SELECT max(term) FROM leader_terms WHERE role = 'applier'").fetchone()
+    term = conn.execute("SELECT coalesce(max(term), 0) FROM leader_terms WHERE role = 'applier'").fetchone()
     conn.commit()
-    return int(term[0] or 0) if term else 0
+    assert term is not None and isinstance(term[0], int)
+    return term[0]
 
 
 def _plan_row(
@@ -181,8 +182,8 @@ def run(url: str, mode: tuple[str, str, str], plans: int, rng: random.Random) ->
 
 def _scalar(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> int:
     row = conn.execute(sql).fetchone()
-    assert row is not None
-    return int(row[0])  # type: ignore[call-overload]
+    assert row is not None and isinstance(row[0], int), (sql, row)
+    return row[0]
 
 
 def main(plans: int, nodes: int, rounds: int) -> None:

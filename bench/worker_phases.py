@@ -89,12 +89,12 @@ def instrument(rec: Recorder) -> None:
             rec.seen.setdefault(plan_id, time.time())
         return told
 
-    worker_module.broker.claim = timed_claim  # type: ignore[assignment]
-    worker_module.plans.told_verdicts = timed_told  # type: ignore[assignment]
-    worker_module.plans.submit = timed_submit  # type: ignore[assignment]
-    worker_module.plans.result = timed_result  # type: ignore[assignment]
+    broker.claim = timed_claim
+    plans.told_verdicts = timed_told
+    plans.submit = timed_submit
+    plans.result = timed_result
     worker_module.Worker._pass = rec.wrap("scheduling pass", worker_module.Worker._pass)  # type: ignore[method-assign]
-    worker_module.broker.complete_success = rec.wrap("complete", broker.complete_success)  # type: ignore[assignment]
+    broker.complete_success = rec.wrap("complete", broker.complete_success)
     worker_module.Worker.handle = rec.wrap("evaluation (handle)", worker_module.Worker.handle)  # type: ignore[method-assign]
 
 
