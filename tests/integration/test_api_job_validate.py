@@ -62,7 +62,7 @@ def test_register_and_plan_warn_about_blocks_corral_keeps_but_ignores(client: Fl
     job["TaskGroups"][0]["Tasks"][0]["Templates"] = [{"EmbeddedTmpl": "x", "DestPath": "local/x"}]
     for resp in (client.post("/v1/job/web/plan", json={"Job": job}), client.put("/v1/jobs", json={"Job": job})):
         assert resp.status_code == 200, resp.json
-        warnings = resp.json["Warnings"]  # type: ignore[index]
+        warnings = json_body(resp)["Warnings"]
         assert "service block" in warnings and "template block" not in warnings  # the client renders templates
     stored = client.get("/v1/job/web").json
     assert stored is not None
@@ -84,7 +84,7 @@ def test_parse_takes_variables_and_refuses_file(client: FlaskClient) -> None:
     )
     resp = client.post("/v1/jobs/parse", json={"JobHCL": hcl, "Variables": "n = 3\n"})
     assert resp.status_code == 200, resp.json
-    assert resp.json["TaskGroups"][0]["Count"] == 3  # type: ignore[index]
+    assert json_body(resp)["TaskGroups"][0]["Count"] == 3
     with_file = 'job "j" {\n  meta {\n    a = file("/etc/passwd")\n  }\n}\n'
     resp = client.post("/v1/jobs/parse", json={"JobHCL": with_file})
     assert resp.status_code == 400 and "file() is not available" in str(resp.json)

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.api import minimal_job, register
+from tests.support.api import json_body, minimal_job, register
 from tests.support.fuzz import FUZZ, content_types, query_values, scalars, send, texts
 from tests.support.rows import deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
 
@@ -251,7 +251,7 @@ def test_reads_block_until_the_deployment_changes(client: FlaskClient, pg: Conn)
         # A wait far beyond the test timeout: only the write can end this request.
         resp = client.get(f"/v1/deployment/{dep}?index={index}&wait=290s")
         result["index"] = int(resp.headers["X-Nomad-Index"])
-        result["status"] = resp.json["Status"]  # type: ignore[index]
+        result["status"] = json_body(resp)["Status"]
 
     waiter = threading.Thread(target=block)
     waiter.start()
@@ -314,7 +314,7 @@ def test_promote_with_canaries_not_all_healthy_is_409_naming_groups(
     resp = client.post(f"/v1/deployment/promote/{dep}", json={"DeploymentID": dep, "All": True})
     assert resp.status_code == 409
     assert error_fields(resp) == {"Groups"}
-    assert "1/2 healthy" in resp.json["detail"]  # type: ignore[index]
+    assert "1/2 healthy" in json_body(resp)["detail"]
     assert counts(pg) == before
 
 

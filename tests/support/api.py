@@ -31,7 +31,7 @@ def node_body(node_id: str, **fields: Any) -> dict[str, Any]:
 def register(client: FlaskClient, job: dict[str, Any]) -> dict[str, Any]:
     resp = client.put("/v1/jobs", json={"Job": job})
     assert resp.status_code == 200, resp.json
-    body: dict[str, Any] = resp.json  # type: ignore[assignment]
+    body: dict[str, Any] = json_body(resp)
     return body
 
 
