@@ -105,12 +105,14 @@ def test_ineligible_and_down_nodes(engine: Engine, pg: Conn, term: tuple[Leaders
     plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger, alloc(held, node, 1))})
     rejected = submit(engine, held, plan, attempt=2)
     apply(*term)
-    assert plans.result(engine, rejected).rejected_nodes == 1  # type: ignore[union-attr]
+    rejected_result = plans.result(engine, rejected)
+    assert rejected_result is not None and rejected_result.rejected_nodes == 1
     in_place = submit(
         engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger,)}), attempt=3
     )
     apply(*term)
-    assert plans.result(engine, in_place).rejected_nodes == 0  # type: ignore[union-attr]
+    in_place_result = plans.result(engine, in_place)
+    assert in_place_result is not None and in_place_result.rejected_nodes == 0
     assert pg.execute("SELECT cpu FROM node_usage").fetchone() == (900,)
     pg.execute("UPDATE nodes SET status = 'down', scheduling_eligibility = 'eligible'")
     stop = Plan(
@@ -121,7 +123,8 @@ def test_ineligible_and_down_nodes(engine: Engine, pg: Conn, term: tuple[Leaders
     )
     stopped = submit(engine, held, stop, attempt=4)
     apply(*term)
-    assert plans.result(engine, stopped).stopped == 1  # type: ignore[union-attr]
+    stopped_result = plans.result(engine, stopped)
+    assert stopped_result is not None and stopped_result.stopped == 1
     assert pg.execute("SELECT desired_status, client_status FROM allocations").fetchone() == ("stop", "lost")
     assert pg.execute("SELECT cpu, live_allocs FROM node_usage").fetchone() == (0, 0)
 

@@ -21,7 +21,7 @@ from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
 from client import task_state
 from tests.support.api import json_body, minimal_job, node_body
-from tests.support.rows import insert_allocation
+from tests.support.rows import insert_allocation, scalar
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -80,7 +80,7 @@ def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: C
 def test_expired_node_goes_down_and_returns_through_initializing(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
     node_id, secret = register(fast)
     fast.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id)
     # Not yet expired. The 3 s TTL + grace may already have passed on a loaded machine (CI saw
     # it), so the deadline is set ahead rather than trusting the clock.
@@ -121,7 +121,7 @@ def updates(client: FlaskClient, node_id: str, secret: str, *allocs: dict[str, A
 def test_alloc_updates_free_capacity_and_ask_for_a_reschedule(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     a, b = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, node_id, eval_id)
     running = {"ID": a, "ClientStatus": "running", "TaskStates": {"t": {"State": "running"}}}
     answer = updates(client, node_id, secret, running)
@@ -148,7 +148,7 @@ def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: Flas
     node_id, secret = register(client)
     other, other_secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     mine, theirs = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, other, eval_id)
     wrong = updates(
         client, node_id, secret, {"ID": mine, "ClientStatus": "running"}, {"ID": theirs, "ClientStatus": "failed"}
@@ -163,7 +163,7 @@ def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: Flas
 def test_failures_get_delayed_reschedule_evals_grouped_per_job(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})  # service defaults: 30 s, exponential, unlimited
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     a, b, c = (insert_allocation(pg, node_id, eval_id) for _ in range(3))
     history = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": 0, "Delay": 30 * NANOS}]})
     pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (history, b))
@@ -199,7 +199,7 @@ def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: C
         "/v1/jobs",
         json={"Job": minimal_job("web", TaskGroups=[{**minimal_job()["TaskGroups"][0], "ReschedulePolicy": once}])},
     )
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id)
     recent = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": time.time_ns(), "Delay": 5 * NANOS}]})
     pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (recent, alloc))
@@ -210,7 +210,7 @@ def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: C
 def disconnecting_job(client: FlaskClient, pg: Conn, node_id: str) -> str:
     group = {**minimal_job()["TaskGroups"][0], "Count": 1, "Disconnect": {"LostAfter": "1h"}}
     client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     return insert_allocation(pg, node_id, eval_id)
 
 
@@ -319,7 +319,7 @@ def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClien
 def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id, client_status="complete")
     pg.execute("UPDATE allocations SET modify_time = now() - interval '1 hour'")
     updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})

@@ -67,17 +67,21 @@ def error_fields(resp: Any) -> set[str]:
     return {e["field"] for e in resp.json["errors"]}
 
 
-def eval_row(pg: Conn, eval_id: str) -> tuple[object, ...] | None:
-    return pg.execute(
+def eval_row(pg: Conn, eval_id: str) -> tuple[object, ...]:
+    row = pg.execute(
         "SELECT triggered_by, status, deployment_id::text, job_id, create_index FROM evaluations WHERE id = %s",
         (eval_id,),
     ).fetchone()
+    assert row is not None, f"no evaluation {eval_id}"
+    return row
 
 
-def deployment_row(pg: Conn, deployment_id: str) -> tuple[object, ...] | None:
-    return pg.execute(
+def deployment_row(pg: Conn, deployment_id: str) -> tuple[object, ...]:
+    row = pg.execute(
         "SELECT status, status_description, modify_index FROM deployments WHERE id = %s", (deployment_id,)
     ).fetchone()
+    assert row is not None, f"no deployment {deployment_id}"
+    return row
 
 
 def counts(pg: Conn) -> tuple[object, ...] | None:
@@ -466,12 +470,12 @@ def test_fail_with_auto_revert_registers_the_stable_version_again(client: FlaskC
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}", json={"DeploymentID": dep}))
     assert resp["RevertedJobVersion"] == 0
     assert resp["EvalID"] and resp["EvalCreateIndex"] == resp["Index"]
-    status, description, _ = deployment_row(pg, dep)  # type: ignore[misc]
+    status, description, _ = deployment_row(pg, dep)
     assert status == "failed"
     assert description == "Deployment marked as failed - rolling back to job version 0"
     job = body_of(client.get("/v1/job/web"))
     assert (job["Version"], job["TaskGroups"][0]["Count"]) == (2, 2)
-    assert eval_row(pg, resp["EvalID"])[:2] == ("job-register", "pending")  # type: ignore[index]
+    assert eval_row(pg, resp["EvalID"])[:2] == ("job-register", "pending")
 
 
 def test_fail_with_auto_revert_and_no_stable_version_says_so(client: FlaskClient, pg: Conn) -> None:
@@ -479,9 +483,7 @@ def test_fail_with_auto_revert_and_no_stable_version_says_so(client: FlaskClient
     dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True)})
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == (  # type: ignore[index]
-        "Deployment marked as failed - no stable job version to auto revert to"
-    )
+    assert deployment_row(pg, dep)[1] == ("Deployment marked as failed - no stable job version to auto revert to")
     assert body_of(client.get("/v1/job/web"))["Version"] == 0
 
 
@@ -494,7 +496,7 @@ def test_fail_checks_a_body_when_one_is_given(client: FlaskClient, pg: Conn, dat
     dep = insert_deployment(pg)
     resp = client.post(f"/v1/deployment/fail/{dep}", data=data)
     assert resp.status_code == 400 and field in error_fields(resp)
-    assert deployment_row(pg, dep)[0] == "running"  # type: ignore[index]
+    assert deployment_row(pg, dep)[0] == "running"
 
 
 # --- hostile input -----------------------------------------------------------------------
@@ -567,7 +569,7 @@ def test_auto_revert_never_undoes_a_newer_version_or_a_stop(client: FlaskClient,
     assert client.delete("/v1/job/web").status_code == 200  # stopped: a new version with Stop
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == "Deployment marked as failed"  # type: ignore[index]
+    assert deployment_row(pg, dep)[1] == "Deployment marked as failed"
     job = body_of(client.get("/v1/job/web"))
     assert job["Stop"] is True and job["Version"] == 2
 
@@ -582,7 +584,7 @@ def test_a_revert_the_registration_checks_refuse_still_fails_the_deployment(clie
     pg.execute("UPDATE scheduler_config SET reject_job_registration = true")
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None and resp["EvalID"]
-    status, description, _ = deployment_row(pg, dep)  # type: ignore[misc]
+    status, description, _ = deployment_row(pg, dep)
     assert status == "failed"
     assert str(description).startswith("Deployment marked as failed - auto revert to job version 0 failed:")
     assert body_of(client.get("/v1/job/web"))["Version"] == 1
@@ -600,7 +602,7 @@ def test_revert_only_to_the_newest_stable_version_and_not_to_the_same_spec(clien
     dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True, DesiredTotal=5)})
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == (  # type: ignore[index]
+    assert deployment_row(pg, dep)[1] == (
         "Deployment marked as failed - not rolling back to stable job version 1 as current job has same specification"
     )
 
@@ -617,7 +619,7 @@ def test_allocation_health_by_hand(client: FlaskClient, pg: Conn) -> None:
             json={"DeploymentID": dep, "HealthyAllocationIDs": [good], "UnhealthyAllocationIDs": [bad]},
         )
     )
-    assert eval_row(pg, resp["EvalID"])[:2] == ("deployment-watcher", "pending")  # type: ignore[index]
+    assert eval_row(pg, resp["EvalID"])[:2] == ("deployment-watcher", "pending")
     body = body_of(client.get(f"/v1/deployment/{dep}"))
     assert (body["TaskGroups"]["g"]["HealthyAllocs"], body["TaskGroups"]["g"]["UnhealthyAllocs"]) == (1, 1)
     before = counts(pg)

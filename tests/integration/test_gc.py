@@ -824,7 +824,7 @@ def test_preempted_allocation_ids_are_history_once_the_victims_are_collected(
     collect(engine, "eval-gc")
     assert count(pg, "allocations", f"id = '{victim}'") == 0
     kept = pg.execute("SELECT preempted_allocations FROM allocations WHERE id = %s", (preemptor,)).fetchone()
-    assert kept is not None and [str(v) for v in kept[0]] == [victim]  # type: ignore[attr-defined]
+    assert kept is not None and isinstance(kept[0], list) and [str(v) for v in kept[0]] == [victim]
     assert orphans(pg) == []
 
 
