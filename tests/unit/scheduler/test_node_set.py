@@ -34,7 +34,7 @@ def test_a_node_set_is_shared_not_rebuilt() -> None:
 
 def test_the_index_is_read_only() -> None:
     with pytest.raises(TypeError):
-        NodeSet(NODES).by_id[NODES[0].id] = NODES[1]  # type: ignore[index]
+        NodeSet(NODES).by_id[NODES[0].id] = NODES[1]  # type: ignore[index]  # the write mypy refuses, tried at run time
 
 
 def test_what_is_derived_from_a_node_set_is_made_once_per_key() -> None:
