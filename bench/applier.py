@@ -90,8 +90,11 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], rng: random.Random) ->
         "UPDATE evaluations SET status = 'pending', lease_token = gen_random_uuid(), lease_owner = 'bench', "
         "lease_expires_at = now() + interval '1 hour' RETURNING id, job_id, lease_token"
     ).fetchall()
-    nodes = [row[0] for row in conn.execute("SELECT id FROM nodes").fetchall()]
-    rows = [_plan_row(eval_id, str(job_id), token, nodes, rng) for eval_id, job_id, token in leased]  # type: ignore[arg-type]
+    nodes = [uuid.UUID(str(row[0])) for row in conn.execute("SELECT id FROM nodes").fetchall()]
+    rows = []
+    for eval_id, job_id, token in leased:
+        assert isinstance(eval_id, uuid.UUID) and isinstance(token, uuid.UUID)
+        rows.append(_plan_row(eval_id, str(job_id), token, nodes, rng))
     conn.cursor().executemany(INSERT_PLAN, rows)
     conn.commit()
     # Statistics as autovacuum keeps them: with none taken since every evaluation was leased at

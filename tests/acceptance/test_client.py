@@ -243,7 +243,8 @@ def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(clu
     reconnect = cluster.pg.execute(
         "SELECT count(*) FROM evaluations WHERE job_id = 'web' AND triggered_by = 'reconnect'"
     )
-    assert reconnect.fetchone()[0] >= 1  # type: ignore[index]
+    found = reconnect.fetchone()
+    assert found is not None and isinstance(found[0], int) and found[0] >= 1
 
 
 def test_restarted_client_reattaches_to_its_task_and_stop_kills_the_process_group(

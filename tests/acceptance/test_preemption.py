@@ -47,7 +47,8 @@ class Cluster:
         return [a for a in self.allocs(job_id) if a["DesiredStatus"] == "run"]
 
     def evals(self, job_id: str) -> list[dict[str, Any]]:
-        return httpx.get(f"{self.base}/v1/job/{job_id}/evaluations").json()  # type: ignore[no-any-return]
+        found: list[dict[str, Any]] = httpx.get(f"{self.base}/v1/job/{job_id}/evaluations").json()
+        return found
 
     def settled(self) -> bool:
         """Nothing pending or in flight: every evaluation ended or waits as blocked."""

@@ -84,7 +84,7 @@ def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     placed = pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone()
     assert placed == (JOBS * COUNT,)
     by_applier = pg.execute("SELECT count(*) FROM plan_results WHERE completed_eval").fetchone()
-    assert by_applier is not None and int(by_applier[0]) > 0  # type: ignore[call-overload]
+    assert by_applier is not None and isinstance(by_applier[0], int) and by_applier[0] > 0
     # Every evaluation the applier says it completed was completed once, and is complete now.
     unlogged = pg.execute(
         "SELECT p.eval_id FROM plan_results r JOIN plans p ON p.id = r.plan_id JOIN evaluations e ON e.id = p.eval_id "

@@ -8,11 +8,14 @@ from __future__ import annotations
 import random
 import signal
 import time
+from collections.abc import Callable
+from functools import partial
 
 import httpx
 import psycopg
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from app.db.engines import make_sessionmaker, transaction
 from app.errors import InvalidInput, NotFound
@@ -159,9 +162,9 @@ class Workload:
             "WHERE desired_status IN ('stop', 'evict') AND client_status IN ('pending', 'running')"
         )
 
-    def _write(self, fn: object) -> None:
+    def _write(self, fn: Callable[[Session], object]) -> None:
         with transaction(self.sessions) as session:
-            fn(session)  # type: ignore[operator]
+            fn(session)
 
 
 def settled(workload: Workload, pg: Conn) -> bool:
@@ -228,7 +231,8 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
 
     # Airtight: stop everything, let it finish, force a GC through the API.
     for job_id in sorted(j for j, t in workload.jobs.items() if t == "service"):
-        workload._write(lambda s, j=job_id: deregister_job(s, "default", j, purge=False, eval_priority=None))
+        deregister = partial(deregister_job, namespace="default", job_id=job_id, purge=False, eval_priority=None)
+        workload._write(deregister)
     pg.execute("UPDATE allocations SET client_status = 'complete' WHERE client_status = 'running'")
     assert wait_for(lambda: settled(workload, pg), timeout=120)
     response = httpx.put(f"http://127.0.0.1:{port}/v1/system/gc", timeout=120)
