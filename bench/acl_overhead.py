@@ -38,11 +38,11 @@ def main(count: int, rounds: int) -> None:
     with bench_database() as url:
         off = create_app(Settings(database_url=url), url).test_client()
         on = create_app(Settings(database_url=url, acl_enabled=True), url).test_client()
-        root = {"X-Nomad-Token": on.post("/v1/acl/bootstrap").json["SecretID"]}  # type: ignore[index]
+        root = {"X-Nomad-Token": on.post("/v1/acl/bootstrap").json["SecretID"]}
         rules = 'namespace "default" { policy = "read" }\nnamespace "team-*" { policy = "write" }'
         on.put("/v1/acl/policy/readers", json={"Rules": rules}, headers=root)
         made = on.put("/v1/acl/token", json={"Type": "client", "Policies": ["readers"]}, headers=root)
-        reader = {"X-Nomad-Token": made.json["SecretID"]}  # type: ignore[index]
+        reader = {"X-Nomad-Token": made.json["SecretID"]}
         for i in range(JOBS):
             off.put("/v1/jobs", json={"Job": job(f"job-{i:03d}")})
         variants = {"acl off": (off, {}), "management": (on, root), "client token": (on, reader)}

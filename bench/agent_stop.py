@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -39,11 +40,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(condition: object, timeout: float = 120.0) -> None:
+def wait_until(condition: Callable[[], object], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if condition():  # type: ignore[operator]
+            if condition():
                 return
         except (httpx.HTTPError, IndexError, RuntimeError):
             pass  # not there yet

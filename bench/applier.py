@@ -90,8 +90,11 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], rng: random.Random) ->
         "UPDATE evaluations SET status = 'pending', lease_token = gen_random_uuid(), lease_owner = 'bench', "
         "lease_expires_at = now() + interval '1 hour' RETURNING id, job_id, lease_token"
     ).fetchall()
-    nodes = [row[0] for row in conn.execute("SELECT id FROM nodes").fetchall()]
-    rows = [_plan_row(eval_id, str(job_id), token, nodes, rng) for eval_id, job_id, token in leased]  # type: ignore[arg-type]
+    nodes = [uuid.UUID(str(row[0])) for row in conn.execute("SELECT id FROM nodes").fetchall()]
+    rows = []
+    for eval_id, job_id, token in leased:
+        assert isinstance(eval_id, uuid.UUID) and isinstance(token, uuid.UUID)
+        rows.append(_plan_row(eval_id, str(job_id), token, nodes, rng))
     conn.cursor().executemany(INSERT_PLAN, rows)
     conn.commit()
     # Statistics as autovacuum keeps them: with none taken since every evaluation was leased at
@@ -100,9 +103,10 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], rng: random.Random) ->
     conn.autocommit = True
     conn.execute("VACUUM ANALYZE evaluations, plans, allocations, plan_results, node_usage")
     conn.autocommit = False
-    term = conn.execute("SELECT max(term) FROM leader_terms WHERE role = 'applier'").fetchone()
+    term = conn.execute("SELECT coalesce(max(term), 0) FROM leader_terms WHERE role = 'applier'").fetchone()
     conn.commit()
-    return int(term[0] or 0) if term else 0
+    assert term is not None and isinstance(term[0], int)
+    return term[0]
 
 
 def _plan_row(
@@ -181,8 +185,8 @@ def run(url: str, mode: tuple[str, str, str], plans: int, rng: random.Random) ->
 
 def _scalar(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> int:
     row = conn.execute(sql).fetchone()
-    assert row is not None
-    return int(row[0])  # type: ignore[call-overload]
+    assert row is not None and isinstance(row[0], int), (sql, row)
+    return row[0]
 
 
 def main(plans: int, nodes: int, rounds: int) -> None:

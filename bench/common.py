@@ -70,6 +70,7 @@ def cloned_database(admin: str, template_url: str) -> Iterator[str]:
     loading it again), dropped afterwards; yields its SQLAlchemy URL. Nobody may be connected
     to the template meanwhile."""
     template = make_url(template_url).database
+    assert template is not None, f"{template_url} names no database"
     name = f"corral_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))

@@ -26,7 +26,11 @@ import multiprocessing
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from typing import TypeVar
 
 import psutil
 import psycopg
@@ -45,6 +49,9 @@ from bench.gc_fill import fill_terminal
 EVALS_PER_JOB = 100
 BASELINE_S = 10.0
 PENDING = 60_000
+
+
+T = TypeVar("T")
 
 
 def load_pending(url: str, n: int) -> None:
@@ -71,7 +78,7 @@ def load_pending(url: str, n: int) -> None:
         conn.execute("CHECKPOINT")
 
 
-def claim_loop(url: str, rate: float, stop: multiprocessing.Event, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def claim_loop(url: str, rate: float, stop: Event, out: Queue[tuple[Latencies, float]]) -> None:
     """Claim and complete evaluations at a steady offered rate until told to stop; report
     each claim's latency. A fixed rate (an open loop) measures what a claim costs while GC
     runs; a saturating loop would measure how the two share two cores instead."""
@@ -111,18 +118,18 @@ class Latencies:
         return Latencies(self.claims + other.claims, self.completions + other.completions)
 
 
-def measure_claims(url: str, rate: float, during: object | None) -> tuple[Latencies, float, object]:
-    """Run the claim loop for BASELINE_S, or for as long as `during()` takes."""
+def measure_claims(url: str, rate: float, during: Callable[[], T] | None) -> tuple[Latencies, float, T | None]:
+    """Run the claim loop for BASELINE_S, or for as long as `during()` takes (and what it returned)."""
     stop = multiprocessing.Event()
-    out: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    out: Queue[tuple[Latencies, float]] = multiprocessing.Queue()
     loop = multiprocessing.Process(target=claim_loop, args=(url, rate, stop, out))
     loop.start()
     time.sleep(0.5)  # let it connect and warm up
-    result: object = None
+    result: T | None = None
     if during is None:
         time.sleep(BASELINE_S)
     else:
-        result = during()  # type: ignore[operator]
+        result = during()
     stop.set()
     latencies, elapsed = out.get()
     loop.join()
@@ -221,7 +228,8 @@ def main(evaluations: int, batch_size: int, rate: float) -> None:
         cpu_after = server_cpu_s(url)
         activity_during = describe_activity(activity, server_activity(url))
         server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        report, gc_s = result  # type: ignore[misc]
+        assert result is not None
+        report, gc_s = result
         engine.dispose()
         after, after_s, _ = measure_claims(url, rate, None)
 

@@ -67,7 +67,7 @@ def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]]) -> No
     loaded = timed("decode (json.loads)", timings, lambda: json.loads(text))
     stored: PlanRowJson = {**row, "node_allocation": loaded}
     decoded: Plan = timed("decode (codec)", timings, lambda: decode_plan(stored))
-    state = BatchState(nodes=nodes.by_id, usage={}, touched={})
+    state = BatchState(nodes=dict(nodes.by_id), usage={}, touched={})
     verdict = timed("applier check", timings, lambda: check(decoded, state))
     assert not verdict.rejected
 

@@ -171,7 +171,7 @@ def report(phases: list[Phase]) -> None:
     on_standby = [p for p in phases if p.name == "standby"]
 
     def total(items: list[Phase], field: str) -> float:
-        return sum(getattr(p, field) for p in items) / max(1e-9, sum(p.seconds for p in items))
+        return sum(float(getattr(p, field)) for p in items) / max(1e-9, sum(p.seconds for p in items))
 
     for field, label in (("blocking", "blocking answers/s"), ("reads", "plain reads/s")):
         ratio = total(on_standby, field) / max(1e-9, total(on_primary, field))

@@ -21,6 +21,7 @@ from app import create_app
 from app.config import Settings
 from app.db.engines import libpq_url
 from bench.common import bench_database, register_mock_job
+from tests.support.api import json_body
 
 
 def allocations(url: str, node_id: str, eval_id: str, count: int) -> list[str]:
@@ -62,7 +63,7 @@ def main(count: int) -> None:
         }
         registered = api.put("/v1/node/register", json={"Node": node})
         assert registered.status_code == 200, registered.get_data(as_text=True)
-        secret = {"X-Nomad-Token": str(registered.json["SecretID"])}  # type: ignore[index]
+        secret = {"X-Nomad-Token": str(json_body(registered)["SecretID"])}
         ids = allocations(url, node_id, register_mock_job(url), count)
 
         def register(i: int) -> None:
@@ -74,11 +75,11 @@ def main(count: int) -> None:
                 "Port": 20000 + i,
             }
             answer = api.put(f"/v1/node/{node_id}/services", json={"Allocs": {ids[i]: [reg]}}, headers=secret)
-            assert answer.status_code == 200 and answer.json["Upserted"] == 1, answer.get_data(as_text=True)  # type: ignore[index]
+            assert answer.status_code == 200 and json_body(answer)["Upserted"] == 1, answer.get_data(as_text=True)
 
         def deregister(i: int) -> None:
             answer = api.put(f"/v1/node/{node_id}/services", json={"Allocs": {ids[i]: []}}, headers=secret)
-            assert answer.status_code == 200 and answer.json["Removed"] == 1, answer.get_data(as_text=True)  # type: ignore[index]
+            assert answer.status_code == 200 and json_body(answer)["Removed"] == 1, answer.get_data(as_text=True)
 
         def job(i: int) -> None:
             spec = {"ID": f"job-{i:05d}", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]}
@@ -88,7 +89,7 @@ def main(count: int) -> None:
         print(f"service churn: {count} allocations, one call each")
         up = timed("service registrations", count, register)
         listed = api.get("/v1/service/web")
-        assert len(listed.json) == count  # type: ignore[arg-type]
+        assert len(json_body(listed)) == count
         down = timed("service deregistrations", count, deregister)
         jobs = timed("job registrations (peer)", count, job)
         print(f"  ratio registration/job    {up / jobs:.2f}x")

@@ -40,8 +40,10 @@ import resource
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import LiteralString, Protocol
 
 import psycopg
 
@@ -70,7 +72,13 @@ def named(name: str, **renames: str) -> str:
     return sql.rstrip(";")
 
 
-def copy_insert(conn: psycopg.Connection[tuple[object, ...]], table: str, overrides: dict[str, str]) -> str:
+class Catalog(Protocol):
+    """Where the script reads the tables' column lists: a connection (or a test's stand-in)."""
+
+    def execute(self, query: LiteralString, params: tuple[str], /) -> Iterable[Sequence[object]]: ...
+
+
+def copy_insert(conn: Catalog, table: str, overrides: dict[str, str]) -> str:
     """INSERT INTO table SELECT ... FROM its template row, some columns computed anew."""
     columns = [
         str(r[0])
@@ -140,7 +148,7 @@ def _each_plan(batch: int, columns: tuple[str, ...]) -> str:
     return f"(VALUES {rows}) AS p ({', '.join(columns)})"
 
 
-def script(conn: psycopg.Connection[tuple[object, ...]], nodes: int, batch: int) -> str:
+def script(conn: Catalog, nodes: int, batch: int) -> str:
     deployments = copy_insert(
         conn,
         "deployments",

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def median(costs: list[Cost], field: str) -> float:
-    values = sorted(getattr(c, field) for c in costs)
+    values = sorted(float(getattr(c, field)) for c in costs)
     return values[len(values) // 2]
 
 

@@ -117,6 +117,7 @@ def main(nodes: int, workers: int) -> None:
             "OR (status = 'pending')), count(*) FILTER (WHERE status = 'canceled' AND status_description LIKE "
             f"'coalesced%') FROM evaluations WHERE create_index > {before[1]}",
         )
+        assert isinstance(passes, int)  # a count
         for proc in roles:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
@@ -131,7 +132,7 @@ def main(nodes: int, workers: int) -> None:
             f"(Nomad: {nodes * jobs * 2}), {passes} scheduling passes, {coalesced} coalesced"
         )
         print(
-            f"passes per job per wave: {int(passes) / (jobs * 2):.2f} (target ~1); "
+            f"passes per job per wave: {passes / (jobs * 2):.2f} (target ~1); "
             f"quiet {total:.1f} s after the first node went down ({quiet_after:.1f} s after the last event)"
         )
 

@@ -89,13 +89,13 @@ def instrument(rec: Recorder) -> None:
             rec.seen.setdefault(plan_id, time.time())
         return told
 
-    worker_module.broker.claim = timed_claim  # type: ignore[assignment]
-    worker_module.plans.told_verdicts = timed_told  # type: ignore[assignment]
-    worker_module.plans.submit = timed_submit  # type: ignore[assignment]
-    worker_module.plans.result = timed_result  # type: ignore[assignment]
-    worker_module.Worker._pass = rec.wrap("scheduling pass", worker_module.Worker._pass)  # type: ignore[method-assign]
-    worker_module.broker.complete_success = rec.wrap("complete", broker.complete_success)  # type: ignore[assignment]
-    worker_module.Worker.handle = rec.wrap("evaluation (handle)", worker_module.Worker.handle)  # type: ignore[method-assign]
+    broker.claim = timed_claim
+    plans.told_verdicts = timed_told
+    plans.submit = timed_submit
+    plans.result = timed_result
+    worker_module.Worker._pass = rec.wrap("scheduling pass", worker_module.Worker._pass)  # type: ignore[method-assign]  # timed in place
+    broker.complete_success = rec.wrap("complete", broker.complete_success)
+    worker_module.Worker.handle = rec.wrap("evaluation (handle)", worker_module.Worker.handle)  # type: ignore[method-assign]  # timed in place
 
 
 @contextmanager
@@ -104,8 +104,8 @@ def worker_thread(url: str, rec: Recorder) -> Iterator[worker_module.Worker]:
     # shares its read and its submit among several evaluations (workers/batch.py).
     settings = Settings(database_url=url, poll_interval_s=0.1, eval_batch=1)
     worker = worker_module.Worker(settings, url, worker_module.ALL_SCHEDULERS)
-    worker.loader.load = rec.wrap("snapshot", worker.loader.load)  # type: ignore[method-assign]
-    worker.wakeup.wait = rec.wrap("wakeup wait", worker.wakeup.wait)  # type: ignore[method-assign]
+    worker.loader.load = rec.wrap("snapshot", worker.loader.load)  # type: ignore[method-assign]  # timed in place
+    worker.wakeup.wait = rec.wrap("wakeup wait", worker.wakeup.wait)  # type: ignore[method-assign]  # timed in place
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     thread.start()

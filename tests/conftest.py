@@ -18,7 +18,7 @@ from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
 from bench.replication import shared_tmp_dir
-from tests.support.processes import CORRAL, Corral
+from tests.support.processes import CORRAL, Corral, CorralFactory
 
 pytest_plugins = ["tests.support.tiers"]
 
@@ -103,7 +103,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def corral(workdir: Path) -> Iterator[type[Corral]]:
+def corral(workdir: Path) -> Iterator[CorralFactory]:
     started: list[Corral] = []
 
     class Tracked(Corral):

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from app.cli.settings import get_settings, serve_metrics
+
 if TYPE_CHECKING:
     from app.config import Settings
 
@@ -30,17 +32,6 @@ def main() -> None:
     CORRAL_ADDR (else NOMAD_ADDR), CORRAL_TOKEN (else NOMAD_TOKEN) and CORRAL_NAMESPACE (else
     NOMAD_NAMESPACE; every such command also takes -namespace and -region).
     """
-
-
-def get_settings() -> Settings:
-    """The validated configuration, for the commands that need it; a bad value is a usage error."""
-    from app.config import ConfigError
-    from app.config import get_settings as load
-
-    try:
-        return load()
-    except ConfigError as err:
-        raise click.ClickException(f"invalid configuration: {err}") from None
 
 
 @main.command()
@@ -148,7 +139,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     if eval_batch is not None:
         settings = settings.model_copy(update={"eval_batch": eval_batch})
     configure("worker", settings.log_level, settings.log_format)
-    _serve_metrics(settings, "worker")
+    serve_metrics(settings, "worker")
     stop = stop_on_signals()
     with _database(settings, "worker", stop) as url:
         run_worker(settings, url, chosen, stop)
@@ -164,7 +155,7 @@ def applier() -> None:
 
     settings = get_settings()
     configure("applier", settings.log_level, settings.log_format)
-    _serve_metrics(settings, "applier")
+    serve_metrics(settings, "applier")
     stop = stop_on_signals()
     with _database(settings, "applier", stop) as url:
         run_applier(settings, url, stop)
@@ -182,22 +173,10 @@ def leader() -> None:
 
     settings = get_settings()
     configure("leader", settings.log_level, settings.log_format)
-    _serve_metrics(settings, "leader")
+    serve_metrics(settings, "leader")
     stop = stop_on_signals()
     with _database(settings, "leader", stop) as url:
         run_leader(settings, url, stop)
-
-
-def _serve_metrics(settings: Settings, role: str) -> None:
-    """The role's own /v1/metrics on CORRAL_METRICS_BIND, if set; a bad address stops the role."""
-    if not settings.metrics_bind:
-        return
-    from workers.metrics_http import MetricsBindError, serve_metrics
-
-    try:
-        serve_metrics(settings.metrics_bind, role)
-    except MetricsBindError as err:
-        raise click.ClickException(str(err)) from err
 
 
 @contextmanager

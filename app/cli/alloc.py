@@ -9,9 +9,9 @@ import click
 
 from app.cli import alloc_metrics, http
 from app.cli.alloc_stats import task_resources
-from app.cli.deployment import columns
+from app.cli.job_status import render_allocs
 from app.cli.monitor import follow, monitor_options
-from app.cli.output import ago, date, format_options, formatted, key_values
+from app.cli.output import ago, columns, date, format_options, formatted, key_values
 from app.cli.output import resolve as resolve_id
 
 FULL_ID_LENGTH = 36
@@ -24,7 +24,7 @@ def alloc() -> None:
 
 def resolve(alloc_id: str) -> str:
     """A full allocation id, or the one allocation whose id starts with the given prefix."""
-    return resolve_id("allocation", "/v1/allocations", alloc_id, full_length=FULL_ID_LENGTH)
+    return resolve_id("allocation", "/v1/allocations", alloc_id, render_allocs, full_length=FULL_ID_LENGTH)
 
 
 @alloc.command()

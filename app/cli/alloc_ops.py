@@ -12,7 +12,7 @@ import click
 from app.cli import http
 from app.cli.alloc import alloc, resolve
 from app.cli.alloc_stats import ibytes
-from app.cli.deployment import columns
+from app.cli.output import columns
 
 
 def _file_row(info: dict[str, Any], machine: bool, with_type: bool) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.cli.deployment import columns
+from app.cli.output import columns
 
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 MIB = 1024 * 1024

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from app.cli.settings import get_settings, serve_metrics
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -170,7 +172,6 @@ def client(config_file: Path | None, **options: Any) -> None:
     from workers.runtime import stop_on_signals
 
     config = client_config(config_file, options)
-    from app.cli import get_settings
     from app.logging import configure
 
     settings = get_settings()
@@ -186,11 +187,9 @@ def _metrics_server(settings: Settings) -> Callable[[Collector], None] | None:
         return None
     from prometheus_client import REGISTRY
 
-    from app.cli import _serve_metrics
-
     def serve(collector: Collector) -> None:
         REGISTRY.register(collector)
-        _serve_metrics(settings, "client")
+        serve_metrics(settings, "client")
 
     return serve
 
@@ -292,7 +291,6 @@ def fleet(
     within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
     start_error) and report their status, all from one process. Busy or failing servers are
     waited out with jittered backoff; only a refused registration ends the fleet."""
-    from app.cli import get_settings
     from app.logging import configure
     from client.fleet.base import FleetConfig
     from client.fleet.fleet import run_fleet

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from app.cli.settings import get_settings
+
 
 @click.group()
 def db() -> None:
@@ -22,7 +24,6 @@ def db() -> None:
 def upgrade(revision: str, lock_timeout: str) -> None:
     """Migrate the database to the latest schema (or --revision). Safe while the roles run: see
     "Upgrading a running cluster" in docs/operations.md."""
-    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.schema import upgrade as run_upgrade
     from app.logging import configure
@@ -40,7 +41,6 @@ def upgrade(revision: str, lock_timeout: str) -> None:
 @db.command()
 def current() -> None:
     """Print the database's schema revision and the revision this code needs."""
-    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.engines import make_engine
     from app.db.schema import current_revision, head_revision
@@ -66,7 +66,6 @@ def psql(psql_args: tuple[str, ...]) -> None:
     import shutil
     import subprocess
 
-    from app.cli import get_settings
     from app.db.database import open_database
     from app.db.engines import libpq_url
     from app.logging import configure

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from app.cli import http
+from app.cli.deployment_view import render_list, render_status
+from app.cli.monitor import AWAITING_PROMOTION, monitor_deployment
+from app.cli.output import formatted
+from app.cli.output import resolve as resolve_id
 
 FULL_ID_LENGTH = 36
-SHORT_ID_LENGTH = 8
-ZERO_TIME = "0001-01-01T00:00:00Z"
-GROUP_COLUMNS = (
-    "Task Group",
-    "Auto Revert",
-    "Promoted",
-    "Desired",
-    "Canaries",
-    "Placed",
-    "Healthy",
-    "Unhealthy",
-    "Progress Deadline",
-)
 
 verbose_option = click.option(
     "-verbose", "--verbose", "verbose", is_flag=True, help="Show full deployment IDs instead of the first 8 characters."
@@ -38,78 +28,7 @@ def deployment() -> None:
 
 def resolve(deployment_id: str) -> str:
     """A full deployment id, or the one deployment whose id starts with the given prefix."""
-    from app.cli.output import resolve as resolve_id
-
-    return resolve_id("deployment", "/v1/deployments", deployment_id, full_length=FULL_ID_LENGTH)
-
-
-def short(value: str, verbose: bool) -> str:
-    return value if verbose else value[:SHORT_ID_LENGTH]
-
-
-def columns(rows: list[list[str]]) -> list[str]:
-    """Left-aligned columns two spaces apart, without trailing blanks."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-
-
-def render_list(deployments: list[dict[str, Any]], verbose: bool = False) -> str:
-    if not deployments:
-        return "No deployments found"
-    rows = [["ID", "Job ID", "Job Version", "Status", "Description"]]
-    for d in deployments:
-        rows.append(
-            [
-                short(str(d["ID"]), verbose),
-                str(d["JobID"]),
-                str(d["JobVersion"]),
-                str(d["Status"]),
-                str(d.get("StatusDescription") or ""),
-            ]
-        )
-    return "\n".join(columns(rows))
-
-
-def progress_deadline(d: dict[str, Any], group: dict[str, Any]) -> str:
-    """When the group must next make progress: N/A without a progress_deadline or once the
-    deployment is no longer running, TBD until its first allocation is placed."""
-    if not group.get("ProgressDeadline") or d.get("Status") != "running":
-        return "N/A"
-    deadline = group.get("RequireProgressBy") or ZERO_TIME
-    if deadline == ZERO_TIME:
-        return "TBD"
-    moment = datetime.fromisoformat(deadline.replace("Z", "+00:00")).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def render_status(d: dict[str, Any], verbose: bool = False) -> str:
-    lines = [
-        f"ID          = {short(str(d['ID']), verbose)}",
-        f"Job ID      = {d['JobID']}",
-        f"Job Version = {d['JobVersion']}",
-        f"Status      = {d['Status']}",
-        f"Description = {d.get('StatusDescription') or ''}",
-    ]
-    groups: dict[str, Any] = d.get("TaskGroups") or {}
-    if not groups:
-        return "\n".join(lines)
-    rows = [list(GROUP_COLUMNS)]
-    for name in sorted(groups):
-        g = groups[name]
-        rows.append(
-            [
-                name,
-                str(bool(g.get("AutoRevert"))).lower(),
-                str(bool(g.get("Promoted"))).lower() if g.get("DesiredCanaries") else "N/A",
-                str(g.get("DesiredTotal", 0)),
-                str(g.get("DesiredCanaries", 0)),
-                str(g.get("PlacedAllocs", 0)),
-                str(g.get("HealthyAllocs", 0)),
-                str(g.get("UnhealthyAllocs", 0)),
-                progress_deadline(d, g),
-            ]
-        )
-    return "\n".join([*lines, "", "Deployed", *columns(rows)])
+    return resolve_id("deployment", "/v1/deployments", deployment_id, render_list, full_length=FULL_ID_LENGTH)
 
 
 def render_update(message: str, response: dict[str, Any]) -> str:
@@ -150,14 +69,10 @@ def status(deployment_id: str, verbose: bool, monitor_: bool, as_json: bool, tem
     it auto-reverts and is promoted, the desired count and canaries, the allocations placed,
     healthy and unhealthy, and the progress deadline. -monitor prints it at each change until it
     ends (or waits for promotion); exit 0 when it succeeded or waits for promotion, else 1."""
-    from app.cli.output import formatted
-
     if monitor_ and (as_json or template):
         raise click.UsageError("The monitor flag cannot be used with the '-json' or '-t' flags")
     full = resolve(deployment_id)
     if monitor_:
-        from app.cli.monitor import AWAITING_PROMOTION, monitor_deployment
-
         ended = monitor_deployment(full, verbose, click.echo)
         raise SystemExit(0 if ended in ("successful", AWAITING_PROMOTION) else 1)
     found = http.get(f"/v1/deployment/{full}")

@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from app.cli import http
-from app.cli.deployment import columns
 from app.cli.monitor import failed_group_lines
-from app.cli.output import date, format_options, formatted, key_values, resolve
+from app.cli.output import columns, date, format_options, formatted, key_values, resolve
 
 
 @click.group("eval")
@@ -103,7 +102,7 @@ def status(eval_id: str, verbose: bool, monitor_: bool, as_json: bool, template:
     follows it instead (exit 2 when placement failed, 1 when its deployment did not succeed)."""
     if monitor_ and (as_json or template):
         raise click.UsageError("The monitor flag cannot be used with the '-json' or '-t' flags")
-    full = resolve("evaluation", "/v1/evaluations", eval_id)
+    full = resolve("evaluation", "/v1/evaluations", eval_id, render_evals)
     if monitor_:
         from app.cli.monitor import monitor
 

@@ -10,9 +10,9 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns, short
+from app.cli.deployment_view import short
 from app.cli.monitor import follow, monitor_options, stamp
-from app.cli.output import date
+from app.cli.output import columns, date
 
 
 def _path(job_id: str, action: str = "") -> str:

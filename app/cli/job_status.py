@@ -10,9 +10,9 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns, render_list, render_status, short
+from app.cli.deployment_view import render_list, render_status, short
 from app.cli.monitor import alloc_metric_lines, follow, monitor_options
-from app.cli.output import ago, format_options, formatted, key_values
+from app.cli.output import ago, columns, format_options, formatted, key_values
 
 SUMMARY_COLUMNS = ("Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
 

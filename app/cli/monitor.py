@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.cli.deployment_view import render_status
 
 POLL_S = 0.25
 FAILED_EXIT = 2
@@ -132,8 +133,6 @@ def monitor_deployment(
     """Print the deployment's status block each time it changes until it ends, as Nomad's monitor
     does when stdout is not a terminal; after an auto-reverted failure, follow the rollback's
     deployment too. Returns the followed deployment's final status."""
-    from app.cli.deployment import render_status
-
     echo(f'==> {stamp()}: Monitoring deployment "{short(deployment_id, verbose)}"')
     shown = ""
     while True:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.cli.output import formatted
 
 
 @click.group()
@@ -75,8 +76,6 @@ def status(name: str, as_json: bool) -> None:
 @click.argument("name")
 def inspect(name: str, template: str | None) -> None:
     """Print namespace NAME as the API holds it, in JSON (or through -t), as Nomad's namespace inspect."""
-    from app.cli.output import formatted
-
     found = http.get(f"/v1/namespace/{name}")
     if not formatted(found, False, template):
         click.echo(json.dumps(found, indent=4))

@@ -8,9 +8,8 @@ import click
 
 from app.cli import http
 from app.cli.client import default_address
-from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
-from app.cli.output import ago, format_options, formatted, key_values, resolve
+from app.cli.output import ago, columns, date, format_options, formatted, key_values, resolve
 
 
 @click.group()
@@ -68,7 +67,7 @@ def drain(
         raise click.UsageError("Either the '-enable' or '-disable' flag must be set, unless using '-monitor'")
     base = address or default_address()
     typed = _node_argument(node_id, self_)
-    node_id = resolve("node", "/v1/nodes", typed, base=base)
+    node_id = resolve("node", "/v1/nodes", typed, render_nodes, base=base)
     if monitor:
         raise SystemExit(monitor_drain(node_id, base))
     if typed != node_id and not yes and not _confirmed("enable" if enable else "disable", node_id):
@@ -142,8 +141,6 @@ def monitor_drain(node_id: str, base: str, poll_s: float = DRAIN_POLL_S) -> int:
     """Follow NODE's drain until it ends: each of its allocations as it is marked to migrate and
     as it stops, then Nomad's closing line. A node that is not draining ends the watch at once."""
     import time
-
-    from app.cli.output import date
 
     def now() -> str:
         return date(time.time_ns())
@@ -276,7 +273,7 @@ def status(node_id: str | None, verbose: bool, self_: bool, as_json: bool, templ
         if not formatted(nodes, as_json, template):
             click.echo(render_nodes(nodes, verbose))
         return
-    full = resolve("node", "/v1/nodes", node_id)
+    full = resolve("node", "/v1/nodes", node_id, render_nodes)
     found = http.get(f"/v1/node/{full}")
     if formatted(found, as_json, template):
         return
@@ -292,7 +289,7 @@ def eligibility(node_id: str, enable: bool, disable: bool) -> None:
     its running allocations stay. Becoming eligible creates node-update evaluations."""
     if enable == disable:
         raise click.UsageError("give exactly one of -enable or -disable")
-    full = resolve("node", "/v1/nodes", node_id)
+    full = resolve("node", "/v1/nodes", node_id, render_nodes)
     value = "eligible" if enable else "ineligible"
     http.post(f"/v1/node/{full}/eligibility", {"NodeID": full, "Eligibility": value})
     click.echo(f'Node "{full}" scheduling eligibility set: {value} for scheduling')

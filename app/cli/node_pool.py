@@ -12,10 +12,9 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns
 from app.cli.job_status import render_jobs
 from app.cli.node import render_nodes
-from app.cli.output import format_options, formatted, key_values
+from app.cli.output import columns, format_options, formatted, key_values
 
 _BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 # The node_pool block's settings and the API's keys they become.

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.wire.json import JsonObject
 
 ACTION = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}(\s*)", re.S)
 FIELD = re.compile(r"^\.(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)?$")
@@ -170,10 +171,16 @@ def ago(nanos: Any) -> str:
 HEX = frozenset("0123456789abcdefABCDEF-")
 
 
-def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36, base: str | None = None) -> str:
+ListLayout = Callable[[list[JsonObject], bool], str]  # a kind's list table: items, verbose
+
+
+def resolve(
+    kind: str, route: str, prefix: str, layout: ListLayout, *, full_length: int = 36, base: str | None = None
+) -> str:
     """The one full ID of a KIND starting with PREFIX: Nomad accepts any unique prefix of at least
     two characters, and answers an ambiguous one with "Prefix matched multiple <kind>s" and the
-    matches in the kind's list layout (exit 1)."""
+    matches in the kind's list LAYOUT (exit 1). The caller passes the layout: the kinds' modules
+    import this one, so it cannot import them."""
     if len(prefix) == full_length:
         return prefix
     if len(prefix) < 2:
@@ -185,27 +192,14 @@ def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36, base: 
     if not items:
         raise click.ClickException(f'No {kind}(s) with prefix or id "{prefix}" found')
     if len({str(item["ID"]) for item in items}) > 1:
-        raise click.ClickException(f"Prefix matched multiple {kind}s\n\n{_matches(kind, items)}")
+        raise click.ClickException(f"Prefix matched multiple {kind}s\n\n{layout(items, False)}")
     return str(items[0]["ID"])
 
 
-def _matches(kind: str, items: list[dict[str, Any]]) -> str:
-    """The matches of an ambiguous prefix in the kind's own list layout, as Nomad prints them."""
-    if kind == "allocation":
-        from app.cli.job_status import render_allocs
-
-        return render_allocs(items, False)
-    if kind == "evaluation":
-        from app.cli.eval import render_evals
-
-        return render_evals(items, False)
-    if kind == "node":
-        from app.cli.node import render_nodes
-
-        return render_nodes(items, False)
-    from app.cli.deployment import render_list
-
-    return render_list(items, False)
+def columns(rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns two spaces apart, without trailing blanks."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:

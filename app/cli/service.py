@@ -9,8 +9,7 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
-from app.cli.deployment import columns
-from app.cli.output import format_options, formatted, key_values
+from app.cli.output import columns, format_options, formatted, key_values
 
 SHORT_ID_LENGTH = 8
 ALL = "*"

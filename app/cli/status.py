@@ -8,8 +8,12 @@ from typing import Any
 import click
 
 from app.cli import http
-from app.cli.deployment import columns
-from app.cli.output import format_options, formatted, key_values, listing
+from app.cli.alloc import status as alloc_status
+from app.cli.deployment import status as deployment_status
+from app.cli.eval import status as eval_status
+from app.cli.job_status import render_jobs
+from app.cli.node import status as node_status
+from app.cli.output import columns, format_options, formatted, key_values, listing
 
 
 @click.command()
@@ -20,12 +24,6 @@ from app.cli.output import format_options, formatted, key_values, listing
 def status(ctx: click.Context, prefix: str | None, verbose: bool, as_json: bool, template: str | None) -> None:
     """Without PREFIX, list the jobs. With PREFIX, show the one job, allocation, node,
     evaluation or deployment whose ID starts with it (jobs first), as its own status command does."""
-    from app.cli.alloc import status as alloc_status
-    from app.cli.deployment import status as deployment_status
-    from app.cli.eval import status as eval_status
-    from app.cli.job_status import render_jobs
-    from app.cli.node import status as node_status
-
     if prefix is None:
         jobs = http.get("/v1/jobs")
         if not formatted(jobs, as_json, template):

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.cli.settings import get_settings
 
 
 @click.group()
@@ -23,7 +24,6 @@ def force_gc(as_json: bool) -> None:
     Prints what was removed. Fails (exit 1) if the collection failed or is still running
     after CORRAL_FORCE_GC_WAIT_S on the server; it then carries on, and `corral system gc-runs`
     shows how it ends."""
-    from app.cli import get_settings
 
     wait_s = get_settings().force_gc_wait_s + 30
     try:

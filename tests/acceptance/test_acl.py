@@ -13,13 +13,13 @@ import httpx
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import CORRAL, Corral, wait_for
+from tests.support.processes import CORRAL, Corral, CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
     yield running
     running.close()
@@ -73,7 +73,10 @@ def test_acls_end_to_end(cluster: Cluster) -> None:
 
     start_client(cluster, "trusted", intro)
     assert wait_for(lambda: cluster.node_status("trusted") == "ready", 60)
-    running = lambda: [a["ClientStatus"] for a in http.get("/v1/job/web/allocations", headers=root).json()]  # noqa: E731
+
+    def running() -> list[str]:
+        return [a["ClientStatus"] for a in http.get("/v1/job/web/allocations", headers=root).json()]
+
     assert wait_for(lambda: running() == ["running"], 60), running()
     reads = http.get("/v1/job/web/allocations", headers=reader)
     assert reads.status_code == 200 and len(reads.json()) == 1

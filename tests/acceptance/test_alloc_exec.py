@@ -27,7 +27,7 @@ import pytest
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import CORRAL, Corral, wait_for
+from tests.support.processes import CORRAL, CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -35,7 +35,7 @@ ROUTE = "/v1/client/allocation/{}/exec"
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
     yield running
     running.close()
@@ -62,8 +62,8 @@ def run(cluster: Cluster, token: str, alloc_id: str, command: list[str], *sent: 
         states = cluster.http.get(f"/v1/allocation/{alloc_id}", headers={"X-Nomad-Token": token}).json()
         raise AssertionError((opened, states.get("TaskStates")))
     ws = opened.ws
-    for message in sent:
-        ws.send(message)
+    for text in sent:
+        ws.send(text)
     out, err, code = b"", b"", None
     while (message := ws.receive()) is not None:
         frame = frames.parse_output(message)

@@ -9,20 +9,20 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
 
 
 def test_alloc_stop_ends_with_the_original_stopped_and_a_replacement_running(
-    cluster: Cluster, corral: type[Corral]
+    cluster: Cluster, corral: CorralFactory
 ) -> None:
     cluster.client("c1", "--driver", "mock")
     cluster.register(job("web", [mock_task()], count=2))

@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from tests.support.api import minimal_job
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 DEEP = 5_000
 
 
-def _server(corral: type[Corral], database_url: str, **settings: str) -> tuple[str, int]:
+def _server(corral: CorralFactory, database_url: str, **settings: str) -> tuple[str, int]:
     port = free_port()
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_HTTP_WORKERS": "1"}
     env |= {f"CORRAL_{k.upper()}": v for k, v in settings.items()}
@@ -82,7 +82,7 @@ def _chunked(path: str, token: str) -> bytes:
 
 
 @pytest.mark.parametrize("acl", [False, True], ids=["acl-off", "acl-on"])
-def test_deep_json_wrong_types_and_broken_chunks_get_a_4xx(corral: type[Corral], database_url: str, acl: bool) -> None:
+def test_deep_json_wrong_types_and_broken_chunks_get_a_4xx(corral: CorralFactory, database_url: str, acl: bool) -> None:
     base, port = _server(corral, database_url, acl_enabled=str(acl).lower())
     token = httpx.post(f"{base}/v1/acl/bootstrap", timeout=30).json()["SecretID"] if acl else ""
     deep = b'{"Job": ' + b"[" * DEEP + b"]" * DEEP + b"}"
@@ -110,7 +110,7 @@ def test_deep_json_wrong_types_and_broken_chunks_get_a_4xx(corral: type[Corral],
 
 
 def test_a_body_trickled_past_the_deadline_gets_408_and_the_connection_closes(
-    corral: type[Corral], database_url: str
+    corral: CorralFactory, database_url: str
 ) -> None:
     # Each pause is far shorter than the per-read timeout: only the whole-body deadline ends it.
     _, port = _server(corral, database_url, http_body_deadline_s="2", http_body_timeout_s="60")

@@ -16,12 +16,12 @@ import psutil
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def _server(corral: type[Corral], database_url: str, **settings: str) -> tuple[Corral, str, int]:
+def _server(corral: CorralFactory, database_url: str, **settings: str) -> tuple[Corral, str, int]:
     port = free_port()
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_HTTP_WORKERS": "1"}
     env |= {f"CORRAL_{k.upper()}": v for k, v in settings.items()}
@@ -53,7 +53,7 @@ def _established(server: Corral, port: int) -> int:
     return count
 
 
-def test_a_body_over_the_limit_gets_413_naming_the_limit(corral: type[Corral], database_url: str) -> None:
+def test_a_body_over_the_limit_gets_413_naming_the_limit(corral: CorralFactory, database_url: str) -> None:
     _, base, _ = _server(corral, database_url, http_max_body_bytes="2048")
     big = {"Job": {"ID": "big", "Meta": {"filler": "x" * 4096}}}
     answer = httpx.put(f"{base}/v1/jobs", json=big, timeout=30)
@@ -64,7 +64,7 @@ def test_a_body_over_the_limit_gets_413_naming_the_limit(corral: type[Corral], d
 
 
 def test_connections_over_the_per_address_limit_get_429_and_retry_after(
-    corral: type[Corral], database_url: str
+    corral: CorralFactory, database_url: str
 ) -> None:
     server, base, port = _server(corral, database_url, http_max_conns_per_client="4", http_header_timeout_s="60")
     held = [_connect(port) for _ in range(4)]
@@ -85,7 +85,7 @@ def test_connections_over_the_per_address_limit_get_429_and_retry_after(
     assert httpx.get(f"{base}/v1/agent/health", timeout=10).status_code == 200
 
 
-def test_a_client_trickling_headers_is_cut_off_at_the_header_deadline(corral: type[Corral], database_url: str) -> None:
+def test_a_client_trickling_headers_is_cut_off_at_the_header_deadline(corral: CorralFactory, database_url: str) -> None:
     _, _, port = _server(corral, database_url, http_header_timeout_s="1")
     sock = _connect(port)
     sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -111,7 +111,7 @@ def test_a_client_trickling_headers_is_cut_off_at_the_header_deadline(corral: ty
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     # No per-address limit: the flood below comes from this one address, as a fleet behind a NAT would.
     running = Cluster(corral, database_url, workdir, {"CORRAL_HTTP_MAX_CONNS_PER_CLIENT": "0"})
     yield running
@@ -148,7 +148,7 @@ def test_a_flood_of_blocking_queries_and_slow_sockets_starves_neither_health_nor
     try:
         # Heartbeat TTL 2 s + grace 2 s (tests.acceptance.cluster.FAST): a starved heartbeat
         # would mark the node down well within this window.
-        health_failures = []
+        health_failures: list[int | str] = []
         began = time.monotonic()
         while time.monotonic() - began < 15:
             try:

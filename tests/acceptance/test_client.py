@@ -12,13 +12,13 @@ import psutil
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
@@ -107,7 +107,10 @@ def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: 
         return len(allocs) == 60 and all(a["ClientStatus"] == "complete" for a in allocs)
 
     assert wait_for(finished, 120)
-    gone = lambda: cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()  # noqa: E731
+
+    def gone() -> tuple[object, ...] | None:
+        return cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()
+
     assert wait_for(lambda: gone() == (10,), 60)
     allocs = cluster.allocs("many")
     by_finish = sorted(allocs, key=lambda a: a["TaskStates"]["t"]["FinishedAt"])
@@ -163,7 +166,7 @@ def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_nod
     )
 
 
-def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corral: type[Corral]) -> None:
+def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corral: CorralFactory) -> None:
     cluster.client("old")
     # The client judges each replacement healthy after migrate.min_healthy_time (1 s here).
     cluster.register(job("web", [mock_task()], count=3, Migrate={"MaxParallel": 1, "MinHealthyTime": 1_000_000_000}))
@@ -240,11 +243,12 @@ def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(clu
     reconnect = cluster.pg.execute(
         "SELECT count(*) FROM evaluations WHERE job_id = 'web' AND triggered_by = 'reconnect'"
     )
-    assert reconnect.fetchone()[0] >= 1  # type: ignore[index]
+    found = reconnect.fetchone()
+    assert found is not None and isinstance(found[0], int) and found[0] >= 1
 
 
 def test_restarted_client_reattaches_to_its_task_and_stop_kills_the_process_group(
-    corral: type[Corral], database_url: str, workdir: Path
+    corral: CorralFactory, database_url: str, workdir: Path
 ) -> None:
     # A TTL far longer than a restart: the node must not be marked down meanwhile.
     cluster = Cluster(corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "60"})

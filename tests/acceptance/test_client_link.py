@@ -21,7 +21,7 @@ import pytest
 from app.acl import client_link as link
 from app.stream import websocket as wsock
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -29,7 +29,7 @@ SCRIPT = "echo $$ > local/pid; trap 'echo got-usr1 >> local/signals' USR1; while
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()

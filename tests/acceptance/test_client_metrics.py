@@ -12,13 +12,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, free_port, wait_for
+from tests.support.processes import CorralFactory, free_port, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
@@ -64,7 +64,7 @@ def test_client_reports_its_allocated_resources_and_host(cluster: Cluster) -> No
     assert {"nomad.client.host.memory.total", "nomad.client.host.cpu.idle", "nomad.client.uptime"} <= named.keys()
 
 
-def test_a_bad_or_taken_metrics_address_stops_the_client(corral: type[Corral], workdir: Path) -> None:
+def test_a_bad_or_taken_metrics_address_stops_the_client(corral: CorralFactory, workdir: Path) -> None:
     env = {"CORRAL_ADDR": "http://127.0.0.1:9"}  # never reached: the address is refused before registering
     malformed = corral(["client"], env={**env, "CORRAL_METRICS_BIND": "nowhere"}, cwd=workdir)
     assert malformed.wait(60) != 0

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.support.cluster import Cluster, job
-from tests.support.processes import CORRAL, Corral, wait_for
+from tests.support.processes import CORRAL, Corral, CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -28,7 +28,7 @@ SCRIPT = (
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
     yield running
     running.close()

@@ -13,7 +13,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -26,7 +26,7 @@ def touching_job(job_id: str, marker: Path) -> dict[str, Any]:
 
 
 def test_a_web_page_cannot_drive_the_dev_agent(
-    corral: type[Corral], database_url: str, pg: Conn, workdir: Path
+    corral: CorralFactory, database_url: str, pg: Conn, workdir: Path
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"

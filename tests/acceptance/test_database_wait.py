@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.support.own_postgres import OwnPostgres, own_postgres
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 WAITING = "database unavailable; waiting for it"
@@ -25,7 +25,7 @@ def postgres(workdir: Path) -> Iterator[OwnPostgres]:
         yield pg
 
 
-def test_every_role_waits_for_the_database_at_start_up(corral: type[Corral], postgres: OwnPostgres) -> None:
+def test_every_role_waits_for_the_database_at_start_up(corral: CorralFactory, postgres: OwnPostgres) -> None:
     postgres.stop()
     port = free_port()
     env = {"CORRAL_DATABASE_URL": postgres.url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_POLL_INTERVAL_S": "0.2"}
@@ -48,7 +48,7 @@ def test_every_role_waits_for_the_database_at_start_up(corral: type[Corral], pos
 
 
 def test_a_role_stopped_while_waiting_for_the_database_exits_cleanly(
-    corral: type[Corral], postgres: OwnPostgres
+    corral: CorralFactory, postgres: OwnPostgres
 ) -> None:
     postgres.stop()
     worker = corral(["worker"], env={"CORRAL_DATABASE_URL": postgres.url})

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 SECOND = 1_000_000_000
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
@@ -108,7 +108,7 @@ def test_rolling_update_never_has_more_than_max_parallel_out_of_service(cluster:
     assert "deployment-watcher" in triggers  # healthy allocations moved the rollout on
 
 
-def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster, corral: type[Corral]) -> None:
+def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster, corral: CorralFactory) -> None:
     cluster.client("c1", "--driver", "mock")
     cluster.register(service("v0", count=3))
     assert wait_for(lambda: deployed(cluster, 0, 3), 90), deployments(cluster)
@@ -117,7 +117,9 @@ def test_canary_waits_for_manual_promotion_then_rolls_the_rest(cluster: Cluster,
 
     def canary_healthy() -> bool:
         canaries = [a for a in live(cluster) if a["JobVersion"] == 1]
-        return len(canaries) == 1 and healthy(canaries[0]) and (canaries[0]["DeploymentStatus"] or {}).get("Canary")
+        return (
+            len(canaries) == 1 and healthy(canaries[0]) and bool((canaries[0]["DeploymentStatus"] or {}).get("Canary"))
+        )
 
     assert wait_for(canary_healthy, 60), cluster.allocs("web")
     time.sleep(3)  # several watcher ticks: nothing else moves without promotion

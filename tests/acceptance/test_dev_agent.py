@@ -16,7 +16,14 @@ import psutil
 import psycopg
 import pytest
 
-from tests.support.processes import CORRAL, Corral, free_port, postgres_running_in, wait_for, wait_healthy
+from tests.support.processes import (
+    CORRAL,
+    CorralFactory,
+    free_port,
+    postgres_running_in,
+    wait_for,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.acceptance
 
@@ -27,7 +34,7 @@ def socket_url(data_dir: Path) -> str:
     return f"postgresql://postgres@/corral?host={data_dir / 'postgres'}"
 
 
-def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], workdir: Path) -> None:
+def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: CorralFactory, workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     agent = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
@@ -86,7 +93,7 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: type[Corral], 
     assert "Exception ignored" not in agent.output, agent.output
 
 
-def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: type[Corral], workdir: Path) -> None:
+def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: CorralFactory, workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "auto"}
@@ -179,7 +186,7 @@ def alive(proc: psutil.Process) -> bool:
 
 
 def test_dev_agent_on_a_terminal_announces_the_api_refuses_a_taken_port_and_ctrl_c_kills_its_tasks(
-    corral: type[Corral], workdir: Path
+    corral: CorralFactory, workdir: Path
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -241,7 +248,7 @@ def test_dev_agent_on_a_terminal_announces_the_api_refuses_a_taken_port_and_ctrl
 
 
 def test_dev_agent_with_acls_registers_its_client_at_once_which_holds_no_database_url_or_operator_token(
-    corral: type[Corral], workdir: Path
+    corral: CorralFactory, workdir: Path
 ) -> None:
     """Nomad's `agent -dev -acl-enabled` works without a restart; the client (whose environment a
     raw_exec task can read in /proc) gets only a short-lived node:write token, never the database

@@ -8,12 +8,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import Corral, free_port, postgres_running_in, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, postgres_running_in, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def test_a_second_agent_on_the_same_data_directory_is_refused(corral: type[Corral], workdir: Path) -> None:
+def test_a_second_agent_on_the_same_data_directory_is_refused(corral: CorralFactory, workdir: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     first = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})

@@ -22,7 +22,7 @@ import pytest
 from client.drivers import Docker, TaskSpec
 from tests.support.cluster import Cluster
 from tests.support.dockerd import Dockerd, private_dockerd
-from tests.support.processes import CORRAL, Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CORRAL, Corral, CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -321,7 +321,7 @@ def test_a_bad_config_key_fails_the_task_naming_it(agent: Agent, dockerd: Docker
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()

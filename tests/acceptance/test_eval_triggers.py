@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 SECOND = 1_000_000_000
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, settings={"CORRAL_EVAL_GC_INTERVAL_S": "1"})
     yield running
     running.close()

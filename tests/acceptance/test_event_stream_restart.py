@@ -16,12 +16,12 @@ from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from tests.support.api import minimal_job
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import Corral, CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def start(corral: type[Corral], database_url: str, port: int) -> Corral:
+def start(corral: CorralFactory, database_url: str, port: int) -> Corral:
     env = {
         "CORRAL_DATABASE_URL": database_url,
         "CORRAL_BIND": f"127.0.0.1:{port}",
@@ -48,7 +48,7 @@ def job_frames(base: str, index: int, wanted: int) -> list[dict[str, Any]]:
 
 
 def test_resume_by_index_after_a_server_restart_loses_nothing(
-    corral: type[Corral], database_url: str, workdir: Path
+    corral: CorralFactory, database_url: str, workdir: Path
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -8,6 +8,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from client.drivers.exec import unusable_reason
 from client.isolation.cgroups import ROOT, UNIFIED
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -36,8 +37,8 @@ def parent() -> Iterator[str]:
         top = hierarchy / name
         if top.is_dir() and not top.is_symlink():
             for group in sorted(top.glob("*/"), reverse=True):
-                assert wait_for(lambda group=group: _removed(group), 10), f"{group} still busy"
-            assert wait_for(lambda top=top: _removed(top), 10)
+                assert wait_for(partial(_removed, group), 10), f"{group} still busy"
+            assert wait_for(partial(_removed, top), 10)
 
 
 def _removed(group: Path) -> bool:
@@ -51,7 +52,7 @@ def _removed(group: Path) -> bool:
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     (workdir / "c1").mkdir()
     config = {"server": running.base, "cgroup_parent": parent}

@@ -18,7 +18,7 @@ from app.db.engines import libpq_url
 from app.db.schema import upgrade
 from bench.replication import Replicated, replicated_postgres
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 # Long enough that a node's heartbeats missed during the failover do not mark it down.
@@ -54,7 +54,7 @@ def _registered(cluster: Cluster, job_id: str) -> bool:
 
 
 def test_roles_survive_repeated_primary_failovers_without_losing_acknowledged_writes(
-    corral: type[Corral], replicated: Replicated, workdir: Path
+    corral: CorralFactory, replicated: Replicated, workdir: Path
 ) -> None:
     upgrade(replicated.sqlalchemy_url)
     url = replicated.url  # every role keeps this one URL through both failovers

@@ -11,14 +11,14 @@ import psutil
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import Corral, CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 NODES = 100
 
 
 def test_simulated_fleet_stays_ready_and_runs_batch_work(
-    corral: type[Corral], database_url: str, workdir: Path
+    corral: CorralFactory, database_url: str, workdir: Path
 ) -> None:
     # TTLs of 5-10 s (plus 5 s grace): 100 nodes ask for about 15 heartbeats/s, well within what
     # a test machine serves while other tests run.
@@ -57,7 +57,7 @@ def _fleet_connections(fleet: Corral, port: int) -> list[tuple[str, int]]:
 
 
 def test_realistic_fleet_watches_per_node_and_recovers_from_dropped_connections(
-    corral: type[Corral], database_url: str, workdir: Path
+    corral: CorralFactory, database_url: str, workdir: Path
 ) -> None:
     nodes = 60
     cluster = Cluster(
@@ -108,7 +108,7 @@ def test_realistic_fleet_watches_per_node_and_recovers_from_dropped_connections(
 
 
 def test_a_restarted_fleet_takes_its_nodes_and_their_allocations_back(
-    corral: type[Corral], database_url: str, workdir: Path
+    corral: CorralFactory, database_url: str, workdir: Path
 ) -> None:
     cluster = Cluster(corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "5"})
     args = ["fleet", "--nodes", "3", "--name-prefix", "kept", "--data-dir", "fleet-data"]  # in workdir

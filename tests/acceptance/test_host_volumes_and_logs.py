@@ -17,14 +17,14 @@ import pytest
 
 from client import logmon_control
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 MB = 1024 * 1024
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     # A TTL far longer than a client restart: the node must not be marked down meanwhile.
     running = Cluster(corral, database_url, workdir, {"CORRAL_HEARTBEAT_MIN_TTL_S": "60"})
     yield running

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import Corral, CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 CORPUS = Path(__file__).resolve().parents[1] / "jobspecs"
 
 
-def test_init_validate_run_and_corpus(corral: type[Corral], database_url: str, tmp_path: Path) -> None:
+def test_init_validate_run_and_corpus(corral: CorralFactory, database_url: str, tmp_path: Path) -> None:
     cluster = Cluster(corral, database_url, tmp_path)
     try:
         cluster.client("n1", "--driver", "raw_exec", "--driver", "mock")

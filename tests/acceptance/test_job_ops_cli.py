@@ -5,12 +5,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def test_scale_history_and_revert_through_the_cli(corral: type[Corral], database_url: str) -> None:
+def test_scale_history_and_revert_through_the_cli(corral: CorralFactory, database_url: str) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = corral(["server"], env={"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}"})

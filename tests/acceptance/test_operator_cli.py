@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
 
 
-def test_run_then_inspect_and_tail_the_allocation(cluster: Cluster, corral: type[Corral], workdir: Path) -> None:
+def test_run_then_inspect_and_tail_the_allocation(cluster: Cluster, corral: CorralFactory, workdir: Path) -> None:
     cluster.client("c1")
     env = {"CORRAL_ADDR": cluster.base}
     script = "echo one; echo oops >&2; sleep 2; echo two; sleep 600"

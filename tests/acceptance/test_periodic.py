@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 RUN_FOR_S = 4
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
@@ -32,7 +32,7 @@ def statuses(cluster: Cluster, job_id: str) -> list[str]:
     return [a["ClientStatus"] for a in cluster.http.get(f"/v1/job/{job_id}/allocations").json()]
 
 
-def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, corral: type[Corral]) -> None:
+def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, corral: CorralFactory) -> None:
     cluster.client("c1", "--driver", "mock")
     parent = job("tick", [mock_task(run_for=f"{RUN_FOR_S}s")], kind="batch")
     parent["Periodic"] = {"Spec": "* * * * * * *", "ProhibitOverlap": True}  # every second (7 fields)
@@ -60,7 +60,7 @@ def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, 
     assert "JobID" in refused.output and "stopped" in refused.output
 
 
-def test_cli_forces_a_launch_and_dispatches(cluster: Cluster, corral: type[Corral], workdir: Path) -> None:
+def test_cli_forces_a_launch_and_dispatches(cluster: Cluster, corral: CorralFactory, workdir: Path) -> None:
     cluster.client("c1", "--driver", "mock")
     nightly = job("nightly", [mock_task(run_for="10ms")], kind="batch")
     nightly["Periodic"] = {"Spec": "0 3 * * *", "TimeZone": "Europe/Berlin"}

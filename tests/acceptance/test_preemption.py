@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -20,7 +20,7 @@ GB = 1024
 
 
 class Cluster:
-    def __init__(self, corral: type[Corral], database_url: str, workdir: Path) -> None:
+    def __init__(self, corral: CorralFactory, database_url: str, workdir: Path) -> None:
         self.base = f"http://127.0.0.1:{free_port()}"
         self.env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}
         self.corral, self.workdir = corral, workdir
@@ -47,7 +47,8 @@ class Cluster:
         return [a for a in self.allocs(job_id) if a["DesiredStatus"] == "run"]
 
     def evals(self, job_id: str) -> list[dict[str, Any]]:
-        return httpx.get(f"{self.base}/v1/job/{job_id}/evaluations").json()  # type: ignore[no-any-return]
+        found: list[dict[str, Any]] = httpx.get(f"{self.base}/v1/job/{job_id}/evaluations").json()
+        return found
 
     def settled(self) -> bool:
         """Nothing pending or in flight: every evaluation ended or waits as blocked."""
@@ -55,7 +56,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     yield Cluster(corral, database_url, workdir)
 
 

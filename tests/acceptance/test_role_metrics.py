@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.api import node_body
 from tests.support.cluster import FAST, job, mock_task
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -25,7 +25,7 @@ def samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_worker_and_applier_report_their_timings(corral: type[Corral], database_url: str) -> None:
+def test_worker_and_applier_report_their_timings(corral: CorralFactory, database_url: str) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", **FAST}
@@ -61,13 +61,13 @@ def test_worker_and_applier_report_their_timings(corral: type[Corral], database_
     assert httpx.get(f"{worker_url}/v1/metrics?format=xml", timeout=10).status_code == 400
 
 
-def test_a_bad_metrics_address_stops_the_role_with_a_clear_error(corral: type[Corral], database_url: str) -> None:
+def test_a_bad_metrics_address_stops_the_role_with_a_clear_error(corral: CorralFactory, database_url: str) -> None:
     role = corral(["worker"], env={"CORRAL_DATABASE_URL": database_url, "CORRAL_METRICS_BIND": "nowhere"})
     assert role.wait(60) != 0
     assert "CORRAL_METRICS_BIND 'nowhere' must be host:port" in role.output
 
 
-def test_metrics_bind_is_unused_when_unset(corral: type[Corral], database_url: str, workdir: Path) -> None:
+def test_metrics_bind_is_unused_when_unset(corral: CorralFactory, database_url: str, workdir: Path) -> None:
     # Unset (the default): nothing listens for metrics; the role runs as before.
     role = corral(["applier"], env={"CORRAL_DATABASE_URL": database_url})
     assert wait_for(lambda: "serving metrics" not in role.output and role.process.poll() is None, 5)

@@ -13,7 +13,7 @@ import pytest
 
 from app.db.schema import head_revision, previous_revision, upgrade
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 JOBS = 24
@@ -30,7 +30,7 @@ def _register_jobs(base: str, names: list[str], errors: list[str], halfway: thre
 
 
 def test_schema_upgrade_under_running_roles_loses_and_fails_nothing(
-    corral: type[Corral], empty_database_url: str, workdir: Path
+    corral: CorralFactory, empty_database_url: str, workdir: Path
 ) -> None:
     previous = previous_revision()
     assert previous is not None

@@ -7,12 +7,12 @@ import signal
 import httpx
 import pytest
 
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def test_server_refuses_an_unmigrated_database(corral: type[Corral], empty_database_url: str) -> None:
+def test_server_refuses_an_unmigrated_database(corral: CorralFactory, empty_database_url: str) -> None:
     server = corral(
         ["server"], env={"CORRAL_DATABASE_URL": empty_database_url, "CORRAL_BIND": f"127.0.0.1:{free_port()}"}
     )
@@ -20,7 +20,7 @@ def test_server_refuses_an_unmigrated_database(corral: type[Corral], empty_datab
     assert "corral db upgrade" in server.output
 
 
-def test_db_upgrade_then_server_serves(corral: type[Corral], empty_database_url: str) -> None:
+def test_db_upgrade_then_server_serves(corral: CorralFactory, empty_database_url: str) -> None:
     env = {"CORRAL_DATABASE_URL": empty_database_url}
     upgrade = corral(["db", "upgrade"], env=env)
     assert upgrade.wait(120) == 0, upgrade.output
@@ -41,7 +41,7 @@ def test_db_upgrade_then_server_serves(corral: type[Corral], empty_database_url:
     assert "Exception ignored" not in server.output and "Traceback" not in server.output, server.output
 
 
-def test_help_lists_the_roles(corral: type[Corral]) -> None:
+def test_help_lists_the_roles(corral: CorralFactory) -> None:
     helper = corral(["--help"])
     assert helper.wait(60) == 0
     for command in ("agent", "server", "db"):

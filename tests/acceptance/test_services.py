@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(900)]
 
@@ -77,7 +77,7 @@ job "web" {
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()
@@ -122,7 +122,7 @@ def latest_deployment(cluster: Cluster) -> dict[str, Any]:
 
 
 def test_services_register_checks_pass_fail_restart_and_gate_deployments(
-    cluster: Cluster, corral: type[Corral]
+    cluster: Cluster, corral: CorralFactory
 ) -> None:
     client = cluster.client("c1")
     register(cluster, "/")

@@ -8,12 +8,12 @@ import httpx
 import pytest
 
 from bench.gc_fill import fill_terminal
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
 
-def test_system_gc_collects_and_reports_and_gc_runs_lists_it(corral: type[Corral], database_url: str) -> None:
+def test_system_gc_collects_and_reports_and_gc_runs_lists_it(corral: CorralFactory, database_url: str) -> None:
     fill_terminal(database_url, jobs=8, evals_per_job=5)
     port = free_port()
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_POLL_INTERVAL_S": "0.2"}
@@ -41,7 +41,7 @@ def test_system_gc_collects_and_reports_and_gc_runs_lists_it(corral: type[Corral
     assert len({a.json()["ID"] for a in answers}) == 3
 
 
-def test_system_gc_that_outlasts_the_server_wait_says_what_to_do(corral: type[Corral], database_url: str) -> None:
+def test_system_gc_that_outlasts_the_server_wait_says_what_to_do(corral: CorralFactory, database_url: str) -> None:
     port = free_port()
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_FORCE_GC_WAIT_S": "1"}
     server = corral(["server"], env=env)  # and no worker: the collection waits in the queue
@@ -52,13 +52,13 @@ def test_system_gc_that_outlasts_the_server_wait_says_what_to_do(corral: type[Co
     assert "corral system gc-runs" in gc.output
 
 
-def test_system_gc_names_an_unreachable_api(corral: type[Corral]) -> None:
+def test_system_gc_names_an_unreachable_api(corral: CorralFactory) -> None:
     gc = corral(["system", "gc"], env={"CORRAL_ADDR": f"http://127.0.0.1:{free_port()}"})
     assert gc.wait(60) == 1
     assert "cannot reach corral" in gc.output
 
 
-def test_gc_runs_limit_out_of_range_is_a_usage_error(corral: type[Corral]) -> None:
+def test_gc_runs_limit_out_of_range_is_a_usage_error(corral: CorralFactory) -> None:
     runs = corral(["system", "gc-runs", "--limit", "0"], env={"CORRAL_ADDR": "http://127.0.0.1:1"})
     assert runs.wait(60) == 2
     assert "--limit" in runs.output

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -52,7 +52,7 @@ job "envcheck" {
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()

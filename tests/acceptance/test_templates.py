@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, CorralFactory, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -64,7 +64,7 @@ job "web" {
 
 
 @pytest.fixture
-def agent(corral: type[Corral]) -> Iterator[tuple[Corral, httpx.Client]]:
+def agent(corral: CorralFactory) -> Iterator[tuple[Corral, httpx.Client]]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import CORRAL, Corral, free_port
+from tests.support.processes import CORRAL, Corral, CorralFactory, free_port
 from tests.support.tls import Pki, make_pki
 
 pytestmark = pytest.mark.acceptance
@@ -38,7 +38,7 @@ def wait_tls_healthy(base: str, process: Corral, ctx: ssl.SSLContext) -> None:
     pytest.fail(process.output)
 
 
-def test_https_with_client_verification(corral: type[Corral], database_url: str, workdir: Path) -> None:
+def test_https_with_client_verification(corral: CorralFactory, database_url: str, workdir: Path) -> None:
     pki = make_pki(workdir / "pki")
     port = free_port()
     env = {

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import Cluster
-from tests.support.processes import CORRAL, Corral
+from tests.support.processes import CORRAL, CorralFactory
 
 pytestmark = pytest.mark.acceptance
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir)
     yield running
     running.close()

@@ -16,7 +16,7 @@ import pytest
 
 from app.db.engines import libpq_url
 from app.db.schema import head_revision
-from tests.support.processes import Corral, free_port, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_healthy
 
 pytestmark = pytest.mark.acceptance
 
@@ -54,7 +54,7 @@ def install_wheel(workdir: Path) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     assert "app/sql/queries/broker.sql" in names and "app/migrations/env.py" in names
     requirements = build / "requirements.txt"
-    export = ["export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", requirements]
+    export = ["export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", str(requirements)]
     ok(run([uv(), *export], ROOT))
     venv = workdir / "venv"
     ok(run([uv(), "venv", "-q", venv, "--python", "3.11"], workdir, outside_env()))
@@ -66,7 +66,7 @@ def install_wheel(workdir: Path) -> Path:
     return venv / "bin"
 
 
-def test_the_installed_wheel_migrates_and_serves(corral: type[Corral], workdir: Path, empty_database_url: str) -> None:
+def test_the_installed_wheel_migrates_and_serves(corral: CorralFactory, workdir: Path, empty_database_url: str) -> None:
     bin_dir = install_wheel(workdir)
     where = ok(run([bin_dir / "python", "-c", "import app; print(app.__file__)"], workdir, outside_env()))
     assert where.startswith(str(workdir / "venv")), where

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 from tests.support.cluster import Cluster, job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
@@ -33,7 +34,7 @@ pathlib.Path("local/own").write_text(get("/v1/var/nomad/jobs/web"))
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
     running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
     yield running
     running.close()
@@ -68,7 +69,8 @@ def test_a_task_reads_its_own_variables_with_its_identity_and_no_others(cluster:
     keys = {k["kid"]: k for k in http.get("/.well-known/jwks.json").json()["keys"]}
     kid = jwt.get_unverified_header(token)["kid"]
     public = jwt.algorithms.RSAAlgorithm.from_jwk(keys[kid])
-    claims = jwt.decode(token, public, algorithms=["RS256"], audience="nomadproject.io")  # type: ignore[arg-type]
+    assert isinstance(public, RSAPublicKey)  # a JWKS publishes public keys only
+    claims = jwt.decode(token, public, algorithms=["RS256"], audience="nomadproject.io")
     assert (claims["nomad_namespace"], claims["nomad_job_id"], claims["nomad_task"]) == ("default", "web", "t")
     assert claims["nomad_allocation_id"] == task_dir.parent.name
     assert claims["sub"] == "global:default:web:g:t:default"

@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from app.db.engines import make_sessionmaker, transaction
 from app.leader.eval_sweeps import sweep_max_plan_blocked
 from tests.support.pipeline import pipeline_quiet, register_mock_job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -55,8 +55,14 @@ def settle(pg: Conn, engine: Engine) -> None:
     raise AssertionError("evaluations kept exhausting their plan attempts")
 
 
+def results(pg: Conn) -> int:
+    row = pg.execute("SELECT count(*) FROM plan_results").fetchone()
+    assert row is not None and isinstance(row[0], int)
+    return row[0]
+
+
 def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     pg.execute(COMPLETION_LOG)
     add_nodes(pg, NODES, cpu=NODE_CPU)
@@ -67,7 +73,7 @@ def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
     standby = corral(["applier"], env=env)
     workers = [corral(["worker"], env=env) for _ in range(4)]
-    assert wait_for(lambda: pg.execute("SELECT count(*) FROM plan_results").fetchone() >= (10,), timeout=120)
+    assert wait_for(lambda: results(pg) >= 10, timeout=120)
     active.process.send_signal(signal.SIGKILL)
     active.wait(30)
     settle(pg, engine)
@@ -78,7 +84,7 @@ def test_racing_workers_and_a_killed_applier_complete_each_evaluation_once(
     placed = pg.execute("SELECT count(*) FROM allocations WHERE desired_status = 'run'").fetchone()
     assert placed == (JOBS * COUNT,)
     by_applier = pg.execute("SELECT count(*) FROM plan_results WHERE completed_eval").fetchone()
-    assert by_applier is not None and int(by_applier[0]) > 0  # type: ignore[call-overload]
+    assert by_applier is not None and isinstance(by_applier[0], int) and by_applier[0] > 0
     # Every evaluation the applier says it completed was completed once, and is complete now.
     unlogged = pg.execute(
         "SELECT p.eval_id FROM plan_results r JOIN plans p ON p.id = r.plan_id JOIN evaluations e ON e.id = p.eval_id "

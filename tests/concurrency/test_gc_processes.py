@@ -8,11 +8,14 @@ from __future__ import annotations
 import random
 import signal
 import time
+from collections.abc import Callable
+from functools import partial
 
 import httpx
 import psycopg
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from app.db.engines import make_sessionmaker, transaction
 from app.errors import InvalidInput, NotFound
@@ -22,7 +25,7 @@ from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, deregister_job, register_job
 from bench.gc_fill import fill_terminal
 from tests.support.orphans import orphans
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -159,9 +162,15 @@ class Workload:
             "WHERE desired_status IN ('stop', 'evict') AND client_status IN ('pending', 'running')"
         )
 
-    def _write(self, fn: object) -> None:
+    def _write(self, fn: Callable[[Session], object]) -> None:
         with transaction(self.sessions) as session:
-            fn(session)  # type: ignore[operator]
+            fn(session)
+
+
+def settled(workload: Workload, pg: Conn) -> bool:
+    """After the clients' reports of this round: nothing left for the pipeline to do."""
+    workload.client_updates()
+    return quiet(pg)
 
 
 def quiet(pg: Conn) -> bool:
@@ -173,7 +182,7 @@ def quiet(pg: Conn) -> bool:
 
 
 def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothing(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     pg.execute(WITNESS)
     add_nodes(pg, 20, cpu=1000)
@@ -197,7 +206,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
         workload.step(i)
         i += 1
         time.sleep(0.05)
-    assert wait_for(lambda: (workload.client_updates(), quiet(pg))[1], timeout=120), "pipeline did not settle"
+    assert wait_for(lambda: settled(workload, pg), timeout=120), "pipeline did not settle"
     time.sleep(2)  # a few more GC ticks over the settled state
 
     # Safe: no live row was ever deleted, every live job still has all its work.
@@ -222,9 +231,10 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
 
     # Airtight: stop everything, let it finish, force a GC through the API.
     for job_id in sorted(j for j, t in workload.jobs.items() if t == "service"):
-        workload._write(lambda s, j=job_id: deregister_job(s, "default", j, purge=False, eval_priority=None))
+        deregister = partial(deregister_job, namespace="default", job_id=job_id, purge=False, eval_priority=None)
+        workload._write(deregister)
     pg.execute("UPDATE allocations SET client_status = 'complete' WHERE client_status = 'running'")
-    assert wait_for(lambda: (workload.client_updates(), quiet(pg))[1], timeout=120)
+    assert wait_for(lambda: settled(workload, pg), timeout=120)
     response = httpx.put(f"http://127.0.0.1:{port}/v1/system/gc", timeout=120)
     assert response.status_code == 200, response.text
     assert response.json()["Status"] == "complete"
@@ -238,7 +248,7 @@ def test_gc_racing_the_pipeline_deletes_nothing_live_and_forced_gc_leaves_nothin
 
 
 def test_gc_killed_mid_run_leaves_a_consistent_state_and_the_next_run_finishes(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     fill_terminal(database_url, jobs=200, evals_per_job=100)
     total_evals = 200 * 100
@@ -283,7 +293,7 @@ def count(pg: Conn, table: str, where: str = "true") -> int:
     return int(str(row[0]))
 
 
-def test_two_leaders_ticking_never_queue_a_collector_twice(corral: type[Corral], database_url: str, pg: Conn) -> None:
+def test_two_leaders_ticking_never_queue_a_collector_twice(corral: CorralFactory, database_url: str, pg: Conn) -> None:
     env = {"CORRAL_DATABASE_URL": database_url, **FAST_GC}
     for _ in range(2):
         corral(["leader"], env=env)

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db.engines import libpq_url
+from app.db.state_index import next_index
 from app.jobspec import normalize_job
 from app.leader import periodic_launch
 from app.store.jobs import RegisterOptions, register_job
@@ -44,11 +45,10 @@ def test_racing_leaders_never_launch_the_same_time_twice(
     # Both leaders have read what is due before either takes its first write: the database,
     # not timing, must keep the second from launching the same times.
     barrier = threading.Barrier(LEADERS, timeout=30)
-    real_next_index = periodic_launch.next_index
 
     def next_index_after_both_read(session: Session, tables: Any) -> int:
         barrier.wait()
-        return real_next_index(session, tables)
+        return next_index(session, tables)
 
     monkeypatch.setattr(periodic_launch, "next_index", next_index_after_both_read)
 

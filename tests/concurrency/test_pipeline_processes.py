@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from app.db.engines import libpq_url
 from tests.support.pipeline import assert_pipeline_invariants, pipeline_quiet, register_mock_job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -38,7 +38,7 @@ def assert_invariants(pg: Conn, count: int = COUNT) -> None:
     ids=["one-loop-workers", "three-loop-workers", "plans-in-chunks-of-three"],
 )
 def test_workers_and_applier_killed_at_random(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn, loops: int, chunk: int | None
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn, loops: int, chunk: int | None
 ) -> None:
     """With three scheduling loops per worker, a SIGKILL takes up to three evaluations (and
     their plans) down at once. With plans in chunks of three, the jobs are batch jobs (a service
@@ -137,7 +137,7 @@ def test_workers_and_applier_killed_at_random(
 
 
 def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     add_nodes(pg, 3, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "2", "CORRAL_POLL_INTERVAL_S": "0.2"}
@@ -167,7 +167,7 @@ def test_frozen_worker_loses_its_eval_and_its_late_plan_is_refused(
 
 
 def test_a_frozen_applier_is_replaced_and_cannot_commit(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     """An advisory lock alone never frees up while its holder is frozen: the standby must see
     the term go stale, terminate the holder's backend, and take over with a new term."""
@@ -177,7 +177,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
     assert wait_for(lambda: pg.execute("SELECT count(*) FROM leader_terms WHERE role = 'applier'").fetchone() == (1,))
     standby = corral(["applier"], env=env)
     holder = pg.execute("SELECT holder, term FROM leader_terms WHERE role = 'applier'").fetchone()
-    assert holder is not None and str(holder[0]).endswith(f":{first.process.pid}")
+    assert holder is not None and str(holder[0]).endswith(f":{first.process.pid}") and isinstance(holder[1], int)
     first.process.send_signal(signal.SIGSTOP)
     try:
         assert wait_for(
@@ -190,7 +190,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
         register(engine, "web", count=3)
         worker = corral(["worker"], env=env)
         assert wait_for(lambda: pipeline_quiet(pg))
-        assert pg.execute("SELECT DISTINCT applier_term FROM plan_results").fetchall() == [(int(holder[1]) + 1,)]
+        assert pg.execute("SELECT DISTINCT applier_term FROM plan_results").fetchall() == [(holder[1] + 1,)]
     finally:
         first.process.send_signal(signal.SIGCONT)
     # Thawed, the old holder finds its session gone and its term stale: it writes nothing.
@@ -201,7 +201,7 @@ def test_a_frozen_applier_is_replaced_and_cannot_commit(
 
 
 def test_sigterm_while_waiting_for_the_applier_gives_the_eval_back(
-    corral: type[Corral], database_url: str, engine: Engine, pg: Conn
+    corral: CorralFactory, database_url: str, engine: Engine, pg: Conn
 ) -> None:
     add_nodes(pg, 1, cpu=NODE_CPU)
     env = {"CORRAL_DATABASE_URL": database_url, "CORRAL_POLL_INTERVAL_S": "0.2"}

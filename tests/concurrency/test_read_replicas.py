@@ -27,7 +27,7 @@ from app.config import Settings
 from app.db.engines import ROLE_TIMEOUTS
 from app.db.schema import upgrade
 from bench.replication import DATABASE, Replicated, replicated_postgres
-from tests.support.api import node_body
+from tests.support.api import json_body, node_body
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.concurrency
@@ -207,7 +207,7 @@ def test_writes_and_token_lookups_go_to_the_primary(replicated: Replicated) -> N
         # Bootstrapped and created while the standby replays nothing: only the primary has them.
         root = client.post("/v1/acl/bootstrap")
         assert root.status_code == 200, root.get_data(as_text=True)
-        headers = {"X-Nomad-Token": root.json["SecretID"]}
+        headers = {"X-Nomad-Token": json_body(root)["SecretID"]}
         assert client.put("/v1/jobs", json=job("written"), headers=headers).status_code == 200
         with psycopg.connect(primary.admin_url(DATABASE), autocommit=True) as conn:
             row = conn.execute("SELECT count(*) FROM jobs WHERE id = 'written'").fetchone()

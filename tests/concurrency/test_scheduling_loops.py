@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from tests.support.pipeline import assert_pipeline_invariants, pipeline_quiet, register_mock_job
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 from tests.support.rows import add_nodes
 
 pytestmark = pytest.mark.concurrency
@@ -38,7 +38,7 @@ def env(database_url: str) -> dict[str, str]:
 
 
 def test_each_loop_holds_its_own_evaluation_and_all_complete(
-    corral: type[Corral], engine: Engine, pg: Conn, env: dict[str, str]
+    corral: CorralFactory, engine: Engine, pg: Conn, env: dict[str, str]
 ) -> None:
     add_nodes(pg, 4, cpu=1000)
     for i in range(JOBS):
@@ -63,7 +63,7 @@ def test_each_loop_holds_its_own_evaluation_and_all_complete(
 
 
 def test_killing_a_multi_loop_worker_loses_no_evaluation(
-    corral: type[Corral], engine: Engine, pg: Conn, env: dict[str, str]
+    corral: CorralFactory, engine: Engine, pg: Conn, env: dict[str, str]
 ) -> None:
     add_nodes(pg, 4, cpu=1000)
     for i in range(JOBS):

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,7 @@ def body(resp: Any) -> Any:
 def root(api: FlaskClient) -> str:
     resp = api.post("/v1/acl/bootstrap")
     assert resp.status_code == 200, resp.get_data(as_text=True)
-    secret: str = resp.json["SecretID"]
+    secret: str = json_body(resp)["SecretID"]
     return secret
 
 
@@ -60,7 +60,7 @@ def make_token(api: FlaskClient, root: str, rules: str, name: str = "reader", **
         "/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name], **fields}, headers=auth(root)
     )
     assert resp.status_code == 200, resp.get_data(as_text=True)
-    token: dict[str, Any] = resp.json
+    token: dict[str, Any] = json_body(resp)
     return token
 
 
@@ -80,13 +80,13 @@ def test_bootstrap_once_then_only_with_the_reset_index(api: FlaskClient, app: Fl
     }
     again = api.post("/v1/acl/bootstrap")
     assert again.status_code == 400
-    assert f"ACL bootstrap already done (reset index: {token['CreateIndex']})" in again.json["detail"]
+    assert f"ACL bootstrap already done (reset index: {token['CreateIndex']})" in json_body(again)["detail"]
     stored = pg.execute("SELECT secret_hash FROM acl_tokens").fetchall()
     assert stored and all(row[0] != token["SecretID"] for row in stored)  # only the hash is kept
     state = app.extensions["corral"]
     state.settings = state.settings.model_copy(update={"acl_bootstrap_reset_index": token["CreateIndex"]})
     reset = api.post("/v1/acl/bootstrap", json={"BootstrapSecret": str(uuid.uuid4())})
-    assert reset.status_code == 200 and reset.json["AccessorID"] != token["AccessorID"]
+    assert reset.status_code == 200 and json_body(reset)["AccessorID"] != token["AccessorID"]
 
 
 def test_anonymous_is_denied_with_nomads_body(api: FlaskClient, root: str) -> None:
@@ -141,15 +141,18 @@ def test_wrong_namespace_denied_and_lists_filtered(api: FlaskClient, root: str) 
     )
     assert sneaky.status_code == 403
     everything = api.get("/v1/jobs?namespace=*", headers=auth(writer))
-    assert everything.status_code == 200 and [j["ID"] for j in everything.json] == ["web-default"]
-    assert {j["ID"] for j in api.get("/v1/jobs?namespace=*", headers=auth(root)).json} == {"web-default", "web-prod"}
-    allocs = api.get("/v1/evaluations?namespace=*", headers=auth(writer)).json
+    assert everything.status_code == 200 and [j["ID"] for j in json_body(everything)] == ["web-default"]
+    assert {j["ID"] for j in json_body(api.get("/v1/jobs?namespace=*", headers=auth(root)))} == {
+        "web-default",
+        "web-prod",
+    }
+    allocs = json_body(api.get("/v1/evaluations?namespace=*", headers=auth(writer)))
     assert allocs and {e["Namespace"] for e in allocs} == {"default"}
     prod_eval = next(
-        e for e in api.get("/v1/evaluations?namespace=*", headers=auth(root)).json if e["Namespace"] == "prod"
+        e for e in json_body(api.get("/v1/evaluations?namespace=*", headers=auth(root))) if e["Namespace"] == "prod"
     )
     assert api.get(f"/v1/evaluation/{prod_eval['ID']}", headers=auth(writer)).status_code == 403
-    assert [n["Name"] for n in api.get("/v1/namespaces", headers=auth(writer)).json] == ["default"]
+    assert [n["Name"] for n in json_body(api.get("/v1/namespaces", headers=auth(writer)))] == ["default"]
     assert api.get("/v1/namespace/prod", headers=auth(writer)).status_code == 403
 
 
@@ -170,10 +173,10 @@ def test_token_crud_and_self(api: FlaskClient, root: str) -> None:
     token = make_token(api, root, READER)
     accessor, secret = token["AccessorID"], token["SecretID"]
     me = api.get("/v1/acl/token/self", headers=auth(secret))
-    assert me.status_code == 200 and me.json["AccessorID"] == accessor and me.json["SecretID"] == secret
-    listed = api.get("/v1/acl/tokens", headers=auth(root)).json
+    assert me.status_code == 200 and json_body(me)["AccessorID"] == accessor and json_body(me)["SecretID"] == secret
+    listed = json_body(api.get("/v1/acl/tokens", headers=auth(root)))
     assert {t["AccessorID"] for t in listed} >= {accessor} and all("SecretID" not in t for t in listed)
-    info = api.get(f"/v1/acl/token/{accessor}", headers=auth(root)).json
+    info = json_body(api.get(f"/v1/acl/token/{accessor}", headers=auth(root)))
     assert info["SecretID"] == "" and info["Policies"] == ["reader"]
     assert api.get(f"/v1/acl/token/{accessor}", headers=auth(secret)).status_code == 403
     updated = api.post(
@@ -181,9 +184,9 @@ def test_token_crud_and_self(api: FlaskClient, root: str) -> None:
         json={"Name": "renamed", "Type": "client", "Policies": ["reader"]},
         headers=auth(root),
     )
-    assert updated.status_code == 200 and updated.json["Name"] == "renamed"
-    assert [p["Name"] for p in api.get("/v1/acl/policies", headers=auth(secret)).json] == ["reader"]
-    assert api.get("/v1/acl/policy/reader", headers=auth(secret)).json["Rules"] == READER
+    assert updated.status_code == 200 and json_body(updated)["Name"] == "renamed"
+    assert [p["Name"] for p in json_body(api.get("/v1/acl/policies", headers=auth(secret)))] == ["reader"]
+    assert json_body(api.get("/v1/acl/policy/reader", headers=auth(secret)))["Rules"] == READER
     assert api.delete(f"/v1/acl/token/{accessor}", headers=auth(root)).status_code == 200
     assert api.get("/v1/jobs", headers=auth(secret)).status_code == 403
 
@@ -201,18 +204,18 @@ def test_token_crud_and_self(api: FlaskClient, root: str) -> None:
 )
 def test_bad_token_requests_name_the_field(api: FlaskClient, root: str, fields: dict[str, Any], field: str) -> None:
     resp = api.put("/v1/acl/token", json=fields, headers=auth(root))
-    assert resp.status_code == 400 and resp.json["errors"][0]["field"] == field
+    assert resp.status_code == 400 and json_body(resp)["errors"][0]["field"] == field
 
 
 def test_bad_policy_is_refused_and_nothing_written(api: FlaskClient, root: str, pg: Conn) -> None:
     resp = api.put("/v1/acl/policy/bad", json={"Rules": 'namespace "x" { policy = "root" }'}, headers=auth(root))
-    assert resp.status_code == 400 and resp.json["errors"][0]["field"] == "Rules"
+    assert resp.status_code == 400 and json_body(resp)["errors"][0]["field"] == "Rules"
     assert pg.execute("SELECT count(*) FROM acl_policies").fetchone() == (0,)
 
 
 def test_acl_routes_say_disabled_when_acls_are_off(client: FlaskClient) -> None:
     resp = client.post("/v1/acl/bootstrap")
-    assert resp.status_code == 400 and "ACL support disabled" in resp.json["detail"]
+    assert resp.status_code == 400 and "ACL support disabled" in json_body(resp)["detail"]
     assert client.put("/v1/jobs", json={"Job": minimal_job()}).status_code == 200
 
 
@@ -222,10 +225,12 @@ def test_node_routes_take_only_the_nodes_secret(api: FlaskClient, root: str) -> 
     assert api.put("/v1/node/register", json={"Node": node_body(node_id)}).status_code == 403
     registered = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer))
     assert registered.status_code == 200, registered.get_data(as_text=True)
-    secret = registered.json["SecretID"]
+    secret = json_body(registered)["SecretID"]
     assert api.get(f"/v1/node/{node_id}/allocations").status_code == 403
     assert api.get(f"/v1/node/{node_id}/allocations", headers=auth(introducer)).status_code == 403
-    other = api.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}, headers=auth(introducer)).json
+    other = json_body(
+        api.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}, headers=auth(introducer))
+    )
     assert api.get(f"/v1/node/{node_id}/allocations", headers=auth(other["SecretID"])).status_code == 403
     assert api.get(f"/v1/node/{node_id}/allocations", headers=auth(secret)).status_code == 200
     assert api.put(f"/v1/node/{node_id}/heartbeat", json={}, headers=auth(secret)).status_code == 200
@@ -248,7 +253,7 @@ def test_namespace_crud(api: FlaskClient, root: str) -> None:
         ).status_code
         == 200
     )
-    got = api.get("/v1/namespace/team-a", headers=auth(root)).json
+    got = json_body(api.get("/v1/namespace/team-a", headers=auth(root)))
     assert got["Description"] == "A" and got["Meta"] == {"k": "v"}
     assert api.put("/v1/namespace/team-a", json={"Name": "team-a"}).status_code == 403
     assert api.put("/v1/namespace/bad name", json={}, headers=auth(root)).status_code == 400
@@ -257,13 +262,13 @@ def test_namespace_crud(api: FlaskClient, root: str) -> None:
     assert api.delete("/v1/namespace/team-a", headers=auth(root)).status_code == 400
     assert api.delete("/v1/namespace/default", headers=auth(root)).status_code == 400
     missing = api.put("/v1/jobs", json={"Job": minimal_job("k", Namespace="nope")}, headers=auth(root))
-    assert missing.status_code == 400 and "does not exist" in missing.json["detail"]
+    assert missing.status_code == 400 and "does not exist" in json_body(missing)["detail"]
 
 
 def test_a_registered_node_reregisters_with_its_own_secret(api: FlaskClient, root: str) -> None:
     introducer = make_token(api, root, 'node { policy = "write" }', "intro")["SecretID"]
     node_id = str(uuid.uuid4())
-    first = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)).json
+    first = json_body(api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)))
     again = api.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=first["SecretID"])})
     assert again.status_code == 200, again.get_data(as_text=True)
     forged = api.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=str(uuid.uuid4()))})
@@ -277,14 +282,14 @@ def test_a_node_reads_allocations_placed_on_it_with_its_secret(api: FlaskClient,
     nodes = []
     for _ in range(2):
         node_id = str(uuid.uuid4())
-        reply = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)).json
+        reply = json_body(api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=auth(introducer)))
         nodes.append((node_id, reply["SecretID"]))
     assert api.put("/v1/jobs", json={"Job": minimal_job("web")}, headers=auth(root)).status_code == 200
     eval_id = pg.execute("SELECT id::text FROM evaluations WHERE job_id = 'web' LIMIT 1").fetchone()
     assert eval_id is not None
     insert_allocation(pg, nodes[0][0], str(eval_id[0]))
     pg.commit()
-    alloc_id = api.get("/v1/allocations", headers=auth(root)).json[0]["ID"]
+    alloc_id = json_body(api.get("/v1/allocations", headers=auth(root)))[0]["ID"]
     assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[0][1])).status_code == 200
     assert api.get(f"/v1/allocation/{alloc_id}", headers=auth(nodes[1][1])).status_code == 403
     assert api.get(f"/v1/allocation/{alloc_id}").status_code == 403

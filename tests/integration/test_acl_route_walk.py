@@ -22,7 +22,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation, insert_deployment
 
 pytestmark = pytest.mark.integration
@@ -92,7 +92,7 @@ def _token(api: FlaskClient, root: str, name: str, rules: str) -> str:
     assert policy.status_code == 200
     made = api.put("/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name]}, headers=_auth(root))
     assert made.status_code == 200, made.get_data(as_text=True)
-    secret: str = made.json["SecretID"]  # type: ignore[index]
+    secret: str = json_body(made)["SecretID"]
     return secret
 
 
@@ -108,7 +108,7 @@ def _objects(api: FlaskClient, root: str, pg: Conn) -> Objects:
     alloc_id = insert_allocation(pg, node_id, eval_id)
     deployment_id = insert_deployment(pg)
     pg.commit()
-    return Objects("web", eval_id, alloc_id, deployment_id, node_id, registered.json["SecretID"])  # type: ignore[index]
+    return Objects("web", eval_id, alloc_id, deployment_id, node_id, json_body(registered)["SecretID"])
 
 
 def _fill(rule: str, objects: Objects) -> str:
@@ -173,7 +173,7 @@ def _routes(app: Flask) -> list[tuple[str, str]]:
 
 def test_no_caller_gets_a_2xx_where_nomad_answers_403(app: Flask, pg: Conn) -> None:
     api = app.test_client()
-    root: str = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    root: str = json_body(api.post("/v1/acl/bootstrap"))["SecretID"]
     objects = _objects(api, root, pg)
     callers: dict[str, dict[str, str]] = {
         "anonymous": {},
@@ -196,11 +196,11 @@ def test_no_caller_gets_a_2xx_where_nomad_answers_403(app: Flask, pg: Conn) -> N
 
 def test_self_filtered_lists_show_a_caller_nothing_of_what_it_may_not_read(app: Flask, pg: Conn) -> None:
     api = app.test_client()
-    root: str = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    root: str = json_body(api.post("/v1/acl/bootstrap"))["SecretID"]
     _objects(api, root, pg)
     other = _auth(_token(api, root, "other", 'namespace "other" { policy = "write" }'))
-    assert [n["Name"] for n in api.get("/v1/namespaces", headers=other).json] == ["other"]  # type: ignore[union-attr]
-    assert [p["Name"] for p in api.get("/v1/acl/policies", headers=other).json] == ["other"]  # type: ignore[union-attr]
+    assert [n["Name"] for n in json_body(api.get("/v1/namespaces", headers=other))] == ["other"]
+    assert [p["Name"] for p in json_body(api.get("/v1/acl/policies", headers=other))] == ["other"]
     assert api.get("/v1/acl/policies").json == []
     assert api.get("/v1/namespace/default", headers=other).status_code == 403
     for path in ("/v1/jobs", "/v1/allocations", "/v1/evaluations", "/v1/deployments", "/v1/services"):
@@ -211,13 +211,13 @@ def test_self_filtered_lists_show_a_caller_nothing_of_what_it_may_not_read(app: 
 
 def test_variable_lists_show_a_caller_only_the_paths_it_may_list(app: Flask, pg: Conn) -> None:
     api = app.test_client()
-    root: str = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    root: str = json_body(api.post("/v1/acl/bootstrap"))["SecretID"]
     for path in ("nomad/jobs/web", "team/a", "team/b"):
         assert api.put(f"/v1/var/{path}", json={"Items": {"k": "v"}}, headers=_auth(root)).status_code == 200
     rules = 'namespace "default" { variables { path "team/*" { capabilities = ["list"] } } }'
     lister = _auth(_token(api, root, "team", rules))
     listed = api.get("/v1/vars?namespace=*&per_page=1", headers=lister)
-    assert [v["Path"] for v in listed.json] == ["team/a"]  # type: ignore[union-attr]
+    assert [v["Path"] for v in json_body(listed)] == ["team/a"]
     assert listed.headers["X-Nomad-NextToken"] == "default.team/b"
     assert api.get("/v1/var/team/a", headers=lister).status_code == 403  # list is not read
     other = _auth(_token(api, root, "other", 'namespace "other" { policy = "write" }'))

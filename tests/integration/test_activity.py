@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app import create_app
 from app.config import Settings
 from app.gc.core_evals import enqueue_forced
-from tests.support.api import minimal_job, node_body, register
+from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ def buckets(client: FlaskClient, query: str = "") -> list[dict[str, Any]]:
     resp = client.get(f"/v1/operator/activity{query}")
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert int(resp.headers["X-Nomad-Index"]) > 0
-    found: list[dict[str, Any]] = resp.json  # type: ignore[assignment]
+    found: list[dict[str, Any]] = json_body(resp)
     return found
 
 
@@ -104,7 +104,7 @@ def token_with(client: FlaskClient, root: str, rules: str, name: str) -> str:
 
 
 def test_operator_read_is_required(acl_client: FlaskClient) -> None:
-    root = acl_client.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    root = json_body(acl_client.post("/v1/acl/bootstrap"))["SecretID"]
     operator = token_with(acl_client, root, 'operator { policy = "read" }', "operator-reader")
     jobs_only = token_with(acl_client, root, 'namespace "default" { policy = "read" }', "job-reader")
     assert acl_client.get("/v1/operator/activity").status_code == 403

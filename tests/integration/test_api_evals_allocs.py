@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
@@ -24,9 +24,9 @@ def register(client: FlaskClient, job_id: str) -> str:
 def test_list_filters_by_job_and_status(client: FlaskClient, pg: Conn) -> None:
     a, b = register(client, "a"), register(client, "b")
     pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (a,))
-    assert [e["ID"] for e in client.get("/v1/evaluations?job=b").json] == [b]  # type: ignore[union-attr]
-    assert [e["ID"] for e in client.get("/v1/evaluations?status=complete").json] == [a]  # type: ignore[union-attr]
-    assert [e["ID"] for e in client.get(f"/v1/evaluations?prefix={b[:24]}").json] == [b]  # type: ignore[union-attr]
+    assert [e["ID"] for e in json_body(client.get("/v1/evaluations?job=b"))] == [b]
+    assert [e["ID"] for e in json_body(client.get("/v1/evaluations?status=complete"))] == [a]
+    assert [e["ID"] for e in json_body(client.get(f"/v1/evaluations?prefix={b[:24]}"))] == [b]
 
 
 def test_pagination_walks_every_eval_once(client: FlaskClient) -> None:
@@ -35,12 +35,12 @@ def test_pagination_walks_every_eval_once(client: FlaskClient) -> None:
     token = ""
     for _ in range(10):
         resp = client.get(f"/v1/evaluations?per_page=3&next_token={token}")
-        seen += [e["ID"] for e in resp.json]  # type: ignore[union-attr]
+        seen += [e["ID"] for e in json_body(resp)]
         token = resp.headers.get("X-Nomad-NextToken", "")
         if not token:
             break
     assert seen == ids
-    backwards = [e["ID"] for e in client.get("/v1/evaluations?reverse=true").json]  # type: ignore[union-attr]
+    backwards = [e["ID"] for e in json_body(client.get("/v1/evaluations?reverse=true"))]
     assert backwards == ids[::-1]
 
 
@@ -62,12 +62,12 @@ def test_pagination_walks_every_eval_once(client: FlaskClient) -> None:
 def test_bad_list_parameters_are_400(client: FlaskClient, query: str, field: str) -> None:
     resp = client.get(f"/v1/evaluations?{query}")
     assert resp.status_code == 400
-    assert resp.json["errors"][0]["field"] == field  # type: ignore[index]
+    assert json_body(resp)["errors"][0]["field"] == field
 
 
 def test_a_leased_evaluation_says_until_when_it_is_in_flight(client: FlaskClient, pg: Conn) -> None:
     eval_id = register(client, "web")
-    assert client.get(f"/v1/evaluation/{eval_id}").json["LeaseExpiresAt"] == 0  # type: ignore[index]
+    assert json_body(client.get(f"/v1/evaluation/{eval_id}"))["LeaseExpiresAt"] == 0
     pg.execute(
         "UPDATE evaluations SET lease_token = gen_random_uuid(), lease_owner = 'w:1', "
         "lease_expires_at = '2030-01-01T00:00:00Z' WHERE id = %s",
@@ -99,9 +99,9 @@ def test_allocations_by_eval_node_and_id(client: FlaskClient, pg: Conn) -> None:
     eval_id = register(client, "web")
     node_id = insert_node(pg)
     alloc_id = insert_allocation(pg, node_id, eval_id)
-    assert [a["ID"] for a in client.get(f"/v1/evaluation/{eval_id}/allocations").json] == [alloc_id]  # type: ignore[union-attr]
-    assert [a["ID"] for a in client.get(f"/v1/node/{node_id}/allocations").json] == [alloc_id]  # type: ignore[union-attr]
-    assert [a["ID"] for a in client.get("/v1/allocations").json] == [alloc_id]  # type: ignore[union-attr]
+    assert [a["ID"] for a in json_body(client.get(f"/v1/evaluation/{eval_id}/allocations"))] == [alloc_id]
+    assert [a["ID"] for a in json_body(client.get(f"/v1/node/{node_id}/allocations"))] == [alloc_id]
+    assert [a["ID"] for a in json_body(client.get("/v1/allocations"))] == [alloc_id]
     alloc = client.get(f"/v1/allocation/{alloc_id}").json
     assert alloc is not None
     assert alloc["Job"]["ID"] == "web" and alloc["ClientStatus"] == "running" and alloc["NodeID"] == node_id

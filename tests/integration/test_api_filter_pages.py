@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job, node_body, register
+from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.rows import insert_allocation, insert_deployment, insert_node
 
 pytestmark = pytest.mark.integration
@@ -35,7 +35,7 @@ def walk(client: FlaskClient, url: str, per_page: int) -> tuple[list[str], list[
     for _ in range(50):
         resp = client.get(f"{url}{joiner}per_page={per_page}&next_token={quote(token)}")
         assert resp.status_code == 200, resp.json
-        page = [item["ID"] for item in resp.json]  # type: ignore[union-attr]
+        page = [item["ID"] for item in json_body(resp)]
         assert len(page) <= per_page
         seen += page
         token = resp.headers.get("X-Nomad-NextToken", "")
@@ -52,7 +52,7 @@ def f(expression: str) -> str:
 def error_of(client: FlaskClient, url: str) -> str:
     resp = client.get(url)
     assert resp.status_code == 400, resp.json
-    body: dict[str, Any] = resp.json  # type: ignore[assignment]
+    body: dict[str, Any] = json_body(resp)
     assert [e["field"] for e in body["errors"]] == ["filter"]
     return str(body["errors"][0]["message"])
 
@@ -178,4 +178,4 @@ def test_per_page_must_be_a_number(client: FlaskClient) -> None:
     for route in ("/v1/jobs", "/v1/nodes", "/v1/allocations", "/v1/deployments"):
         resp = client.get(f"{route}?per_page=ten")
         assert resp.status_code == 400
-        assert resp.json["errors"][0]["field"] == "per_page"  # type: ignore[index]
+        assert json_body(resp)["errors"][0]["field"] == "per_page"

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.store import scheduler_config
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -61,7 +61,7 @@ def test_eligibility_accepts_put_and_post(client: FlaskClient) -> None:
     assert put.status_code == 200, put.json
     post = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "eligible"})
     assert post.status_code == 200, post.json
-    assert client.get(f"/v1/node/{node_id}").json["SchedulingEligibility"] == "eligible"  # type: ignore[index]
+    assert json_body(client.get(f"/v1/node/{node_id}"))["SchedulingEligibility"] == "eligible"
 
 
 def test_jobs_parse_accepts_put(client: FlaskClient) -> None:
@@ -225,7 +225,7 @@ def test_database_data_error_is_400_not_500(client: FlaskClient, monkeypatch: py
     resp = client.put("/v1/operator/scheduler/configuration", json={})
     assert resp.status_code == 400
     assert resp.content_type == "application/problem+json"
-    assert "invalid input" in resp.json["detail"]  # type: ignore[index]
+    assert "invalid input" in json_body(resp)["detail"]
 
 
 def test_lock_timeout_is_503_with_retry_after(client: FlaskClient, pg: Conn, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -236,7 +236,7 @@ def test_lock_timeout_is_503_with_retry_after(client: FlaskClient, pg: Conn, mon
     assert resp.status_code == 503
     assert resp.headers["Retry-After"] == "1"
     assert resp.content_type == "application/problem+json"
-    assert resp.json["status"] == 503  # type: ignore[index]
+    assert json_body(resp)["status"] == 503
 
 
 def test_statement_timeout_is_503_with_retry_after(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -66,7 +66,7 @@ def test_plan_of_the_registered_job_changes_nothing(client: FlaskClient, pg: Con
     body = resp.json
     assert body is not None
     assert body["Diff"]["Type"] == "None"
-    assert body["JobModifyIndex"] == registered.json["JobModifyIndex"]  # type: ignore[index]
+    assert body["JobModifyIndex"] == json_body(registered)["JobModifyIndex"]
     edited = client.post("/v1/job/web/plan", json={"Job": job("web", 60, 100), "Diff": True}).json
     assert edited is not None and edited["Diff"]["Type"] == "Edited"
     assert {"Type": "Edited", "Name": "Priority", "Old": "50", "New": "60", "Annotations": None} in edited["Diff"][
@@ -90,7 +90,7 @@ def test_plan_shows_the_allocations_it_would_preempt(client: FlaskClient, pg: Co
     high = job("high", 80, 500)
     blocked = client.post("/v1/job/high/plan", json={"Job": high}).json
     assert blocked is not None and blocked["FailedTGAllocs"]["g"]["DimensionExhausted"] == {"cpu": 1}
-    config = client.get("/v1/operator/scheduler/configuration").json["SchedulerConfig"]  # type: ignore[index]
+    config = json_body(client.get("/v1/operator/scheduler/configuration"))["SchedulerConfig"]
     config["PreemptionConfig"]["ServiceSchedulerEnabled"] = True
     assert client.put("/v1/operator/scheduler/configuration", json=config).status_code == 200
 
@@ -115,7 +115,7 @@ def test_plan_shows_the_allocations_it_would_preempt(client: FlaskClient, pg: Co
 def test_bad_plan_input_is_400(client: FlaskClient, url: str, body: dict[str, Any], field: str) -> None:
     resp = client.post(url, json=body)
     assert resp.status_code == 400, resp.json
-    assert field in {e["field"] for e in resp.json["errors"]}  # type: ignore[index]
+    assert field in {e["field"] for e in json_body(resp)["errors"]}
 
 
 def test_plan_of_a_periodic_parent_places_nothing(client: FlaskClient, pg: Conn) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ def test_register_and_plan_warn_about_blocks_corral_keeps_but_ignores(client: Fl
     job["TaskGroups"][0]["Tasks"][0]["Templates"] = [{"EmbeddedTmpl": "x", "DestPath": "local/x"}]
     for resp in (client.post("/v1/job/web/plan", json={"Job": job}), client.put("/v1/jobs", json={"Job": job})):
         assert resp.status_code == 200, resp.json
-        warnings = resp.json["Warnings"]  # type: ignore[index]
+        warnings = json_body(resp)["Warnings"]
         assert "service block" in warnings and "template block" not in warnings  # the client renders templates
     stored = client.get("/v1/job/web").json
     assert stored is not None
@@ -84,7 +84,7 @@ def test_parse_takes_variables_and_refuses_file(client: FlaskClient) -> None:
     )
     resp = client.post("/v1/jobs/parse", json={"JobHCL": hcl, "Variables": "n = 3\n"})
     assert resp.status_code == 200, resp.json
-    assert resp.json["TaskGroups"][0]["Count"] == 3  # type: ignore[index]
+    assert json_body(resp)["TaskGroups"][0]["Count"] == 3
     with_file = 'job "j" {\n  meta {\n    a = file("/etc/passwd")\n  }\n}\n'
     resp = client.post("/v1/jobs/parse", json={"JobHCL": with_file})
     assert resp.status_code == 400 and "file() is not available" in str(resp.json)
@@ -110,9 +110,9 @@ def test_a_wrong_json_type_is_named_by_validate_register_and_plan(client: FlaskC
         target.update(value)
         validated = client.put("/v1/validate/job", json={"Job": job})
         assert validated.status_code == 200, (field, validated.get_data(as_text=True))
-        assert any(line.startswith(f"{field}:") for line in validated.json["ValidationErrors"]), validated.json
+        assert any(line.startswith(f"{field}:") for line in json_body(validated)["ValidationErrors"]), validated.json
         for url in ("/v1/jobs", "/v1/job/typed/plan"):
             refused = client.put(url, json={"Job": job})
             assert refused.status_code == 400, (url, refused.get_data(as_text=True))
-            assert field in [e["field"] for e in refused.json["errors"]], (url, refused.json)
+            assert field in [e["field"] for e in json_body(refused)["errors"]], (url, refused.json)
     assert client.get("/v1/jobs").json == []

@@ -8,7 +8,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_malformed_spec_names_the_field_and_writes_nothing(client: FlaskClient, 
     resp = client.put("/v1/jobs", json={"Job": bad})
     assert resp.status_code == 400
     assert resp.content_type == "application/problem+json"
-    fields = {e["field"] for e in resp.json["errors"]}  # type: ignore[index]
+    fields = {e["field"] for e in json_body(resp)["errors"]}
     assert {"Job.Priority", "Job.TaskGroups[0].Tasks[0].Driver"} <= fields
     assert row_counts(pg) == before
 
@@ -81,7 +81,7 @@ def test_bad_register_requests_get_400_naming_the_field(
     else:
         resp = client.put("/v1/jobs", json=payload)
     assert resp.status_code == 400, resp.json
-    assert field in [e["field"] for e in resp.json["errors"]]  # type: ignore[index]
+    assert field in [e["field"] for e in json_body(resp)["errors"]]
     assert row_counts(pg) == before
 
 
@@ -116,8 +116,8 @@ def test_enforce_index_check_and_set(client: FlaskClient) -> None:
     assert created.status_code == 200
     again = client.put("/v1/jobs", json={"Job": minimal_job(), "EnforceIndex": True, "JobModifyIndex": 0})
     assert again.status_code == 409
-    assert again.json["errors"][0]["field"] == "JobModifyIndex"  # type: ignore[index]
-    index = created.json["JobModifyIndex"]  # type: ignore[index]
+    assert json_body(again)["errors"][0]["field"] == "JobModifyIndex"
+    index = json_body(created)["JobModifyIndex"]
     stale = client.put(
         "/v1/jobs", json={"Job": minimal_job(Priority=60), "EnforceIndex": True, "JobModifyIndex": index + 1}
     )
@@ -129,7 +129,7 @@ def test_enforce_index_check_and_set(client: FlaskClient) -> None:
 def test_update_url_must_match_job_id(client: FlaskClient) -> None:
     resp = client.post("/v1/job/other", json={"Job": minimal_job()})
     assert resp.status_code == 400
-    assert resp.json["errors"][0]["field"] == "Job.ID"  # type: ignore[index]
+    assert json_body(resp)["errors"][0]["field"] == "Job.ID"
     assert client.post("/v1/job/web", json={"Job": minimal_job()}).status_code == 200
 
 
@@ -141,7 +141,7 @@ def test_stop_creates_deregister_eval_and_new_version(client: FlaskClient, pg: C
     # Pending while evaluations are still to be worked on (as Nomad), dead once they are done.
     assert job is not None and job["Stop"] is True and job["Version"] == 1 and job["Status"] == "pending"
     pg.execute("UPDATE evaluations SET status = 'complete' WHERE job_id = 'web'")
-    assert client.get("/v1/job/web").json["Status"] == "dead"  # type: ignore[index]
+    assert json_body(client.get("/v1/job/web"))["Status"] == "dead"
     evaluation = client.get(f"/v1/evaluation/{stopped['EvalID']}").json
     assert evaluation is not None and evaluation["TriggeredBy"] == "job-deregister"
 
@@ -163,7 +163,7 @@ def test_purge_hides_job_but_keeps_eval(client: FlaskClient, pg: Conn) -> None:
 def test_unknown_job_is_404_with_json(client: FlaskClient) -> None:
     resp = client.get("/v1/job/missing")
     assert resp.status_code == 404
-    assert resp.json["errors"][0]["field"] == "JobID"  # type: ignore[index]
+    assert json_body(resp)["errors"][0]["field"] == "JobID"
     assert client.get("/v1/job/missing/versions").status_code == 404
     assert client.get("/v1/nothing-here").status_code == 404
 
@@ -173,10 +173,10 @@ def test_list_filters_by_prefix_and_namespace(client: FlaskClient, pg: Conn) -> 
     for job_id in ("api-1", "api-2", "batchy"):
         client.put("/v1/jobs", json={"Job": minimal_job(job_id)})
     client.put("/v1/jobs?namespace=prod", json={"Job": minimal_job("api-3")})
-    assert [j["ID"] for j in client.get("/v1/jobs?prefix=api").json] == ["api-1", "api-2"]  # type: ignore[union-attr]
-    assert [j["ID"] for j in client.get("/v1/jobs?namespace=prod").json] == ["api-3"]  # type: ignore[union-attr]
-    assert len(client.get("/v1/jobs?namespace=*").json) == 4  # type: ignore[arg-type]
-    stub = client.get("/v1/jobs?prefix=batchy").json[0]  # type: ignore[index]
+    assert [j["ID"] for j in json_body(client.get("/v1/jobs?prefix=api"))] == ["api-1", "api-2"]
+    assert [j["ID"] for j in json_body(client.get("/v1/jobs?namespace=prod"))] == ["api-3"]
+    assert len(json_body(client.get("/v1/jobs?namespace=*"))) == 4
+    stub = json_body(client.get("/v1/jobs?prefix=batchy"))[0]
     assert stub["JobSummary"]["Summary"]["g"]["Running"] == 0
 
 
@@ -213,7 +213,7 @@ def test_parse_hcl(client: FlaskClient) -> None:
     hcl = 'job "cache" {\n  group "g" {\n    task "redis" {\n      driver = "mock"\n    }\n  }\n}\n'
     resp = client.post("/v1/jobs/parse", json={"JobHCL": hcl, "Canonicalize": True})
     assert resp.status_code == 200, resp.json
-    assert resp.json["ID"] == "cache" and resp.json["Priority"] == 50  # type: ignore[index]
+    assert json_body(resp)["ID"] == "cache" and json_body(resp)["Priority"] == 50
     bad = client.post("/v1/jobs/parse", json={"JobHCL": "job {"})
     assert bad.status_code == 400
 
@@ -222,11 +222,11 @@ def test_job_ids_with_slashes_and_children_counts(client: FlaskClient, pg: Conn)
     client.put("/v1/jobs", json={"Job": minimal_job("nightly", Type="batch", Periodic={"Spec": "0 3 * * *"})})
     child = minimal_job("nightly/periodic-1795000000", Type="batch", ParentID="nightly")
     assert client.put("/v1/jobs", json={"Job": child}).status_code == 200
-    assert client.get("/v1/job/nightly/periodic-1795000000").json["ParentID"] == "nightly"  # type: ignore[index]
+    assert json_body(client.get("/v1/job/nightly/periodic-1795000000"))["ParentID"] == "nightly"
     assert client.get("/v1/job/nightly%2Fperiodic-1795000000/versions").status_code == 200
-    stub = next(j for j in client.get("/v1/jobs").json if j["ID"] == "nightly")  # type: ignore[union-attr]
+    stub = next(j for j in json_body(client.get("/v1/jobs")) if j["ID"] == "nightly")
     assert stub["JobSummary"]["Children"] == {"Pending": 1, "Running": 0, "Dead": 0}
-    assert client.get("/v1/job/nightly/summary").json["Children"]["Pending"] == 1  # type: ignore[index]
+    assert json_body(client.get("/v1/job/nightly/summary"))["Children"]["Pending"] == 1
 
 
 def test_status_is_derived_from_allocations_and_evaluations(

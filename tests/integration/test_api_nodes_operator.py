@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -11,7 +12,7 @@ from sqlalchemy import create_engine, make_url
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -35,13 +36,13 @@ def test_register_node_returns_secret_and_heartbeat(client: FlaskClient, pg: Con
 
 def test_reregister_needs_the_secret(client: FlaskClient) -> None:
     node_id = str(uuid.uuid4())
-    secret = client.put("/v1/node/register", json={"Node": node_body(node_id)}).json["SecretID"]  # type: ignore[index]
+    secret = json_body(client.put("/v1/node/register", json={"Node": node_body(node_id)}))["SecretID"]
     stolen = client.put("/v1/node/register", json={"Node": node_body(node_id, SecretID="guess")})
     assert stolen.status_code == 403
-    assert stolen.json["errors"][0]["field"] == "Node.SecretID"  # type: ignore[index]
+    assert json_body(stolen)["errors"][0]["field"] == "Node.SecretID"
     again = client.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=secret, Name="renamed")})
     assert again.status_code == 200
-    assert client.get(f"/v1/node/{node_id}").json["Name"] == "renamed"  # type: ignore[index]
+    assert json_body(client.get(f"/v1/node/{node_id}"))["Name"] == "renamed"
 
 
 @pytest.mark.parametrize(
@@ -62,7 +63,7 @@ def test_reregister_needs_the_secret(client: FlaskClient) -> None:
 def test_bad_node_registration_is_400(client: FlaskClient, pg: Conn, change: dict[str, object], field: str) -> None:
     resp = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()), **change)})
     assert resp.status_code == 400, resp.json
-    assert field in [e["field"] for e in resp.json["errors"]]  # type: ignore[index]
+    assert field in [e["field"] for e in json_body(resp)["errors"]]
     assert pg.execute("SELECT count(*) FROM nodes").fetchone() == (0,)
 
 
@@ -83,14 +84,14 @@ def test_new_ready_node_gets_an_eval_per_matching_system_job(client: FlaskClient
 
 def test_eligibility_toggle_creates_evals_only_when_becoming_eligible(client: FlaskClient, pg: Conn) -> None:
     client.put("/v1/jobs", json={"Job": minimal_job("sys", Type="system")})
-    node_id = client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}).json["NodeID"]  # type: ignore[index]
+    node_id = json_body(client.put("/v1/node/register", json={"Node": node_body(str(uuid.uuid4()))}))["NodeID"]
     off = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"}).json
     assert off is not None and off["EvalIDs"] == []
-    assert client.get(f"/v1/node/{node_id}").json["SchedulingEligibility"] == "ineligible"  # type: ignore[index]
+    assert json_body(client.get(f"/v1/node/{node_id}"))["SchedulingEligibility"] == "ineligible"
     on = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "eligible"}).json
     assert on is not None and len(on["EvalIDs"]) == 1
     bad = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "sometimes"})
-    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "Eligibility"  # type: ignore[index]
+    assert bad.status_code == 400 and json_body(bad)["errors"][0]["field"] == "Eligibility"
     pg.execute("UPDATE nodes SET drain_strategy = '{}'::jsonb WHERE id = %s", (node_id,))
     draining = client.post(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "eligible"})
     assert draining.status_code == 400
@@ -101,24 +102,24 @@ def test_node_list_and_prefix(client: FlaskClient) -> None:
     ids = sorted(str(uuid.uuid4()) for _ in range(3))
     for node_id in ids:
         client.put("/v1/node/register", json={"Node": node_body(node_id)})
-    assert len(client.get("/v1/nodes").json) == 3  # type: ignore[arg-type]
-    assert [n["ID"] for n in client.get(f"/v1/nodes?prefix={ids[1][:13]}").json] == [ids[1]]  # type: ignore[union-attr]
+    assert len(json_body(client.get("/v1/nodes"))) == 3
+    assert [n["ID"] for n in json_body(client.get(f"/v1/nodes?prefix={ids[1][:13]}"))] == [ids[1]]
 
 
 def test_node_list_resources_and_last_heartbeat(client: FlaskClient, pg: Conn) -> None:
     node_id = str(uuid.uuid4())
     client.put("/v1/node/register", json={"Node": node_body(node_id)})
-    (stub,) = client.get("/v1/nodes").json  # type: ignore[misc]
+    (stub,) = json_body(client.get("/v1/nodes"))
     assert "NodeResources" not in stub
-    (full,) = client.get("/v1/nodes?resources=true").json  # type: ignore[misc]
+    (full,) = json_body(client.get("/v1/nodes?resources=true"))
     assert full["NodeResources"]["Cpu"]["CpuShares"] == 4000 and full["ReservedResources"]["Memory"]["MemoryMB"] == 256
     assert client.get("/v1/nodes?resources=maybe").status_code == 400
     seen = pg.execute("SELECT last_seen_at FROM node_heartbeats").fetchone()
-    assert seen is not None
-    heartbeat = client.get(f"/v1/node/{node_id}").json["LastHeartbeat"]  # type: ignore[index]
+    assert seen is not None and isinstance(seen[0], datetime)
+    heartbeat = json_body(client.get(f"/v1/node/{node_id}"))["LastHeartbeat"]
     assert heartbeat == int(seen[0].timestamp() * 1_000_000) * 1000
     pg.execute("DELETE FROM node_heartbeats")
-    assert client.get(f"/v1/node/{node_id}").json["LastHeartbeat"] == 0  # type: ignore[index]
+    assert json_body(client.get(f"/v1/node/{node_id}"))["LastHeartbeat"] == 0
 
 
 def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
@@ -137,7 +138,7 @@ def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
     assert stale is not None and stale["Updated"] is False
     fresh = client.put(f"/v1/operator/scheduler/configuration?cas={config['ModifyIndex']}", json=new).json
     assert fresh is not None and fresh["Updated"] is True
-    after = client.get("/v1/operator/scheduler/configuration").json["SchedulerConfig"]  # type: ignore[index]
+    after = json_body(client.get("/v1/operator/scheduler/configuration"))["SchedulerConfig"]
     assert after["SchedulerAlgorithm"] == "spread" and after["PauseEvalBroker"] is True
     assert after["ModifyIndex"] > config["ModifyIndex"]
 
@@ -156,7 +157,7 @@ def test_scheduler_configuration_defaults_and_cas(client: FlaskClient) -> None:
 def test_bad_scheduler_configuration_is_400(client: FlaskClient, body: dict[str, object], field: str) -> None:
     resp = client.put("/v1/operator/scheduler/configuration", json=body)
     assert resp.status_code == 400
-    assert resp.json["errors"][0]["field"] == field  # type: ignore[index]
+    assert json_body(resp)["errors"][0]["field"] == field
 
 
 def test_agent_health_and_self(client: FlaskClient) -> None:

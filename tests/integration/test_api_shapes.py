@@ -15,7 +15,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from tests.support import nomad_fields as nomad
-from tests.support.api import minimal_job, node_body, register
+from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.full_job import FULL_JOB
 from tests.support.rows import insert_allocation
 
@@ -192,7 +192,7 @@ def test_read_back_job_plans_as_no_change(client: FlaskClient) -> None:
     read_back = get(client, "/v1/job/full")
     resp = client.post("/v1/job/full/plan", json={"Job": read_back, "Diff": True})
     assert resp.status_code == 200, resp.json
-    assert resp.json is not None and resp.json["Diff"]["Type"] == "None", resp.json["Diff"]
+    assert json_body(resp)["Diff"]["Type"] == "None", resp.json
 
 
 def test_versions_have_every_key(client: FlaskClient) -> None:

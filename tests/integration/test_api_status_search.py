@@ -14,9 +14,9 @@ from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.api import minimal_job, node_body, register
+from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.fuzz import FUZZ, body_texts, content_types, scalars, send, texts
-from tests.support.rows import insert_allocation, insert_deployment, insert_node
+from tests.support.rows import insert_allocation, insert_deployment, insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -153,7 +153,7 @@ def test_job_evaluate_force_reschedule_marks_failed_allocations(client: FlaskCli
     body = {"JobID": "web", "EvalOptions": {"ForceReschedule": True}}
     created = body_of(client.put("/v1/job/web/evaluate", json=body))["EvalID"]
     assert pg.execute("SELECT count(*) FROM evaluations WHERE id = %s", (created,)).fetchone() == (1,)
-    marks = dict(pg.execute("SELECT id::text, desired_transition FROM allocations").fetchall())
+    marks = pairs(pg.execute("SELECT id::text, desired_transition FROM allocations").fetchall())
     assert marks[failed] == {"ForceReschedule": True} and not marks[running]
 
 
@@ -179,7 +179,7 @@ def test_job_evaluate_errors(
 def test_periodic_jobs_cannot_be_evaluated(client: FlaskClient) -> None:
     register(client, minimal_job("nightly", Type="batch", Periodic={"Spec": "0 3 * * *", "SpecType": "cron"}))
     resp = client.put("/v1/job/nightly/evaluate")
-    assert resp.status_code == 400 and "periodic" in resp.json["detail"]  # type: ignore[index]
+    assert resp.status_code == 400 and "periodic" in json_body(resp)["detail"]
 
 
 def test_node_evaluate_creates_an_evaluation_per_job_on_the_node(client: FlaskClient, pg: Conn) -> None:
@@ -203,7 +203,7 @@ def test_unknown_job_sub_routes_are_404_naming_the_route(client: FlaskClient) ->
     ):
         assert resp.status_code == 404
         assert error_fields(resp) == ["URL"]
-        assert f"no route {sub}" in resp.json["detail"]  # type: ignore[index]
+        assert f"no route {sub}" in json_body(resp)["detail"]
     # A job whose ID has a slash is still a job, registered through either route.
     register(client, minimal_job("team/web"))
     assert body_of(client.put("/v1/job/web/api", json={"Job": minimal_job("web/api")}))["EvalID"]
@@ -235,4 +235,4 @@ def test_an_id_of_slashes_is_routed_not_redirected(client: FlaskClient) -> None:
     resp = client.put("/v1/job/%2F/evaluate")
     assert resp.status_code == 404 and resp.is_json
     assert error_fields(resp) == ["URL"]
-    assert "PUT /v1/job///evaluate" in resp.json["detail"]  # type: ignore[index]
+    assert "PUT /v1/job///evaluate" in json_body(resp)["detail"]

@@ -14,7 +14,7 @@ from app.pipeline import plans
 from app.pipeline.applier import Deposed
 from app.structs import Allocation, AllocationStop, Plan, Resources
 from tests.support.pipeline import alloc, apply, claim, register, submit
-from tests.support.rows import insert_node
+from tests.support.rows import insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -38,7 +38,7 @@ def test_partial_commit_rejects_only_the_full_node(engine: Engine, pg: Conn, ter
     assert apply(*term) == plan_id
     result = plans.result(engine, plan_id)
     assert result is not None and result.placed == 2 and result.rejected_nodes == 1 and result.partial
-    usage = dict(pg.execute("SELECT n.name, u.cpu FROM node_usage u JOIN nodes n ON n.id = u.node_id").fetchall())
+    usage = pairs(pg.execute("SELECT n.name, u.cpu FROM node_usage u JOIN nodes n ON n.id = u.node_id").fetchall())
     assert usage == {"roomy": 1000}
     assert apply(*term) is None
 
@@ -105,12 +105,14 @@ def test_ineligible_and_down_nodes(engine: Engine, pg: Conn, term: tuple[Leaders
     plan = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger, alloc(held, node, 1))})
     rejected = submit(engine, held, plan, attempt=2)
     apply(*term)
-    assert plans.result(engine, rejected).rejected_nodes == 1  # type: ignore[union-attr]
+    rejected_result = plans.result(engine, rejected)
+    assert rejected_result is not None and rejected_result.rejected_nodes == 1
     in_place = submit(
         engine, held, Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(node): (bigger,)}), attempt=3
     )
     apply(*term)
-    assert plans.result(engine, in_place).rejected_nodes == 0  # type: ignore[union-attr]
+    in_place_result = plans.result(engine, in_place)
+    assert in_place_result is not None and in_place_result.rejected_nodes == 0
     assert pg.execute("SELECT cpu FROM node_usage").fetchone() == (900,)
     pg.execute("UPDATE nodes SET status = 'down', scheduling_eligibility = 'eligible'")
     stop = Plan(
@@ -121,7 +123,8 @@ def test_ineligible_and_down_nodes(engine: Engine, pg: Conn, term: tuple[Leaders
     )
     stopped = submit(engine, held, stop, attempt=4)
     apply(*term)
-    assert plans.result(engine, stopped).stopped == 1  # type: ignore[union-attr]
+    stopped_result = plans.result(engine, stopped)
+    assert stopped_result is not None and stopped_result.stopped == 1
     assert pg.execute("SELECT desired_status, client_status FROM allocations").fetchone() == ("stop", "lost")
     assert pg.execute("SELECT cpu, live_allocs FROM node_usage").fetchone() == (0, 0)
 
@@ -190,4 +193,4 @@ def test_a_plan_submission_takes_no_index_and_its_result_stamps_no_plans(
     assert pg.execute(logged).fetchone() == before
     assert apply(*term) == plan_id
     stamped = pg.execute("SELECT name FROM state_index WHERE value = (SELECT max(value) FROM state_index)").fetchall()
-    assert sorted(name for (name,) in stamped) == ["allocations", "evaluations"]
+    assert sorted(str(name) for (name,) in stamped) == ["allocations", "evaluations"]

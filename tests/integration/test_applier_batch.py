@@ -64,9 +64,9 @@ def test_two_plans_of_one_batch_cannot_overcommit_a_node_together(
     engine: Engine, pg: Conn, lead: Leadership, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.pipeline.applier as applier
+    from app.pipeline.plan_writes import write_batch as real
 
     writes: list[int] = []
-    real = applier.write_batch
 
     def counted(session: Session, items: list[Checked], *rest: Any) -> None:
         writes.append(len(items))

@@ -60,15 +60,17 @@ def stored(pg: Conn, deployment_id: uuid.UUID | str) -> dict[str, Any]:
         (deployment_id,),
     ).fetchone()
     assert row is not None
-    keys = ("status", "description", "groups", "create_index", "modify_index", "job_modify_index")
-    keys += ("job_spec_modify_index", "job_create_index", "eval_priority")
+    keys = (
+        *("status", "description", "groups", "create_index", "modify_index", "job_modify_index"),
+        *("job_spec_modify_index", "job_create_index", "eval_priority"),
+    )
     return dict(zip(keys, row, strict=True))
 
 
 def index_of(pg: Conn, plan_id: int) -> int:
     row = pg.execute("SELECT alloc_index FROM plan_results WHERE plan_id = %s", (plan_id,)).fetchone()
-    assert row is not None
-    return int(row[0])  # type: ignore[call-overload]
+    assert row is not None and isinstance(row[0], int)
+    return row[0]
 
 
 def test_a_plans_new_deployment_is_created_as_planned_with_its_allocations(

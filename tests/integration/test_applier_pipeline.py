@@ -28,7 +28,7 @@ from app.pipeline.snapshot import BEGIN_SNAPSHOT
 from app.structs import AllocationStop, Plan, Port
 from tests.support.pipeline import alloc, claim, register, submit
 from tests.support.processes import wait_for
-from tests.support.rows import insert_node
+from tests.support.rows import insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -153,7 +153,7 @@ def test_plans_that_used_room_freed_by_a_plan_fenced_since_the_check_are_refused
     pg.execute("UPDATE evaluations SET lease_token = gen_random_uuid() WHERE id = %s", (stopper.evaluation.id,))
     with Session(bind=lead.connection) as session, session.begin():
         assert commit_batch(session, lead.term, prepared) == [newcomer_id, stop_id]
-    statuses = dict(pg.execute("SELECT id, status FROM plans WHERE id IN (%s, %s)", (stop_id, newcomer_id)).fetchall())
+    statuses = pairs(pg.execute("SELECT id, status FROM plans WHERE id IN (%s, %s)", (stop_id, newcomer_id)).fetchall())
     assert statuses == {stop_id: "rejected", newcomer_id: "rejected"}
     refused = plans.result(engine, newcomer_id)
     assert refused is not None and refused.placed == 0 and refused.rejected_nodes == 1
@@ -219,5 +219,5 @@ def test_the_running_applier_pipelines_a_deep_queue_without_overcommitting_cpu_o
         "GROUP BY node_id, port HAVING count(*) > 1"
     ).fetchall()
     assert over == [] and collisions == []
-    placed = pg.execute("SELECT count(*) FROM allocations").fetchone()
-    assert placed is not None and 12 <= int(str(placed[0])) <= 12 * 3  # every node got work, none over 3
+    total = pg.execute("SELECT count(*) FROM allocations").fetchone()
+    assert total is not None and 12 <= int(str(total[0])) <= 12 * 3  # every node got work, none over 3

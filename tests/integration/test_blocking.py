@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from app.config import Settings
 from app.db.engines import libpq_url
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def test_blocking_list_wakes_on_commit(client: FlaskClient) -> None:
         # A wait far beyond the test timeout: only the write can end this request.
         resp = client.get(f"/v1/jobs?index={index}&wait=290s")
         result["index"] = int(resp.headers["X-Nomad-Index"])
-        result["ids"] = [j["ID"] for j in resp.json]  # type: ignore[union-attr]
+        result["ids"] = [j["ID"] for j in json_body(resp)]
 
     waiter = threading.Thread(target=block)
     waiter.start()
@@ -114,7 +114,7 @@ def test_a_nodes_allocation_query_wakes_for_that_node_only(client: FlaskClient) 
     # Another node's change moves the allocations/nodes index but must not wake this query.
     assert wait_for(lambda: watcher._node_base is not None, 30)
     changed = client.put(f"/v1/node/{other}/eligibility", json={"Eligibility": "ineligible"})
-    other_index = int(changed.json["Index"])  # type: ignore[index]
+    other_index = int(json_body(changed)["Index"])
     assert wait_for(lambda: watcher._node_level >= other_index, 30)
     waiter.join(timeout=1)
     assert waiter.is_alive()

@@ -16,6 +16,7 @@ from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import deregister_job
 from tests.support.pipeline import claim, register
+from tests.support.rows import pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -50,11 +51,13 @@ def test_complete_coalesces_older_pending_evals_of_the_job(engine: Engine, pg: C
     assert held is not None and str(held.evaluation.id) == first
     for _ in range(5):
         register(engine, "web")
-    snapshot_index = pg.execute("SELECT state_index_safe()").fetchone()[0]  # type: ignore[index]
+    safe = pg.execute("SELECT state_index_safe()").fetchone()
+    assert safe is not None and isinstance(safe[0], int)
+    snapshot_index = safe[0]
     late = register(engine, "web")
     with transaction(make_sessionmaker(engine)) as session:
-        broker.complete(session, held, Outcome(snapshot_index=int(snapshot_index)))
-    rows = dict(pg.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall())
+        broker.complete(session, held, Outcome(snapshot_index=snapshot_index))
+    rows = pairs(pg.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall())
     assert rows == {"complete": 1, "canceled": 5, "pending": 1}
     reason = pg.execute("SELECT DISTINCT status_description FROM evaluations WHERE status = 'canceled'").fetchall()
     assert reason == [(f"coalesced into evaluation {first}",)]
@@ -90,7 +93,8 @@ def test_nack_backs_off_like_nomad(engine: Engine, pg: Conn) -> None:
     with transaction(make_sessionmaker(engine)) as session:
         broker.nack(session, held, "boom")
     delay = pg.execute("SELECT not_before - now(), lease_token FROM evaluations").fetchone()
-    assert delay is not None and timedelta(seconds=0) < delay[0] <= timedelta(seconds=1) and delay[1] is None
+    assert delay is not None and isinstance(delay[0], timedelta)
+    assert timedelta(seconds=0) < delay[0] <= timedelta(seconds=1) and delay[1] is None
     assert claim(engine) is None  # still backing off
     assert broker.nack_delay(1) == timedelta(seconds=1)
     assert broker.nack_delay(2) == timedelta(seconds=20)
@@ -113,7 +117,7 @@ def test_delivery_limit_fails_with_follow_up(engine: Engine, pg: Conn) -> None:
         (failed[2],),
     ).fetchone()
     assert follow is not None and follow[:3] == ("failed-follow-up", "pending", first)
-    assert timedelta(seconds=55) < follow[3] <= timedelta(minutes=6)
+    assert isinstance(follow[3], timedelta) and timedelta(seconds=55) < follow[3] <= timedelta(minutes=6)
 
 
 def test_no_follow_up_for_a_purged_job(engine: Engine, pg: Conn) -> None:
@@ -260,15 +264,15 @@ def test_fast_completion_coalesces_and_is_fenced(engine: Engine, pg: Conn) -> No
     register(engine, "web")
     register(engine, "other")
     index = pg.execute("SELECT state_index_safe()").fetchone()
-    assert index is not None
+    assert index is not None and isinstance(index[0], int)
     stale = broker.Claim(held.evaluation, uuid.uuid4(), held.delivery_count)
     with pytest.raises(LeaseLost):
-        broker.complete_success(engine, stale, Outcome(snapshot_index=int(index[0])))
-    broker.complete_success(engine, held, Outcome(snapshot_index=int(index[0])))
+        broker.complete_success(engine, stale, Outcome(snapshot_index=index[0]))
+    broker.complete_success(engine, held, Outcome(snapshot_index=index[0]))
     rows = sorted(pg.execute("SELECT job_id, status FROM evaluations").fetchall())
     assert rows == [("other", "pending"), ("web", "canceled"), ("web", "complete")]
     after = pg.execute("SELECT max(value) FROM state_index WHERE name = 'evaluations'").fetchone()
-    assert after is not None and after[0] > index[0]
+    assert after is not None and isinstance(after[0], int) and after[0] > index[0]
     with pytest.raises(ValueError):
         broker.complete_success(engine, held, Outcome(snapshot_index=0, max_plan_attempts=True))
 

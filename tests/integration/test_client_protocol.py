@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -19,8 +20,8 @@ from app.config import Settings
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
 from client import task_state
-from tests.support.api import minimal_job, node_body
-from tests.support.rows import insert_allocation
+from tests.support.api import json_body, minimal_job, node_body
+from tests.support.rows import insert_allocation, scalar
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -46,6 +47,12 @@ def beat(client: FlaskClient, node_id: str, secret: str, **body: Any) -> Any:
     return client.put(f"/v1/node/{node_id}/heartbeat", json=body, headers={"X-Nomad-Token": secret})
 
 
+def replanned(pg: Conn, count_sql: str) -> int:
+    row = pg.execute(count_sql).fetchone()
+    assert row is not None and isinstance(row[0], int)
+    return row[0]
+
+
 def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(fast)
     answer = beat(fast, node_id, secret)
@@ -53,9 +60,12 @@ def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: C
     # Nomad's formula for a small fleet: the minimum TTL, spread up to twice it.
     assert 2 * NANOS <= answer.json["HeartbeatTTL"] <= 4 * NANOS
     assert answer.json["NodeStatus"] == "ready"
-    ttl_ms, slack = pg.execute(
+    heartbeat = pg.execute(
         "SELECT ttl_ms, extract(epoch FROM expires_at - last_seen_at) * 1000 - ttl_ms FROM node_heartbeats"
-    ).fetchone()  # type: ignore[misc]
+    ).fetchone()
+    assert heartbeat is not None
+    ttl_ms, slack = heartbeat
+    assert isinstance(ttl_ms, int) and isinstance(slack, Decimal)
     assert abs(ttl_ms * 1_000_000 - answer.json["HeartbeatTTL"]) <= 1_000_000 and 999 <= slack <= 1000  # grace
     wrong = beat(fast, node_id, "not-the-secret")
     assert wrong.status_code == 403 and wrong.json["errors"][0]["field"] == "X-Nomad-Token"
@@ -70,7 +80,7 @@ def test_heartbeat_grants_the_ttl_and_checks_the_secret(fast: FlaskClient, pg: C
 def test_expired_node_goes_down_and_returns_through_initializing(fast: FlaskClient, engine: Engine, pg: Conn) -> None:
     node_id, secret = register(fast)
     fast.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id)
     # Not yet expired. The 3 s TTL + grace may already have passed on a loaded machine (CI saw
     # it), so the deadline is set ahead rather than trusting the clock.
@@ -99,7 +109,7 @@ def test_failover_ttl_for_live_nodes_without_a_heartbeat_row(fast: FlaskClient, 
     with Session(engine) as session, session.begin():
         assert expire(session, 300) == 0
     remaining = pg.execute("SELECT extract(epoch FROM expires_at - now()) FROM node_heartbeats").fetchone()
-    assert remaining is not None and 290 < remaining[0] <= 300
+    assert remaining is not None and isinstance(remaining[0], Decimal) and 290 < remaining[0] <= 300
 
 
 def updates(client: FlaskClient, node_id: str, secret: str, *allocs: dict[str, Any]) -> Any:
@@ -111,7 +121,7 @@ def updates(client: FlaskClient, node_id: str, secret: str, *allocs: dict[str, A
 def test_alloc_updates_free_capacity_and_ask_for_a_reschedule(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     a, b = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, node_id, eval_id)
     running = {"ID": a, "ClientStatus": "running", "TaskStates": {"t": {"State": "running"}}}
     answer = updates(client, node_id, secret, running)
@@ -138,7 +148,7 @@ def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: Flas
     node_id, secret = register(client)
     other, other_secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     mine, theirs = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, other, eval_id)
     wrong = updates(
         client, node_id, secret, {"ID": mine, "ClientStatus": "running"}, {"ID": theirs, "ClientStatus": "failed"}
@@ -153,7 +163,7 @@ def test_alloc_updates_reject_bad_input_and_other_nodes_allocations(client: Flas
 def test_failures_get_delayed_reschedule_evals_grouped_per_job(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})  # service defaults: 30 s, exponential, unlimited
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     a, b, c = (insert_allocation(pg, node_id, eval_id) for _ in range(3))
     history = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": 0, "Delay": 30 * NANOS}]})
     pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (history, b))
@@ -171,7 +181,8 @@ def test_failures_get_delayed_reschedule_evals_grouped_per_job(client: FlaskClie
         b: (60 * NANOS, "alloc-failure"),
         c: (30 * NANOS, "alloc-failure"),
     }
-    waits = sorted(int(r[3]) for r in rows)
+    waits = sorted(int(wait) for *_, wait in rows if isinstance(wait, Decimal))  # numeric: seconds
+    assert len(waits) == len(rows)
     assert 25 <= waits[0] <= 30 and 55 <= waits[2] <= 60
 
 
@@ -188,7 +199,7 @@ def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: C
         "/v1/jobs",
         json={"Job": minimal_job("web", TaskGroups=[{**minimal_job()["TaskGroups"][0], "ReschedulePolicy": once}])},
     )
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id)
     recent = psycopg.types.json.Jsonb({"Events": [{"RescheduleTime": time.time_ns(), "Delay": 5 * NANOS}]})
     pg.execute("UPDATE allocations SET reschedule_tracker = %s WHERE id = %s", (recent, alloc))
@@ -199,7 +210,7 @@ def test_no_reschedule_eval_once_attempts_are_used_up(client: FlaskClient, pg: C
 def disconnecting_job(client: FlaskClient, pg: Conn, node_id: str) -> str:
     group = {**minimal_job()["TaskGroups"][0], "Count": 1, "Disconnect": {"LostAfter": "1h"}}
     client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     return insert_allocation(pg, node_id, eval_id)
 
 
@@ -281,11 +292,11 @@ def test_disconnected_node_stays_while_an_allocation_still_waits_for_it(
     assert pg.execute("SELECT status FROM nodes").fetchone() == ("disconnected",)
     pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = %s", (alloc,))  # e.g. the job stopped
     replans = "SELECT count(*) FROM evaluations WHERE triggered_by = 'node-update'"
-    before = pg.execute(replans).fetchone()[0]  # type: ignore[index]
+    before = replanned(pg, replans)
     with Session(engine) as session, session.begin():
         assert node_lifecycle(session) == 1
     assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
-    assert pg.execute(replans).fetchone()[0] == before + 1, "going down re-plans the node's job"  # type: ignore[index]
+    assert replanned(pg, replans) == before + 1, "going down re-plans the node's job"
 
 
 def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClient, pg: Conn) -> None:
@@ -293,19 +304,22 @@ def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClien
     other, other_secret = register(fast)
     assert beat(fast, node_id, secret).json["ForceGCIndex"] == 0
     one = fast.put(f"/v1/client/gc?node_id={node_id}")
-    assert one.status_code == 200 and one.json["Nodes"] == 1
-    assert beat(fast, node_id, secret).json["ForceGCIndex"] == one.json["Index"]
+    assert one.status_code == 200 and json_body(one)["Nodes"] == 1
+    assert json_body(beat(fast, node_id, secret))["ForceGCIndex"] == json_body(one)["Index"]
     assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
     every = fast.put("/v1/client/gc")
-    assert every.json["Nodes"] == 2 and beat(fast, other, other_secret).json["ForceGCIndex"] == every.json["Index"]
+    assert (
+        json_body(every)["Nodes"] == 2
+        and json_body(beat(fast, other, other_secret))["ForceGCIndex"] == json_body(every)["Index"]
+    )
     assert fast.put(f"/v1/client/gc?node_id={uuid.uuid4()}").status_code == 404
-    assert fast.put("/v1/client/gc?node_id=nope").json["errors"][0]["field"] == "node_id"
+    assert json_body(fast.put("/v1/client/gc?node_id=nope"))["errors"][0]["field"] == "node_id"
 
 
 def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> None:
     node_id, secret = register(client)
     client.put("/v1/jobs", json={"Job": minimal_job("web")})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     alloc = insert_allocation(pg, node_id, eval_id, client_status="complete")
     pg.execute("UPDATE allocations SET modify_time = now() - interval '1 hour'")
     updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})

@@ -15,14 +15,15 @@ def test_role_settings_reach_the_server(database_url: str, role: str) -> None:
     engine = make_engine(database_url, role, pool_size=1)
     limits = ROLE_TIMEOUTS[role]
     with engine.connect() as conn:
-        settings = dict(
-            conn.execute(
+        settings = {
+            name: setting
+            for name, setting in conn.execute(
                 text(
                     "SELECT name, setting FROM pg_settings WHERE name IN ('application_name', 'statement_timeout', "
                     "'lock_timeout', 'idle_in_transaction_session_timeout', 'TimeZone')"
                 )
             ).all()
-        )
+        }
     engine.dispose()
     assert settings == {
         "application_name": f"corral-{role}",

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.api import minimal_job, register
+from tests.support.api import json_body, minimal_job, register
 from tests.support.fuzz import FUZZ, content_types, query_values, scalars, send, texts
 from tests.support.rows import deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
 
@@ -67,17 +67,21 @@ def error_fields(resp: Any) -> set[str]:
     return {e["field"] for e in resp.json["errors"]}
 
 
-def eval_row(pg: Conn, eval_id: str) -> tuple[object, ...] | None:
-    return pg.execute(
+def eval_row(pg: Conn, eval_id: str) -> tuple[object, ...]:
+    row = pg.execute(
         "SELECT triggered_by, status, deployment_id::text, job_id, create_index FROM evaluations WHERE id = %s",
         (eval_id,),
     ).fetchone()
+    assert row is not None, f"no evaluation {eval_id}"
+    return row
 
 
-def deployment_row(pg: Conn, deployment_id: str) -> tuple[object, ...] | None:
-    return pg.execute(
+def deployment_row(pg: Conn, deployment_id: str) -> tuple[object, ...]:
+    row = pg.execute(
         "SELECT status, status_description, modify_index FROM deployments WHERE id = %s", (deployment_id,)
     ).fetchone()
+    assert row is not None, f"no deployment {deployment_id}"
+    return row
 
 
 def counts(pg: Conn) -> tuple[object, ...] | None:
@@ -251,7 +255,7 @@ def test_reads_block_until_the_deployment_changes(client: FlaskClient, pg: Conn)
         # A wait far beyond the test timeout: only the write can end this request.
         resp = client.get(f"/v1/deployment/{dep}?index={index}&wait=290s")
         result["index"] = int(resp.headers["X-Nomad-Index"])
-        result["status"] = resp.json["Status"]  # type: ignore[index]
+        result["status"] = json_body(resp)["Status"]
 
     waiter = threading.Thread(target=block)
     waiter.start()
@@ -314,7 +318,7 @@ def test_promote_with_canaries_not_all_healthy_is_409_naming_groups(
     resp = client.post(f"/v1/deployment/promote/{dep}", json={"DeploymentID": dep, "All": True})
     assert resp.status_code == 409
     assert error_fields(resp) == {"Groups"}
-    assert "1/2 healthy" in resp.json["detail"]  # type: ignore[index]
+    assert "1/2 healthy" in json_body(resp)["detail"]
     assert counts(pg) == before
 
 
@@ -466,12 +470,12 @@ def test_fail_with_auto_revert_registers_the_stable_version_again(client: FlaskC
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}", json={"DeploymentID": dep}))
     assert resp["RevertedJobVersion"] == 0
     assert resp["EvalID"] and resp["EvalCreateIndex"] == resp["Index"]
-    status, description, _ = deployment_row(pg, dep)  # type: ignore[misc]
+    status, description, _ = deployment_row(pg, dep)
     assert status == "failed"
     assert description == "Deployment marked as failed - rolling back to job version 0"
     job = body_of(client.get("/v1/job/web"))
     assert (job["Version"], job["TaskGroups"][0]["Count"]) == (2, 2)
-    assert eval_row(pg, resp["EvalID"])[:2] == ("job-register", "pending")  # type: ignore[index]
+    assert eval_row(pg, resp["EvalID"])[:2] == ("job-register", "pending")
 
 
 def test_fail_with_auto_revert_and_no_stable_version_says_so(client: FlaskClient, pg: Conn) -> None:
@@ -479,9 +483,7 @@ def test_fail_with_auto_revert_and_no_stable_version_says_so(client: FlaskClient
     dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True)})
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == (  # type: ignore[index]
-        "Deployment marked as failed - no stable job version to auto revert to"
-    )
+    assert deployment_row(pg, dep)[1] == ("Deployment marked as failed - no stable job version to auto revert to")
     assert body_of(client.get("/v1/job/web"))["Version"] == 0
 
 
@@ -494,7 +496,7 @@ def test_fail_checks_a_body_when_one_is_given(client: FlaskClient, pg: Conn, dat
     dep = insert_deployment(pg)
     resp = client.post(f"/v1/deployment/fail/{dep}", data=data)
     assert resp.status_code == 400 and field in error_fields(resp)
-    assert deployment_row(pg, dep)[0] == "running"  # type: ignore[index]
+    assert deployment_row(pg, dep)[0] == "running"
 
 
 # --- hostile input -----------------------------------------------------------------------
@@ -567,7 +569,7 @@ def test_auto_revert_never_undoes_a_newer_version_or_a_stop(client: FlaskClient,
     assert client.delete("/v1/job/web").status_code == 200  # stopped: a new version with Stop
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == "Deployment marked as failed"  # type: ignore[index]
+    assert deployment_row(pg, dep)[1] == "Deployment marked as failed"
     job = body_of(client.get("/v1/job/web"))
     assert job["Stop"] is True and job["Version"] == 2
 
@@ -582,7 +584,7 @@ def test_a_revert_the_registration_checks_refuse_still_fails_the_deployment(clie
     pg.execute("UPDATE scheduler_config SET reject_job_registration = true")
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None and resp["EvalID"]
-    status, description, _ = deployment_row(pg, dep)  # type: ignore[misc]
+    status, description, _ = deployment_row(pg, dep)
     assert status == "failed"
     assert str(description).startswith("Deployment marked as failed - auto revert to job version 0 failed:")
     assert body_of(client.get("/v1/job/web"))["Version"] == 1
@@ -600,7 +602,7 @@ def test_revert_only_to_the_newest_stable_version_and_not_to_the_same_spec(clien
     dep = insert_deployment(pg, groups={"g": group_state(AutoRevert=True, DesiredTotal=5)})
     resp = body_of(client.post(f"/v1/deployment/fail/{dep}"))
     assert resp["RevertedJobVersion"] is None
-    assert deployment_row(pg, dep)[1] == (  # type: ignore[index]
+    assert deployment_row(pg, dep)[1] == (
         "Deployment marked as failed - not rolling back to stable job version 1 as current job has same specification"
     )
 
@@ -617,7 +619,7 @@ def test_allocation_health_by_hand(client: FlaskClient, pg: Conn) -> None:
             json={"DeploymentID": dep, "HealthyAllocationIDs": [good], "UnhealthyAllocationIDs": [bad]},
         )
     )
-    assert eval_row(pg, resp["EvalID"])[:2] == ("deployment-watcher", "pending")  # type: ignore[index]
+    assert eval_row(pg, resp["EvalID"])[:2] == ("deployment-watcher", "pending")
     body = body_of(client.get(f"/v1/deployment/{dep}"))
     assert (body["TaskGroups"]["g"]["HealthyAllocs"], body["TaskGroups"]["g"]["UnhealthyAllocs"]) == (1, 1)
     before = counts(pg)

@@ -51,8 +51,8 @@ def test_health_is_recorded_once_for_the_allocations_own_deployment(client: Flas
     first = report(client, node_id, secret, alloc_id, DeploymentID=deployment, Healthy=False)
     assert first.status_code == 200
     row = pg.execute("SELECT deployment_status FROM allocations WHERE id = %s", (alloc_id,)).fetchone()
-    assert row is not None
-    status: dict[str, Any] = row[0]  # type: ignore[assignment]
+    assert row is not None and isinstance(row[0], dict)
+    status = row[0]
     assert status["Healthy"] is False and status["Canary"] is True
     assert status["ModifyIndex"] == first.json["Index"] and status["Timestamp"]
 

@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.leader.node_lifecycle import node_lifecycle
-from tests.support.api import minimal_job, node_body
-from tests.support.rows import insert_allocation
+from tests.support.api import json_body, minimal_job, node_body
+from tests.support.rows import insert_allocation, scalar
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -29,7 +29,7 @@ def test_drain_paces_migrations_by_max_parallel_and_completes(client: FlaskClien
     client.put("/v1/node/register", json={"Node": node_body(node_id)})
     group = {**minimal_job()["TaskGroups"][0], "Count": 3, "Migrate": {"MaxParallel": 2}}
     client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     allocs = [insert_allocation(pg, node_id, eval_id) for _ in range(3)]
     answer = client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": 0}})
     assert answer.status_code == 200
@@ -41,7 +41,7 @@ def test_drain_paces_migrations_by_max_parallel_and_completes(client: FlaskClien
     assert pg.execute("SELECT count(*) FROM evaluations WHERE triggered_by = 'node-drain'").fetchone() == (1,)
     assert tick(engine) == 0, "two in flight: max_parallel reached"
 
-    first = str(pg.execute(migrating).fetchone()[0])  # type: ignore[index]
+    first = str(scalar(pg, migrating))
     replacement = insert_allocation(pg, node_id, eval_id)
     pg.execute("UPDATE allocations SET previous_allocation = %s WHERE id = %s", (first, replacement))
     pg.execute("UPDATE allocations SET desired_status = 'stop' WHERE id = %s", (first,))
@@ -57,9 +57,9 @@ def test_drain_input_is_checked_and_cancel_can_mark_eligible(client: FlaskClient
     node_id = str(uuid.uuid4())
     client.put("/v1/node/register", json={"Node": node_body(node_id)})
     bad = client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": "soon"}})
-    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "DrainSpec.Deadline"
+    assert bad.status_code == 400 and json_body(bad)["errors"][0]["field"] == "DrainSpec.Deadline"
     mismatch = client.post(f"/v1/node/{node_id}/drain", json={"NodeID": str(uuid.uuid4()), "DrainSpec": {}})
-    assert mismatch.status_code == 400 and mismatch.json["errors"][0]["field"] == "NodeID"
+    assert mismatch.status_code == 400 and json_body(mismatch)["errors"][0]["field"] == "NodeID"
     assert client.post(f"/v1/node/{uuid.uuid4()}/drain", json={"DrainSpec": {}}).status_code == 404
     client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": -1, "IgnoreSystemJobs": True}})
     assert pg.execute("SELECT drain_strategy->>'IgnoreSystemJobs' FROM nodes").fetchone() == ("true",)
@@ -78,8 +78,8 @@ def test_forced_drain_moves_everything_at_once_and_system_jobs_go_last(
     client.put("/v1/node/register", json={"Node": node_body(node_id)})
     client.put("/v1/jobs", json={"Job": minimal_job("web")})  # migrate.max_parallel defaults to 1
     client.put("/v1/jobs", json={"Job": minimal_job("sys", Type="system")})
-    web_eval = str(pg.execute("SELECT id FROM evaluations WHERE job_id = 'web'").fetchone()[0])  # type: ignore[index]
-    sys_eval = str(pg.execute("SELECT id FROM evaluations WHERE job_id = 'sys'").fetchone()[0])  # type: ignore[index]
+    web_eval = str(scalar(pg, "SELECT id FROM evaluations WHERE job_id = 'web'"))
+    sys_eval = str(scalar(pg, "SELECT id FROM evaluations WHERE job_id = 'sys'"))
     web = [insert_allocation(pg, node_id, web_eval) for _ in range(3)]
     system = insert_allocation(pg, node_id, sys_eval, job_id="sys")
     client.post(f"/v1/node/{node_id}/drain", json={"DrainSpec": {"Deadline": -1}})
@@ -113,13 +113,13 @@ def test_the_next_allocation_moves_only_once_the_replacement_is_healthy(
     secret = str(answer["SecretID"])
     group = {**minimal_job()["TaskGroups"][0], "Count": 2, "Migrate": {"MaxParallel": 1}}
     client.put("/v1/jobs", json={"Job": minimal_job("web", TaskGroups=[group])})
-    eval_id = str(pg.execute("SELECT id FROM evaluations").fetchone()[0])  # type: ignore[index]
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
     for _ in range(2):
         insert_allocation(pg, draining, eval_id)
     client.post(f"/v1/node/{draining}/drain", json={"DrainSpec": {"Deadline": 0}})
     assert tick(engine) == 1, "max_parallel 1: one at a time"
     migrating = "SELECT id FROM allocations WHERE (desired_transition->>'Migrate')::boolean"
-    first = str(pg.execute(migrating).fetchone()[0])  # type: ignore[index]
+    first = str(scalar(pg, migrating))
 
     replacement = insert_allocation(pg, other, eval_id, client_status="pending")
     pg.execute("UPDATE allocations SET previous_allocation = %s WHERE id = %s", (first, replacement))

@@ -44,7 +44,7 @@ def scheduler_finishes(pg: Conn, monkeypatch: pytest.MonkeyPatch, *, place: bool
         if eval_id is None:
             return
         if place:
-            insert_allocation(pg, insert_node(pg), str(eval_id), job_id=job_id)
+            insert_allocation(pg, insert_node(pg), str(eval_id), job_id=str(job_id))
             pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (eval_id,))
         else:
             blocked = uuid.uuid4()
@@ -60,7 +60,7 @@ def scheduler_finishes(pg: Conn, monkeypatch: pytest.MonkeyPatch, *, place: bool
                 (json.dumps(FAILED), blocked, eval_id),
             )
 
-    monkeypatch.setattr(monitor.time, "sleep", finish)
+    monkeypatch.setattr("app.cli.monitor.time.sleep", finish)
 
 
 def test_run_monitors_the_evaluation_and_lists_the_allocation_it_placed(
@@ -138,7 +138,7 @@ def scheduler_deploys(pg: Conn, monkeypatch: pytest.MonkeyPatch, outcome: str) -
             (outcome, described[outcome]),
         )
 
-    monkeypatch.setattr(monitor.time, "sleep", step)
+    monkeypatch.setattr("app.cli.monitor.time.sleep", step)
 
 
 @pytest.mark.parametrize(("outcome", "code"), [("successful", 0), ("failed", 1)])
@@ -178,7 +178,7 @@ def test_run_returns_when_the_deployment_waits_for_promotion(
         status = '{"Healthy": true, "Canary": true, "Timestamp": null, "ModifyIndex": 1}'
         pg.execute("UPDATE allocations SET deployment_status = %s", (status,))
 
-    monkeypatch.setattr(monitor.time, "sleep", step)
+    monkeypatch.setattr("app.cli.monitor.time.sleep", step)
     result = run_job(tmp_path)
     assert result.exit_code == 0, result.output
     (deployment,) = pg.execute("SELECT id FROM deployments").fetchone() or ()

@@ -20,7 +20,7 @@ from app.leader import event_gc
 from app.store import events as event_store
 from app.structs import Plan
 from client import task_state
-from tests.support.api import minimal_job, node_body, register
+from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.events import events, has, heartbeats, read_frames
 from tests.support.pipeline import alloc, apply, claim, submit
 from tests.support.rows import deployed_alloc, group_state, insert_deployment, insert_node
@@ -112,7 +112,7 @@ def test_placement_and_client_update_publish_plan_result_then_allocation_updated
     client: FlaskClient, engine: Engine, applier: tuple[Leadership, int]
 ) -> None:
     node_id = str(uuid.uuid4())
-    secret = client.put("/v1/node/register", json={"Node": node_body(node_id)}).json["SecretID"]  # type: ignore[index]
+    secret = json_body(client.put("/v1/node/register", json={"Node": node_body(node_id)}))["SecretID"]
     register(client, minimal_job("web"))
     held = claim(engine)
     assert held is not None
@@ -146,7 +146,7 @@ def test_deployment_promotion(client: FlaskClient, pg: Conn) -> None:
     deployed_alloc(pg, insert_node(pg), reg["EvalID"], dep, healthy=True, canary=True)
     resp = client.post(f"/v1/deployment/promote/{dep}", json={"DeploymentID": dep, "All": True})
     assert resp.status_code == 200, resp.json
-    index = resp.json["Index"]  # type: ignore[index]
+    index = json_body(resp)["Index"]
     fail = client.post(f"/v1/deployment/fail/{dep}", json={"DeploymentID": dep})
     assert fail.status_code == 200, fail.json
     frames = read_frames(client, f"index={index}&topic=Deployment:{dep}", until=heartbeats(3))
@@ -178,7 +178,7 @@ def test_topic_and_key_filters_match_keys_and_filter_keys(client: FlaskClient) -
     assert len(events(everything)) == 4
     assert [f["Index"] for f in everything if f.get("Events")] == [web["Index"], api["Index"]]
     bad = client.get("/v1/event/stream?topic=Job:a:b")
-    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "topic"  # type: ignore[index]
+    assert bad.status_code == 400 and json_body(bad)["errors"][0]["field"] == "topic"
     assert client.get("/v1/event/stream?index=-1").status_code == 400
 
 
@@ -271,12 +271,12 @@ def token(api: FlaskClient, root: str, name: str, rules: str) -> dict[str, str]:
         "/v1/acl/token", json={"Name": name, "Type": "client", "Policies": [name]}, headers={"X-Nomad-Token": root}
     )
     assert made.status_code == 200
-    return {"X-Nomad-Token": made.json["SecretID"]}  # type: ignore[index]
+    return {"X-Nomad-Token": json_body(made)["SecretID"]}
 
 
 def test_acl_topics_need_their_capability_and_other_namespaces_are_not_sent(acl_client: FlaskClient) -> None:
     api = acl_client
-    root = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    root = json_body(api.post("/v1/acl/bootstrap"))["SecretID"]
     management = {"X-Nomad-Token": root}
     assert api.put("/v1/namespace/prod", json={"Name": "prod"}, headers=management).status_code == 200
     for job in (minimal_job("web"), minimal_job("api", Namespace="prod")):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.fuzz import (
     FUZZ,
     Ledger,
@@ -59,7 +59,7 @@ class Api:
 
 def _api(app: Flask, pg: psycopg.Connection[tuple[object, ...]], *, acl: bool) -> Api:
     client = app.test_client()
-    token = str(client.post("/v1/acl/bootstrap").json["SecretID"]) if acl else ""
+    token = str(json_body(client.post("/v1/acl/bootstrap"))["SecretID"]) if acl else ""
     auth = {"X-Nomad-Token": token} if token else {}
     node = client.put("/v1/node/register", json={"Node": node_body(NODE_ID, SecretID="fuzz-secret")}, headers=auth)
     assert node.status_code == 200, node.json

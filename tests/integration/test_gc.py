@@ -25,11 +25,11 @@ from app.gc.thresholds import SCHEDULED, Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 from tests.support.orphans import orphans
 from tests.support.pipeline import core_worker
 from tests.support.processes import wait_for
-from tests.support.rows import insert_allocation, insert_node
+from tests.support.rows import insert_allocation, insert_node, pairs
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -43,7 +43,7 @@ def collect(engine: Engine, kind: str, thresholds: Thresholds = DEFAULTS, batch:
 def register(client: FlaskClient, job_id: str = "web", **fields: Any) -> str:
     response = client.put("/v1/jobs", json={"Job": minimal_job(job_id, **fields)})
     assert response.status_code == 200, response.json
-    return str(response.json["EvalID"])
+    return str(json_body(response)["EvalID"])
 
 
 def finish_eval(pg: Conn, eval_id: str, hours_ago: float) -> None:
@@ -227,7 +227,10 @@ def test_job_gc_keeps_jobs_something_still_needs(client: FlaskClient, pg: Conn, 
         pg.execute(
             "UPDATE job_versions SET version_tag = '{\"Name\": \"golden\"}' WHERE job_id = 'web' AND version = 0"
         )
-        release = lambda: pg.execute("UPDATE job_versions SET version_tag = NULL")  # noqa: E731
+
+        def release() -> None:
+            pg.execute("UPDATE job_versions SET version_tag = NULL")
+
     elif reason == "child-job":
         register(client, "web/periodic-1", ParentID="web")
         pg.execute("UPDATE evaluations SET status = 'complete'")
@@ -249,9 +252,10 @@ def test_job_gc_keeps_jobs_something_still_needs(client: FlaskClient, pg: Conn, 
         release = lambda: stop_alloc(pg, alloc)  # noqa: E731
     elif reason == "active-deployment":
         deployment = insert_deployment(pg, "running", 2)
-        release = lambda: pg.execute(  # noqa: E731
-            "UPDATE deployments SET status = 'cancelled' WHERE id = %s", (deployment,)
-        )
+
+        def release() -> None:
+            pg.execute("UPDATE deployments SET status = 'cancelled' WHERE id = %s", (deployment,))
+
     collect(engine, "job-gc", Thresholds.forced())
     assert count(pg, "jobs", "id = 'web'") == 1
     assert count(pg, "job_versions", "job_id = 'web'") >= 1
@@ -382,7 +386,7 @@ def test_scheduled_ticks_queue_one_core_eval_per_collector(engine: Engine, pg: C
             created.append(enqueue_core(session, "force-gc", Thresholds.forced()))
     assert len([c for c in created if c is not None]) == 4 + 3
     rows = pg.execute("SELECT job_id, count(*) FROM evaluations WHERE type = '_core' GROUP BY job_id").fetchall()
-    assert dict(rows) == {"eval-gc": 1, "job-gc": 1, "node-gc": 1, "deployment-gc": 1, "force-gc": 3}
+    assert pairs(rows) == {"eval-gc": 1, "job-gc": 1, "node-gc": 1, "deployment-gc": 1, "force-gc": 3}
     assert count(pg, "evaluations", "type = '_core' AND namespace IS NULL AND priority = 200") == 7
 
 
@@ -403,15 +407,15 @@ def test_core_eval_run_is_logged_and_shown_by_api_and_view(
     with core_worker(database_url):
         response = client.put("/v1/system/gc")
     assert response.status_code == 200, response.json
-    run = response.json
+    run = json_body(response)
     assert run["Kind"] == "force-gc" and run["Status"] == "complete"
     assert run["Removed"]["evaluations"] == 12 and run["Removed"]["jobs"] == 1
     assert int(response.headers["X-Nomad-Index"]) > 0
-    listed = client.get("/v1/system/gc/runs?limit=5").json
+    listed = json_body(client.get("/v1/system/gc/runs?limit=5"))
     assert listed[0]["ID"] == run["ID"]
     view = pg.execute("SELECT kind, status, rows_removed FROM v_gc_runs LIMIT 1").fetchone()
     assert view == ("force-gc", "complete", run["RowsRemoved"])
-    evals = client.get("/v1/evaluations").json
+    evals = json_body(client.get("/v1/evaluations"))
     core = [e for e in evals if e["ID"] == run["EvalID"]]
     assert core and core[0]["Type"] == "_core" and core[0]["Namespace"] == "-" and core[0]["Status"] == "complete"
 
@@ -419,7 +423,7 @@ def test_core_eval_run_is_logged_and_shown_by_api_and_view(
 def test_gc_runs_limit_is_validated(client: FlaskClient) -> None:
     response = client.get("/v1/system/gc/runs?limit=0")
     assert response.status_code == 400
-    assert response.json["errors"][0]["field"] == "limit"
+    assert json_body(response)["errors"][0]["field"] == "limit"
 
 
 # --- Reschedule policy -------------------------------------------------------------------
@@ -670,7 +674,7 @@ def test_job_gc_candidate_scan_uses_its_partial_index(client: FlaskClient, pg: C
     params = {"after_namespace": "", "after_id": "", "limit": 5, "as_of": "now", "threshold_s": 0}
     for key, value in params.items():
         statement = statement.replace(f":{key}", f"'{value}'" if isinstance(value, str) else str(value))
-    plan = "\n".join(str(r[0]) for r in pg.execute(f"EXPLAIN {statement}").fetchall())  # type: ignore[call-overload]
+    plan = "\n".join(str(r[0]) for r in pg.execute(f"EXPLAIN {statement}").fetchall())
     assert "ix_jobs_gc_candidates" in plan, plan
 
 
@@ -714,7 +718,7 @@ def test_a_child_job_needs_an_existing_parent(client: FlaskClient) -> None:
     for parent in ("nope", "orphan"):
         response = client.put("/v1/jobs", json={"Job": minimal_job("orphan", ParentID=parent)})
         assert response.status_code == 400, response.json
-        assert response.json["errors"][0]["field"] == "Job.ParentID"
+        assert json_body(response)["errors"][0]["field"] == "Job.ParentID"
 
 
 def test_a_child_registered_while_job_gc_runs_keeps_its_parent(client: FlaskClient, pg: Conn, engine: Engine) -> None:
@@ -820,7 +824,7 @@ def test_preempted_allocation_ids_are_history_once_the_victims_are_collected(
     collect(engine, "eval-gc")
     assert count(pg, "allocations", f"id = '{victim}'") == 0
     kept = pg.execute("SELECT preempted_allocations FROM allocations WHERE id = %s", (preemptor,)).fetchone()
-    assert kept is not None and [str(v) for v in kept[0]] == [victim]  # type: ignore[attr-defined]
+    assert kept is not None and isinstance(kept[0], list) and [str(v) for v in kept[0]] == [victim]
     assert orphans(pg) == []
 
 
@@ -975,7 +979,7 @@ def test_forced_gc_still_running_at_the_deadline_answers_504_naming_what_to_do(d
     with api(database_url, force_gc_wait_s=0.5) as app:  # and no worker: it never runs
         response = app.test_client().put("/v1/system/gc")
     assert response.status_code == 504, response.json
-    detail = response.json["detail"]
+    detail = json_body(response)["detail"]
     assert "still running" in detail and "corral system gc-runs" in detail
 
 

@@ -14,7 +14,15 @@ from flask.testing import FlaskClient
 
 from app.cli import main
 from tests.support.api import minimal_job, register
-from tests.support.rows import Conn, deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
+from tests.support.rows import (
+    Conn,
+    deployed_alloc,
+    group_state,
+    insert_allocation,
+    insert_deployment,
+    insert_node,
+    scalar,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sent")]
 
@@ -27,7 +35,7 @@ def test_promote_promotes_the_latest_deployment(client: FlaskClient, pg: Conn, s
     register(client, minimal_job())
     nothing = run("job", "promote", "-detach", "web")
     assert nothing.exit_code == 1 and 'Job "web" has no deployment to promote' in nothing.output
-    eval_id = pg.execute("SELECT id FROM evaluations").fetchone()[0]  # type: ignore[index]
+    eval_id = scalar(pg, "SELECT id FROM evaluations")
     groups = {"g": group_state(DesiredCanaries=1)}
     deployment = insert_deployment(pg, groups=groups, description="Deployment is running but requires manual promotion")
     deployed_alloc(pg, insert_node(pg), str(eval_id), deployment, healthy=True, canary=True)

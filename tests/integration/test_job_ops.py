@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app import create_app
 from app.config import Settings
 from app.store import job_scale
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ def scaled_job(job_id: str = "web", *, count: int = 2, low: int = 1, high: int =
 def register(client: FlaskClient, job: dict[str, Any]) -> dict[str, Any]:
     resp = client.put("/v1/jobs", json={"Job": job})
     assert resp.status_code == 200, resp.json
-    body: dict[str, Any] = resp.json  # type: ignore[assignment]
+    body: dict[str, Any] = json_body(resp)
     return body
 
 
@@ -146,7 +146,7 @@ def test_error_event_records_without_changing_the_job(client: FlaskClient, pg: C
     assert resp.json is not None and resp.json["EvalID"] == ""
     versions, evals, events, _ = counts(pg)
     assert (versions, evals, events) == (before[0], before[1], 1)
-    [event] = client.get("/v1/job/web/scale").json["TaskGroups"]["g"]["Events"]  # type: ignore[index]
+    [event] = json_body(client.get("/v1/job/web/scale"))["TaskGroups"]["g"]["Events"]
     assert event["Error"] is True and event["Count"] is None and event["Meta"] == {"k": "v"}
 
 
@@ -154,7 +154,7 @@ def test_scaling_events_are_bounded_per_group(client: FlaskClient, pg: Conn) -> 
     register(client, scaled_job())
     for i in range(23):
         client.post("/v1/job/web/scale", json={"Target": {"Group": "g"}, "Error": True, "Message": str(i)})
-    events = client.get("/v1/job/web/scale").json["TaskGroups"]["g"]["Events"]  # type: ignore[index]
+    events = json_body(client.get("/v1/job/web/scale"))["TaskGroups"]["g"]["Events"]
     assert len(events) == 20
     assert events[0]["Message"] == "22" and events[-1]["Message"] == "3"
 
@@ -176,7 +176,7 @@ def test_scale_is_refused_during_an_active_deployment(client: FlaskClient, pg: C
     before = counts(pg)
     resp = client.post("/v1/job/web/scale", json={"Count": 3, "Target": {"Group": "g"}})
     assert resp.status_code == 400
-    assert "active deployment" in resp.json["detail"]  # type: ignore[index]
+    assert "active deployment" in json_body(resp)["detail"]
     assert counts(pg) == before
 
 
@@ -253,9 +253,9 @@ def test_stable_marks_a_version_and_the_current_job(client: FlaskClient) -> None
     register_versions(client, 2)
     resp = client.post("/v1/job/web/stable", json={"JobVersion": 1, "Stable": True})
     assert resp.status_code == 200, resp.json
-    assert client.get("/v1/job/web").json["Stable"] is True  # type: ignore[index]
+    assert json_body(client.get("/v1/job/web"))["Stable"] is True
     assert client.post("/v1/job/web/stable", json={"JobVersion": 0, "Stable": True}).status_code == 200
-    stable = {v["Version"]: v["Stable"] for v in client.get("/v1/job/web/versions").json["Versions"]}  # type: ignore[index]
+    stable = {v["Version"]: v["Stable"] for v in json_body(client.get("/v1/job/web/versions"))["Versions"]}
     assert stable == {1: True, 0: True}
     resp = client.post("/v1/job/web/stable", json={"JobVersion": 7, "Stable": True})
     assert resp.status_code == 404

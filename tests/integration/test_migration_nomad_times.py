@@ -39,12 +39,18 @@ def test_old_times_and_nested_drain_spec_are_rewritten(client: FlaskClient, pg: 
     pg.execute("UPDATE allocations SET task_states = %s WHERE id = %s", (json.dumps(old_states), alloc_id))
     assert problems(old_states, "map[string]*TaskState", "TaskStates") != []  # the old form does not decode
     migrate(pg)
-    drain, last = pg.execute("SELECT drain_strategy, last_drain FROM nodes").fetchone()  # type: ignore[misc]
+    row = pg.execute("SELECT drain_strategy, last_drain FROM nodes").fetchone()
+    assert row is not None
+    drain, last = row
+    assert isinstance(last, dict)
     assert drain == {"Deadline": 60, "IgnoreSystemJobs": True, "ForceDeadline": ZERO, "StartedAt": T0}
     assert problems(drain, "DrainStrategy", "DrainStrategy") == []
     assert last["StartedAt"] == last["UpdatedAt"] == T0 and last["AccessorID"] == ""
     assert problems(last, "DrainMetadata", "LastDrain") == []
-    (states,) = pg.execute("SELECT task_states FROM allocations").fetchone()  # type: ignore[misc]
+    row = pg.execute("SELECT task_states FROM allocations").fetchone()
+    assert row is not None
+    (states,) = row
+    assert isinstance(states, dict)
     assert states["t"] == {**old_states["t"], "StartedAt": T0, "FinishedAt": ZERO, "LastRestart": ZERO}
     assert problems(states, "map[string]*TaskState", "TaskStates") == []
     migrate(pg)  # a second run changes nothing

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 from tests.support.rows import insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ def usage(pg: Conn, node_id: str) -> tuple[object, ...] | None:
 
 
 def test_usage_tracks_inserts_updates_and_deletes(client: FlaskClient, pg: Conn) -> None:
-    eval_id = client.put("/v1/jobs", json={"Job": minimal_job()}).json["EvalID"]  # type: ignore[index]
+    eval_id = json_body(client.put("/v1/jobs", json={"Job": minimal_job()}))["EvalID"]
     node = insert_node(pg, cpu=2000)
     first = insert_allocation(pg, node, eval_id, cpu=500)
     second = insert_allocation(pg, node, eval_id, cpu=700)
@@ -38,7 +38,7 @@ def test_usage_tracks_inserts_updates_and_deletes(client: FlaskClient, pg: Conn)
 
 
 def test_the_database_refuses_an_overcommit(client: FlaskClient, pg: Conn) -> None:
-    eval_id = client.put("/v1/jobs", json={"Job": minimal_job()}).json["EvalID"]  # type: ignore[index]
+    eval_id = json_body(client.put("/v1/jobs", json={"Job": minimal_job()}))["EvalID"]
     node = insert_node(pg, cpu=1000)
     insert_allocation(pg, node, eval_id, cpu=900)
     with pytest.raises(psycopg.errors.CheckViolation, match="overcommit"):

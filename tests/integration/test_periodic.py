@@ -16,7 +16,7 @@ from app.db.state_index import next_index
 from app.leader.periodic_launch import launch_due
 from app.store import periodic as periodic_store
 from app.store.periodic import LAUNCH_TABLES
-from tests.support.api import minimal_job
+from tests.support.api import json_body, minimal_job
 from tests.support.rows import Conn
 
 pytestmark = pytest.mark.integration
@@ -228,7 +228,7 @@ def test_a_job_that_becomes_periodic_gets_an_evaluation_that_stops_its_allocatio
 ) -> None:
     from tests.support.rows import insert_allocation, insert_node
 
-    eval_id = client.put("/v1/jobs", json={"Job": minimal_job("nightly", Type="batch")}).json["EvalID"]  # type: ignore[index]
+    eval_id = json_body(client.put("/v1/jobs", json={"Job": minimal_job("nightly", Type="batch")}))["EvalID"]
     insert_allocation(pg, insert_node(pg), eval_id, job_id="nightly")
     assert register(client)["EvalID"] != ""  # it has a running allocation to stop
     pg.execute("UPDATE allocations SET client_status = 'complete'")

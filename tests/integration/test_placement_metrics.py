@@ -25,7 +25,7 @@ NOMAD_KEYS = {
 }
 
 
-def schedule(engine: Engine, pg: Conn, database_url: str, **settings: object) -> list[str]:
+def schedule(engine: Engine, pg: Conn, database_url: str, placement_metrics: bool = False) -> list[str]:
     """Three nodes, one full; a count-2 service job scheduled by a real worker and applied here.
     The placed allocations' IDs."""
     for i, cpu in enumerate((2000, 2000, 50)):
@@ -35,7 +35,9 @@ def schedule(engine: Engine, pg: Conn, database_url: str, **settings: object) ->
     held = claim(engine)
     assert held is not None
     deadline = time.monotonic() + 30  # a hang, not a speed
-    with handling(engine, database_url, held, Settings(database_url=database_url, **settings)) as (thread, lead):
+    with handling(
+        engine, database_url, held, Settings(database_url=database_url, placement_metrics=placement_metrics)
+    ) as (thread, lead):
         assert lead.term is not None
         while thread.is_alive():
             assert time.monotonic() < deadline, "the worker is still waiting for a verdict"

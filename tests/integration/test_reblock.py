@@ -17,6 +17,7 @@ from app.pipeline.broker import Outcome
 from app.store.blocked_evals import unblock_capacity
 from app.structs import PlacementMetrics
 from tests.support.pipeline import claim, register
+from tests.support.rows import scalar
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -35,7 +36,7 @@ def test_an_evaluation_that_blocks_again_keeps_its_description(engine: Engine, p
     for _ in range(2):  # released by capacity, still unplaceable, blocked again: twice over
         with transaction(make_sessionmaker(engine)) as session:
             unblock_capacity(session, {uuid.uuid4(): "v1:new"}, next_index(session, ["evaluations"]))
-        assert pg.execute(BLOCKED).fetchone()[0] == "pending"  # type: ignore[index]
+        assert scalar(pg, BLOCKED) == "pending"
         held = claim(engine)
         assert held is not None and held.evaluation.triggered_by == "queued-allocs"
         with transaction(make_sessionmaker(engine)) as session:

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 import structlog
 from flask.testing import FlaskClient
+from pydantic import SecretStr
 
 from app import create_app
 from app.acl import client_link as link
@@ -138,7 +139,10 @@ def rogue() -> Iterator[tuple[Rogue, str]]:
 def strict(database_url: str) -> Iterator[FlaskClient]:
     """An API whose link reads give up after a second and 1 MiB."""
     settings = Settings(
-        database_url=database_url, link_answer_timeout_s=1.0, link_max_answer_bytes=1024 * 1024, link_key="k" * 32
+        database_url=database_url,
+        link_answer_timeout_s=1.0,
+        link_max_answer_bytes=1024 * 1024,
+        link_key=SecretStr("k" * 32),
     )
     app = create_app(settings, database_url)
     yield app.test_client()
@@ -179,7 +183,7 @@ def test_the_link_key_is_not_derivable_from_the_node_row(
 
 
 def test_the_heartbeat_answer_hands_the_key_of_the_current_link_secret(database_url: str) -> None:
-    apps = [create_app(Settings(database_url=database_url, link_key=c * 32), database_url) for c in "ab"]
+    apps = [create_app(Settings(database_url=database_url, link_key=SecretStr(c * 32)), database_url) for c in "ab"]
     try:
         first, second = (app.test_client() for app in apps)
         node_id, secret = uuid.uuid4(), str(uuid.uuid4())

@@ -48,10 +48,11 @@ def settings(database_url: str) -> Settings:
 
 
 def test_the_worker_loop_survives_an_exception_in_its_claim(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.pipeline import broker  # the module the worker claims through
     from workers import worker as worker_module
 
     calls: list[int] = []
-    monkeypatch.setattr(worker_module.broker, "claim", flaky(worker_module.broker.claim, 2, calls))
+    monkeypatch.setattr(broker, "claim", flaky(broker.claim, 2, calls))
     engine = make_engine(database_url, "test")
     try:
         eval_id = register(engine, "web")
@@ -73,10 +74,11 @@ def test_the_worker_loop_survives_an_exception_in_its_claim(database_url: str, m
 def test_the_applier_survives_an_exception_in_its_apply_step(
     database_url: str, monkeypatch: pytest.MonkeyPatch, pipelined: bool
 ) -> None:
+    from app.pipeline.applier import prepare
     from workers import applier as applier_module
 
     calls: list[int] = []
-    monkeypatch.setattr(applier_module, "prepare", flaky(applier_module.prepare, 2, calls))
+    monkeypatch.setattr(applier_module, "prepare", flaky(prepare, 2, calls))
 
     def run(stop: threading.Event) -> None:
         configured = Settings(database_url=database_url, poll_interval_s=0.1, applier_pipeline=pipelined)
@@ -90,10 +92,11 @@ def test_the_applier_survives_an_exception_in_its_apply_step(
 def test_the_leader_survives_an_exception_in_its_term_renewal(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from app.db.leadership import Leadership
     from workers import leader as leader_module
 
     calls: list[int] = []
-    monkeypatch.setattr(leader_module.Leadership, "renew", flaky(leader_module.Leadership.renew, 1, calls))
+    monkeypatch.setattr(Leadership, "renew", flaky(Leadership.renew, 1, calls))
 
     def run(stop: threading.Event) -> None:
         leader_module.run_leader(settings(database_url), database_url, stop)

@@ -138,7 +138,7 @@ def test_status_checks_reject_unknown_values(
 def test_hot_tables_carry_autovacuum_and_fillfactor(pg: psycopg.Connection[tuple[object, ...]]) -> None:
     for table in HOT_TABLES:
         row = pg.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (table,)).fetchone()
-        assert row is not None and row[0] is not None, table
+        assert row is not None and isinstance(row[0], list), table
         options = dict(opt.split("=", 1) for opt in row[0])
         assert "fillfactor" in options, table
         assert float(options["autovacuum_vacuum_scale_factor"]) <= 0.05, table

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.events import events, heartbeats, read_frames
 from tests.support.rows import insert_allocation
 
@@ -33,7 +33,7 @@ def _node(client: FlaskClient) -> Node:
     node_id = str(uuid.uuid4())
     answer = client.put("/v1/node/register", json={"Node": node_body(node_id)})
     assert answer.status_code == 200, answer.get_data(as_text=True)
-    return Node(node_id, answer.json["SecretID"])  # type: ignore[index]
+    return Node(node_id, json_body(answer)["SecretID"])
 
 
 def _setup(client: FlaskClient, pg: Conn, allocs: int = 2) -> tuple[Node, list[str]]:
@@ -69,14 +69,14 @@ def test_registrations_are_served_in_nomads_shapes(client: FlaskClient, pg: Conn
     node, (a, b) = _setup(client, pg)
     answer = _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002, tags=["v2"])]})
     assert answer.status_code == 200, answer.get_data(as_text=True)
-    assert answer.json["Upserted"] == 2  # type: ignore[index]
+    assert answer.json["Upserted"] == 2
 
     assert client.get("/v1/services").json == [
         {"Namespace": "default", "Services": [{"ServiceName": "web", "Tags": ["v1", "v2"]}]}
     ]
     found = client.get("/v1/service/web")
     assert found.status_code == 200 and int(found.headers["X-Nomad-Index"]) > 0
-    instances = sorted(found.json, key=lambda r: r["Port"])  # type: ignore[arg-type]
+    instances = sorted(json_body(found), key=lambda r: r["Port"])
     assert [(r["AllocID"], r["Port"]) for r in instances] == [(a, 8001), (b, 8002)]
     first = instances[0]
     assert first["ID"] == f"_nomad-task-{a}-group-g-web-http"
@@ -87,8 +87,8 @@ def test_registrations_are_served_in_nomads_shapes(client: FlaskClient, pg: Conn
         "dc1",
     )
     assert first["CreateIndex"] == first["ModifyIndex"] > 0
-    assert sorted(r["AllocID"] for r in client.get("/v1/job/web/services").json) == sorted([a, b])  # type: ignore[union-attr]
-    assert [r["Port"] for r in client.get(f"/v1/allocation/{a}/services").json] == [8001]  # type: ignore[union-attr]
+    assert sorted(r["AllocID"] for r in json_body(client.get("/v1/job/web/services"))) == sorted([a, b])
+    assert [r["Port"] for r in json_body(client.get(f"/v1/allocation/{a}/services"))] == [8001]
     assert client.get("/v1/service/nothing").json == []
 
 
@@ -103,8 +103,8 @@ def test_registering_again_changes_nothing_and_never_duplicates(client: FlaskCli
     assert _count(pg) == 2
 
     moved = _sync(client, node, {a: [_reg(a, 9001)]})  # same ID, new port: updated in place
-    assert moved.json["Upserted"] == 1  # type: ignore[index]
-    updated = {r["AllocID"]: r for r in client.get("/v1/service/web").json}  # type: ignore[union-attr]
+    assert moved.json["Upserted"] == 1
+    updated = {r["AllocID"]: r for r in json_body(client.get("/v1/service/web"))}
     assert updated[a]["Port"] == 9001 and updated[a]["ModifyIndex"] > updated[a]["CreateIndex"]
     assert _count(pg) == 2
 
@@ -113,9 +113,9 @@ def test_an_empty_list_deregisters_and_a_changed_set_drops_what_it_left_out(clie
     node, (a, b) = _setup(client, pg)
     _sync(client, node, {a: [_reg(a, 8001), _reg(a, 8001, name="admin")], b: [_reg(b, 8002)]})
     assert _count(pg) == 3
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Removed"] == 1  # type: ignore[index]
-    assert _sync(client, node, {b: []}).json["Removed"] == 1  # type: ignore[index]
-    assert [r["AllocID"] for r in client.get("/v1/service/web").json] == [a]  # type: ignore[union-attr]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Removed"] == 1
+    assert _sync(client, node, {b: []}).json["Removed"] == 1
+    assert [r["AllocID"] for r in json_body(client.get("/v1/service/web"))] == [a]
 
 
 def test_a_terminal_allocation_loses_its_registrations(client: FlaskClient, pg: Conn) -> None:
@@ -129,12 +129,12 @@ def test_a_terminal_allocation_loses_its_registrations(client: FlaskClient, pg: 
     )
     assert reported.status_code == 200, reported.get_data(as_text=True)
     after = client.get("/v1/service/web")
-    assert [r["AllocID"] for r in after.json] == [b]  # type: ignore[union-attr]
+    assert [r["AllocID"] for r in json_body(after)] == [b]
     assert int(after.headers["X-Nomad-Index"]) > index  # blocking reads of the catalog wake
     pg.execute("UPDATE allocations SET client_status = 'lost' WHERE id = %s", (b,))  # the scheduler's lost
     assert client.get("/v1/service/web").json == []
     # A late registration for a terminal allocation would be an orphan: refused.
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
     assert _count(pg) == 0
 
 
@@ -143,13 +143,13 @@ def test_a_node_going_down_takes_its_registrations(client: FlaskClient, pg: Conn
     _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002)]})
     pg.execute("UPDATE nodes SET status = 'down' WHERE id = %s", (node.id,))
     assert _count(pg) == 0
-    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, node, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
 
 
 def test_a_node_registers_only_its_own_allocations(client: FlaskClient, pg: Conn) -> None:
     node, (a, _b) = _setup(client, pg)
     other = _node(client)
-    assert _sync(client, other, {a: [_reg(a, 8001)]}).json["Upserted"] == 0  # type: ignore[index]
+    assert _sync(client, other, {a: [_reg(a, 8001)]}).json["Upserted"] == 0
     assert _count(pg) == 0
     wrong = client.put(
         f"/v1/node/{node.id}/services", json={"Allocs": {a: [_reg(a, 1)]}}, headers={"X-Nomad-Token": other.secret}
@@ -163,10 +163,10 @@ def test_choose_picks_a_stable_subset_by_rendezvous_hashing(client: FlaskClient,
     node, allocs = _setup(client, pg, allocs=4)
     _sync(client, node, {alloc: [_reg(alloc, 8000 + i)] for i, alloc in enumerate(allocs)})
     two = client.get("/v1/service/web?choose=2|caller-a")
-    assert two.status_code == 200 and len(two.json) == 2  # type: ignore[arg-type]
+    assert two.status_code == 200 and len(json_body(two)) == 2
     assert client.get("/v1/service/web?choose=2|caller-a").json == two.json
-    assert len(client.get("/v1/service/web?choose=9|caller-a").json) == 4  # type: ignore[arg-type]
-    picks = {tuple(r["ID"] for r in client.get(f"/v1/service/web?choose=1|k{i}").json) for i in range(12)}  # type: ignore[union-attr]
+    assert len(json_body(client.get("/v1/service/web?choose=9|caller-a"))) == 4
+    picks = {tuple(r["ID"] for r in json_body(client.get(f"/v1/service/web?choose=1|k{i}"))) for i in range(12)}
     assert len(picks) > 1  # different keys spread over the instances
     for malformed in ("2", "x|key", "2|"):
         refused = client.get(f"/v1/service/web?choose={malformed}")
@@ -178,7 +178,7 @@ def test_the_operator_deletes_one_registration(client: FlaskClient, pg: Conn) ->
     _sync(client, node, {a: [_reg(a, 8001)], b: [_reg(b, 8002)]})
     target = f"_nomad-task-{a}-group-g-web-http"
     assert client.delete(f"/v1/service/web/{target}").status_code == 200
-    assert [r["AllocID"] for r in client.get("/v1/service/web").json] == [b]  # type: ignore[union-attr]
+    assert [r["AllocID"] for r in json_body(client.get("/v1/service/web"))] == [b]
     missing = client.delete(f"/v1/service/web/{target}")
     assert missing.status_code == 404 and "ID" in missing.get_data(as_text=True)
 

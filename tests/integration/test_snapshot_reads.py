@@ -178,7 +178,7 @@ def usage_rows_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         self: UsageCache, safe: int, rows: list[tuple[object, ...]], ports: list[tuple[object, ...]]
     ) -> object:
         counts.append(len(rows))
-        return decode(self, safe, rows, ports)  # type: ignore[arg-type]
+        return decode(self, safe, rows, ports)
 
     monkeypatch.setattr(UsageCache, "decode", counting)
     return counts

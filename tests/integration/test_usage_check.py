@@ -25,7 +25,7 @@ def nodes(pg: Conn, cpu: int, count: int = NODES) -> list[uuid.UUID]:
         "'{}', %s, 4096, 10000, 1, 1 FROM generate_series(1, %s) i",
         (cpu, count),
     )
-    return [row[0] for row in pg.execute("SELECT id FROM nodes ORDER BY id")]  # type: ignore[misc]
+    return [uuid.UUID(str(row[0])) for row in pg.execute("SELECT id FROM nodes ORDER BY id")]
 
 
 def nested_plans(pg: Conn, function: str, ids: list[uuid.UUID], cpu: list[int], *, generic: bool = False) -> str:

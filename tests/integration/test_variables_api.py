@@ -9,6 +9,8 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
+from tests.support.api import json_body
+
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -20,7 +22,7 @@ def _put(client: FlaskClient, path: str, items: dict[str, str], query: str = "",
 def test_put_get_list_delete_in_nomads_shapes(client: FlaskClient) -> None:
     made = _put(client, "nomad/jobs/web", {"greeting": "hello"})
     assert made.status_code == 200, made.get_data(as_text=True)
-    body = made.json
+    body = json_body(made)
     assert body["Namespace"] == "default" and body["Path"] == "nomad/jobs/web"
     assert body["Items"] == {"greeting": "hello"}
     assert body["CreateIndex"] == body["ModifyIndex"] == int(made.headers["X-Nomad-Index"]) > 0
@@ -79,27 +81,27 @@ def test_check_and_set_conflicts_answer_409_with_the_current_variable(client: Fl
 def test_locks_hold_until_released_and_refuse_other_writers(client: FlaskClient) -> None:
     acquired = client.put("/v1/var/locks/leader?lock-acquire", json={"Items": {"who": "a"}, "Lock": {"TTL": "15s"}})
     assert acquired.status_code == 200, acquired.get_data(as_text=True)
-    lock = acquired.json["Lock"]
+    lock = json_body(acquired)["Lock"]
     assert lock["TTL"] == "15s" and lock["LockDelay"] == "15s" and lock["ID"]
     other = client.put("/v1/var/locks/leader?lock-acquire", json={"Items": {"who": "b"}})
-    assert other.status_code == 409 and other.json["Items"] is None
+    assert other.status_code == 409 and json_body(other)["Items"] is None
     assert _put(client, "locks/leader", {"who": "c"}).status_code == 409
     assert client.delete("/v1/var/locks/leader").status_code == 409
     holder = _put(client, "locks/leader", {"who": "a2"}, Lock={"ID": lock["ID"]})
     assert holder.status_code == 200 and holder.json["Items"] == {"who": "a2"}
     renewed = client.put("/v1/var/locks/leader?lock-renew", json={"Lock": {"ID": lock["ID"]}})
-    assert renewed.status_code == 200 and renewed.json["Lock"]["ID"] == lock["ID"]
+    assert renewed.status_code == 200 and json_body(renewed)["Lock"]["ID"] == lock["ID"]
     wrong = client.put("/v1/var/locks/leader?lock-release", json={"Lock": {"ID": "not-mine"}})
-    assert wrong.status_code == 409 and wrong.json["Lock"]["ID"] == ""
+    assert wrong.status_code == 409 and json_body(wrong)["Lock"]["ID"] == ""
     released = client.put("/v1/var/locks/leader?lock-release", json={"Lock": {"ID": lock["ID"]}})
-    assert released.status_code == 200 and "Lock" not in released.json
-    assert client.get("/v1/var/locks/leader").json["Items"] == {"who": "a2"}  # release keeps the items
+    assert released.status_code == 200 and "Lock" not in json_body(released)
+    assert json_body(client.get("/v1/var/locks/leader"))["Items"] == {"who": "a2"}  # release keeps the items
     assert client.put("/v1/var/locks/leader?lock-release", json={"Lock": {"ID": lock["ID"]}}).status_code == 409
     assert _put(client, "locks/leader", {"who": "d"}).status_code == 200
 
 
 def test_a_lock_whose_ttl_and_delay_ran_out_is_free(client: FlaskClient, pg: Conn) -> None:
-    lock = client.put("/v1/var/l?lock-acquire", json={"Lock": {"TTL": "10s", "LockDelay": "1s"}}).json["Lock"]
+    lock = json_body(client.put("/v1/var/l?lock-acquire", json={"Lock": {"TTL": "10s", "LockDelay": "1s"}}))["Lock"]
     # The lock's TTL ran out 5 s ago (as if its holder stopped renewing): past the delay too.
     pg.execute("UPDATE variables SET lock_expires_at = now() - interval '5 seconds'")
     assert client.put("/v1/var/l?lock-renew", json={"Lock": {"ID": lock["ID"]}}).status_code == 409
@@ -119,15 +121,19 @@ def test_lists_page_across_namespaces(client: FlaskClient) -> None:
     assert client.put("/v1/namespace/prod", json={"Name": "prod"}).status_code == 200
     for ns, path in (("default", "a"), ("default", "b"), ("prod", "a"), ("prod", "c")):
         assert _put(client, path, {"k": "v"}, f"?namespace={ns}").status_code == 200
-    assert [v["Path"] for v in client.get("/v1/vars").json] == ["a", "b"]
-    assert [v["Path"] for v in client.get("/v1/vars?namespace=prod").json] == ["a", "c"]
+    assert [v["Path"] for v in json_body(client.get("/v1/vars"))] == ["a", "b"]
+    assert [v["Path"] for v in json_body(client.get("/v1/vars?namespace=prod"))] == ["a", "c"]
     first = client.get("/v1/vars?namespace=*&per_page=3")
-    assert [(v["Namespace"], v["Path"]) for v in first.json] == [("default", "a"), ("default", "b"), ("prod", "a")]
+    assert [(v["Namespace"], v["Path"]) for v in json_body(first)] == [
+        ("default", "a"),
+        ("default", "b"),
+        ("prod", "a"),
+    ]
     assert first.headers["X-Nomad-NextToken"] == "prod.c"
     rest = client.get("/v1/vars?namespace=*&per_page=3&next_token=prod.c")
-    assert [v["Path"] for v in rest.json] == ["c"] and "X-Nomad-NextToken" not in rest.headers
+    assert [v["Path"] for v in json_body(rest)] == ["c"] and "X-Nomad-NextToken" not in rest.headers
     filtered = client.get('/v1/vars?namespace=*&filter=Path == "c"')
-    assert [v["Namespace"] for v in filtered.json] == ["prod"]
+    assert [v["Namespace"] for v in json_body(filtered)] == ["prod"]
 
 
 def test_a_database_reader_sees_only_ciphertext(client: FlaskClient, pg: Conn) -> None:
@@ -150,17 +156,17 @@ def test_a_database_reader_sees_only_ciphertext(client: FlaskClient, pg: Conn) -
 def test_rotation_keeps_old_variables_readable_and_full_reseals_them(client: FlaskClient, pg: Conn) -> None:
     assert _put(client, "a", {"k": "v1"}).status_code == 200
     rotated = client.put("/v1/operator/keyring/rotate")
-    assert rotated.status_code == 200 and rotated.json["Key"]["State"] == "active"
-    keys = client.get("/v1/operator/keyring/keys").json
+    assert rotated.status_code == 200 and json_body(rotated)["Key"]["State"] == "active"
+    keys = json_body(client.get("/v1/operator/keyring/keys"))
     assert sorted(k["State"] for k in keys) == ["active", "inactive"]
     assert all(k["Algorithm"] == "aes256-gcm" for k in keys)
-    assert client.get("/v1/var/a").json["Items"] == {"k": "v1"}
+    assert json_body(client.get("/v1/var/a"))["Items"] == {"k": "v1"}
     old = pg.execute("SELECT key_id FROM variables WHERE path = 'a'").fetchone()
     full = client.put("/v1/operator/keyring/rotate?full")
-    new_key = full.json["Key"]["KeyID"]
+    new_key = json_body(full)["Key"]["KeyID"]
     assert pg.execute("SELECT key_id::text FROM variables WHERE path = 'a'").fetchone() == (new_key,)
     assert old != (new_key,)
-    assert client.get("/v1/var/a").json["Items"] == {"k": "v1"}
-    jwks = client.get("/.well-known/jwks.json").json["keys"]
-    assert {k["kid"] for k in jwks} == {k["KeyID"] for k in client.get("/v1/operator/keyring/keys").json}
+    assert json_body(client.get("/v1/var/a"))["Items"] == {"k": "v1"}
+    jwks = json_body(client.get("/.well-known/jwks.json"))["keys"]
+    assert {k["kid"] for k in jwks} == {k["KeyID"] for k in json_body(client.get("/v1/operator/keyring/keys"))}
     assert all(k["kty"] == "RSA" and k["alg"] == "RS256" and k["use"] == "sig" for k in jwks)

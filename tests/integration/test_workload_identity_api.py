@@ -12,7 +12,7 @@ from flask import Flask
 
 from app import create_app
 from app.config import Settings
-from tests.support.api import minimal_job, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation
 
 pytestmark = pytest.mark.integration
@@ -30,13 +30,14 @@ def test_identities_are_signed_for_the_nodes_own_allocations_and_grant_nomads_im
     app: Flask, pg: Conn
 ) -> None:
     api = app.test_client()
-    root = {"X-Nomad-Token": api.post("/v1/acl/bootstrap").json["SecretID"]}  # type: ignore[index]
+    root = {"X-Nomad-Token": json_body(api.post("/v1/acl/bootstrap"))["SecretID"]}
     assert api.put("/v1/jobs", json={"Job": minimal_job("web")}, headers=root).status_code == 200
     node_id = "00000000-0000-4000-8000-0000000000a1"
     registered = api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=root)
-    secret = registered.json["SecretID"]  # type: ignore[index]
+    secret = json_body(registered)["SecretID"]
     other_node = "00000000-0000-4000-8000-0000000000a2"
-    other_secret = api.put("/v1/node/register", json={"Node": node_body(other_node)}, headers=root).json["SecretID"]  # type: ignore[index]
+    other_registered = api.put("/v1/node/register", json={"Node": node_body(other_node)}, headers=root)
+    other_secret = json_body(other_registered)["SecretID"]
     row = pg.execute("SELECT id::text FROM evaluations WHERE job_id = 'web' LIMIT 1").fetchone()
     assert row is not None
     alloc_id = insert_allocation(pg, node_id, str(row[0]))
@@ -46,20 +47,20 @@ def test_identities_are_signed_for_the_nodes_own_allocations_and_grant_nomads_im
     wanted = {"Identities": [{"AllocID": alloc_id, "TaskName": "t"}, {"AllocID": alloc_id, "TaskName": "nope"}]}
     signed = api.put(f"/v1/node/{node_id}/identities", json=wanted, headers={"X-Nomad-Token": secret})
     assert signed.status_code == 200, signed.get_data(as_text=True)
-    assert [r["Reason"] for r in signed.json["Rejections"]] == ["task not found"]  # type: ignore[index]
-    token = {"X-Nomad-Token": signed.json["SignedIdentities"][0]["JWT"]}  # type: ignore[index]
+    assert [r["Reason"] for r in json_body(signed)["Rejections"]] == ["task not found"]
+    token = {"X-Nomad-Token": json_body(signed)["SignedIdentities"][0]["JWT"]}
     stolen = api.put(f"/v1/node/{other_node}/identities", json=wanted, headers={"X-Nomad-Token": other_secret})
-    assert [r["Reason"] for r in stolen.json["Rejections"]] == ["allocation not found"] * 2  # type: ignore[index]
+    assert [r["Reason"] for r in json_body(stolen)["Rejections"]] == ["allocation not found"] * 2
     assert (
         api.put(f"/v1/node/{node_id}/identities", json=wanted, headers={"X-Nomad-Token": other_secret}).status_code
         == 403
     )
 
     own = api.get("/v1/var/nomad/jobs/web", headers=token)
-    assert own.status_code == 200 and own.json["Items"] == {"k": "nomad/jobs/web"}  # type: ignore[index]
+    assert own.status_code == 200 and json_body(own)["Items"] == {"k": "nomad/jobs/web"}
     assert api.get("/v1/var/nomad/jobs/db", headers=token).status_code == 403
     assert api.put("/v1/var/nomad/jobs/web", json={"Items": {"k": "x"}}, headers=token).status_code == 403
-    assert [v["Path"] for v in api.get("/v1/vars", headers=token).json] == ["nomad/jobs/web"]  # type: ignore[union-attr]
+    assert [v["Path"] for v in json_body(api.get("/v1/vars", headers=token))] == ["nomad/jobs/web"]
     assert api.get("/v1/jobs", headers=token).status_code == 403
     bearer = {"Authorization": "Bearer " + token["X-Nomad-Token"]}
     assert api.get("/v1/var/nomad/jobs/web", headers=bearer).status_code == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 
 def minimal_job(job_id: str = "web", **fields: Any) -> dict[str, Any]:
@@ -30,5 +31,13 @@ def node_body(node_id: str, **fields: Any) -> dict[str, Any]:
 def register(client: FlaskClient, job: dict[str, Any]) -> dict[str, Any]:
     resp = client.put("/v1/jobs", json={"Job": job})
     assert resp.status_code == 200, resp.json
-    body: dict[str, Any] = resp.json  # type: ignore[assignment]
+    body: dict[str, Any] = json_body(resp)
+    return body
+
+
+def json_body(resp: TestResponse) -> Any:
+    """The response's JSON body, of whatever shape the route answers (the test's own assertions
+    check it); the test fails here if the response is not JSON."""
+    body = resp.json
+    assert body is not None, f"not a JSON response: {resp.status_code} {resp.get_data(as_text=True)[:200]}"
     return body

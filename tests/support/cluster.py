@@ -11,7 +11,7 @@ import httpx
 import psycopg
 
 from app.db.engines import libpq_url
-from tests.support.processes import Corral, free_port, wait_for, wait_healthy
+from tests.support.processes import Corral, CorralFactory, free_port, wait_for, wait_healthy
 
 # Short enough that a killed client's node goes down within seconds, long enough that a
 # client on a busy test machine does not miss one.
@@ -25,7 +25,7 @@ FAST = {
 
 class Cluster:
     def __init__(
-        self, corral: type[Corral], database_url: str, workdir: Path, settings: dict[str, str] | None = None
+        self, corral: CorralFactory, database_url: str, workdir: Path, settings: dict[str, str] | None = None
     ) -> None:
         self.corral, self.workdir = corral, workdir
         port = free_port()

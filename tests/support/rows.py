@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -110,3 +111,15 @@ def deployed_alloc(
         (deployment_id, json.dumps(status), alloc),
     )
     return alloc
+
+
+def pairs(rows: Iterable[Sequence[object]]) -> dict[object, object]:
+    """Two-column rows as a mapping of the first column to the second."""
+    return {row[0]: row[1] for row in rows}
+
+
+def scalar(pg: Conn, sql: str, params: Sequence[object] = ()) -> object:
+    """The first column of the one row SQL returns (the test fails if it returns none)."""
+    row = pg.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return row[0]

@@ -18,8 +18,8 @@ from sqlalchemy.engine import make_url
 
 from app.db.engines import sqlalchemy_url
 from bench.replication import shared_tmp_dir
-from tests.support.browser import CHROMIUM, PageFactory
-from tests.support.processes import CORRAL, Corral
+from tests.support.browser import CHROMIUM, ColorScheme, PageFactory
+from tests.support.processes import CORRAL, Corral, CorralFactory
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def ui_workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def module_corral(ui_workdir: Path) -> Iterator[type[Corral]]:
+def module_corral(ui_workdir: Path) -> Iterator[CorralFactory]:
     """The `corral` fixture of tests/conftest.py, kept for a whole module: one cluster serves
     every test of the module, and every process it started is killed at the end."""
     started: list[Corral] = []
@@ -77,7 +77,7 @@ def open_page(chromium: Browser, tmp_path: Path) -> Iterator[PageFactory]:
     opened: list[tuple[Page, str]] = []
 
     def opener(
-        url: str, *, width: int = 1280, height: int = 800, name: str = "page", color_scheme: str = "light"
+        url: str, *, width: int = 1280, height: int = 800, name: str = "page", color_scheme: ColorScheme = "light"
     ) -> Page:
         context = chromium.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme)
         contexts.append(context)

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from tests.support.browser import PageFactory, needs_chromium
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 DEADLINE_MS = 60_000
@@ -25,7 +25,7 @@ class AclCluster:
 
 
 @pytest.fixture(scope="module")
-def acl_cluster(module_corral: type[Corral], module_database_url: str, ui_workdir: Path) -> Iterator[AclCluster]:
+def acl_cluster(module_corral: CorralFactory, module_database_url: str, ui_workdir: Path) -> Iterator[AclCluster]:
     cluster = Cluster(module_corral, module_database_url, ui_workdir, {"CORRAL_ACL_ENABLED": "true"})
     http = cluster.http
     management = http.post("/v1/acl/bootstrap").json()["SecretID"]

@@ -12,7 +12,7 @@ from playwright.sync_api import Dialog, expect
 
 from tests.support.browser import PageFactory, needs_chromium
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 DEADLINE_MS = 60_000
@@ -38,7 +38,7 @@ job "from-ui" {
 
 
 @pytest.fixture(scope="module")
-def cluster(module_corral: type[Corral], module_database_url: str, ui_workdir: Path) -> Iterator[Cluster]:
+def cluster(module_corral: CorralFactory, module_database_url: str, ui_workdir: Path) -> Iterator[Cluster]:
     running = Cluster(module_corral, module_database_url, ui_workdir)
     running.client("n1")
     yield running
@@ -81,7 +81,10 @@ def test_a_group_is_scaled_and_the_job_stopped_started_and_purged(cluster: Clust
     cluster.register(job("scaled", [mock_task()], count=1))
     assert wait_for(lambda: _statuses(cluster, "scaled") == ["running"], 60)
     # Nomad refuses to scale a job while its deployment is active; the UI says so (below).
-    latest = lambda: (cluster.http.get("/v1/job/scaled/deployment").json() or {}).get("Status")  # noqa: E731
+
+    def latest() -> object:
+        return (cluster.http.get("/v1/job/scaled/deployment").json() or {}).get("Status")
+
     assert wait_for(lambda: latest() == "successful", 60), latest()
     page = open_page(f"{cluster.base}/ui/job/scaled", name="job-scale")
     page.on("dialog", _accept)

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from tests.support.browser import PageFactory, needs_chromium
 from tests.support.cluster import Cluster, job, mock_task
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 SECOND = 1_000_000_000
@@ -23,7 +23,7 @@ DEADLINE_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def cluster(module_corral: type[Corral], module_database_url: str, ui_workdir: Path) -> Iterator[Cluster]:
+def cluster(module_corral: CorralFactory, module_database_url: str, ui_workdir: Path) -> Iterator[Cluster]:
     running = Cluster(module_corral, module_database_url, ui_workdir, {"CORRAL_PLACEMENT_METRICS": "true"})
     running.client("n1")
     yield running

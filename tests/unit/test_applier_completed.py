@@ -15,9 +15,11 @@ from app.structs import Plan
 pytestmark = pytest.mark.unit
 
 
-def decided(plan_id: int, eval_id: uuid.UUID, *, completes: bool = True, **kwargs: object) -> Decided:
+def decided(
+    plan_id: int, eval_id: uuid.UUID, *, verdict: Verdict, completes: bool = True, fenced: bool = False
+) -> Decided:
     pending = Pending(plan_id, Plan(eval_id, 50, 0), uuid.uuid4(), "default", "job", completes)
-    return Decided(pending, **kwargs)  # type: ignore[arg-type]
+    return Decided(pending, verdict=verdict, fenced=fenced)
 
 
 def test_only_a_due_plan_of_a_completed_evaluation_is_marked() -> None:

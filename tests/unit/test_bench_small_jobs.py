@@ -50,20 +50,20 @@ def test_statements_come_from_sql_queries_with_their_parameters_renamed() -> Non
 class _Columns:
     """Stands in for the connection the script reads column lists from."""
 
-    def execute(self, sql: str, params: object = None) -> list[tuple[str]]:
+    def execute(self, query: str, params: tuple[str], /) -> list[tuple[str]]:
         return [("id",), ("job_id",)]
 
 
 def test_the_ceiling_script_names_only_statements_that_exist_in_sql_queries() -> None:
     # A renamed or removed query (the group-commit applier renamed next_plan) must fail here,
     # not when someone next runs the benchmark.
-    text = script(_Columns(), 10, 1)  # type: ignore[arg-type]
+    text = script(_Columns(), 10, 1)
     for statement in ("next_plans", "evals_still_owned", "complete_evals", "snapshot_usage"):
         assert named(statement).splitlines()[0] in text
 
 
 def test_a_batch_script_gives_each_job_its_own_variables() -> None:
-    text = script(_Columns(), 10, 3)  # type: ignore[arg-type]
+    text = script(_Columns(), 10, 3)
     for name in PER_JOB:  # every per-job variable is one job's: none left bare, none past the batch
         assert not re.search(rf":{name}\b", text), name
         assert f":{name}3" in text and f":{name}4" not in text
@@ -100,8 +100,8 @@ def test_the_cpu_bound_is_the_cores_or_the_workers_python_whichever_is_lower() -
 
 
 def test_a_batch_of_one_reads_its_job_by_key_as_the_worker_does() -> None:
-    text = script(_Columns(), 10, 1)  # type: ignore[arg-type]
+    text = script(_Columns(), 10, 1)
     assert for_job(named("snapshot_job_allocations"), 1) in text
     assert "CAST(:namespaces AS text[])" not in text and GENERIC_PLANS not in text
-    batched = script(_Columns(), 10, 2)  # type: ignore[arg-type]
+    batched = script(_Columns(), 10, 2)
     assert named("snapshot_jobs_allocations") in batched and batched.count(GENERIC_PLANS) == 1

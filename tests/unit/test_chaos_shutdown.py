@@ -53,7 +53,7 @@ def sleeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Role]:
 def recorder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     """Records the processes roles start; kills every one afterwards, even when a test failed."""
     recording = Recorder(hold_first=getattr(request, "param", False))
-    monkeypatch.setattr(chaos.subprocess, "Popen", recording)
+    monkeypatch.setattr("bench.chaos_processes.subprocess.Popen", recording)
     yield recording
     recording.release.set()
     for popen in recording.started:

@@ -44,7 +44,7 @@ def _worker_settings_seen(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     seen: list[Settings] = []
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
     monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
-    monkeypatch.setattr(cli, "_serve_metrics", lambda *_args: None)
+    monkeypatch.setattr(cli, "serve_metrics", lambda *_args: None)
     monkeypatch.setattr(cli, "_database", _no_database)
     monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings))
     return seen

@@ -86,6 +86,7 @@ def test_a_verdicts_result_columns_hold_its_ids_by_node() -> None:
 
 
 def test_a_resources_value_the_fast_path_does_not_know_still_encodes() -> None:
+    # Deliberately outside the type: a value the fast path was never written for.
     odd = Resources(cpu=100, memory_mb=64, disk_mb=None, memory_max_mb=128)  # type: ignore[arg-type]
     values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation(resources=odd)))), strict=False))
     assert json.loads(values["allocated_resources"]) == {"Shared": {"DiskMB": None, "Ports": []}}

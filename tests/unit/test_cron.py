@@ -16,8 +16,8 @@ from tests.support.scheduler_harness import alloc, job, node, placed, run, snaps
 pytestmark = pytest.mark.unit
 
 
-def at(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, micro: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
 
 
 def test_next_launch_of_a_five_field_spec() -> None:

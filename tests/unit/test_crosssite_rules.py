@@ -31,6 +31,12 @@ LOOPBACK = Guard.of(Settings(bind="127.0.0.1:4646"))
 WILDCARD = Guard.of(Settings(bind="0.0.0.0:4646"))
 
 
+def configured(**values: str) -> Settings:
+    """Settings from strings, as the environment gives them (a comma-separated list), through
+    the same validators."""
+    return Settings.model_validate(values)
+
+
 def write(
     content_type: str | None = None,
     *,
@@ -108,7 +114,7 @@ def test_other_origins_and_null_are_foreign(origin: str, scheme: str, host: str)
 
 
 def test_a_configured_origin_is_allowed() -> None:
-    guard = Guard.of(Settings(http_allowed_origins="http://localhost:3000/, chrome-extension://abcdef"))
+    guard = Guard.of(configured(http_allowed_origins="http://localhost:3000/, chrome-extension://abcdef"))
     assert origin_allowed(guard, "http://localhost:3000", "http", "127.0.0.1:4646")
     assert origin_allowed(guard, "chrome-extension://abcdef", "http", "127.0.0.1:4646")
     assert not origin_allowed(guard, "http://localhost:3001", "http", "127.0.0.1:4646")
@@ -160,7 +166,7 @@ def test_other_names_are_refused_by_a_loopback_api(header: str) -> None:
 
 
 def test_configured_hosts_reach_a_loopback_api() -> None:
-    guard = Guard.of(Settings(bind="127.0.0.1:4646", http_allowed_hosts="corral.test, 10.0.0.5"))
+    guard = Guard.of(configured(bind="127.0.0.1:4646", http_allowed_hosts="corral.test, 10.0.0.5"))
     assert host_refusal(guard, "corral.test:4646") is None and host_refusal(guard, "10.0.0.5") is None
     assert host_refusal(guard, "evil.example:4646") is not None
 
@@ -168,7 +174,7 @@ def test_configured_hosts_reach_a_loopback_api() -> None:
 def test_a_non_loopback_api_checks_hosts_only_once_configured() -> None:
     assert host_refusal(WILDCARD, "server:4646") is None  # a compose service name
     assert host_refusal(WILDCARD, "evil.example") is None
-    guard = Guard.of(Settings(bind="0.0.0.0:4646", http_allowed_hosts="corral.example"))
+    guard = Guard.of(configured(bind="0.0.0.0:4646", http_allowed_hosts="corral.example"))
     assert host_refusal(guard, "corral.example") is None and host_refusal(guard, "localhost:4646") is None
     assert host_refusal(guard, "evil.example") is not None
 
@@ -184,7 +190,7 @@ def test_the_drive_by_is_refused_by_its_host_first() -> None:
 
 def test_allow_lists_are_comma_separated_and_normalised() -> None:
     origins, hosts = " HTTP://Tool.Example:3000/ ,", "Corral.Example., [::1]"
-    settings = Settings(http_allowed_origins=origins, http_allowed_hosts=hosts)
+    settings = configured(http_allowed_origins=origins, http_allowed_hosts=hosts)
     assert settings.http_allowed_origins == ("http://tool.example:3000",)
     assert settings.http_allowed_hosts == ("corral.example", "::1")
     assert Settings().http_allowed_origins is None and Settings().http_allowed_hosts is None
@@ -209,7 +215,7 @@ def test_allow_lists_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
 )
 def test_a_malformed_entry_is_refused_naming_it(field: str, value: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(value)):
-        Settings(**{field: value})
+        configured(**{field: value})
 
 
 # --- headers ---------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.api.deployment_encode import ZERO_TIME, rfc3339
-from app.cli.deployment import progress_deadline, render_list, render_status, render_update
+from app.cli.deployment import render_update
+from app.cli.deployment_view import progress_deadline, render_list, render_status
+from app.rfc3339 import ZERO_TIME, rfc3339
 
 pytestmark = pytest.mark.unit
 

@@ -162,8 +162,9 @@ def same_default(cell: str, default: object) -> bool:
         return value == str(default).lower()  # as the variable is written: true / false
     if isinstance(default, str | Path):
         return value == str(default)
+    assert isinstance(default, int | float), f"no rule for a {type(default).__name__} default"
     try:
-        return float(value) == float(default)  # type: ignore[arg-type]
+        return float(value) == float(default)
     except ValueError:
         return False
 

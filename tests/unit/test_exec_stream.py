@@ -8,7 +8,7 @@ import base64
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
 import pytest
@@ -77,14 +77,14 @@ def listener() -> Iterator[socket.socket]:
     sock.close()
 
 
-def _serve(listener: socket.socket, session: object) -> threading.Thread:
+def _serve(listener: socket.socket, session: Callable[[wsock.WebSocket], None]) -> threading.Thread:
     def run() -> None:
         conn, _ = listener.accept()
         headers = _read_request(conn)
         assert wsock.wants_upgrade(headers)
         conn.sendall(wsock.accept_response(headers["sec-websocket-key"], {"X-Proof": "p"}))
         ws = wsock.WebSocket.server(conn)
-        session(ws)  # type: ignore[operator]
+        session(ws)
         conn.close()
 
     thread = threading.Thread(target=run, daemon=True)

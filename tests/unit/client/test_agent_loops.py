@@ -135,7 +135,7 @@ def test_the_watch_loop_survives_a_server_error_while_fetching_a_placed_allocati
 
 
 def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
-    client: Client, servers: FakeServers
+    client: Client, servers: FakeServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     servers.place("a1")
     client.start_loops(ttl=0.05)
@@ -147,11 +147,11 @@ def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
     runner.dir.rename(runner.dir.with_name("collected"))  # atomically gone, as after GC's rmtree
     original_stop = runner.stop
 
-    def stop_into_a_missing_directory() -> None:
+    def stop_into_a_missing_directory(no_shutdown_delay: bool = False) -> None:
         runner.persist()  # FileNotFoundError, as in the race
-        original_stop()
+        original_stop(no_shutdown_delay)
 
-    runner.stop = stop_into_a_missing_directory  # type: ignore[method-assign]
+    monkeypatch.setattr(runner, "stop", stop_into_a_missing_directory)
     servers.place("a1", desired="stop")
     time.sleep(0.3)
     servers.place("a2")
@@ -175,7 +175,7 @@ def test_a_client_whose_watch_loop_is_dead_stops_heartbeating(client: Client, se
 
 
 def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_after(
-    client: Client, servers: FakeServers
+    client: Client, servers: FakeServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     release = threading.Event()
     real = client.api.node_allocations
@@ -184,7 +184,7 @@ def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_afte
         release.wait(30)
         return real(index, wait_s)
 
-    client.api.node_allocations = wedged  # type: ignore[method-assign]
+    monkeypatch.setattr(client.api, "node_allocations", wedged)
     client.watch_stall_s = 0.5
     client.start_loops(ttl=0.05)
     assert eventually(lambda: client.unhealthy() is not None)
@@ -196,7 +196,9 @@ def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_afte
     assert eventually(lambda: servers.heartbeats > before), "heartbeats did not resume"
 
 
-def test_every_client_loop_survives_an_injected_exception(client: Client, servers: FakeServers) -> None:
+def test_every_client_loop_survives_an_injected_exception(
+    client: Client, servers: FakeServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
     boom = {"judge": 2, "collect": 2, "heartbeat": 2}
     real_judge, real_collect, real_beat = client._judge_health, client.gc.collect, client.api.heartbeat
 
@@ -209,9 +211,9 @@ def test_every_client_loop_survives_an_injected_exception(client: Client, server
 
         return call
 
-    client._judge_health = flaky("judge", real_judge)  # type: ignore[method-assign]
-    client.gc.collect = flaky("collect", real_collect)  # type: ignore[method-assign]
-    client.api.heartbeat = flaky("heartbeat", real_beat)  # type: ignore[method-assign]
+    monkeypatch.setattr(client, "_judge_health", flaky("judge", real_judge))
+    monkeypatch.setattr(client.gc, "collect", flaky("collect", real_collect))
+    monkeypatch.setattr(client.api, "heartbeat", flaky("heartbeat", real_beat))
     client.start_loops(ttl=0.05)
     assert eventually(lambda: boom == {"judge": 0, "collect": 0, "heartbeat": 0})
     before = servers.heartbeats
@@ -277,11 +279,13 @@ def test_a_client_out_of_contact_stops_only_the_allocation_that_asked_to_be(tmp_
         assert eventually(
             lambda: all(r.client_status == "running" for r in agent._runner_list()) and len(agent.runners) == 2
         )
-        real = servers.handle
-        servers.handle = lambda request: (  # type: ignore[method-assign]
-            httpx.Response(503) if request.url.path.endswith("/heartbeat") else real(request)
+
+        def refusing_heartbeats(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(503) if request.url.path.endswith("/heartbeat") else servers.handle(request)
+
+        agent.api._http = httpx.Client(
+            base_url="http://servers.test", transport=httpx.MockTransport(refusing_heartbeats)
         )
-        agent.api._http = httpx.Client(base_url="http://servers.test", transport=httpx.MockTransport(servers.handle))
         assert eventually(lambda: agent.runners["stops"].terminal), agent.runners["stops"].update()
         assert agent.runners["stops"].client_status == "complete"
         assert agent.runners["keep"].client_status == "running" and not agent.runners["keep"].stopping

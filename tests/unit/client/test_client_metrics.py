@@ -16,15 +16,16 @@ from client.metrics import AllocFacts, ClientCollector, NodeFacts
 
 pytestmark = pytest.mark.unit
 
-NODE = {
-    "ID": "6f1c1b9e-0000-4000-8000-000000000001",
+NODE_ID = "6f1c1b9e-0000-4000-8000-000000000001"
+NODE: dict[str, Any] = {
+    "ID": NODE_ID,
     "Datacenter": "dc2",
     "NodeClass": "",
     "NodePool": "gpu",
     "NodeResources": {"Cpu": {"CpuShares": 4000}, "Memory": {"MemoryMB": 8192}, "Disk": {"DiskMB": 50000}},
     "ReservedResources": {"Cpu": {"CpuShares": 100}, "Memory": {"MemoryMB": 256}, "Disk": {"DiskMB": 1000}},
 }
-BASE = {"node_id": NODE["ID"], "datacenter": "dc2", "node_class": "none", "node_pool": "gpu"}
+BASE = {"node_id": NODE_ID, "datacenter": "dc2", "node_class": "none", "node_pool": "gpu"}
 HOST: dict[str, Any] = {
     "Memory": {"Total": 8_000_000, "Available": 5_000_000, "Used": 3_000_000, "Free": 2_000_000},
     "CPU": [
@@ -149,7 +150,12 @@ def test_node_class_is_kept_when_set() -> None:
 
 def test_nothing_is_reported_before_the_node_registers() -> None:
     host_read: list[bool] = []
-    quiet = ClientCollector(lambda: None, lambda: ALLOCS, lambda: host_read.append(True) or HOST)
+
+    def host() -> dict[str, Any]:
+        host_read.append(True)
+        return HOST
+
+    quiet = ClientCollector(lambda: None, lambda: ALLOCS, host)
     assert scrape(quiet) == {}
     assert host_read == []
 
@@ -165,8 +171,13 @@ def test_json_view_shows_nomads_dotted_names() -> None:
 def test_registration_does_not_sample_the_host() -> None:
     # The registry checks names through describe(); collect() would sample the CPUs for nothing.
     host_read: list[bool] = []
+
+    def host() -> dict[str, Any]:
+        host_read.append(True)
+        return HOST
+
     registry = CollectorRegistry()
-    registry.register(ClientCollector(lambda: NodeFacts.of(NODE), lambda: [], lambda: host_read.append(True) or HOST))
+    registry.register(ClientCollector(lambda: NodeFacts.of(NODE), lambda: [], host))
     assert host_read == []
 
 

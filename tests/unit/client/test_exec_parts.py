@@ -16,7 +16,7 @@ import pytest
 from client.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
 from client.config import ConfigError, build
 from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed
-from client.drivers.exec import Exec, ExecSettings, unusable_reason
+from client.drivers.exec import Exec, ExecHandle, ExecSettings, unusable_reason
 from client.drivers.mock import MockHandle
 from client.drivers.raw_exec import RawExec
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, UserPolicy, identity, parse_list
@@ -263,6 +263,7 @@ def test_alloc_exec_enters_the_tasks_namespaces_chroot_and_user(tmp_path: Path) 
     spec = TaskSpec("t", "exec", {"command": "/bin/sleep", "args": ["300"]}, {"PATH": "/usr/bin:/bin"}, 1.0)
     spec = TaskSpec(**{**spec.__dict__, "alloc_id": "a1", "alloc_dir": alloc_dir})
     handle = Exec(ExecSettings(cgroup_parent=parent)).start(spec, alloc_dir / "t", alloc_dir / "alloc" / "logs")
+    assert isinstance(handle, ExecHandle)
     try:
         command = handle.enter(["/bin/sh", "-c", "id -un; echo $$; cat /proc/1/comm; pwd"], "")
         shown = subprocess.run(command, env=spec.env, capture_output=True, text=True, check=True, cwd="/")

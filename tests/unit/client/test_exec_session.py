@@ -67,8 +67,8 @@ def spec(tmp_path: Path, command: list[str], tty: bool = False) -> ExecSpec:
 
 
 def session_result(ws: wsock.WebSocket, *sent: str) -> Result:
-    for message in sent:
-        ws.send(message)
+    for text in sent:
+        ws.send(text)
     result = Result()
     while (message := ws.receive()) is not None:
         frame = frames.parse_output(message)

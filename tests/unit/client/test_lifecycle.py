@@ -10,6 +10,7 @@ import pytest
 from client.lifecycle import (
     OPEN,
     LifecycleError,
+    State,
     advance,
     kill_order,
     kill_reason,
@@ -82,7 +83,7 @@ def test_kill_reasons() -> None:
     sidecars_left = states(init="dead", app="dead", proxy="running", announce="dead", watch="running")
     assert kill_reason(sidecars_left, STAGES, leaders) == ("Main Tasks Dead", "Main tasks in the group died")
     two = {"leader": "main", "helper": "main"}
-    dead_leader = {"leader": {"State": "dead", "Failed": False}, "helper": {"State": "running"}}
+    dead_leader: dict[str, State] = {"leader": {"State": "dead", "Failed": False}, "helper": {"State": "running"}}
     assert kill_reason(dead_leader, two, frozenset({"leader"})) == ("Leader Task Dead", "Leader Task in Group dead")
     assert kill_reason(dead_leader, two, frozenset()) is None
     # Only the poststop task left alive: nothing to kill, it is meant to run now.

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 NODES = (h.node("n1"), h.node("n2", dc="dc2", attrs={"rack": "r1"}))
 
 DURATION_LIKE = st.sampled_from(["1h", "30s", "5m", "-1s", "bogus", "", 0, 1, -5, 3_600_000_000_000, 1.5, True, None])
-ANY_VALUE = (
+ANY_VALUE: st.SearchStrategy[object] = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**40), max_value=2**40)

@@ -3,6 +3,7 @@ variables, locals, functions, file(), encodings and the blocks corral only keeps
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,18 @@ def _job(group_body: str, task_body: str = 'driver = "mock"', top: str = "") -> 
     return f'{top}job "j" {{\n  group "g" {{\n{group_body}\n    task "t" {{\n      {task_body}\n    }}\n  }}\n}}\n'
 
 
-def errors(text: str, **kw: object) -> list[FieldError]:
+def errors(
+    text: str | bytes,
+    *,
+    filename: str = "job.hcl",
+    variables: Mapping[str, str] | None = None,
+    var_files: Sequence[tuple[str, str]] = (),
+    environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> list[FieldError]:
+    """The errors parse_hcl (same keywords, same defaults) refuses TEXT with."""
     with pytest.raises(JobSpecError) as caught:
-        parse_hcl(text, **kw)  # type: ignore[arg-type]
+        parse_hcl(text, filename=filename, variables=variables, var_files=var_files, environ=environ, base_dir=base_dir)
     return caught.value.errors
 
 
@@ -202,9 +212,9 @@ def test_file_reads_relative_to_the_job_file(tmp_path: Path) -> None:
 
 def test_bom_and_invalid_utf8_give_one_clear_error() -> None:
     # Before: a 33-line traceback.
-    [error] = errors(b'\xef\xbb\xbfjob "j" {}\n', filename="bom.hcl")  # type: ignore[arg-type]
+    [error] = errors(b'\xef\xbb\xbfjob "j" {}\n', filename="bom.hcl")
     assert error.field == "bom.hcl" and "byte order mark" in error.message
-    [error] = errors(b'job "j" {\n  meta {\n    a = "\xff"\n  }\n}\n', filename="bad.hcl")  # type: ignore[arg-type]
+    [error] = errors(b'job "j" {\n  meta {\n    a = "\xff"\n  }\n}\n', filename="bad.hcl")
     assert error.field == "bad.hcl:3" and "not valid UTF-8" in error.message
     [error] = errors("\ufeffjob {}")
     assert "byte order mark" in error.message

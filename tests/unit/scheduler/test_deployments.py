@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.unit
 SECOND = 10**9
 
 
-def update(max_parallel: int = 1, **kw: object) -> UpdateStrategy:
-    values: dict[str, object] = {
+def update(max_parallel: int = 1, **kw: Any) -> UpdateStrategy:
+    values: dict[str, Any] = {
         "max_parallel": max_parallel,
         "health_check": "task_states",
         "min_healthy_time_ns": 10 * SECOND,
@@ -37,7 +38,7 @@ def update(max_parallel: int = 1, **kw: object) -> UpdateStrategy:
         "stagger_ns": 30 * SECOND,
     }
     values.update(kw)
-    return UpdateStrategy(**values)  # type: ignore[arg-type]
+    return UpdateStrategy(**values)
 
 
 def web(version: int, count: int, strategy: UpdateStrategy | None, image: str = "") -> Job:
@@ -45,7 +46,7 @@ def web(version: int, count: int, strategy: UpdateStrategy | None, image: str = 
     return job(groups=[group(count=count, tasks=tasks, update=strategy)], version=version, create_index=7)
 
 
-def deployment(j: Job, *, status: str = "running", **group_state: object) -> Deployment:
+def deployment(j: Job, *, status: str = "running", **group_state: Any) -> Deployment:
     state = DeploymentGroup(desired_total=j.task_groups[0].count, progress_deadline_ns=600 * SECOND)
     return Deployment(
         id=uuid.UUID(int=42),
@@ -54,7 +55,7 @@ def deployment(j: Job, *, status: str = "running", **group_state: object) -> Dep
         job_version=j.version,
         job_create_index=j.create_index,
         status=status,
-        groups={"g": dataclasses.replace(state, **group_state)},  # type: ignore[arg-type]
+        groups={"g": dataclasses.replace(state, **group_state)},
     )
 
 

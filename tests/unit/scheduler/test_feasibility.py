@@ -6,13 +6,13 @@ import pytest
 
 from app.scheduler.feasible import MISSING_DRIVERS, Feasibility
 from app.scheduler.fit import CPU, MEMORY, PORTS
-from app.structs import Constraint
+from app.structs import Allocation, Constraint, Node, Port
 from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
 
 
-def _nodes_for(result_nodes: list) -> set[str]:  # type: ignore[type-arg]
+def _nodes_for(result_nodes: list[Allocation]) -> set[str]:
     return {a.node_name for a in result_nodes}
 
 
@@ -42,9 +42,9 @@ def test_node_pools(pool: str, expected: set[str]) -> None:
         node("x", draining=True),
     ],
 )
-def test_unready_nodes_get_nothing(unready: object) -> None:
+def test_unready_nodes_get_nothing(unready: Node) -> None:
     j = job(groups=[group(count=3)])
-    result = run(snapshot(j, [unready]))  # type: ignore[list-item]
+    result = run(snapshot(j, [unready]))
     assert not placed(result)
     metrics = result.failed_tg_allocs["g"]
     assert metrics.nodes_evaluated == 0 and metrics.nodes_available == {}
@@ -113,9 +113,7 @@ def test_dynamic_ports_avoid_used_reserved_and_static() -> None:
     assert sorted(p.value for p in a.ports) == [20002, 20003]
 
 
-def _port(value: int):  # type: ignore[no-untyped-def]
-    from app.structs import Port
-
+def _port(value: int) -> Port:
     return Port("x", value)
 
 
@@ -147,11 +145,11 @@ def test_feasibility_caches_per_class() -> None:
 
     original = feasible.satisfies
 
-    def counting(c: Constraint, n: object) -> bool:
-        calls.append(c)
-        return original(c, n)  # type: ignore[arg-type]
+    def counting(constraint: Constraint, node: Node) -> bool:
+        calls.append(constraint)
+        return original(constraint, node)
 
-    feasible.satisfies = counting  # type: ignore[assignment]
+    feasible.satisfies = counting
     try:
         for i in range(10):
             assert feas.check(node(f"n{i}"), j.task_groups[0]) is None

@@ -201,7 +201,8 @@ def test_failed_allocations_are_rescheduled_with_a_tracker(job_type: str) -> Non
     (new,) = placed(result)
     assert new.previous_allocation == failed.id and new.name == failed.name
     assert new.node_id != failed.node_id  # the previous node is penalised
-    (event,) = new.reschedule_tracker["Events"]  # type: ignore[index]
+    assert new.reschedule_tracker is not None
+    (event,) = new.reschedule_tracker["Events"]
     assert event["PrevAllocID"] == str(failed.id) and event["RescheduleTime"] == NOW
 
 

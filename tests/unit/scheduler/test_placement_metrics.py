@@ -45,7 +45,9 @@ def test_a_placement_carries_the_counts_and_the_best_nodes_scores() -> None:
 def test_a_second_instance_sees_the_anti_affinity_and_the_spread() -> None:
     j = job(groups=[group(count=2, spreads=(Spread("${node.datacenter}", 50),))])
     allocs = placed(run(snapshot(j, NODES[:2])))  # both nodes scored for both placements
-    parts = [s.scores for a in allocs for s in a.metrics.score_meta]  # type: ignore[union-attr]
+    metrics = [a.metrics for a in allocs if a.metrics is not None]
+    assert len(metrics) == len(allocs)
+    parts = [s.scores for m in metrics for s in m.score_meta]
     assert all("allocation-spread" in p for p in parts)
     assert any(p["job-anti-affinity"] < 0 for p in parts)  # the second placement met the first
 
@@ -55,7 +57,8 @@ def test_the_time_comes_from_the_given_clock() -> None:
     options = MetricsOptions(clock=lambda: next(ticks))
     j = job(groups=[group(count=2)])
     result = process(evaluation(j), snapshot(j, NODES), now_ns=NOW, metrics=options)
-    assert sorted(a.metrics.allocation_time_ns for a in placed(result)) == [1000, 1000]  # type: ignore[union-attr]
+    metrics = [a.metrics for a in placed(result) if a.metrics is not None]
+    assert sorted(m.allocation_time_ns for m in metrics) == [1000, 1000]
 
 
 def test_switched_off_placements_carry_no_metrics_but_failures_keep_theirs() -> None:

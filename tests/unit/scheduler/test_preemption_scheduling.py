@@ -40,7 +40,7 @@ def with_preemptible(
     return dataclasses.replace(
         snap,
         config=config,
-        preemptible={n: tuple(items) for n, items in running.items()},  # type: ignore[misc]
+        preemptible={n: tuple(items) for n, items in running.items()},
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -54,7 +55,7 @@ def clusters(draw: st.DrawFn) -> tuple[Snapshot, list[Allocation]]:
     return snapshot(j, nodes, existing, others=others, algorithm=draw(st.sampled_from(["binpack", "spread"]))), others
 
 
-def _fitting(nodes: list[Node], allocs: list[Allocation], base: list[Allocation] = ()) -> list[Allocation]:  # type: ignore[assignment]
+def _fitting(nodes: list[Node], allocs: list[Allocation], base: Sequence[Allocation] = ()) -> list[Allocation]:
     """Keep only the allocations that fit, so the starting cluster is valid."""
     by_id = {n.id: n for n in nodes}
     usage: dict[uuid.UUID, NodeUsage] = defaultdict(NodeUsage)

@@ -62,5 +62,6 @@ def test_failed_allocation_is_replaced_only_once_due_and_the_delay_is_recorded()
     assert early.plan.is_noop, "not before its delay: the delayed evaluation comes back for it"
     (new,) = placed(run(snapshot(j, nodes, [failed]), now=NOW + 30 * S))
     assert new.previous_allocation == failed.id and new.node_id != failed.node_id
-    (event,) = new.reschedule_tracker["Events"]  # type: ignore[index]
-    assert event["Delay"] == 30 * S and "NextDelay" not in new.reschedule_tracker  # type: ignore[operator]
+    assert new.reschedule_tracker is not None
+    (event,) = new.reschedule_tracker["Events"]
+    assert event["Delay"] == 30 * S and "NextDelay" not in new.reschedule_tracker

@@ -13,10 +13,6 @@ from tests.support.scheduler_harness import alloc, apply, group, job, live, node
 pytestmark = pytest.mark.unit
 
 
-def _sys(kind: str = "system", **kw: object) -> object:
-    return job("agent", groups=[group(count=1)], type=kind, **kw)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("kind", ["system", "sysbatch"])
 def test_one_allocation_per_ready_node(kind: str) -> None:
     nodes = [
