@@ -10,12 +10,14 @@ read, stays as it is.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from app.jobspec.shapes import SHAPES, Nested, OmitEmpty
+from app.wire.job import JobSpec
 
 
-def canonical_job(spec: dict[str, Any]) -> dict[str, Any]:
+def canonical_job(spec: JobSpec) -> dict[str, Any]:
     """Every key of Nomad's Job (server-set ones at their zero value: the caller has them)."""
     job = canonical(spec, "Job")
     job["Update"] = _job_update(spec.get("Update"))
@@ -57,7 +59,7 @@ def _is_job_level_form(update: object) -> bool:
     ) and all(type(update[key]) is int for key in _JOB_LEVEL_UPDATE)
 
 
-def canonical(value: dict[str, Any], shape: str) -> dict[str, Any]:
+def canonical(value: Mapping[str, object], shape: str) -> dict[str, Any]:
     """``value`` with exactly the keys of ``shape``: its own values, defaults for the rest."""
     out: dict[str, Any] = {}
     for key, slot in SHAPES[shape].items():

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.pipeline.plan_codec import task_cores_from_json
 from app.structs import Allocation, Node, Port, Resources, SchedulerConfiguration
+from app.wire.allocation import DesiredTransitionJson
 
 
 def config_from_row(row: dict[str, Any] | None) -> SchedulerConfiguration:
@@ -97,10 +98,14 @@ def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
         deployment_id=r["deployment_id"],
         followup_eval_id=r["followup_eval_id"],
         reschedule_tracker=r["reschedule_tracker"],
-        desired_transition=r["desired_transition"] or {},
+        desired_transition=_transition(r["desired_transition"]),
         create_index=r["create_index"],
         modify_index=r["modify_index"],
         healthy=r.get("healthy"),
         canary=bool(r.get("canary", False)),
         task_cores=task_cores_from_json(allocated["Tasks"]) if "Tasks" in allocated else (),
     )
+
+
+def _transition(stored: DesiredTransitionJson | None) -> DesiredTransitionJson:
+    return stored or {}

@@ -23,6 +23,7 @@ from app.store.evals import insert_node_eval
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
+from app.wire.allocation import AllocDeploymentStatusJson
 
 # What a client may report; lost and unknown are the servers' verdicts.
 CLIENT_REPORTABLE = ("pending", "running", "complete", "failed")
@@ -134,10 +135,10 @@ def _record_health(alloc: Allocation, health: DeploymentHealth | None, index: in
     or a second verdict is ignored."""
     if health is None or alloc.deployment_id != health.deployment_id:
         return
-    status = dict(alloc.deployment_status or {})
+    status: AllocDeploymentStatusJson = {**(alloc.deployment_status or {})}
     if status.get("Healthy") is not None:
         return
-    status.update(Healthy=health.healthy, Timestamp=now.isoformat(), ModifyIndex=index)
+    status["Healthy"], status["Timestamp"], status["ModifyIndex"] = health.healthy, now.isoformat(), index
     alloc.deployment_status = status
     alloc.modify_time = now
 
