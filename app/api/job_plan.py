@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from flask import Blueprint, Response
 
@@ -21,7 +21,7 @@ from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
 from app.structs import Allocation
 from app.wire.allocation import AllocationMetricJson
-from app.wire.job import JobSpec
+from app.wire.job import JobDiffJson, JobSpec
 
 bp = Blueprint("job_plan", __name__)
 
@@ -88,7 +88,7 @@ def plan(job_id: str) -> Response:
     return respond(plan_response(dry, spec, diff=want_diff), dry.snapshot.index)
 
 
-def _diff(current: JobSpec | None, spec: JobSpec) -> dict[str, Any]:
+def _diff(current: JobSpec | None, spec: JobSpec) -> JobDiffJson:
     """Between the jobs as Nomad sends them, as registration compares them: a job read back
     and planned again (its zero values spelt out) is no change."""
     return job_diff(None if current is None else canonical_job(current), canonical_job(spec))

@@ -880,13 +880,13 @@ class JobChildrenSummaryJson(TypedDict, total=False):
 
 
 class JobDiffJson(TypedDict, total=False):
-    """Nomad's JobDiff."""
+    """Nomad's JobDiff (its lists null when empty, as Nomad sends them)."""
 
     Type: str
     ID: str
-    Fields: list[FieldDiffJson]
-    Objects: list[ObjectDiffJson]
-    TaskGroups: list[TaskGroupDiffJson]
+    Fields: list[FieldDiffJson] | None
+    Objects: list[ObjectDiffJson] | None
+    TaskGroups: list[TaskGroupDiffJson] | None
 
 
 class FieldDiffJson(TypedDict, total=False):
@@ -896,7 +896,7 @@ class FieldDiffJson(TypedDict, total=False):
     Name: str
     Old: str
     New: str
-    Annotations: list[str]
+    Annotations: list[str] | None
 
 
 class ObjectDiffJson(TypedDict, total=False):
@@ -904,8 +904,8 @@ class ObjectDiffJson(TypedDict, total=False):
 
     Type: str
     Name: str
-    Fields: list[FieldDiffJson]
-    Objects: list[ObjectDiffJson]
+    Fields: list[FieldDiffJson] | None
+    Objects: list[ObjectDiffJson] | None
 
 
 class TaskGroupDiffJson(TypedDict, total=False):
@@ -913,9 +913,9 @@ class TaskGroupDiffJson(TypedDict, total=False):
 
     Type: str
     Name: str
-    Fields: list[FieldDiffJson]
-    Objects: list[ObjectDiffJson]
-    Tasks: list[TaskDiffJson]
+    Fields: list[FieldDiffJson] | None
+    Objects: list[ObjectDiffJson] | None
+    Tasks: list[TaskDiffJson] | None
     Updates: dict[str, int]
 
 
@@ -924,6 +924,6 @@ class TaskDiffJson(TypedDict, total=False):
 
     Type: str
     Name: str
-    Fields: list[FieldDiffJson]
-    Objects: list[ObjectDiffJson]
-    Annotations: list[str]
+    Fields: list[FieldDiffJson] | None
+    Objects: list[ObjectDiffJson] | None
+    Annotations: list[str] | None

@@ -18,12 +18,12 @@ ANY = re.compile(r"\bAny\b")
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
 BUDGETS: dict[str, tuple[int, int]] = {
     "app/acl": (7, 11),
-    "app/api": (95, 181),
+    "app/api": (94, 179),
     "app/bexpr": (0, 17),
     "app/cli": (105, 201),
     "app/db": (1, 12),
     "app/gc": (5, 8),
-    "app/jobspec": (63, 204),
+    "app/jobspec": (4, 134),
     "app/keyring": (4, 8),
     "app/leader": (0, 5),
     "app/metrics": (0, 0),
