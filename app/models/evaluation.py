@@ -19,8 +19,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.constants import CORE_JOBS, EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, EVAL_TYPES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
 from app.wire.allocation import AllocationMetricJson
-from app.wire.evaluation import PlanAnnotationsJson
-from app.wire.json import JsonObject
+from app.wire.evaluation import CoreParamsJson, PlanAnnotationsJson
 
 PENDING_UNLEASED = "status = 'pending' AND lease_token IS NULL"
 
@@ -187,7 +186,7 @@ class Evaluation(Base):
     snapshot_index: Mapped[int] = mapped_column(
         server_default=text("0"), comment="State index the scheduler worked from."
     )
-    core_params: Mapped[JsonObject | None] = mapped_column(
+    core_params: Mapped[CoreParamsJson | None] = mapped_column(
         JSONB, comment="For _core evaluations: the GC age thresholds (seconds) chosen by whoever created it."
     )
     lease_token: Mapped[uuid.UUID | None] = mapped_column(

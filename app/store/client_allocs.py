@@ -7,7 +7,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,7 +22,7 @@ from app.store.evals import insert_node_eval
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
-from app.wire.allocation import AllocDeploymentStatusJson
+from app.wire.allocation import AllocDeploymentStatusJson, TaskStateJson
 
 # What a client may report; lost and unknown are the servers' verdicts.
 CLIENT_REPORTABLE = ("pending", "running", "complete", "failed")
@@ -36,7 +35,7 @@ class AllocUpdate:
     id: uuid.UUID
     client_status: str
     client_description: str = ""
-    task_states: dict[str, Any] = field(default_factory=dict)
+    task_states: dict[str, TaskStateJson] = field(default_factory=dict)
     destroyed: bool = False
     # The client's verdict on the allocation's health in this deployment, if it reached one.
     health: DeploymentHealth | None = None

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -213,7 +212,7 @@ def _revert_target(session: Session, row: DeploymentRow, description: str) -> tu
     return stable, f"{description} - rolling back to job version {stable.version}"
 
 
-def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def _differs(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     ignored = ("Version", "JobModifyIndex", "ModifyIndex", "CreateIndex", "SubmitTime", "Stable", "Status")
     return {k: v for k, v in a.items() if k not in ignored} != {k: v for k, v in b.items() if k not in ignored}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 from sqlalchemy.orm import Session
@@ -64,7 +63,7 @@ def launch(session: Session, namespace: str, job_id: str, at: datetime, index: i
         if forced:
             raise InvalidInput.of("JobID", _not_launchable(parent))
         return None
-    params: dict[str, Any] = {"namespace": namespace, "job_id": job_id, "launch_time": at, "index": index}
+    params: dict[str, object] = {"namespace": namespace, "job_id": job_id, "launch_time": at, "index": index}
     claimed = session.execute(query("record_forced_launch" if forced else "claim_periodic_launch"), params).first()
     if claimed is None:
         return None  # another leader launched this time (or a later one) first

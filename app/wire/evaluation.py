@@ -92,3 +92,14 @@ class DesiredUpdatesJson(TypedDict, total=False):
     Reconnect: int
     RescheduleNow: int
     RescheduleLater: int
+
+
+class CoreParamsJson(TypedDict):
+    """corral's: the GC age thresholds (seconds) a core evaluation carries, per collector
+    (evaluations.core_params; app.gc.thresholds reads and writes it)."""
+
+    eval: float
+    batch_eval: float
+    job: float
+    node: float
+    deployment: float
