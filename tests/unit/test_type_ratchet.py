@@ -28,7 +28,7 @@ BUDGETS: dict[str, tuple[int, int]] = {
     "app/leader": (0, 5),
     "app/metrics": (0, 0),
     "app/models": (0, 0),
-    "app/pipeline": (21, 65),
+    "app/pipeline": (8, 54),
     "app/scheduler": (0, 6),
     "app/store": (0, 11),
     "app/stream": (2, 4),
