@@ -13,9 +13,10 @@ import copy
 from collections.abc import Mapping
 from typing import cast
 
-from app.jobspec.shapes import SHAPES, Nested, OmitEmpty
+from app.jobspec.shapes import SHAPES, Nested
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject, JsonValue
+from app.wire.marks import OmitEmpty
 
 
 def canonical_job(spec: JobSpec) -> JsonObject:

@@ -9,9 +9,10 @@ Durations are integers of nanoseconds, time.Time an RFC 3339 string, []byte a ba
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 from app.wire.json import JsonObject
+from app.wire.marks import AsSent, Filled, Hcl, InputOnly, NotInHcl, OmitEmpty, Zero
 
 JobType = Literal["service", "batch", "system", "sysbatch"]
 JobStatus = Literal["pending", "running", "dead"]
@@ -20,131 +21,131 @@ JobStatus = Literal["pending", "running", "dead"]
 class JobSpec(TypedDict, total=False):
     """Nomad's Job."""
 
-    Stop: bool
+    Stop: Annotated[bool, NotInHcl()]
     Region: str
     Namespace: str
     ID: str
-    ParentID: str
+    ParentID: Annotated[str, NotInHcl()]
     Name: str
     Type: JobType
     Priority: int
     AllAtOnce: bool
     Datacenters: list[str]
     NodePool: str
-    Constraints: list[ConstraintSpec]
-    Affinities: list[AffinitySpec]
-    Spreads: list[SpreadSpec]
-    TaskGroups: list[TaskGroupSpec]
-    Update: UpdateStrategySpec
+    Constraints: Annotated[list[ConstraintSpec], Hcl("constraint")]
+    Affinities: Annotated[list[AffinitySpec], Hcl("affinity")]
+    Spreads: Annotated[list[SpreadSpec], Hcl("spread")]
+    TaskGroups: Annotated[list[TaskGroupSpec], Hcl("group")]
+    Update: Annotated[UpdateStrategySpec, Filled()]  # a value, not a pointer, in Nomad
     Multiregion: MultiregionSpec | None
     Periodic: PeriodicConfigSpec | None  # null on a periodic job's children
-    ParameterizedJob: ParameterizedJobConfigSpec
-    Dispatched: bool
-    DispatchIdempotencyToken: str
-    Payload: str | None  # base64; null on a dispatched child without one
+    ParameterizedJob: Annotated[ParameterizedJobConfigSpec, Hcl("parameterized")]
+    Dispatched: Annotated[bool, NotInHcl()]
+    DispatchIdempotencyToken: Annotated[str, NotInHcl()]
+    Payload: Annotated[str | None, NotInHcl()]  # base64; null on a dispatched child without one
     Meta: dict[str, str]
     ConsulNamespace: str
-    VaultNamespace: str
-    NomadTokenID: str
-    Status: JobStatus
-    StatusDescription: str
-    Stable: bool
-    Version: int
-    SubmitTime: int
-    CreateIndex: int
-    ModifyIndex: int
-    JobModifyIndex: int
+    VaultNamespace: Annotated[str, NotInHcl()]
+    NomadTokenID: Annotated[str, NotInHcl()]
+    Status: Annotated[JobStatus, NotInHcl()]
+    StatusDescription: Annotated[str, NotInHcl()]
+    Stable: Annotated[bool, NotInHcl()]
+    Version: Annotated[int, NotInHcl()]
+    SubmitTime: Annotated[int, NotInHcl()]
+    CreateIndex: Annotated[int, NotInHcl()]
+    ModifyIndex: Annotated[int, NotInHcl()]
+    JobModifyIndex: Annotated[int, NotInHcl()]
     UI: JobUIConfigSpec | None
-    VersionTag: JobVersionTagSpec | None
-    ConsulToken: str
-    Migrate: MigrateStrategySpec
-    Reschedule: ReschedulePolicySpec
-    VaultToken: str
+    VersionTag: Annotated[JobVersionTagSpec | None, NotInHcl()]
+    ConsulToken: Annotated[str, InputOnly()]
+    Migrate: Annotated[MigrateStrategySpec, InputOnly()]  # folded into the groups'
+    Reschedule: Annotated[ReschedulePolicySpec, InputOnly()]  # folded into the groups'
+    VaultToken: Annotated[str, InputOnly()]
 
 
 class ConstraintSpec(TypedDict, total=False):
     """Nomad's Constraint."""
 
-    LTarget: str
-    RTarget: str
-    Operand: str
+    LTarget: Annotated[str, Hcl("attribute")]
+    RTarget: Annotated[str, Hcl("value")]
+    Operand: Annotated[str, Hcl("operator")]
 
 
 class AffinitySpec(TypedDict, total=False):
     """Nomad's Affinity."""
 
-    LTarget: str
-    RTarget: str
-    Operand: str
+    LTarget: Annotated[str, Hcl("attribute")]
+    RTarget: Annotated[str, Hcl("value")]
+    Operand: Annotated[str, Hcl("operator")]
     Weight: int
 
 
 class TaskGroupSpec(TypedDict, total=False):
     """Nomad's TaskGroup."""
 
-    Name: str
+    Name: Annotated[str, NotInHcl()]
     Count: int
     Update: UpdateStrategySpec
     Migrate: MigrateStrategySpec
-    Constraints: list[ConstraintSpec]
+    Constraints: Annotated[list[ConstraintSpec], Hcl("constraint")]
     Scaling: ScalingPolicySpec
-    RestartPolicy: RestartPolicySpec
+    RestartPolicy: Annotated[RestartPolicySpec, Hcl("restart")]
     Disconnect: DisconnectStrategySpec
-    Tasks: list[TaskSpec]
-    EphemeralDisk: EphemeralDiskSpec
+    Tasks: Annotated[list[TaskSpec], Hcl("task")]
+    EphemeralDisk: Annotated[EphemeralDiskSpec, Filled()]
     Meta: dict[str, str]
-    ReschedulePolicy: ReschedulePolicySpec
-    Affinities: list[AffinitySpec]
-    Spreads: list[SpreadSpec]
-    Networks: list[NetworkResourceSpec]
+    ReschedulePolicy: Annotated[ReschedulePolicySpec, Hcl("reschedule")]
+    Affinities: Annotated[list[AffinitySpec], Hcl("affinity")]
+    Spreads: Annotated[list[SpreadSpec], Hcl("spread")]
+    Networks: Annotated[list[NetworkResourceSpec], Hcl("network")]
     Consul: ConsulSpec | None
-    Services: list[ServiceSpec]
-    Volumes: dict[str, VolumeRequestSpec]
-    ShutdownDelay: int
-    MaxRunDuration: int
-    StopAfterClientDisconnect: int
-    MaxClientDisconnect: int
+    Services: Annotated[list[ServiceSpec], Hcl("service")]
+    Volumes: Annotated[dict[str, VolumeRequestSpec], Hcl("volume")]
+    ShutdownDelay: int | None
+    MaxRunDuration: int | None
+    StopAfterClientDisconnect: int | None
+    MaxClientDisconnect: int | None
     PreventRescheduleOnLost: bool
 
 
 class TaskSpec(TypedDict, total=False):
     """Nomad's Task."""
 
-    Name: str
+    Name: Annotated[str, NotInHcl()]
     Driver: str
     User: str
     Config: JsonObject
     Env: dict[str, str]
-    Services: list[ServiceSpec]
+    Services: Annotated[list[ServiceSpec], Hcl("service")]
     Vault: VaultSpec | None
-    Secrets: list[SecretSpec] | None
+    Secrets: Annotated[list[SecretSpec] | None, Hcl("secret")]
     Consul: ConsulSpec | None
-    Templates: list[TemplateSpec]
-    Constraints: list[ConstraintSpec]
-    Affinities: list[AffinitySpec]
-    Resources: ResourcesSpec
-    RestartPolicy: RestartPolicySpec
+    Templates: Annotated[list[TemplateSpec], Hcl("template")]
+    Constraints: Annotated[list[ConstraintSpec], Hcl("constraint")]
+    Affinities: Annotated[list[AffinitySpec], Hcl("affinity")]
+    Resources: Annotated[ResourcesSpec, Filled()]
+    RestartPolicy: Annotated[RestartPolicySpec, Hcl("restart")]
     DispatchPayload: DispatchPayloadConfigSpec
-    Lifecycle: TaskLifecycleSpec
+    Lifecycle: TaskLifecycleConfigSpec
     Meta: dict[str, str]
     KillTimeout: int
-    LogConfig: LogConfigSpec
-    Artifacts: list[TaskArtifactSpec]
+    LogConfig: Annotated[LogConfigSpec, Filled(), Hcl("logs")]
+    Artifacts: Annotated[list[TaskArtifactSpec], Hcl("artifact")]
     Leader: bool
     ShutdownDelay: int
-    VolumeMounts: list[VolumeMountSpec]
-    ScalingPolicies: list[ScalingPolicySpec] | None
+    VolumeMounts: Annotated[list[VolumeMountSpec], Hcl("volume_mount")]
+    ScalingPolicies: Annotated[list[ScalingPolicySpec] | None, AsSent(), Hcl("scaling")]
     KillSignal: str
     Kind: str
-    CSIPluginConfig: TaskCSIPluginConfigSpec | None
+    CSIPluginConfig: Annotated[TaskCSIPluginConfigSpec | None, Hcl("csi_plugin")]
     Identity: WorkloadIdentitySpec | None
-    Identities: list[WorkloadIdentitySpec] | None
-    Actions: list[ActionSpec] | None
+    Identities: Annotated[list[WorkloadIdentitySpec] | None, Hcl("identity")]
+    Actions: Annotated[list[ActionSpec] | None, Hcl("action")]
     Schedule: TaskScheduleSpec | None
 
 
-class TaskLifecycleSpec(TypedDict, total=False):
-    """Nomad's TaskLifecycle."""
+class TaskLifecycleConfigSpec(TypedDict, total=False):
+    """Nomad's TaskLifecycleConfig (api.TaskLifecycle)."""
 
     Hook: str
     Sidecar: bool
@@ -421,14 +422,14 @@ class ResourcesSpec(TypedDict, total=False):
 
     CPU: int
     Cores: int
-    MemoryMB: int
-    MemoryMaxMB: int
-    DiskMB: int
+    MemoryMB: Annotated[int, Hcl("memory")]
+    MemoryMaxMB: Annotated[int, Hcl("memory_max")]
+    DiskMB: Annotated[int, Hcl("disk")]
     IOPS: int
-    Networks: list[NetworkResourceSpec] | None
-    Devices: list[RequestedDeviceSpec] | None
+    Networks: Annotated[list[NetworkResourceSpec] | None, Hcl("network")]
+    Devices: Annotated[list[RequestedDeviceSpec] | None, Hcl("device")]
     NUMA: NUMAResourceSpec | None
-    SecretsMB: int
+    SecretsMB: Annotated[int, Hcl("secrets")]
 
 
 class NetworkResourceSpec(TypedDict, total=False):
@@ -438,11 +439,11 @@ class NetworkResourceSpec(TypedDict, total=False):
     Device: str
     CIDR: str
     IP: str
-    Hostname: str
-    MBits: int
+    Hostname: Annotated[str, OmitEmpty()]
+    MBits: Annotated[int, Hcl("mbits")]
     DNS: DNSConfigSpec | None
-    ReservedPorts: list[PortSpec]
-    DynamicPorts: list[PortSpec]
+    ReservedPorts: Annotated[list[PortSpec], Hcl("port")]
+    DynamicPorts: Annotated[list[PortSpec], Hcl("port")]
     CNI: CNIConfigSpec | None
 
 
@@ -457,8 +458,8 @@ class DNSConfigSpec(TypedDict, total=False):
 class PortSpec(TypedDict, total=False):
     """Nomad's Port."""
 
-    Label: str
-    Value: int
+    Label: Annotated[str, NotInHcl()]
+    Value: Annotated[int, Hcl("static")]
     To: int
     HostNetwork: str
     IgnoreCollision: bool
@@ -489,10 +490,10 @@ class NUMAResourceSpec(TypedDict, total=False):
 class LogConfigSpec(TypedDict, total=False):
     """Nomad's LogConfig."""
 
-    MaxFiles: int
-    MaxFileSizeMB: int
+    MaxFiles: Annotated[int, Zero(10)]  # Nomad's DefaultLogConfig
+    MaxFileSizeMB: Annotated[int, Zero(10), Hcl("max_file_size")]
     Disabled: bool
-    Enabled: bool
+    Enabled: Annotated[bool, InputOnly()]  # the inverse of Disabled
 
 
 class VolumeMountSpec(TypedDict, total=False):
@@ -574,23 +575,22 @@ class ConsulSpec(TypedDict, total=False):
 class TemplateSpec(TypedDict, total=False):
     """Nomad's Template."""
 
-    SourcePath: str
-    DestPath: str
-    EmbeddedTmpl: str
+    SourcePath: Annotated[str, Hcl("source")]
+    DestPath: Annotated[str, Hcl("destination")]
+    EmbeddedTmpl: Annotated[str, Hcl("data")]
     ChangeMode: str
     ChangeSignal: str
     ChangeScript: ChangeScriptSpec
     Splay: int
     Perms: str
-    Uid: int
-    Gid: int
-    LeftDelim: str
-    RightDelim: str
-    Envvars: bool
+    Uid: int | None
+    Gid: int | None
+    LeftDelim: Annotated[str, Hcl("left_delimiter")]
+    RightDelim: Annotated[str, Hcl("right_delimiter")]
+    Envvars: Annotated[bool, Hcl("env")]
     VaultGrace: int
     Wait: WaitConfigSpec
-    ErrMissingKey: bool
-    Once: bool
+    ErrMissingKey: Annotated[bool, Hcl("error_on_missing_key")]
 
 
 class ChangeScriptSpec(TypedDict, total=False):
@@ -600,14 +600,13 @@ class ChangeScriptSpec(TypedDict, total=False):
     Args: list[str]
     Timeout: int
     FailOnError: bool
-    RunOnFirstRender: bool
 
 
 class WaitConfigSpec(TypedDict, total=False):
     """Nomad's WaitConfig."""
 
-    Min: int
-    Max: int
+    Min: int | None
+    Max: int | None
 
 
 class DispatchPayloadConfigSpec(TypedDict, total=False):
@@ -629,16 +628,16 @@ class TaskCSIPluginConfigSpec(TypedDict, total=False):
 class ScalingPolicySpec(TypedDict, total=False):
     """Nomad's ScalingPolicy."""
 
-    ID: str
+    ID: Annotated[str, NotInHcl()]
     Type: str
-    Target: dict[str, str] | None
+    Target: Annotated[dict[str, str] | None, NotInHcl()]
     Policy: JsonObject
     Min: int
     Max: int
     Enabled: bool
-    CreateIndex: int
-    ModifyIndex: int
-    Namespace: str
+    CreateIndex: Annotated[int, NotInHcl()]
+    ModifyIndex: Annotated[int, NotInHcl()]
+    Namespace: Annotated[str, InputOnly(), NotInHcl()]  # taken from the job
 
 
 class SecretSpec(TypedDict, total=False):
@@ -678,7 +677,7 @@ class SpreadSpec(TypedDict, total=False):
 
     Attribute: str
     Weight: int
-    SpreadTarget: list[SpreadTargetSpec]
+    SpreadTarget: Annotated[list[SpreadTargetSpec], Hcl("target")]
 
 
 class SpreadTargetSpec(TypedDict, total=False):
@@ -713,9 +712,9 @@ class DisconnectStrategySpec(TypedDict, total=False):
     """Nomad's DisconnectStrategy."""
 
     LostAfter: int
-    StopOnClientAfter: int
-    Replace: bool
-    Reconcile: str
+    StopOnClientAfter: int | None
+    Replace: Annotated[bool, Zero(True)]  # its Canonicalize fills Replace and Reconcile
+    Reconcile: Annotated[str, Zero("best_score")]
 
 
 class ReschedulePolicySpec(TypedDict, total=False):
@@ -733,7 +732,7 @@ class EphemeralDiskSpec(TypedDict, total=False):
     """Nomad's EphemeralDisk."""
 
     Sticky: bool
-    SizeMB: int
+    SizeMB: Annotated[int, Zero(300), Hcl("size")]  # Nomad's DefaultEphemeralDisk
     Migrate: bool
 
 
@@ -788,9 +787,9 @@ class PeriodicConfigSpec(TypedDict, total=False):
     """Nomad's PeriodicConfig."""
 
     Enabled: bool
-    Spec: str
-    Specs: list[str]
-    SpecType: str
+    Spec: Annotated[str, Hcl("cron")]
+    Specs: Annotated[list[str], Hcl("crons")]
+    SpecType: Annotated[str, NotInHcl()]
     ProhibitOverlap: bool
     TimeZone: str
 
@@ -807,7 +806,7 @@ class JobUIConfigSpec(TypedDict, total=False):
     """Nomad's JobUIConfig."""
 
     Description: str
-    Links: list[JobUILinkSpec] | None
+    Links: Annotated[list[JobUILinkSpec] | None, Hcl("link")]
 
 
 class JobUILinkSpec(TypedDict, total=False):
