@@ -23,6 +23,7 @@ from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
+from app.wire.node import NodeReservedResourcesJson
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -139,8 +140,8 @@ def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistrat
         reserved_memory_mb=reserved.Memory.MemoryMB,
         reserved_disk_mb=reserved.Disk.DiskMB,
         reserved_ports=reserved.Networks.ReservedHostPorts,
-        node_resources=dict(raw["NodeResources"]),
-        reserved_resources=dict(raw.get("ReservedResources") or {}),
+        node_resources=raw["NodeResources"],
+        reserved_resources=raw.get("ReservedResources") or NodeReservedResourcesJson(),
         http_addr=node.HTTPAddr,
         host_volumes={
             name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}

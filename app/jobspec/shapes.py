@@ -1,20 +1,92 @@
-"""The keys of Nomad's job structs, as Nomad's HTTP API sends and accepts them.
+"""The keys of Nomad's job structs, as Nomad's HTTP API sends and accepts them, derived from the
+one table of the job's shape: the TypedDicts of app/wire/job.py and their marks (app/wire/marks.py).
 
-Output follows ``nomad/structs`` (what ``GET /v1/job/:id`` encodes); input also takes the
-few keys only the ``api`` package has (``Job.Reschedule``, ``Job.Migrate``...), which Nomad
-folds into the groups. Each key maps to the value Nomad sends when the job does not set
-it: Go's zero value (``None`` for pointers, slices and maps), or a ``Nested`` struct that
-is canonicalised in turn. Blocks corral keeps without reading (services, templates,
-vault...) are plain values: their contents pass through as the client wrote them.
+Output follows ``nomad/structs`` (what ``GET /v1/job/:id`` encodes): each TypedDict's keys in
+order. Input also takes the keys marked ``InputOnly`` (``Job.Reschedule``, ``Job.Migrate``...),
+which Nomad folds into the groups. Each key maps to the value Nomad sends when the job does not
+set it: Go's zero value for its JSON type (``None`` for pointers, slices and maps), the value of
+its ``Zero`` mark, or a ``Nested`` struct of ``CANONICAL`` that is canonicalised in turn. Blocks
+corral keeps without reading (services, templates' contents, vault...) are not in ``CANONICAL``:
+they pass through as the client wrote them.
 """
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-# Taken from Nomad's source (nomad/structs/structs.go, group.go; api/jobs.go, api/tasks.go,
-# api/resources.go) at commit aa026cc99cfb74a77e519a1c1f0c78ba1b452705.
+from pydantic.alias_generators import to_snake
+from typing_extensions import is_typeddict
+
+from app.wire import job as wire_job
+from app.wire.json import JsonValue
+from app.wire.marks import AsSent, Filled, Hcl, InputOnly, NotInHcl, OmitEmpty, Zero
+
+# The structs of Nomad's job its answer renders with every key, by their nomad/structs names:
+# each is the TypedDict of app/wire/job.py named after it with "Spec" appended.
+CANONICAL = (
+    "Job",
+    "TaskGroup",
+    "Task",
+    "Resources",
+    "UpdateStrategy",
+    "MigrateStrategy",
+    "ReschedulePolicy",
+    "RestartPolicy",
+    "EphemeralDisk",
+    "LogConfig",
+    "Constraint",
+    "Affinity",
+    "Spread",
+    "SpreadTarget",
+    "NetworkResource",
+    "Port",
+    "PeriodicConfig",
+    "ParameterizedJobConfig",
+    "TaskLifecycleConfig",
+    "Template",
+    "ChangeScript",
+    "WaitConfig",
+    "DispatchPayloadConfig",
+    "JobUIConfig",
+    "JobUILink",
+    "ScalingPolicy",
+    "DisconnectStrategy",
+)
+
+
+# The job file's block of each struct (app.jobspec.hcl_schema.SCHEMAS, checked against the table
+# by tests/unit/jobspec/test_shape_table.py).
+HCL_BLOCKS = {
+    "job": "Job",
+    "group": "TaskGroup",
+    "task": "Task",
+    "constraint": "Constraint",
+    "affinity": "Affinity",
+    "spread": "Spread",
+    "target": "SpreadTarget",
+    "update": "UpdateStrategy",
+    "migrate": "MigrateStrategy",
+    "reschedule": "ReschedulePolicy",
+    "restart": "RestartPolicy",
+    "periodic": "PeriodicConfig",
+    "parameterized": "ParameterizedJobConfig",
+    "network": "NetworkResource",
+    "port": "Port",
+    "ephemeral_disk": "EphemeralDisk",
+    "disconnect": "DisconnectStrategy",
+    "scaling": "ScalingPolicy",
+    "resources": "Resources",
+    "logs": "LogConfig",
+    "lifecycle": "TaskLifecycleConfig",
+    "dispatch_payload": "DispatchPayloadConfig",
+    "ui": "JobUIConfig",
+    "link": "JobUILink",
+    "template": "Template",
+    "change_script": "ChangeScript",
+    "wait": "WaitConfig",
+}
 
 
 @dataclass(frozen=True)
@@ -30,232 +102,107 @@ class Nested:
     filled: bool = False
 
 
-@dataclass(frozen=True)
-class OmitEmpty:
-    """A key Go encodes with ``omitempty``: sent only when it has a value."""
-
-
 OMIT_EMPTY = OmitEmpty()
 Slot = Nested | OmitEmpty | Any
 
-_CONSTRAINTS = Nested("Constraint", many=True)
-_AFFINITIES = Nested("Affinity", many=True)
-_NETWORKS = Nested("NetworkResource", many=True)
-_UPDATE = Nested("UpdateStrategy")
 
-SHAPES: dict[str, dict[str, Slot]] = {
-    "Job": {
-        "Stop": False,
-        "Region": "",
-        "Namespace": "",
-        "ID": "",
-        "ParentID": "",
-        "Name": "",
-        "Type": "",
-        "Priority": 0,
-        "AllAtOnce": False,
-        "Datacenters": None,
-        "NodePool": "",
-        "Constraints": _CONSTRAINTS,
-        "Affinities": _AFFINITIES,
-        "Spreads": Nested("Spread", many=True),
-        "TaskGroups": Nested("TaskGroup", many=True),
-        # A value, not a pointer, in Nomad: always sent (canonical.py keeps two of its keys).
-        "Update": Nested("UpdateStrategy", filled=True),
-        "Multiregion": None,
-        "Periodic": Nested("PeriodicConfig"),
-        "ParameterizedJob": Nested("ParameterizedJobConfig"),
-        "Dispatched": False,
-        "DispatchIdempotencyToken": "",
-        "Payload": None,
-        "Meta": None,
-        "ConsulNamespace": "",
-        "VaultNamespace": "",
-        "NomadTokenID": "",
-        "Status": "",
-        "StatusDescription": "",
-        "Stable": False,
-        "Version": 0,
-        "SubmitTime": 0,
-        "CreateIndex": 0,
-        "ModifyIndex": 0,
-        "JobModifyIndex": 0,
-        "UI": Nested("JobUIConfig"),
-        "VersionTag": None,
-    },
-    "TaskGroup": {
-        "Name": "",
-        "Count": 0,
-        "Update": _UPDATE,
-        "Migrate": Nested("MigrateStrategy"),
-        "Constraints": _CONSTRAINTS,
-        "Scaling": Nested("ScalingPolicy"),
-        "RestartPolicy": Nested("RestartPolicy"),
-        "Disconnect": Nested("DisconnectStrategy"),
-        "Tasks": Nested("Task", many=True),
-        "EphemeralDisk": Nested("EphemeralDisk", filled=True),
-        "Meta": None,
-        "ReschedulePolicy": Nested("ReschedulePolicy"),
-        "Affinities": _AFFINITIES,
-        "Spreads": Nested("Spread", many=True),
-        "Networks": _NETWORKS,
-        "Consul": None,
-        "Services": None,
-        "Volumes": None,
-        "ShutdownDelay": None,
-        "MaxRunDuration": None,
-        "StopAfterClientDisconnect": None,
-        "MaxClientDisconnect": None,
-        "PreventRescheduleOnLost": False,
-    },
-    "Task": {
-        "Name": "",
-        "Driver": "",
-        "User": "",
-        "Config": None,
-        "Env": None,
-        "Services": None,
-        "Vault": None,
-        "Secrets": None,
-        "Consul": None,
-        "Templates": Nested("Template", many=True),
-        "Constraints": _CONSTRAINTS,
-        "Affinities": _AFFINITIES,
-        "Resources": Nested("Resources", filled=True),
-        "RestartPolicy": Nested("RestartPolicy"),
-        "DispatchPayload": Nested("DispatchPayloadConfig"),
-        "Lifecycle": Nested("TaskLifecycleConfig"),
-        "Meta": None,
-        "KillTimeout": 0,
-        "LogConfig": Nested("LogConfig", filled=True),
-        "Artifacts": None,
-        "Leader": False,
-        "ShutdownDelay": 0,
-        "VolumeMounts": None,
-        "ScalingPolicies": None,
-        "KillSignal": "",
-        "Kind": "",
-        "CSIPluginConfig": None,
-        "Identity": None,
-        "Identities": None,
-        "Actions": None,
-        "Schedule": None,
-    },
-    # Nomad's task Canonicalize fills CPU and MemoryMB; the stored spec already has them.
-    "Resources": {
-        "CPU": 0,
-        "Cores": 0,
-        "MemoryMB": 0,
-        "MemoryMaxMB": 0,
-        "DiskMB": 0,
-        "IOPS": 0,
-        "Networks": _NETWORKS,
-        "Devices": None,
-        "NUMA": None,
-        "SecretsMB": 0,
-    },
-    "UpdateStrategy": {
-        "Stagger": 0,
-        "MaxParallel": 0,
-        "HealthCheck": "",
-        "MinHealthyTime": 0,
-        "HealthyDeadline": 0,
-        "ProgressDeadline": 0,
-        "AutoRevert": False,
-        "AutoPromote": False,
-        "Canary": 0,
-    },
-    "MigrateStrategy": {"MaxParallel": 0, "HealthCheck": "", "MinHealthyTime": 0, "HealthyDeadline": 0},
-    "ReschedulePolicy": {
-        "Attempts": 0,
-        "Interval": 0,
-        "Delay": 0,
-        "DelayFunction": "",
-        "MaxDelay": 0,
-        "Unlimited": False,
-    },
-    "RestartPolicy": {"Attempts": 0, "Interval": 0, "Delay": 0, "Mode": "", "RenderTemplates": False},
-    # Nomad's DefaultEphemeralDisk and DefaultLogConfig.
-    "EphemeralDisk": {"Sticky": False, "SizeMB": 300, "Migrate": False},
-    "LogConfig": {"MaxFiles": 10, "MaxFileSizeMB": 10, "Disabled": False},
-    "Constraint": {"LTarget": "", "RTarget": "", "Operand": ""},
-    "Affinity": {"LTarget": "", "RTarget": "", "Operand": "", "Weight": 0},
-    "Spread": {"Attribute": "", "Weight": 0, "SpreadTarget": Nested("SpreadTarget", many=True)},
-    "SpreadTarget": {"Value": "", "Percent": 0},
-    "NetworkResource": {
-        "Mode": "",
-        "Device": "",
-        "CIDR": "",
-        "IP": "",
-        "Hostname": OMIT_EMPTY,
-        "MBits": 0,
-        "DNS": None,
-        "ReservedPorts": Nested("Port", many=True),
-        "DynamicPorts": Nested("Port", many=True),
-        "CNI": None,
-    },
-    "Port": {"Label": "", "Value": 0, "To": 0, "HostNetwork": "", "IgnoreCollision": False},
-    "PeriodicConfig": {
-        "Enabled": False,
-        "Spec": "",
-        "Specs": None,
-        "SpecType": "",
-        "ProhibitOverlap": False,
-        "TimeZone": "",
-    },
-    "ParameterizedJobConfig": {"Payload": "", "MetaRequired": None, "MetaOptional": None},
-    "TaskLifecycleConfig": {"Hook": "", "Sidecar": False},
-    "Template": {
-        "SourcePath": "",
-        "DestPath": "",
-        "EmbeddedTmpl": "",
-        "ChangeMode": "",
-        "ChangeSignal": "",
-        "ChangeScript": Nested("ChangeScript"),
-        "Splay": 0,
-        "Perms": "",
-        "Uid": None,
-        "Gid": None,
-        "LeftDelim": "",
-        "RightDelim": "",
-        "Envvars": False,
-        "VaultGrace": 0,
-        "Wait": Nested("WaitConfig"),
-        "ErrMissingKey": False,
-    },
-    "ChangeScript": {"Command": "", "Args": None, "Timeout": 0, "FailOnError": False},
-    "WaitConfig": {"Min": None, "Max": None},
-    "DispatchPayloadConfig": {"File": ""},
-    # Nomad 1.9+'s ui block: a description and links the web UI shows with the job.
-    "JobUIConfig": {"Description": "", "Links": Nested("JobUILink", many=True)},
-    "JobUILink": {"Label": "", "URL": ""},
-    "ScalingPolicy": {
-        "ID": "",
-        "Type": "",
-        "Target": None,
-        "Policy": None,
-        "Min": 0,
-        "Max": 0,
-        "Enabled": False,
-        "CreateIndex": 0,
-        "ModifyIndex": 0,
-    },
-    # Nomad's DisconnectStrategy.Canonicalize fills Replace and Reconcile of a set block.
-    "DisconnectStrategy": {"LostAfter": 0, "StopOnClientAfter": None, "Replace": True, "Reconcile": "best_score"},
-}
+def typed_dict(shape: str) -> type:
+    """The TypedDict of app/wire/job.py that defines the struct `shape`."""
+    found: type = getattr(wire_job, f"{shape}Spec")
+    return found
+
+
+def fields(shape: str) -> dict[str, object]:
+    """The struct's keys and their annotations (marks included), in declaration order."""
+    # JsonValue is a recursive alias whose inner name resolves only where it is defined.
+    hints: dict[str, object] = get_type_hints(typed_dict(shape), include_extras=True, localns={"JsonValue": JsonValue})
+    return hints
+
+
+def _marks(hint: object) -> tuple[object, tuple[object, ...]]:
+    if get_origin(hint) is Annotated:
+        base, *marks = get_args(hint)
+        return base, tuple(marks)
+    return hint, ()
+
+
+def _shape_of(hint: object) -> str | None:
+    """The CANONICAL shape a TypedDict annotation names, if any."""
+    name = getattr(hint, "__name__", "")
+    shape = name.removesuffix("Spec")
+    return shape if is_typeddict(hint) and shape in CANONICAL and typed_dict(shape) is hint else None
+
+
+def _slot(hint: object) -> Slot:
+    base, marks = _marks(hint)
+    for mark in marks:
+        if isinstance(mark, Zero):
+            return mark.value
+        if isinstance(mark, OmitEmpty):
+            return OMIT_EMPTY
+        if isinstance(mark, AsSent):
+            return None
+    members = get_args(base) if get_origin(base) in (Union, types.UnionType) else (base,)
+    present = [m for m in members if m is not type(None)]
+    nullable = len(present) < len(members)
+    only = present[0] if len(present) == 1 else None
+    if (shape := _shape_of(only)) is not None:
+        return Nested(shape, filled=any(isinstance(m, Filled) for m in marks))
+    if get_origin(only) is list and (shape := _shape_of(get_args(only)[0])) is not None:
+        return Nested(shape, many=True)
+    return None if nullable or only is None else _zero(only)
+
+
+def _zero(hint: object) -> object:
+    """Go's zero value for a key of this JSON type."""
+    if hint is bool:
+        return False
+    if hint is int:
+        return 0
+    if hint is float:
+        return 0.0
+    if hint is str or get_origin(hint) is Literal:
+        return ""
+    return None  # slices, maps, pointers to structs corral keeps as sent
+
+
+def hcl_name(shape: str, key: str) -> str | None:
+    """How a job file spells the struct's key: its Hcl mark, else the key in snake_case; None
+    for a key no job file spells (NotInHcl)."""
+    for mark in _marks(fields(shape)[key])[1]:
+        if isinstance(mark, Hcl):
+            return mark.name
+        if isinstance(mark, NotInHcl):
+            return None
+    return to_snake(key)
+
+
+def _input_only(hint: object) -> bool:
+    return any(isinstance(mark, InputOnly) for mark in _marks(hint)[1])
+
+
+def _shapes() -> dict[str, dict[str, Slot]]:
+    return {
+        shape: {key: _slot(hint) for key, hint in fields(shape).items() if not _input_only(hint)} for shape in CANONICAL
+    }
+
+
+SHAPES: dict[str, dict[str, Slot]] = _shapes()
 
 # Keys the api package accepts that nomad/structs does not carry: Nomad merges the job's
 # Reschedule and Migrate into its groups, reads LogConfig.Enabled as the inverse of
 # Disabled, and takes a scaling policy's namespace from the job. VaultToken and
 # ConsulToken were api.Job fields until Nomad 1.9; older CLIs (and job files) still send them.
 INPUT_ONLY: dict[str, frozenset[str]] = {
-    "Job": frozenset({"Reschedule", "Migrate", "VaultToken", "ConsulToken"}),
-    "LogConfig": frozenset({"Enabled"}),
-    "ScalingPolicy": frozenset({"Namespace"}),
+    shape: keys
+    for shape in CANONICAL
+    if (keys := frozenset(key for key, hint in fields(shape).items() if _input_only(hint)))
 }
 # Input-only keys whose value is itself a struct to check.
 INPUT_NESTED: dict[str, dict[str, Nested]] = {
-    "Job": {"Reschedule": Nested("ReschedulePolicy"), "Migrate": Nested("MigrateStrategy")},
+    shape: nested
+    for shape, keys in INPUT_ONLY.items()
+    if (nested := {k: s for k in sorted(keys) if isinstance(s := _slot(_marks(fields(shape)[k])[0]), Nested)})
 }
 
 
