@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
@@ -90,7 +90,20 @@ def _hosts_to_query(url: str) -> str:
     return f"{parts.scheme}://{userinfo}{at}{parts.path}?{query}{fragment}"
 
 
-def connect_args(role: str) -> dict[str, Any]:
+class LibpqParams(TypedDict):
+    """The libpq connection parameters every role sets (psycopg.connect's keyword arguments)."""
+
+    application_name: str
+    options: str
+    connect_timeout: int
+    keepalives: int
+    keepalives_idle: int
+    keepalives_interval: int
+    keepalives_count: int
+    tcp_user_timeout: int
+
+
+def connect_args(role: str) -> LibpqParams:
     """libpq parameters: application_name, timeouts, and keepalives that detect a dead peer."""
     limits = ROLE_TIMEOUTS[role]
     options = " ".join(
