@@ -229,8 +229,7 @@ class IndexWatcher:
                 self._stopped.wait(1.0)
 
     def _watch(self) -> None:
-        kwargs = connect_args("api")
-        kwargs["application_name"] = "corral-api-index-watcher"
+        kwargs = connect_args("api", "corral-api-index-watcher")
         with contextlib.ExitStack() as stack:
             conn = stack.enter_context(psycopg.connect(self._url, autocommit=True, **kwargs))
             listener = conn

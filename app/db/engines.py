@@ -103,8 +103,9 @@ class LibpqParams(TypedDict):
     tcp_user_timeout: int
 
 
-def connect_args(role: str) -> LibpqParams:
-    """libpq parameters: application_name, timeouts, and keepalives that detect a dead peer."""
+def connect_args(role: str, application_name: str = "") -> LibpqParams:
+    """libpq parameters: application_name (`corral-<role>` unless named), timeouts, and
+    keepalives that detect a dead peer."""
     limits = ROLE_TIMEOUTS[role]
     options = " ".join(
         [
@@ -115,7 +116,7 @@ def connect_args(role: str) -> LibpqParams:
         ]
     )
     return {
-        "application_name": f"corral-{role}",
+        "application_name": application_name or f"corral-{role}",
         "options": options,
         "connect_timeout": 5,
         "keepalives": 1,
