@@ -11,6 +11,7 @@ from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerC
 from app.pipeline.metrics_codec import placed_to_nomad
 from app.plan_wire import PlacedMetricsJson
 from app.rfc3339 import of_datetime
+from app.wire.api_jobs import JobEvalAnswerJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -39,7 +40,7 @@ class JobEvalResult(Protocol):
     def index(self) -> int: ...
 
 
-def job_eval_answer(result: JobEvalResult, warnings: str = "") -> dict[str, Any]:
+def job_eval_answer(result: JobEvalResult, warnings: str = "") -> JobEvalAnswerJson:
     """Nomad's JobRegisterResponse fields, shared by every job write that creates an evaluation."""
     return {
         "EvalID": ident(result.eval_id),

@@ -20,6 +20,7 @@ from app.models import Job
 from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
+from app.wire.json import JsonObject
 
 bp = Blueprint("jobs", __name__)
 JOB_TABLES = ["jobs", "allocations", "evaluations"]
@@ -85,7 +86,7 @@ def _register(url_job_id: str | None) -> Response:
     )
 
 
-def normalized_job(body: dict[str, Any]) -> dict[str, Any]:
+def normalized_job(body: JsonObject) -> dict[str, Any]:
     job = body.get("Job")
     if not isinstance(job, dict):
         raise InvalidInput.of("Job", "is required and must be a JSON object")
@@ -126,22 +127,26 @@ def _submission_warnings(submission: Any, limit: int) -> str:
     )
 
 
-def _register_options(body: dict[str, Any]) -> store.RegisterOptions:
+def _register_options(body: JsonObject) -> store.RegisterOptions:
     problems = []
     enforce = body.get("EnforceIndex", False)
     if not isinstance(enforce, bool):
         problems.append(FieldProblem("EnforceIndex", "must be a boolean"))
+        enforce = False
     modify_index = body.get("JobModifyIndex", 0)
     if isinstance(modify_index, bool) or not isinstance(modify_index, int) or modify_index < 0:
         problems.append(FieldProblem("JobModifyIndex", "must be a non-negative integer"))
+        modify_index = 0
     priority = body.get("EvalPriority", 0) or None
     if priority is not None and (
         isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 100
     ):
         problems.append(FieldProblem("EvalPriority", "must be an integer between 1 and 100"))
+        priority = None
     preserve = body.get("PreserveCounts", False)
     if not isinstance(preserve, bool):
         problems.append(FieldProblem("PreserveCounts", "must be a boolean"))
+        preserve = False
     if problems:
         raise InvalidInput(problems)
     return store.RegisterOptions(

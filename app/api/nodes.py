@@ -23,6 +23,7 @@ from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
+from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -117,7 +118,12 @@ class NodeBody(_Strict):
         return value
 
 
-def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistration:
+def _object(value: JsonValue | None) -> JsonObject:
+    """A copy of a block validation has checked is an object (or left out, for ReservedResources)."""
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _to_registration(node: NodeBody, raw: JsonObject) -> store.NodeRegistration:
     """`raw` is the validated Node object as sent: NodeResources and ReservedResources are
     stored whole (CPU cores, devices, host volumes and networks...), the amounts also in columns."""
     reserved = node.ReservedResources
@@ -139,8 +145,8 @@ def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistrat
         reserved_memory_mb=reserved.Memory.MemoryMB,
         reserved_disk_mb=reserved.Disk.DiskMB,
         reserved_ports=reserved.Networks.ReservedHostPorts,
-        node_resources=dict(raw["NodeResources"]),
-        reserved_resources=dict(raw.get("ReservedResources") or {}),
+        node_resources=_object(raw.get("NodeResources")),
+        reserved_resources=_object(raw.get("ReservedResources")),
         http_addr=node.HTTPAddr,
         host_volumes={
             name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.wire.api_acl import AclTokenJson, AclTokenRequest
 
 
 @click.group()
@@ -34,7 +35,7 @@ def _rows(rows: list[tuple[str, Any]]) -> None:
         click.echo(f"{name.ljust(width)} = {_field(value)}")
 
 
-def print_token(token: dict[str, Any]) -> None:
+def print_token(token: AclTokenJson) -> None:
     _rows(
         [
             ("Accessor ID", token["AccessorID"]),
@@ -157,7 +158,12 @@ def token_create(
     name: str | None, kind: str | None, policies: tuple[str, ...], global_: bool, ttl: str | None, as_json: bool
 ) -> None:
     """Create a token; its Secret ID is shown only now."""
-    body: dict[str, Any] = {"Name": name or "", "Type": kind or "client", "Policies": list(policies), "Global": global_}
+    body: AclTokenRequest = {
+        "Name": name or "",
+        "Type": kind or "client",
+        "Policies": list(policies),
+        "Global": global_,
+    }
     if ttl:
         body["ExpirationTTL"] = ttl
     created = http.put("/v1/acl/token", body)

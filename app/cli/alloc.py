@@ -169,7 +169,7 @@ def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: boo
     server streams what the task writes until the task is dead)."""
     full = resolve(alloc_id)
     task = task or _only_task(full)
-    params: dict[str, Any] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
+    params: dict[str, http.QueryValue] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
     data = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": 0})
     offset = len(data)
     if tail:

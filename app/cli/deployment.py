@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.wire.api_deployments import DeploymentPromoteRequest
 
 FULL_ID_LENGTH = 36
 SHORT_ID_LENGTH = 8
@@ -181,7 +182,7 @@ def promote(deployment_id: str, groups: tuple[str, ...]) -> None:
     Refused (409) unless the deployment is running and every chosen group's canaries are
     healthy. Prints the deployment-watcher evaluation that continues the rollout."""
     full = resolve(deployment_id)
-    body: dict[str, Any] = {"DeploymentID": full, "All": not groups}
+    body: DeploymentPromoteRequest = {"DeploymentID": full, "All": not groups}
     if groups:
         body["Groups"] = list(groups)
     response = http.post(f"/v1/deployment/promote/{full}", body)

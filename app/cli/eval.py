@@ -83,7 +83,7 @@ def list_(
 ) -> None:
     """List evaluations, newest first: ID, priority, trigger, job, namespace, node, status and
     whether placement failed."""
-    params: dict[str, Any] = {"namespace": "*", "reverse": True}  # newest first, a page the newest
+    params: dict[str, http.QueryValue] = {"namespace": "*", "reverse": True}  # newest first, a page the newest
     params.update({k: v for k, v in (("job", job), ("status", status), ("per_page", per_page)) if v is not None})
     evals = http.get("/v1/evaluations", params)
     if not formatted(evals, as_json, template):

@@ -21,6 +21,7 @@ from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
+from app.wire.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
 
@@ -169,9 +170,9 @@ def run(
     the evaluation and return. Blocks corral keeps but does not act on (service, template,
     vault, ...) are listed as warnings."""
     spec = load_job(file, variables, var_files)
-    body: dict[str, Any] = {"Job": spec}
+    body: JobRegisterRequest = {"Job": spec}
     if check_index is not None:
-        body.update(EnforceIndex=True, JobModifyIndex=check_index)
+        body |= {"EnforceIndex": True, "JobModifyIndex": check_index}
     response = http.put("/v1/jobs", body)
     _show_warnings(response)
     if not detach and response.get("EvalID"):
@@ -315,7 +316,7 @@ def dispatch(
     if input_source is not None and payload_file is not None:
         raise click.UsageError("give the payload as INPUT or -payload-file, not both")
     payload_file = payload_file or input_source
-    body: dict[str, Any] = {"Meta": meta}
+    body: JobDispatchRequest = {"Meta": meta}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
     response = http.post(_job_path(job_id, "dispatch"), body)
@@ -340,7 +341,7 @@ def dispatch(
 def revert(job_id: str, version: int, check_version: int | None, detach: bool, verbose: bool) -> None:
     """Register VERSION of JOB again, as a new version with its job-register evaluation (see
     `corral job history`), monitored unless -detach. Reverting to the current version is an error."""
-    body: dict[str, Any] = {"JobID": job_id, "JobVersion": version}
+    body: JobRevertRequest = {"JobID": job_id, "JobVersion": version}
     if check_version is not None:
         body["EnforcePriorVersion"] = check_version
     response = http.post(_job_path(job_id, "revert"), body)

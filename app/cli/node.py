@@ -11,6 +11,7 @@ from app.cli.client import default_address
 from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, format_options, formatted, key_values, resolve
+from app.wire.api_nodes import NodeDrainRequest
 
 
 @click.group()
@@ -73,7 +74,7 @@ def drain(
         raise SystemExit(monitor_drain(node_id, base))
     if typed != node_id and not yes and not _confirmed("enable" if enable else "disable", node_id):
         return
-    body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
+    body: NodeDrainRequest = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
     reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=base)

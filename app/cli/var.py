@@ -143,7 +143,7 @@ def list_(
     prefix: str, namespace: str, per_page: int, page_token: str, filter_: str, out: str | None, template: str | None
 ) -> None:
     """List the variables whose path starts with PREFIX (the token's listable paths only)."""
-    params: dict[str, Any] = {"namespace": namespace, "prefix": prefix}
+    params: dict[str, http.QueryValue] = {"namespace": namespace, "prefix": prefix}
     if per_page:
         params["per_page"] = per_page
     if page_token:
@@ -183,7 +183,7 @@ def _stubs(found: list[dict[str, Any]]) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
-def _send(method: str, route: str, params: dict[str, Any] | None = None, body: Any = None) -> http.Answer:
+def _send(method: str, route: str, params: http.QueryParams | None = None, body: object = None) -> http.Answer:
     """A request whose answer the command reads whatever its status (a 409 carries the conflict)."""
     url = http.address() + route + http.query_string(params)
     answer = http.send(method, url, body, http.auth_headers(), http.TIMEOUT_S)
@@ -211,7 +211,7 @@ def _cas_conflict(check_index: int, conflict: dict[str, Any]) -> click.ClickExce
 @click.argument("path")
 def purge(path: str, namespace: str, check_index: int | None) -> None:
     """Delete the variable at PATH for good."""
-    params: dict[str, Any] = {"namespace": _single(namespace)}
+    params: dict[str, http.QueryValue] = {"namespace": _single(namespace)}
     if check_index is not None:
         params["cas"] = check_index
     answer = _send("DELETE", _path(path), params)
@@ -271,7 +271,7 @@ def put(
         raise click.UsageError("Must supply data")
     ns = _single(str(spec.get("Namespace") or namespace) if namespace == "default" else namespace)
     cas = check_index if check_index is not None else int(spec.get("ModifyIndex") or 0)
-    params: dict[str, Any] = {"namespace": ns} | ({} if force else {"cas": cas})
+    params: dict[str, http.QueryValue] = {"namespace": ns} | ({} if force else {"cas": cas})
     answer = _send("PUT", _path(path), params, {"Namespace": ns, "Path": path, "Items": items})
     if answer.status_code == 409:
         raise _cas_conflict(cas, answer.json())

@@ -1,0 +1,14 @@
+"""Bodies of the deployment writes as the CLI sends them (the deployment itself is in
+app/wire's deployment module)."""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+
+class DeploymentPromoteRequest(TypedDict):
+    """Nomad's DeploymentPromoteRequest: every group (All) or the Groups named."""
+
+    DeploymentID: str
+    All: bool
+    Groups: NotRequired[list[str]]
