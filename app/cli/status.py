@@ -40,7 +40,7 @@ def status(ctx: click.Context, prefix: str | None, verbose: bool, as_json: bool,
             return
         ctx.invoke(job_status, job_id=jobs[0]["ID"], verbose=verbose)
         return
-    others: list[tuple[str, str, click.Command, dict[str, Any]]] = [
+    others: list[tuple[str, str, click.Command, dict[str, str]]] = [
         ("allocations", "/v1/allocations", alloc_status, {"alloc_id": prefix}),
         ("nodes", "/v1/nodes", node_status, {"node_id": prefix}),
         ("evaluations", "/v1/evaluations", eval_status, {"eval_id": prefix}),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from app.wire.json import JsonObject
+
 
 class VariableLockJson(TypedDict):
     ID: str
@@ -26,3 +28,21 @@ class VariableJson(VariableMetaJson):
     """A variable with its items; a 409's conflict to a caller who may not read it has none."""
 
     Items: dict[str, str] | None
+
+
+class VariableLockRequest(TypedDict, total=False):
+    """A write's Lock: its TTL and LockDelay (Go durations) to acquire, its ID to renew or release."""
+
+    ID: str
+    TTL: str
+    LockDelay: str
+
+
+class VariableRequest(TypedDict):
+    """PUT /v1/var/:path as `var put` and `var lock` send it; Items as the spec file gave them
+    (the server checks they are strings)."""
+
+    Namespace: NotRequired[str]
+    Path: str
+    Items: NotRequired[JsonObject]
+    Lock: NotRequired[VariableLockRequest]

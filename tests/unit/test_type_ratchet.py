@@ -18,9 +18,9 @@ ANY = re.compile(r"\bAny\b")
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
 BUDGETS: dict[str, tuple[int, int]] = {
     "app/acl": (0, 2),
-    "app/api": (66, 139),
+    "app/api": (65, 138),
     "app/bexpr": (0, 17),
-    "app/cli": (69, 150),
+    "app/cli": (56, 135),
     "app/db": (0, 11),
     "app/gc": (5, 8),
     "app/jobspec": (66, 208),
