@@ -1,17 +1,27 @@
-"""Nomad's enumerations. Pure: imported by the scheduler, the models and the API alike."""
+"""Nomad's enumerations. Pure: imported by the scheduler, the models and the API alike. The
+statuses and types are the tuples of app.wire's Literal aliases, so a value the JSON types
+accept is one the CHECK constraints accept."""
 
 from __future__ import annotations
 
-JOB_TYPES = ("service", "batch", "system", "sysbatch")
-JOB_STATUSES = ("pending", "running", "dead")
+from typing import get_args
+
+from app.wire.allocation import AllocClientStatus, AllocClientTerminalStatus, AllocDesiredStatus
+from app.wire.deployment import DeploymentActiveStatus, DeploymentStatus
+from app.wire.evaluation import EvalStatus, EvalTerminalStatus
+from app.wire.job import JobStatus, JobType
+from app.wire.node import NodeEligibility, NodeStatus
+
+JOB_TYPES: tuple[JobType, ...] = get_args(JobType)
+JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
 # Core evaluations run garbage collection instead of a scheduler (Nomad's `_core` type).
 CORE_EVAL_TYPE = "_core"
 EVAL_TYPES = (*JOB_TYPES, CORE_EVAL_TYPE)
 CORE_JOBS = ("eval-gc", "job-gc", "node-gc", "deployment-gc", "force-gc")
 CORE_PRIORITY = 200  # above any job (1-100), as in Nomad
 
-EVAL_STATUSES = ("pending", "blocked", "complete", "failed", "canceled")
-EVAL_TERMINAL_STATUSES = ("complete", "failed", "canceled")
+EVAL_STATUSES: tuple[EvalStatus, ...] = get_args(EvalStatus)
+EVAL_TERMINAL_STATUSES: tuple[EvalTerminalStatus, ...] = get_args(EvalTerminalStatus)
 EVAL_TRIGGERS = (
     "job-register",
     "job-deregister",
@@ -33,32 +43,15 @@ EVAL_TRIGGERS = (
     "reconnect",
 )
 
-NODE_STATUSES = ("initializing", "ready", "down", "disconnected")
-NODE_ELIGIBILITIES = ("eligible", "ineligible")
+NODE_STATUSES: tuple[NodeStatus, ...] = get_args(NodeStatus)
+NODE_ELIGIBILITIES: tuple[NodeEligibility, ...] = get_args(NodeEligibility)
 
-ALLOC_DESIRED_STATUSES = ("run", "stop", "evict")
-ALLOC_CLIENT_STATUSES = ("pending", "running", "complete", "failed", "lost", "unknown")
-ALLOC_CLIENT_TERMINAL_STATUSES = ("complete", "failed", "lost")
+ALLOC_DESIRED_STATUSES: tuple[AllocDesiredStatus, ...] = get_args(AllocDesiredStatus)
+ALLOC_CLIENT_STATUSES: tuple[AllocClientStatus, ...] = get_args(AllocClientStatus)
+ALLOC_CLIENT_TERMINAL_STATUSES: tuple[AllocClientTerminalStatus, ...] = get_args(AllocClientTerminalStatus)
 
-DEPLOYMENT_STATUSES = (
-    "running",
-    "paused",
-    "failed",
-    "successful",
-    "cancelled",
-    "initializing",
-    "pending",
-    "blocked",
-    "unblocking",
-)
-DEPLOYMENT_ACTIVE_STATUSES = (
-    "running",
-    "paused",
-    "initializing",
-    "pending",
-    "blocked",
-    "unblocking",
-)
+DEPLOYMENT_STATUSES: tuple[DeploymentStatus, ...] = get_args(DeploymentStatus)
+DEPLOYMENT_ACTIVE_STATUSES: tuple[DeploymentActiveStatus, ...] = get_args(DeploymentActiveStatus)
 
 PLAN_STATUSES = ("pending", "applied", "rejected")
 SCHEDULER_ALGORITHMS = ("binpack", "spread")

@@ -20,9 +20,9 @@ from typing import TypeVar
 
 from app.pipeline.plan_check import BatchState, check
 from app.pipeline.plan_codec import decode_plan, encode_plan
-from app.plan_wire import PlanRowJson
 from app.scheduler import process
 from app.structs import Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
+from app.wire.plan import PlanRowJson
 from bench.scheduler_pass import evaluation, nodes
 
 T = TypeVar("T")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import ssl
-from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
@@ -22,7 +21,7 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        options: dict[str, Any] = {
+        options: dict[str, object] = {
             "bind": self.settings.bind,
             "workers": self.settings.http_workers,
             # Evented: a blocking query parks a greenlet for up to 5 minutes, not a thread.

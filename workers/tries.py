@@ -8,8 +8,8 @@ from datetime import datetime
 
 from app.pipeline.broker import Outcome
 from app.pipeline.plans import AppliedPlan
-from app.plan_wire import CompletionJson
 from app.structs import SchedulerResult
+from app.wire.plan import CompletionJson
 
 
 class ShuttingDown(Exception):

@@ -4,7 +4,7 @@ proxy to a client agent are in client_fs.py and client_allocs.py."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from flask import Blueprint, Response, request
@@ -19,6 +19,7 @@ from app.gc.client_gc import request_client_gc
 from app.store import client_allocs
 from app.store.heartbeat_ttl import HeartbeatPolicy
 from app.store.heartbeats import heartbeat as record_heartbeat
+from app.wire.allocation import TaskStateJson
 
 bp = Blueprint("client", __name__)
 NANOS = 1_000_000_000
@@ -106,7 +107,7 @@ def update_allocations(node_id: str) -> Response:
             u.ID,
             u.ClientStatus,
             u.ClientDescription,
-            {name: state.model_dump() for name, state in u.TaskStates.items()},
+            {name: cast(TaskStateJson, state.model_dump()) for name, state in u.TaskStates.items()},
             u.Destroyed,
             None
             if u.DeploymentStatus is None

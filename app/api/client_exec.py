@@ -48,6 +48,7 @@ from app.errors import InvalidInput
 from app.models import JobVersion
 from app.store import allocs as alloc_store
 from app.stream import websocket as wsock
+from app.wire.job import JobSpec
 
 log = structlog.get_logger(__name__)
 bp = Blueprint("client_exec", __name__)
@@ -102,7 +103,7 @@ def parse_tty(raw: str | None) -> bool:
     raise InvalidInput.of("tty", f"tty value is not a boolean, got {raw!r}")
 
 
-def _tasks(spec: dict[str, Any], group: str) -> dict[str, str]:
+def _tasks(spec: JobSpec, group: str) -> dict[str, str]:
     """Task name -> driver, for the allocation's task group."""
     groups = [g for g in spec.get("TaskGroups") or [] if isinstance(g, dict) and g.get("Name") == group]
     tasks = groups[0].get("Tasks") or [] if groups else []

@@ -9,9 +9,10 @@ from typing import Any, Protocol, cast
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.metrics_codec import placed_to_nomad
-from app.plan_wire import PlacedMetricsJson
 from app.rfc3339 import of_datetime
 from app.wire.api_jobs import JobEvalAnswerJson
+from app.wire.job import JobSpec
+from app.wire.plan import PlacedMetricsJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -82,7 +83,7 @@ def job_version(row: JobVersion, current: Job, status: str) -> dict[str, Any]:
     }
 
 
-def version_spec(row: JobVersion) -> dict[str, Any]:
+def version_spec(row: JobVersion) -> JobSpec:
     """A version's stored spec with the server-set fields Nomad's job carries at that version
     (what an allocation's Job shows)."""
     return {
@@ -195,7 +196,7 @@ def evaluation_stub(row: Evaluation) -> dict[str, Any]:
     return {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
 
 
-def allocation(row: Allocation, job_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, Any]:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
     version (None when it was pruned, or in lists, which leave the job out)."""
     return {

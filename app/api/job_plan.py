@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from flask import Blueprint, Response
 
@@ -17,10 +17,11 @@ from app.jobspec.diff import job_diff
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.pipeline.job_plan import DryRun, dry_run
 from app.pipeline.metrics_codec import metrics_to_json
-from app.plan_wire import AllocMetricJson
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
 from app.structs import Allocation
+from app.wire.allocation import AllocationMetricJson
+from app.wire.job import JobDiffJson, JobSpec
 
 bp = Blueprint("job_plan", __name__)
 
@@ -63,7 +64,7 @@ class JobPlanResponseJson(TypedDict):
     """Nomad's JobPlanResponse."""
 
     Annotations: PlanAnnotationsJson
-    FailedTGAllocs: dict[str, AllocMetricJson] | None
+    FailedTGAllocs: dict[str, AllocationMetricJson] | None
     JobModifyIndex: int
     CreatedEvals: None
     Diff: Mapping[str, object] | None  # app.jobspec.diff's JobDiff
@@ -87,13 +88,13 @@ def plan(job_id: str) -> Response:
     return respond(plan_response(dry, spec, diff=want_diff), dry.snapshot.index)
 
 
-def _diff(current: dict[str, Any] | None, spec: dict[str, Any]) -> dict[str, Any]:
+def _diff(current: JobSpec | None, spec: JobSpec) -> JobDiffJson:
     """Between the jobs as Nomad sends them, as registration compares them: a job read back
     and planned again (its zero values spelt out) is no change."""
     return job_diff(None if current is None else canonical_job(current), canonical_job(spec))
 
 
-def plan_response(dry: DryRun, spec: dict[str, Any], *, diff: bool) -> JobPlanResponseJson:
+def plan_response(dry: DryRun, spec: JobSpec, *, diff: bool) -> JobPlanResponseJson:
     failed = dry.result.failed_tg_allocs
     return {
         "Annotations": {

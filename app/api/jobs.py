@@ -20,6 +20,7 @@ from app.models import Job
 from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
+from app.wire.job import JobSpec
 from app.wire.json import JsonObject
 
 bp = Blueprint("jobs", __name__)
@@ -86,7 +87,7 @@ def _register(url_job_id: str | None) -> Response:
     )
 
 
-def normalized_job(body: JsonObject) -> dict[str, Any]:
+def normalized_job(body: JsonObject) -> JobSpec:
     job = body.get("Job")
     if not isinstance(job, dict):
         raise InvalidInput.of("Job", "is required and must be a JSON object")
@@ -170,11 +171,10 @@ def parse() -> Response:
     try:
         # file() stays off: the server must not read its own files for a caller.
         job = parse_hcl(hcl, var_files=[("Variables", variables)] if variables.strip() else ())
-        if body.get("Canonicalize"):
-            job = normalize_job(job)
+        normalized = normalize_job(job) if body.get("Canonicalize") else None
     except JobSpecError as err:
         raise InvalidInput([FieldProblem(e.field, e.message) for e in err.errors]) from err
-    return respond(job, 0)
+    return respond(job if normalized is None else normalized, 0)
 
 
 @bp.get("/job/<path:job_id>")

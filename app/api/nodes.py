@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from flask import Blueprint, Response
@@ -23,7 +23,8 @@ from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
-from app.wire.json import JsonObject, JsonValue
+from app.wire.json import JsonObject
+from app.wire.node import NodeReservedResourcesJson, NodeResourcesJson
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -118,15 +119,21 @@ class NodeBody(_Strict):
         return value
 
 
-def _object(value: JsonValue | None) -> JsonObject:
-    """A copy of a block validation has checked is an object (or left out, for ReservedResources)."""
-    return dict(value) if isinstance(value, dict) else {}
+def _blocks(raw: JsonObject) -> tuple[NodeResourcesJson, NodeReservedResourcesJson]:
+    """NodeResources and ReservedResources as sent: NodeBody's validation has checked their
+    shape (ReservedResources may be left out)."""
+    resources, reserved = raw.get("NodeResources"), raw.get("ReservedResources")
+    return (
+        cast(NodeResourcesJson, resources if isinstance(resources, dict) else {}),
+        cast(NodeReservedResourcesJson, reserved if isinstance(reserved, dict) else {}),
+    )
 
 
 def _to_registration(node: NodeBody, raw: JsonObject) -> store.NodeRegistration:
     """`raw` is the validated Node object as sent: NodeResources and ReservedResources are
     stored whole (CPU cores, devices, host volumes and networks...), the amounts also in columns."""
     reserved = node.ReservedResources
+    resources, reserved_resources = _blocks(raw)
     return store.NodeRegistration(
         id=node.ID,
         secret_id=node.SecretID,
@@ -145,8 +152,8 @@ def _to_registration(node: NodeBody, raw: JsonObject) -> store.NodeRegistration:
         reserved_memory_mb=reserved.Memory.MemoryMB,
         reserved_disk_mb=reserved.Disk.DiskMB,
         reserved_ports=reserved.Networks.ReservedHostPorts,
-        node_resources=_object(raw.get("NodeResources")),
-        reserved_resources=_object(raw.get("ReservedResources")),
+        node_resources=resources,
+        reserved_resources=reserved_resources,
         http_addr=node.HTTPAddr,
         host_volumes={
             name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}

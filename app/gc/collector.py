@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -227,11 +227,11 @@ class Collector:
         if not self._batch(["gc_runs"], step) and marked:
             self._bump(["gc_runs"])
 
-    def _age(self, seconds: float) -> dict[str, Any]:
+    def _age(self, seconds: float) -> dict[str, object]:
         return {"threshold_s": seconds, "as_of": self.as_of}
 
-    def _until_done(self, tables: list[str], name: str, params: dict[str, Any]) -> None:
-        while self._batch(tables, lambda s, limit: _counts(s, name, params | {"limit": limit})):
+    def _until_done(self, tables: list[str], name: str, params: Mapping[str, object]) -> None:
+        while self._batch(tables, lambda s, limit: _counts(s, name, {**params, "limit": limit})):
             pass
 
     def _batch(self, tables: list[str], step: Callable[[Session, int], dict[str, int]]) -> int:
@@ -305,6 +305,6 @@ def _jobs_per_batch(limit: int) -> int:
     return max(1, limit // JOB_BATCH_DIVISOR)
 
 
-def _counts(session: Session, name: str, params: dict[str, Any]) -> dict[str, int]:
+def _counts(session: Session, name: str, params: Mapping[str, object]) -> dict[str, int]:
     row = session.execute(query(name), params).mappings().one()
     return {str(k): int(v) for k, v in row.items()}

@@ -4,9 +4,9 @@ collectors a run covers (Nomad's core_sched.go thresholds)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.config import Settings
+from app.wire.evaluation import CoreParamsJson
 
 SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")
 # Forced GC runs every collector; evaluations go before jobs so a big stopped job is trimmed
@@ -38,7 +38,7 @@ class Thresholds:
     def forced(cls) -> Thresholds:
         return cls(0, 0, 0, 0, 0)
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> CoreParamsJson:
         return {
             "eval": self.eval_s,
             "batch_eval": self.batch_eval_s,
@@ -48,13 +48,13 @@ class Thresholds:
         }
 
     @classmethod
-    def from_params(cls, params: dict[str, Any] | None, defaults: Thresholds) -> Thresholds:
+    def from_params(cls, params: CoreParamsJson | None, defaults: Thresholds) -> Thresholds:
         """The thresholds a core evaluation carries; none (NULL core_params, e.g. one queued by
         hand) means the configured ones, never the forced zeros."""
         return defaults if params is None else cls.from_json(params)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Thresholds:
+    def from_json(cls, data: CoreParamsJson) -> Thresholds:
         return cls(
             eval_s=float(data["eval"]),
             batch_eval_s=float(data["batch_eval"]),

@@ -10,18 +10,21 @@ read, stays as it is.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Mapping
+from typing import cast
 
 from app.jobspec.shapes import SHAPES, Nested, OmitEmpty
+from app.wire.job import JobSpec
+from app.wire.json import JsonObject, JsonValue
 
 
-def canonical_job(spec: dict[str, Any]) -> dict[str, Any]:
+def canonical_job(spec: JobSpec) -> JsonObject:
     """Every key of Nomad's Job (server-set ones at their zero value: the caller has them)."""
     job = canonical(spec, "Job")
     job["Update"] = _job_update(spec.get("Update"))
     if not job["Name"]:
         job["Name"] = job["ID"]
-    for group in job["TaskGroups"] or []:
+    for group in _objects(job["TaskGroups"]):
         _fill_scaling_target(group, job)
     return job
 
@@ -57,22 +60,23 @@ def _is_job_level_form(update: object) -> bool:
     ) and all(type(update[key]) is int for key in _JOB_LEVEL_UPDATE)
 
 
-def canonical(value: dict[str, Any], shape: str) -> dict[str, Any]:
+def canonical(value: Mapping[str, object], shape: str) -> JsonObject:
     """``value`` with exactly the keys of ``shape``: its own values, defaults for the rest."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, slot in SHAPES[shape].items():
-        own = value.get(key)
+        # A stored spec holds JSON only (it came from one and goes back as one).
+        own = cast(JsonValue, value.get(key))
         if isinstance(slot, OmitEmpty):
             if own:
                 out[key] = copy.deepcopy(own)
         elif isinstance(slot, Nested):
             out[key] = _nested(own, slot)
         else:
-            out[key] = copy.deepcopy(slot) if own is None else copy.deepcopy(own)
+            out[key] = cast(JsonValue, copy.deepcopy(slot)) if own is None else copy.deepcopy(own)
     return out
 
 
-def _nested(own: Any, slot: Nested) -> Any:
+def _nested(own: JsonValue, slot: Nested) -> JsonValue:
     if slot.many:
         if not isinstance(own, list):
             return None
@@ -82,16 +86,20 @@ def _nested(own: Any, slot: Nested) -> Any:
     return canonical({}, slot.shape) if slot.filled else None
 
 
-def _job_update(update: Any) -> dict[str, Any]:
+def _job_update(update: object) -> JsonObject:
     """Nomad pushes the update block into the groups and keeps only its stagger and
     max_parallel on the job, and those only when max_parallel is positive."""
-    kept: dict[str, Any] = {}
+    kept: JsonObject = {}
     if isinstance(update, dict) and isinstance(update.get("MaxParallel"), int) and update["MaxParallel"] > 0:
-        kept = {"Stagger": update.get("Stagger") or 0, "MaxParallel": update["MaxParallel"]}
+        kept = {"Stagger": cast(JsonValue, update.get("Stagger")) or 0, "MaxParallel": update["MaxParallel"]}
     return canonical(kept, "UpdateStrategy")
 
 
-def _fill_scaling_target(group: dict[str, Any], job: dict[str, Any]) -> None:
+def _objects(value: JsonValue) -> list[JsonObject]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _fill_scaling_target(group: JsonObject, job: JsonObject) -> None:
     # Nomad names what a group's scaling policy scales when it registers the job.
     scaling = group.get("Scaling")
     if isinstance(scaling, dict) and scaling["Target"] is None:

@@ -5,24 +5,26 @@ tasks matched by name. Unchanged fields are left out (Nomad's non-contextual dif
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TypeVar
+
+from app.wire.job import FieldDiffJson, JobDiffJson, ObjectDiffJson, TaskDiffJson, TaskGroupDiffJson
 
 ADDED, DELETED, EDITED, NONE = "Added", "Deleted", "Edited", "None"
 # Fields the servers own; they never count as a change of the specification.
 IGNORED = frozenset(
     {"Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex"}
 )
-Spec = Mapping[str, Any]
-Diff = dict[str, Any]
+Spec = Mapping[str, object]  # a job, group, task or block: compared as plain JSON
+Diff = TypeVar("Diff", TaskGroupDiffJson, TaskDiffJson)
 
 
-def job_diff(old: Spec | None, new: Spec | None) -> dict[str, Any]:
+def job_diff(old: Spec | None, new: Spec | None) -> JobDiffJson:
     """The diff of two normalized job specifications (None: the job does not exist on that side)."""
     fields, objects = _block(old or {}, new or {}, skip=IGNORED | {"TaskGroups"})
     groups = _named(_groups(old), _groups(new), _group_diff)
     return {
         "Type": _kind(old, new, bool(fields or objects or groups)),
-        "ID": (new or old or {}).get("ID", ""),
+        "ID": str((new or old or {}).get("ID", "")),
         "Fields": fields or None,
         "Objects": objects or None,
         "TaskGroups": groups or None,
@@ -38,10 +40,10 @@ def _kind(old: object | None, new: object | None, changed: bool) -> str:
 
 
 def _groups(spec: Spec | None) -> dict[str, Spec]:
-    return {g["Name"]: g for g in (spec or {}).get("TaskGroups") or ()}
+    return _by_name((spec or {}).get("TaskGroups"))
 
 
-def _group_diff(name: str, old: Spec | None, new: Spec | None) -> dict[str, Any] | None:
+def _group_diff(name: str, old: Spec | None, new: Spec | None) -> TaskGroupDiffJson | None:
     fields, objects = _block(old or {}, new or {}, skip=frozenset({"Tasks", "Name"}))
     tasks = _named(_tasks(old), _tasks(new), _task_diff)
     kind = _kind(old, new, bool(fields or objects or tasks))
@@ -51,10 +53,17 @@ def _group_diff(name: str, old: Spec | None, new: Spec | None) -> dict[str, Any]
 
 
 def _tasks(group: Spec | None) -> dict[str, Spec]:
-    return {t["Name"]: t for t in (group or {}).get("Tasks") or ()}
+    return _by_name((group or {}).get("Tasks"))
 
 
-def _task_diff(name: str, old: Spec | None, new: Spec | None) -> dict[str, Any] | None:
+def _by_name(items: object) -> dict[str, Spec]:
+    """Groups or tasks by name (a stored list of objects, each with its Name)."""
+    if not isinstance(items, list):
+        return {}
+    return {str(item["Name"]): item for item in items if isinstance(item, Mapping)}
+
+
+def _task_diff(name: str, old: Spec | None, new: Spec | None) -> TaskDiffJson | None:
     fields, objects = _block(old or {}, new or {}, skip=frozenset({"Name"}))
     kind = _kind(old, new, bool(fields or objects))
     if kind == NONE:
@@ -68,7 +77,7 @@ def _task_diff(name: str, old: Spec | None, new: Spec | None) -> dict[str, Any] 
     }
 
 
-def _task_annotation(kind: str, fields: list[dict[str, Any]], objects: list[dict[str, Any]]) -> str:
+def _task_annotation(kind: str, fields: list[FieldDiffJson], objects: list[ObjectDiffJson]) -> str:
     """Nomad's hint of what the change does to running allocations."""
     if kind == ADDED:
         return "forces create"
@@ -87,10 +96,10 @@ def _named(
     return [d for d in out if d is not None]
 
 
-def _block(old: Spec, new: Spec, skip: frozenset[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _block(old: Spec, new: Spec, skip: frozenset[str]) -> tuple[list[FieldDiffJson], list[ObjectDiffJson]]:
     """Scalar fields and nested objects that differ between two JSON objects."""
-    fields: list[dict[str, Any]] = []
-    objects: list[dict[str, Any]] = []
+    fields: list[FieldDiffJson] = []
+    objects: list[ObjectDiffJson] = []
     for key in sorted({*old, *new} - skip):
         a, b = old.get(key), new.get(key)
         if a == b:
@@ -98,32 +107,40 @@ def _block(old: Spec, new: Spec, skip: frozenset[str]) -> tuple[list[dict[str, A
         if isinstance(a, Mapping) or isinstance(b, Mapping):
             objects.append(_object(key, a if isinstance(a, Mapping) else None, b if isinstance(b, Mapping) else None))
         elif _is_object_list(a) or _is_object_list(b):
-            objects.extend(_object_list(key, a or [], b or []))
+            objects.extend(_object_list(key, _list(a), _list(b)))
         elif isinstance(a, list) or isinstance(b, list):
-            fields.extend(_scalar_list(key, a or [], b or []))
+            fields.extend(_scalar_list(key, _list(a), _list(b)))
         else:
             fields.append(_field(key, a, b))
     return fields, objects
 
 
-def _object(name: str, old: Spec | None, new: Spec | None) -> dict[str, Any]:
+def _object(name: str, old: Spec | None, new: Spec | None) -> ObjectDiffJson:
     fields, objects = _block(old or {}, new or {}, skip=frozenset())
     return {"Type": _kind(old, new, True), "Name": name, "Fields": fields or None, "Objects": objects or None}
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: object) -> Spec | None:
+    return value if isinstance(value, Mapping) else None
 
 
 def _is_object_list(value: object) -> bool:
     return isinstance(value, list) and any(isinstance(v, Mapping) for v in value)
 
 
-def _object_list(name: str, old: list[Any], new: list[Any]) -> Iterable[dict[str, Any]]:
+def _object_list(name: str, old: list[object], new: list[object]) -> Iterable[ObjectDiffJson]:
     for i in range(max(len(old), len(new))):
         a = old[i] if i < len(old) else None
         b = new[i] if i < len(new) else None
         if a != b:
-            yield _object(name, a, b)
+            yield _object(name, _mapping(a), _mapping(b))
 
 
-def _scalar_list(name: str, old: list[Any], new: list[Any]) -> Iterable[dict[str, Any]]:
+def _scalar_list(name: str, old: list[object], new: list[object]) -> Iterable[FieldDiffJson]:
     """Set semantics, as Nomad diffs Datacenters and similar string lists."""
     before, after = [_text(v) for v in old], [_text(v) for v in new]
     for value in sorted(set(before) - set(after)):
@@ -132,7 +149,7 @@ def _scalar_list(name: str, old: list[Any], new: list[Any]) -> Iterable[dict[str
         yield {"Type": ADDED, "Name": name, "Old": "", "New": value, "Annotations": None}
 
 
-def _field(name: str, old: object, new: object) -> dict[str, Any]:
+def _field(name: str, old: object, new: object) -> FieldDiffJson:
     kind = ADDED if old is None else DELETED if new is None else EDITED
     return {"Type": kind, "Name": name, "Old": _text(old), "New": _text(new), "Annotations": None}
 

@@ -27,6 +27,7 @@ from app.jobspec.hcl_eval import Block, Evaluator, HCLError, Pos, Scope, name_of
 from app.jobspec.hcl_eval import Body as HCLBody
 from app.jobspec.hcl_functions import FunctionError, to_text, tobool, tonumber
 from app.jobspec.hcl_schema import OPAQUE, SCHEMAS
+from app.wire.json import JsonList, JsonObject
 
 _BLOCK_MARKER = "__is_block__"
 # Keys that are bookkeeping in a block body (_to_dict marks blocks), not attributes.
@@ -48,9 +49,9 @@ _ACRONYMS = {
 }
 
 Body = Mapping[str, Any]
-Converter = Callable[[Body, str], dict[str, Any] | None]
+Converter = Callable[[Body, str], JsonObject | None]
 # Structured blocks always convert to an object; only a converter may drop a block.
-FieldsConverter = Callable[[Body, str], dict[str, Any]]
+FieldsConverter = Callable[[Body, str], JsonObject]
 Labeled = tuple[list[str], Body]
 
 
@@ -73,7 +74,7 @@ def parse_hcl(
     var_files: Sequence[tuple[str, str]] = (),
     environ: Mapping[str, str] | None = None,
     base_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Convert a Nomad HCL2 job file to the API JSON job object (not yet validated;
     callers pass the result to normalize_job).
 
@@ -108,7 +109,7 @@ def parse_hcl(
     if problems:
         raise JobSpecError(problems)
     converted = {"ID": job.labels[0], "Name": job.labels[0], **_JOB(_to_dict(job.body), "Job")}
-    coerced: dict[str, Any] = coerce_scalars(converted, model.Job)
+    coerced: JsonObject = coerce_scalars(converted, model.Job)
     return coerced
 
 
@@ -159,7 +160,7 @@ def _variables(
     var_files: Sequence[tuple[str, str]],
     environ: Mapping[str, str],
     filename: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     declared: dict[str, tuple[str, Any, Pos]] = {}  # name -> (type source, default or _UNSET, position)
     for child in subtrees(root):
         if child.data != "block" or _block_type(child) != "variable":
@@ -183,7 +184,7 @@ def _variables(
             elif name == "default":
                 default = evaluator.value(expression, Scope())
         declared[labels[0]] = (type_source, default, position(child))
-    values: dict[str, Any] = {name: default for name, (_, default, _) in declared.items()}
+    values: JsonObject = {name: default for name, (_, default, _) in declared.items()}
     for name in declared:
         if f"NOMAD_VAR_{name}" in environ:
             values[name] = _from_text(environ[f"NOMAD_VAR_{name}"], declared[name][0])
@@ -203,7 +204,7 @@ def _variables(
 _UNSET: Any = object()
 
 
-def _var_file(var_file: str, text: str, declared: Mapping[str, tuple[str, Any, Pos]]) -> dict[str, Any]:
+def _var_file(var_file: str, text: str, declared: Mapping[str, tuple[str, Any, Pos]]) -> JsonObject:
     try:
         tree = parse_tree(_decode(text, var_file))
         evaluator = Evaluator(text, Scope())
@@ -248,14 +249,14 @@ def _convert(value: Any, type_source: str, name: str, pos: Pos) -> Any:
     return value
 
 
-def _locals(root: Tree[Token], evaluator: Evaluator) -> dict[str, Any]:
+def _locals(root: Tree[Token], evaluator: Evaluator) -> JsonObject:
     pending = [
         item
         for child in subtrees(root)
         if child.data == "block" and _block_type(child) == "locals"
         for item in subtrees(subtrees(child)[-1])
     ]
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     while pending:
         waiting, first_error = [], None
         for item in pending:
@@ -305,15 +306,30 @@ def _unknown(what: str, name: str, valid: Iterable[str], where: str) -> str:
     return f"unsupported {what} {quote(name)} {where}{hint}{listing}"
 
 
-def _to_dict(body: HCLBody) -> dict[str, Any]:
+def _to_dict(body: HCLBody) -> JsonObject:
     """The shape python-hcl2 gives a body, which the conversion tables below read."""
-    out: dict[str, Any] = {name: attribute.value for name, attribute in body.attributes.items()}
+    out: JsonObject = {name: attribute.value for name, attribute in body.attributes.items()}
     for block in body.blocks:
-        item: dict[str, Any] = {**_to_dict(block.body), _BLOCK_MARKER: True}
+        item: JsonObject = {**_to_dict(block.body), _BLOCK_MARKER: True}
         for label in reversed(block.labels):
             item = {label: item}
-        out.setdefault(block.type, []).append(item)
+        _list_at(out, block.type).append(item)
     return out
+
+
+def _list_at(out: JsonObject, key: str) -> JsonList:
+    """The list under `key`, started if absent (blocks repeat; attributes never share their name)."""
+    found = out.get(key)
+    if not isinstance(found, list):
+        found = out[key] = []
+    return found
+
+
+def _object_at(out: JsonObject, key: str) -> JsonObject:
+    found = out.get(key)
+    if not isinstance(found, dict):
+        found = out[key] = {}
+    return found
 
 
 def _pascal(name: str) -> str:
@@ -329,7 +345,7 @@ def _is_block_item(item: object) -> bool:
     return len(item) == 1 and _is_block_item(next(iter(item.values())))
 
 
-def _is_block_list(value: object) -> TypeGuard[list[dict[str, Any]]]:
+def _is_block_list(value: object) -> TypeGuard[list[JsonObject]]:
     return isinstance(value, list) and bool(value) and all(_is_block_item(i) for i in value)
 
 
@@ -357,8 +373,8 @@ def _attributes(body: Body) -> list[tuple[str, Any]]:
 def _fields(renames: Mapping[str, str | _Block]) -> FieldsConverter:
     """A converter for a structured block: renamed attributes, nested blocks by table."""
 
-    def convert(body: Body, path: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def convert(body: Body, path: str) -> JsonObject:
+        out: JsonObject = {}
         for name, value in _attributes(body):
             rule = renames.get(name)
             is_body = isinstance(value, dict) or _is_block_list(value)
@@ -382,9 +398,9 @@ def _unknown_block(name: str, value: object) -> _Block:
     return _Block(_pascal(name), _fields({}), many=len(_block_items(value)) > 1, label="Name")
 
 
-def _add_block(out: dict[str, Any], block: _Block, name: str, value: object, path: str) -> None:
+def _add_block(out: JsonObject, block: _Block, name: str, value: object, path: str) -> None:
     items = _block_items(value)
-    converted: list[tuple[str | None, dict[str, Any]]] = []
+    converted: list[tuple[str | None, JsonObject]] = []
     for index, (labels, body) in enumerate(items):
         item_path = f"{path}.{block.key}[{index}]" if block.many else f"{path}.{block.key}"
         label = _single_label(block, name, labels, item_path)
@@ -395,9 +411,9 @@ def _add_block(out: dict[str, Any], block: _Block, name: str, value: object, pat
             result = {block.label: label, **result}
         converted.append((label, result))
     if block.keyed:
-        out.setdefault(block.key, {}).update({label: result for label, result in converted})
+        _object_at(out, block.key).update({label: result for label, result in converted if label is not None})
     elif converted and (block.many or len(converted) > 1):
-        out.setdefault(block.key, []).extend(result for _, result in converted)
+        _list_at(out, block.key).extend(result for _, result in converted)
     elif converted:
         out[block.key] = converted[0][1]
 
@@ -412,14 +428,14 @@ def _single_label(block: _Block, name: str, labels: list[str], path: str) -> str
     return labels[0] if labels else None
 
 
-def _verbatim(body: Body, path: str) -> dict[str, Any]:
+def _verbatim(body: Body, path: str) -> JsonObject:
     """Driver config and the like: keys are the driver's own, so nothing is renamed.
 
     Without the driver's schema a nested block cannot be told apart from a repeatable
     one, so nested blocks always become lists, which Nomad's HCL-JSON decoding accepts
     for both.
     """
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for name, value in _attributes(body):
         if _is_block_list(value):
             out[name] = [_nest(labels, _verbatim(inner, path)) for labels, inner in _block_items(value)]
@@ -428,15 +444,15 @@ def _verbatim(body: Body, path: str) -> dict[str, Any]:
     return out
 
 
-def _nest(labels: list[str], body: dict[str, Any]) -> dict[str, Any]:
+def _nest(labels: list[str], body: JsonObject) -> JsonObject:
     for label in reversed(labels):
         body = {label: body}
     return body
 
 
-def _strings(body: Body, path: str) -> dict[str, Any]:
+def _strings(body: Body, path: str) -> JsonObject:
     """Meta and env maps; like Nomad, scalars are decoded as strings (``3`` -> ``"3"``)."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for name, value in _attributes(body):
         if isinstance(value, bool):
             out[name] = "true" if value else "false"
@@ -458,9 +474,9 @@ _OPERAND_SHORTHANDS = (
 _CONSTRAINT_RENAMES = {"attribute": "LTarget", "value": "RTarget", "operator": "Operand"}
 
 
-def _constraint(body: Body, path: str) -> dict[str, Any] | None:
+def _constraint(body: Body, path: str) -> JsonObject | None:
     """Constraints and affinities, including shorthands like ``distinct_hosts = true``."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     shorthands: list[tuple[str, Any]] = []
     for name, value in _attributes(body):
         if name in _OPERAND_SHORTHANDS or name in ("distinct_hosts", "distinct_property"):
@@ -484,13 +500,13 @@ def _constraint(body: Body, path: str) -> dict[str, Any] | None:
 _PORT = _fields({"static": "Value"})
 
 
-def _network(body: Body, path: str) -> dict[str, Any]:
+def _network(body: Body, path: str) -> JsonObject:
     """Ports with a static number are reserved; the rest are assigned dynamically."""
     out = _fields({"dns": _Block("DNS", _fields({})), "cni": _Block("CNI", _fields({}))})(
         {name: value for name, value in body.items() if name != "port"}, path
     )
-    reserved: list[dict[str, Any]] = []
-    dynamic: list[dict[str, Any]] = []
+    reserved: JsonList = []
+    dynamic: JsonList = []
     for labels, port_body in _block_items(body.get("port")):
         if len(labels) != 1:
             raise JobSpecError.single(path, f"port block takes one label, got {len(labels)}")

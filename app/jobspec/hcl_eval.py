@@ -23,6 +23,7 @@ from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from app.jobspec.hcl_functions import FUNCTIONS, FunctionError, to_text
+from app.wire.json import JsonList, JsonObject
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,10 @@ class _Runtime(Exception):
 
 @dataclass
 class Scope:
-    variables: dict[str, Any] = field(default_factory=dict)  # var.*
-    locals: dict[str, Any] = field(default_factory=dict)  # local.*
+    variables: JsonObject = field(default_factory=dict)  # var.*
+    locals: JsonObject = field(default_factory=dict)  # local.*
     base_dir: Path | None = None  # file() reads relative to this; None: no file access
-    iterators: dict[str, Any] = field(default_factory=dict)
+    iterators: JsonObject = field(default_factory=dict)
 
     def with_iterators(self, values: Mapping[str, Any]) -> Scope:
         return Scope(self.variables, self.locals, self.base_dir, {**self.iterators, **values})
@@ -307,7 +308,7 @@ class Evaluator:
         return [self._value(item, scope) for item in subtrees(tree)]
 
     def _object(self, tree: Tree[Token], scope: Scope) -> Any:
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for element in subtrees(tree):
             key_tree, value_tree = subtrees(element)[0], subtrees(element)[-1]
             out[self._object_key(key_tree, scope)] = self._value(value_tree, scope)
@@ -429,7 +430,8 @@ class Evaluator:
         else:
             raise HCLError(position(tree), "for expressions need a list or a map")
         results_list: list[Any] = []
-        results_map: dict[str, Any] = {}
+        results_map: JsonObject = {}
+        grouped_map: dict[str, JsonList] = {}
         for key, item in pairs:
             bound = {names[0]: item} if len(names) == 1 else {names[0]: key, names[1]: item}
             inner = scope.with_iterators(bound)
@@ -445,12 +447,14 @@ class Evaluator:
                 result_key = to_text(self._value(expressions[0], inner))
                 result_value = self._value(expressions[1], inner)
                 if grouped:
-                    results_map.setdefault(result_key, []).append(result_value)
+                    grouped_map.setdefault(result_key, []).append(result_value)
                 elif result_key in results_map:
                     raise HCLError(position(tree), f"duplicate key {result_key!r} in for expression (use ... to group)")
                 else:
                     results_map[result_key] = result_value
-        return results_list if tree.data == "for_tuple_expr" else results_map
+        if tree.data == "for_tuple_expr":
+            return results_list
+        return dict(grouped_map) if grouped else results_map
 
 
 def _expr_dispatch(self: Evaluator, tree: Tree[Token], scope: Scope) -> Any:

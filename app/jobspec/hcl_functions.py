@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from app.wire.json import JsonObject
+
 MAX_PAD = 1000  # widths and indents: the server must not build huge strings for a caller
 
 
@@ -50,7 +52,7 @@ def _list(value: Any) -> list[Any]:
     return value
 
 
-def _map(value: Any) -> dict[str, Any]:
+def _map(value: Any) -> JsonObject:
     if not isinstance(value, dict):
         raise FunctionError("expects a map")
     return value
@@ -146,8 +148,8 @@ def _lookup(mapping: Any, key: Any, *default: Any) -> Any:
     raise FunctionError(f"no key {key!r} and no default")
 
 
-def _merge(*maps: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _merge(*maps: Any) -> JsonObject:
+    out: JsonObject = {}
     for mapping in maps:
         if mapping is not None:
             out.update(_map(mapping))
@@ -202,7 +204,7 @@ def _coalesce(*values: Any) -> Any:
     raise FunctionError("no non-null, non-empty argument")
 
 
-def _zipmap(keys: Any, values: Any) -> dict[str, Any]:
+def _zipmap(keys: Any, values: Any) -> JsonObject:
     names, items = _list(keys), _list(values)
     if len(names) != len(items):
         raise FunctionError("keys and values differ in length")

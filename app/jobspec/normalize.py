@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from app.jobspec.canonical import job_update_as_sent
 from app.jobspec.decode import decode_job
@@ -10,11 +10,12 @@ from app.jobspec.defaults import apply_defaults
 from app.jobspec.errors import JobSpecError, is_within
 from app.jobspec.unknown_keys import unknown_keys
 from app.jobspec.validate import check_job
+from app.wire.job import JobSpec
 
 _TYPE_PATH = "Job.Type"
 
 
-def normalize_job(payload: object) -> dict[str, Any]:
+def normalize_job(payload: object) -> JobSpec:
     """Validate a Nomad API job object (the value of "Job" in a register request body)
     and return a canonical copy with Nomad's defaults filled in.
 
@@ -35,4 +36,5 @@ def normalize_job(payload: object) -> dict[str, Any]:
     errors = unknown + decoded.errors + rule_errors
     if errors:
         raise JobSpecError(errors)
-    return job.model_dump(by_alias=True)
+    # The pydantic model checked every field it declares; the rest pass through as sent.
+    return cast(JobSpec, job.model_dump(by_alias=True))

@@ -9,10 +9,10 @@ into: their keys belong to the driver or to features corral does not act on.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from app.jobspec.errors import FieldError, join_path
 from app.jobspec.shapes import accepted_keys, nested_slots
+from app.wire.json import JsonObject
 
 ROOT = "Job"
 
@@ -24,7 +24,7 @@ def unknown_keys(payload: object) -> list[FieldError]:
     return list(_walk(payload, "Job", []))
 
 
-def _walk(value: dict[str, Any], shape: str, path: list[str | int]) -> Iterator[FieldError]:
+def _walk(value: JsonObject, shape: str, path: list[str | int]) -> Iterator[FieldError]:
     known = accepted_keys(shape)
     for key in value:
         if key not in known:

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import CheckConstraint, ForeignKey, ForeignKeyConstraint, Index, Integer, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import ALLOC_CLIENT_STATUSES, ALLOC_DESIRED_STATUSES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.wire.allocation import (
+    AllocatedResourcesJson,
+    AllocDeploymentStatusJson,
+    DesiredTransitionJson,
+    RescheduleTrackerJson,
+    TaskStateJson,
+)
+from app.wire.json import JsonObject
 
 LIVE_ALLOC = "desired_status = 'run' AND client_status IN ('pending', 'running', 'unknown')"
 
@@ -77,7 +85,8 @@ class Allocation(Base):
     name: Mapped[str] = mapped_column(comment="Nomad name: '<job>.<group>[<index>]'.")
     desired_status: Mapped[str] = mapped_column(comment="What the servers want: run, stop or evict.")
     desired_description: Mapped[str] = mapped_column(server_default=text("''"), comment="Why desired_status was set.")
-    desired_transition: Mapped[dict[str, Any]] = mapped_column(
+    desired_transition: Mapped[DesiredTransitionJson] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Pending transitions: {Migrate, Reschedule, ForceReschedule, NoShutdownDelay}.",
     )
@@ -87,7 +96,8 @@ class Allocation(Base):
     client_description: Mapped[str] = mapped_column(
         server_default=text("''"), comment="Client's explanation of client_status."
     )
-    task_states: Mapped[dict[str, Any]] = mapped_column(
+    task_states: Mapped[dict[str, TaskStateJson]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Task name -> {State, Failed, Restarts, Events...}.",
     )
@@ -96,8 +106,8 @@ class Allocation(Base):
         index=True,
         comment="Deployment that created it.",
     )
-    deployment_status: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Health within its deployment: {Healthy, Timestamp, Canary, ModifyIndex}."
+    deployment_status: Mapped[AllocDeploymentStatusJson | None] = mapped_column(
+        JSONB, comment="Health within its deployment: {Healthy, Timestamp, Canary, ModifyIndex}."
     )
     # The history links below are soft references, as in Nomad: GC never rewrites them, so they
     # may name a collected allocation or evaluation (migration 0010_history_links says why).
@@ -114,14 +124,15 @@ class Allocation(Base):
     preempted_by_allocation: Mapped[uuid.UUID | None] = mapped_column(
         comment="Allocation whose placement evicted this one. History: the ID stays after GC collects that allocation.",
     )
-    reschedule_tracker: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Reschedule history: {Events:[{RescheduleTime, PrevAllocID, PrevNodeID, Delay}]}."
+    reschedule_tracker: Mapped[RescheduleTrackerJson | None] = mapped_column(
+        JSONB, comment="Reschedule history: {Events:[{RescheduleTime, PrevAllocID, PrevNodeID, Delay}]}."
     )
     followup_eval_id: Mapped[uuid.UUID | None] = mapped_column(
         comment="Delayed eval that will reschedule this allocation. History: the ID stays after GC collects "
         "that evaluation, so the allocation never gets a second follow-up.",
     )
-    metrics: Mapped[dict[str, Any]] = mapped_column(
+    metrics: Mapped[JsonObject] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Placement metrics (AllocMetric): nodes evaluated, filtered, scores.",
     )
@@ -136,7 +147,8 @@ class Allocation(Base):
         server_default=text("'{}'"),
         comment="Core IDs the allocation's tasks reserve whole on the node (resources { cores }).",
     )
-    allocated_resources: Mapped[dict[str, Any]] = mapped_column(
+    allocated_resources: Mapped[AllocatedResourcesJson] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Nomad AllocatedResources: per-task resources and shared networks/ports.",
     )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import CheckConstraint, ForeignKeyConstraint, Index, Integer, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import DEPLOYMENT_ACTIVE_STATUSES, DEPLOYMENT_STATUSES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.wire.plan import DeploymentGroupJson
 
 
 class Deployment(Base):
@@ -40,7 +41,8 @@ class Deployment(Base):
     status_description: Mapped[str] = mapped_column(
         server_default=text("''"), comment="Why the deployment has its status."
     )
-    task_groups: Mapped[dict[str, Any]] = mapped_column(
+    task_groups: Mapped[dict[str, DeploymentGroupJson]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Group -> DeploymentState {DesiredTotal, PlacedAllocs, HealthyAllocs, Promoted, ...}.",
     )

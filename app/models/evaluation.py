@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     CheckConstraint,
@@ -14,10 +13,13 @@ from sqlalchemy import (
     Integer,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import CORE_JOBS, EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, EVAL_TYPES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.wire.allocation import AllocationMetricJson
+from app.wire.evaluation import CoreParamsJson, PlanAnnotationsJson
 
 PENDING_UNLEASED = "status = 'pending' AND lease_token IS NULL"
 
@@ -150,11 +152,13 @@ class Evaluation(Base):
         comment="Blocked eval created because this one could not place everything. "
         "History: the ID stays after GC collects that evaluation.",
     )
-    failed_tg_allocs: Mapped[dict[str, Any]] = mapped_column(
+    failed_tg_allocs: Mapped[dict[str, AllocationMetricJson]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Per task group placement failure metrics (AllocMetric).",
     )
-    class_eligibility: Mapped[dict[str, Any]] = mapped_column(
+    class_eligibility: Mapped[dict[str, bool]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Computed class -> eligible, as seen by the scheduler; drives unblocking.",
     )
@@ -173,17 +177,17 @@ class Evaluation(Base):
     annotate_plan: Mapped[bool] = mapped_column(
         server_default=text("false"), comment="Ask the scheduler to annotate its plan (job plan)."
     )
-    queued_allocations: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Task group -> allocations left unplaced."
+    queued_allocations: Mapped[dict[str, int]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Task group -> allocations left unplaced."
     )
-    plan_annotations: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Desired task group updates and preemptions computed by the scheduler."
+    plan_annotations: Mapped[PlanAnnotationsJson | None] = mapped_column(
+        JSONB, comment="Desired task group updates and preemptions computed by the scheduler."
     )
     snapshot_index: Mapped[int] = mapped_column(
         server_default=text("0"), comment="State index the scheduler worked from."
     )
-    core_params: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="For _core evaluations: the GC age thresholds (seconds) chosen by whoever created it."
+    core_params: Mapped[CoreParamsJson | None] = mapped_column(
+        JSONB, comment="For _core evaluations: the GC age thresholds (seconds) chosen by whoever created it."
     )
     lease_token: Mapped[uuid.UUID | None] = mapped_column(
         comment="Fencing token of the current claim; every worker write must present it."

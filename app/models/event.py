@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import BigInteger, Identity, Index, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
+from app.wire.json import JsonObject
 
 
 class Event(Base):
@@ -35,8 +36,8 @@ class Event(Base):
     filter_keys: Mapped[list[str] | None] = mapped_column(
         comment="Nomad's FilterKeys: related IDs a topic key may also match (job, deployment)."
     )
-    snapshot: Mapped[dict[str, Any]] = mapped_column(
-        comment="The row as written (to_jsonb), rendered into Nomad's Payload when read."
+    snapshot: Mapped[JsonObject] = mapped_column(
+        JSONB, comment="The row as written (to_jsonb), rendered into Nomad's Payload when read."
     )
     created_at: Mapped[datetime] = mapped_column(
         server_default=text("now()"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import BigInteger, CheckConstraint, Identity, Index, Integer, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import CORE_JOBS, sql_in
@@ -35,10 +35,11 @@ class GcRun(Base):
     )
     kind: Mapped[str] = mapped_column(comment="eval-gc, job-gc, node-gc, deployment-gc or force-gc.")
     status: Mapped[str] = mapped_column(comment="running, complete, failed or interrupted.")
-    thresholds: Mapped[dict[str, Any]] = mapped_column(
-        comment="Age thresholds in seconds the run applied, per collector (0 when forced)."
+    thresholds: Mapped[dict[str, int]] = mapped_column(
+        JSONB, comment="Age thresholds in seconds the run applied, per collector (0 when forced)."
     )
-    removed: Mapped[dict[str, Any]] = mapped_column(
+    removed: Mapped[dict[str, int]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Rows deleted per kind: jobs, job_versions, evaluations, plans, plan_results, allocations, ...",
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     CheckConstraint,
@@ -13,6 +12,7 @@ from sqlalchemy import (
     Integer,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import JOB_STATUSES, JOB_TYPES, sql_in
@@ -23,6 +23,7 @@ from app.models.base import (
     modify_index_column,
     updated_at_column,
 )
+from app.wire.job import JobSpec, JobVersionTagSpec
 
 
 class Job(Base):
@@ -93,8 +94,8 @@ class Job(Base):
     dispatched: Mapped[bool] = mapped_column(comment="True for a child dispatched from a parameterized job.")
     all_at_once: Mapped[bool] = mapped_column(comment="Plans must be applied whole or not at all.")
     stable: Mapped[bool] = mapped_column(comment="The current version was marked stable by a deployment.")
-    spec: Mapped[dict[str, Any]] = mapped_column(
-        comment="The current version's full Nomad job specification (API JSON, normalized)."
+    spec: Mapped[JobSpec] = mapped_column(
+        JSONB, comment="The current version's full Nomad job specification (API JSON, normalized)."
     )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
@@ -112,11 +113,11 @@ class JobVersion(Base):
     namespace: Mapped[str] = mapped_column(primary_key=True, comment="Namespace of the job.")
     job_id: Mapped[str] = mapped_column(primary_key=True, comment="The job this version belongs to.")
     version: Mapped[int] = mapped_column(Integer, primary_key=True, comment="Version number, from 0.")
-    spec: Mapped[dict[str, Any]] = mapped_column(comment="The full Nomad job specification of this version.")
+    spec: Mapped[JobSpec] = mapped_column(JSONB, comment="The full Nomad job specification of this version.")
     job_modify_index: Mapped[int] = mapped_column(comment="State index at which this version was written.")
     stable: Mapped[bool] = mapped_column(comment="Marked stable by a successful deployment.")
-    version_tag: Mapped[dict[str, Any] | None] = mapped_column(
-        comment="Optional {Name, Description} tag; a tagged version is never garbage collected."
+    version_tag: Mapped[JobVersionTagSpec | None] = mapped_column(
+        JSONB, comment="Optional {Name, Description} tag; a tagged version is never garbage collected."
     )
     submit_time: Mapped[datetime] = mapped_column(comment="When this version was submitted.")
     created_at: Mapped[datetime] = created_at_column()

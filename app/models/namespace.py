@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import CheckConstraint, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import SCHEDULER_ALGORITHMS, sql_in
@@ -18,8 +18,8 @@ class Namespace(Base):
 
     name: Mapped[str] = mapped_column(primary_key=True, comment="Namespace name, e.g. 'default'.")
     description: Mapped[str] = mapped_column(server_default=text("''"), comment="Free text shown to operators.")
-    meta: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
+    meta: Mapped[dict[str, str]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
     )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
@@ -38,8 +38,8 @@ class NodePool(Base):
 
     name: Mapped[str] = mapped_column(primary_key=True, comment="Pool name; 'default' and 'all' are built in.")
     description: Mapped[str] = mapped_column(server_default=text("''"), comment="Free text shown to operators.")
-    meta: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
+    meta: Mapped[dict[str, str]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="User metadata (string map)."
     )
     scheduler_algorithm: Mapped[str | None] = mapped_column(
         comment="Overrides the cluster scheduler algorithm for this pool (binpack or spread)."

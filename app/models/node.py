@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import CheckConstraint, Computed, ForeignKey, Index, Integer, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import NODE_ELIGIBILITIES, NODE_STATUSES, sql_in
@@ -16,6 +16,14 @@ from app.models.base import (
     created_at_column,
     modify_index_column,
     updated_at_column,
+)
+from app.wire.node import (
+    DrainMetadataJson,
+    DrainStrategyJson,
+    DriverInfoJson,
+    HostVolumeInfoJson,
+    NodeReservedResourcesJson,
+    NodeResourcesJson,
 )
 
 
@@ -56,29 +64,33 @@ class Node(Base):
     scheduling_eligibility: Mapped[str] = mapped_column(
         comment="eligible or ineligible for new placements (draining implies ineligible)."
     )
-    drain_strategy: Mapped[dict[str, Any] | None] = mapped_column(
+    drain_strategy: Mapped[DrainStrategyJson | None] = mapped_column(
+        JSONB,
         comment="Active drain, Nomad's DrainStrategy JSON: {Deadline (ns), IgnoreSystemJobs, ForceDeadline, StartedAt "
-        "(RFC 3339)}; NULL when not draining."
+        "(RFC 3339)}; NULL when not draining.",
     )
     drain: Mapped[bool] = mapped_column(
         Computed("drain_strategy IS NOT NULL", persisted=True),
         comment="True while a drain is in progress (derived from drain_strategy).",
     )
-    last_drain: Mapped[dict[str, Any] | None] = mapped_column(
+    last_drain: Mapped[DrainMetadataJson | None] = mapped_column(
+        JSONB,
         comment="The most recent drain, Nomad's DrainMetadata JSON: Status, StartedAt and UpdatedAt (RFC 3339), "
-        "AccessorID, Meta."
+        "AccessorID, Meta.",
     )
-    attributes: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Fingerprinted attributes (${attr.*})."
+    attributes: Mapped[dict[str, str]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Fingerprinted attributes (${attr.*})."
     )
-    meta: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Operator metadata (${meta.*})."
+    meta: Mapped[dict[str, str]] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Operator metadata (${meta.*})."
     )
-    drivers: Mapped[dict[str, Any]] = mapped_column(
+    drivers: Mapped[dict[str, DriverInfoJson]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Task drivers: name -> {Detected, Healthy, HealthDescription, Attributes}.",
     )
-    host_volumes: Mapped[dict[str, Any]] = mapped_column(
+    host_volumes: Mapped[dict[str, HostVolumeInfoJson]] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Host volumes the client declares: name -> {Name, Path, ReadOnly}.",
     )
@@ -98,12 +110,13 @@ class Node(Base):
         server_default=text("''"),
         comment="Host ports held back, Nomad syntax e.g. '22,80,8000-8100'.",
     )
-    node_resources: Mapped[dict[str, Any]] = mapped_column(
+    node_resources: Mapped[NodeResourcesJson] = mapped_column(
+        JSONB,
         server_default=text("'{}'::jsonb"),
         comment="Full NodeResources as the client reported them (networks, devices, cores).",
     )
-    reserved_resources: Mapped[dict[str, Any]] = mapped_column(
-        server_default=text("'{}'::jsonb"), comment="Full ReservedResources as reported."
+    reserved_resources: Mapped[NodeReservedResourcesJson] = mapped_column(
+        JSONB, server_default=text("'{}'::jsonb"), comment="Full ReservedResources as reported."
     )
     http_addr: Mapped[str] = mapped_column(server_default=text("''"), comment="Client HTTP address.")
     gc_force_index: Mapped[int] = mapped_column(

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import PLAN_STATUSES, sql_in
 from app.models.base import Base, created_at_column
-from app.plan_wire import AllocJson, CompletionJson, DeploymentJson, JsonObject, StatusUpdateJson, StopJson
+from app.wire.evaluation import PlanAnnotationsJson
+from app.wire.plan import AllocJson, CompletionJson, PlanDeploymentJson, StatusUpdateJson, StopJson
 
 
 class Plan(Base):
@@ -50,7 +51,7 @@ class Plan(Base):
     status: Mapped[str] = mapped_column(
         server_default=text("'pending'"), comment="pending, applied (fully or partly) or rejected."
     )
-    # The JSON columns hold the wire format of app.plan_wire (encoded by app.pipeline.plan_codec).
+    # The JSON columns hold the wire format of app.wire.plan (encoded by app.pipeline.plan_codec).
     node_update: Mapped[dict[str, list[StopJson]]] = mapped_column(
         JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to stop."
     )
@@ -60,13 +61,13 @@ class Plan(Base):
     node_preemptions: Mapped[dict[str, list[StopJson]]] = mapped_column(
         JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to evict."
     )
-    deployment: Mapped[DeploymentJson | None] = mapped_column(
+    deployment: Mapped[PlanDeploymentJson | None] = mapped_column(
         JSONB, comment="Deployment to create or update with the plan."
     )
     deployment_updates: Mapped[list[StatusUpdateJson]] = mapped_column(
         JSONB, server_default=text("'[]'::jsonb"), comment="Deployment status changes."
     )
-    annotations: Mapped[JsonObject | None] = mapped_column(JSONB, comment="Plan annotations (job plan).")
+    annotations: Mapped[PlanAnnotationsJson | None] = mapped_column(JSONB, comment="Plan annotations (job plan).")
     completion: Mapped[CompletionJson | None] = mapped_column(
         JSONB,
         comment=(

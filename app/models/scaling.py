@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKeyConstraint, Identity, Index, Integer
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, create_index_column
+from app.wire.json import JsonObject
 
 # Nomad's JobTrackedScalingEvents: the newest events kept per task group.
 TRACKED_SCALING_EVENTS = 20
@@ -38,7 +39,7 @@ class JobScalingEvent(Base):
     )
     message: Mapped[str] = mapped_column(comment="Message the caller gave (e.g. an autoscaler's reason).")
     error: Mapped[bool] = mapped_column(comment="The event reports an error; such an event never changes the job.")
-    meta: Mapped[dict[str, Any] | None] = mapped_column(comment="Caller's metadata for the event (Meta).")
+    meta: Mapped[JsonObject | None] = mapped_column(JSONB, comment="Caller's metadata for the event (Meta).")
     eval_id: Mapped[uuid.UUID | None] = mapped_column(
         comment="The job-scaling evaluation created with the change. History, not a foreign key: kept after "
         "evaluation GC collects it."

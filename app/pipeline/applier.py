@@ -35,9 +35,9 @@ from app.pipeline.plan_writes import (
     write_batch,
 )
 from app.pipeline.plans import AppliedPlan, told_entry
-from app.plan_wire import PlanRowJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
+from app.wire.plan import PlanRowJson
 
 ROLE = "applier"
 # The plan ids as a bigint[] in binary: psycopg dumps a list in text one element at a time.

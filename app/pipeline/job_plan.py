@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine
 
 from app.pipeline.snapshot import read_snapshot
 from app.scheduler import process
 from app.scheduler.annotate import DesiredUpdates, desired_updates
-from app.store.jobs import SERVER_FIELDS
+from app.store.jobs import without_server_fields
 from app.store.sql import query
 from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
+from app.wire.job import JobSpec
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class DryRun:
     snapshot: Snapshot
     result: SchedulerResult
     updates: dict[str, DesiredUpdates]
-    current_spec: dict[str, Any] | None  # the registered job's specification, if there is one
+    current_spec: JobSpec | None  # the registered job's specification, if there is one
     job_modify_index: int  # of the registered job: what `job run -check-index` must quote
     preempted: tuple[Allocation, ...]
 
@@ -31,8 +31,8 @@ class DryRun:
         return any(u.changes for u in self.updates.values())
 
 
-def dry_run(engine: Engine, spec: dict[str, Any], now_ns: int) -> DryRun:
-    spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
+def dry_run(engine: Engine, spec: JobSpec, now_ns: int) -> DryRun:
+    spec = without_server_fields(spec)
     readonly = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
     with readonly.connect() as conn, conn.begin():
         row = conn.execute(query("snapshot_job"), {"namespace": spec["Namespace"], "job_id": spec["ID"]}).mappings()
@@ -59,7 +59,7 @@ def dry_run(engine: Engine, spec: dict[str, Any], now_ns: int) -> DryRun:
         snapshot=snapshot,
         result=result,
         updates=desired_updates(snapshot, result),
-        current_spec=dict(live["spec"]) if live is not None else None,
+        current_spec=_spec(live["spec"]) if live is not None else None,
         job_modify_index=job_modify_index,
         preempted=_victims(snapshot, result),
     )
@@ -69,3 +69,8 @@ def _victims(snapshot: Snapshot, result: SchedulerResult) -> tuple[Allocation, .
     running = {r.alloc.id: r.alloc for items in snapshot.preemptible.values() for r in items}
     evicted = [s.alloc_id for items in result.plan.node_preemptions.values() for s in items]
     return tuple(running[a] for a in evicted if a in running)
+
+
+def _spec(stored: JobSpec) -> JobSpec:
+    """The registered job's specification as read from its row (a copy the caller may keep)."""
+    return stored.copy()

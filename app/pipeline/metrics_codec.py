@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from app.plan_wire import AllocMetricJson, NodeScoreMetaJson, PlacedMetricsJson, TopScoreJson
 from app.structs import SCORERS, NodeScore, PlacementMetrics, ScoreParts
+from app.wire.allocation import AllocationMetricJson, NodeScoreMetaJson
+from app.wire.plan import PlacedMetricsJson, TopScoreJson
 
 _NO_COUNTS: Mapping[str, int] = MappingProxyType({})  # shared: most placements filter nothing
 
 
-def metrics_to_json(m: PlacementMetrics) -> AllocMetricJson:
+def metrics_to_json(m: PlacementMetrics) -> AllocationMetricJson:
     return {
         "NodesEvaluated": m.nodes_evaluated,
         "NodesFiltered": m.nodes_filtered,
@@ -65,7 +66,7 @@ def node_text(value: uuid.UUID) -> str:
     return str(value)
 
 
-def metrics_from_json(raw: AllocMetricJson) -> PlacementMetrics:
+def metrics_from_json(raw: AllocationMetricJson) -> PlacementMetrics:
     return PlacementMetrics(
         nodes_evaluated=raw["NodesEvaluated"],
         nodes_filtered=raw["NodesFiltered"],
@@ -150,6 +151,6 @@ def placed_from_json(raw: PlacedMetricsJson) -> PlacementMetrics:
     )
 
 
-def placed_to_nomad(raw: PlacedMetricsJson) -> AllocMetricJson:
+def placed_to_nomad(raw: PlacedMetricsJson) -> AllocationMetricJson:
     """A stored placement's metrics in Nomad's AllocMetric form, as the API serves them."""
     return metrics_to_json(placed_from_json(raw))

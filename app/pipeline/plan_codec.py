@@ -18,16 +18,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from app.pipeline.metrics_codec import placed_from_json, placed_text
-from app.plan_wire import (
-    AllocatedTaskJson,
-    AllocJson,
-    PlanResultJson,
-    PlanRowJson,
-    PortJson,
-    ResourcesJson,
-    StatusUpdateJson,
-    StopJson,
-)
 from app.store.deployment_codec import deployment_from_json, deployment_to_json
 from app.structs import (
     Allocation,
@@ -38,6 +28,16 @@ from app.structs import (
     Port,
     Resources,
     TaskCores,
+)
+from app.wire.plan import (
+    AllocatedTaskJson,
+    AllocJson,
+    PlanResultJson,
+    PlanRowJson,
+    PortJson,
+    ResourcesJson,
+    StatusUpdateJson,
+    StopJson,
 )
 
 # --- the plan ------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def alloc_to_json(a: Allocation) -> AllocJson:
         "Ports": ports_to_json(a.ports),
         "PreviousAllocation": _str_or_none(a.previous_allocation),
         "PreemptedAllocations": [str(p) for p in a.preempted_allocations],
-        "RescheduleTracker": None if a.reschedule_tracker is None else dict(a.reschedule_tracker),
+        "RescheduleTracker": a.reschedule_tracker,
         "DeploymentID": _str_or_none(a.deployment_id),
         "Canary": a.canary,
     }
@@ -146,7 +146,7 @@ def alloc_to_json(a: Allocation) -> AllocJson:
     if a.followup_eval_id is not None:
         out["FollowupEvalID"] = str(a.followup_eval_id)
     if a.desired_transition:
-        out["DesiredTransition"] = dict(a.desired_transition)
+        out["DesiredTransition"] = a.desired_transition
     if a.create_index:
         out["CreateIndex"] = a.create_index
     if a.modify_index:

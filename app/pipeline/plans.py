@@ -11,9 +11,9 @@ from sqlalchemy import Engine
 from app.db.engines import autocommitted
 from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.plan_codec import encode_plan
-from app.plan_wire import CompletionJson
 from app.store.sql import psycopg_query
 from app.structs import Plan
+from app.wire.plan import CompletionJson
 
 
 @dataclass(frozen=True)

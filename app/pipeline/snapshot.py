@@ -7,14 +7,14 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.rows
 from sqlalchemy import Connection, Engine
 
 from app.db.engines import autocommitted
-from app.pipeline.snapshot_rows import allocation_from_row, config_from_row, node_from_row
+from app.pipeline.snapshot_rows import JobRow, VersionRow, allocation_from_row, config_from_row, node_from_row
 from app.scheduler.preemption import PRIORITY_DELTA
 from app.store.deployment_codec import deployment_from_mapping
 from app.store.sql import psycopg_query
@@ -77,6 +77,7 @@ class SnapshotLoader:
 
 Pg = psycopg.Connection[Any]
 Rows = psycopg.Cursor[Any]
+Row = TypeVar("Row")
 BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 # For the rest of the snapshot's transaction when it reads several jobs: the four reads over
 # arrays of jobs, its last statements. Postgres's cost model never preferred their generic
@@ -118,10 +119,10 @@ class _SentJobs:
 class _JobRows:
     """One job's rows out of a batch's reads."""
 
-    job: dict[str, Any] | None
-    allocations: list[dict[str, Any]]
-    versions: list[dict[str, Any]]
-    deployment: dict[str, Any] | None
+    job: JobRow | None
+    allocations: list[Mapping[str, object]]  # allocation_from_row's
+    versions: list[VersionRow]
+    deployment: Mapping[str, object] | None  # deployment_from_mapping's
     preemptible: Rows
     candidate: Job | None
 
@@ -155,7 +156,7 @@ def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None)
     tagged = len(evaluations) > 1
     if tagged:
         pg.execute(GENERIC_PLANS)  # the last statements of the snapshot's transaction
-        keys: dict[str, Any] = {
+        keys: dict[str, object] = {
             "namespaces": [ev.namespace for ev in evaluations],
             "job_ids": [ev.job_id for ev in evaluations],
         }
@@ -185,20 +186,21 @@ def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:
     ]
 
 
-def _by_place(rows: Rows, tagged: bool) -> dict[int, list[dict[str, Any]]]:
+def _by_place(rows: Rows, tagged: bool) -> dict[int, list[Any]]:
+    """A statement's rows per job place (the rows are the cursor's: _JobRows says what each holds)."""
     if not tagged:  # one job's rows
         return {1: rows.fetchall()}
-    by_place: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_place: dict[int, list[Any]] = defaultdict(list)
     for row in rows.fetchall():
         by_place[row["o"]].append(row)
     return by_place
 
 
-def _only(rows: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+def _only(rows: list[Row] | None) -> Row | None:
     return rows[0] if rows else None
 
 
-def _dicts(pg: Pg, name: str, params: dict[str, Any] | None = None) -> Rows:
+def _dicts(pg: Pg, name: str, params: Mapping[str, object] | None = None) -> Rows:
     """Sends the named statement; its rows come back as dicts, for the row decoders."""
     return pg.cursor(row_factory=psycopg.rows.dict_row).execute(psycopg_query(name), params)
 
@@ -268,7 +270,7 @@ def _decode_job(cluster: _Cluster, rows: _JobRows) -> Snapshot:
     )
 
 
-def _deployment(row: dict[str, Any] | None) -> Deployment | None:
+def _deployment(row: Mapping[str, object] | None) -> Deployment | None:
     return None if row is None else deployment_from_mapping(row)
 
 
@@ -280,7 +282,7 @@ def _preemptible(rows: Rows) -> dict[uuid.UUID, tuple[RunningAllocation, ...]]:
     return {node_id: tuple(items) for node_id, items in by_node.items()}
 
 
-def _versions(rows: list[dict[str, Any]]) -> dict[int, Job]:
+def _versions(rows: list[VersionRow]) -> dict[int, Job]:
     return {
         int(v["version"]): Job.from_spec(v["spec"], version=v["version"], job_modify_index=v["job_modify_index"])
         for v in rows

@@ -4,13 +4,47 @@ configuration, and Nomad's reserved-port lists."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from app.pipeline.plan_codec import task_cores_from_json
 from app.structs import Allocation, Node, Port, Resources, SchedulerConfiguration
+from app.wire.allocation import DesiredTransitionJson
+from app.wire.job import JobSpec
 
 
-def config_from_row(row: dict[str, Any] | None) -> SchedulerConfiguration:
+class JobRow(TypedDict):
+    """snapshot_job(s): the job's row."""
+
+    spec: JobSpec
+    version: int
+    job_modify_index: int
+    create_index: int
+    stop: bool
+    purged_at: datetime | None
+
+
+class VersionRow(TypedDict):
+    """snapshot_job_versions(_used): a stored version of the job."""
+
+    version: int
+    spec: JobSpec
+    job_modify_index: int
+
+
+class ConfigRow(TypedDict):
+    """snapshot_config: the scheduler configuration's one row."""
+
+    scheduler_algorithm: str
+    preemption_system: bool
+    preemption_sysbatch: bool
+    preemption_batch: bool
+    preemption_service: bool
+    memory_oversubscription: bool
+    pause_eval_broker: bool
+
+
+def config_from_row(row: ConfigRow | None) -> SchedulerConfiguration:
     assert row is not None, "scheduler_config has its one row from the initial migration"
     return SchedulerConfiguration(
         algorithm=row["scheduler_algorithm"],
@@ -97,10 +131,14 @@ def allocation_from_row(r: Mapping[Any, Any]) -> Allocation:
         deployment_id=r["deployment_id"],
         followup_eval_id=r["followup_eval_id"],
         reschedule_tracker=r["reschedule_tracker"],
-        desired_transition=r["desired_transition"] or {},
+        desired_transition=_transition(r["desired_transition"]),
         create_index=r["create_index"],
         modify_index=r["modify_index"],
         healthy=r.get("healthy"),
         canary=bool(r.get("canary", False)),
         task_cores=task_cores_from_json(allocated["Tasks"]) if "Tasks" in allocated else (),
     )
+
+
+def _transition(stored: DesiredTransitionJson | None) -> DesiredTransitionJson:
+    return stored or {}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
 
 from app.scheduler.cores import with_cores
 from app.structs import Allocation, Job, Node, PlacementMetrics, Port, TaskCores, TaskGroup
+from app.wire.allocation import RescheduleTrackerJson
 
 
 def alloc_name(job: Job, group: TaskGroup, index: int) -> str:
@@ -42,7 +42,7 @@ def new_allocation(
     eval_id: uuid.UUID,
     ports: tuple[Port, ...],
     previous: Allocation | None = None,
-    reschedule_tracker: Mapping[str, Any] | None = None,
+    reschedule_tracker: RescheduleTrackerJson | None = None,
     preempted: tuple[uuid.UUID, ...] = (),
     metrics: PlacementMetrics | None = None,
     task_cores: tuple[TaskCores, ...] = (),

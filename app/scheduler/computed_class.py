@@ -16,8 +16,8 @@ def computed_class(
     datacenter: str,
     node_class: str,
     node_pool: str,
-    attributes: Mapping[str, Any],
-    meta: Mapping[str, Any],
+    attributes: Mapping[str, str],
+    meta: Mapping[str, str],
     devices: list[Any] | None = None,
 ) -> str:
     material = {
@@ -32,5 +32,5 @@ def computed_class(
     return "v1:" + str(int.from_bytes(digest.digest()[:8], "big"))
 
 
-def _without_unique(values: Mapping[str, Any]) -> dict[str, Any]:
+def _without_unique(values: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in values.items() if not k.startswith(UNIQUE_PREFIX)}

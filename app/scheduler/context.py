@@ -29,6 +29,7 @@ from app.structs import (
     Snapshot,
     TaskGroup,
 )
+from app.wire.allocation import RescheduleTrackerJson
 
 
 class Pass:
@@ -125,7 +126,7 @@ class Pass:
         name: str,
         node: Node,
         previous: Allocation | None = None,
-        tracker: dict[str, object] | None = None,
+        tracker: RescheduleTrackerJson | None = None,
         victims: tuple[RunningAllocation, ...] = (),
         metrics: PlacementMetrics | None = None,
     ) -> Allocation:

@@ -13,6 +13,7 @@ from app.db.state_index import next_index
 from app.errors import InvalidInput, NotFound
 from app.models import Allocation, Job
 from app.store.evals import EvalRequest, insert_eval
+from app.wire.allocation import DesiredTransitionJson
 
 
 def list_allocations(session: Session, namespace: str | None, prefix: str | None) -> Sequence[Allocation]:
@@ -50,7 +51,7 @@ def stop_allocation(session: Session, alloc_id: uuid.UUID, no_shutdown_delay: bo
     job = session.get(Job, (alloc.namespace, alloc.job_id), with_for_update={"key_share": True})
     if job is None:
         raise NotFound.of("JobID", f"job {alloc.job_id!r} of allocation {alloc_id} not found")
-    transition = {**(alloc.desired_transition or {}), "Migrate": True}
+    transition: DesiredTransitionJson = {**(alloc.desired_transition or {}), "Migrate": True}
     if no_shutdown_delay:
         transition["NoShutdownDelay"] = True
     alloc.desired_transition = transition

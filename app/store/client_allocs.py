@@ -7,7 +7,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,6 +22,7 @@ from app.store.evals import insert_node_eval
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
+from app.wire.allocation import AllocDeploymentStatusJson, TaskStateJson
 
 # What a client may report; lost and unknown are the servers' verdicts.
 CLIENT_REPORTABLE = ("pending", "running", "complete", "failed")
@@ -35,7 +35,7 @@ class AllocUpdate:
     id: uuid.UUID
     client_status: str
     client_description: str = ""
-    task_states: dict[str, Any] = field(default_factory=dict)
+    task_states: dict[str, TaskStateJson] = field(default_factory=dict)
     destroyed: bool = False
     # The client's verdict on the allocation's health in this deployment, if it reached one.
     health: DeploymentHealth | None = None
@@ -134,10 +134,10 @@ def _record_health(alloc: Allocation, health: DeploymentHealth | None, index: in
     or a second verdict is ignored."""
     if health is None or alloc.deployment_id != health.deployment_id:
         return
-    status = dict(alloc.deployment_status or {})
+    status: AllocDeploymentStatusJson = {**(alloc.deployment_status or {})}
     if status.get("Healthy") is not None:
         return
-    status.update(Healthy=health.healthy, Timestamp=now.isoformat(), ModifyIndex=index)
+    status["Healthy"], status["Timestamp"], status["ModifyIndex"] = health.healthy, now.isoformat(), index
     alloc.deployment_status = status
     alloc.modify_time = now
 

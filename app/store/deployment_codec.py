@@ -7,11 +7,11 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from app.plan_wire import DeploymentGroupJson, DeploymentJson
 from app.structs import Deployment, DeploymentGroup
+from app.wire.plan import DeploymentGroupJson, PlanDeploymentJson
 
 
-def deployment_to_json(d: Deployment) -> DeploymentJson:
+def deployment_to_json(d: Deployment) -> PlanDeploymentJson:
     return {
         "ID": str(d.id),
         "Namespace": d.namespace,
@@ -27,7 +27,7 @@ def deployment_to_json(d: Deployment) -> DeploymentJson:
     }
 
 
-def deployment_from_json(raw: DeploymentJson) -> Deployment:
+def deployment_from_json(raw: PlanDeploymentJson) -> Deployment:
     return Deployment(
         id=uuid.UUID(raw["ID"]),
         namespace=raw["Namespace"],

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -25,6 +24,7 @@ from app.store.evals import EvalRequest, insert_eval
 from app.store.jobs import RegisterOptions, register_at
 from app.store.sql import query
 from app.structs import Deployment
+from app.wire.allocation import AllocDeploymentStatusJson
 
 TABLES = ["deployments", "evaluations", "jobs", "allocations"]
 PAUSED = "Deployment is paused"
@@ -141,8 +141,8 @@ def set_alloc_health(
         if alloc is None or alloc.deployment_id != deployment_id:
             field = "HealthyAllocationIDs" if verdict else "UnhealthyAllocationIDs"
             raise InvalidInput.of(field, f"allocation {alloc_id} is not part of deployment {deployment_id}")
-        status = dict(alloc.deployment_status or {})
-        status.update(Healthy=verdict, Timestamp=now.isoformat(), ModifyIndex=index)
+        status: AllocDeploymentStatusJson = {**(alloc.deployment_status or {})}
+        status["Healthy"], status["Timestamp"], status["ModifyIndex"] = verdict, now.isoformat(), index
         alloc.deployment_status = status
         alloc.modify_index, alloc.modify_time = index, now
     return _with_eval(session, row, index)
@@ -170,7 +170,7 @@ def fail_locked(session: Session, row: DeploymentRow, description: str, index: i
     if revert is not None:
         try:
             with session.begin_nested():
-                result = register_at(session, dict(revert.spec), options, index)
+                result = register_at(session, revert.spec.copy(), options, index)
         except CorralError as err:
             description = f"{description.split(' - ')[0]} - auto revert to job version {revert.version} failed: {err}"
         else:
@@ -212,7 +212,7 @@ def _revert_target(session: Session, row: DeploymentRow, description: str) -> tu
     return stable, f"{description} - rolling back to job version {stable.version}"
 
 
-def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def _differs(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     ignored = ("Version", "JobModifyIndex", "ModifyIndex", "CreateIndex", "SubmitTime", "Stable", "Status")
     return {k: v for k, v in a.items() if k not in ignored} != {k: v for k, v in b.items() if k not in ignored}
 

@@ -15,6 +15,7 @@ from app.db.state_index import next_index
 from app.errors import FieldProblem, InvalidInput, NotFound
 from app.models import Job
 from app.store.job_children import derive_child, launch_child
+from app.wire.job import JobSpec, ParameterizedJobConfigSpec
 
 MAX_PAYLOAD_BYTES = 16 * 1024  # Nomad's DispatchPayloadSizeLimit
 
@@ -28,7 +29,7 @@ class DispatchResult:
     index: int
 
 
-def check_dispatch(config: dict[str, object], payload: bytes, meta: dict[str, str]) -> list[FieldProblem]:
+def check_dispatch(config: ParameterizedJobConfigSpec, payload: bytes, meta: dict[str, str]) -> list[FieldProblem]:
     """Every way the payload and meta break the parent's `parameterized` block."""
     problems: list[FieldProblem] = []
     mode = config.get("Payload") or "optional"
@@ -74,10 +75,10 @@ def dispatch_job(
     name = f"{job_id}/dispatch-{stamp}-{uuid.uuid4().hex[:8]}"
     while session.get(Job, (namespace, name)) is not None:  # 32 random bits: all but never taken
         name = f"{job_id}/dispatch-{stamp}-{uuid.uuid4().hex[:8]}"
-    fields = {
+    fields: JobSpec = {
         "Dispatched": True,
         "Meta": {**(parent.spec.get("Meta") or {}), **meta},
         "Payload": base64.b64encode(payload).decode() if payload else None,
     }
-    child, evaluation = launch_child(session, derive_child(parent, name, **fields), "job-register", index)
+    child, evaluation = launch_child(session, derive_child(parent, name, fields), "job-register", index)
     return DispatchResult(child.id, evaluation.id, index, child.create_index, index)

@@ -15,6 +15,7 @@ from app.db.state_index import next_index
 from app.rfc3339 import ZERO_TIME, of_datetime
 from app.store.blocked_evals import unblock_capacity
 from app.store.nodes import create_node_evals, get_node
+from app.wire.node import DrainMetadataJson, DrainStrategyJson
 
 DRAIN_TABLES = ("nodes", "evaluations", "allocations")
 NANOS = 1_000_000_000
@@ -32,7 +33,7 @@ def now_ns(moment: datetime) -> int:
     return int(moment.timestamp() * NANOS)
 
 
-def strategy(spec: DrainSpec, now: datetime, started: str | None) -> dict[str, Any]:
+def strategy(spec: DrainSpec, now: datetime, started: str | None) -> DrainStrategyJson:
     """Nomad's DrainStrategy JSON (its DrainSpec embedded, so flat): the deadline in
     nanoseconds, the force deadline and start as RFC 3339 times. A negative deadline forces the
     drain now; none (0) leaves the force deadline at the zero time."""
@@ -48,7 +49,7 @@ def strategy(spec: DrainSpec, now: datetime, started: str | None) -> dict[str, A
     }
 
 
-def last_drain(status: str, now: datetime, accessor: str, meta: dict[str, str]) -> dict[str, Any]:
+def last_drain(status: str, now: datetime, accessor: str, meta: dict[str, str]) -> DrainMetadataJson:
     """Nomad's DrainMetadata at the start of a drain."""
     at = of_datetime(now)
     return {"StartedAt": at, "UpdatedAt": at, "Status": status, "AccessorID": accessor, "Meta": meta}

@@ -39,7 +39,7 @@ class StoredEvent:
     namespace: str
     filter_keys: list[str] | None
     row: Any = None  # the model instance rebuilt from the snapshot (transient, never flushed)
-    extra: dict[str, Any] = field(default_factory=dict)  # what rendering needs beyond the row
+    extra: dict[str, str] = field(default_factory=dict)  # what rendering needs beyond the row
 
 
 @dataclass(frozen=True)

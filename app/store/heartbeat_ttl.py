@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -37,7 +36,7 @@ class Beat:
 
 def grant(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat | None:
     """Authenticate and record a heartbeat in one statement; None for an unknown node or a wrong secret."""
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "node_id": node_id,
         "secret_hash": secret_hash(secret),
         "min_ttl_s": policy.min_ttl_s,

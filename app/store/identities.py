@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -15,6 +14,7 @@ from app.keyring import identity
 from app.keyring.identity import IdentityError, IdentitySpec, Subject
 from app.models import Allocation, JobVersion
 from app.store import keyring
+from app.wire.job import JobSpec, TaskSpec
 
 # Nomad's WorkloadIdentityRejection reasons.
 MISSING_ALLOC = "allocation not found"
@@ -43,12 +43,12 @@ class Rejected:
     reason: str
 
 
-def task_identities(task: dict[str, Any]) -> list[IdentitySpec]:
+def task_identities(task: TaskSpec) -> list[IdentitySpec]:
     """The task's default identity (its `identity` block, or Nomad's default) and its named ones."""
     return [IdentitySpec.of(task.get("Identity")), *identity.named(task.get("Identities"))]
 
 
-def _task(session: Session, alloc: Allocation, name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _task(session: Session, alloc: Allocation, name: str) -> tuple[JobSpec, TaskSpec] | None:
     version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
     if version is None:
         return None

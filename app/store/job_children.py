@@ -4,16 +4,16 @@ evaluation) and deriving its specification from the parent's."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.models import Evaluation, Job
 from app.store.job_rows import TRACKED_VERSIONS, job_evaluation, upsert_job
-from app.store.jobs import SERVER_FIELDS
+from app.store.jobs import without_server_fields
+from app.wire.job import JobSpec
 
 
-def launch_child(session: Session, spec: dict[str, Any], trigger: str, index: int) -> tuple[Job, Evaluation]:
+def launch_child(session: Session, spec: JobSpec, trigger: str, index: int) -> tuple[Job, Evaluation]:
     """A launched child (periodic or dispatched) that does not exist yet, with its version 0
     and its evaluation, in the caller's transaction. The caller holds a key-share lock on the
     parent."""
@@ -23,9 +23,11 @@ def launch_child(session: Session, spec: dict[str, Any], trigger: str, index: in
     return child, evaluation
 
 
-def derive_child(parent: Job, child_id: str, **fields: Any) -> dict[str, Any]:
+def derive_child(parent: Job, child_id: str, fields: JobSpec) -> JobSpec:
     """The specification of a child of `parent`: the parent's, named `child_id` (ID and Name,
     as Nomad derives them), with ParentID set and `fields` on top."""
-    spec = {k: v for k, v in copy.deepcopy(parent.spec).items() if k not in SERVER_FIELDS}
-    spec.update(ID=child_id, Name=child_id, ParentID=parent.id, **fields)
+    spec = without_server_fields(copy.deepcopy(parent.spec))
+    spec["ID"] = spec["Name"] = child_id
+    spec["ParentID"] = parent.id
+    spec.update(fields)
     return spec

@@ -4,7 +4,6 @@ ends here, as does the evaluation it commits with."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
@@ -12,12 +11,13 @@ from sqlalchemy.orm import Session
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion
 from app.store.evals import EvalRequest, insert_eval
+from app.wire.job import JobSpec
 
 # Nomad's JobDefaultTrackedVersions; the servers pass CORRAL_JOB_MAX_VERSIONS.
 TRACKED_VERSIONS = 6
 
 
-def upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], index: int, max_versions: int) -> Job:
+def upsert_job(session: Session, existing: Job | None, spec: JobSpec, index: int, max_versions: int) -> Job:
     """Make `spec` the job's current version: a new job, a purged one revived, or the next
     version of a live one (none when the specification is unchanged)."""
     now = datetime.now(UTC)
@@ -48,7 +48,7 @@ def upsert_job(session: Session, existing: Job | None, spec: dict[str, Any], ind
     return job
 
 
-def new_version(session: Session, job: Job, spec: dict[str, Any], index: int, max_versions: int) -> None:
+def new_version(session: Session, job: Job, spec: JobSpec, index: int, max_versions: int) -> None:
     """Make `spec` the locked job's next version (a scale changes only a count)."""
     now = datetime.now(UTC)
     apply_spec(job, spec, version=job.version + 1, index=index, now=now)
@@ -58,7 +58,7 @@ def new_version(session: Session, job: Job, spec: dict[str, Any], index: int, ma
     insert_version(session, job, now, max_versions)
 
 
-def apply_spec(job: Job, spec: dict[str, Any], *, version: int, index: int, now: datetime) -> None:
+def apply_spec(job: Job, spec: JobSpec, *, version: int, index: int, now: datetime) -> None:
     job.spec = spec
     job.name = spec.get("Name") or spec["ID"]
     job.type = spec["Type"]

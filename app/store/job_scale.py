@@ -8,7 +8,6 @@ import copy
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -23,6 +22,8 @@ from app.store.evals import EvalRequest, insert_eval
 from app.store.job_reads import get_job
 from app.store.job_rows import TRACKED_VERSIONS, new_version
 from app.structs import launches_children
+from app.wire.job import JobSpec, TaskGroupSpec
+from app.wire.json import JsonObject
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class ScaleRequest:
     count: int | None
     message: str = ""
     error: bool = False
-    meta: dict[str, Any] | None = None
+    meta: JsonObject | None = None
     max_versions: int = TRACKED_VERSIONS
 
 
@@ -78,15 +79,14 @@ def scale_job(session: Session, namespace: str, job_id: str, request: ScaleReque
     return ScaleResult(eval_id, eval_index, job.job_modify_index, index)
 
 
-def _group(job: Job, name: str) -> dict[str, Any]:
+def _group(job: Job, name: str) -> TaskGroupSpec:
     for group in job.spec.get("TaskGroups") or []:
         if group.get("Name") == name:
-            found: dict[str, Any] = group
-            return found
+            return group
     raise InvalidInput.of("Target.Group", f"job {job.id!r} has no task group {name!r}")
 
 
-def _check_count(job: Job, group: dict[str, Any], count: int) -> None:
+def _check_count(job: Job, group: TaskGroupSpec, count: int) -> None:
     if job.stop:
         raise InvalidInput.of("JobID", f"job {job.id!r} is stopped; register it again before scaling it")
     if count < 0:
@@ -117,7 +117,7 @@ def _check_no_active_deployment(session: Session, job: Job) -> None:
         raise InvalidInput.of("JobID", f"job scaling blocked due to active deployment {active}")
 
 
-def _with_count(spec: dict[str, Any], group_name: str, count: int) -> dict[str, Any]:
+def _with_count(spec: JobSpec, group_name: str, count: int) -> JobSpec:
     spec = copy.deepcopy(spec)
     for group in spec["TaskGroups"]:
         if group["Name"] == group_name:

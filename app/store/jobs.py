@@ -8,7 +8,7 @@ import copy
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Literal, get_args
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -21,19 +21,22 @@ from app.store.job_reads import get_job, has_live_allocations
 from app.store.job_rows import TRACKED_VERSIONS, apply_spec, insert_version, job_evaluation, upsert_job
 from app.store.sql import query
 from app.structs import launches_children
+from app.wire.job import JobSpec
 
 # Fields the servers own. A client that sends back what it read must not change them,
 # and they never count as a change of the specification.
-SERVER_FIELDS = (
-    "Status",
-    "StatusDescription",
-    "Stable",
-    "Version",
-    "SubmitTime",
-    "CreateIndex",
-    "ModifyIndex",
-    "JobModifyIndex",
-)
+ServerField = Literal[
+    "Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex"
+]
+SERVER_FIELDS: tuple[ServerField, ...] = get_args(ServerField)
+
+
+def without_server_fields(spec: JobSpec) -> JobSpec:
+    """A copy of `spec` without the fields the servers own."""
+    out = spec.copy()
+    for key in SERVER_FIELDS:
+        out.pop(key, None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -53,16 +56,16 @@ class WriteResult:
     index: int
 
 
-def register_job(session: Session, spec: dict[str, Any], options: RegisterOptions) -> WriteResult:
+def register_job(session: Session, spec: JobSpec, options: RegisterOptions) -> WriteResult:
     """Write a (normalized) job and its job-register evaluation in one transaction."""
     index = next_index(session, ["jobs", "evaluations"])
     return register_at(session, spec, options, index)
 
 
-def register_at(session: Session, spec: dict[str, Any], options: RegisterOptions, index: int) -> WriteResult:
+def register_at(session: Session, spec: JobSpec, options: RegisterOptions, index: int) -> WriteResult:
     """register_job within a transaction that has already taken its state index (for `jobs`
     and `evaluations`): a revert checks the locked job first, then registers the old spec."""
-    spec = {k: v for k, v in spec.items() if k not in SERVER_FIELDS}
+    spec = without_server_fields(spec)
     namespace, job_id = spec["Namespace"], spec["ID"]
     _check_registration_allowed(session)
     check_references(session, spec)
@@ -106,14 +109,14 @@ def _check_registration_allowed(session: Session) -> None:
         )
 
 
-def check_references(session: Session, spec: dict[str, Any]) -> None:
+def check_references(session: Session, spec: JobSpec) -> None:
     if session.get(Namespace, spec["Namespace"]) is None:
         raise InvalidInput.of("Job.Namespace", f"namespace {spec['Namespace']!r} does not exist")
     if session.get(NodePool, spec["NodePool"]) is None:
         raise InvalidInput.of("Job.NodePool", f"node pool {spec['NodePool']!r} does not exist")
 
 
-def _check_parent(session: Session, spec: dict[str, Any], live: Job | None) -> None:
+def _check_parent(session: Session, spec: JobSpec, live: Job | None) -> None:
     """A child names an existing parent (jobs.parent_id is a foreign key). The parent is
     key-share locked: job GC locks a parent FOR UPDATE SKIP LOCKED before it re-checks for
     children, so it either skips this parent or has deleted it before we look (then 400)."""
@@ -151,8 +154,8 @@ def _check_enforce_index(live: Job | None, options: RegisterOptions) -> None:
             )
 
 
-def _preserve_counts(spec: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
-    counts = {g["Name"]: g.get("Count") for g in current.get("TaskGroups", [])}
+def _preserve_counts(spec: JobSpec, current: JobSpec) -> JobSpec:
+    counts = {g["Name"]: g["Count"] for g in current.get("TaskGroups", []) if "Count" in g}
     spec = copy.deepcopy(spec)
     for group in spec.get("TaskGroups", []):
         if group["Name"] in counts:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -29,7 +27,7 @@ def get_namespace(session: Session, name: str) -> Namespace:
     return found
 
 
-def upsert_namespace(session: Session, name: str, description: str, meta: dict[str, Any]) -> int:
+def upsert_namespace(session: Session, name: str, description: str, meta: dict[str, str]) -> int:
     index = next_index(session, ["namespaces"])
     session.execute(
         pg_insert(Namespace)

@@ -5,7 +5,6 @@ Nodes create the pool they name when they register (app/store/nodes.py), as Noma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -44,7 +43,7 @@ def upsert_pool(session: Session, spec: PoolSpec) -> int:
     if spec.name in BUILT_IN:
         raise InvalidInput.of("Name", f"modifying node pool {spec.name!r} is not allowed")
     index = next_index(session, ["node_pools"])
-    values: dict[str, Any] = {"description": spec.description, "meta": spec.meta}
+    values: dict[str, object] = {"description": spec.description, "meta": spec.meta}
     session.execute(
         pg_insert(NodePool)
         .values(name=spec.name, create_index=index, modify_index=index, **values)

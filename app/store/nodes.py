@@ -23,6 +23,7 @@ from app.scheduler.computed_class import computed_class
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.heartbeat_ttl import HeartbeatPolicy, grant
+from app.wire.node import DriverInfoJson, HostVolumeInfoJson, NodeReservedResourcesJson, NodeResourcesJson
 
 DEFAULT_HEARTBEAT = HeartbeatPolicy()
 
@@ -43,6 +44,14 @@ FINGERPRINT_FIELDS = (
 )
 
 
+def _no_resources() -> NodeResourcesJson:
+    return {}
+
+
+def _no_reserved() -> NodeReservedResourcesJson:
+    return {}
+
+
 @dataclass(frozen=True)
 class NodeRegistration:
     id: uuid.UUID
@@ -52,9 +61,9 @@ class NodeRegistration:
     node_class: str
     node_pool: str
     status: str
-    attributes: dict[str, Any]
-    meta: dict[str, Any]
-    drivers: dict[str, Any]
+    attributes: dict[str, str]
+    meta: dict[str, str]
+    drivers: dict[str, DriverInfoJson]
     cpu_shares: int
     memory_mb: int
     disk_mb: int
@@ -62,10 +71,10 @@ class NodeRegistration:
     reserved_memory_mb: int = 0
     reserved_disk_mb: int = 0
     reserved_ports: str = ""
-    node_resources: dict[str, Any] = field(default_factory=dict)
-    reserved_resources: dict[str, Any] = field(default_factory=dict)
+    node_resources: NodeResourcesJson = field(default_factory=_no_resources)
+    reserved_resources: NodeReservedResourcesJson = field(default_factory=_no_reserved)
     http_addr: str = ""
-    host_volumes: dict[str, Any] = field(default_factory=dict)
+    host_volumes: dict[str, HostVolumeInfoJson] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

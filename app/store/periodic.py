@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 from sqlalchemy.orm import Session
@@ -64,11 +63,11 @@ def launch(session: Session, namespace: str, job_id: str, at: datetime, index: i
         if forced:
             raise InvalidInput.of("JobID", _not_launchable(parent))
         return None
-    params: dict[str, Any] = {"namespace": namespace, "job_id": job_id, "launch_time": at, "index": index}
+    params: dict[str, object] = {"namespace": namespace, "job_id": job_id, "launch_time": at, "index": index}
     claimed = session.execute(query("record_forced_launch" if forced else "claim_periodic_launch"), params).first()
     if claimed is None:
         return None  # another leader launched this time (or a later one) first
-    if not forced and parent.spec["Periodic"].get("ProhibitOverlap") and _running_children(session, parent):
+    if not forced and (parent.spec.get("Periodic") or {}).get("ProhibitOverlap") and _running_children(session, parent):
         session.execute(query("mark_launch_skipped"), params)
         log.info("periodic launch skipped: a child still runs (prohibit_overlap)", job=job_id, at=at.isoformat())
         return Launch(job_id, at, None, None, index)
@@ -77,7 +76,7 @@ def launch(session: Session, namespace: str, job_id: str, at: datetime, index: i
         if forced:
             raise Conflict.of("JobID", f"job {name!r} already exists: a launch at this second was made; try again")
         return None
-    child, evaluation = launch_child(session, derive_child(parent, name, Periodic=None), "periodic-job", index)
+    child, evaluation = launch_child(session, derive_child(parent, name, {"Periodic": None}), "periodic-job", index)
     return Launch(job_id, at, child.id, evaluation.id, index)
 
 

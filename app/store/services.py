@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -95,7 +95,7 @@ def sync(
     return SyncResult(index, len(upserted), len(removed))
 
 
-def _row(reg: Offered) -> dict[str, Any]:
+def _row(reg: Offered) -> dict[str, object]:
     return {
         "id": reg.id,
         "service_name": reg.service_name,

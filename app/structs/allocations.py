@@ -4,13 +4,16 @@ as preemption sees it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.structs.metrics import PlacementMetrics
 from app.structs.resources import Port, Resources, TaskCores
+from app.wire.allocation import DesiredTransitionJson, RescheduleTrackerJson
+
+
+def _no_transition() -> DesiredTransitionJson:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,8 @@ class Allocation:
     previous_allocation: uuid.UUID | None = None
     deployment_id: uuid.UUID | None = None
     followup_eval_id: uuid.UUID | None = None
-    reschedule_tracker: Mapping[str, Any] | None = None
-    desired_transition: Mapping[str, Any] = field(default_factory=dict)
+    reschedule_tracker: RescheduleTrackerJson | None = None
+    desired_transition: DesiredTransitionJson = field(default_factory=_no_transition)
     node_name: str = ""
     create_index: int = 0
     modify_index: int = 0

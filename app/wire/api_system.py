@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from app.wire.json import JsonObject
-
 
 class GcRunJson(TypedDict):
     ID: int
     Kind: str  # eval-gc, job-gc, node-gc, deployment-gc or force-gc
     Status: str  # running, complete, failed or interrupted
     EvalID: str | None
-    Removed: JsonObject  # table -> rows removed
+    Removed: dict[str, int]  # table -> rows removed
     RowsRemoved: int
     Batches: int
     LongestBatchMs: int
     Timeouts: int
-    Thresholds: JsonObject
+    Thresholds: dict[str, int]
     Worker: str
     Error: str | None
     StartedAt: str  # ISO 8601

@@ -19,8 +19,8 @@ from app.db.leadership import Leadership
 from app.pipeline import broker, plans
 from app.pipeline.applier import Deposed, apply_batch
 from app.pipeline.plan_writes import Checked
-from app.plan_wire import CompletionJson
 from app.structs import AllocationStop, Plan, Port
+from app.wire.plan import CompletionJson
 from tests.support.pipeline import alloc, claim, register, submit
 from tests.support.rows import insert_node
 

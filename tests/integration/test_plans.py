@@ -14,8 +14,8 @@ from app.db.leadership import Leadership
 from app.pipeline import plans
 from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.plans import AppliedPlan
-from app.plan_wire import CompletionJson
 from app.structs import AllocationStop, Plan
+from app.wire.plan import CompletionJson
 from tests.support.pipeline import alloc, apply, claim, register, submit
 from tests.support.rows import insert_node
 

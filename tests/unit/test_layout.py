@@ -31,7 +31,6 @@ PURE = [
     *sorted((ROOT / "app" / "scheduler").rglob("*.py")),
     *sorted((ROOT / "app" / "structs").rglob("*.py")),
     ROOT / "app" / "constants.py",
-    ROOT / "app" / "plan_wire.py",
     *sorted((ROOT / "app" / "wire").rglob("*.py")),
     ROOT / "app" / "stream" / "exec_frames.py",  # the frames are pure; the socket is websocket.py
 ]
@@ -55,7 +54,6 @@ LAYERS: list[tuple[str, ...]] = [
     # 0: values, pure logic, and the settings every role reads at start (no network, no database)
     (
         "app.structs",
-        "app.plan_wire",
         "app.wire",
         "app.constants",
         "app.errors",

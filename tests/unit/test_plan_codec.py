@@ -19,7 +19,6 @@ from app.pipeline.metrics_codec import (
     placed_to_nomad,
 )
 from app.pipeline.plan_codec import alloc_to_json, decode_plan, decode_result, encode_plan, encode_result
-from app.plan_wire import AllocJson, PlanResultJson, PlanRowJson
 from app.structs import (
     Allocation,
     AllocationStop,
@@ -33,6 +32,7 @@ from app.structs import (
     Port,
     Resources,
 )
+from app.wire.plan import AllocJson, PlanResultJson, PlanRowJson
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import NotRequired, TypedDict
 
-# A JSON object the plan carries through without looking inside (reschedule tracker, transition).
-JsonObject = dict[str, object]
+from app.wire.allocation import DesiredTransitionJson, RescheduleTrackerJson
 
 
 class ResourcesJson(TypedDict):
@@ -49,7 +48,7 @@ class AllocJson(TypedDict):
     Ports: list[PortJson]
     PreviousAllocation: str | None
     PreemptedAllocations: list[str]
-    RescheduleTracker: JsonObject | None
+    RescheduleTracker: RescheduleTrackerJson | None
     DeploymentID: str | None
     Canary: bool
     # Written only where they differ from a fresh placement's: an in-place update carries the
@@ -57,7 +56,7 @@ class AllocJson(TypedDict):
     DesiredStatus: NotRequired[str]
     ClientStatus: NotRequired[str]
     FollowupEvalID: NotRequired[str]
-    DesiredTransition: NotRequired[JsonObject]
+    DesiredTransition: NotRequired[DesiredTransitionJson]
     CreateIndex: NotRequired[int]
     ModifyIndex: NotRequired[int]
     Healthy: NotRequired[bool]
@@ -77,8 +76,8 @@ class StopJson(TypedDict):
     PreemptedByAllocation: str | None
 
 
-class DeploymentGroupJson(TypedDict):
-    """Also the shape of each group in deployments.task_groups."""
+class DeploymentGroupJson(TypedDict, total=False):
+    """A deployment's group as a plan creates it (also the shape of each group in deployments.task_groups)."""
 
     AutoRevert: bool
     AutoPromote: bool
@@ -87,9 +86,13 @@ class DeploymentGroupJson(TypedDict):
     Promoted: bool
     DesiredCanaries: int
     DesiredTotal: int
+    # Nomad's DeploymentState counts: the API counts them at read time; not written by corral.
+    PlacedAllocs: int
+    HealthyAllocs: int
+    UnhealthyAllocs: int
 
 
-class DeploymentJson(TypedDict):
+class PlanDeploymentJson(TypedDict):
     ID: str
     Namespace: str
     JobID: str
@@ -134,7 +137,7 @@ class PlanRowJson(TypedDict):
     node_update: dict[str, list[StopJson]]
     node_allocation: dict[str, list[AllocJson]]
     node_preemptions: dict[str, list[StopJson]]
-    deployment: DeploymentJson | None
+    deployment: PlanDeploymentJson | None
     deployment_updates: list[StatusUpdateJson]
 
 
@@ -171,32 +174,3 @@ class PlacedMetricsJson(TypedDict):
     ConstraintFiltered: NotRequired[dict[str, int]]
     ClassExhausted: NotRequired[dict[str, int]]
     DimensionExhausted: NotRequired[dict[str, int]]
-
-
-class NodeScoreMetaJson(TypedDict):
-    """Nomad's NodeScoreMeta."""
-
-    NodeID: str
-    Scores: dict[str, float]
-    NormScore: float
-
-
-class AllocMetricJson(TypedDict):
-    """Nomad's AllocMetric (api.AllocationMetric). The keys marked NotRequired came later: the
-    failed-group metrics stored before them lack them."""
-
-    NodesEvaluated: int
-    NodesFiltered: int
-    NodesInPool: int
-    NodesAvailable: dict[str, int]
-    ClassFiltered: dict[str, int]
-    ConstraintFiltered: dict[str, int]
-    NodesExhausted: int
-    ClassExhausted: dict[str, int]
-    DimensionExhausted: dict[str, int]
-    QuotaExhausted: NotRequired[list[str]]  # corral has no quotas: always empty
-    ResourcesExhausted: NotRequired[dict[str, ResourcesJson]]  # Nomad's per-task shortfall: not kept, empty
-    Scores: NotRequired[None]  # Nomad's deprecated score map, replaced by ScoreMetaData: always null
-    ScoreMetaData: NotRequired[list[NodeScoreMetaJson]]
-    AllocationTime: NotRequired[int]  # nanoseconds, as Nomad's time.Duration
-    CoalescedFailures: int
