@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
 from app.cli import http
-from app.wire.api_deployments import DeploymentPromoteRequest
+from app.wire.api_deployments import DeploymentPromoteRequest, DeploymentUpdateResponseJson
+from app.wire.deployment import DeploymentJson, DeploymentStateJson
 
 FULL_ID_LENGTH = 36
 SHORT_ID_LENGTH = 8
@@ -54,7 +54,7 @@ def columns(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def render_list(deployments: list[dict[str, Any]], verbose: bool = False) -> str:
+def render_list(deployments: list[DeploymentJson], verbose: bool = False) -> str:
     if not deployments:
         return "No deployments found"
     rows = [["ID", "Job ID", "Job Version", "Status", "Description"]]
@@ -71,7 +71,7 @@ def render_list(deployments: list[dict[str, Any]], verbose: bool = False) -> str
     return "\n".join(columns(rows))
 
 
-def progress_deadline(d: dict[str, Any], group: dict[str, Any]) -> str:
+def progress_deadline(d: DeploymentJson, group: DeploymentStateJson) -> str:
     """When the group must next make progress: N/A without a progress_deadline or once the
     deployment is no longer running, TBD until its first allocation is placed."""
     if not group.get("ProgressDeadline") or d.get("Status") != "running":
@@ -83,7 +83,7 @@ def progress_deadline(d: dict[str, Any], group: dict[str, Any]) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def render_status(d: dict[str, Any], verbose: bool = False) -> str:
+def render_status(d: DeploymentJson, verbose: bool = False) -> str:
     lines = [
         f"ID          = {short(str(d['ID']), verbose)}",
         f"Job ID      = {d['JobID']}",
@@ -91,7 +91,7 @@ def render_status(d: dict[str, Any], verbose: bool = False) -> str:
         f"Status      = {d['Status']}",
         f"Description = {d.get('StatusDescription') or ''}",
     ]
-    groups: dict[str, Any] = d.get("TaskGroups") or {}
+    groups = d.get("TaskGroups") or {}
     if not groups:
         return "\n".join(lines)
     rows = [list(GROUP_COLUMNS)]
@@ -113,7 +113,7 @@ def render_status(d: dict[str, Any], verbose: bool = False) -> str:
     return "\n".join([*lines, "", "Deployed", *columns(rows)])
 
 
-def render_update(message: str, response: dict[str, Any]) -> str:
+def render_update(message: str, response: DeploymentUpdateResponseJson) -> str:
     lines = [message]
     if response.get("RevertedJobVersion") is not None:
         lines.append(f"Job reverted to version {response['RevertedJobVersion']} (the latest stable version)")

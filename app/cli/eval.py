@@ -10,6 +10,7 @@ from app.cli import http
 from app.cli.deployment import columns
 from app.cli.monitor import failed_group_lines
 from app.cli.output import date, format_options, formatted, key_values, resolve
+from app.wire.evaluation import EvaluationJson
 
 
 @click.group("eval")
@@ -21,7 +22,7 @@ def _short(value: Any, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 
-def render_evals(evals: list[dict[str, Any]], verbose: bool) -> str:
+def render_evals(evals: list[EvaluationJson], verbose: bool) -> str:
     if not evals:
         return "No evals found"
     rows = [["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status", "Placement Failures"]]
@@ -41,7 +42,7 @@ def render_evals(evals: list[dict[str, Any]], verbose: bool) -> str:
     return "\n".join(columns(rows))
 
 
-def render_eval(e: dict[str, Any], verbose: bool) -> str:
+def render_eval(e: EvaluationJson, verbose: bool) -> str:
     lines = key_values(
         [
             ("ID", _short(e["ID"], verbose)),

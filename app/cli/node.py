@@ -11,7 +11,9 @@ from app.cli.client import default_address
 from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, format_options, formatted, key_values, resolve
+from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.api_nodes import NodeDrainRequest
+from app.wire.node import NodeJson, NodeListStubJson
 
 
 @click.group()
@@ -168,7 +170,7 @@ def monitor_drain(node_id: str, base: str, poll_s: float = DRAIN_POLL_S) -> int:
         time.sleep(poll_s)
 
 
-def _drain_state(alloc: dict[str, Any]) -> str | None:
+def _drain_state(alloc: AllocationJson) -> str | None:
     if alloc.get("ClientStatus") in ("complete", "failed", "lost") or alloc.get("DesiredStatus") == "stop":
         return "draining" if alloc.get("ClientStatus") == "running" else "status " + str(alloc.get("ClientStatus"))
     if (alloc.get("DesiredTransition") or {}).get("Migrate"):
@@ -193,7 +195,7 @@ def _short(value: Any, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 
-def render_nodes(nodes: list[dict[str, Any]], verbose: bool) -> str:
+def render_nodes(nodes: list[NodeListStubJson], verbose: bool) -> str:
     if not nodes:
         return "No nodes registered"
     rows = [["ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"]]
@@ -213,7 +215,7 @@ def render_nodes(nodes: list[dict[str, Any]], verbose: bool) -> str:
     return "\n".join(columns(rows))
 
 
-def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) -> str:
+def render_node(n: NodeJson, allocs: list[AllocationListStubJson], verbose: bool) -> str:
     lines = key_values(
         [
             ("ID", n["ID"]),

@@ -10,11 +10,18 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from app.cli import http
+from app.wire.json import JsonObject
+
+if TYPE_CHECKING:
+    from app.wire.allocation import AllocationListStubJson
+    from app.wire.deployment import DeploymentJson
+    from app.wire.evaluation import EvaluationJson
+    from app.wire.node import NodeListStubJson
 
 ACTION = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}(\s*)", re.S)
 FIELD = re.compile(r"^\.(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)?$")
@@ -181,7 +188,7 @@ def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36, base: 
     # IDs are UUIDs: a prefix that is not hex names none (and the list routes refuse it).
     query = {"prefix": prefix, "namespace": "*"}
     found = http.request("GET", route, params=query, base=base) if set(prefix) <= HEX else []
-    items = [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+    items: list[JsonObject] = [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
     if not items:
         raise click.ClickException(f'No {kind}(s) with prefix or id "{prefix}" found')
     if len({str(item["ID"]) for item in items}) > 1:
@@ -189,27 +196,28 @@ def resolve(kind: str, route: str, prefix: str, *, full_length: int = 36, base: 
     return str(items[0]["ID"])
 
 
-def _matches(kind: str, items: list[dict[str, Any]]) -> str:
-    """The matches of an ambiguous prefix in the kind's own list layout, as Nomad prints them."""
+def _matches(kind: str, items: list[JsonObject]) -> str:
+    """The matches of an ambiguous prefix in the kind's own list layout, as Nomad prints them
+    (`items` is the answer of that kind's list route, hence the casts)."""
     if kind == "allocation":
         from app.cli.job_status import render_allocs
 
-        return render_allocs(items, False)
+        return render_allocs(cast("list[AllocationListStubJson]", items), False)
     if kind == "evaluation":
         from app.cli.eval import render_evals
 
-        return render_evals(items, False)
+        return render_evals(cast("list[EvaluationJson]", items), False)
     if kind == "node":
         from app.cli.node import render_nodes
 
-        return render_nodes(items, False)
+        return render_nodes(cast("list[NodeListStubJson]", items), False)
     from app.cli.deployment import render_list
 
-    return render_list(items, False)
+    return render_list(cast("list[DeploymentJson]", items), False)
 
 
-def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
-    def fetch(prefix: str) -> list[dict[str, Any]]:
+def listing(route: str) -> Callable[[str], list[JsonObject]]:
+    def fetch(prefix: str) -> list[JsonObject]:
         found = http.get(route, {"prefix": prefix, "namespace": "*"})
         return list(found) if isinstance(found, list) else []
 

@@ -12,3 +12,13 @@ class DeploymentPromoteRequest(TypedDict):
     DeploymentID: str
     All: bool
     Groups: NotRequired[list[str]]
+
+
+class DeploymentUpdateResponseJson(TypedDict):
+    """Nomad's DeploymentUpdateResponse: the answer to promote, pause, fail and allocation health."""
+
+    EvalID: str
+    EvalCreateIndex: int
+    DeploymentModifyIndex: int
+    RevertedJobVersion: int | None
+    Index: int
