@@ -5,7 +5,6 @@ output; exit 0 on success, 1 on any error (printed on stderr)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -14,9 +13,10 @@ from app.cli.alloc import alloc, resolve
 from app.cli.alloc_stats import ibytes
 from app.cli.deployment import columns
 from app.wire.api_allocs import AllocRestartRequest, AllocSignalRequest
+from app.wire.api_client import AllocFileInfoJson
 
 
-def _file_row(info: dict[str, Any], machine: bool, with_type: bool) -> list[str]:
+def _file_row(info: AllocFileInfoJson, machine: bool, with_type: bool) -> list[str]:
     name = str(info.get("Name", "")) + ("/" if info.get("IsDir") else "")
     size = int(info.get("Size") or 0)
     row = [str(info.get("FileMode", "")), str(size) if machine else ibytes(size), str(info.get("ModTime", ""))]

@@ -14,6 +14,7 @@ from app.cli.deployment import columns, render_list, render_status, short
 from app.cli.monitor import alloc_metric_lines, follow, monitor_options
 from app.cli.output import ago, format_options, formatted, key_values
 from app.wire.allocation import AllocationListStubJson
+from app.wire.api_jobs import JobStatusJson
 from app.wire.deployment import DeploymentJson
 from app.wire.evaluation import EvaluationJson
 from app.wire.job import JobListStubJson, JobSpec, JobSummaryJson
@@ -339,7 +340,7 @@ def _version(job_id: str, version: int) -> JobSpec:
     raise click.ClickException(f"Error inspecting job: job {job_id!r} has no version {version}")
 
 
-def _status_object(job_id: str, namespace: Any) -> dict[str, Any]:
+def _status_object(job_id: str, namespace: object) -> JobStatusJson:
     """Nomad's JSON of `job status -json`: the job's summary, allocations, latest deployment and evaluations."""
     params = {"namespace": namespace} if isinstance(namespace, str) and namespace else None
     return {

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from app.wire.allocation import AllocationListStubJson
+from app.wire.deployment import DeploymentJson
+from app.wire.evaluation import EvaluationJson
+from app.wire.job import JobSummaryJson
 from app.wire.json import JsonObject
 
 
@@ -64,3 +68,12 @@ class JobRevertRequest(TypedDict):
     JobID: str
     JobVersion: int
     EnforcePriorVersion: NotRequired[int]
+
+
+class JobStatusJson(TypedDict):
+    """`corral job status -json`: Nomad's JSON of a job's status, gathered from four routes."""
+
+    Summary: JobSummaryJson
+    Allocations: list[AllocationListStubJson]
+    LatestDeployment: DeploymentJson | None
+    Evaluations: list[EvaluationJson]
