@@ -11,6 +11,7 @@ from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerC
 from app.pipeline.metrics_codec import placed_to_nomad
 from app.rfc3339 import of_datetime
 from app.wire.api_jobs import JobEvalAnswerJson
+from app.wire.api_operator import SchedulerConfigJson
 from app.wire.job import JobSpec
 from app.wire.plan import PlacedMetricsJson
 
@@ -334,7 +335,7 @@ def node_stub(row: Node) -> dict[str, Any]:
     }
 
 
-def scheduler_config(row: SchedulerConfig) -> dict[str, Any]:
+def scheduler_config(row: SchedulerConfig) -> SchedulerConfigJson:
     return {
         "SchedulerAlgorithm": row.scheduler_algorithm,
         "PreemptionConfig": {

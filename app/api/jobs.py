@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -49,7 +49,7 @@ def list_jobs() -> Response:
     return with_token(respond(body, index), token)
 
 
-def _job_view(job: Job, status: str, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _job_view(job: Job, status: str, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     """What a filter on /v1/jobs sees: the full job, as Nomad evaluates it, and the stub's keys."""
     return lambda: merged(encode.job(job, status), stub)
 

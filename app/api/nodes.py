@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 from uuid import UUID
 
@@ -209,7 +209,7 @@ def list_nodes() -> Response:
     return with_token(respond(body, index), token)
 
 
-def _node_view(node: Node, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _node_view(node: Node, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     return lambda: merged(encode.node(node), stub)
 
 
