@@ -18,6 +18,7 @@ from app.api.context import client_lane, client_write, read, respond, state, wri
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
+from app.constants import NODE_ELIGIBILITIES
 from app.errors import InvalidInput
 from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
@@ -236,7 +237,7 @@ def eligibility(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
     body = json_body()
     value = body.get("Eligibility")
-    if value not in ("eligible", "ineligible"):
+    if value not in NODE_ELIGIBILITIES:
         raise InvalidInput.of("Eligibility", f"must be 'eligible' or 'ineligible', got {value!r}")
     if body.get("NodeID") not in (None, "", node_id):
         raise InvalidInput.of("NodeID", "does not match the node ID in the URL")

@@ -11,6 +11,7 @@ from app.cli.client import default_address
 from app.cli.deployment import columns
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, format_options, formatted, key_values, resolve
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.api_nodes import NodeDrainRequest
 from app.wire.node import NodeJson, NodeListStubJson
@@ -171,7 +172,7 @@ def monitor_drain(node_id: str, base: str, poll_s: float = DRAIN_POLL_S) -> int:
 
 
 def _drain_state(alloc: AllocationJson) -> str | None:
-    if alloc.get("ClientStatus") in ("complete", "failed", "lost") or alloc.get("DesiredStatus") == "stop":
+    if alloc.get("ClientStatus") in ALLOC_CLIENT_TERMINAL_STATUSES or alloc.get("DesiredStatus") == "stop":
         return "draining" if alloc.get("ClientStatus") == "running" else "status " + str(alloc.get("ClientStatus"))
     if (alloc.get("DesiredTransition") or {}).get("Migrate"):
         return "marked for migration"
