@@ -19,7 +19,7 @@ def acl() -> None:
     """ACL bootstrap, policies and tokens (the server needs CORRAL_ACL_ENABLED=true)."""
 
 
-def _field(value: Any) -> str:
+def _field(value: object) -> str:
     if value is None or value == []:
         return "<none>"
     if isinstance(value, list):
@@ -29,7 +29,7 @@ def _field(value: Any) -> str:
     return str(value)
 
 
-def _rows(rows: list[tuple[str, Any]]) -> None:
+def _rows(rows: list[tuple[str, object]]) -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         click.echo(f"{name.ljust(width)} = {_field(value)}")
@@ -59,7 +59,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def _json(value: Any) -> None:
+def _json(value: object) -> None:
     click.echo(json.dumps(value, indent=2))
 
 

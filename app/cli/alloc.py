@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -69,7 +68,7 @@ def render_alloc(
     stats: AllocResourceUsageJson | None = None,
     checks: dict[str, CheckQueryResultJson] | None = None,
 ) -> str:
-    def short(value: Any) -> str:
+    def short(value: object) -> str:
         return str(value or "") if verbose else str(value or "")[:8]
 
     health = a.get("DeploymentStatus")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
@@ -18,7 +16,7 @@ def eval_() -> None:
     """Inspect evaluations (CORRAL_ADDR, else NOMAD_ADDR, default http://127.0.0.1:4646)."""
 
 
-def _short(value: Any, verbose: bool) -> str:
+def _short(value: object, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 

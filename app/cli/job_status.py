@@ -4,7 +4,6 @@ REST API."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import quote
 
 import click
@@ -48,7 +47,7 @@ def _date(nanos: int) -> str:
 
 def basic_block(job: JobSpec, now: datetime | None = None) -> list[str]:
     """Nomad's key = value block for one job, with the next launch of a periodic job."""
-    pairs: list[tuple[str, Any]] = [
+    pairs: list[tuple[str, object]] = [
         ("ID", job["ID"]),
         ("Name", job.get("Name") or job["ID"]),
         ("Submit Date", _date(job.get("SubmitTime", 0))),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
@@ -192,7 +190,7 @@ def _deadline(text: str, no_deadline: bool, force: bool) -> int:
         raise click.BadParameter(str(err), param_hint="-deadline") from err
 
 
-def _short(value: Any, verbose: bool) -> str:
+def _short(value: object, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -95,7 +95,7 @@ def _lookup(dot: Any, field: str) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return "<no value>"
     if isinstance(value, bool):
@@ -151,7 +151,7 @@ def formatted(data: Any, as_json: bool, template: str | None) -> bool:
     return False
 
 
-def key_values(pairs: list[tuple[str, Any]]) -> list[str]:
+def key_values(pairs: Sequence[tuple[str, object]]) -> list[str]:
     """Nomad's `Key = value` block, the equals signs aligned."""
     width = max(len(key) for key, _ in pairs)
     return [f"{key.ljust(width)} = {value}" for key, value in pairs]

@@ -3,8 +3,6 @@ Nomad's layout, through the REST API."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
@@ -114,7 +112,7 @@ def agent_info(as_json: bool, template: str | None) -> None:
         return
     config = agent.get("config") or {}
     database = config.get("Database") or {}
-    sections: list[tuple[str, list[tuple[str, Any]]]] = [
+    sections: list[tuple[str, list[tuple[str, object]]]] = [
         (
             "agent",
             [
