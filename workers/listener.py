@@ -74,8 +74,8 @@ class SharedListener:
 
     def _connect(self) -> None:
         try:
-            args = {k: v for k, v in connect_args(self._role).items() if k != "application_name"}
-            conn = psycopg.connect(self._url, autocommit=True, application_name=f"corral-{self._role}-listen", **args)
+            args = connect_args(self._role, f"corral-{self._role}-listen")
+            conn = psycopg.connect(self._url, autocommit=True, **args)
             for channel in self._channels:
                 conn.execute(f"LISTEN {channel}")
         except psycopg.Error as err:

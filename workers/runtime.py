@@ -123,8 +123,8 @@ class Wakeup:
         self._streak = Streak("the change listener (polling meanwhile)", role=role)
 
     def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
-        args = {k: v for k, v in connect_args(self._role).items() if k != "application_name"}
-        conn = psycopg.connect(self._url, autocommit=True, application_name=f"corral-{self._role}-listen", **args)
+        args = connect_args(self._role, f"corral-{self._role}-listen")
+        conn = psycopg.connect(self._url, autocommit=True, **args)
         for channel in self._channels:
             conn.execute(f"LISTEN {channel}")
         return conn

@@ -24,9 +24,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import hcl2
+
+from app.wire.json import JsonObject, JsonValue
 
 DENY, READ, LIST, WRITE, SCALE = "deny", "read", "list", "write", "scale"
 
@@ -183,7 +184,7 @@ def parse(rules: str) -> Policy:
     return _policy(document)
 
 
-def _policy(document: Mapping[str, Any]) -> Policy:
+def _policy(document: Mapping[str, JsonValue]) -> Policy:
     known = {"namespace", "node", "node_pool", "agent", "operator", "plugin", "quota", "host_volume"}
     unknown = sorted(set(document) - known - _BOOKKEEPING)
     if unknown:
@@ -211,7 +212,7 @@ def _policy(document: Mapping[str, Any]) -> Policy:
     )
 
 
-def _bodies(value: object, where: str) -> list[dict[str, Any]]:
+def _bodies(value: object, where: str) -> list[JsonObject]:
     """A block as HCL gives it (a list of bodies) or as JSON does (one object)."""
     if value is None:
         return []
@@ -222,9 +223,9 @@ def _bodies(value: object, where: str) -> list[dict[str, Any]]:
     raise PolicyError(f"{where}: must be a block")
 
 
-def _labelled(value: object, where: str) -> list[tuple[str, dict[str, Any]]]:
+def _labelled(value: object, where: str) -> list[tuple[str, JsonObject]]:
     """`namespace "x" {...}`: HCL gives [{"x": {...}}], JSON gives {"x": {...}}."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, JsonObject]] = []
     for body in _bodies(value, where):
         for label, inner in body.items():
             if label in _BOOKKEEPING:
@@ -235,7 +236,7 @@ def _labelled(value: object, where: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _namespace_rule(label: str, body: dict[str, Any]) -> NamespaceRule:
+def _namespace_rule(label: str, body: JsonObject) -> NamespaceRule:
     where = f"namespace {label!r}"
     if not _NAMESPACE_LABEL.fullmatch(label):
         raise PolicyError(f"{where}: a namespace name or glob of letters, digits, '-', '_', '.' and '*'")
@@ -267,7 +268,7 @@ def _variables(where: str, value: object) -> tuple[VariablePathRule, ...]:
     return tuple(rules)
 
 
-def _variable_path(where: str, spec: str, body: dict[str, Any]) -> VariablePathRule:
+def _variable_path(where: str, spec: str, body: JsonObject) -> VariablePathRule:
     at = f"{where} variables path {spec!r}"
     if not spec:
         raise PolicyError(f"{where} variables: a path needs a label")
@@ -276,15 +277,22 @@ def _variable_path(where: str, spec: str, body: dict[str, Any]) -> VariablePathR
     unknown = sorted(set(body) - {"capabilities"} - _BOOKKEEPING)
     if unknown:
         raise PolicyError(f"{at}: unknown setting(s) {', '.join(unknown)}")
-    caps = body.get("capabilities", [])
-    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
-        raise PolicyError(f"{at}: capabilities must be a list of strings")
+    caps = _strings(body.get("capabilities", []), f"{at}: capabilities must be a list of strings")
     bad = sorted(set(caps) - VARIABLE_CAPABILITIES)
     if bad:
         raise PolicyError(
             f"{at}: unknown capabilities {', '.join(bad)}; choose from {', '.join(sorted(VARIABLE_CAPABILITIES))}"
         )
     return VariablePathRule(spec, expand_variable_capabilities(caps))
+
+
+def _strings(value: JsonValue | None, problem: str) -> list[str]:
+    if not isinstance(value, list):
+        raise PolicyError(problem)
+    found = [item for item in value if isinstance(item, str)]
+    if len(found) != len(value):
+        raise PolicyError(problem)
+    return found
 
 
 def expand_variable_capabilities(caps: list[str]) -> frozenset[str]:
@@ -294,7 +302,7 @@ def expand_variable_capabilities(caps: list[str]) -> frozenset[str]:
     return frozenset(caps) | ({LIST} if "read" in caps else set())
 
 
-def _node_pool_rule(label: str, body: dict[str, Any]) -> NodePoolRule:
+def _node_pool_rule(label: str, body: JsonObject) -> NodePoolRule:
     where = f"node_pool {label!r}"
     if not _NAMESPACE_LABEL.fullmatch(label):
         raise PolicyError(f"{where}: a node pool name or glob of letters, digits, '-', '_', '.' and '*'")
@@ -304,7 +312,7 @@ def _node_pool_rule(label: str, body: dict[str, Any]) -> NodePoolRule:
 
 def _namespace_like(
     where: str,
-    body: dict[str, Any],
+    body: JsonObject,
     policies: tuple[str, ...],
     capabilities: frozenset[str] | None,
     variables: bool = True,
@@ -317,9 +325,7 @@ def _namespace_like(
     policy = body.get("policy", "")
     if not isinstance(policy, str) or (policy and policy not in policies):
         raise PolicyError(f"{where}: policy must be one of {', '.join(policies)}, got {policy!r}")
-    caps = body.get("capabilities", [])
-    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
-        raise PolicyError(f"{where}: capabilities must be a list of strings")
+    caps = _strings(body.get("capabilities", []), f"{where}: capabilities must be a list of strings")
     if capabilities is not None:
         bad = sorted(set(caps) - capabilities)
         if bad:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Flask, Response
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -116,7 +114,7 @@ def _index_header(response: Response) -> Response:
     return response
 
 
-def _check_path_values(endpoint: str | None, values: dict[str, Any] | None) -> None:
+def _check_path_values(endpoint: str | None, values: dict[str, object] | None) -> None:
     """IDs in the URL path get the same checks as query parameters (no NUL characters)."""
     for name, value in (values or {}).items():
         if isinstance(value, str):

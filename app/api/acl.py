@@ -19,6 +19,8 @@ from app.errors import FieldProblem, Forbidden, InvalidInput
 from app.jobspec.durations import DurationError, duration_ns
 from app.models import AclPolicy, AclToken
 from app.store import acl as store
+from app.wire.api_acl import AclPolicyJson, AclTokenJson, AclTokenStubJson
+from app.wire.json import JsonObject
 
 bp = Blueprint("acl", __name__)
 NANOS = 1_000_000_000
@@ -38,7 +40,7 @@ def _time(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def token_json(token: AclToken, secret: str = "") -> dict[str, Any]:
+def token_json(token: AclToken, secret: str = "") -> AclTokenJson:
     return {
         "AccessorID": str(token.accessor_id),
         "SecretID": secret,
@@ -55,30 +57,53 @@ def token_json(token: AclToken, secret: str = "") -> dict[str, Any]:
     }
 
 
-def _token_stub(token: AclToken) -> dict[str, Any]:
-    stub = token_json(token)
-    del stub["SecretID"]
-    return stub
+def _token_stub(token: AclToken) -> AclTokenStubJson:
+    """Nomad's ACLTokenListStub: the token but its SecretID."""
+    return {
+        "AccessorID": str(token.accessor_id),
+        "Name": token.name,
+        "Type": token.type,
+        "Policies": list(token.policies),
+        "Roles": None,
+        "Global": token.global_,
+        "CreateTime": _time(token.create_time),
+        "ExpirationTime": _time(token.expiration_time),
+        "ExpirationTTL": token.expiration_ttl_ns,
+        "CreateIndex": token.create_index,
+        "ModifyIndex": token.modify_index,
+    }
 
 
-def policy_json(row: AclPolicy, *, full: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {"Name": row.name, "Description": row.description}
-    if full:
-        body.update(Rules=row.rules, JobACL=None)
-    return {**body, "CreateIndex": row.create_index, "ModifyIndex": row.modify_index}
+def policy_json(row: AclPolicy, *, full: bool) -> AclPolicyJson:
+    """`full`: with its Rules (a single policy's read); lists leave them out, as Nomad's stub."""
+    if not full:
+        return {
+            "Name": row.name,
+            "Description": row.description,
+            "CreateIndex": row.create_index,
+            "ModifyIndex": row.modify_index,
+        }
+    return {
+        "Name": row.name,
+        "Description": row.description,
+        "Rules": row.rules,
+        "JobACL": None,
+        "CreateIndex": row.create_index,
+        "ModifyIndex": row.modify_index,
+    }
 
 
 @bp.route("/acl/bootstrap", methods=["PUT", "POST"])
 def bootstrap() -> Response:
     _enabled()
     raw = json_body() if _has_body() else {}
-    secret = raw.get("BootstrapSecret") or None
-    if secret is not None:
-        if not isinstance(secret, str):
-            raise InvalidInput.of("BootstrapSecret", "must be a UUID string")
-        uuid_value(secret, "BootstrapSecret")
+    given = raw.get("BootstrapSecret") or None
+    if given is not None and not isinstance(given, str):
+        raise InvalidInput.of("BootstrapSecret", "must be a UUID string")
+    if given is not None:
+        uuid_value(given, "BootstrapSecret")
     reset = state().settings.acl_bootstrap_reset_index
-    token, secret = write(lambda s: store.bootstrap(s, reset, secret, datetime.now(UTC)))
+    token, secret = write(lambda s: store.bootstrap(s, reset, given, datetime.now(UTC)))
     return respond(token_json(token, secret), token.modify_index)
 
 
@@ -209,7 +234,7 @@ def delete_token(accessor: str) -> Response:
     return respond(None, index)
 
 
-def _token_spec(body: dict[str, Any], now: datetime) -> store.TokenSpec:
+def _token_spec(body: JsonObject, now: datetime) -> store.TokenSpec:
     problems: list[FieldProblem] = []
     name = body.get("Name", "") or ""
     if not isinstance(name, str) or len(name) > MAX_DESCRIPTION:
@@ -217,8 +242,9 @@ def _token_spec(body: dict[str, Any], now: datetime) -> store.TokenSpec:
     kind = body.get("Type") or "client"
     if kind not in ("client", "management"):
         problems.append(FieldProblem("Type", f"must be 'client' or 'management', got {kind!r}"))
-    policies = body.get("Policies") or []
-    if not isinstance(policies, list) or not all(isinstance(p, str) and POLICY_NAME.fullmatch(p) for p in policies):
+    given = body.get("Policies") or []
+    policies = [p for p in given if isinstance(p, str) and POLICY_NAME.fullmatch(p)] if isinstance(given, list) else []
+    if not isinstance(given, list) or len(policies) != len(given):
         problems.append(FieldProblem("Policies", "must be a list of policy names"))
         policies = []
     elif len(policies) > MAX_POLICIES:
@@ -236,7 +262,7 @@ def _token_spec(body: dict[str, Any], now: datetime) -> store.TokenSpec:
     return store.TokenSpec(str(name), str(kind), tuple(dict.fromkeys(policies)), bool(global_), expiration, ttl_ns)
 
 
-def _expiration(body: dict[str, Any], now: datetime, problems: list[FieldProblem]) -> tuple[datetime | None, int]:
+def _expiration(body: JsonObject, now: datetime, problems: list[FieldProblem]) -> tuple[datetime | None, int]:
     settings = state().settings
     ttl_raw, time_raw = body.get("ExpirationTTL"), body.get("ExpirationTime")
     if ttl_raw and time_raw:

@@ -229,15 +229,12 @@ class IndexWatcher:
                 self._stopped.wait(1.0)
 
     def _watch(self) -> None:
-        kwargs = {k: v for k, v in connect_args("api").items() if k != "application_name"}
-        name = "corral-api-index-watcher"
+        kwargs = connect_args("api", "corral-api-index-watcher")
         with contextlib.ExitStack() as stack:
-            conn = stack.enter_context(psycopg.connect(self._url, autocommit=True, application_name=name, **kwargs))
+            conn = stack.enter_context(psycopg.connect(self._url, autocommit=True, **kwargs))
             listener = conn
             if self._listen_url is not None:
-                listener = stack.enter_context(
-                    psycopg.connect(self._listen_url, autocommit=True, application_name=name, **kwargs)
-                )
+                listener = stack.enter_context(psycopg.connect(self._listen_url, autocommit=True, **kwargs))
             listener.execute("LISTEN corral_index")
             self._listening = True
             while not self._stopped.is_set():

@@ -4,7 +4,7 @@ proxy to a client agent are in client_fs.py and client_allocs.py."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal, cast
 from uuid import UUID
 
 from flask import Blueprint, Response, request
@@ -77,7 +77,7 @@ class _TaskStateBody(BaseModel):
     LastRestart: str = Field(default=ZERO_TIME, pattern=RFC3339)
     StartedAt: str = Field(default=ZERO_TIME, pattern=RFC3339)
     FinishedAt: str = Field(default=ZERO_TIME, pattern=RFC3339)
-    Events: list[dict[str, Any]] | None = None
+    Events: list[dict[str, object]] | None = None  # kept as sent: the event's fields are the driver's
 
 
 class _AllocUpdateBody(BaseModel):

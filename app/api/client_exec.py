@@ -21,9 +21,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import structlog
@@ -49,6 +49,9 @@ from app.models import JobVersion
 from app.store import allocs as alloc_store
 from app.stream import websocket as wsock
 from app.wire.job import JobSpec
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 log = structlog.get_logger(__name__)
 bp = Blueprint("client_exec", __name__)
@@ -212,7 +215,7 @@ class Upgraded(Response):
     """What the route returns once the WebSocket is over: the connection belongs to no HTTP
     response any more, and StopIteration is how a gunicorn worker is told to close it."""
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         raise StopIteration()
 
 

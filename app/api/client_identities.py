@@ -14,6 +14,7 @@ from app.api.context import client_lane, respond, state, write
 from app.api.params import json_body, uuid_value
 from app.api.validation import validate
 from app.store import client_allocs, identities
+from app.wire.api_identities import IdentityRejectionJson, SignedIdentityJson, SignIdentitiesResponseJson
 
 bp = Blueprint("client_identities", __name__)
 MAX_REQUESTS = 1000
@@ -31,8 +32,20 @@ class _Body(BaseModel):
     Identities: list[_Request] = Field(max_length=MAX_REQUESTS)
 
 
-def _request(found: identities.IdentityRequest) -> dict[str, Any]:
-    return {"AllocID": str(found.alloc_id), "TaskName": found.task, "IdentityName": found.name}
+def _signed(found: identities.Signed) -> SignedIdentityJson:
+    asked = found.request
+    return {
+        "AllocID": str(asked.alloc_id),
+        "TaskName": asked.task,
+        "IdentityName": asked.name,
+        "JWT": found.jwt,
+        "Expiration": found.expiration_s,
+    }
+
+
+def _rejection(found: identities.Rejected) -> IdentityRejectionJson:
+    asked = found.request
+    return {"AllocID": str(asked.alloc_id), "TaskName": asked.task, "IdentityName": asked.name, "Reason": found.reason}
 
 
 @bp.route("/node/<node_id>/identities", methods=["PUT", "POST"])
@@ -49,10 +62,8 @@ def sign_identities(node_id: str) -> Response:
         return identities.sign_for_node(session, root, key, wanted)
 
     signed, rejected = write(sign)
-    return respond(
-        {
-            "SignedIdentities": [{**_request(s.request), "JWT": s.jwt, "Expiration": s.expiration_s} for s in signed],
-            "Rejections": [{**_request(r.request), "Reason": r.reason} for r in rejected],
-        },
-        0,
-    )
+    answer: SignIdentitiesResponseJson = {
+        "SignedIdentities": [_signed(s) for s in signed],
+        "Rejections": [_rejection(r) for r in rejected],
+    }
+    return respond(answer, 0)

@@ -14,6 +14,7 @@ from app.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests 
 from app.rfc3339 import rfc3339
 from app.store.deployments import Change, GroupCounts, from_row
 from app.structs import DeploymentGroup
+from app.wire.api_deployments import DeploymentUpdateResponseJson
 
 NANOS = 1_000_000_000
 
@@ -58,7 +59,7 @@ def group(state: DeploymentGroup, counted: GroupCounts) -> dict[str, Any]:
     }
 
 
-def update_response(change: Change) -> dict[str, Any]:
+def update_response(change: Change) -> DeploymentUpdateResponseJson:
     return {
         "EvalID": ident(change.eval_id),
         "EvalCreateIndex": change.eval_create_index,

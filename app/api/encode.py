@@ -10,6 +10,8 @@ from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.metrics_codec import placed_to_nomad
 from app.rfc3339 import of_datetime
+from app.wire.api_jobs import JobEvalAnswerJson
+from app.wire.api_operator import SchedulerConfigJson
 from app.wire.job import JobSpec
 from app.wire.plan import PlacedMetricsJson
 
@@ -40,7 +42,7 @@ class JobEvalResult(Protocol):
     def index(self) -> int: ...
 
 
-def job_eval_answer(result: JobEvalResult, warnings: str = "") -> dict[str, Any]:
+def job_eval_answer(result: JobEvalResult, warnings: str = "") -> JobEvalAnswerJson:
     """Nomad's JobRegisterResponse fields, shared by every job write that creates an evaluation."""
     return {
         "EvalID": ident(result.eval_id),
@@ -333,7 +335,7 @@ def node_stub(row: Node) -> dict[str, Any]:
     }
 
 
-def scheduler_config(row: SchedulerConfig) -> dict[str, Any]:
+def scheduler_config(row: SchedulerConfig) -> SchedulerConfigJson:
     return {
         "SchedulerAlgorithm": row.scheduler_algorithm,
         "PreemptionConfig": {

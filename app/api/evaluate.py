@@ -31,9 +31,10 @@ def job_evaluate(job_id: str) -> Response:
         options = {} if options is None else options
         if not isinstance(options, dict):
             raise InvalidInput.of("EvalOptions", "must be a JSON object")
-        force = options.get("ForceReschedule", False)
-        if not isinstance(force, bool):
+        chosen = options.get("ForceReschedule", False)
+        if not isinstance(chosen, bool):
             raise InvalidInput.of("EvalOptions.ForceReschedule", "must be a boolean")
+        force = chosen
     result = write(lambda s: evaluate_job(s, ns, job_id, force_reschedule=force))
     return respond(encode.job_eval_answer(result), result.index)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import groupby
-from typing import Any
+from typing import cast
 
 from sqlalchemy.orm import Session
 
@@ -13,11 +13,13 @@ from app.api import deployment_encode, encode
 from app.store import deployments as deployment_store
 from app.store import services
 from app.store.events import StoredEvent
+from app.wire.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
+from app.wire.json import JsonObject
 
-HEARTBEAT: dict[str, Any] = {}  # Nomad's JsonHeartbeat: an empty object
+HEARTBEAT: HeartbeatJson = {}
 
 
-def payloads(session: Session, events: list[StoredEvent]) -> list[dict[str, Any]]:
+def payloads(session: Session, events: list[StoredEvent]) -> list[JsonObject]:
     """Each event's Payload, in order. Deployments' allocation counts are counted now, from the
     allocations as they are (they are never stored with the deployment)."""
     deployment_ids = [e.row.id for e in events if e.topic == "Deployment" and e.row is not None]
@@ -25,12 +27,12 @@ def payloads(session: Session, events: list[StoredEvent]) -> list[dict[str, Any]
     return [_payload(e, counts) for e in events]
 
 
-def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> dict[str, Any]:
+def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject:
     row = event.row
     if row is None:  # a snapshot that no longer matches its table; the event still says what changed
         return {}
     if event.topic == "Job":
-        body: dict[str, Any] = {"Job": encode.job(row, event.extra.get("status", row.status))}
+        body: JsonObject = {"Job": encode.job(row, event.extra.get("status", row.status))}
         if row.purged_at is not None:
             body["Deleted"] = True  # a purge is the job's deletion here (GC removes the row later)
         return body
@@ -41,11 +43,12 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> dict[str, 
     if event.topic == "Deployment":
         return {"Deployment": deployment_encode.deployment(row, counts)}
     if event.topic == "Service":
-        return {"Service": dict(services.encode(row))}  # Nomad's ServiceRegistrationStreamEvent
+        # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
+        return {"Service": cast(JsonObject, services.encode(row))}
     return {"Node": encode.node(row)}
 
 
-def event_json(event: StoredEvent, payload: dict[str, Any]) -> dict[str, Any]:
+def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:
     return {
         "Topic": event.topic,
         "Type": event.type,
@@ -57,7 +60,7 @@ def event_json(event: StoredEvent, payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def frames(events: Iterable[tuple[StoredEvent, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+def frames(events: Iterable[tuple[StoredEvent, JsonObject]]) -> Iterator[StreamFrameJson]:
     """One frame per index, as Nomad sends the events of one raft entry together."""
     for index, group in groupby(events, key=lambda pair: pair[0].index):
         yield {"Index": index, "Events": [event_json(e, p) for e, p in group]}

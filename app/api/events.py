@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import structlog
 from flask import Blueprint, Response, request
@@ -27,6 +26,7 @@ from app.api.params import integer_arg, namespace
 from app.db.state_index import current_index
 from app.errors import InvalidInput
 from app.store import events as store
+from app.wire.api_events import HeartbeatJson, StreamFrameJson
 
 bp = Blueprint("events", __name__)
 log = structlog.get_logger(__name__)
@@ -76,7 +76,7 @@ def _lines(current: ApiState, subscription: Subscription, after: int, gone: Call
         current.watcher.wait_beyond(store.TABLES, safe, next_beat, gone)
 
 
-def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[list[dict[str, Any]], int, int]:
+def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[list[StreamFrameJson], int, int]:
     """One page in one snapshot; the connection goes back to the pool before anything is sent."""
     with current.reads() as session, session.begin():
         safe = current_index(session, store.TABLES)
@@ -87,5 +87,5 @@ def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[li
     return list(event_encode.frames(zip(chosen, payloads, strict=True))), page.upto, safe
 
 
-def _line(body: dict[str, Any]) -> str:
+def _line(body: StreamFrameJson | HeartbeatJson) -> str:
     return json.dumps(body, separators=(",", ":")) + "\n"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response
 from sqlalchemy.orm import Session
 
@@ -13,6 +11,8 @@ from app.api.params import json_body, namespace
 from app.errors import FieldProblem, InvalidInput
 from app.models import JobScalingEvent
 from app.store import job_scale as store
+from app.wire.api_jobs import JobScaleStatusJson, ScalingEventJson
+from app.wire.json import JsonObject
 
 bp = Blueprint("job_scale", __name__)
 
@@ -22,7 +22,7 @@ def scale_status(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> JobScaleStatusJson:
         job, groups = store.scale_status(session, ns, job_id)
         return {
             "JobID": job.id,
@@ -47,7 +47,7 @@ def scale_status(job_id: str) -> Response:
     return respond(body, index)
 
 
-def _event(row: JobScalingEvent) -> dict[str, Any]:
+def _event(row: JobScalingEvent) -> ScalingEventJson:
     return {
         "Time": encode.nanos(row.recorded_at),
         "Count": row.count,
@@ -69,7 +69,7 @@ def scale(job_id: str) -> Response:
     return respond(encode.job_eval_answer(result), result.index)
 
 
-def _scale_request(body: dict[str, Any]) -> store.ScaleRequest:
+def _scale_request(body: JsonObject) -> store.ScaleRequest:
     problems: list[FieldProblem] = []
     target = body.get("Target")
     group = target.get("Group") if isinstance(target, dict) else None
@@ -78,15 +78,19 @@ def _scale_request(body: dict[str, Any]) -> store.ScaleRequest:
     count = body.get("Count")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
         problems.append(FieldProblem("Count", "must be an integer"))
+        count = 0
     message = body.get("Message") or ""
     if not isinstance(message, str):
         problems.append(FieldProblem("Message", "must be a string"))
+        message = ""
     error = body.get("Error", False)
     if not isinstance(error, bool):
         problems.append(FieldProblem("Error", "must be a boolean"))
+        error = False
     meta = body.get("Meta")
     if meta is not None and not isinstance(meta, dict):
         problems.append(FieldProblem("Meta", "must be an object"))
+        meta = None
     if not isinstance(body.get("PolicyOverride", False), bool):
         problems.append(FieldProblem("PolicyOverride", "must be a boolean"))
     if error is True and count is not None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response
 
 from app.api import encode
@@ -12,11 +10,12 @@ from app.api.params import json_body, namespace
 from app.errors import FieldProblem, InvalidInput
 from app.store import job_versions as store
 from app.store.jobs import RegisterOptions
+from app.wire.json import JsonObject
 
 bp = Blueprint("job_versions", __name__)
 
 
-def _version_field(body: dict[str, Any], name: str, problems: list[FieldProblem], *, required: bool) -> int | None:
+def _version_field(body: JsonObject, name: str, problems: list[FieldProblem], *, required: bool) -> int | None:
     value = body.get(name)
     if value is None:
         if required:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -21,6 +21,7 @@ from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
 from app.wire.job import JobSpec
+from app.wire.json import JsonObject
 
 bp = Blueprint("jobs", __name__)
 JOB_TABLES = ["jobs", "allocations", "evaluations"]
@@ -48,7 +49,7 @@ def list_jobs() -> Response:
     return with_token(respond(body, index), token)
 
 
-def _job_view(job: Job, status: str, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _job_view(job: Job, status: str, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     """What a filter on /v1/jobs sees: the full job, as Nomad evaluates it, and the stub's keys."""
     return lambda: merged(encode.job(job, status), stub)
 
@@ -86,7 +87,7 @@ def _register(url_job_id: str | None) -> Response:
     )
 
 
-def normalized_job(body: dict[str, Any]) -> JobSpec:
+def normalized_job(body: JsonObject) -> JobSpec:
     job = body.get("Job")
     if not isinstance(job, dict):
         raise InvalidInput.of("Job", "is required and must be a JSON object")
@@ -127,22 +128,26 @@ def _submission_warnings(submission: Any, limit: int) -> str:
     )
 
 
-def _register_options(body: dict[str, Any]) -> store.RegisterOptions:
+def _register_options(body: JsonObject) -> store.RegisterOptions:
     problems = []
     enforce = body.get("EnforceIndex", False)
     if not isinstance(enforce, bool):
         problems.append(FieldProblem("EnforceIndex", "must be a boolean"))
+        enforce = False
     modify_index = body.get("JobModifyIndex", 0)
     if isinstance(modify_index, bool) or not isinstance(modify_index, int) or modify_index < 0:
         problems.append(FieldProblem("JobModifyIndex", "must be a non-negative integer"))
+        modify_index = 0
     priority = body.get("EvalPriority", 0) or None
     if priority is not None and (
         isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 100
     ):
         problems.append(FieldProblem("EvalPriority", "must be an integer between 1 and 100"))
+        priority = None
     preserve = body.get("PreserveCounts", False)
     if not isinstance(preserve, bool):
         problems.append(FieldProblem("PreserveCounts", "must be a boolean"))
+        preserve = False
     if problems:
         raise InvalidInput(problems)
     return store.RegisterOptions(

@@ -4,8 +4,6 @@ identities at /.well-known/jwks.json (Nomad's RootKeyMeta and JWKS shapes)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, request
 
 from app.api.context import read, respond, state, write
@@ -13,13 +11,14 @@ from app.keyring.identity import jwk
 from app.models import KeyringKey
 from app.store import keyring as store
 from app.store import variables as variable_store
+from app.wire.api_keyring import RootKeyMetaJson
 
 bp = Blueprint("keyring", __name__)
 public = Blueprint("keyring_public", __name__)  # served at the root, as Nomad serves it
 ALGORITHM = "aes256-gcm"
 
 
-def key_meta(row: KeyringKey) -> dict[str, Any]:
+def key_meta(row: KeyringKey) -> RootKeyMetaJson:
     """Nomad's RootKeyMeta."""
     return {
         "KeyID": str(row.key_id),

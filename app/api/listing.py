@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from flask import Response
 
@@ -75,7 +75,7 @@ class Entry(Generic[T]):
     namespace: str
     id: str
     create_index: int
-    view: Callable[[], Mapping[str, Any]]
+    view: Callable[[], Mapping[str, object]]
     body: T
 
     def token(self, order: Order) -> str:
@@ -85,7 +85,7 @@ class Entry(Generic[T]):
             return f"{self.namespace}.{self.id}"
         return f"{self.create_index}.{self.id}"
 
-    def sort_key(self, order: Order) -> tuple[Any, ...]:
+    def sort_key(self, order: Order) -> tuple[str, str] | tuple[int, str] | tuple[str]:
         if order is Order.ID:
             return (self.id,)
         if order is Order.NAMESPACE_ID:
@@ -125,7 +125,7 @@ def page(entries: Iterable[Entry[T]], order: Order, query: ListQuery) -> tuple[l
     return out, None
 
 
-def matches(predicate: Predicate, view: Mapping[str, Any]) -> bool:
+def matches(predicate: Predicate, view: Mapping[str, object]) -> bool:
     """Whether `view` passes; a filter that does not fit the object (a field that does not
     exist, text that is not a number for a number field) is a 400, as in Nomad."""
     try:
@@ -134,7 +134,7 @@ def matches(predicate: Predicate, view: Mapping[str, Any]) -> bool:
         raise InvalidInput.of("filter", f"cannot evaluate the filter: {err.message}") from None
 
 
-def filtered(predicate: Predicate | None, items: Sequence[T], views: Callable[[T], Mapping[str, Any]]) -> list[T]:
+def filtered(predicate: Predicate | None, items: Sequence[T], views: Callable[[T], Mapping[str, object]]) -> list[T]:
     """`items` that pass the filter (all of them without one)."""
     if predicate is None:
         return list(items)
@@ -147,12 +147,12 @@ def with_token(response: Response, token: str | None) -> Response:
     return response
 
 
-def as_is(body: Mapping[str, Any]) -> Callable[[], Mapping[str, Any]]:
+def as_is(body: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     """The view of an object whose listed form is already its full form."""
     return lambda: body
 
 
-def merged(full: Mapping[str, Any], stub: Mapping[str, Any]) -> dict[str, Any]:
+def merged(full: Mapping[str, object], stub: Mapping[str, object]) -> dict[str, object]:
     """What the filter sees: Nomad evaluates it on the full object; keys only the listed stub
     has (a job's JobSummary) are there too."""
     return {**stub, **full}

@@ -4,7 +4,6 @@ Reads are filtered to namespaces the caller's token may use; writes need a manag
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from flask import Blueprint, Response
 
@@ -14,13 +13,14 @@ from app.api.params import json_body, path_value, prefix_arg
 from app.errors import FieldProblem, InvalidInput
 from app.models import Namespace
 from app.store import namespaces as store
+from app.wire.api_namespaces import NamespaceJson
 
 bp = Blueprint("namespaces", __name__)
 NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")
 MAX_DESCRIPTION = 256
 
 
-def namespace_json(row: Namespace) -> dict[str, Any]:
+def namespace_json(row: Namespace) -> NamespaceJson:
     return {
         "Name": row.name,
         "Description": row.description,
@@ -65,13 +65,14 @@ def put_namespace(name: str | None) -> Response:
     description = body.get("Description", "") or ""
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
         problems.append(FieldProblem("Description", f"must be a string of at most {MAX_DESCRIPTION} characters"))
-    meta = body.get("Meta") or {}
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+    raw_meta = body.get("Meta") or {}
+    meta = {k: v for k, v in raw_meta.items() if isinstance(v, str)} if isinstance(raw_meta, dict) else {}
+    if not isinstance(raw_meta, dict) or len(meta) != len(raw_meta):
         problems.append(FieldProblem("Meta", "must be an object of strings"))
     if problems:
         raise InvalidInput(problems)
     final = name
-    index = write(lambda s: store.upsert_namespace(s, final, str(description), dict(meta)))
+    index = write(lambda s: store.upsert_namespace(s, final, str(description), meta))
     return respond(None, index)
 
 

@@ -20,6 +20,7 @@ from app.errors import InvalidInput
 from app.models import NodePool
 from app.store import job_reads as reads
 from app.store import node_pools as store
+from app.wire.api_namespaces import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")  # Nomad's ValidateNodePoolName
@@ -27,7 +28,7 @@ MAX_DESCRIPTION = 256
 UNLICENSED = "is Nomad Enterprise's \"Node Pools Governance\", which corral (as Nomad's community edition) lacks"
 
 
-def pool_json(row: NodePool) -> dict[str, Any]:
+def pool_json(row: NodePool) -> NodePoolJson:
     return {
         "Name": row.name,
         "Description": row.description,
@@ -46,7 +47,7 @@ class _PoolBody(BaseModel):
     Name: str
     Description: str = Field(default="", max_length=MAX_DESCRIPTION)
     Meta: dict[str, str] | None = None
-    SchedulerConfiguration: dict[str, Any] | None = None
+    SchedulerConfiguration: dict[str, object] | None = None  # refused whatever it holds
     NodeIdentityTTL: str | int | None = None
 
     @field_validator("Name")
@@ -58,7 +59,7 @@ class _PoolBody(BaseModel):
 
     @field_validator("SchedulerConfiguration")
     @classmethod
-    def _governance(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _governance(cls, value: dict[str, object] | None) -> dict[str, object] | None:
         if value is not None:
             raise ValueError(UNLICENSED)
         return value

@@ -44,7 +44,8 @@ def known_node_reregisters() -> bool:
     """A node registering again with its own SecretID in the body."""
     body = peek_json_body()
     node = body.get("Node") if isinstance(body, dict) else None
-    if not isinstance(node, dict) or not isinstance(node.get("SecretID"), str) or not node["SecretID"]:
+    secret = node.get("SecretID") if isinstance(node, dict) else None
+    if not isinstance(node, dict) or not isinstance(secret, str) or not secret:
         return False
     try:
         node_id = uuid.UUID(str(node.get("ID")))
@@ -52,7 +53,7 @@ def known_node_reregisters() -> bool:
         return False
     with state().reads() as session, session.begin():
         stored = session.scalar(select(Node.secret_hash).where(Node.id == node_id))
-    if not secret_matches(node["SecretID"], stored):
+    if not secret_matches(secret, stored):
         return False
     g.corral_accessor = f"node:{node_id}"
     return True

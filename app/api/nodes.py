@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from flask import Blueprint, Response
@@ -18,12 +18,14 @@ from app.api.context import client_lane, client_write, read, respond, state, wri
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
+from app.constants import NODE_ELIGIBILITIES
 from app.errors import InvalidInput
 from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
-from app.wire.node import NodeReservedResourcesJson
+from app.wire.json import JsonObject
+from app.wire.node import NodeReservedResourcesJson, NodeResourcesJson
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -118,10 +120,21 @@ class NodeBody(_Strict):
         return value
 
 
-def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistration:
+def _blocks(raw: JsonObject) -> tuple[NodeResourcesJson, NodeReservedResourcesJson]:
+    """NodeResources and ReservedResources as sent: NodeBody's validation has checked their
+    shape (ReservedResources may be left out)."""
+    resources, reserved = raw.get("NodeResources"), raw.get("ReservedResources")
+    return (
+        cast(NodeResourcesJson, resources if isinstance(resources, dict) else {}),
+        cast(NodeReservedResourcesJson, reserved if isinstance(reserved, dict) else {}),
+    )
+
+
+def _to_registration(node: NodeBody, raw: JsonObject) -> store.NodeRegistration:
     """`raw` is the validated Node object as sent: NodeResources and ReservedResources are
     stored whole (CPU cores, devices, host volumes and networks...), the amounts also in columns."""
     reserved = node.ReservedResources
+    resources, reserved_resources = _blocks(raw)
     return store.NodeRegistration(
         id=node.ID,
         secret_id=node.SecretID,
@@ -140,8 +153,8 @@ def _to_registration(node: NodeBody, raw: dict[str, Any]) -> store.NodeRegistrat
         reserved_memory_mb=reserved.Memory.MemoryMB,
         reserved_disk_mb=reserved.Disk.DiskMB,
         reserved_ports=reserved.Networks.ReservedHostPorts,
-        node_resources=raw["NodeResources"],
-        reserved_resources=raw.get("ReservedResources") or NodeReservedResourcesJson(),
+        node_resources=resources,
+        reserved_resources=reserved_resources,
         http_addr=node.HTTPAddr,
         host_volumes={
             name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}
@@ -197,7 +210,7 @@ def list_nodes() -> Response:
     return with_token(respond(body, index), token)
 
 
-def _node_view(node: Node, stub: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _node_view(node: Node, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     return lambda: merged(encode.node(node), stub)
 
 
@@ -224,7 +237,7 @@ def eligibility(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
     body = json_body()
     value = body.get("Eligibility")
-    if value not in ("eligible", "ineligible"):
+    if value not in NODE_ELIGIBILITIES:
         raise InvalidInput.of("Eligibility", f"must be 'eligible' or 'ineligible', got {value!r}")
     if body.get("NodeID") not in (None, "", node_id):
         raise InvalidInput.of("NodeID", "does not match the node ID in the URL")

@@ -6,7 +6,6 @@ import json
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from flask import request
 
@@ -14,6 +13,7 @@ from app.constants import DEFAULT_NAMESPACE
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, parse_duration
 from app.jobspec.errors import join_path, json_type
+from app.wire.json import JsonObject, JsonValue
 
 NANOS = 1_000_000_000
 DEFAULT_WAIT_S = 300.0
@@ -126,7 +126,7 @@ def _float(text: str) -> float:
     return value if math.isfinite(value) else _NonFinite("nan")
 
 
-def json_body() -> dict[str, Any]:
+def json_body() -> JsonObject:
     """The request body as a JSON object, whatever its Content-Type (Nomad's Go client sends
     none). NUL characters, NaN/Infinity and absurd nesting are refused with the path they are at."""
     body = _parsed(request.get_data(cache=True))
@@ -135,10 +135,11 @@ def json_body() -> dict[str, Any]:
     problems = _check_values(body)
     if problems:
         raise InvalidInput(problems)
-    return body
+    checked: JsonObject = body
+    return checked
 
 
-def peek_json_body() -> Any:
+def peek_json_body() -> JsonValue:
     """The body parsed as json_body() parses it, for a look before the route reads it (the ACL
     check, node re-registration); None when it is not JSON, however it fails (too deep, bad
     UTF-8, not JSON at all): the route's own json_body() then refuses it with a 400."""
@@ -149,27 +150,28 @@ def peek_json_body() -> Any:
         return None
 
 
-def _parsed(raw: bytes) -> Any:
+def _parsed(raw: bytes) -> JsonValue:
     """The one place a request body becomes JSON. Too deep a nesting exhausts the parser's
     recursion (RecursionError, not a ValueError) long before any limit of ours can apply."""
     try:
-        return json.loads(raw, parse_constant=_non_finite, parse_float=_float)
+        found: JsonValue = json.loads(raw, parse_constant=_non_finite, parse_float=_float)
+        return found
     except RecursionError:
         raise InvalidInput.of("body", f"is nested too deeply (at most {MAX_BODY_DEPTH} levels)") from None
     except ValueError as err:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
         raise InvalidInput.of("body", f"must be valid JSON: {err}") from None
 
 
-def optional_json_body() -> dict[str, Any]:
+def optional_json_body() -> JsonObject:
     """json_body() for routes whose body may be left out: an empty (or all-whitespace) body is
     `{}`; anything else must be a valid JSON object, as for json_body()."""
     return json_body() if request.get_data(cache=True).strip() else {}
 
 
-def _check_values(body: dict[str, Any]) -> list[FieldProblem]:
+def _check_values(body: JsonObject) -> list[FieldProblem]:
     """Walk the parsed body without recursion, collecting what no part of corral can store."""
     problems: list[FieldProblem] = []
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
+    stack: list[tuple[JsonValue, tuple[str | int, ...]]] = [(body, ())]
     while stack and len(problems) < 20:
         value, location = stack.pop()
         if len(location) > MAX_BODY_DEPTH:

@@ -21,6 +21,9 @@ from app.api.context import read, respond
 from app.api.params import json_body, namespace
 from app.errors import InvalidInput
 from app.models import Allocation, Deployment, Evaluation, Job, Namespace, Node, NodePool
+from app.wire.api_search import FuzzyMatchJson, FuzzySearchJson, PrefixSearchJson
+from app.wire.job import JobSpec
+from app.wire.json import JsonObject
 
 bp = Blueprint("search", __name__)
 TRUNCATE_LIMIT = 20
@@ -99,7 +102,7 @@ def _prefix_ids(session: Session, context: str, prefix: str, ns: str | None, lim
 def prefix_search() -> Response:
     req = _request("Prefix")
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> PrefixSearchJson:
         matches: dict[str, list[str]] = {}
         truncations: dict[str, bool] = {}
         for context in _contexts(req.context):
@@ -140,11 +143,11 @@ def fuzzy_score(name: str, text: str) -> int | None:
     return None if at < 0 else at
 
 
-def job_matches(spec: dict[str, Any], namespace_: str, job_id: str, text: str) -> Iterable[tuple[str, FuzzyMatch]]:
+def job_matches(spec: JobSpec, namespace_: str, job_id: str, text: str) -> Iterable[tuple[str, FuzzyMatch]]:
     """Nomad's fuzzyMatchesJob: the job's name, its groups, services, tasks and the image,
     command or class its driver runs, each scoped by the path of IDs above it."""
 
-    def hit(context: str, name: Any, *scope: str) -> Iterable[tuple[str, FuzzyMatch]]:
+    def hit(context: str, name: object, *scope: str) -> Iterable[tuple[str, FuzzyMatch]]:
         if isinstance(name, str) and (score := fuzzy_score(name, text)) is not None:
             yield context, FuzzyMatch(name, score, (namespace_, *scope))
 
@@ -159,14 +162,18 @@ def job_matches(spec: dict[str, Any], namespace_: str, job_id: str, text: str) -
             yield from hit("tasks", task_name, job_id, group_name)
             for service in _dicts(task.get("Services")):
                 yield from hit("services", service.get("Name"), job_id, group_name, task_name)
-            config = task.get("Config")
-            if task.get("Driver") in DRIVER_PARAMS and isinstance(config, dict):
-                context, key = DRIVER_PARAMS[task["Driver"]]
+            config, driver = task.get("Config"), task.get("Driver")
+            if isinstance(driver, str) and driver in DRIVER_PARAMS and isinstance(config, dict):
+                context, key = DRIVER_PARAMS[driver]
                 yield from hit(context, config.get(key), job_id, group_name, task_name)
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
+def _dicts(value: object) -> list[JsonObject]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _match_json(match: FuzzyMatch) -> FuzzyMatchJson:
+    return {"ID": match.id, "Scope": list(match.scope)} if match.scope else {"ID": match.id}
 
 
 def sort_matches(matches: Sequence[FuzzyMatch]) -> list[FuzzyMatch]:
@@ -253,12 +260,9 @@ def fuzzy_search() -> Response:
             "Text", f"fuzzy search query must be at least {FUZZY_MIN_TERM} characters, got {len(req.term)}"
         )
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> FuzzySearchJson:
         result = fuzzy(session, req)
-        matches = {
-            context: [{"ID": m.id, **({"Scope": list(m.scope)} if m.scope else {})} for m in sort_matches(found)]
-            for context, found in result.matches.items()
-        }
+        matches = {context: [_match_json(m) for m in sort_matches(found)] for context, found in result.matches.items()}
         return {"Matches": matches, "Truncations": result.truncations}
 
     body, index = read(TABLES, fetch)

@@ -20,6 +20,7 @@ from app.api.validation import validate
 from app.errors import InvalidInput
 from app.store import services as store
 from app.store.services import RegistrationJson
+from app.wire.api_services import ServiceListJson
 
 bp = Blueprint("services", __name__)
 TABLES = [store.TABLE]
@@ -34,7 +35,7 @@ def list_services() -> Response:
     """Nomad's list: per namespace, each service name with the union of its instances' tags."""
     ns, query = namespace(allow_wildcard=True), list_query(reverse=False)
 
-    def fetch(session: Session) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[ServiceListJson]:
         tags: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         for row in store.listed(session, ns):
             if query.visibility.allows(row.namespace):

@@ -8,7 +8,6 @@ recorded in leader_terms, listed among the members with their term and whether t
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from flask import Blueprint, Response, request
 from sqlalchemy import select
@@ -18,6 +17,7 @@ from app.api.agent import VERSION
 from app.api.context import read, respond, state
 from app.db.leadership import STALE_AFTER
 from app.models import LeaderTerm
+from app.wire.api_status import ServerMemberJson, ServerMembersJson
 
 bp = Blueprint("status", __name__)
 REGION = "global"  # corral has one region, Nomad's default name
@@ -73,7 +73,7 @@ def members() -> Response:
     host, _, port = address.rpartition(":")
     name = f"{host}.{REGION}"
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> ServerMembersJson:
         listed = [_member(name, host, int(port) if port.isdigit() else 0, "alive", {"role": "server"})]
         for row, alive in _terms(session):
             holder_host, _, pid = row.holder.rpartition(":")
@@ -85,7 +85,7 @@ def members() -> Response:
     return respond(body, index)
 
 
-def _member(name: str, addr: str, port: int, status: str, tags: dict[str, str]) -> dict[str, Any]:
+def _member(name: str, addr: str, port: int, status: str, tags: dict[str, str]) -> ServerMemberJson:
     return {
         "Name": name,
         "Addr": addr,

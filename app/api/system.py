@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from flask import Blueprint, Response
 from sqlalchemy import select
@@ -16,6 +15,7 @@ from app.db.state_index import current_index
 from app.errors import Failed, StillRunning
 from app.gc.core_evals import enqueue_forced, recent_runs, run_for_eval
 from app.models import Evaluation, GcRun
+from app.wire.api_system import GcRunJson
 
 bp = Blueprint("system", __name__)
 TABLES = ["evaluations", "gc_runs"]
@@ -75,7 +75,7 @@ def _finished_run(session: Session, eval_id: uuid.UUID) -> GcRun | None:
     return run
 
 
-def encode_run(run: GcRun) -> dict[str, Any]:
+def encode_run(run: GcRun) -> GcRunJson:
     finished = run.finished_at
     return {
         "ID": run.id,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 from flask import Blueprint, Response, request
+from sqlalchemy.orm import Session
 
 from app.api import variable_encode as encode
 from app.api.callers import caller
@@ -20,6 +20,8 @@ from app.errors import InvalidInput, NotFound
 from app.jobspec.durations import DurationError, duration_ns
 from app.store import variables as store
 from app.variables.rules import MAX_ITEMS_BYTES, LockSpec, VariableRuleError, check_items, check_path, items_size
+from app.wire.api_variables import VariableMetaJson
+from app.wire.json import JsonObject
 
 bp = Blueprint("variables", __name__)
 ACQUIRE, RENEW, RELEASE = "lock-acquire", "lock-renew", "lock-release"
@@ -38,7 +40,7 @@ def list_variables() -> Response:
     query = list_query()
     acl = caller().acl
 
-    def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[VariableMetaJson], str | None]:
         entries = [
             Entry(m.namespace, m.path, m.create_index, as_is(body), body)
             for m in store.list_metas(session, wanted, prefix)
@@ -103,7 +105,7 @@ def delete_variable(var_path: str) -> Response:
     return response
 
 
-def _release(ns: str, path: str, body: dict[str, Any], lock: LockSpec) -> store.Outcome:
+def _release(ns: str, path: str, body: JsonObject, lock: LockSpec) -> store.Outcome:
     if not lock.id:
         raise InvalidInput.of("Lock", "missing lock information")
     if body.get("Items"):
@@ -145,7 +147,7 @@ def _namespace() -> str:
     return found
 
 
-def _body_namespace(body: dict[str, Any]) -> str:
+def _body_namespace(body: JsonObject) -> str:
     named = body.get("Namespace")
     if named is not None and not isinstance(named, str):
         raise InvalidInput.of("Namespace", "must be a string")
@@ -154,7 +156,7 @@ def _body_namespace(body: dict[str, Any]) -> str:
     return named or _namespace()
 
 
-def _items(body: dict[str, Any], *, required: bool) -> dict[str, str]:
+def _items(body: JsonObject, *, required: bool) -> dict[str, str]:
     raw = body.get("Items")
     if raw is None or raw == {}:
         if required:
@@ -168,7 +170,7 @@ def _items(body: dict[str, Any], *, required: bool) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
 
 
-def _lock(body: dict[str, Any]) -> LockSpec:
+def _lock(body: JsonObject) -> LockSpec:
     """The body's Lock: TTL and LockDelay as Go duration strings or nanoseconds."""
     raw = body.get("Lock")
     if raw is None:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from app.cli import http
+from app.wire.api_acl import AclTokenJson, AclTokenRequest
 
 
 @click.group()
@@ -18,7 +19,7 @@ def acl() -> None:
     """ACL bootstrap, policies and tokens (the server needs CORRAL_ACL_ENABLED=true)."""
 
 
-def _field(value: Any) -> str:
+def _field(value: object) -> str:
     if value is None or value == []:
         return "<none>"
     if isinstance(value, list):
@@ -28,13 +29,13 @@ def _field(value: Any) -> str:
     return str(value)
 
 
-def _rows(rows: list[tuple[str, Any]]) -> None:
+def _rows(rows: list[tuple[str, object]]) -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         click.echo(f"{name.ljust(width)} = {_field(value)}")
 
 
-def print_token(token: dict[str, Any]) -> None:
+def print_token(token: AclTokenJson) -> None:
     _rows(
         [
             ("Accessor ID", token["AccessorID"]),
@@ -58,7 +59,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def _json(value: Any) -> None:
+def _json(value: object) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
@@ -157,7 +158,12 @@ def token_create(
     name: str | None, kind: str | None, policies: tuple[str, ...], global_: bool, ttl: str | None, as_json: bool
 ) -> None:
     """Create a token; its Secret ID is shown only now."""
-    body: dict[str, Any] = {"Name": name or "", "Type": kind or "client", "Policies": list(policies), "Global": global_}
+    body: AclTokenRequest = {
+        "Name": name or "",
+        "Type": kind or "client",
+        "Policies": list(policies),
+        "Global": global_,
+    }
     if ttl:
         body["ExpirationTTL"] = ttl
     created = http.put("/v1/acl/token", body)

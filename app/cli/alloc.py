@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -13,6 +12,9 @@ from app.cli.job_status import render_allocs
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, columns, date, format_options, formatted, key_values
 from app.cli.output import resolve as resolve_id
+from app.wire.allocation import AllocationJson, AllocDeploymentStatusJson
+from app.wire.api_client import AllocResourceUsageJson, CheckQueryResultJson
+from app.wire.job import ResourcesSpec
 
 FULL_ID_LENGTH = 36
 
@@ -41,7 +43,7 @@ def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
     follow(response.get("EvalID"), detach, verbose)
 
 
-def render_checks(checks: dict[str, Any] | None) -> list[str]:
+def render_checks(checks: dict[str, CheckQueryResultJson] | None) -> list[str]:
     """Nomad's "Nomad Service Checks" section (empty without checks): sorted rows of service,
     task ("(group)" for a group service's check), check name, mode and status."""
     if not checks:
@@ -61,11 +63,15 @@ def render_checks(checks: dict[str, Any] | None) -> list[str]:
 
 
 def render_alloc(
-    a: dict[str, Any], verbose: bool, stats: dict[str, Any] | None = None, checks: dict[str, Any] | None = None
+    a: AllocationJson,
+    verbose: bool,
+    stats: AllocResourceUsageJson | None = None,
+    checks: dict[str, CheckQueryResultJson] | None = None,
 ) -> str:
-    def short(value: Any) -> str:
+    def short(value: object) -> str:
         return str(value or "") if verbose else str(value or "")[:8]
 
+    health = a.get("DeploymentStatus")
     metrics = a.get("Metrics")  # None: placed without metrics (switched off, or before they were kept)
 
     lines = key_values(
@@ -76,7 +82,7 @@ def render_alloc(
             ("Node ID", short(a.get("NodeID"))),
             ("Node Name", a.get("NodeName", "")),
             ("Job ID", a.get("JobID", "")),
-            ("Job Version", (a.get("Job") or {}).get("Version", a.get("JobVersion", 0))),
+            ("Job Version", (a.get("Job") or {}).get("Version", 0)),
             ("Client Status", a.get("ClientStatus", "")),
             ("Client Description", a.get("ClientDescription") or "<none>"),
             ("Desired Status", a.get("DesiredStatus", "")),
@@ -84,11 +90,7 @@ def render_alloc(
             ("Created", ago(a.get("CreateTime"))),
             ("Modified", ago(a.get("ModifyTime"))),
             *([("Deployment ID", short(a["DeploymentID"]))] if a.get("DeploymentID") else []),
-            *(
-                [("Deployment Health", _health(a["DeploymentStatus"]))]
-                if isinstance(a.get("DeploymentStatus"), dict)
-                else []
-            ),
+            *([("Deployment Health", _health(health))] if isinstance(health, dict) else []),
             *(alloc_metrics.basic_lines(metrics) if verbose and metrics else []),
         ]
     )
@@ -110,16 +112,16 @@ def render_alloc(
     return "\n".join(lines)
 
 
-def _task_resources(a: dict[str, Any], task: str) -> dict[str, Any]:
+def _task_resources(a: AllocationJson, task: str) -> ResourcesSpec:
     for group in (a.get("Job") or {}).get("TaskGroups") or []:
         if group.get("Name") == a.get("TaskGroup"):
             for found in group.get("Tasks") or []:
                 if found.get("Name") == task:
-                    return dict(found.get("Resources") or {})
+                    return found.get("Resources") or {}
     return {}
 
 
-def _health(status: dict[str, Any]) -> str:
+def _health(status: AllocDeploymentStatusJson) -> str:
     healthy = status.get("Healthy")
     return "unset" if healthy is None else ("healthy" if healthy else "unhealthy")
 
@@ -136,7 +138,7 @@ def status(alloc_id: str, verbose: bool, with_stats: bool, as_json: bool, templa
     found = http.get(f"/v1/allocation/{resolve(alloc_id)}")
     if formatted(found, as_json, template):
         return
-    stats: dict[str, Any] | None = None
+    stats: AllocResourceUsageJson | None = None
     if with_stats and found.get("ClientStatus") == "running":
         try:
             stats = http.get(f"/v1/client/allocation/{found['ID']}/stats")
@@ -145,7 +147,7 @@ def status(alloc_id: str, verbose: bool, with_stats: bool, as_json: bool, templa
     click.echo(render_alloc(found, verbose, stats, _checks(found)))
 
 
-def _checks(found: dict[str, Any]) -> dict[str, Any] | None:
+def _checks(found: AllocationJson) -> dict[str, CheckQueryResultJson] | None:
     """The allocation's service check results; none when its client cannot say (as Nomad's)."""
     if found.get("ClientStatus") != "running":
         return None
@@ -169,7 +171,7 @@ def logs(alloc_id: str, task: str | None, stderr: bool, follow_: bool, tail: boo
     server streams what the task writes until the task is dead)."""
     full = resolve(alloc_id)
     task = task or _only_task(full)
-    params: dict[str, Any] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
+    params: dict[str, http.QueryValue] = {"task": task, "type": "stderr" if stderr else "stdout", "plain": "true"}
     data = http.get_text(f"/v1/client/fs/logs/{full}", {**params, "origin": "start", "offset": 0})
     offset = len(data)
     if tail:

@@ -23,6 +23,8 @@ import click
 
 from app.cli import http
 from app.cli.alloc import alloc, resolve
+from app.wire.allocation import AllocationJson
+from app.wire.job import TaskGroupSpec
 
 if TYPE_CHECKING:
     from app.stream.websocket import WebSocket
@@ -148,10 +150,11 @@ def _alloc_of_job(job_id: str) -> str:
     return str(random.choice(running)["ID"])
 
 
-def task_of(found: dict[str, Any], task: str) -> str:
+def task_of(found: AllocationJson, task: str) -> str:
     """The named task, checked; or the group's only task (Nomad's lookupAllocTask)."""
-    group: dict[str, Any] = next(
-        (g for g in (found.get("Job") or {}).get("TaskGroups") or [] if g.get("Name") == found.get("TaskGroup")), {}
+    group: TaskGroupSpec = next(
+        (g for g in (found.get("Job") or {}).get("TaskGroups") or [] if g.get("Name") == found.get("TaskGroup")),
+        TaskGroupSpec(),
     )
     names = [str(t.get("Name")) for t in group.get("Tasks") or []]
     if task:

@@ -36,7 +36,7 @@ def _fraction(nanos: int, unit: int, digits: int) -> str:
     return f"{whole}.{str(rest).zfill(digits).rstrip('0')}" if rest else str(whole)
 
 
-def basic_lines(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def basic_lines(metrics: Mapping[str, Any]) -> list[tuple[str, object]]:
     """The verbose key-value lines Nomad adds to the allocation's block."""
     return [
         ("Evaluated Nodes", metrics.get("NodesEvaluated", 0)),

@@ -5,7 +5,6 @@ output; exit 0 on success, 1 on any error (printed on stderr)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -13,9 +12,11 @@ from app.cli import http
 from app.cli.alloc import alloc, resolve
 from app.cli.alloc_stats import ibytes
 from app.cli.output import columns
+from app.wire.api_allocs import AllocRestartRequest, AllocSignalRequest
+from app.wire.api_client import AllocFileInfoJson
 
 
-def _file_row(info: dict[str, Any], machine: bool, with_type: bool) -> list[str]:
+def _file_row(info: AllocFileInfoJson, machine: bool, with_type: bool) -> list[str]:
     name = str(info.get("Name", "")) + ("/" if info.get("IsDir") else "")
     size = int(info.get("Size") or 0)
     row = [str(info.get("FileMode", "")), str(size) if machine else ibytes(size), str(info.get("ModTime", ""))]
@@ -58,7 +59,9 @@ def _check_task(full: str, task: str) -> None:
         raise click.ClickException(f"Could not find task named: {task}, Tasks available: {', '.join(names)}")
 
 
-def _task_request(alloc_id: str, task: str, action: str, body: dict[str, Any], failure: str) -> None:
+def _task_request(
+    alloc_id: str, task: str, action: str, body: AllocRestartRequest | AllocSignalRequest, failure: str
+) -> None:
     """PUT `body` to the client's `action` route for ALLOC_ID (a prefix), after Nomad's check
     that TASK, when named, is one of its tasks; an API error is `failure` and its message."""
     full = resolve(alloc_id)

@@ -4,9 +4,11 @@ and CPU figures its client measured, in Nomad's layout."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
 
 from app.cli.output import columns
+from app.wire.api_client import ResourceUsageJson
+from app.wire.job import ResourcesSpec
 
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 MIB = 1024 * 1024
@@ -32,7 +34,13 @@ def ibytes(size: int) -> str:
     return f"{value:.0f} {IEC[exponent]}" if value >= 10 else f"{value:.1f} {IEC[exponent]}"
 
 
-def task_resources(resources: dict[str, Any], usage: dict[str, Any] | None) -> list[str]:
+def _number(stats: Mapping[str, object], key: str) -> float:
+    """A figure of the stats by its key; 0 when the client measured none."""
+    value = stats.get(key)
+    return value if isinstance(value, int | float) else 0
+
+
+def task_resources(resources: ResourcesSpec, usage: ResourceUsageJson | None) -> list[str]:
     """'Task Resources:' (used/asked CPU and memory), then the measured Memory and CPU Stats."""
     memory_stats = (usage or {}).get("MemoryStats") or {}
     cpu_stats = (usage or {}).get("CpuStats") or {}
@@ -42,12 +50,12 @@ def task_resources(resources: dict[str, Any], usage: dict[str, Any] | None) -> l
     lines = ["Task Resources:", *columns([["CPU", "Memory"], [f"{cpu} MHz", memory]])]
     measured = sorted(memory_stats.get("Measured") or [])
     if measured:
-        values = [ibytes(int(memory_stats.get(MEMORY_FIELDS.get(m, ""), 0) or 0)) for m in measured]
+        values = [ibytes(int(_number(memory_stats, MEMORY_FIELDS.get(m, "")))) for m in measured]
         lines += ["", "Memory Stats", *columns([measured, values])]
     measured = sorted(cpu_stats.get("Measured") or [])
     if measured:
         values = [
-            f"{float(cpu_stats.get(CPU_PERCENTS[m]) or 0):.2f}%"
+            f"{_number(cpu_stats, CPU_PERCENTS[m]):.2f}%"
             if m in CPU_PERCENTS
             else str(cpu_stats.get(CPU_COUNTS.get(m, ""), 0))
             for m in measured

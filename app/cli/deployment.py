@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
@@ -11,6 +9,7 @@ from app.cli.deployment_view import render_list, render_status
 from app.cli.monitor import AWAITING_PROMOTION, monitor_deployment
 from app.cli.output import formatted
 from app.cli.output import resolve as resolve_id
+from app.wire.api_deployments import DeploymentPromoteRequest, DeploymentUpdateResponseJson
 
 FULL_ID_LENGTH = 36
 
@@ -31,7 +30,7 @@ def resolve(deployment_id: str) -> str:
     return resolve_id("deployment", "/v1/deployments", deployment_id, render_list, full_length=FULL_ID_LENGTH)
 
 
-def render_update(message: str, response: dict[str, Any]) -> str:
+def render_update(message: str, response: DeploymentUpdateResponseJson) -> str:
     lines = [message]
     if response.get("RevertedJobVersion") is not None:
         lines.append(f"Job reverted to version {response['RevertedJobVersion']} (the latest stable version)")
@@ -96,7 +95,7 @@ def promote(deployment_id: str, groups: tuple[str, ...]) -> None:
     Refused (409) unless the deployment is running and every chosen group's canaries are
     healthy. Prints the deployment-watcher evaluation that continues the rollout."""
     full = resolve(deployment_id)
-    body: dict[str, Any] = {"DeploymentID": full, "All": not groups}
+    body: DeploymentPromoteRequest = {"DeploymentID": full, "All": not groups}
     if groups:
         body["Groups"] = list(groups)
     response = http.post(f"/v1/deployment/promote/{full}", body)

@@ -6,9 +6,9 @@ print the same block while they follow a deployment."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from app.cli.output import columns
+from app.wire.deployment import DeploymentJson, DeploymentStateJson
 
 SHORT_ID_LENGTH = 8
 ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -29,7 +29,7 @@ def short(value: str, verbose: bool) -> str:
     return value if verbose else value[:SHORT_ID_LENGTH]
 
 
-def render_list(deployments: list[dict[str, Any]], verbose: bool = False) -> str:
+def render_list(deployments: list[DeploymentJson], verbose: bool = False) -> str:
     if not deployments:
         return "No deployments found"
     rows = [["ID", "Job ID", "Job Version", "Status", "Description"]]
@@ -46,7 +46,7 @@ def render_list(deployments: list[dict[str, Any]], verbose: bool = False) -> str
     return "\n".join(columns(rows))
 
 
-def progress_deadline(d: dict[str, Any], group: dict[str, Any]) -> str:
+def progress_deadline(d: DeploymentJson, group: DeploymentStateJson) -> str:
     """When the group must next make progress: N/A without a progress_deadline or once the
     deployment is no longer running, TBD until its first allocation is placed."""
     if not group.get("ProgressDeadline") or d.get("Status") != "running":
@@ -58,7 +58,7 @@ def progress_deadline(d: dict[str, Any], group: dict[str, Any]) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def render_status(d: dict[str, Any], verbose: bool = False) -> str:
+def render_status(d: DeploymentJson, verbose: bool = False) -> str:
     lines = [
         f"ID          = {short(str(d['ID']), verbose)}",
         f"Job ID      = {d['JobID']}",
@@ -66,7 +66,7 @@ def render_status(d: dict[str, Any], verbose: bool = False) -> str:
         f"Status      = {d['Status']}",
         f"Description = {d.get('StatusDescription') or ''}",
     ]
-    groups: dict[str, Any] = d.get("TaskGroups") or {}
+    groups = d.get("TaskGroups") or {}
     if not groups:
         return "\n".join(lines)
     rows = [list(GROUP_COLUMNS)]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
 from app.cli.monitor import failed_group_lines
 from app.cli.output import columns, date, format_options, formatted, key_values, resolve
+from app.wire.evaluation import EvaluationJson
 
 
 @click.group("eval")
@@ -16,11 +15,11 @@ def eval_() -> None:
     """Inspect evaluations (CORRAL_ADDR, else NOMAD_ADDR, default http://127.0.0.1:4646)."""
 
 
-def _short(value: Any, verbose: bool) -> str:
+def _short(value: object, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 
-def render_evals(evals: list[dict[str, Any]], verbose: bool) -> str:
+def render_evals(evals: list[EvaluationJson], verbose: bool) -> str:
     if not evals:
         return "No evals found"
     rows = [["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status", "Placement Failures"]]
@@ -40,7 +39,7 @@ def render_evals(evals: list[dict[str, Any]], verbose: bool) -> str:
     return "\n".join(columns(rows))
 
 
-def render_eval(e: dict[str, Any], verbose: bool) -> str:
+def render_eval(e: EvaluationJson, verbose: bool) -> str:
     lines = key_values(
         [
             ("ID", _short(e["ID"], verbose)),
@@ -82,7 +81,7 @@ def list_(
 ) -> None:
     """List evaluations, newest first: ID, priority, trigger, job, namespace, node, status and
     whether placement failed."""
-    params: dict[str, Any] = {"namespace": "*", "reverse": True}  # newest first, a page the newest
+    params: dict[str, http.QueryValue] = {"namespace": "*", "reverse": True}  # newest first, a page the newest
     params.update({k: v for k, v in (("job", job), ("status", status), ("per_page", per_page)) if v is not None})
     evals = http.get("/v1/evaluations", params)
     if not formatted(evals, as_json, template):

@@ -16,7 +16,7 @@ import http.client
 import json
 import os
 import ssl
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -26,6 +26,11 @@ import click
 DEFAULT_ADDR = "http://127.0.0.1:4646"
 TIMEOUT_S = 30.0
 CHUNK = 65536
+
+# A query parameter's value as the API reads it: booleans as true/false, None as empty, and a
+# list as the parameter repeated.
+QueryValue = str | int | float | bool | None
+QueryParams = Mapping[str, QueryValue | Sequence[QueryValue]]
 
 
 class ApiError(click.ClickException):
@@ -79,7 +84,7 @@ def region() -> str | None:
     return chosen or os.environ.get("CORRAL_REGION") or os.environ.get("NOMAD_REGION") or None
 
 
-def scoped(params: dict[str, Any] | None) -> dict[str, Any] | None:
+def scoped(params: QueryParams | None) -> QueryParams | None:
     """PARAMS with the chosen namespace and region. A command's own wildcard (`namespace=*`, which
     list and prefix lookups use when nobody chose) gives way to the operator's choice; a specific
     namespace a command names (that of an object it already holds) is kept."""
@@ -100,15 +105,15 @@ def auth_headers() -> dict[str, str]:
     return {"X-Nomad-Token": secret} if secret else {}
 
 
-def get(path: str, params: dict[str, Any] | None = None) -> Any:
+def get(path: str, params: QueryParams | None = None) -> Any:
     return request("GET", path, params=params)
 
 
-def put(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
+def put(path: str, body: object, params: QueryParams | None = None) -> Any:
     return request("PUT", path, params=params, body=body)
 
 
-def post(path: str, body: Any, params: dict[str, Any] | None = None) -> Any:
+def post(path: str, body: object, params: QueryParams | None = None) -> Any:
     return request("POST", path, params=params, body=body)
 
 
@@ -116,8 +121,8 @@ def request(
     method: str,
     path: str,
     *,
-    params: dict[str, Any] | None = None,
-    body: Any = None,
+    params: QueryParams | None = None,
+    body: object = None,
     timeout_s: float = TIMEOUT_S,
     base: str | None = None,
 ) -> Any:
@@ -140,7 +145,7 @@ def problem_text(response: Answer) -> str:
     return str(body)
 
 
-def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S) -> bytes:
+def get_text(path: str, params: QueryParams | None = None, timeout_s: float = TIMEOUT_S) -> bytes:
     """A GET whose answer is not JSON (plain log text); errors as `request` reports them."""
     answer = _exchange("GET", path, params, None, timeout_s, None)
     if answer.status_code >= 400:
@@ -148,7 +153,7 @@ def get_text(path: str, params: dict[str, Any] | None = None, timeout_s: float =
     return answer.content
 
 
-def stream_text(path: str, params: dict[str, Any] | None = None) -> Iterator[bytes]:
+def stream_text(path: str, params: QueryParams | None = None) -> Iterator[bytes]:
     """A GET whose answer keeps coming (a followed log), chunk by chunk as it arrives; no read
     timeout once the answer has begun, as the stream may be quiet for long."""
     url = address() + path + query_string(scoped(params))
@@ -168,31 +173,36 @@ def stream_text(path: str, params: dict[str, Any] | None = None) -> Iterator[byt
         connection.close()
 
 
-def query_string(params: dict[str, Any] | None) -> str:
+def query_string(params: QueryParams | None) -> str:
     """`?a=1&b=x` as httpx wrote it: booleans as true/false, None as empty, lists repeated."""
     if not params:
         return ""
     pairs: list[tuple[str, str]] = []
     for key, value in params.items():
-        for item in value if isinstance(value, list | tuple) else [value]:
-            pairs.append((key, _query_value(item)))
+        items: Sequence[QueryValue] = value if isinstance(value, list | tuple) else [_scalar(value)]
+        pairs.extend((key, _query_value(item)) for item in items)
     return "?" + urlencode(pairs)
 
 
-def _query_value(value: Any) -> str:
+def _scalar(value: QueryValue | Sequence[QueryValue]) -> QueryValue:
+    """A value that is not a list or tuple: a scalar (a str is a Sequence only to the type checker)."""
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
+
+
+def _query_value(value: QueryValue) -> str:
     if value is True or value is False:
         return "true" if value else "false"
     return "" if value is None else str(value)
 
 
 def _exchange(
-    method: str, path: str, params: dict[str, Any] | None, body: Any, timeout_s: float, base: str | None
+    method: str, path: str, params: QueryParams | None, body: object, timeout_s: float, base: str | None
 ) -> Answer:
     url = (base.rstrip("/") if base else address()) + path + query_string(scoped(params))
     return send(method, url, body, auth_headers(), timeout_s)
 
 
-def send(method: str, url: str, body: Any, headers: dict[str, str], timeout_s: float) -> Answer:
+def send(method: str, url: str, body: object, headers: dict[str, str], timeout_s: float) -> Answer:
     """One request, its answer read whole: the seam the CLI's integration tests replace with
     the Flask test client."""
     connection = _connection(url, timeout_s)
@@ -215,7 +225,7 @@ def _connection(url: str, timeout_s: float) -> http.client.HTTPConnection:
 
 
 def _send(
-    connection: http.client.HTTPConnection, method: str, url: str, body: Any, headers: dict[str, str]
+    connection: http.client.HTTPConnection, method: str, url: str, body: object, headers: dict[str, str]
 ) -> http.client.HTTPResponse:
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -21,6 +22,8 @@ from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
+from app.wire.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
+from app.wire.json import JsonObject
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`
 
@@ -63,7 +66,7 @@ def hcl_options(command: Any) -> Any:
     )(command)
 
 
-def load_job(file: str, variables: dict[str, str] | None = None, var_files: tuple[str, ...] = ()) -> dict[str, Any]:
+def load_job(file: str, variables: dict[str, str] | None = None, var_files: tuple[str, ...] = ()) -> JsonObject:
     """The job in FILE as Nomad API JSON. HCL is parsed here, as Nomad's CLI does, so that
     file() reads beside the job file and -var, -var-file and NOMAD_VAR_* apply."""
     try:
@@ -78,7 +81,8 @@ def load_job(file: str, variables: dict[str, str] | None = None, var_files: tupl
         found = body.get("Job", body) if isinstance(body, dict) else None
         if not isinstance(found, dict):
             raise click.ClickException(f"{file}: expected a JSON object with the job")
-        return found
+        job: JsonObject = found
+        return job
     files = []
     for var_file in var_files:
         try:
@@ -100,13 +104,14 @@ def load_job(file: str, variables: dict[str, str] | None = None, var_files: tupl
         raise click.ClickException("\n".join(str(error) for error in err.errors)) from None
 
 
-def _show_warnings(response: dict[str, Any]) -> None:
+def _show_warnings(response: Mapping[str, object]) -> None:
+    """The Warnings of a register, plan or validate answer."""
     warnings = response.get("Warnings")
     if isinstance(warnings, str) and warnings:
         click.echo(f"Job Warnings:\n{warnings}\n", err=True)
 
 
-def _job_id(spec: dict[str, Any], file: str) -> str:
+def _job_id(spec: JsonObject, file: str) -> str:
     job_id = spec.get("ID") or spec.get("Name")
     if not isinstance(job_id, str) or not job_id:
         raise click.ClickException(f"{file}: the job has no ID")
@@ -169,9 +174,9 @@ def run(
     the evaluation and return. Blocks corral keeps but does not act on (service, template,
     vault, ...) are listed as warnings."""
     spec = load_job(file, variables, var_files)
-    body: dict[str, Any] = {"Job": spec}
+    body: JobRegisterRequest = {"Job": spec}
     if check_index is not None:
-        body.update(EnforceIndex=True, JobModifyIndex=check_index)
+        body |= {"EnforceIndex": True, "JobModifyIndex": check_index}
     response = http.put("/v1/jobs", body)
     _show_warnings(response)
     if not detach and response.get("EvalID"):
@@ -315,7 +320,7 @@ def dispatch(
     if input_source is not None and payload_file is not None:
         raise click.UsageError("give the payload as INPUT or -payload-file, not both")
     payload_file = payload_file or input_source
-    body: dict[str, Any] = {"Meta": meta}
+    body: JobDispatchRequest = {"Meta": meta}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
     response = http.post(_job_path(job_id, "dispatch"), body)
@@ -340,7 +345,7 @@ def dispatch(
 def revert(job_id: str, version: int, check_version: int | None, detach: bool, verbose: bool) -> None:
     """Register VERSION of JOB again, as a new version with its job-register evaluation (see
     `corral job history`), monitored unless -detach. Reverting to the current version is an error."""
-    body: dict[str, Any] = {"JobID": job_id, "JobVersion": version}
+    body: JobRevertRequest = {"JobID": job_id, "JobVersion": version}
     if check_version is not None:
         body["EnforcePriorVersion"] = check_version
     response = http.post(_job_path(job_id, "revert"), body)

@@ -4,7 +4,6 @@ client's restart), in Nomad's layout and exit codes."""
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 import click
@@ -13,6 +12,8 @@ from app.cli import http
 from app.cli.deployment_view import short
 from app.cli.monitor import follow, monitor_options, stamp
 from app.cli.output import columns, date
+from app.wire.api_allocs import AllocRestartRequest
+from app.wire.api_deployments import DeploymentPromoteRequest
 
 
 def _path(job_id: str, action: str = "") -> str:
@@ -45,7 +46,7 @@ def promote(job_id: str, groups: tuple[str, ...], detach: bool, verbose: bool) -
     deployment = http.get(_path(job_id, "deployment"))
     if not deployment:
         raise click.ClickException(f'Job "{job_id}" has no deployment to promote')
-    body: dict[str, Any] = {"DeploymentID": deployment["ID"], "All": not groups}
+    body: DeploymentPromoteRequest = {"DeploymentID": deployment["ID"], "All": not groups}
     if groups:
         body["Groups"] = list(groups)
     response = http.post(f"/v1/deployment/promote/{deployment['ID']}", body)
@@ -145,7 +146,7 @@ def restart(job_id: str, task: str | None, groups: tuple[str, ...], all_tasks: b
         click.echo("Cancelling job restart")
         return
     click.echo(f"==> {stamp()}: Restarting {len(allocs)} {noun}")
-    body: dict[str, Any] = {"TaskName": task or "", "AllTasks": all_tasks}
+    body: AllocRestartRequest = {"TaskName": task or "", "AllTasks": all_tasks}
     for a in sorted(allocs, key=lambda a: int(a.get("CreateIndex", 0))):
         ident = short(str(a["ID"]), verbose)
         which = "all tasks" if all_tasks else (f'task "{task}"' if task else "running tasks")

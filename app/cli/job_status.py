@@ -4,7 +4,6 @@ REST API."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from urllib.parse import quote
 
 import click
@@ -13,6 +12,11 @@ from app.cli import http
 from app.cli.deployment_view import render_list, render_status, short
 from app.cli.monitor import alloc_metric_lines, follow, monitor_options
 from app.cli.output import ago, columns, format_options, formatted, key_values
+from app.wire.allocation import AllocationListStubJson
+from app.wire.api_jobs import JobStatusJson
+from app.wire.deployment import DeploymentJson
+from app.wire.evaluation import EvaluationJson
+from app.wire.job import JobListStubJson, JobSpec, JobSummaryJson
 
 SUMMARY_COLUMNS = ("Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
 
@@ -22,7 +26,7 @@ def _path(job_id: str, action: str = "") -> str:
     return f"{path}/{action}" if action else path
 
 
-def render_jobs(jobs: list[dict[str, Any]]) -> str:
+def render_jobs(jobs: list[JobListStubJson]) -> str:
     if not jobs:
         return "No running jobs"
     rows = [["ID", "Type", "Priority", "Status", "Submit Date"]]
@@ -31,7 +35,7 @@ def render_jobs(jobs: list[dict[str, Any]]) -> str:
     return "\n".join(columns(rows))
 
 
-def _status(job: dict[str, Any]) -> str:
+def _status(job: JobSpec | JobListStubJson) -> str:
     """Nomad prints "dead (stopped)" for a job stopped by hand."""
     status = str(job["Status"])
     return f"{status} (stopped)" if job.get("Stop") and status == "dead" else status
@@ -41,9 +45,9 @@ def _date(nanos: int) -> str:
     return datetime.fromtimestamp(int(nanos) / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if nanos else ""
 
 
-def basic_block(job: dict[str, Any], now: datetime | None = None) -> list[str]:
+def basic_block(job: JobSpec, now: datetime | None = None) -> list[str]:
     """Nomad's key = value block for one job, with the next launch of a periodic job."""
-    pairs: list[tuple[str, Any]] = [
+    pairs: list[tuple[str, object]] = [
         ("ID", job["ID"]),
         ("Name", job.get("Name") or job["ID"]),
         ("Submit Date", _date(job.get("SubmitTime", 0))),
@@ -63,14 +67,17 @@ def basic_block(job: dict[str, Any], now: datetime | None = None) -> list[str]:
     return key_values(pairs)
 
 
-def next_launch_text(job: dict[str, Any], now: datetime) -> str | None:
+def next_launch_text(job: JobSpec, now: datetime) -> str | None:
     """Nomad's "Next Periodic Launch": none for a stopped job, nothing for a schedule it cannot read."""
     if job.get("Stop"):
         return "none (job stopped)"
     from app.cron import next_launch
 
+    periodic = job.get("Periodic")
+    if not periodic:
+        return None
     try:
-        at = next_launch(job["Periodic"], now)
+        at = next_launch(periodic, now)
     except (ValueError, KeyError, LookupError):  # a bad spec or zone: Nomad leaves the line out
         return None
     if at is None:
@@ -88,24 +95,24 @@ def _duration(delta: timedelta) -> str:
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
-def summary_lines(job: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+def summary_lines(job: JobSpec, summary: JobSummaryJson) -> list[str]:
     """The per-group summary (plain jobs) and the children's (periodic, parameterized or with children)."""
     lines: list[str] = []
     periodic, parameterized = bool(job.get("Periodic")), bool(job.get("ParameterizedJob"))
     if not periodic and not parameterized:
-        groups: dict[str, Any] = summary.get("Summary") or {}
+        groups = summary.get("Summary") or {}
         rows = [["Task Group", *SUMMARY_COLUMNS]]
         rows += [[name, *(str(groups[name].get(c, 0)) for c in SUMMARY_COLUMNS)] for name in sorted(groups)]
         lines += ["", "Summary", *columns(rows)]
     children = summary.get("Children") or {}
-    counts = [int(children.get(k) or 0) for k in ("Pending", "Running", "Dead")]
+    counts = [int(children.get("Pending") or 0), int(children.get("Running") or 0), int(children.get("Dead") or 0)]
     if children and (periodic or parameterized or sum(counts)):
         title = "Parameterized Job Summary" if parameterized else "Children Job Summary"
         lines += ["", title, *columns([["Pending", "Running", "Dead"], [str(c) for c in counts]])]
     return lines
 
 
-def children_lines(job: dict[str, Any], children: list[dict[str, Any]]) -> list[str]:
+def children_lines(job: JobSpec, children: list[JobListStubJson]) -> list[str]:
     """Nomad's "Previously Launched Jobs" (periodic) or "Dispatched Jobs" (parameterized)."""
     parameterized = bool(job.get("ParameterizedJob"))
     own = [c for c in children if c.get("ParentID") == job["ID"]]
@@ -117,7 +124,7 @@ def children_lines(job: dict[str, Any], children: list[dict[str, Any]]) -> list[
     return ["", title, *columns(rows)]
 
 
-def parameterized_lines(job: dict[str, Any]) -> list[str]:
+def parameterized_lines(job: JobSpec) -> list[str]:
     spec = job.get("ParameterizedJob") or {}
     return [
         "",
@@ -132,7 +139,7 @@ def parameterized_lines(job: dict[str, Any]) -> list[str]:
     ]
 
 
-def eval_lines(evals: list[dict[str, Any]], verbose: bool) -> list[str]:
+def eval_lines(evals: list[EvaluationJson], verbose: bool) -> list[str]:
     """Nomad's "Evaluations" section of `job status -evals` (or -verbose)."""
     rows = [["ID", "Priority", "Triggered By", "Status", "Placement Failures"]]
     for e in sorted(evals, key=lambda e: -int(e.get("CreateIndex", 0))):
@@ -152,12 +159,12 @@ def eval_lines(evals: list[dict[str, Any]], verbose: bool) -> list[str]:
 
 
 def render_job(
-    job: dict[str, Any],
-    summary: dict[str, Any],
-    allocs: list[dict[str, Any]],
-    deployment: dict[str, Any] | None,
+    job: JobSpec,
+    summary: JobSummaryJson,
+    allocs: list[AllocationListStubJson],
+    deployment: DeploymentJson | None,
     verbose: bool = False,
-    evals: list[dict[str, Any]] | None = None,
+    evals: list[EvaluationJson] | None = None,
     show_evals: bool = False,
 ) -> str:
     lines = [*basic_block(job), *summary_lines(job, summary)]
@@ -170,7 +177,7 @@ def render_job(
     return "\n".join(lines)
 
 
-def render_allocs(allocs: list[dict[str, Any]], verbose: bool, modified: bool = True) -> str:
+def render_allocs(allocs: list[AllocationListStubJson], verbose: bool, modified: bool = True) -> str:
     """Allocation stubs, newest first, in Nomad's columns (formatAllocListStubs); `job status`
     prints the creation date and no modification time."""
     if not allocs:
@@ -194,7 +201,7 @@ def render_allocs(allocs: list[dict[str, Any]], verbose: bool, modified: bool = 
     return "\n".join(columns(rows))
 
 
-def _status_allocs(allocs: list[dict[str, Any]], verbose: bool) -> str:
+def _status_allocs(allocs: list[AllocationListStubJson], verbose: bool) -> str:
     rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created"]]
     for a in sorted(allocs, key=lambda a: -int(a.get("CreateIndex", 0))):
         rows.append(
@@ -211,7 +218,7 @@ def _status_allocs(allocs: list[dict[str, Any]], verbose: bool) -> str:
     return "\n".join(columns(rows))
 
 
-def placement_failure(evals: list[dict[str, Any]]) -> list[str]:
+def placement_failure(evals: list[EvaluationJson]) -> list[str]:
     """Nomad's "Placement Failure" section: the newest evaluation's FailedTGAllocs, shown while
     the job still has a blocked evaluation waiting for capacity (or when the newest evaluation
     itself failed to place)."""
@@ -323,15 +330,16 @@ def add_commands(job: click.Group) -> None:
             click.echo(render_list(found, verbose))
 
 
-def _version(job_id: str, version: int) -> dict[str, Any]:
+def _version(job_id: str, version: int) -> JobSpec:
     versions = http.get(_path(job_id, "versions")).get("Versions") or []
     for found in versions:
         if int(found.get("Version", -1)) == version:
-            return dict(found)
+            chosen: JobSpec = found
+            return chosen
     raise click.ClickException(f"Error inspecting job: job {job_id!r} has no version {version}")
 
 
-def _status_object(job_id: str, namespace: Any) -> dict[str, Any]:
+def _status_object(job_id: str, namespace: object) -> JobStatusJson:
     """Nomad's JSON of `job status -json`: the job's summary, allocations, latest deployment and evaluations."""
     params = {"namespace": namespace} if isinstance(namespace, str) and namespace else None
     return {
@@ -342,7 +350,7 @@ def _status_object(job_id: str, namespace: Any) -> dict[str, Any]:
     }
 
 
-def _render_one(found: dict[str, Any], verbose: bool, show_evals: bool) -> str:
+def _render_one(found: JobSpec, verbose: bool, show_evals: bool) -> str:
     job_id = str(found["ID"])
     summary = http.get(_path(job_id, "summary"))
     if found.get("Periodic") or found.get("ParameterizedJob"):

@@ -4,12 +4,12 @@ sign workload identities (Nomad's command/operator_root_keyring_*.go layouts).""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
 from app.cli import http
 from app.cli.output import date
+from app.wire.api_keyring import RootKeyMetaJson
 
 
 @click.group("root")
@@ -22,7 +22,7 @@ def keyring() -> None:
     """Keys that encrypt variables and sign workload identities."""
 
 
-def _rows(keys: list[dict[str, Any]], verbose: bool) -> str:
+def _rows(keys: list[RootKeyMetaJson], verbose: bool) -> str:
     rows = [("Key", "State", "Create Time")] + [
         (k["KeyID"] if verbose else k["KeyID"][:8], k["State"], date(k["CreateTime"])) for k in keys
     ]

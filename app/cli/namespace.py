@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
 from app.cli import http
 from app.cli.output import formatted
+from app.wire.api_namespaces import NamespaceRequest
 
 
 @click.group()
@@ -28,7 +28,7 @@ def apply(name: str, description: str | None, meta: tuple[str, ...]) -> None:
         if not sep or not key:
             raise click.BadParameter(f"must be key=value, got {item!r}", param_hint="-meta")
         values[key] = value
-    body: dict[str, Any] = {"Name": name, "Description": description or "", "Meta": values}
+    body: NamespaceRequest = {"Name": name, "Description": description or "", "Meta": values}
     try:
         current = http.get(f"/v1/namespace/{name}")
     except http.ApiError as err:

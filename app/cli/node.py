@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
 from app.cli.client import default_address
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, columns, date, format_options, formatted, key_values, resolve
+from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.wire.allocation import AllocationJson, AllocationListStubJson
+from app.wire.api_nodes import NodeDrainRequest
+from app.wire.node import NodeJson, NodeListStubJson
 
 
 @click.group()
@@ -72,7 +74,7 @@ def drain(
         raise SystemExit(monitor_drain(node_id, base))
     if typed != node_id and not yes and not _confirmed("enable" if enable else "disable", node_id):
         return
-    body: dict[str, Any] = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
+    body: NodeDrainRequest = {"NodeID": node_id, "MarkEligible": disable and not keep_ineligible}
     if enable:
         body["DrainSpec"] = {"Deadline": _deadline(deadline, no_deadline, force), "IgnoreSystemJobs": ignore_system}
     reply = http.request("POST", f"/v1/node/{node_id}/drain", body=body, base=base)
@@ -164,8 +166,8 @@ def monitor_drain(node_id: str, base: str, poll_s: float = DRAIN_POLL_S) -> int:
         time.sleep(poll_s)
 
 
-def _drain_state(alloc: dict[str, Any]) -> str | None:
-    if alloc.get("ClientStatus") in ("complete", "failed", "lost") or alloc.get("DesiredStatus") == "stop":
+def _drain_state(alloc: AllocationJson) -> str | None:
+    if alloc.get("ClientStatus") in ALLOC_CLIENT_TERMINAL_STATUSES or alloc.get("DesiredStatus") == "stop":
         return "draining" if alloc.get("ClientStatus") == "running" else "status " + str(alloc.get("ClientStatus"))
     if (alloc.get("DesiredTransition") or {}).get("Migrate"):
         return "marked for migration"
@@ -185,11 +187,11 @@ def _deadline(text: str, no_deadline: bool, force: bool) -> int:
         raise click.BadParameter(str(err), param_hint="-deadline") from err
 
 
-def _short(value: Any, verbose: bool) -> str:
+def _short(value: object, verbose: bool) -> str:
     return str(value or "") if verbose else str(value or "")[:8]
 
 
-def render_nodes(nodes: list[dict[str, Any]], verbose: bool) -> str:
+def render_nodes(nodes: list[NodeListStubJson], verbose: bool) -> str:
     if not nodes:
         return "No nodes registered"
     rows = [["ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"]]
@@ -209,7 +211,7 @@ def render_nodes(nodes: list[dict[str, Any]], verbose: bool) -> str:
     return "\n".join(columns(rows))
 
 
-def render_node(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool) -> str:
+def render_node(n: NodeJson, allocs: list[AllocationListStubJson], verbose: bool) -> str:
     lines = key_values(
         [
             ("ID", n["ID"]),

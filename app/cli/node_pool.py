@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import click
@@ -15,6 +14,8 @@ from app.cli import http
 from app.cli.job_status import render_jobs
 from app.cli.node import render_nodes
 from app.cli.output import columns, format_options, formatted, key_values
+from app.wire.api_namespaces import NodePoolJson
+from app.wire.json import JsonObject, JsonValue
 
 _BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 # The node_pool block's settings and the API's keys they become.
@@ -32,15 +33,15 @@ def _path(name: str, action: str = "") -> str:
     return f"{path}/{action}" if action else path
 
 
-def render_pools(pools: list[dict[str, Any]]) -> str:
+def render_pools(pools: list[NodePoolJson]) -> str:
     rows = [["Name", "Description"]]
     rows += [[str(p["Name"]), str(p.get("Description") or "")] for p in pools]
     return "\n".join(columns(rows))
 
 
-def by_prefix(prefix: str) -> dict[str, Any]:
+def by_prefix(prefix: str) -> NodePoolJson:
     """Nomad's nodePoolByPrefix: the one pool the prefix names (an exact name wins)."""
-    pools: list[dict[str, Any]] = http.get("/v1/node/pools", {"prefix": prefix})
+    pools: list[NodePoolJson] = http.get("/v1/node/pools", {"prefix": prefix})
     exact = [p for p in pools if p["Name"] == prefix]
     if exact or len(pools) == 1:
         return exact[0] if exact else pools[0]
@@ -124,17 +125,18 @@ def _read(file: str) -> str:
         raise click.ClickException(f'Failed to read file "{file}": {err.strerror or err}') from None
 
 
-def _json_pool(text: str) -> dict[str, Any]:
+def _json_pool(text: str) -> JsonObject:
     try:
         body = json.loads(text)
     except json.JSONDecodeError as err:
         raise click.ClickException(f"Failed to parse input content: {err}") from None
     if not isinstance(body, dict):
         raise click.ClickException("Failed to parse input content: not a JSON object")
-    return body
+    found: JsonObject = body
+    return found
 
 
-def _hcl_pool(text: str) -> dict[str, Any]:
+def _hcl_pool(text: str) -> JsonObject:
     """The one node_pool block of an HCL file, as the API's JSON object."""
     try:
         import hcl2  # only here: the CLI's start-up imports no parser (tests/unit/test_cli_imports.py)
@@ -149,7 +151,7 @@ def _hcl_pool(text: str) -> dict[str, Any]:
     if len(blocks) != 1 or unknown:
         raise click.ClickException('Failed to parse input content: expected one node_pool "name" { ... } block')
     label, settings = blocks[0]
-    out: dict[str, Any] = {"Name": label}
+    out: JsonObject = {"Name": label}
     for key, value in settings.items():
         if key in _BOOKKEEPING:
             continue
@@ -159,7 +161,7 @@ def _hcl_pool(text: str) -> dict[str, Any]:
     return out
 
 
-def _block_value(value: Any) -> Any:
+def _block_value(value: JsonValue) -> JsonValue:
     """`meta { a = "b" }` arrives as a list of one block; `meta = { ... }` as an object."""
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         value = value[0]

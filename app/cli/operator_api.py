@@ -70,10 +70,10 @@ def _url(path: str, filter_: str | None) -> str:
     """PATH on the CLI's address (or a whole URL), with the query the CLI adds to every request."""
     parts = urlsplit(path)
     base = f"{parts.scheme}://{parts.netloc}" if parts.scheme else http.address()
-    query: dict[str, Any] = dict(parse_qsl(parts.query))
+    given: dict[str, http.QueryValue] = dict(parse_qsl(parts.query))
     if filter_ is not None:
-        query["filter"] = filter_
-    query = http.scoped(query) or {}
+        given["filter"] = filter_
+    query = http.scoped(given) or {}
     target = parts.path if parts.path.startswith("/") else "/" + parts.path
     return base + target + (f"?{urlencode(query)}" if query else "")
 

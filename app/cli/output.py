@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -89,7 +89,7 @@ def _lookup(dot: Any, field: str) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return "<no value>"
     if isinstance(value, bool):
@@ -145,7 +145,7 @@ def formatted(data: Any, as_json: bool, template: str | None) -> bool:
     return False
 
 
-def key_values(pairs: list[tuple[str, Any]]) -> list[str]:
+def key_values(pairs: Sequence[tuple[str, object]]) -> list[str]:
     """Nomad's `Key = value` block, the equals signs aligned."""
     width = max(len(key) for key, _ in pairs)
     return [f"{key.ljust(width)} = {value}" for key, value in pairs]
@@ -171,11 +171,17 @@ def ago(nanos: Any) -> str:
 HEX = frozenset("0123456789abcdefABCDEF-")
 
 
-ListLayout = Callable[[list[JsonObject], bool], str]  # a kind's list table: items, verbose
+Item = TypeVar("Item")  # one row of a kind's list route, as its layout reads it
 
 
 def resolve(
-    kind: str, route: str, prefix: str, layout: ListLayout, *, full_length: int = 36, base: str | None = None
+    kind: str,
+    route: str,
+    prefix: str,
+    layout: Callable[[list[Item], bool], str],
+    *,
+    full_length: int = 36,
+    base: str | None = None,
 ) -> str:
     """The one full ID of a KIND starting with PREFIX: Nomad accepts any unique prefix of at least
     two characters, and answers an ambiguous one with "Prefix matched multiple <kind>s" and the
@@ -188,11 +194,12 @@ def resolve(
     # IDs are UUIDs: a prefix that is not hex names none (and the list routes refuse it).
     query = {"prefix": prefix, "namespace": "*"}
     found = http.request("GET", route, params=query, base=base) if set(prefix) <= HEX else []
-    items = [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+    items: list[JsonObject] = [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
     if not items:
         raise click.ClickException(f'No {kind}(s) with prefix or id "{prefix}" found')
     if len({str(item["ID"]) for item in items}) > 1:
-        raise click.ClickException(f"Prefix matched multiple {kind}s\n\n{layout(items, False)}")
+        matches = cast("list[Item]", items)  # the kind's own list route answered them
+        raise click.ClickException(f"Prefix matched multiple {kind}s\n\n{layout(matches, False)}")
     return str(items[0]["ID"])
 
 
@@ -202,8 +209,8 @@ def columns(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def listing(route: str) -> Callable[[str], list[dict[str, Any]]]:
-    def fetch(prefix: str) -> list[dict[str, Any]]:
+def listing(route: str) -> Callable[[str], list[JsonObject]]:
+    def fetch(prefix: str) -> list[JsonObject]:
         found = http.get(route, {"prefix": prefix, "namespace": "*"})
         return list(found) if isinstance(found, list) else []
 

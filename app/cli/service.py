@@ -3,13 +3,17 @@ command/service_*.go."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import click
 
 from app.cli import http
 from app.cli.output import columns, format_options, formatted, key_values
+from app.wire.api_services import ServiceListJson
+
+if TYPE_CHECKING:  # the CLI starts without the store (tests/unit/test_cli_imports.py)
+    from app.store.services import RegistrationJson
 
 SHORT_ID_LENGTH = 8
 ALL = "*"
@@ -24,7 +28,7 @@ def service() -> None:
     """Nomad's native service discovery: services registered by `service { provider = "nomad" }`."""
 
 
-def render_list(namespace: str, found: list[dict[str, Any]]) -> str:
+def render_list(namespace: str, found: list[ServiceListJson]) -> str:
     """Nomad's formatServiceListOutput: name (and namespace with '*') and the sorted tags."""
     if not found:
         return "No service registrations found"
@@ -37,14 +41,14 @@ def render_list(namespace: str, found: list[dict[str, Any]]) -> str:
     return "\n".join(columns(rows))
 
 
-def address(reg: dict[str, Any]) -> str:
+def address(reg: RegistrationJson) -> str:
     host, port = str(reg.get("Address", "")), int(reg.get("Port") or 0)
     if not port:
         return host
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def render_info(found: list[dict[str, Any]], verbose: bool) -> str:
+def render_info(found: list[RegistrationJson], verbose: bool) -> str:
     """Nomad's service info: a table by job ID, or each registration's details with -verbose."""
     if not found:
         return "No service registrations found"

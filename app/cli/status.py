@@ -3,8 +3,6 @@ Nomad's layout, through the REST API."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from app.cli import http
@@ -38,7 +36,7 @@ def status(ctx: click.Context, prefix: str | None, verbose: bool, as_json: bool,
             return
         ctx.invoke(job_status, job_id=jobs[0]["ID"], verbose=verbose)
         return
-    others: list[tuple[str, str, click.Command, dict[str, Any]]] = [
+    others: list[tuple[str, str, click.Command, dict[str, str]]] = [
         ("allocations", "/v1/allocations", alloc_status, {"alloc_id": prefix}),
         ("nodes", "/v1/nodes", node_status, {"node_id": prefix}),
         ("evaluations", "/v1/evaluations", eval_status, {"eval_id": prefix}),
@@ -112,7 +110,7 @@ def agent_info(as_json: bool, template: str | None) -> None:
         return
     config = agent.get("config") or {}
     database = config.get("Database") or {}
-    sections: list[tuple[str, list[tuple[str, Any]]]] = [
+    sections: list[tuple[str, list[tuple[str, object]]]] = [
         (
             "agent",
             [

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
 from app.cli import http
 from app.cli.settings import get_settings
+from app.wire.api_system import GcRunJson
 
 
 @click.group()
@@ -59,7 +59,7 @@ def gc_runs(limit: int) -> None:
         )
 
 
-def _print_removed(run: dict[str, Any]) -> None:
+def _print_removed(run: GcRunJson) -> None:
     if not run["Removed"]:
         click.echo("Nothing to collect.")
         return

@@ -15,6 +15,8 @@ import click
 
 from app.cli import http
 from app.cli.output import date, key_values, render_template
+from app.wire.api_variables import VariableJson, VariableMetaJson
+from app.wire.json import JsonObject
 
 WILDCARD = "*"
 GET_FORMATS = ("go-template", "hcl", "json", "none", "table")
@@ -68,7 +70,7 @@ def _out_default(value: str | None, terminal: str) -> str:
     return value or (terminal if sys.stdout.isatty() else "json")
 
 
-def _render(found: dict[str, Any], out: str, template: str | None) -> str:
+def _render(found: VariableJson, out: str, template: str | None) -> str:
     if out == "json":
         return json.dumps(found, indent=2)
     if out == "hcl":
@@ -80,8 +82,12 @@ def _render(found: dict[str, Any], out: str, template: str | None) -> str:
     return _table(found)
 
 
-def _table(found: dict[str, Any]) -> str:
-    meta = [("Namespace", found["Namespace"]), ("Path", found["Path"]), ("Create Time", date(found["CreateTime"]))]
+def _table(found: VariableJson) -> str:
+    meta: list[tuple[str, object]] = [
+        ("Namespace", found["Namespace"]),
+        ("Path", found["Path"]),
+        ("Create Time", date(found["CreateTime"])),
+    ]
     if found["CreateTime"] != found["ModifyTime"]:
         meta.append(("Modify Time", date(found["ModifyTime"])))
     meta.append(("Check Index", found["ModifyIndex"]))
@@ -91,7 +97,7 @@ def _table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _hcl(found: dict[str, Any]) -> str:
+def _hcl(found: VariableJson) -> str:
     items = found.get("Items") or {}
     width = max([len(k) for k in items] or [0])
     body = "".join(f"  {key.rjust(width)} = {json.dumps(value)}\n" for key, value in sorted(items.items()))
@@ -143,7 +149,7 @@ def list_(
     prefix: str, namespace: str, per_page: int, page_token: str, filter_: str, out: str | None, template: str | None
 ) -> None:
     """List the variables whose path starts with PREFIX (the token's listable paths only)."""
-    params: dict[str, Any] = {"namespace": namespace, "prefix": prefix}
+    params: dict[str, http.QueryValue] = {"namespace": namespace, "prefix": prefix}
     if per_page:
         params["per_page"] = per_page
     if page_token:
@@ -172,7 +178,7 @@ def list_(
         click.echo(f"Next page token: {next_token}", err=True)
 
 
-def _stubs(found: list[dict[str, Any]]) -> str:
+def _stubs(found: list[VariableMetaJson]) -> str:
     if not found:
         return NO_MATCH
     rows = [("Namespace", "Path", "Last Updated")] + [
@@ -183,7 +189,7 @@ def _stubs(found: list[dict[str, Any]]) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
-def _send(method: str, route: str, params: dict[str, Any] | None = None, body: Any = None) -> http.Answer:
+def _send(method: str, route: str, params: http.QueryParams | None = None, body: object = None) -> http.Answer:
     """A request whose answer the command reads whatever its status (a 409 carries the conflict)."""
     url = http.address() + route + http.query_string(params)
     answer = http.send(method, url, body, http.auth_headers(), http.TIMEOUT_S)
@@ -192,7 +198,7 @@ def _send(method: str, route: str, params: dict[str, Any] | None = None, body: A
     return answer
 
 
-def _cas_conflict(check_index: int, conflict: dict[str, Any]) -> click.ClickException:
+def _cas_conflict(check_index: int, conflict: VariableJson) -> click.ClickException:
     last = (
         f" The server-side item was last updated on {date(conflict['ModifyTime'])}."
         if conflict.get("ModifyIndex")
@@ -211,7 +217,7 @@ def _cas_conflict(check_index: int, conflict: dict[str, Any]) -> click.ClickExce
 @click.argument("path")
 def purge(path: str, namespace: str, check_index: int | None) -> None:
     """Delete the variable at PATH for good."""
-    params: dict[str, Any] = {"namespace": _single(namespace)}
+    params: dict[str, http.QueryValue] = {"namespace": _single(namespace)}
     if check_index is not None:
         params["cas"] = check_index
     answer = _send("DELETE", _path(path), params)
@@ -265,13 +271,20 @@ def put(
             rest = rest[1:]
     if not path:
         raise click.UsageError("Not enough arguments: give the variable's path")
-    items = dict(spec.get("Items") or {})
+    items = _items(spec)
     items.update(_pairs(rest))
     if not items:
         raise click.UsageError("Must supply data")
     ns = _single(str(spec.get("Namespace") or namespace) if namespace == "default" else namespace)
-    cas = check_index if check_index is not None else int(spec.get("ModifyIndex") or 0)
-    params: dict[str, Any] = {"namespace": ns} | ({} if force else {"cas": cas})
+    modify_index = spec.get("ModifyIndex") or 0
+    cas = (
+        check_index
+        if check_index is not None
+        else int(modify_index)
+        if isinstance(modify_index, int | float | str)
+        else 0
+    )
+    params: dict[str, http.QueryValue] = {"namespace": ns} | ({} if force else {"cas": cas})
     answer = _send("PUT", _path(path), params, {"Namespace": ns, "Path": path, "Items": items})
     if answer.status_code == 409:
         raise _cas_conflict(cas, answer.json())
@@ -286,14 +299,14 @@ def put(
     click.echo(_render(written, chosen, template))
 
 
-def _spec_and_items(args: list[str], in_: str) -> tuple[dict[str, Any], list[str]]:
+def _spec_and_items(args: list[str], in_: str) -> tuple[JsonObject, list[str]]:
     """A leading @file or - is a whole specification; the rest are path and items."""
     if args and (args[0].startswith("@") or args[0] == "-"):
         return _read_spec(args[0], in_), args[1:]
     return {}, args
 
 
-def _read_spec(source: str, in_: str) -> dict[str, Any]:
+def _read_spec(source: str, in_: str) -> JsonObject:
     """A specification in Nomad's JSON (the API's Variable) or HCL (path, namespace, items)."""
     if source == "-":
         text, kind = sys.stdin.read(), in_
@@ -321,6 +334,12 @@ def _read_spec(source: str, in_: str) -> dict[str, Any]:
         "Namespace": parsed.get("namespace", ""),
         "Items": {str(k): str(v) for k, v in items.items() if k != "__is_block__"} if isinstance(items, dict) else {},
     }
+
+
+def _items(spec: JsonObject) -> JsonObject:
+    """The spec's Items (an object, or none), as it gave them: the server checks they are strings."""
+    given = spec.get("Items")
+    return dict(given) if isinstance(given, dict) else {}
 
 
 def _pairs(args: list[str]) -> dict[str, str]:
@@ -380,7 +399,7 @@ def lock(
         body={
             "Namespace": namespace,
             "Path": path,
-            "Items": spec.get("Items") or {},
+            "Items": _items(spec),
             "Lock": {"TTL": ttl, "LockDelay": delay},
         },
         ttl_s=parse_seconds(ttl, "-ttl"),

@@ -9,11 +9,11 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import click
 
 from app.cli import http
+from app.wire.api_variables import VariableRequest
 
 SECOND = 1_000_000_000
 
@@ -31,7 +31,7 @@ def parse_seconds(text: str, option: str) -> float:
 class LockHolder:
     route: str
     namespace: str
-    body: dict[str, Any]
+    body: VariableRequest
     ttl_s: float
     backoff_s: float
     verbose: bool
@@ -40,7 +40,7 @@ class LockHolder:
         if self.verbose:
             click.echo(message, err=True)
 
-    def _put(self, operation: str, body: dict[str, Any]) -> http.Answer:
+    def _put(self, operation: str, body: VariableRequest) -> http.Answer:
         params = {"namespace": self.namespace, operation: ""}
         url = http.address() + self.route + http.query_string(params)
         return http.send("PUT", url, body, http.auth_headers(), http.TIMEOUT_S)

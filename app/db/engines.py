@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
@@ -90,8 +90,22 @@ def _hosts_to_query(url: str) -> str:
     return f"{parts.scheme}://{userinfo}{at}{parts.path}?{query}{fragment}"
 
 
-def connect_args(role: str) -> dict[str, Any]:
-    """libpq parameters: application_name, timeouts, and keepalives that detect a dead peer."""
+class LibpqParams(TypedDict):
+    """The libpq connection parameters every role sets (psycopg.connect's keyword arguments)."""
+
+    application_name: str
+    options: str
+    connect_timeout: int
+    keepalives: int
+    keepalives_idle: int
+    keepalives_interval: int
+    keepalives_count: int
+    tcp_user_timeout: int
+
+
+def connect_args(role: str, application_name: str = "") -> LibpqParams:
+    """libpq parameters: application_name (`corral-<role>` unless named), timeouts, and
+    keepalives that detect a dead peer."""
     limits = ROLE_TIMEOUTS[role]
     options = " ".join(
         [
@@ -102,7 +116,7 @@ def connect_args(role: str) -> dict[str, Any]:
         ]
     )
     return {
-        "application_name": f"corral-{role}",
+        "application_name": application_name or f"corral-{role}",
         "options": options,
         "connect_timeout": 5,
         "keepalives": 1,

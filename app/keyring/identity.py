@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -69,9 +69,36 @@ class Verified:
     task: str
 
 
-def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> dict[str, Any]:
+class Claims(TypedDict):
+    """Nomad's WorkloadIdentityClaims as corral signs them."""
+
+    nomad_namespace: str
+    nomad_job_id: str
+    nomad_allocation_id: str
+    nomad_task: str
+    sub: str
+    aud: list[str] | str
+    iat: int
+    nbf: int
+    jti: str
+    exp: NotRequired[int]  # only with a TTL: Nomad's identities without one never expire
+
+
+class Jwk(TypedDict):
+    """An RSA public key as /.well-known/jwks.json publishes it (RFC 7517)."""
+
+    kty: str
+    key_ops: list[str]
+    n: str
+    e: str
+    kid: str
+    use: str
+    alg: str
+
+
+def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> Claims:
     """Nomad's WorkloadIdentityClaims for a task, issued at `now_s` (Unix seconds)."""
-    body: dict[str, Any] = {
+    body: Claims = {
         "nomad_namespace": subject.namespace,
         "nomad_job_id": subject.job_id,
         "nomad_allocation_id": subject.alloc_id,
@@ -87,7 +114,7 @@ def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> dict[str, Any]:
     return body
 
 
-def sign(body: Mapping[str, Any], key_id: uuid.UUID, private: rsa.RSAPrivateKey) -> str:
+def sign(body: Claims, key_id: uuid.UUID, private: rsa.RSAPrivateKey) -> str:
     return jwt.encode(dict(body), private, algorithm=ALGORITHM, headers={"kid": str(key_id)})
 
 
@@ -119,10 +146,18 @@ def verify(token: str, public: rsa.RSAPublicKey) -> Verified:
     return Verified(body["nomad_namespace"], body["nomad_job_id"], body["nomad_allocation_id"], body["nomad_task"])
 
 
-def jwk(key_id: uuid.UUID, public: rsa.RSAPublicKey) -> dict[str, Any]:
+def jwk(key_id: uuid.UUID, public: rsa.RSAPublicKey) -> Jwk:
     """A key as /.well-known/jwks.json publishes it."""
-    found: dict[str, Any] = RSAAlgorithm.to_jwk(public, as_dict=True)
-    return {**found, "kid": str(key_id), "use": "sig", "alg": ALGORITHM}
+    found = RSAAlgorithm.to_jwk(public, as_dict=True)
+    return {
+        "kty": found["kty"],
+        "key_ops": found["key_ops"],
+        "n": found["n"],
+        "e": found["e"],
+        "kid": str(key_id),
+        "use": "sig",
+        "alg": ALGORITHM,
+    }
 
 
 def named(identities: Sequence[Mapping[str, Any]] | None) -> list[IdentitySpec]:

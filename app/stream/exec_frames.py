@@ -9,7 +9,8 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
+
+from app.wire.json import JsonObject, JsonValue
 
 MAX_TTY_SIDE = 10_000
 
@@ -27,7 +28,7 @@ class Input:
     size: tuple[int, int] | None = None  # (height, width)
 
 
-def _bytes(value: Any) -> bytes:
+def _bytes(value: JsonValue | None) -> bytes:
     if value is None or value == "":
         return b""
     if not isinstance(value, str):
@@ -38,14 +39,14 @@ def _bytes(value: Any) -> bytes:
         raise FrameError("stdin.data is not valid base64") from None
 
 
-def _side(size: dict[str, Any], name: str) -> int:
+def _side(size: JsonObject, name: str) -> int:
     value = size.get(name, 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TTY_SIDE:
         raise FrameError(f"tty_size.{name} must be an integer from 0 to {MAX_TTY_SIDE}")
     return value
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def _json_object(text: str) -> JsonObject:
     """Every frame, either way, is one JSON object."""
     try:
         frame = json.loads(text)
@@ -53,7 +54,8 @@ def _json_object(text: str) -> dict[str, Any]:
         raise FrameError("a frame must be a JSON object") from None
     if not isinstance(frame, dict):
         raise FrameError("a frame must be a JSON object")
-    return frame
+    found: JsonObject = frame
+    return found
 
 
 def parse_input(text: str) -> Input:
