@@ -21,6 +21,7 @@ from app.db.engines import libpq_url, make_engine, make_sessionmaker, transactio
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, register_job
 from app.store.node_status import set_node_status
+from app.wire.job import JobSpec
 from bench.common import add_nodes, bench_database
 
 # BENCH_CORRAL: another checkout's corral (…/.venv/bin/corral) run by this checkout's benchmark,
@@ -71,7 +72,7 @@ def wait_quiet(url: str, limit_s: float = 900) -> float:
     raise RuntimeError("did not quiet down")
 
 
-def job(job_id: str, job_type: str, count: int) -> dict[str, object]:
+def job(job_id: str, job_type: str, count: int) -> JobSpec:
     return normalize_job(
         {
             "ID": job_id,

@@ -23,6 +23,7 @@ from app.gc.core_evals import enqueue_core
 from app.gc.thresholds import Thresholds
 from app.jobspec import normalize_job
 from app.store.jobs import RegisterOptions, deregister_job, register_job
+from app.wire.job import JobSpec
 from bench.gc_fill import fill_terminal
 from tests.support.orphans import orphans
 from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
@@ -75,7 +76,7 @@ FAST_GC = {
 }
 
 
-def spec(job_id: str, job_type: str, count: int, version: int = 0, parent: str | None = None) -> dict[str, object]:
+def spec(job_id: str, job_type: str, count: int, version: int = 0, parent: str | None = None) -> JobSpec:
     task = {"Name": "t", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": 32}}
     return normalize_job(
         {

@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import psycopg
 import pytest
@@ -21,6 +20,7 @@ from app.db.engines import libpq_url, make_sessionmaker
 from app.jobspec import normalize_job
 from app.models import Job
 from app.store.jobs import RegisterOptions, register_job
+from app.wire.job import JobSpec
 
 pytestmark = pytest.mark.concurrency
 
@@ -80,7 +80,7 @@ def test_chained_blocking_reads_never_miss_a_commit(engine: Engine, database_url
     assert indexes == sorted(indexes)
 
 
-def _spec(job_id: str, priority: int = 50) -> dict[str, Any]:
+def _spec(job_id: str, priority: int = 50) -> JobSpec:
     group = {"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}
     return normalize_job({"ID": job_id, "Priority": priority, "TaskGroups": [group]})
 

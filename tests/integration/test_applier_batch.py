@@ -253,7 +253,7 @@ def test_copied_allocations_keep_every_character_of_their_text_columns(
     held = claimed(engine, "web")
     awkward = "a\tb\nc\rd\\e\\N 'f' \"g\" {h}"
     previous = uuid.uuid4()
-    tracker = {"Events": [{"Delay": 5, "Note": "tab\there \\ back"}]}
+    tracker: Any = {"Events": [{"Delay": 5, "Note": "tab\there \\ back"}]}  # a tracker of any shape
     odd = replace(
         alloc(held, node, 0, cpu=100),
         name=awkward,

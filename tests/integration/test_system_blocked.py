@@ -24,6 +24,7 @@ from app.pipeline.broker import Outcome
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
+from app.wire.job import JobSpec
 from tests.support.pipeline import claim, handling, register
 from tests.support.rows import insert_allocation, insert_node
 
@@ -106,7 +107,7 @@ def test_missed_unblock_counts_only_the_nodes_it_waits_on(engine: Engine, pg: Co
     assert blocked_status(pg, "sys2") == [("pending", [uuid.UUID(full)])]
 
 
-def system_job(tag: str) -> dict[str, Any]:
+def system_job(tag: str) -> JobSpec:
     return normalize_job(
         {
             "ID": "sys",

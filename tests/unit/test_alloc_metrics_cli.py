@@ -14,7 +14,7 @@ from app.cli.alloc_metrics import go_duration
 pytestmark = pytest.mark.unit
 
 BEST, NEXT = "2f6b0c1e-0000-4000-8000-000000000001", "9a1d4e22-0000-4000-8000-000000000002"
-METRICS: dict[str, Any] = {
+METRICS: Any = {
     "NodesEvaluated": 4,
     "NodesFiltered": 1,
     "NodesInPool": 4,
@@ -44,7 +44,7 @@ METRICS: dict[str, Any] = {
     "AllocationTime": 164687,
     "CoalescedFailures": 0,
 }  # fmt: skip
-ALLOC: dict[str, Any] = {"ID": "a" * 36, "Name": "web.g[0]", "NodeID": BEST, "Metrics": METRICS}
+ALLOC: Any = {"ID": "a" * 36, "Name": "web.g[0]", "NodeID": BEST, "Metrics": METRICS}
 
 
 def test_verbose_status_shows_the_placement_metrics_as_nomad() -> None:
@@ -70,7 +70,8 @@ def test_verbose_status_shows_the_placement_metrics_as_nomad() -> None:
 def test_without_verbose_or_metrics_there_is_no_section() -> None:
     assert "Placement Metrics" not in render_alloc(ALLOC, verbose=False)
     assert "Evaluated Nodes" not in render_alloc(ALLOC, verbose=False)
-    bare = render_alloc({**ALLOC, "Metrics": None}, verbose=True)
+    without: Any = {**ALLOC, "Metrics": None}
+    bare = render_alloc(without, verbose=True)
     assert "Placement Metrics" not in bare and "Evaluated Nodes" not in bare
 
 

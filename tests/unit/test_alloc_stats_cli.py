@@ -3,6 +3,8 @@ the figures the client measured."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.cli.alloc_stats import ibytes, task_resources
@@ -17,7 +19,7 @@ def test_sizes_read_as_nomads() -> None:
 
 
 def test_task_resources_show_use_against_the_ask_and_only_measured_stats() -> None:
-    usage = {
+    usage: Any = {
         "MemoryStats": {"RSS": 3 * 1024 * 1024, "Swap": 0, "Cache": 99, "Measured": ["Swap", "RSS"]},
         "CpuStats": {
             "Percent": 12.5,

@@ -28,7 +28,7 @@ def test_rfc3339_is_gos_time_json(unix_ns: int, text: str) -> None:
     assert rfc3339(unix_ns) == text
 
 
-def deployment(**fields: Any) -> dict[str, Any]:
+def deployment(**fields: Any) -> Any:  # a deployment with the keys the output reads
     return {
         "ID": "0b23b149-6c2a-4f0a-9a3e-8e0e2f1d2c3b",
         "JobID": "web",
@@ -51,7 +51,7 @@ def deployment(**fields: Any) -> dict[str, Any]:
         ("successful", {"ProgressDeadline": 5, "RequireProgressBy": "2023-11-14T22:13:20Z"}, "N/A"),
     ],
 )
-def test_progress_deadline_column(status: str, group: dict[str, Any], shown: str) -> None:
+def test_progress_deadline_column(status: str, group: Any, shown: str) -> None:
     assert progress_deadline(deployment(Status=status), group) == shown
 
 
@@ -86,7 +86,9 @@ def test_list_and_update_texts() -> None:
     assert render_list([]) == "No deployments found"
     text = render_list([deployment(), deployment(ID="ffffffff-0000-0000-0000-000000000000", Status="failed")])
     assert [line.split()[0] for line in text.splitlines()] == ["ID", "0b23b149", "ffffffff"]
-    assert render_update("Deployment x paused", {"EvalID": "", "RevertedJobVersion": None}) == "Deployment x paused"
-    assert render_update("Deployment x failed", {"EvalID": "e", "RevertedJobVersion": 0}) == (
+    paused: Any = {"EvalID": "", "RevertedJobVersion": None}  # the keys render_update reads
+    failed: Any = {"EvalID": "e", "RevertedJobVersion": 0}
+    assert render_update("Deployment x paused", paused) == "Deployment x paused"
+    assert render_update("Deployment x failed", failed) == (
         "Deployment x failed\nJob reverted to version 0 (the latest stable version)\nEvaluation ID: e"
     )

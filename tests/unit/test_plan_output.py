@@ -25,7 +25,7 @@ def spec(priority: int = 50, cpu: int = 100, dcs: tuple[str, ...] = ("dc1",)) ->
 def test_diff_of_new_unchanged_and_edited_jobs() -> None:
     assert job_diff(None, spec())["Type"] == "Added"
     assert job_diff(spec(), {**spec(), "Version": 9})["Type"] == "None"  # server fields never count
-    edited = job_diff(spec(), spec(priority=60, cpu=200, dcs=("dc1", "dc2")))
+    edited: Any = job_diff(spec(), spec(priority=60, cpu=200, dcs=("dc1", "dc2")))
     assert edited["Type"] == "Edited"
     fields = {(f["Name"], f["Type"], f["Old"], f["New"]) for f in edited["Fields"]}
     assert fields == {("Priority", "Edited", "50", "60"), ("Datacenters", "Added", "", "dc2")}

@@ -9,12 +9,13 @@ import pytest
 
 from app.jobspec import normalize_job
 from app.structs import Allocation, Job, Resources
+from app.wire.job import JobSpec
 from tests.support.scheduler_harness import node as node_of
 
 pytestmark = pytest.mark.unit
 
 
-def spec() -> dict[str, object]:
+def spec() -> JobSpec:
     return normalize_job(
         {
             "ID": "web",

@@ -22,10 +22,10 @@ def job(**fields: Any) -> dict[str, Any]:
 
 def test_keys_stored_before_registration_refused_them_are_not_sent() -> None:
     # Specs stored before unknown keys were refused may hold any key; the output has Nomad's only.
-    spec = normalize_job(job())
+    spec: Any = normalize_job(job())  # a stored spec with keys JobSpec does not have
     spec["Bogus"] = 1
     spec["TaskGroups"][0]["Tasks"][0]["Resources"]["Memroy"] = 64
-    out = canonical_job(spec)
+    out: Any = canonical_job(spec)
     assert sorted(out) == sorted(nomad.JOB)
     assert sorted(out["TaskGroups"][0]["Tasks"][0]["Resources"]) == sorted(nomad.RESOURCES)
 
@@ -34,7 +34,7 @@ def test_partial_blocks_are_completed_with_nomads_defaults() -> None:
     spec = normalize_job(job())
     spec["TaskGroups"][0]["Tasks"][0]["LogConfig"] = {"MaxFileSizeMB": 2}
     spec["TaskGroups"][0]["Disconnect"] = {"LostAfter": 5 * SECOND}
-    out = canonical_job(spec)
+    out: Any = canonical_job(spec)
     group = out["TaskGroups"][0]
     assert group["Tasks"][0]["LogConfig"] == {"MaxFiles": 10, "MaxFileSizeMB": 2, "Disabled": False}
     assert group["Disconnect"] == {
@@ -48,7 +48,8 @@ def test_partial_blocks_are_completed_with_nomads_defaults() -> None:
 def test_network_hostname_is_sent_only_when_set() -> None:
     spec = normalize_job(job())
     spec["TaskGroups"][0]["Networks"] = [{"Mode": "bridge"}, {"Mode": "bridge", "Hostname": "h"}]
-    networks = canonical_job(spec)["TaskGroups"][0]["Networks"]
+    out: Any = canonical_job(spec)
+    networks = out["TaskGroups"][0]["Networks"]
     assert "Hostname" not in networks[0] and networks[1]["Hostname"] == "h"
     assert sorted(networks[0]) == sorted(nomad.NETWORK_RESOURCE)
 
@@ -56,7 +57,8 @@ def test_network_hostname_is_sent_only_when_set() -> None:
 def test_the_stored_spec_is_left_alone() -> None:
     spec = normalize_job(job())
     before = repr(spec)
-    canonical_job(spec)["TaskGroups"][0]["Tasks"][0]["Resources"]["CPU"] = 1
+    out: Any = canonical_job(spec)
+    out["TaskGroups"][0]["Tasks"][0]["Resources"]["CPU"] = 1
     assert repr(spec) == before
 
 

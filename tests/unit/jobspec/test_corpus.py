@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -11,6 +10,7 @@ from app.cli.job_init import EXAMPLE
 from app.jobspec import normalize_job, parse_hcl
 from app.jobspec.warnings import job_warnings
 from app.structs import Job
+from app.wire.job import JobSpec
 from tests.support import scheduler_harness as h
 
 pytestmark = pytest.mark.unit
@@ -20,7 +20,7 @@ FILES = sorted(CORPUS.glob("*.nomad.hcl"))
 NODES = (h.node("n1"), h.node("n2"), h.node("n3", dc="dc2"))
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> JobSpec:
     var_file = path.with_name(path.name.replace(".nomad.hcl", ".vars.hcl"))
     files = [(var_file.name, var_file.read_text())] if var_file.exists() else []
     return normalize_job(parse_hcl(path.read_bytes(), filename=path.name, var_files=files, base_dir=path.parent))
@@ -84,7 +84,8 @@ def test_dispatch_and_periodic_files() -> None:
     dispatch = load(CORPUS / "parameterized.nomad.hcl")
     assert dispatch["ParameterizedJob"]["MetaRequired"] == ["customer"]
     assert dispatch["TaskGroups"][0]["Tasks"][0]["DispatchPayload"] == {"File": "input.json"}
-    assert load(CORPUS / "periodic.nomad.hcl")["Periodic"]["Specs"] == ["0 3 * * *"]
+    config = load(CORPUS / "periodic.nomad.hcl")["Periodic"]
+    assert config is not None and config["Specs"] == ["0 3 * * *"]
 
 
 def test_variables_file_uses_var_file_locals_functions_and_file() -> None:

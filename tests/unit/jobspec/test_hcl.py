@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.jobspec import FieldError, JobSpecError, normalize_job, parse_hcl
@@ -177,7 +179,7 @@ EOT
 
 
 def test_rich_job_converts() -> None:
-    converted = parse_hcl(RICH)
+    converted: Any = parse_hcl(RICH)
     assert converted["Meta"] == {"owner": "data", "retries": "3"}
     assert converted["Periodic"] == {"Specs": ["0 3 * * *"], "ProhibitOverlap": True, "TimeZone": "Europe/Berlin"}
     assert converted["Reschedule"] == {
@@ -240,7 +242,7 @@ def test_rich_job_normalizes() -> None:
 
 
 def test_group_level_policies_and_parameterized() -> None:
-    converted = parse_hcl(
+    converted: Any = parse_hcl(
         """
         job "dispatch" {
           type = "batch"
@@ -271,7 +273,7 @@ def test_group_level_policies_and_parameterized() -> None:
 
 
 def test_periodic_cron_and_multiple_groups() -> None:
-    converted = parse_hcl(
+    converted: Any = parse_hcl(
         """
         job "j" {
           periodic { cron = "@hourly" }
@@ -285,12 +287,12 @@ def test_periodic_cron_and_multiple_groups() -> None:
 
 
 def test_distinct_hosts_false_adds_no_constraint() -> None:
-    converted = parse_hcl('job "j" {\n constraint { distinct_hosts = false }\n}')
+    converted: Any = parse_hcl('job "j" {\n constraint { distinct_hosts = false }\n}')
     assert "Constraints" not in converted
 
 
 def test_unknown_attributes_and_blocks_become_pascal_case() -> None:
-    converted = parse_hcl(
+    converted: Any = parse_hcl(
         """
         job "j" {
           vault_token = "x"
@@ -379,14 +381,14 @@ def test_misplaced_labels_are_reported_with_a_path() -> None:
 
 
 def test_missing_group_label_is_left_for_validation() -> None:
-    converted = parse_hcl('job "j" {\n group {\n task "t" {\n driver = "exec"\n }\n }\n}')
+    converted: Any = parse_hcl('job "j" {\n group {\n task "t" {\n driver = "exec"\n }\n }\n}')
     with pytest.raises(JobSpecError) as caught:
         normalize_job(converted)
     assert caught.value.errors == [FieldError("Job.TaskGroups[0].Name", "is required")]
 
 
 def test_invalid_values_surface_in_normalize() -> None:
-    converted = parse_hcl(
+    converted: Any = parse_hcl(
         'job "j" {\n priority = "high"\n group "g" {\n count = 1.5\n task "t" { driver = "x" }\n }\n}'
     )
     with pytest.raises(JobSpecError) as caught:
@@ -398,5 +400,5 @@ def test_invalid_values_surface_in_normalize() -> None:
 
 
 def test_runtime_interpolations_are_not_mistaken_for_variables() -> None:
-    out = parse_hcl('job "x" {\n  meta {\n    a = "${attr.kernel.name}"\n    b = "${node.unique.name}"\n  }\n}\n')
+    out: Any = parse_hcl('job "x" {\n  meta {\n    a = "${attr.kernel.name}"\n    b = "${node.unique.name}"\n  }\n}\n')
     assert out["Meta"] == {"a": "${attr.kernel.name}", "b": "${node.unique.name}"}

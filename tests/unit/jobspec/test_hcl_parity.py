@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ def test_quoted_numbers_and_bools_convert_where_the_schema_expects_them() -> Non
 
 
 def test_meta_and_env_values_stay_strings() -> None:
-    spec = parse_hcl(
+    spec: Any = parse_hcl(
         _job("    meta {\n      n = 3\n      ok = true\n    }", 'driver = "mock"\n      env {\n        N = 1\n      }')
     )
     assert spec["TaskGroups"][0]["Meta"] == {"n": "3", "ok": "true"}
@@ -118,7 +119,7 @@ job "j" {
 
 
 def test_variables_defaults_and_locals() -> None:
-    spec = parse_hcl(VARIABLES)
+    spec: Any = parse_hcl(VARIABLES)
     assert spec["TaskGroups"][0]["Count"] == 1
     assert spec["Datacenters"] == ["dc1"]
     assert spec["Meta"] == {"tag": "redis:7", "names": "DC1"}
@@ -126,7 +127,8 @@ def test_variables_defaults_and_locals() -> None:
 
 def test_variable_precedence_default_env_var_file_then_var() -> None:
     environ = {"NOMAD_VAR_count": "2", "NOMAD_VAR_image": "from-env"}
-    assert parse_hcl(VARIABLES, environ=environ)["TaskGroups"][0]["Count"] == 2
+    spec: Any = parse_hcl(VARIABLES, environ=environ)
+    assert spec["TaskGroups"][0]["Count"] == 2
     files = [("prod.hcl", 'count = 3\ndcs = ["a", "b"]\n')]
     spec = parse_hcl(VARIABLES, environ=environ, var_files=files)
     assert spec["TaskGroups"][0]["Count"] == 3 and spec["Datacenters"] == ["a", "b"]
@@ -168,7 +170,7 @@ job "j" {
   }
 }
 """
-    meta = parse_hcl(text.replace('"${var_free}"', '"x"'))["Meta"]
+    meta: Any = parse_hcl(text.replace('"${var_free}"', '"x"'))["Meta"]
     assert meta == {
         "a": "WEB-007",
         "b": "c-b-a",
@@ -186,7 +188,7 @@ job "j" {
 
 
 def test_runtime_interpolations_are_kept_verbatim() -> None:
-    spec = parse_hcl(
+    spec: Any = parse_hcl(
         _job(
             "",
             'driver = "raw_exec"\n      config {\n        args = ["${NOMAD_ALLOC_ID}", '

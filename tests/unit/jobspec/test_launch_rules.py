@@ -34,15 +34,17 @@ def periodic(**fields: Any) -> dict[str, Any]:
     ],
 )
 def test_cron_specs_are_accepted(spec: str) -> None:
-    assert normalize_job(periodic(Spec=spec))["Periodic"]["Spec"] == spec
+    config = normalize_job(periodic(Spec=spec))["Periodic"]
+    assert config is not None and config["Spec"] == spec
 
 
 def test_several_specs_and_time_zones_are_accepted() -> None:
     out = normalize_job(
         job(Type="sysbatch", Periodic={"Specs": ["0 * * * *", "30 * * * *"], "TimeZone": "America/New_York"})
     )
-    assert out["Periodic"]["Specs"] == ["0 * * * *", "30 * * * *"]
-    assert out["Periodic"]["TimeZone"] == "America/New_York"
+    config = out["Periodic"]
+    assert config is not None and config["Specs"] == ["0 * * * *", "30 * * * *"]
+    assert config["TimeZone"] == "America/New_York"
 
 
 @pytest.mark.parametrize(
@@ -120,7 +122,8 @@ def test_launch_rules(payload: dict[str, Any], path: str, message: str) -> None:
 
 
 def test_disabled_periodic_needs_no_spec() -> None:
-    assert normalize_job(periodic(Enabled=False))["Periodic"]["Enabled"] is False
+    config = normalize_job(periodic(Enabled=False))["Periodic"]
+    assert config is not None and config["Enabled"] is False
 
 
 def test_parameterized_job_is_kept() -> None:

@@ -46,7 +46,7 @@ def test_bad_bounds_name_the_field(count: int, scaling: dict[str, Any], field: s
 
 
 def test_hcl_scaling_block() -> None:
-    parsed = parse_hcl(
+    parsed: Any = parse_hcl(
         'job "w" {\n group "g" {\n count = 2\n scaling {\n min = 1\n max = 4\n }\n'
         ' task "t" {\n driver = "mock"\n }\n }\n}\n'
     )

@@ -43,7 +43,7 @@ def test_nomads_defaults_are_filled_in() -> None:
         _job([{"Provider": "nomad", "PortLabel": "http", "Checks": [_check()]}], [{"Provider": "nomad"}])
     )
     group = out["TaskGroups"][0]
-    service = group["Services"][0]
+    service: Any = group["Services"][0]  # Namespace: corral's own stored key, not in ServiceSpec
     assert (service["Name"], service["OnUpdate"], service["AddressMode"], service["Namespace"]) == (
         "web-g",
         "require_healthy",

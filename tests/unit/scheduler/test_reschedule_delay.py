@@ -3,6 +3,8 @@ reset; and the reconciler waiting for the chosen time before replacing a failed 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.scheduler.reschedule import failed_tracker, next_delay
@@ -17,7 +19,7 @@ def policy(function: str, delay: int = 5 * S, max_delay: int = 60 * S) -> Resche
     return ReschedulePolicy(0, 0, delay, function, max_delay, unlimited=True)
 
 
-def history(*delays: int, at: int = NOW) -> dict[str, object]:
+def history(*delays: int, at: int = NOW) -> Any:  # a tracker with the keys the delay reads
     return {"Events": [{"RescheduleTime": at, "Delay": d} for d in delays]}
 
 
