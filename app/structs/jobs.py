@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from app.structs import job_spec
 from app.structs.groups import Affinity, Constraint, Spread, TaskGroup
-from app.wire.job import JobSpec
+from app.wire.job import JobSpec, JobType
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class Job:
     namespace: str
     id: str
     name: str
-    type: str
+    type: JobType
     priority: int
     datacenters: tuple[str, ...]
     node_pool: str

@@ -28,7 +28,7 @@ BUDGETS: dict[str, tuple[int, int]] = {
     "app/leader": (0, 1),
     "app/metrics": (0, 0),
     "app/models": (0, 0),
-    "app/pipeline": (8, 54),
+    "app/pipeline": (8, 53),
     "app/scheduler": (0, 6),
     "app/store": (0, 11),
     "app/stream": (2, 4),
