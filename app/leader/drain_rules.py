@@ -10,9 +10,9 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from app.rfc3339 import unix_ns
+from app.wire.node import DrainStrategyJson
 
 SYSTEM_TYPES = ("system", "sysbatch")
 # A migrating allocation that ended by itself while still wanted: nothing waits for it.
@@ -29,7 +29,7 @@ class Strategy:
     ignore_system_jobs: bool = False
 
     @classmethod
-    def of(cls, stored: Mapping[str, Any]) -> Strategy:
+    def of(cls, stored: DrainStrategyJson) -> Strategy:
         """From the node's drain_strategy column: Nomad's flat DrainStrategy JSON that
         app/store/drains.py writes (the force deadline an RFC 3339 time)."""
         return cls(unix_ns(stored.get("ForceDeadline")), bool(stored.get("IgnoreSystemJobs")))

@@ -4,20 +4,20 @@ I/O step is app/leader/periodic_launch.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
 from app.cron import due_launch
+from app.wire.job import PeriodicConfigSpec
 
 
 @dataclass(frozen=True)
 class Parent:
     namespace: str
     job_id: str
-    periodic: Mapping[str, Any]  # the job spec's Periodic block, as app/cron.py reads it
+    periodic: PeriodicConfigSpec  # the job spec's Periodic block, as app/cron.py reads it
     last_launch: datetime
 
 

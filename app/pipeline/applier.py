@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import structlog
@@ -128,7 +128,7 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
     rows = pg.cursor(row_factory=dict_row).execute(
         psycopg_query("next_plans"), {"limit": limit, "exclude": exclude}, prepare=True
     )
-    pending = [_pending(r) for r in rows.fetchall()]
+    pending = [_pending(r) for r in cast(list[PendingRow], rows.fetchall())]  # next_plans' columns
     if not pending:
         return None
     with pg.pipeline():  # one round trip for the leases, the state and the visibility test
@@ -226,23 +226,17 @@ def _still_owned(
     return order, refused
 
 
-def _pending(row: dict[str, Any]) -> Pending:
-    stored: PlanRowJson = {
-        "eval_id": row["eval_id"],
-        "priority": row["priority"],
-        "snapshot_index": row["snapshot_index"],
-        "all_at_once": row["all_at_once"],
-        "namespace": row["namespace"],
-        "job_id": row["job_id"],
-        "node_update": row["node_update"],
-        "node_allocation": row["node_allocation"],
-        "node_preemptions": row["node_preemptions"],
-        "deployment": row["deployment"],
-        "deployment_updates": row["deployment_updates"],
-    }
-    return Pending(
-        int(row["id"]), decode_plan(stored), row["eval_token"], row["namespace"], row["job_id"], row["completes"]
-    )
+class PendingRow(PlanRowJson):
+    """A row of next_plans: the plan's columns, its id, its evaluation's lease token, and whether
+    it carries its evaluation's completion."""
+
+    id: int
+    eval_token: uuid.UUID
+    completes: bool
+
+
+def _pending(row: PendingRow) -> Pending:
+    return Pending(row["id"], decode_plan(row), row["eval_token"], row["namespace"], row["job_id"], row["completes"])
 
 
 def _index(taken: tuple[Any, ...] | None, tables: list[str]) -> int:

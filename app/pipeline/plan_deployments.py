@@ -26,6 +26,8 @@ from app.pipeline.plan_state import binary_ids
 from app.store.deployment_codec import group_to_json
 from app.store.sql import psycopg_query
 from app.structs import Deployment, DeploymentStatusUpdate, Plan
+from app.wire.deployment import DeploymentStatus
+from app.wire.plan import DeploymentGroupJson
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,9 @@ class Stored:
     namespace: str
     job_id: str
     job_version: int
-    status: str
+    status: DeploymentStatus
     status_description: str
-    task_groups: Mapping[str, Any]
+    task_groups: Mapping[str, DeploymentGroupJson]
     new: bool = False
     changed: bool = False
     planned: Deployment | None = None  # the creating plan's deployment (for a new row's fixed fields)

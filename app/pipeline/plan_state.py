@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -18,6 +18,7 @@ from app.pipeline.plan_check import BatchState, Touched, plan_alloc_ids, plan_no
 from app.pipeline.snapshot_rows import parse_port_list
 from app.store.sql import psycopg_query
 from app.structs import Node, NodeUsage, Plan, Resources
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus
 
 LIVE_CLIENT = ("pending", "running", "unknown")
 
@@ -29,13 +30,13 @@ class StateReads:
     nodes: psycopg.Cursor[Any]
     ports: psycopg.Cursor[Any]
     usage: psycopg.Cursor[Any]
-    touched: psycopg.Cursor[dict[str, Any]]
+    touched: psycopg.Cursor[dict[str, Any]]  # plan_touched_allocs: TouchedRow's columns
 
     def state(self) -> BatchState:
         return BatchState(
             nodes={r[0]: _node(r) for r in self.nodes.fetchall()},
             usage=_usage(self.ports.fetchall(), self.usage.fetchall()),
-            touched={r["id"]: _touched(r) for r in self.touched.fetchall()},
+            touched={r["id"]: _touched(r) for r in cast(list[TouchedRow], self.touched.fetchall())},
         )
 
 
@@ -127,7 +128,24 @@ def _usage(port_rows: list[Any], usage_rows: list[Any]) -> dict[uuid.UUID, NodeU
     return usage
 
 
-def _touched(r: dict[str, Any]) -> Touched:
+class TouchedRow(TypedDict):
+    """A row of plan_touched_allocs: an allocation the batch places, stops or evicts."""
+
+    id: uuid.UUID
+    node_id: uuid.UUID
+    desired_status: AllocDesiredStatus
+    client_status: AllocClientStatus
+    cpu: int
+    memory_mb: int
+    disk_mb: int
+    host_ports: list[int]
+    namespace: str
+    job_id: str
+    name: str
+    reserved_cores: list[int]
+
+
+def _touched(r: TouchedRow) -> Touched:
     return Touched(
         node_id=r["node_id"],
         live=r["desired_status"] == "run" and r["client_status"] in LIVE_CLIENT,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+
+from app.wire.node import NodeDeviceResourceJson
 
 UNIQUE_PREFIX = "unique."
 
@@ -18,7 +19,7 @@ def computed_class(
     node_pool: str,
     attributes: Mapping[str, str],
     meta: Mapping[str, str],
-    devices: list[Any] | None = None,
+    devices: list[NodeDeviceResourceJson] | None = None,
 ) -> str:
     material = {
         "datacenter": datacenter,

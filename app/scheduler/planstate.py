@@ -12,6 +12,7 @@ from app.scheduler.fit import add_usage, remove_usage
 from app.scheduler.preemption import JobGroup, job_group
 from app.scheduler.targets import resolve
 from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, RunningAllocation
+from app.wire.allocation import AllocClientStatus
 
 _EMPTY = NodeUsage()
 # (target, group) -> counts of this job's live allocations per property value; group None = whole job.
@@ -71,7 +72,7 @@ class PlanState:
         return self._evicted_counts
 
     # --- what the pass decides ------------------------------------------------------------
-    def stop(self, alloc: Allocation, description: str, client_status: str | None = None) -> None:
+    def stop(self, alloc: Allocation, description: str, client_status: AllocClientStatus | None = None) -> None:
         if alloc.id in self._stops:
             return
         self._stops[alloc.id] = (alloc, AllocationStop(alloc.id, "stop", description, client_status))

@@ -13,6 +13,7 @@ from app.scheduler.deployments import DeploymentTracker, GroupRollout, destructi
 from app.scheduler.reschedule import attempts_left, due
 from app.scheduler.updates import destructive
 from app.structs import Allocation, Job, Node, TaskGroup
+from app.wire.allocation import AllocClientStatus
 
 LOST_NODE_STATUSES = ("down", "disconnected")
 
@@ -21,7 +22,7 @@ LOST_NODE_STATUSES = ("down", "disconnected")
 class Stop:
     alloc: Allocation
     description: str
-    client_status: str | None = None
+    client_status: AllocClientStatus | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Text, and_, cast, exists, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -135,11 +134,11 @@ def _ensure_pool(session: Session, name: str, index: int) -> None:
     )
 
 
-def _fingerprint(node: Node) -> tuple[Any, ...]:
+def _fingerprint(node: Node) -> tuple[object, ...]:
     return tuple(_fingerprint_value(node, name) for name in FINGERPRINT_FIELDS)
 
 
-def _fingerprint_value(node: Node, name: str) -> Any:
+def _fingerprint_value(node: Node, name: str) -> object:
     column, _, key = name.partition(".")
     value = getattr(node, column)
     if not key:

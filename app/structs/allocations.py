@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.structs.metrics import PlacementMetrics
 from app.structs.resources import Port, Resources, TaskCores
-from app.wire.allocation import DesiredTransitionJson, RescheduleTrackerJson
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus, DesiredTransitionJson, RescheduleTrackerJson
 
 
 def _no_transition() -> DesiredTransitionJson:
@@ -26,8 +26,8 @@ class Allocation:
     name: str
     node_id: uuid.UUID
     eval_id: uuid.UUID
-    desired_status: str
-    client_status: str
+    desired_status: AllocDesiredStatus
+    client_status: AllocClientStatus
     resources: Resources
     ports: tuple[Port, ...] = ()
     previous_allocation: uuid.UUID | None = None

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from app.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.wire.deployment import DeploymentStatus
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Deployment:
     job_id: str
     job_version: int
     job_create_index: int
-    status: str
+    status: DeploymentStatus
     status_description: str = ""
     groups: Mapping[str, DeploymentGroup] = field(default_factory=dict)
     job_modify_index: int = 0
@@ -46,5 +47,5 @@ class Deployment:
 @dataclass(frozen=True)
 class DeploymentStatusUpdate:
     deployment_id: uuid.UUID
-    status: str
+    status: DeploymentStatus
     description: str

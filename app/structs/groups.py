@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.structs.resources import Port, Resources
+from app.wire.json import JsonValue
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Task:
     resources: Resources
     constraints: tuple[Constraint, ...] = ()
     affinities: tuple[Affinity, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, JsonValue] = field(default_factory=dict)  # the driver's, compared whole
     # Env and meta changes are destructive updates in Nomad, so the scheduler must see them.
     env: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, str] = field(default_factory=dict)

@@ -5,7 +5,6 @@ assembles the job from them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from app.structs.groups import (
     Affinity,
@@ -21,20 +20,21 @@ from app.structs.groups import (
     UpdateStrategy,
 )
 from app.structs.resources import Port, Resources
+from app.wire.job import AffinitySpec, ConstraintSpec, PortSpec, SpreadSpec, TaskGroupSpec, TaskSpec
 
 
-def constraints(raw: Any) -> tuple[Constraint, ...]:
+def constraints(raw: list[ConstraintSpec] | None) -> tuple[Constraint, ...]:
     return tuple(Constraint(c.get("LTarget", ""), c.get("Operand", "="), c.get("RTarget", "")) for c in raw or ())
 
 
-def affinities(raw: Any) -> tuple[Affinity, ...]:
+def affinities(raw: list[AffinitySpec] | None) -> tuple[Affinity, ...]:
     return tuple(
         Affinity(a.get("LTarget", ""), a.get("Operand", "="), a.get("RTarget", ""), a.get("Weight", 50))
         for a in raw or ()
     )
 
 
-def spreads(raw: Any) -> tuple[Spread, ...]:
+def spreads(raw: list[SpreadSpec] | None) -> tuple[Spread, ...]:
     return tuple(
         Spread(
             s["Attribute"],
@@ -45,13 +45,13 @@ def spreads(raw: Any) -> tuple[Spread, ...]:
     )
 
 
-def _ports(raw: Any) -> tuple[Port, ...]:
+def _ports(raw: list[PortSpec] | None) -> tuple[Port, ...]:
     return tuple(
         Port(p["Label"], p.get("Value", 0), p.get("To", 0), p.get("HostNetwork", "default")) for p in raw or ()
     )
 
 
-def _task(raw: Mapping[str, Any]) -> Task:
+def _task(raw: TaskSpec) -> Task:
     res = raw.get("Resources") or {}
     return Task(
         name=raw["Name"],
@@ -70,7 +70,7 @@ def _task(raw: Mapping[str, Any]) -> Task:
     )
 
 
-def _disconnect(raw: Mapping[str, Any]) -> DisconnectStrategy | None:
+def _disconnect(raw: TaskGroupSpec) -> DisconnectStrategy | None:
     block = raw.get("Disconnect") or {}
     lost_after = block.get("LostAfter") or raw.get("MaxClientDisconnect") or 0
     if not lost_after:
@@ -81,7 +81,7 @@ def _disconnect(raw: Mapping[str, Any]) -> DisconnectStrategy | None:
     )
 
 
-def host_volumes(raw: Any) -> tuple[HostVolumeAsk, ...]:
+def host_volumes(raw: object) -> tuple[HostVolumeAsk, ...]:
     """The group's host volume requests (CSI volumes are not placed on: they are warned)."""
     volumes = raw.values() if isinstance(raw, Mapping) else ()
     return tuple(
@@ -91,7 +91,7 @@ def host_volumes(raw: Any) -> tuple[HostVolumeAsk, ...]:
     )
 
 
-def task_group(raw: Mapping[str, Any]) -> TaskGroup:
+def task_group(raw: TaskGroupSpec) -> TaskGroup:
     update, resched = raw.get("Update"), raw.get("ReschedulePolicy")
     return TaskGroup(
         disconnect=_disconnect(raw),

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from app.structs import job_spec
 from app.structs.groups import Affinity, Constraint, Spread, TaskGroup
+from app.wire.job import JobSpec, JobType
 
 
 @dataclass(frozen=True)
@@ -15,7 +14,7 @@ class Job:
     namespace: str
     id: str
     name: str
-    type: str
+    type: JobType
     priority: int
     datacenters: tuple[str, ...]
     node_pool: str
@@ -32,9 +31,7 @@ class Job:
     launches_children: bool = False
 
     @classmethod
-    def from_spec(
-        cls, spec: Mapping[str, Any], *, version: int = 0, job_modify_index: int = 0, create_index: int = 0
-    ) -> Job:
+    def from_spec(cls, spec: JobSpec, *, version: int = 0, job_modify_index: int = 0, create_index: int = 0) -> Job:
         """Build from a normalized Nomad job specification (app.jobspec.normalize_job output)."""
         return cls(
             namespace=spec["Namespace"],
@@ -60,7 +57,7 @@ class Job:
         return next((g for g in self.task_groups if g.name == name), None)
 
 
-def launches_children(spec: Mapping[str, Any]) -> bool:
+def launches_children(spec: JobSpec) -> bool:
     """Nomad's IsPeriodic() or IsParameterized(): a periodic block (enabled or not), or a
     parameterized block on a job that was not itself dispatched."""
     if spec.get("Periodic") is not None:

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar, cast
 
 from app.structs.resources import Resources
+from app.wire.node import NodeEligibility, NodeStatus
 
 T = TypeVar("T")
 
@@ -22,8 +23,8 @@ class Node:
     node_class: str
     node_pool: str
     computed_class: str
-    status: str
-    eligibility: str
+    status: NodeStatus
+    eligibility: NodeEligibility
     draining: bool
     capacity: Resources
     reserved: Resources

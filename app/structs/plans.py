@@ -10,14 +10,15 @@ from dataclasses import dataclass, field
 from app.structs.allocations import Allocation
 from app.structs.deployments import Deployment, DeploymentStatusUpdate
 from app.structs.metrics import PlacementMetrics
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus
 
 
 @dataclass(frozen=True)
 class AllocationStop:
     alloc_id: uuid.UUID
-    desired_status: str
+    desired_status: AllocDesiredStatus
     description: str
-    client_status: str | None = None
+    client_status: AllocClientStatus | None = None
     preempted_by: uuid.UUID | None = None  # for evictions: the allocation that took the room
 
 

@@ -12,6 +12,7 @@ from app.structs.deployments import Deployment
 from app.structs.jobs import Job
 from app.structs.nodes import Node, NodeSet
 from app.structs.resources import NodeUsage
+from app.wire.evaluation import EvalStatus
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Evaluation:
     priority: int
     triggered_by: str
     job_modify_index: int
-    status: str = "pending"
+    status: EvalStatus = "pending"
     node_id: uuid.UUID | None = None
     deployment_id: uuid.UUID | None = None
     annotate_plan: bool = False

@@ -7,7 +7,8 @@ from __future__ import annotations
 import uuid
 from typing import NotRequired, TypedDict
 
-from app.wire.allocation import DesiredTransitionJson, RescheduleTrackerJson
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus, DesiredTransitionJson, RescheduleTrackerJson
+from app.wire.deployment import DeploymentStatus
 
 
 class ResourcesJson(TypedDict):
@@ -53,8 +54,8 @@ class AllocJson(TypedDict):
     Canary: bool
     # Written only where they differ from a fresh placement's: an in-place update carries the
     # allocation as the scheduler saw it. Fresh placements, tens of thousands a plan, stay small.
-    DesiredStatus: NotRequired[str]
-    ClientStatus: NotRequired[str]
+    DesiredStatus: NotRequired[AllocDesiredStatus]
+    ClientStatus: NotRequired[AllocClientStatus]
     FollowupEvalID: NotRequired[str]
     DesiredTransition: NotRequired[DesiredTransitionJson]
     CreateIndex: NotRequired[int]
@@ -70,9 +71,9 @@ class AllocJson(TypedDict):
 
 class StopJson(TypedDict):
     AllocID: str
-    DesiredStatus: str
+    DesiredStatus: AllocDesiredStatus
     Description: str
-    ClientStatus: str | None
+    ClientStatus: AllocClientStatus | None
     PreemptedByAllocation: str | None
 
 
@@ -100,7 +101,7 @@ class PlanDeploymentJson(TypedDict):
     JobCreateIndex: int
     JobModifyIndex: int
     JobSpecModifyIndex: NotRequired[int]  # absent in older rows (and 0 in a new deployment)
-    Status: str
+    Status: DeploymentStatus
     StatusDescription: str
     EvalPriority: int
     TaskGroups: dict[str, DeploymentGroupJson]
@@ -108,7 +109,7 @@ class PlanDeploymentJson(TypedDict):
 
 class StatusUpdateJson(TypedDict):
     DeploymentID: str
-    Status: str
+    Status: DeploymentStatus
     StatusDescription: str
 
 
