@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from flask import Blueprint, Response, request
+from sqlalchemy.orm import Session
 
 from app.acl.policy import PolicyError, parse
 from app.api.callers import caller
@@ -216,7 +216,7 @@ def update_token(accessor: str) -> Response:
         {k: v for k, v in body.items() if k not in ("ExpirationTTL", "ExpirationTime")}, datetime.now(UTC)
     )
 
-    def change(session: Any) -> AclToken:
+    def change(session: Session) -> AclToken:
         current = store.get_token(session, key)
         if bool(body.get("Global", current.global_)) != current.global_:
             raise InvalidInput.of("Global", "cannot be toggled")

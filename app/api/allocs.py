@@ -48,7 +48,7 @@ def _job_type(session: Session, alloc: Allocation) -> str:
 def get_allocation(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
 
-    def fetch(session: Any) -> dict[str, Any]:
+    def fetch(session: Session) -> dict[str, Any]:
         alloc = store.get_allocation(session, key)
         version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
         return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))

@@ -3,11 +3,11 @@ authenticated by the node's SecretID; only allocations placed on that node are s
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
 
 from app.api.client import node_secret
 from app.api.context import client_lane, respond, state, write
@@ -57,7 +57,7 @@ def sign_identities(node_id: str) -> Response:
     wanted = [identities.IdentityRequest(r.AllocID, r.TaskName, r.IdentityName) for r in body.Identities]
     root = state().root_key
 
-    def sign(session: Any) -> tuple[list[identities.Signed], list[identities.Rejected]]:
+    def sign(session: Session) -> tuple[list[identities.Signed], list[identities.Rejected]]:
         client_allocs.authenticate(session, key, secret)
         return identities.sign_for_node(session, root, key, wanted)
 

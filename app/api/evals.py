@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response
+from sqlalchemy.orm import Session
 
 from app.api import encode
 from app.api.allocs import listed
@@ -41,7 +42,7 @@ def list_evaluations() -> Response:
         # caller's namespaces are restricted in the same query, before its LIMIT.
         sql_page = store.Page(per_page=query.per_page, next_token=_next_token(), reverse=query.reverse)
 
-        def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+        def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
             visible = replace(where, readable=readable(session, query.visibility))
             rows, token = store.list_evals(session, visible, sql_page)
             return [encode.evaluation(e) for e in rows], token
@@ -50,7 +51,7 @@ def list_evaluations() -> Response:
         # A filter runs on every evaluation; by ID prefix Nomad walks its ID index.
         order = Order.ID if where.prefix else Order.CREATE_INDEX_ID
 
-        def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+        def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
             # page() skips what the caller may not read; narrowing in SQL first only saves reading it.
             rows, _ = store.list_evals(
                 session, replace(where, readable=readable(session, query.visibility)), store.Page()
@@ -82,7 +83,7 @@ def get_evaluation(eval_id: str) -> Response:
     key = uuid_value(eval_id, "EvalID")
     related = bool_arg("related")
 
-    def fetch(session: Any) -> dict[str, Any]:
+    def fetch(session: Session) -> dict[str, Any]:
         evaluation = store.get_eval(session, key)
         body = encode.evaluation(evaluation)
         if related:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Blueprint, Response, request
+from sqlalchemy.orm import Session
 
 from app.api import encode
 from app.api.allocs import listed
@@ -31,7 +32,7 @@ JOB_TABLES = ["jobs", "allocations", "evaluations"]
 def list_jobs() -> Response:
     ns, prefix, query = namespace(allow_wildcard=True), prefix_arg(), list_query()
 
-    def fetch(session: Any) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
         summaries = reads.task_group_summaries(session, ns)
         children = reads.children_summaries(session, ns)
         statuses = reads.derived_statuses(session, ns)
@@ -183,7 +184,7 @@ def get_job(job_id: str) -> Response:
     assert ns is not None
     refuse_unknown_subroute(job_id, "GET")
 
-    def fetch(session: Any) -> dict[str, Any]:
+    def fetch(session: Session) -> dict[str, Any]:
         job = reads.get_job(session, ns, job_id)
         return encode.job(job, reads.derived_status(session, job))
 
@@ -221,7 +222,7 @@ def versions(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
 
-    def fetch(session: Any) -> dict[str, Any]:
+    def fetch(session: Session) -> dict[str, Any]:
         job = reads.get_job(session, ns, job_id)
         status = reads.derived_status(session, job)
         versions = [encode.job_version(v, job, status) for v in reads.job_versions(session, job)]
@@ -236,7 +237,7 @@ def evaluations(job_id: str) -> Response:
     """All of them; ?filter= applies (Nomad's route takes none: an extension), per_page does not."""
     ns, predicate = namespace(allow_wildcard=False), predicate_arg()
 
-    def fetch(session: Any) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[dict[str, Any]]:
         assert ns is not None
         reads.get_job(session, ns, job_id)
         rows, _ = list_evals(session, EvalFilter(namespace=ns, job_id=job_id), Page())
@@ -252,7 +253,7 @@ def allocations(job_id: str) -> Response:
     ns, predicate = namespace(allow_wildcard=False), predicate_arg()
     include_all = bool_arg("all")
 
-    def fetch(session: Any) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[dict[str, Any]]:
         assert ns is not None
         job = reads.get_job(session, ns, job_id)
         rows = reads.job_allocations(session, job)
@@ -269,7 +270,7 @@ def allocations(job_id: str) -> Response:
 def summary(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
 
-    def fetch(session: Any) -> dict[str, Any]:
+    def fetch(session: Session) -> dict[str, Any]:
         assert ns is not None
         job = reads.get_job(session, ns, job_id)
         groups = reads.task_group_summaries(session, ns, job_id).get((ns, job_id), {})

@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.orm import Session
 
 from app.api import encode
 from app.api.callers import caller
@@ -120,7 +121,7 @@ def pool_jobs(name: str) -> Response:
     may not list left out, as Nomad's JobListStubs."""
     ns, acl = namespace(allow_wildcard=True), caller().acl
 
-    def fetch(session: Any) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[dict[str, Any]]:
         jobs = [
             job
             for job in store.pool_jobs(session, path_value(name, "Name"), ns)

@@ -23,7 +23,7 @@ import click
 
 from app.cli import http
 from app.cli.alloc import alloc, resolve
-from app.wire.allocation import AllocationJson
+from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.job import TaskGroupSpec
 
 if TYPE_CHECKING:
@@ -141,10 +141,10 @@ def _alloc_of_job(job_id: str) -> str:
         if err.status != 404:
             raise
         allocs = []
-    allocs = allocs if isinstance(allocs, list) else []
-    if not allocs:
+    listed: list[AllocationListStubJson] = allocs if isinstance(allocs, list) else []
+    if not listed:
         raise click.ClickException(f"Error fetching allocations: job {job_id!r} doesn't exist or it has no allocations")
-    running = [a for a in allocs if a.get("ClientStatus") == "running"]
+    running = [a for a in listed if a.get("ClientStatus") == "running"]
     if not running:
         raise click.ClickException(f"Error fetching allocations: job {job_id!r} doesn't have any running allocations")
     return str(random.choice(running)["ID"])

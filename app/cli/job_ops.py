@@ -12,6 +12,7 @@ from app.cli import http
 from app.cli.deployment_view import short
 from app.cli.monitor import follow, monitor_options, stamp
 from app.cli.output import columns, date
+from app.wire.allocation import AllocationListStubJson
 from app.wire.api_allocs import AllocRestartRequest
 from app.wire.api_deployments import DeploymentPromoteRequest
 
@@ -129,9 +130,10 @@ def restart(job_id: str, task: str | None, groups: tuple[str, ...], all_tasks: b
     (-all-tasks: every task, -task: that one). Asks first unless -yes. Exit 1 if a restart fails."""
     if task and all_tasks:
         raise click.UsageError("The -all-tasks option cannot be used with -task")
+    listed: list[AllocationListStubJson] = http.get(_path(job_id, "allocations"))
     allocs = [
         a
-        for a in http.get(_path(job_id, "allocations"))
+        for a in listed
         if a.get("ClientStatus") == "running"
         and a.get("DesiredStatus") == "run"
         and (not groups or a.get("TaskGroup") in groups)

@@ -15,12 +15,14 @@ import click
 
 from app.cli import http
 from app.cli.deployment_view import render_status
+from app.wire.deployment import DeploymentJson, DeploymentStatus
+from app.wire.evaluation import EvalStatus, EvaluationJson
 
 POLL_S = 0.25
 FAILED_EXIT = 2
-PENDING = ("pending",)
+PENDING: tuple[EvalStatus, ...] = ("pending",)
 DEPLOYMENT_POLL_S = 1.0
-DEPLOYMENT_ENDS = ("successful", "failed", "cancelled", "blocked")
+DEPLOYMENT_ENDS: tuple[DeploymentStatus, ...] = ("successful", "failed", "cancelled", "blocked")
 ROLLBACK_WAIT_S = 1.0
 NEEDS_PROMOTION = "Deployment is running but requires manual promotion"
 AWAITING_PROMOTION = "awaiting-promotion"  # what monitor_deployment returns for a deployment left to the operator
@@ -69,7 +71,7 @@ def failed_group_lines(failed: Mapping[str, Mapping[str, Any]], prefix: str = ""
     return lines
 
 
-def trigger_line(evaluation: Mapping[str, Any]) -> str:
+def trigger_line(evaluation: EvaluationJson) -> str:
     if evaluation.get("NodeID") and not evaluation.get("JobID"):
         return f'Evaluation triggered by node "{short(str(evaluation["NodeID"]), False)}"'
     return f'Evaluation triggered by job "{evaluation.get("JobID", "")}"'
@@ -88,7 +90,7 @@ def monitor(
     triggered = False
     deployment: str | None = None
     while True:
-        evaluation = http.get(f"/v1/evaluation/{eval_id}")
+        evaluation: EvaluationJson = http.get(f"/v1/evaluation/{eval_id}")
         if not triggered:
             echo(f"    {stamp()}: {trigger_line(evaluation)}")
             triggered = True
@@ -103,7 +105,7 @@ def monitor(
                 f'    {stamp()}: Allocation "{short(alloc["ID"], verbose)}" created: '
                 f'node "{short(str(alloc.get("NodeID", "")), verbose)}", group "{alloc.get("TaskGroup", "")}"'
             )
-        new_status = str(evaluation.get("Status", ""))
+        new_status = evaluation.get("Status", "")
         if status is not None and new_status != status:
             echo(f'    {stamp()}: Evaluation status changed: "{status}" -> "{new_status}"')
         status = new_status
@@ -136,12 +138,12 @@ def monitor_deployment(
     echo(f'==> {stamp()}: Monitoring deployment "{short(deployment_id, verbose)}"')
     shown = ""
     while True:
-        found = http.get(f"/v1/deployment/{deployment_id}")
+        found: DeploymentJson = http.get(f"/v1/deployment/{deployment_id}")
         text = render_status(found, verbose)
         if text != shown:
             echo(f"\n{stamp()}\n{text}")
             shown = text
-        status = str(found.get("Status", ""))
+        status = found.get("Status", "")
         if awaits_promotion(found):
             ident = short(deployment_id, verbose)
             echo(f'==> {stamp()}: Deployment "{ident}" waits for promotion: corral deployment promote {ident}')
@@ -158,7 +160,7 @@ def monitor_deployment(
         return status
 
 
-def awaits_promotion(deployment: Mapping[str, Any]) -> bool:
+def awaits_promotion(deployment: DeploymentJson) -> bool:
     """Running, needing a manual promotion, and every unpromoted group's canaries placed and
     healthy: the deployment will not move until an operator promotes (or fails) it."""
     if deployment.get("Status") != "running" or deployment.get("StatusDescription") != NEEDS_PROMOTION:
@@ -172,9 +174,9 @@ def awaits_promotion(deployment: Mapping[str, Any]) -> bool:
     )
 
 
-def finish(evaluation: Mapping[str, Any], verbose: bool, echo: Callable[[str], None]) -> int:
+def finish(evaluation: EvaluationJson, verbose: bool, echo: Callable[[str], None]) -> int:
     """The closing lines and the exit code: 2 unless complete with everything placed."""
-    ident, status = short(str(evaluation["ID"]), verbose), str(evaluation.get("Status", ""))
+    ident, status = short(str(evaluation["ID"]), verbose), evaluation.get("Status", "")
     failed = evaluation.get("FailedTGAllocs") or {}
     if not failed:
         echo(f'==> {stamp()}: Evaluation "{ident}" finished with status "{status}"')

@@ -14,8 +14,8 @@ from app.cli import http
 from app.cli.job_status import render_jobs
 from app.cli.node import render_nodes
 from app.cli.output import columns, format_options, formatted, key_values
-from app.wire.api_namespaces import NodePoolJson
 from app.wire.json import JsonObject, JsonValue
+from app.wire.node import NodePoolJson
 
 _BOOKKEEPING = frozenset({"__is_block__", "__comments__", "__inline_comments__", "__start_line__", "__end_line__"})
 # The node_pool block's settings and the API's keys they become.

@@ -23,6 +23,9 @@ class NamespaceRequest(TypedDict):
 
 
 class NodePoolJson(TypedDict):
+    """A pool as the API serves it. app/wire/node.py's NodePoolJson (which readers use) does not
+    allow the null Meta of a pool without any yet: once it does, this should become that type."""
+
     Name: str
     Description: str
     Meta: dict[str, str] | None

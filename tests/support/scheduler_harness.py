@@ -28,6 +28,9 @@ from app.structs import (
     Task,
     TaskGroup,
 )
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus
+from app.wire.job import JobType
+from app.wire.node import NodeEligibility, NodeStatus
 
 NS = uuid.UUID("00000000-0000-4000-8000-000000000000")
 NOW = 1_700_000_000 * 10**9
@@ -46,8 +49,8 @@ def node(
     cpu: int = 4000,
     mem: int = 8192,
     disk: int = 100_000,
-    status: str = "ready",
-    eligibility: str = "eligible",
+    status: NodeStatus = "ready",
+    eligibility: NodeEligibility = "eligible",
     draining: bool = False,
     node_class: str = "",
     pool: str = "default",
@@ -132,7 +135,7 @@ def job(
     id: str = "web",
     groups: Sequence[TaskGroup] | None = None,
     *,
-    type: str = "service",
+    type: JobType = "service",
     datacenters: Sequence[str] = ("*",),
     pool: str = "default",
     version: int = 0,
@@ -159,8 +162,8 @@ def alloc(
     index: int = 0,
     *,
     group_name: str | None = None,
-    client: str = "running",
-    desired: str = "run",
+    client: AllocClientStatus = "running",
+    desired: AllocDesiredStatus = "run",
     version: int | None = None,
     key: str = "",
     **kw: Any,

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.leader.launch_rules import Due, Parent, due_launches
+from app.wire.job import PeriodicConfigSpec
 
 pytestmark = pytest.mark.unit
-HOURLY = {"Spec": "0 * * * *"}
+HOURLY: PeriodicConfigSpec = {"Spec": "0 * * * *"}
 NOW = datetime(2030, 1, 1, 12, 30, tzinfo=UTC)
 
 
@@ -23,7 +24,12 @@ def test_only_the_most_recent_missed_time_is_due_once() -> None:
 
 def test_an_unusable_schedule_is_reported_and_does_not_stop_the_others() -> None:
     parents = [
-        Parent("default", "bad-zone", {**HOURLY, "TimeZone": "Mars/Olympus"}, NOW - timedelta(hours=1)),
+        Parent(
+            "default",
+            "bad-zone",
+            PeriodicConfigSpec(Spec=HOURLY["Spec"], TimeZone="Mars/Olympus"),
+            NOW - timedelta(hours=1),
+        ),
         Parent("default", "bad-spec", {"Spec": "61 * * * *"}, NOW - timedelta(hours=1)),
         Parent("default", "fine", HOURLY, NOW - timedelta(hours=1)),
     ]

@@ -10,6 +10,8 @@ import pytest
 
 from app.pipeline.plan_deployments import Stored, deployment_ids, fold, settled
 from app.structs import Deployment, DeploymentGroup, DeploymentStatusUpdate, Plan
+from app.wire.deployment import DeploymentStatus
+from app.wire.plan import DeploymentGroupJson
 from tests.support.rows import group_state
 
 pytestmark = pytest.mark.unit
@@ -24,12 +26,13 @@ def planned(description: str = "Deployment is running", **groups: DeploymentGrou
     return Deployment(DEP, "default", "web", 3, 7, "running", description, groups or {"g": DeploymentGroup()})
 
 
-def row(status: str = "running", **groups: dict[str, object]) -> Stored:
+def row(status: DeploymentStatus = "running", **groups: DeploymentGroupJson) -> Stored:
     return Stored("default", "web", 3, status, "Deployment is running", groups)
 
 
-def group(**fields: object) -> dict[str, object]:
-    return group_state(**{"DesiredTotal": 0, **fields})
+def group(**fields: object) -> DeploymentGroupJson:
+    state: DeploymentGroupJson = group_state(**{"DesiredTotal": 0, **fields})
+    return state
 
 
 def test_ids_come_from_deployments_and_status_updates() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from app.jobspec import normalize_job
 from app.structs import Allocation, Job, Resources
+from app.wire.allocation import AllocClientStatus, AllocDesiredStatus
 from app.wire.job import JobSpec
 from tests.support.scheduler_harness import node as node_of
 
@@ -81,7 +82,7 @@ def test_node_readiness_and_allocatable() -> None:
         ("run", "unknown", False),
     ],
 )
-def test_allocation_terminal(desired: str, client: str, terminal: bool) -> None:
+def test_allocation_terminal(desired: AllocDesiredStatus, client: AllocClientStatus, terminal: bool) -> None:
     alloc = Allocation(
         id=uuid.uuid4(),
         namespace="default",

@@ -18,9 +18,9 @@ ANY = re.compile(r"\bAny\b")
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
 BUDGETS: dict[str, tuple[int, int]] = {
     "app/acl": (0, 2),
-    "app/api": (33, 89),
+    "app/api": (33, 74),
     "app/bexpr": (0, 17),
-    "app/cli": (1, 60),
+    "app/cli": (1, 57),
     "app/db": (0, 11),
     "app/gc": (0, 2),
     "app/jobspec": (4, 134),

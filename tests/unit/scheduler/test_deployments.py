@@ -18,6 +18,7 @@ from app.scheduler.deployments import (
     SUCCESSFUL,
 )
 from app.structs import Allocation, Deployment, DeploymentGroup, Job, Snapshot, UpdateStrategy
+from app.wire.deployment import DeploymentStatus
 from tests.support.scheduler_harness import NOW, alloc, group, job, node, placed, run, snapshot, stopped, task
 
 pytestmark = pytest.mark.unit
@@ -46,7 +47,7 @@ def web(version: int, count: int, strategy: UpdateStrategy | None, image: str = 
     return job(groups=[group(count=count, tasks=tasks, update=strategy)], version=version, create_index=7)
 
 
-def deployment(j: Job, *, status: str = "running", **group_state: Any) -> Deployment:
+def deployment(j: Job, *, status: DeploymentStatus = "running", **group_state: Any) -> Deployment:
     state = DeploymentGroup(desired_total=j.task_groups[0].count, progress_deadline_ns=600 * SECOND)
     return Deployment(
         id=uuid.UUID(int=42),

@@ -9,6 +9,7 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import Constraint, Job, ReschedulePolicy
+from app.wire.job import JobType
 from tests.support.scheduler_harness import (
     HOUR,
     NOW,
@@ -193,7 +194,7 @@ def test_service_completed_allocations_are_replaced() -> None:
 
 
 @pytest.mark.parametrize("job_type", ["service", "batch"])
-def test_failed_allocations_are_rescheduled_with_a_tracker(job_type: str) -> None:
+def test_failed_allocations_are_rescheduled_with_a_tracker(job_type: JobType) -> None:
     j = job(groups=[group(count=1, reschedule=UNLIMITED)], type=job_type)
     failed = alloc(j, NODES[0], 0, client="failed")
     result = run(snapshot(j, NODES, [failed]))

@@ -8,13 +8,14 @@ import pytest
 
 from app.scheduler import reasons
 from app.structs import Constraint
+from app.wire.job import JobType
 from tests.support.scheduler_harness import alloc, apply, group, job, live, node, placed, run, snapshot, stopped, task
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize("kind", ["system", "sysbatch"])
-def test_one_allocation_per_ready_node(kind: str) -> None:
+def test_one_allocation_per_ready_node(kind: JobType) -> None:
     nodes = [
         node("a"),
         node("b"),
