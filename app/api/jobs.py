@@ -12,7 +12,8 @@ from app.api.allocs import listed
 from app.api.context import read, respond, state, write
 from app.api.evaluate import refuse_unknown_subroute
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
-from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
+from app.api.params import arg, bool_arg, integer_arg, json_body, namespace, prefix_arg
+from app.api.version_diffs import DiffRequest, version_diffs
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
@@ -213,14 +214,17 @@ def deregister(job_id: str) -> Response:
 
 @bp.get("/job/<path:job_id>/versions")
 def versions(job_id: str) -> Response:
+    """Nomad's JobVersionsResponse; ?diffs=true adds the Diffs (app/api/version_diffs.py)."""
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    diffs = DiffRequest(bool_arg("diffs"), integer_arg("diff_version"), arg("diff_tag") or None)
 
     def fetch(session: Any) -> dict[str, Any]:
         job = reads.get_job(session, ns, job_id)
         status = reads.derived_status(session, job)
-        versions = [encode.job_version(v, job, status) for v in reads.job_versions(session, job)]
-        return {"Versions": versions, "Diffs": None}
+        rows = reads.job_versions(session, job)
+        versions = [encode.job_version(v, job, status) for v in rows]
+        return {"Versions": versions, "Diffs": version_diffs(rows, diffs)}
 
     body, index = read(JOB_TABLES, fetch)
     return respond(body, index)

@@ -1,4 +1,4 @@
-"""`corral job plan`, `run`, `scale`, `history`, `revert`, `dispatch` and `periodic force`,
+"""`corral job plan`, `run`, `scale`, `revert`, `dispatch` and `periodic force`,
 through the REST API."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ import base64
 import json
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote
@@ -15,6 +14,7 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
+from app.cli.job_history import add_commands as add_history_commands
 from app.cli.job_init import init as init_command
 from app.cli.job_ops import add_commands as add_ops_commands
 from app.cli.job_status import add_commands as add_status_commands
@@ -266,20 +266,6 @@ def _only_group(job_id: str) -> str:
 
 
 @job.command()
-@click.argument("job_id", metavar="JOB")
-def history(job_id: str) -> None:
-    """List the versions kept for JOB, newest first: version, whether it is stable, its tag,
-    and when it was submitted (CORRAL_JOB_MAX_VERSIONS are kept; tagged ones are never pruned)."""
-    versions = http.get(_job_path(job_id, "versions")).get("Versions") or []
-    click.echo(f"{'Version':<8} {'Stable':<7} {'Tag':<16} Submit Date")
-    for version in versions:
-        tag = (version.get("VersionTag") or {}).get("Name") or ""
-        submitted = datetime.fromtimestamp(int(version.get("SubmitTime", 0)) / 1e9, UTC)
-        stable = "true" if version.get("Stable") else "false"
-        click.echo(f"{version.get('Version', 0):<8} {stable:<7} {tag:<16} {submitted.isoformat(timespec='seconds')}")
-
-
-@job.command()
 @click.option(
     "-meta",
     "--meta",
@@ -350,3 +336,4 @@ def revert(job_id: str, version: int, check_version: int | None, detach: bool, v
 
 add_status_commands(job)
 add_ops_commands(job)
+add_history_commands(job)
