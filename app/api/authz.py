@@ -80,6 +80,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "job_plan.plan": InNamespace(pol.SUBMIT_JOB, "job"),
     "periodic.force": InNamespace(pol.SUBMIT_JOB),
     "periodic.dispatch": InNamespace(pol.DISPATCH_JOB),
+    "periodic.dispatch_payload": InNamespace(pol.DISPATCH_JOB),
     "job_scale.scale_status": InNamespace(pol.READ_JOB_SCALING),
     "job_scale.scale": InNamespace(pol.SCALE_JOB),
     "job_versions.revert": InNamespace(pol.SUBMIT_JOB),

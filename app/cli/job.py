@@ -284,6 +284,14 @@ def _only_group(job_id: str) -> str:
     help="File whose contents are the payload (at most 16 KiB; '-' reads standard input). "
     "Required or forbidden by the job's parameterized payload setting.",
 )
+@click.option(
+    "-idempotency-token",
+    "idempotency_token",
+    help="Dispatch at most one child with this token: while that child exists, a dispatch with "
+    "the same token returns it and creates nothing.",
+)
+@click.option("-id-prefix-template", "id_prefix_template", help="Put this into the child's ID after 'dispatch-'.")
+@click.option("-priority", "priority", type=click.IntRange(1, 100), help="The child's priority (default: the job's).")
 @monitor_options
 @click.argument("job_id", metavar="JOB")
 @click.argument("input_source", metavar="[INPUT]", required=False, type=click.File("rb"))
@@ -292,6 +300,9 @@ def dispatch(
     input_source: BinaryIO | None,
     meta: dict[str, str],
     payload_file: BinaryIO | None,
+    idempotency_token: str | None,
+    id_prefix_template: str | None,
+    priority: int | None,
     detach: bool,
     verbose: bool,
 ) -> None:
@@ -301,15 +312,19 @@ def dispatch(
     if input_source is not None and payload_file is not None:
         raise click.UsageError("give the payload as INPUT or -payload-file, not both")
     payload_file = payload_file or input_source
-    body: dict[str, Any] = {"Meta": meta}
+    body: dict[str, object] = {"Meta": meta, "IdPrefixTemplate": id_prefix_template or "", "Priority": priority or 0}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
-    response = http.post(_job_path(job_id, "dispatch"), body)
+    params = {"idempotency_token": idempotency_token} if idempotency_token else None
+    response = http.post(_job_path(job_id, "dispatch"), body, params)
+    eval_id = response.get("EvalID") or ""
     click.echo(f"Dispatched Job ID = {response['DispatchedJobID']}")
+    if not eval_id:  # an earlier dispatch with the same idempotency token: nothing to monitor
+        return
     if detach:
-        click.echo(f"Evaluation ID     = {response['EvalID']}")
+        click.echo(f"Evaluation ID     = {eval_id}")
     else:
-        follow(response["EvalID"], detach, verbose)
+        follow(eval_id, detach, verbose)
 
 
 @job.command()
