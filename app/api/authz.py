@@ -129,6 +129,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "nodes.get_node": Area("node", R),
     "nodes.eligibility": Area("node", W),
     "nodes.drain": Area("node", W),
+    "node_purge.purge": Area("node", W),  # Nomad's Node.Deregister: node:write
     # Node pools: Nomad's node_pool rules (read, write, delete on a pool or a glob).
     "node_pools.list_pools": OwnFilter("the pools the token may use"),
     "node_pools.get_pool": InNodePool(pol.READ),

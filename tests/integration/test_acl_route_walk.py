@@ -56,6 +56,7 @@ NODE_AREA = {
     "/v1/node/<node_id>/drain",
     "/v1/node/<node_id>/eligibility",
     "/v1/node/<node_id>/evaluate",
+    "/v1/node/<node_id>/purge",
     "/v1/node/register",
     "/v1/agent/members",
     "/v1/client/stats",
