@@ -67,6 +67,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "namespaces.delete_namespace": Management(),
     # Jobs.
     "jobs.list_jobs": ListIn(pol.LIST_JOBS),
+    "job_statuses.statuses": ListIn(pol.READ_JOB),  # Nomad's Job.Statuses: read-job
     "jobs.register": InNamespace(pol.SUBMIT_JOB, "job"),
     "jobs.update": InNamespace(pol.SUBMIT_JOB, "job"),
     "jobs.parse": InNamespace(pol.PARSE_JOB),
