@@ -75,6 +75,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "jobs.get_job": InNamespace(pol.READ_JOB),
     "jobs.deregister": InNamespace(pol.SUBMIT_JOB),
     "jobs.versions": InNamespace(pol.READ_JOB),
+    "job_submission.submission": InNamespace(pol.READ_JOB),
     "jobs.evaluations": InNamespace(pol.READ_JOB),
     "jobs.allocations": InNamespace(pol.READ_JOB),
     "jobs.summary": InNamespace(pol.READ_JOB),

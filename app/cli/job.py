@@ -17,6 +17,7 @@ from app.cli import http
 from app.cli.job_history import add_commands as add_history_commands
 from app.cli.job_init import init as init_command
 from app.cli.job_ops import add_commands as add_ops_commands
+from app.cli.job_source import job_submission
 from app.cli.job_status import add_commands as add_status_commands
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
@@ -169,7 +170,7 @@ def run(
     the evaluation and return. Blocks corral keeps but does not act on (service, template,
     vault, ...) are listed as warnings."""
     spec = load_job(file, variables, var_files)
-    body: dict[str, Any] = {"Job": spec}
+    body: dict[str, Any] = {"Job": spec, "Submission": job_submission(file, variables, var_files)}
     if check_index is not None:
         body.update(EnforceIndex=True, JobModifyIndex=check_index)
     response = http.put("/v1/jobs", body)
