@@ -76,6 +76,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "jobs.deregister": InNamespace(pol.SUBMIT_JOB),
     "jobs.versions": InNamespace(pol.READ_JOB),
     "job_submission.submission": InNamespace(pol.READ_JOB),
+    # Nomad: submit-job or tag-job-version; corral knows no tag-job-version capability yet.
+    "job_tags.apply": InNamespace(pol.SUBMIT_JOB),
+    "job_tags.unset": InNamespace(pol.SUBMIT_JOB),
     "jobs.evaluations": InNamespace(pol.READ_JOB),
     "jobs.allocations": InNamespace(pol.READ_JOB),
     "jobs.summary": InNamespace(pol.READ_JOB),

@@ -19,6 +19,7 @@ from app.cli.job_init import init as init_command
 from app.cli.job_ops import add_commands as add_ops_commands
 from app.cli.job_source import job_submission
 from app.cli.job_status import add_commands as add_status_commands
+from app.cli.job_tag import tag as tag_group
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
@@ -353,3 +354,4 @@ def revert(job_id: str, version: int, check_version: int | None, detach: bool, v
 add_status_commands(job)
 add_ops_commands(job)
 add_history_commands(job)
+job.add_command(tag_group)
