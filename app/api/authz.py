@@ -88,6 +88,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "periodic.dispatch_payload": InNamespace(pol.DISPATCH_JOB),
     "job_scale.scale_status": InNamespace(pol.READ_JOB_SCALING),
     "job_scale.scale": InNamespace(pol.SCALE_JOB),
+    # Nomad: list-scaling-policies (or list-jobs and read-job), read-scaling-policy (or the same).
+    "scaling_policies.list_policies": ListIn(pol.LIST_SCALING_POLICIES),
+    "scaling_policies.get_policy": InNamespace(pol.READ_SCALING_POLICY),
     "job_versions.revert": InNamespace(pol.SUBMIT_JOB),
     "job_versions.stable": InNamespace(pol.SUBMIT_JOB),
     "evaluate.job_evaluate": InNamespace(pol.SUBMIT_JOB),  # Nomad's job eval: submit-job
