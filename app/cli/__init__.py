@@ -234,6 +234,7 @@ from app.cli.node import node  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
+from app.cli.scaling import scaling  # noqa: E402
 from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -260,6 +261,7 @@ main.add_command(fmt)
 operator.add_command(operator_api)
 main.add_command(agent_info)
 main.add_command(var)
+main.add_command(scaling)
 operator.add_command(keyring_root)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.

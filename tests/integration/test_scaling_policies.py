@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
+from app.cli import main
 from tests.support.api import minimal_job, register
 
 pytestmark = pytest.mark.integration
@@ -65,3 +67,35 @@ def test_filters_and_namespaces(client: FlaskClient) -> None:
     assert client.get(f"/v1/scaling/policy/{other['ID']}").status_code == 404  # not in ?namespace=default
     assert client.get(f"/v1/scaling/policy/{other['ID']}?namespace=team-a").status_code == 200
     assert client.get("/v1/scaling/policy/nope").status_code == 404
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.usefixtures("sent")
+def test_scaling_policy_list_and_info_as_nomad(client: FlaskClient) -> None:
+    register(client, scaled("web"))
+    register(client, scaled("api"))
+    shown = run("scaling", "policy", "list")
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].split() == ["ID", "Enabled", "Type", "Target"]
+    assert [line.split()[3] for line in lines[1:]] == [
+        "Namespace:default,Job:api,Group:g",
+        "Namespace:default,Job:web,Group:g",
+    ]
+    assert all(len(line.split()[0]) == 8 for line in lines[1:])
+    web = next(p for p in listed(client) if p["Target"]["Job"] == "web")
+    info = run("scaling", "policy", "info", web["ID"][:6])
+    assert info.exit_code == 0, info.output
+    assert info.output.splitlines()[:5] == [
+        f"ID      = {web['ID'][:8]}",
+        "Enabled = true",
+        "Target  = Namespace:default,Job:web,Group:g",
+        "Min     = 1",
+        "Max     = 5",
+    ]
+    assert '"cooldown": "1m"' in info.output
+    assert run("scaling", "policy", "list", "-job", "nope").output == "No policies found\n"
+    assert run("scaling", "policy", "info", "zz").exit_code == 1
