@@ -114,6 +114,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),
     "evals.get_evaluation": InNamespace(pol.READ_JOB, "evaluation"),
+    "eval_delete.delete_evaluations": Management(),  # Nomad's Eval.Delete: a management token
     "evals.evaluation_allocations": InNamespace(pol.READ_JOB, "evaluation"),
     "allocs.list_allocations": ListIn(pol.READ_JOB),
     "allocs.get_allocation": InNamespace(pol.READ_JOB, "allocation", node_may=True),

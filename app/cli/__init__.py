@@ -226,6 +226,7 @@ from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
+from app.cli.eval_delete import add_command as add_eval_delete  # noqa: E402
 from app.cli.fmt import fmt  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
@@ -254,6 +255,7 @@ main.add_command(service)
 main.add_command(acl)
 main.add_command(namespace)
 main.add_command(eval_)
+add_eval_delete(eval_)
 main.add_command(status)
 main.add_command(version)
 main.add_command(config)
