@@ -67,6 +67,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "namespaces.delete_namespace": Management(),
     # Jobs.
     "jobs.list_jobs": ListIn(pol.LIST_JOBS),
+    "job_statuses.statuses": ListIn(pol.READ_JOB),  # Nomad's Job.Statuses: read-job
     "jobs.register": InNamespace(pol.SUBMIT_JOB, "job"),
     "jobs.update": InNamespace(pol.SUBMIT_JOB, "job"),
     "jobs.parse": InNamespace(pol.PARSE_JOB),
@@ -74,14 +75,22 @@ REQUIREMENTS: dict[str, Requirement] = {
     "jobs.get_job": InNamespace(pol.READ_JOB),
     "jobs.deregister": InNamespace(pol.SUBMIT_JOB),
     "jobs.versions": InNamespace(pol.READ_JOB),
+    "job_submission.submission": InNamespace(pol.READ_JOB),
+    # Nomad: submit-job or tag-job-version; corral knows no tag-job-version capability yet.
+    "job_tags.apply": InNamespace(pol.SUBMIT_JOB),
+    "job_tags.unset": InNamespace(pol.SUBMIT_JOB),
     "jobs.evaluations": InNamespace(pol.READ_JOB),
     "jobs.allocations": InNamespace(pol.READ_JOB),
     "jobs.summary": InNamespace(pol.READ_JOB),
     "job_plan.plan": InNamespace(pol.SUBMIT_JOB, "job"),
     "periodic.force": InNamespace(pol.SUBMIT_JOB),
     "periodic.dispatch": InNamespace(pol.DISPATCH_JOB),
+    "periodic.dispatch_payload": InNamespace(pol.DISPATCH_JOB),
     "job_scale.scale_status": InNamespace(pol.READ_JOB_SCALING),
     "job_scale.scale": InNamespace(pol.SCALE_JOB),
+    # Nomad: list-scaling-policies (or list-jobs and read-job), read-scaling-policy (or the same).
+    "scaling_policies.list_policies": ListIn(pol.LIST_SCALING_POLICIES),
+    "scaling_policies.get_policy": InNamespace(pol.READ_SCALING_POLICY),
     "job_versions.revert": InNamespace(pol.SUBMIT_JOB),
     "job_versions.stable": InNamespace(pol.SUBMIT_JOB),
     "evaluate.job_evaluate": InNamespace(pol.SUBMIT_JOB),  # Nomad's job eval: submit-job
@@ -105,6 +114,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),
     "evals.get_evaluation": InNamespace(pol.READ_JOB, "evaluation"),
+    "eval_delete.delete_evaluations": Management(),  # Nomad's Eval.Delete: a management token
     "evals.evaluation_allocations": InNamespace(pol.READ_JOB, "evaluation"),
     "allocs.list_allocations": ListIn(pol.READ_JOB),
     "allocs.get_allocation": InNamespace(pol.READ_JOB, "allocation", node_may=True),
@@ -128,6 +138,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "nodes.get_node": Area("node", R),
     "nodes.eligibility": Area("node", W),
     "nodes.drain": Area("node", W),
+    "node_purge.purge": Area("node", W),  # Nomad's Node.Deregister: node:write
     # Node pools: Nomad's node_pool rules (read, write, delete on a pool or a glob).
     "node_pools.list_pools": OwnFilter("the pools the token may use"),
     "node_pools.get_pool": InNodePool(pol.READ),

@@ -13,7 +13,8 @@ from app.api.allocs import listed
 from app.api.context import read, respond, state, write
 from app.api.evaluate import refuse_unknown_subroute
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
-from app.api.params import bool_arg, integer_arg, json_body, namespace, prefix_arg
+from app.api.params import arg, bool_arg, integer_arg, json_body, namespace, prefix_arg
+from app.api.version_diffs import DiffRequest, version_diffs
 from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
@@ -21,6 +22,7 @@ from app.models import Job
 from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
+from app.store.job_submissions import Submission, save_submission
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject
 
@@ -72,8 +74,15 @@ def _register(url_job_id: str | None) -> Response:
     if url_job_id is not None and spec["ID"] != url_job_id:
         raise InvalidInput.of("Job.ID", f"{spec['ID']!r} does not match the job ID in the URL ({url_job_id!r})")
     options = _register_options(body)
-    warnings = _submission_warnings(body.get("Submission"), state().settings.job_max_source_size)
-    result = write(lambda session: store.register_job(session, spec, options))
+    submission, warnings = _submission(body.get("Submission"), state().settings.job_max_source_size)
+
+    def registered(session: Session) -> store.WriteResult:
+        result = store.register_job(session, spec, options)
+        if submission is not None:
+            save_submission(session, spec["Namespace"], spec["ID"], submission)
+        return result
+
+    result = write(registered)
     return respond(
         {
             "EvalID": encode.ident(result.eval_id),
@@ -100,19 +109,18 @@ def normalized_job(body: JsonObject) -> JobSpec:
         raise InvalidInput([FieldProblem(e.field, e.message) for e in err.errors]) from err
 
 
-def _submission_warnings(submission: Any, limit: int) -> str:
-    """Nomad's job source (the HCL or JSON the job was written in, with its variables): checked
-    and measured. Over job_max_source_size it is discarded with a warning and the job still
-    registers, as Nomad does. corral keeps no sources (there is no /v1/job/:id/submission), so a
-    source within the limit is discarded too, silently."""
+def _submission(submission: Any, limit: int) -> tuple[Submission | None, str]:
+    """Nomad's job source (the HCL or JSON the job was written in, with its variables), checked
+    and measured; kept with the version it makes (app/store/job_submissions.py). Over
+    job_max_source_size it is discarded with a warning and the job still registers, as Nomad does."""
     if submission is None:
-        return ""
+        return None, ""
     if not isinstance(submission, dict):
         raise InvalidInput.of("Submission", "must be a JSON object")
     problems = [
         FieldProblem(f"Submission.{name}", "must be a string")
         for name in ("Source", "Format", "Variables")
-        if not isinstance(submission.get(name, ""), str)
+        if not isinstance(submission.get(name) or "", str)
     ]
     flags = submission.get("VariableFlags") or {}
     if not isinstance(flags, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in flags.items()):
@@ -121,12 +129,18 @@ def _submission_warnings(submission: Any, limit: int) -> str:
         raise InvalidInput(problems)
     size = sum(len(str(submission.get(name) or "").encode()) for name in ("Source", "Variables"))
     size += sum(len(k.encode()) + len(v.encode()) for k, v in flags.items())
-    if size <= limit:
-        return ""
-    return (
-        f"Submission: the job source is {size} bytes, over job_max_source_size ({limit} bytes); "
-        "it was discarded and the job registered without it"
+    if size > limit:
+        return None, (
+            f"Submission: the job source is {size} bytes, over job_max_source_size ({limit} bytes); "
+            "it was discarded and the job registered without it"
+        )
+    source = Submission(
+        source=submission.get("Source") or "",
+        format=submission.get("Format") or "",
+        variable_flags=dict(flags),
+        variables=submission.get("Variables") or "",
     )
+    return source, ""
 
 
 def _register_options(body: JsonObject) -> store.RegisterOptions:
@@ -219,14 +233,17 @@ def deregister(job_id: str) -> Response:
 
 @bp.get("/job/<path:job_id>/versions")
 def versions(job_id: str) -> Response:
+    """Nomad's JobVersionsResponse; ?diffs=true adds the Diffs (app/api/version_diffs.py)."""
     ns = namespace(allow_wildcard=False)
     assert ns is not None
+    diffs = DiffRequest(bool_arg("diffs"), integer_arg("diff_version"), arg("diff_tag") or None)
 
     def fetch(session: Session) -> dict[str, Any]:
         job = reads.get_job(session, ns, job_id)
         status = reads.derived_status(session, job)
-        versions = [encode.job_version(v, job, status) for v in reads.job_versions(session, job)]
-        return {"Versions": versions, "Diffs": None}
+        rows = reads.job_versions(session, job)
+        versions = [encode.job_version(v, job, status) for v in rows]
+        return {"Versions": versions, "Diffs": version_diffs(rows, diffs)}
 
     body, index = read(JOB_TABLES, fetch)
     return respond(body, index)

@@ -205,6 +205,7 @@ from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
+from app.cli.eval_delete import add_command as add_eval_delete  # noqa: E402
 from app.cli.fmt import fmt  # noqa: E402
 from app.cli.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
@@ -213,6 +214,7 @@ from app.cli.node import node  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
+from app.cli.scaling import scaling  # noqa: E402
 from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -232,6 +234,7 @@ main.add_command(service)
 main.add_command(acl)
 main.add_command(namespace)
 main.add_command(eval_)
+add_eval_delete(eval_)
 main.add_command(status)
 main.add_command(version)
 main.add_command(config)
@@ -239,6 +242,7 @@ main.add_command(fmt)
 operator.add_command(operator_api)
 main.add_command(agent_info)
 main.add_command(var)
+main.add_command(scaling)
 operator.add_command(keyring_root)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.

@@ -88,9 +88,8 @@ NOT_APPLICABLE: dict[str, str] = {
 # Present, but short of Nomad's everyday flags or behaviour: what is missing.
 PARTIAL: dict[str, str] = {
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
-    "job history": "no `-p` (the versions route has no diffs yet)",
     "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
-    "job dispatch": "no `-idempotency-token` (the route ignores it), no `-id-prefix-template`",
+    "job dispatch": "no `-wait` (following the child's allocations until they finish)",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 

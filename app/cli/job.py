@@ -1,4 +1,4 @@
-"""`corral job plan`, `run`, `scale`, `history`, `revert`, `dispatch` and `periodic force`,
+"""`corral job plan`, `run`, `scale`, `revert`, `dispatch` and `periodic force`,
 through the REST API."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote
@@ -16,9 +15,12 @@ from urllib.parse import quote
 import click
 
 from app.cli import http
+from app.cli.job_history import add_commands as add_history_commands
 from app.cli.job_init import init as init_command
 from app.cli.job_ops import add_commands as add_ops_commands
+from app.cli.job_source import job_submission
 from app.cli.job_status import add_commands as add_status_commands
+from app.cli.job_tag import tag as tag_group
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import GoBoolCommand
 from app.cli.plan_output import has_changes, render
@@ -174,7 +176,7 @@ def run(
     the evaluation and return. Blocks corral keeps but does not act on (service, template,
     vault, ...) are listed as warnings."""
     spec = load_job(file, variables, var_files)
-    body: JobRegisterRequest = {"Job": spec}
+    body: JobRegisterRequest = {"Job": spec, "Submission": job_submission(file, variables, var_files)}
     if check_index is not None:
         body |= {"EnforceIndex": True, "JobModifyIndex": check_index}
     response = http.put("/v1/jobs", body)
@@ -271,20 +273,6 @@ def _only_group(job_id: str) -> str:
 
 
 @job.command()
-@click.argument("job_id", metavar="JOB")
-def history(job_id: str) -> None:
-    """List the versions kept for JOB, newest first: version, whether it is stable, its tag,
-    and when it was submitted (CORRAL_JOB_MAX_VERSIONS are kept; tagged ones are never pruned)."""
-    versions = http.get(_job_path(job_id, "versions")).get("Versions") or []
-    click.echo(f"{'Version':<8} {'Stable':<7} {'Tag':<16} Submit Date")
-    for version in versions:
-        tag = (version.get("VersionTag") or {}).get("Name") or ""
-        submitted = datetime.fromtimestamp(int(version.get("SubmitTime", 0)) / 1e9, UTC)
-        stable = "true" if version.get("Stable") else "false"
-        click.echo(f"{version.get('Version', 0):<8} {stable:<7} {tag:<16} {submitted.isoformat(timespec='seconds')}")
-
-
-@job.command()
 @click.option(
     "-meta",
     "--meta",
@@ -303,6 +291,14 @@ def history(job_id: str) -> None:
     help="File whose contents are the payload (at most 16 KiB; '-' reads standard input). "
     "Required or forbidden by the job's parameterized payload setting.",
 )
+@click.option(
+    "-idempotency-token",
+    "idempotency_token",
+    help="Dispatch at most one child with this token: while that child exists, a dispatch with "
+    "the same token returns it and creates nothing.",
+)
+@click.option("-id-prefix-template", "id_prefix_template", help="Put this into the child's ID after 'dispatch-'.")
+@click.option("-priority", "priority", type=click.IntRange(1, 100), help="The child's priority (default: the job's).")
 @monitor_options
 @click.argument("job_id", metavar="JOB")
 @click.argument("input_source", metavar="[INPUT]", required=False, type=click.File("rb"))
@@ -311,6 +307,9 @@ def dispatch(
     input_source: BinaryIO | None,
     meta: dict[str, str],
     payload_file: BinaryIO | None,
+    idempotency_token: str | None,
+    id_prefix_template: str | None,
+    priority: int | None,
     detach: bool,
     verbose: bool,
 ) -> None:
@@ -320,15 +319,19 @@ def dispatch(
     if input_source is not None and payload_file is not None:
         raise click.UsageError("give the payload as INPUT or -payload-file, not both")
     payload_file = payload_file or input_source
-    body: JobDispatchRequest = {"Meta": meta}
+    body: JobDispatchRequest = {"Meta": meta, "IdPrefixTemplate": id_prefix_template or "", "Priority": priority or 0}
     if payload_file is not None:
         body["Payload"] = base64.b64encode(payload_file.read()).decode()
-    response = http.post(_job_path(job_id, "dispatch"), body)
+    params = {"idempotency_token": idempotency_token} if idempotency_token else None
+    response = http.post(_job_path(job_id, "dispatch"), body, params)
+    eval_id = response.get("EvalID") or ""
     click.echo(f"Dispatched Job ID = {response['DispatchedJobID']}")
+    if not eval_id:  # an earlier dispatch with the same idempotency token: nothing to monitor
+        return
     if detach:
-        click.echo(f"Evaluation ID     = {response['EvalID']}")
+        click.echo(f"Evaluation ID     = {eval_id}")
     else:
-        follow(response["EvalID"], detach, verbose)
+        follow(eval_id, detach, verbose)
 
 
 @job.command()
@@ -355,3 +358,5 @@ def revert(job_id: str, version: int, check_version: int | None, detach: bool, v
 
 add_status_commands(job)
 add_ops_commands(job)
+add_history_commands(job)
+job.add_command(tag_group)

@@ -10,6 +10,7 @@ import click
 
 from app.cli import http
 from app.cli.deployment_view import render_list, render_status, short
+from app.cli.job_source import show_source
 from app.cli.monitor import alloc_metric_lines, follow, monitor_options
 from app.cli.output import ago, columns, format_options, formatted, key_values
 from app.wire.allocation import AllocationListStubJson
@@ -300,11 +301,23 @@ def add_commands(job: click.Group) -> None:
 
     @job.command()
     @click.option("-version", "--version", "version", type=click.IntRange(min=0), help="A kept version of the job.")
+    @click.option("-hcl", "hcl", is_flag=True, help="Print the source the job (version) was submitted as.")
+    @click.option("-with-vars", "with_vars", is_flag=True, help="With -hcl: how to run it again with its variables.")
     @format_options
     @click.argument("job_id", metavar="JOB")
-    def inspect(job_id: str, version: int | None, as_json: bool, template: str | None) -> None:
+    def inspect(
+        job_id: str, version: int | None, hcl: bool, with_vars: bool, as_json: bool, template: str | None
+    ) -> None:
         """Print JOB as the API holds it (-version: one of its kept versions, see `job history`):
-        `{"Job": {...}}` in JSON by default, as Nomad; -json prints the job itself, -t formats it."""
+        `{"Job": {...}}` in JSON by default, as Nomad; -json prints the job itself, -t formats it;
+        -hcl the HCL (or JSON) text it was submitted as."""
+        if hcl and as_json:
+            raise click.UsageError("can only use one of -hcl or -json")
+        if with_vars and not hcl:
+            raise click.UsageError("can only use -with-vars with -hcl")
+        if hcl:
+            show_source(job_id, version, with_vars)
+            return
         found = http.get(_path(job_id)) if version is None else _version(job_id, version)
         if not formatted(found, as_json, template):
             formatted({"Job": found}, True, None)

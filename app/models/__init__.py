@@ -8,7 +8,7 @@ from app.models.deployment import Deployment
 from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
-from app.models.job import Job, JobVersion, PeriodicLaunch
+from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
@@ -30,6 +30,7 @@ __all__ = [
     "GcRun",
     "Job",
     "JobScalingEvent",
+    "JobSubmission",
     "JobVersion",
     "KeyringKey",
     "LeaderTerm",

@@ -142,3 +142,29 @@ class PeriodicLaunch(Base):
     )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
+
+
+class JobSubmission(Base):
+    __tablename__ = "job_submissions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["namespace", "job_id", "version"],
+            ["job_versions.namespace", "job_versions.job_id", "job_versions.version"],
+            ondelete="CASCADE",
+        ),
+        {
+            "comment": "The source a job version was submitted as (Nomad's JobSubmission: HCL or JSON text "
+            "and its variables), kept while the version is; served by /v1/job/:id/submission."
+        },
+    )
+
+    namespace: Mapped[str] = mapped_column(primary_key=True, comment="Namespace of the job.")
+    job_id: Mapped[str] = mapped_column(primary_key=True, comment="The job.")
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, comment="The job version this source made.")
+    source: Mapped[str] = mapped_column(comment="The job file's text, as the submitter sent it.")
+    format: Mapped[str] = mapped_column(comment="Its format: hcl2 or json (as Nomad's CLI names them).")
+    variable_flags: Mapped[dict[str, str]] = mapped_column(
+        JSONB, comment="The -var name=value pairs given with it, as an object of strings."
+    )
+    variables: Mapped[str] = mapped_column(comment="The contents of the -var-file files given with it.")
+    job_modify_index: Mapped[int] = mapped_column(comment="State index of the write that stored it.")

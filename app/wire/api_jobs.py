@@ -57,11 +57,14 @@ class JobRegisterRequest(TypedDict):
     Job: JsonObject  # the job spec, validated by the server
     EnforceIndex: NotRequired[bool]
     JobModifyIndex: NotRequired[int]
+    Submission: NotRequired[JsonObject]  # the source file and its variables (Nomad's JobSubmission)
 
 
 class JobDispatchRequest(TypedDict):
     Meta: dict[str, str]
     Payload: NotRequired[str]  # base64
+    IdPrefixTemplate: NotRequired[str]
+    Priority: NotRequired[int]  # 0: the parent's
 
 
 class JobRevertRequest(TypedDict):

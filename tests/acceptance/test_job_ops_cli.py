@@ -32,7 +32,8 @@ def test_scale_history_and_revert_through_the_cli(corral: CorralFactory, databas
 
     history = corral(["job", "history", "web"], env=cli)
     assert history.wait() == 0, history.output
-    assert [line.split()[0] for line in history.output.splitlines()[1:]] == ["1", "0"]
+    versions = [line.split(" = ")[1] for line in history.output.splitlines() if line.startswith("Version ")]
+    assert versions == ["1", "0"]
 
     reverted = corral(["job", "revert", "-detach", "web", "0"], env=cli)
     assert reverted.wait() == 0, reverted.output

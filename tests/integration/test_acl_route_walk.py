@@ -56,6 +56,7 @@ NODE_AREA = {
     "/v1/node/<node_id>/drain",
     "/v1/node/<node_id>/eligibility",
     "/v1/node/<node_id>/evaluate",
+    "/v1/node/<node_id>/purge",
     "/v1/node/register",
     "/v1/agent/members",
     "/v1/client/stats",
@@ -121,6 +122,7 @@ def _fill(rule: str, objects: Objects) -> str:
         "<name>": "default",
         "<accessor>": str(uuid.uuid4()),
         "<path:var_path>": "nomad/jobs/web",
+        "<policy>": str(uuid.uuid4()),
     }
     for placeholder, value in values.items():
         rule = rule.replace(placeholder, value)
@@ -156,7 +158,15 @@ def _may_succeed(caller: str, rule: str, method: str) -> bool:
         if rule in READ_ONLY_POSTS:
             return True
         namespaced = rule.startswith(
-            ("/v1/job", "/v1/allocation", "/v1/evaluation", "/v1/deployment", "/v1/client/", "/v1/service")
+            (
+                "/v1/job",
+                "/v1/allocation",
+                "/v1/evaluation",
+                "/v1/deployment",
+                "/v1/client/",
+                "/v1/service",
+                "/v1/scaling",
+            )
         )
         return namespaced and method == "GET" and rule != "/v1/client/stats"
     return False  # no token, an unknown token, or rights only in another namespace

@@ -117,6 +117,8 @@ BODYLESS_WRITES = {
     "/v1/system/gc",
     "/v1/system/reconcile/summaries",
     "/v1/node/<node_id>/evaluate",
+    "/v1/node/<node_id>/purge",
+    "/v1/job/<path:job_id>/dispatch/payload",  # the raw body is the payload, whatever it holds
     "/v1/job/<path:job_id>/periodic/force",
     "/v1/client/allocation/<alloc_id>/restart",
     "/v1/client/allocation/<alloc_id>/signal",

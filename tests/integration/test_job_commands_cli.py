@@ -109,6 +109,21 @@ def test_dispatch_takes_the_payload_as_a_positional_file_or_stdin(client: FlaskC
     assert both.exit_code == 2 and "not both" in both.output
 
 
+def test_dispatch_with_an_idempotency_token_dispatches_once(client: FlaskClient) -> None:
+    register(client, minimal_job("render", Type="batch", Priority=40, ParameterizedJob={}))
+    args = ("job", "dispatch", "-detach", "-idempotency-token", "once", "-id-prefix-template", "nightly")
+    first = run(*args, "-priority", "70", "render")
+    assert first.exit_code == 0, first.output
+    child = first.output.split("= ")[1].splitlines()[0]
+    assert child.startswith("render/dispatch-nightly-") and "Evaluation ID" in first.output
+    again = run(*args, "render")
+    assert again.exit_code == 0, again.output
+    assert again.output == f"Dispatched Job ID = {child}\n"  # the same child, no evaluation to monitor
+    found = client.get(f"/v1/job/{child}").get_json()
+    assert (found["DispatchIdempotencyToken"], found["Priority"]) == ("once", 70)
+    assert run("job", "dispatch", "-priority", "0", "render").exit_code == 2
+
+
 def test_namespace_inspect_prints_the_namespace(client: FlaskClient) -> None:
     client.put("/v1/namespace/team-a", json={"Name": "team-a", "Description": "A team"})
     shown = run("namespace", "inspect", "team-a")
