@@ -9,6 +9,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import (
     acl,
+    acl_roles,
     activity,
     agent,
     allocs,
@@ -62,6 +63,7 @@ def register(app: Flask) -> None:
     for module in (
         agent,
         acl,
+        acl_roles,
         namespaces,
         job_plan,
         periodic,

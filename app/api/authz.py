@@ -60,6 +60,13 @@ REQUIREMENTS: dict[str, Requirement] = {
     "acl.update_token": Management(),
     "acl.delete_token": Management(),
     "acl.token_self": OwnFilter("the calling token"),
+    # ACL roles (Nomad: writes need management; a client token reads the roles it links).
+    "acl_roles.list_roles": OwnFilter("the roles the token links"),
+    "acl_roles.get_role": OwnFilter("a role the token links"),
+    "acl_roles.get_role_by_name": OwnFilter("a role the token links"),
+    "acl_roles.create_role": Management(),
+    "acl_roles.update_role": Management(),
+    "acl_roles.delete_role": Management(),
     # Namespaces.
     "namespaces.list_namespaces": OwnFilter("namespaces the token may use"),
     "namespaces.get_namespace": OwnFilter("a namespace the token may use"),

@@ -1,6 +1,6 @@
 """SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 
-from app.models.acl import AclBootstrap, AclPolicy, AclToken
+from app.models.acl import AclBootstrap, AclPolicy, AclRole, AclToken
 from app.models.allocation import Allocation
 from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
@@ -20,6 +20,7 @@ from app.models.variable import KeyringKey, Variable
 __all__ = [
     "AclBootstrap",
     "AclPolicy",
+    "AclRole",
     "AclToken",
     "Allocation",
     "Base",

@@ -42,6 +42,7 @@ PUBLIC = {
 # Routes that answer every caller with only what its token may see (Nomad filters them).
 SELF_FILTERED = {
     "/v1/acl/policies",
+    "/v1/acl/roles",  # the roles the token links: none of these callers links one
     "/v1/namespaces",
     "/v1/acl/token/self",
     "/v1/acl/policy/<name>",
@@ -74,6 +75,7 @@ class Objects:
     deployment_id: str
     node_id: str
     node_secret: str
+    role_id: str  # a role named "default" that no walking caller links
 
 
 @pytest.fixture
@@ -108,7 +110,21 @@ def _objects(api: FlaskClient, root: str, pg: Conn) -> Objects:
     alloc_id = insert_allocation(pg, node_id, eval_id)
     deployment_id = insert_deployment(pg)
     pg.commit()
-    return Objects("web", eval_id, alloc_id, deployment_id, node_id, registered.json["SecretID"])  # type: ignore[index]
+    assert (
+        api.put("/v1/acl/policy/walk", json={"Rules": 'node { policy = "read" }'}, headers=_auth(root)).status_code
+        == 200
+    )
+    role = api.put("/v1/acl/role", json={"Name": "default", "Policies": [{"Name": "walk"}]}, headers=_auth(root))
+    assert role.status_code == 200, role.get_data(as_text=True)
+    return Objects(
+        "web",
+        eval_id,
+        alloc_id,
+        deployment_id,
+        node_id,
+        registered.json["SecretID"],
+        role.json["ID"],  # type: ignore[index]
+    )
 
 
 def _fill(rule: str, objects: Objects) -> str:
@@ -120,6 +136,7 @@ def _fill(rule: str, objects: Objects) -> str:
         "<node_id>": objects.node_id,
         "<name>": "default",
         "<accessor>": str(uuid.uuid4()),
+        "<role_id>": objects.role_id,
         "<path:var_path>": "nomad/jobs/web",
     }
     for placeholder, value in values.items():

@@ -18,7 +18,7 @@ ANY = re.compile(r"\bAny\b")
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
 BUDGETS: dict[str, tuple[int, int]] = {
     "app/acl": (7, 11),
-    "app/api": (102, 188),
+    "app/api": (100, 185),
     "app/bexpr": (0, 17),
     "app/cli": (105, 201),
     "app/db": (1, 12),
