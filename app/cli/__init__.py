@@ -134,6 +134,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     plans are still waiting for the applier), then exits."""
     from app.logging import configure
     from workers.runtime import stop_on_signals
+    from workers.timings_publisher import publishing
     from workers.worker import ALL_SCHEDULERS, run_worker
 
     chosen = tuple(s.strip() for s in schedulers.split(",") if s.strip())
@@ -150,7 +151,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     configure("worker", settings.log_level, settings.log_format)
     _serve_metrics(settings, "worker")
     stop = stop_on_signals()
-    with _database(settings, "worker", stop) as url:
+    with _database(settings, "worker", stop) as url, publishing(url, "worker", stop):
         run_worker(settings, url, chosen, stop)
 
 
@@ -161,12 +162,13 @@ def applier() -> None:
     from app.logging import configure
     from workers.applier import run_applier
     from workers.runtime import stop_on_signals
+    from workers.timings_publisher import publishing
 
     settings = get_settings()
     configure("applier", settings.log_level, settings.log_format)
     _serve_metrics(settings, "applier")
     stop = stop_on_signals()
-    with _database(settings, "applier", stop) as url:
+    with _database(settings, "applier", stop) as url, publishing(url, "applier", stop):
         run_applier(settings, url, stop)
 
 

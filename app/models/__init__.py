@@ -9,6 +9,7 @@ from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
 from app.models.job import Job, JobVersion, PeriodicLaunch
+from app.models.metrics import PublishedTiming
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
@@ -43,6 +44,7 @@ __all__ = [
     "PeriodicLaunch",
     "Plan",
     "PlanResult",
+    "PublishedTiming",
     "SchedulerConfig",
     "ServiceRegistration",
     "StateIndex",
