@@ -12,6 +12,7 @@ from app.api import (
     acl_roles,
     activity,
     agent,
+    agent_debug,
     allocs,
     authz,
     client,
@@ -62,6 +63,7 @@ PATH_FIELDS = {
 def register(app: Flask) -> None:
     for module in (
         agent,
+        agent_debug,
         acl,
         acl_roles,
         namespaces,

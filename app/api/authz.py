@@ -48,6 +48,10 @@ REQUIREMENTS: dict[str, Requirement] = {
     "search.prefix_search": Management(),
     "search.fuzzy_search": Management(),
     "agent.self_": Area("agent", R),
+    # Agent introspection (Nomad: agent:read for the monitor and host data, agent:write for pprof).
+    "agent_debug.monitor": Area("agent", R),
+    "agent_debug.host": Area("agent", R),
+    "agent_debug.pprof": Area("agent", W),
     # ACL objects (the bootstrap guards itself; reads filter to the token's own policies).
     "acl.bootstrap": Public(),
     "acl.list_policies": OwnFilter("the token's own policies"),

@@ -219,6 +219,7 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 
 
 from app.cli.acl import acl  # noqa: E402
+from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
@@ -259,6 +260,7 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(config)
 main.add_command(fmt)
+main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
 main.add_command(agent_info)
 main.add_command(var)

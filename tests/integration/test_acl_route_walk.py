@@ -49,7 +49,12 @@ SELF_FILTERED = {
     "/v1/vars",  # each caller sees the paths it may list: none of these callers may list any
 }
 # Streams: walked by the event-stream tests, never answered here.
-STREAMS = {"/v1/event/stream", "/v1/client/fs/stream/<alloc_id>", "/v1/client/allocation/<alloc_id>/exec"}
+STREAMS = {
+    "/v1/event/stream",
+    "/v1/client/fs/stream/<alloc_id>",
+    "/v1/client/allocation/<alloc_id>/exec",
+    "/v1/agent/monitor",  # endless: its ACL is tested in tests/integration/test_agent_debug.py
+}
 # Nomad's node-area routes: node:read for GETs, node:write for the rest.
 NODE_AREA = {
     "/v1/nodes",
@@ -137,6 +142,7 @@ def _fill(rule: str, objects: Objects) -> str:
         "<name>": "default",
         "<accessor>": str(uuid.uuid4()),
         "<role_id>": objects.role_id,
+        "<path:profile>": "heap",
         "<path:var_path>": "nomad/jobs/web",
     }
     for placeholder, value in values.items():
