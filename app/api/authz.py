@@ -131,6 +131,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    # Dynamic node metadata (Nomad: node:read to read, node:write to apply).
+    "client_meta.read_meta": Area("node", R),
+    "client_meta.apply_meta": Area("node", W),
     "client_allocs.alloc_checks": InNamespace(pol.READ_JOB, "allocation"),  # Nomad: read-job
     "client_exec.alloc_exec": InNamespace(pol.ALLOC_EXEC, "allocation"),  # + alloc-node-exec for raw_exec, in the route
     # Nodes and the client protocol.

@@ -234,6 +234,7 @@ from app.cli.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
+from app.cli.node_meta import meta as node_meta  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
@@ -250,6 +251,7 @@ main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
 node.add_command(node_pool)  # `corral node pool ...`
+node.add_command(node_meta)  # `corral node meta ...`
 main.add_command(alloc)
 main.add_command(deployment)
 main.add_command(service)

@@ -66,6 +66,7 @@ NODE_AREA = {
     "/v1/agent/members",
     "/v1/client/stats",
     "/v1/client/gc",
+    "/v1/client/metadata",
 }
 # Writes that change nothing: a read-only token may call them (parse-job, read-job).
 READ_ONLY_POSTS = {"/v1/jobs/parse", "/v1/validate/job"}
