@@ -238,6 +238,7 @@ from app.cli.node_meta import meta as node_meta  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
+from app.cli.operator_debug import debug as operator_debug  # noqa: E402
 from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.system import system  # noqa: E402
@@ -264,6 +265,7 @@ main.add_command(config)
 main.add_command(fmt)
 main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
+operator.add_command(operator_debug)
 main.add_command(agent_info)
 main.add_command(var)
 operator.add_command(keyring_root)
