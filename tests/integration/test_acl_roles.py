@@ -173,11 +173,12 @@ def test_token_role_links_by_name_and_their_refusals(api: FlaskClient, root: dic
     assert both["Roles"] == [{"ID": ops["ID"], "Name": "ops"}] and both["Policies"] == ["writers"]
     listed = items(api.get("/v1/acl/tokens", headers=root))
     assert {"ID": ops["ID"], "Name": "ops"} in [link for t in listed for link in (t["Roles"] or [])]  # type: ignore[union-attr]
-    for roles, message in [
+    cases: list[tuple[JsonValue, str]] = [
         ([{"Name": "nope"}], "cannot find role nope"),
         ([{"ID": "not-a-uuid"}], "ID must be a UUID"),
         ([{}], "needs an ID or a Name"),
-    ]:
+    ]
+    for roles, message in cases:
         body: JsonObject = {"Type": "client", "Roles": roles}
         refused = api.put("/v1/acl/token", json=body, headers=root)
         assert refused.status_code == 400 and message in refused.get_data(as_text=True), message

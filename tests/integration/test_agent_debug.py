@@ -12,20 +12,15 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
-from werkzeug.test import TestResponse
 
 from app import create_app
 from app.cli import http, main
 from app.cli.agent_monitor import FrameDecoder
 from app.config import Settings
+from tests.support.streams import frames
 
 pytestmark = pytest.mark.integration
 log = logging.getLogger("corral.test.monitor")
-
-
-def frames(resp: TestResponse) -> Iterator[bytes]:
-    assert resp.status_code == 200, resp.get_data(as_text=True)
-    yield from resp.response  # type: ignore[misc]  # the unbuffered body: the route's generator
 
 
 def decoded(chunk: bytes) -> str:

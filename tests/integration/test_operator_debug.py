@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 
 from app.cli import http, main
 from tests.support.api import minimal_job, node_body, register
+from tests.support.streams import frames
 
 pytestmark = pytest.mark.integration
 INTERVAL_FILES = {"jobs", "allocations", "evaluations", "deployments", "nodes", "metrics", "operator-scheduler"}
@@ -31,7 +32,7 @@ def test_the_archive_holds_state_intervals_nodes_host_and_log(
 
     def stream_text(path: str, params: dict[str, str]) -> Iterator[bytes]:
         resp = client.get(path, query_string=params, buffered=False)
-        chunks = iter(resp.response)  # type: ignore[call-overload]
+        chunks = frames(resp)
         yield next(chunks)
         logging.getLogger("corral.test.debug").warning("captured-by-debug")
         yield next(chunks)
