@@ -56,6 +56,11 @@ def test_node_meta_apply_read_constraints_and_restart(cluster: Cluster) -> None:
     client.process.send_signal(signal.SIGTERM)  # a client's stop leaves its saved state
     assert client.wait(30) == 0, client.output
     client = cluster.client("c1", "--meta", "zone=a")  # the same working directory: its saved state
-    again = cluster.http.get("/v1/client/metadata", params={"node_id": node_id}).json()
-    assert again["Meta"] == {"rack": "r1"}
+
+    def kept() -> bool:  # the node stayed ready across the restart: wait for the new client to answer
+        reply = cluster.http.get("/v1/client/metadata", params={"node_id": node_id})
+        return reply.status_code == 200 and reply.json()["Meta"] == {"rack": "r1"}
+
+    assert wait_for(kept, 60), client.output
+    assert cluster.http.get(f"/v1/node/{node_id}").json()["Meta"] == {"rack": "r1"}  # registered with it again
     client.kill_all()
