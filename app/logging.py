@@ -8,7 +8,7 @@ from typing import IO, Literal
 
 import structlog
 
-_SHARED_PROCESSORS: list[structlog.typing.Processor] = [
+SHARED_PROCESSORS: list[structlog.typing.Processor] = [
     structlog.contextvars.merge_contextvars,
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
@@ -35,7 +35,7 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
-        processors=[*_SHARED_PROCESSORS, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*SHARED_PROCESSORS, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
@@ -43,7 +43,7 @@ def configure(role: str, level: str = "info", fmt: Literal["auto", "console", "j
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=_SHARED_PROCESSORS,
+            foreign_pre_chain=SHARED_PROCESSORS,
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )

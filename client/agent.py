@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from client.identities import requests as identity_requests
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.logs_http import serve
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
+from client.node_meta import NodeMeta
 from client.templating.http_source import HttpSource
 from client.usage import host_stats
 from workers.loops import Backoff, Streak, guarded
@@ -65,6 +66,7 @@ class Client:
         self.synced = False
         self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
         self.force_gc_index = 0
+        self.node_meta = NodeMeta(config.data_dir, config.meta)
         self.allocs_dir = config.data_dir / "allocs"
         self.allocs_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
@@ -150,7 +152,7 @@ class Client:
             "NodePool": config.node_pool,
             "Status": "initializing",  # ready once the servers have our allocations' state
             "Attributes": attributes,
-            "Meta": config.meta,
+            "Meta": self.node_meta.merged(),  # the configuration's, under what `node meta apply` set
             "Drivers": drivers,
             "HostVolumes": {volume.name: volume.fingerprint() for volume in config.host_volumes},
             "NodeResources": {
@@ -192,6 +194,16 @@ class Client:
             return ttl
         return RETRY_S
 
+    def apply_meta(self, changes: Mapping[str, str | None]) -> None:
+        """`node meta apply`: save the changes, then register again so the servers (and the
+        scheduler's constraints) see the merged Meta. A failed registration raises; the changes
+        are kept and go out with the next registration."""
+        self.node_meta.apply(changes)
+        body = self.node_body()
+        self.api.register(body)
+        self.registered = body
+        log.info("node metadata applied", keys=sorted(changes))
+
     def metrics(self) -> ClientCollector:
         """Nomad's client gauges over this agent's state, read at each scrape of its /v1/metrics."""
         return ClientCollector(
@@ -204,7 +216,13 @@ class Client:
 
     def run(self) -> None:
         server = serve(
-            self.config.http_bind, self._alloc_dir, lambda: self.api.link_key, self._runner, self.config.data_dir
+            self.config.http_bind,
+            self._alloc_dir,
+            lambda: self.api.link_key,
+            self._runner,
+            self.config.data_dir,
+            self.node_meta,
+            self.apply_meta,
         )
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"

@@ -17,6 +17,7 @@ from client import alloc_fs, usage
 from client.alloc_fs import FsError
 from client.alloc_runner import AllocRunner
 from client.drivers import StartError, signal_number
+from client.node_meta import MetaError, NodeMeta, check
 from client.task_runner import NotRunning
 
 JSON = "application/json"
@@ -32,6 +33,8 @@ class Local:
     alloc_dir_of: Callable[[str], Path | None]
     runner_of: Callable[[str], AllocRunner | None]
     data_dir: Path
+    node_meta: NodeMeta | None = None  # dynamic node metadata (None: not served)
+    apply_meta: Callable[[Mapping[str, str | None]], None] | None = None  # saves, then registers again
 
 
 def _json(body: Any) -> Answer:
@@ -125,6 +128,29 @@ def signal(local: Local, alloc_id: str, query: Query) -> Answer:
     return _json({})
 
 
+def meta_read(local: Local, _: str, query: Query) -> Answer:
+    """Nomad's NodeMetaResponse: the merged Meta, the dynamic entries and the static ones."""
+    if local.node_meta is None:
+        raise FsError(404, "", "this client keeps no node metadata")
+    return _json(local.node_meta.response())
+
+
+def meta_apply(local: Local, _: str, query: Query) -> Answer:
+    """Apply the changes in ?meta= (a JSON object of key to string or null), save them and
+    register the node again with the merged Meta; answer as meta_read."""
+    if local.node_meta is None or local.apply_meta is None:
+        raise FsError(404, "", "this client keeps no node metadata")
+    try:
+        raw = json.loads(query.get("meta", ""))
+        if not isinstance(raw, dict):
+            raise MetaError("must be a JSON object of key to string or null")
+        changes = check(raw)
+    except (ValueError, MetaError) as err:
+        raise FsError(400, "Meta", str(err)) from None
+    local.apply_meta(changes)
+    return _json(local.node_meta.response())
+
+
 ALLOC = r"([0-9a-f-]{36})"
 Handler = Callable[[Local, str, Query], Answer]
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
@@ -136,6 +162,8 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(r"^/v1/client/stats()$"), host_stats),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/restart$"), restart),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/signal$"), signal),
+    ("GET", re.compile(r"^/v1/client/metadata()$"), meta_read),
+    ("PUT", re.compile(r"^/v1/client/metadata()$"), meta_apply),
 ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -20,6 +20,7 @@ from client import exec_http
 from client.alloc_fs import FsError
 from client.alloc_runner import AllocRunner
 from client.http_api import Local, route
+from client.node_meta import NodeMeta
 
 log = structlog.get_logger(__name__)
 
@@ -47,12 +48,14 @@ def serve(
     link_key_of: Callable[[], str],
     runner_of: Callable[[str], AllocRunner | None] = lambda _: None,
     data_dir: Path | None = None,
+    node_meta: NodeMeta | None = None,
+    apply_meta: Callable[[Mapping[str, str | None]], None] | None = None,
 ) -> ThreadingHTTPServer:
     """Start the endpoint in a daemon thread; port 0 picks a free one (see server_address).
     Every request must carry the servers' proof (app/acl/client_link.py), keyed by this node's
     link key as the servers last handed it (`link_key_of`; empty: nothing is served); every
     answer carries this client's proof in return."""
-    local = Local(alloc_dir_of, runner_of, data_dir or Path("."))
+    local = Local(alloc_dir_of, runner_of, data_dir or Path("."), node_meta, apply_meta)
     seen = SeenProofs()
 
     def key() -> bytes:

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from app.metrics import runtime
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import NOMAD_NAMES
 
@@ -50,6 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve_metrics(bind: str, role: str) -> ThreadingHTTPServer:
     """Serve in a daemon thread; raises MetricsBindError before the role starts any work."""
+    runtime.install()
     host, sep, port = bind.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise MetricsBindError(f"CORRAL_METRICS_BIND {bind!r} must be host:port, e.g. 127.0.0.1:9101")

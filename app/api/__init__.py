@@ -7,8 +7,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.api import (
     acl,
+    acl_roles,
     activity,
     agent,
+    agent_debug,
     allocs,
     authz,
     client,
@@ -16,6 +18,7 @@ from app.api import (
     client_exec,
     client_fs,
     client_identities,
+    client_meta,
     crosssite,
     deployments,
     errors,
@@ -66,7 +69,9 @@ PATH_FIELDS = {
 def register(app: Flask) -> None:
     for module in (
         agent,
+        agent_debug,
         acl,
+        acl_roles,
         namespaces,
         job_plan,
         job_statuses,
@@ -94,6 +99,7 @@ def register(app: Flask) -> None:
         client_fs,
         client_allocs,
         client_exec,
+        client_meta,
         status,
         replaced,
         search,

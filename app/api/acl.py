@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from flask import Blueprint, Response, request
@@ -17,10 +19,12 @@ from app.api.context import read, respond, state, write
 from app.api.params import json_body, prefix_arg, uuid_value
 from app.errors import FieldProblem, Forbidden, InvalidInput
 from app.jobspec.durations import DurationError, duration_ns
-from app.models import AclPolicy, AclToken
+from app.models import AclPolicy, AclRole, AclToken
 from app.store import acl as store
-from app.wire.api_acl import AclPolicyJson, AclTokenJson, AclTokenStubJson
-from app.wire.json import JsonObject
+from app.store import acl_roles as roles_store
+from app.wire.acl import ACLToken, ACLTokenRoleLink
+from app.wire.api_acl import AclPolicyJson
+from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("acl", __name__)
 NANOS = 1_000_000_000
@@ -29,7 +33,7 @@ MAX_DESCRIPTION = 256
 MAX_POLICIES = 256
 
 
-def _enabled() -> None:
+def enabled() -> None:
     if not state().settings.acl_enabled:
         raise InvalidInput.of("", "ACL support disabled")
 
@@ -40,14 +44,17 @@ def _time(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def token_json(token: AclToken, secret: str = "") -> AclTokenJson:
+def token_json(token: AclToken, secret: str = "", roles: Sequence[AclRole] = ()) -> ACLToken:
+    """Nomad's ACLToken; `roles` are the token's linked roles that still exist (Roles is null
+    when there are none, as Nomad's nil slice)."""
+    links: list[ACLTokenRoleLink] = [{"ID": str(r.id), "Name": r.name} for r in roles]
     return {
         "AccessorID": str(token.accessor_id),
         "SecretID": secret,
         "Name": token.name,
         "Type": token.type,
         "Policies": list(token.policies),
-        "Roles": None,
+        "Roles": links or None,
         "Global": token.global_,
         "CreateTime": _time(token.create_time),
         "ExpirationTime": _time(token.expiration_time),
@@ -57,21 +64,14 @@ def token_json(token: AclToken, secret: str = "") -> AclTokenJson:
     }
 
 
-def _token_stub(token: AclToken) -> AclTokenStubJson:
-    """Nomad's ACLTokenListStub: the token but its SecretID."""
-    return {
-        "AccessorID": str(token.accessor_id),
-        "Name": token.name,
-        "Type": token.type,
-        "Policies": list(token.policies),
-        "Roles": None,
-        "Global": token.global_,
-        "CreateTime": _time(token.create_time),
-        "ExpirationTime": _time(token.expiration_time),
-        "ExpirationTTL": token.expiration_ttl_ns,
-        "CreateIndex": token.create_index,
-        "ModifyIndex": token.modify_index,
-    }
+def _with_roles(session: Session, token: AclToken, secret: str = "") -> ACLToken:
+    return token_json(token, secret, roles_store.roles_by_id(session, token.roles))
+
+
+def _token_stub(session: Session, token: AclToken) -> ACLToken:
+    stub = _with_roles(session, token)
+    del stub["SecretID"]
+    return stub
 
 
 def policy_json(row: AclPolicy, *, full: bool) -> AclPolicyJson:
@@ -95,7 +95,7 @@ def policy_json(row: AclPolicy, *, full: bool) -> AclPolicyJson:
 
 @bp.route("/acl/bootstrap", methods=["PUT", "POST"])
 def bootstrap() -> Response:
-    _enabled()
+    enabled()
     raw = json_body() if _has_body() else {}
     given = raw.get("BootstrapSecret") or None
     if given is not None and not isinstance(given, str):
@@ -113,7 +113,7 @@ def _has_body() -> bool:
 
 @bp.get("/acl/policies")
 def list_policies() -> Response:
-    _enabled()
+    enabled()
     prefix = prefix_arg() or ""
     who = caller()
     rows, index = read(["acl_policies"], lambda s: store.list_policies(s, prefix))
@@ -123,7 +123,7 @@ def list_policies() -> Response:
 
 @bp.get("/acl/policy/<name>")
 def get_policy(name: str) -> Response:
-    _enabled()
+    enabled()
     who = caller()
     if not (who.acl.management or name in who.policies):
         return Response("Permission denied", status=403, content_type="text/plain; charset=utf-8")
@@ -133,7 +133,7 @@ def get_policy(name: str) -> Response:
 
 @bp.route("/acl/policy/<name>", methods=["PUT", "POST"])
 def put_policy(name: str) -> Response:
-    _enabled()
+    enabled()
     body = json_body()
     problems = []
     if not POLICY_NAME.fullmatch(name):
@@ -160,51 +160,59 @@ def put_policy(name: str) -> Response:
 
 @bp.delete("/acl/policy/<name>")
 def delete_policy(name: str) -> Response:
-    _enabled()
+    enabled()
     index = write(lambda s: store.delete_policy(s, name))
     return respond(None, index)
 
 
 @bp.get("/acl/tokens")
 def list_tokens() -> Response:
-    _enabled()
+    enabled()
     prefix = prefix_arg() or ""
-    rows, index = read(["acl_tokens"], lambda s: [_token_stub(t) for t in store.list_tokens(s, prefix)])
+    rows, index = read(["acl_tokens"], lambda s: [_token_stub(s, t) for t in store.list_tokens(s, prefix)])
     return respond(rows, index)
 
 
 @bp.route("/acl/token", methods=["PUT", "POST"])
 def create_token() -> Response:
-    _enabled()
+    enabled()
     body = json_body()
     if body.get("AccessorID"):
         raise InvalidInput.of("AccessorID", "must be empty when creating a token; update with /v1/acl/token/:accessor")
-    spec = _token_spec(body, datetime.now(UTC))
-    token, secret = write(lambda s: store.create_token(s, spec, datetime.now(UTC)))
-    return respond(token_json(token, secret), token.modify_index)
+    spec, links = _token_spec(body, datetime.now(UTC))
+
+    def create(session: Session) -> ACLToken:
+        linked = replace(spec, roles=roles_store.link_roles(session, links))
+        token, secret = store.create_token(session, linked, datetime.now(UTC))
+        return _with_roles(session, token, secret)
+
+    created = write(create)
+    return respond(created, created["ModifyIndex"])
 
 
 @bp.get("/acl/token/self")
 def token_self() -> Response:
-    _enabled()
+    enabled()
     who = caller()
     if not who.secret:
         raise Forbidden.of("X-Nomad-Token", "is required: the token to describe")
-    token, index = read(["acl_tokens"], lambda s: store.get_token(s, uuid.UUID(who.accessor)))
-    return respond(token_json(token, who.secret), index)
+    token, index = read(
+        ["acl_tokens"], lambda s: _with_roles(s, store.get_token(s, uuid.UUID(who.accessor)), who.secret)
+    )
+    return respond(token, index)
 
 
 @bp.get("/acl/token/<accessor>")
 def get_token(accessor: str) -> Response:
-    _enabled()
+    enabled()
     key = uuid_value(accessor, "AccessorID")
-    token, index = read(["acl_tokens"], lambda s: store.get_token(s, key))
-    return respond(token_json(token), index)
+    token, index = read(["acl_tokens"], lambda s: _with_roles(s, store.get_token(s, key)))
+    return respond(token, index)
 
 
 @bp.route("/acl/token/<accessor>", methods=["PUT", "POST"])
 def update_token(accessor: str) -> Response:
-    _enabled()
+    enabled()
     key = uuid_value(accessor, "AccessorID")
     body = json_body()
     if body.get("AccessorID") not in (None, "", accessor):
@@ -212,29 +220,30 @@ def update_token(accessor: str) -> Response:
     for field in ("ExpirationTTL", "ExpirationTime"):
         if body.get(field):
             raise InvalidInput.of(field, "cannot be changed once a token exists")
-    spec = _token_spec(
+    spec, links = _token_spec(
         {k: v for k, v in body.items() if k not in ("ExpirationTTL", "ExpirationTime")}, datetime.now(UTC)
     )
 
-    def change(session: Session) -> AclToken:
+    def change(session: Session) -> ACLToken:
         current = store.get_token(session, key)
         if bool(body.get("Global", current.global_)) != current.global_:
             raise InvalidInput.of("Global", "cannot be toggled")
-        return store.update_token(session, key, spec.name, spec.type, spec.policies)
+        roles = roles_store.link_roles(session, links)
+        return _with_roles(session, store.update_token(session, key, spec.name, spec.type, spec.policies, roles))
 
     token = write(change)
-    return respond(token_json(token), token.modify_index)
+    return respond(token, token["ModifyIndex"])
 
 
 @bp.delete("/acl/token/<accessor>")
 def delete_token(accessor: str) -> Response:
-    _enabled()
+    enabled()
     key = uuid_value(accessor, "AccessorID")
     index = write(lambda s: store.delete_token(s, key))
     return respond(None, index)
 
 
-def _token_spec(body: JsonObject, now: datetime) -> store.TokenSpec:
+def _token_spec(body: JsonObject, now: datetime) -> tuple[store.TokenSpec, list[roles_store.RoleLink]]:
     problems: list[FieldProblem] = []
     name = body.get("Name", "") or ""
     if not isinstance(name, str) or len(name) > MAX_DESCRIPTION:
@@ -249,17 +258,42 @@ def _token_spec(body: JsonObject, now: datetime) -> store.TokenSpec:
         policies = []
     elif len(policies) > MAX_POLICIES:
         problems.append(FieldProblem("Policies", f"at most {MAX_POLICIES} policies"))
-    if kind == "client" and not policies:
-        problems.append(FieldProblem("Policies", "a client token needs at least one policy"))
-    if kind == "management" and policies:
-        problems.append(FieldProblem("Policies", "a management token carries no policies"))
+    links = _role_links(body.get("Roles"), problems)
+    if kind == "client" and not policies and not links:
+        problems.append(FieldProblem("Policies", "a client token needs at least one policy or role"))
+    if kind == "management" and (policies or links):
+        problems.append(FieldProblem("Policies", "a management token cannot be associated with policies or roles"))
     global_ = body.get("Global", False)
     if not isinstance(global_, bool):
         problems.append(FieldProblem("Global", "must be a boolean"))
     expiration, ttl_ns = _expiration(body, now, problems)
     if problems:
         raise InvalidInput(problems)
-    return store.TokenSpec(str(name), str(kind), tuple(dict.fromkeys(policies)), bool(global_), expiration, ttl_ns)
+    spec = store.TokenSpec(str(name), str(kind), tuple(dict.fromkeys(policies)), bool(global_), expiration, ttl_ns)
+    return spec, links
+
+
+def _role_links(raw: JsonValue, problems: list[FieldProblem]) -> list[roles_store.RoleLink]:
+    """Nomad's ACLTokenRoleLink list: each link names its role by ID or, without one, by Name."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(FieldProblem("Roles", 'must be a list of {"ID": ...} or {"Name": ...} links'))
+        return []
+    links: list[roles_store.RoleLink] = []
+    for item in raw:
+        role_id = item.get("ID") if isinstance(item, dict) else None
+        name = item.get("Name") if isinstance(item, dict) else None
+        if role_id:
+            try:
+                links.append(roles_store.RoleLink(uuid.UUID(str(role_id)), ""))
+            except ValueError:
+                problems.append(FieldProblem("Roles", f"ID must be a UUID, got {role_id!r}"))
+        elif isinstance(name, str) and name:
+            links.append(roles_store.RoleLink(None, name))
+        else:
+            problems.append(FieldProblem("Roles", f"each link needs an ID or a Name, got {item!r}"))
+    return links
 
 
 def _expiration(body: JsonObject, now: datetime, problems: list[FieldProblem]) -> tuple[datetime | None, int]:

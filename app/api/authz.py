@@ -48,6 +48,10 @@ REQUIREMENTS: dict[str, Requirement] = {
     "search.prefix_search": Management(),
     "search.fuzzy_search": Management(),
     "agent.self_": Area("agent", R),
+    # Agent introspection (Nomad: agent:read for the monitor and host data, agent:write for pprof).
+    "agent_debug.monitor": Area("agent", R),
+    "agent_debug.host": Area("agent", R),
+    "agent_debug.pprof": Area("agent", W),
     # ACL objects (the bootstrap guards itself; reads filter to the token's own policies).
     "acl.bootstrap": Public(),
     "acl.list_policies": OwnFilter("the token's own policies"),
@@ -60,6 +64,13 @@ REQUIREMENTS: dict[str, Requirement] = {
     "acl.update_token": Management(),
     "acl.delete_token": Management(),
     "acl.token_self": OwnFilter("the calling token"),
+    # ACL roles (Nomad: writes need management; a client token reads the roles it links).
+    "acl_roles.list_roles": OwnFilter("the roles the token links"),
+    "acl_roles.get_role": OwnFilter("a role the token links"),
+    "acl_roles.get_role_by_name": OwnFilter("a role the token links"),
+    "acl_roles.create_role": Management(),
+    "acl_roles.update_role": Management(),
+    "acl_roles.delete_role": Management(),
     # Namespaces.
     "namespaces.list_namespaces": OwnFilter("namespaces the token may use"),
     "namespaces.get_namespace": OwnFilter("a namespace the token may use"),
@@ -130,6 +141,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    # Dynamic node metadata (Nomad: node:read to read, node:write to apply).
+    "client_meta.read_meta": Area("node", R),
+    "client_meta.apply_meta": Area("node", W),
     "client_allocs.alloc_checks": InNamespace(pol.READ_JOB, "allocation"),  # Nomad: read-job
     "client_exec.alloc_exec": InNamespace(pol.ALLOC_EXEC, "allocation"),  # + alloc-node-exec for raw_exec, in the route
     # Nodes and the client protocol.

@@ -30,8 +30,9 @@ class Denied(Exception):
 class Caller:
     acl: Acl
     accessor: str  # "anonymous" without a token
-    policies: tuple[str, ...]
+    policies: tuple[str, ...]  # effective: the token's own and those of its roles
     secret: str  # as presented (token self echoes it); never logged
+    roles: tuple[str, ...] = ()  # IDs of the ACL roles the token links
 
 
 def presented_token() -> str:
@@ -78,7 +79,8 @@ def resolve_caller() -> Caller:
             g.corral_accessor = str(token.accessor_id)
             raise Denied("ACL token expired")
         acl = MANAGEMENT if token.type == "management" else _compile(found.rules)
-        return Caller(acl, str(token.accessor_id), tuple(token.policies), secret)
+        roles = tuple(str(r) for r in token.roles)
+        return Caller(acl, str(token.accessor_id), found.policies, secret, roles)
 
 
 def caller() -> Caller:

@@ -1,8 +1,10 @@
 """GET /v1/metrics: Nomad's JSON summary, or Prometheus text with `?format=prometheus`.
 
 The cluster's gauges (broker, blocked evaluations, plan queue, heartbeats, job summaries, node
-allocation) are computed from the database at each scrape; this process's own metrics follow.
-Worker, applier and leader processes serve their timings on CORRAL_METRICS_BIND."""
+allocation) are computed from the database at each scrape, the scheduler timers are those the
+worker and applier processes published there (app/store/published_timings.py), and this process's
+runtime gauges follow. Worker, applier and leader processes also serve their own timings on
+CORRAL_METRICS_BIND."""
 
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ from prometheus_client.registry import Collector
 from app.api.context import respond, state
 from app.api.params import arg
 from app.errors import InvalidInput
+from app.metrics import runtime
 from app.metrics.nomad_json import to_nomad_json
-from app.metrics.timings import NOMAD_NAMES, prometheus_name
+from app.metrics.timings import NOMAD_NAMES, PUBLISHED, prometheus_name
+from app.store import published_timings as published
 from app.store.cluster_metrics import ClusterFigures, read_cluster_figures
 
 bp = Blueprint("metrics", __name__)
+runtime.install()
 FORMATS = ("json", "prometheus")
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 NODE_LABELS = ("node_id", "host", "datacenter", "node_class", "node_pool")
@@ -33,15 +38,19 @@ def metrics() -> Response:
     wanted = arg("format") or "json"
     if wanted not in FORMATS:
         raise InvalidInput.of("format", f"must be one of {', '.join(FORMATS)}, got {wanted!r}")
+    now = datetime.now(UTC)
     with state().reads() as session, session.begin():
         figures = read_cluster_figures(session)
-    cluster = list(cluster_families(figures))
+        timers = published.merged(session, now)
+    # The roles' timers as they published them; this process's own copies (it schedules
+    # nothing) are left out, so each name appears once.
+    own = [f for f in REGISTRY.collect() if f.name not in PUBLISHED]
+    families = [*cluster_families(figures), *timers, *own]
     if wanted == "prometheus":
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Fixed(cluster))
-        text = generate_latest(registry) + generate_latest(REGISTRY)
-        return Response(text, mimetype=None, content_type=PROMETHEUS_CONTENT_TYPE)
-    return respond(to_nomad_json([*cluster, *REGISTRY.collect()], NOMAD_NAMES, datetime.now(UTC)), 0)
+        registry.register(_Fixed(families))
+        return Response(generate_latest(registry), mimetype=None, content_type=PROMETHEUS_CONTENT_TYPE)
+    return respond(to_nomad_json(families, NOMAD_NAMES, now), 0)
 
 
 class _Fixed(Collector):

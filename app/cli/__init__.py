@@ -125,6 +125,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     plans are still waiting for the applier), then exits."""
     from app.logging import configure
     from workers.runtime import stop_on_signals
+    from workers.timings_publisher import publishing
     from workers.worker import ALL_SCHEDULERS, run_worker
 
     chosen = tuple(s.strip() for s in schedulers.split(",") if s.strip())
@@ -141,7 +142,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     configure("worker", settings.log_level, settings.log_format)
     serve_metrics(settings, "worker")
     stop = stop_on_signals()
-    with _database(settings, "worker", stop) as url:
+    with _database(settings, "worker", stop) as url, publishing(url, "worker", stop):
         run_worker(settings, url, chosen, stop)
 
 
@@ -152,12 +153,13 @@ def applier() -> None:
     from app.logging import configure
     from workers.applier import run_applier
     from workers.runtime import stop_on_signals
+    from workers.timings_publisher import publishing
 
     settings = get_settings()
     configure("applier", settings.log_level, settings.log_format)
     serve_metrics(settings, "applier")
     stop = stop_on_signals()
-    with _database(settings, "applier", stop) as url:
+    with _database(settings, "applier", stop) as url, publishing(url, "applier", stop):
         run_applier(settings, url, stop)
 
 
@@ -196,6 +198,7 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 
 
 from app.cli.acl import acl  # noqa: E402
+from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
 from app.cli.alloc import alloc  # noqa: E402
 from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
@@ -211,9 +214,11 @@ from app.cli.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.node import node  # noqa: E402
+from app.cli.node_meta import meta as node_meta  # noqa: E402
 from app.cli.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
+from app.cli.operator_debug import debug as operator_debug  # noqa: E402
 from app.cli.scaling import scaling  # noqa: E402
 from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
@@ -228,6 +233,7 @@ main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
 node.add_command(node_pool)  # `corral node pool ...`
+node.add_command(node_meta)  # `corral node meta ...`
 main.add_command(alloc)
 main.add_command(deployment)
 main.add_command(service)
@@ -239,7 +245,9 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(config)
 main.add_command(fmt)
+main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
+operator.add_command(operator_debug)
 main.add_command(agent_info)
 main.add_command(var)
 main.add_command(scaling)

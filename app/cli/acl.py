@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from app.cli import http
-from app.wire.api_acl import AclTokenJson, AclTokenRequest
+from app.wire.acl import ACLToken
+from app.wire.api_acl import AclTokenRequest
 
 
 @click.group()
@@ -35,7 +36,7 @@ def _rows(rows: list[tuple[str, object]]) -> None:
         click.echo(f"{name.ljust(width)} = {_field(value)}")
 
 
-def print_token(token: AclTokenJson) -> None:
+def print_token(token: ACLToken) -> None:
     _rows(
         [
             ("Accessor ID", token["AccessorID"]),
@@ -48,6 +49,7 @@ def print_token(token: AclTokenJson) -> None:
             ("Create Index", token.get("CreateIndex")),
             ("Modify Index", token.get("ModifyIndex")),
             ("Policies", token.get("Policies") if token["Type"] == "client" else "n/a"),
+            ("Roles", [r["Name"] for r in token.get("Roles") or []] if token["Type"] == "client" else "n/a"),
         ]
     )
 
@@ -146,7 +148,15 @@ def _token_options(fn: Any) -> Any:
         "-type", "--type", "kind", type=click.Choice(["client", "management"]), default=None, help="Token type."
     )(fn)
     fn = click.option("-policy", "--policy", "policies", multiple=True, help="A policy (repeatable).")(fn)
-    return fn
+    fn = click.option("-role-id", "--role-id", "role_ids", multiple=True, help="An ACL role, by ID (repeatable).")(fn)
+    return click.option(
+        "-role-name", "--role-name", "role_names", multiple=True, help="An ACL role, by name (repeatable)."
+    )(fn)
+
+
+def role_links(role_ids: tuple[str, ...], role_names: tuple[str, ...]) -> list[dict[str, str]]:
+    """Nomad's token role links: by ID, or by name."""
+    return [{"ID": r} for r in role_ids] + [{"Name": r} for r in role_names]
 
 
 @token.command("create")
@@ -155,7 +165,14 @@ def _token_options(fn: Any) -> Any:
 @click.option("-ttl", "--ttl", default=None, help="Expire the token after this long (e.g. 8h).")
 @click.option("-json", "--json", "as_json", is_flag=True, help="Print the token as JSON.")
 def token_create(
-    name: str | None, kind: str | None, policies: tuple[str, ...], global_: bool, ttl: str | None, as_json: bool
+    name: str | None,
+    kind: str | None,
+    policies: tuple[str, ...],
+    role_ids: tuple[str, ...],
+    role_names: tuple[str, ...],
+    global_: bool,
+    ttl: str | None,
+    as_json: bool,
 ) -> None:
     """Create a token; its Secret ID is shown only now."""
     body: AclTokenRequest = {
@@ -164,6 +181,7 @@ def token_create(
         "Policies": list(policies),
         "Global": global_,
     }
+    body["Roles"] = role_links(role_ids, role_names)
     if ttl:
         body["ExpirationTTL"] = ttl
     created = http.put("/v1/acl/token", body)
@@ -206,18 +224,27 @@ def token_self(as_json: bool) -> None:
 @_token_options
 @click.option("-json", "--json", "as_json", is_flag=True, help="Print the token as JSON.")
 @click.argument("accessor")
-def token_update(accessor: str, name: str | None, kind: str | None, policies: tuple[str, ...], as_json: bool) -> None:
-    """Change the name, type or policies of the token with ACCESSOR ID."""
+def token_update(
+    accessor: str,
+    name: str | None,
+    kind: str | None,
+    policies: tuple[str, ...],
+    role_ids: tuple[str, ...],
+    role_names: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Change the name, type, policies or roles of the token with ACCESSOR ID."""
     current = http.get(f"/v1/acl/token/{accessor}")
     body = {
         "AccessorID": accessor,
         "Name": current.get("Name", "") if name is None else name,
         "Type": kind or current["Type"],
         "Policies": list(policies) if policies else current.get("Policies") or [],
+        "Roles": role_links(role_ids, role_names) if role_ids or role_names else current.get("Roles") or [],
         "Global": current.get("Global", False),
     }
     if body["Type"] == "management":
-        body["Policies"] = []
+        body["Policies"], body["Roles"] = [], []
     updated = http.post(f"/v1/acl/token/{accessor}", body)
     _json(updated) if as_json else print_token(updated)
 
@@ -228,3 +255,8 @@ def token_delete(accessor: str) -> None:
     """Delete the token with ACCESSOR ID."""
     http.request("DELETE", f"/v1/acl/token/{accessor}")
     click.echo(f"Token {accessor} successfully deleted")
+
+
+from app.cli.acl_role import role  # noqa: E402  (the `acl role` group lives in its own module)
+
+acl.add_command(role)

@@ -19,6 +19,9 @@ MS_BUCKETS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
 
 # Prometheus name -> Nomad's dotted name, for the JSON view of /v1/metrics.
 NOMAD_NAMES: dict[str, str] = {}
+# Prometheus name -> help text of the timers and counters below (app/store/published_timings.py
+# rebuilds their families from the figures the roles publish).
+HELP: dict[str, str] = {}
 
 
 def prometheus_name(nomad_name: str) -> str:
@@ -31,6 +34,7 @@ def prometheus_name(nomad_name: str) -> str:
 def _timer(
     nomad_name: str, help_text: str, labels: tuple[str, ...] = (), registry: CollectorRegistry = REGISTRY
 ) -> Histogram:
+    HELP[prometheus_name(nomad_name)] = help_text
     return Histogram(prometheus_name(nomad_name), help_text, labels, buckets=MS_BUCKETS, registry=registry)
 
 
@@ -43,9 +47,11 @@ SUBMIT_PLAN = _timer("nomad.nomad.worker.submit_plan", "Time from plan submissio
 # Applier (nomad.nomad.plan.*)
 PLAN_EVALUATE = _timer("nomad.nomad.plan.evaluate", "Time to check a plan against current state (ms).")
 PLAN_APPLY = _timer("nomad.nomad.plan.apply", "Time to check and commit one plan (ms).")
-PLAN_NODE_REJECTED = Counter(
-    prometheus_name("nomad.nomad.plan.node_rejected"), "Plan nodes the applier refused because they no longer fit."
-)
+_REJECTED = prometheus_name("nomad.nomad.plan.node_rejected")
+HELP[_REJECTED] = "Plan nodes the applier refused because they no longer fit."
+PLAN_NODE_REJECTED = Counter(_REJECTED, HELP[_REJECTED])
+# The families every role publishes for the API servers' /v1/metrics.
+PUBLISHED = tuple(HELP)
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 
-from app.models.acl import AclBootstrap, AclPolicy, AclToken
+from app.models.acl import AclBootstrap, AclPolicy, AclRole, AclToken
 from app.models.allocation import Allocation
 from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
@@ -9,6 +9,7 @@ from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
 from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
+from app.models.metrics import PublishedTiming
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
@@ -20,6 +21,7 @@ from app.models.variable import KeyringKey, Variable
 __all__ = [
     "AclBootstrap",
     "AclPolicy",
+    "AclRole",
     "AclToken",
     "Allocation",
     "Base",
@@ -43,6 +45,7 @@ __all__ = [
     "PeriodicLaunch",
     "Plan",
     "PlanResult",
+    "PublishedTiming",
     "SchedulerConfig",
     "ServiceRegistration",
     "StateIndex",

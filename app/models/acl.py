@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Index, SmallInteger, text
+from sqlalchemy import CheckConstraint, Index, SmallInteger, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, create_index_column, modify_index_column
@@ -31,6 +31,7 @@ class AclToken(Base):
     __table_args__ = (
         CheckConstraint("type IN ('client', 'management')", name="type"),
         CheckConstraint("type = 'client' OR cardinality(policies) = 0", name="management_has_no_policies"),
+        CheckConstraint("type = 'client' OR cardinality(roles) = 0", name="management_has_no_roles"),
         Index("ix_acl_tokens_secret_hash", "secret_hash", unique=True),
         {"comment": "ACL tokens. Only the SHA-256 of each secret is stored; the secret is shown once, at creation."},
     )
@@ -42,6 +43,10 @@ class AclToken(Base):
     policies: Mapped[list[str]] = mapped_column(
         server_default=text("'{}'::text[]"), comment="Names of the policies a client token carries."
     )
+    roles: Mapped[list[uuid.UUID]] = mapped_column(
+        server_default=text("'{}'::uuid[]"),
+        comment="IDs of the ACL roles a client token links; IDs of deleted roles are ignored.",
+    )
     global_: Mapped[bool] = mapped_column(
         "global", server_default=text("false"), comment="Nomad's Global flag (one region here: informative)."
     )
@@ -51,6 +56,26 @@ class AclToken(Base):
     )
     expiration_ttl_ns: Mapped[int] = mapped_column(
         server_default=text("0"), comment="The TTL the expiration was computed from (nanoseconds; 0 none)."
+    )
+    create_index: Mapped[int] = create_index_column()
+    modify_index: Mapped[int] = modify_index_column()
+
+
+class AclRole(Base):
+    __tablename__ = "acl_roles"
+    __table_args__ = (
+        CheckConstraint("cardinality(policies) > 0", name="has_policies"),
+        UniqueConstraint("name"),
+        {"comment": "ACL roles: named sets of policies that client tokens link by ID (Nomad's ACLRole)."},
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(
+        primary_key=True, comment="The role's ID (Nomad's ACLRole.ID), chosen by the server."
+    )
+    name: Mapped[str] = mapped_column(comment="Unique role name: 1-128 letters, digits and '-'.")
+    description: Mapped[str] = mapped_column(server_default=text("''"), comment="Free text shown to operators.")
+    policies: Mapped[list[str]] = mapped_column(
+        comment="Names of the ACL policies the role grants (each existed when the role was written)."
     )
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()

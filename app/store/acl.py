@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Text, delete, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import Text, cast, delete, func, select, true
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by, array
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -17,7 +17,7 @@ from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ids import secret_hash
-from app.models import AclBootstrap, AclPolicy, AclToken
+from app.models import AclBootstrap, AclPolicy, AclRole, AclToken
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,14 @@ class TokenSpec:
     global_: bool
     expiration_time: datetime | None
     expiration_ttl_ns: int
+    roles: tuple[uuid.UUID, ...] = ()  # IDs of linked ACL roles (client tokens)
 
 
 @dataclass(frozen=True)
 class Resolved:
     token: AclToken
-    rules: list[str]  # the rules of each of its policies that exists
+    rules: list[str]  # the rules of each of its policies that exists, its roles' included
+    policies: tuple[str, ...]  # its effective policy names: its own and its roles' (Nomad's)
 
 
 def bootstrap(session: Session, reset_index: int, secret: str | None, now: datetime) -> tuple[AclToken, str]:
@@ -70,6 +72,7 @@ def _insert_token(
         name=spec.name,
         type=spec.type,
         policies=list(spec.policies),
+        roles=list(spec.roles),
         global_=spec.global_,
         create_time=now,
         expiration_time=spec.expiration_time,
@@ -82,12 +85,19 @@ def _insert_token(
     return token, secret
 
 
-def update_token(session: Session, accessor: uuid.UUID, name: str, type_: str, policies: Sequence[str]) -> AclToken:
+def update_token(
+    session: Session,
+    accessor: uuid.UUID,
+    name: str,
+    type_: str,
+    policies: Sequence[str],
+    roles: Sequence[uuid.UUID] = (),
+) -> AclToken:
     index = next_index(session, ["acl_tokens"])
     token = session.get(AclToken, accessor, with_for_update=True)
     if token is None:
         raise NotFound.of("AccessorID", f"token {accessor} not found")
-    token.name, token.type, token.policies = name, type_, list(policies)
+    token.name, token.type, token.policies, token.roles = name, type_, list(policies), list(roles)
     token.modify_index = index
     session.flush()
     return token
@@ -116,18 +126,27 @@ def list_tokens(session: Session, prefix: str = "") -> list[AclToken]:
 
 
 def resolve(session: Session, secret: str) -> Resolved | None:
-    """The token with this secret and the rules of its policies (one statement: it runs on
-    every request when ACLs are on); None for an unknown secret. Expiry is the caller's
-    decision (it owns the clock)."""
-    rules = (
-        select(func.array_agg(aggregate_order_by(AclPolicy.rules, AclPolicy.name)))
-        .where(AclPolicy.name == func.any(AclToken.policies))
+    """The token with this secret, its effective policy names (its own and those of the roles
+    it links that still exist) and their rules (one statement: it runs on every request when
+    ACLs are on); None for an unknown secret. Expiry is the caller's decision (it owns the clock)."""
+    role_policy = func.unnest(AclRole.policies).table_valued("name").render_derived()
+    from_roles = (
+        select(func.array_agg(role_policy.c.name))
+        .select_from(AclRole)
+        .join(role_policy, true())
+        .where(AclRole.id == func.any(AclToken.roles))
         .scalar_subquery()
     )
-    row = session.execute(select(AclToken, rules).where(AclToken.secret_hash == secret_hash(secret))).first()
+    names = AclToken.policies.op("||")(func.coalesce(from_roles, cast(array([], type_=Text), ARRAY(Text))))
+    rules = (
+        select(func.array_agg(aggregate_order_by(AclPolicy.rules, AclPolicy.name)))
+        .where(AclPolicy.name == func.any(names))
+        .scalar_subquery()
+    )
+    row = session.execute(select(AclToken, rules, names).where(AclToken.secret_hash == secret_hash(secret))).first()
     if row is None:
         return None
-    return Resolved(row[0], list(row[1] or []))
+    return Resolved(row[0], list(row[1] or []), tuple(dict.fromkeys(row[2] or [])))
 
 
 def anonymous_rules(session: Session) -> list[str]:

@@ -8,38 +8,6 @@ from typing import Literal, NotRequired, TypedDict
 AclTokenType = Literal["client", "management"]
 
 
-class AclTokenStubJson(TypedDict):
-    AccessorID: str
-    Name: str
-    Type: str
-    Policies: list[str]
-    Roles: None  # corral has no ACL roles
-    Global: bool
-    CreateTime: str | None  # RFC 3339
-    ExpirationTime: str | None
-    ExpirationTTL: int  # nanoseconds
-    CreateIndex: int
-    ModifyIndex: int
-
-
-class AclTokenJson(TypedDict):
-    """Nomad's ACLToken; SecretID is "" except in the answer that creates the token (and to
-    its own holder)."""
-
-    AccessorID: str
-    SecretID: str
-    Name: str
-    Type: str
-    Policies: list[str]
-    Roles: None
-    Global: bool
-    CreateTime: str | None
-    ExpirationTime: str | None
-    ExpirationTTL: int
-    CreateIndex: int
-    ModifyIndex: int
-
-
 class AclPolicyJson(TypedDict):
     """Nomad's ACLPolicy; Rules and JobACL only on a single policy's read (the list leaves them out)."""
 
@@ -58,4 +26,5 @@ class AclTokenRequest(TypedDict):
     Type: str
     Policies: list[str]
     Global: bool
+    Roles: NotRequired[list[dict[str, str]]]  # Nomad's ACLTokenRoleLink: by ID or by Name
     ExpirationTTL: NotRequired[str]

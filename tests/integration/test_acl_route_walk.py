@@ -42,13 +42,19 @@ PUBLIC = {
 # Routes that answer every caller with only what its token may see (Nomad filters them).
 SELF_FILTERED = {
     "/v1/acl/policies",
+    "/v1/acl/roles",  # the roles the token links: none of these callers links one
     "/v1/namespaces",
     "/v1/acl/token/self",
     "/v1/acl/policy/<name>",
     "/v1/vars",  # each caller sees the paths it may list: none of these callers may list any
 }
 # Streams: walked by the event-stream tests, never answered here.
-STREAMS = {"/v1/event/stream", "/v1/client/fs/stream/<alloc_id>", "/v1/client/allocation/<alloc_id>/exec"}
+STREAMS = {
+    "/v1/event/stream",
+    "/v1/client/fs/stream/<alloc_id>",
+    "/v1/client/allocation/<alloc_id>/exec",
+    "/v1/agent/monitor",  # endless: its ACL is tested in tests/integration/test_agent_debug.py
+}
 # Nomad's node-area routes: node:read for GETs, node:write for the rest.
 NODE_AREA = {
     "/v1/nodes",
@@ -61,6 +67,7 @@ NODE_AREA = {
     "/v1/agent/members",
     "/v1/client/stats",
     "/v1/client/gc",
+    "/v1/client/metadata",
 }
 # Writes that change nothing: a read-only token may call them (parse-job, read-job).
 READ_ONLY_POSTS = {"/v1/jobs/parse", "/v1/validate/job"}
@@ -75,6 +82,7 @@ class Objects:
     deployment_id: str
     node_id: str
     node_secret: str
+    role_id: str  # a role named "default" that no walking caller links
 
 
 @pytest.fixture
@@ -109,7 +117,21 @@ def _objects(api: FlaskClient, root: str, pg: Conn) -> Objects:
     alloc_id = insert_allocation(pg, node_id, eval_id)
     deployment_id = insert_deployment(pg)
     pg.commit()
-    return Objects("web", eval_id, alloc_id, deployment_id, node_id, json_body(registered)["SecretID"])
+    assert (
+        api.put("/v1/acl/policy/walk", json={"Rules": 'node { policy = "read" }'}, headers=_auth(root)).status_code
+        == 200
+    )
+    role = api.put("/v1/acl/role", json={"Name": "default", "Policies": [{"Name": "walk"}]}, headers=_auth(root))
+    assert role.status_code == 200, role.get_data(as_text=True)
+    return Objects(
+        "web",
+        eval_id,
+        alloc_id,
+        deployment_id,
+        node_id,
+        json_body(registered)["SecretID"],
+        json_body(role)["ID"],
+    )
 
 
 def _fill(rule: str, objects: Objects) -> str:
@@ -121,6 +143,8 @@ def _fill(rule: str, objects: Objects) -> str:
         "<node_id>": objects.node_id,
         "<name>": "default",
         "<accessor>": str(uuid.uuid4()),
+        "<role_id>": objects.role_id,
+        "<path:profile>": "heap",
         "<path:var_path>": "nomad/jobs/web",
         "<policy>": str(uuid.uuid4()),
     }
