@@ -29,7 +29,8 @@ def test_states_follow_the_url_map() -> None:
     assert rows["GET /v1/operator/snapshot"] == "not applicable"  # served: a 501 naming pg_dump
     notes = {f"{methods} {path}": note for methods, path, _, note in states(probe())}
     assert notes["GET /v1/operator/snapshot"].endswith("answered with a 501 naming it")
-    assert rows["GET /v1/acl/roles"] == "missing"
+    assert rows["GET /v1/acl/roles"] == "full"
+    assert rows["GET /v1/acl/auth-methods"] == "missing"
     bare = Flask("bare")
     assert {state for _, _, state, _ in states(bare)} <= {"missing", "not applicable"}
 
