@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api import deployment_encode, encode
+from app.api import deployment_encode, encode, variable_encode
 from app.store import deployments as deployment_store
 from app.store import services
+from app.store import variables as variable_store
 from app.store.events import StoredEvent
 
 HEARTBEAT: dict[str, Any] = {}  # Nomad's JsonHeartbeat: an empty object
@@ -42,6 +43,11 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> dict[str, 
         return {"Deployment": deployment_encode.deployment(row, counts)}
     if event.topic == "Service":
         return {"Service": dict(services.encode(row))}  # Nomad's ServiceRegistrationStreamEvent
+    if event.topic == "Variable":
+        # Nomad's VariableEvent: the metadata, never the items. The lock stays out: its ID is
+        # the holder's secret (the variables routes show it to the holder and management only).
+        meta = variable_encode.meta(variable_store.meta_of(row), show_lock=False)
+        return {"Metadata": meta, "Deleted": bool(event.extra.get("deleted", False))}
     return {"Node": encode.node(row)}
 
 
