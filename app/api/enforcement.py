@@ -17,7 +17,7 @@ from flask import Flask, Response, g, request
 from sqlalchemy import select
 
 from app.acl import policy as pol
-from app.api import node_secrets
+from app.api import node_secrets, ws_handshake
 from app.api.callers import Denied, caller, resolve_caller
 from app.api.context import state
 from app.api.params import peek_json_body
@@ -40,6 +40,8 @@ from app.store.evals import CORE
 log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "default"
 UNFILTERED_LIST = "list built without the caller's namespace visibility"
+# WebSocket routes that take Nomad's ?ws_handshake=true (the token in the first frame).
+HANDSHAKE_ENDPOINTS = frozenset({"client_exec.alloc_exec"})
 
 
 def install(app: Flask, requirements: Mapping[str, Requirement]) -> None:
@@ -63,18 +65,43 @@ def _enforce(requirements: Mapping[str, Requirement]) -> Response | None:
             if request.url_rule is None:
                 return None  # 404/405: Flask answers it
             raise Denied()  # fail closed; tests/unit/test_acl_routes.py catches the omission
+        if endpoint in HANDSHAKE_ENDPOINTS and ws_handshake.requested(request.args.get("ws_handshake")):
+            # The token arrives in the first WebSocket frame: the route checks the same
+            # requirement once it has read it (check_after_handshake).
+            g.corral_handshake_requirement = requirement
+            return None
         _check(requirement)
     except Denied as denied:
-        log.warning(
-            "permission denied",
-            accessor=g.get("corral_accessor", "unknown"),
-            method=request.method,
-            path=request.path,
-            endpoint=endpoint,
-            reason=denied.message,
-        )
+        _log_denied(denied, endpoint)
         return Response(denied.message, status=403, content_type="text/plain; charset=utf-8")
     return None
+
+
+def check_after_handshake(token: str) -> None:
+    """The deferred check of a WebSocket route opened with ?ws_handshake=true, as the token of
+    its handshake frame; raises Denied (logged as every refusal is). With ACLs off: nothing."""
+    g.corral_handshake_token = token
+    requirement: Requirement | None = g.get("corral_handshake_requirement")
+    if not state().settings.acl_enabled:
+        return
+    try:
+        if requirement is None:
+            raise Denied()  # fail closed: the route was reached without its check deferred
+        _check(requirement)
+    except Denied as denied:
+        _log_denied(denied, request.endpoint or "")
+        raise
+
+
+def _log_denied(denied: Denied, endpoint: str) -> None:
+    log.warning(
+        "permission denied",
+        accessor=g.get("corral_accessor", "unknown"),
+        method=request.method,
+        path=request.path,
+        endpoint=endpoint,
+        reason=denied.message,
+    )
 
 
 def _check(requirement: Requirement) -> None:
