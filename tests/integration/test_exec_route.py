@@ -77,7 +77,7 @@ def test_ws_handshake_defers_the_acl_check_to_the_first_frame(database_url: str,
     app = create_app(Settings(database_url=database_url, acl_enabled=True), database_url)
     try:
         api = app.test_client()
-        root = {"X-Nomad-Token": api.post("/v1/acl/bootstrap").json["SecretID"]}  # type: ignore[index]
+        root = {"X-Nomad-Token": api.post("/v1/acl/bootstrap").json["SecretID"]}
         assert api.put("/v1/jobs", json={"Job": minimal_job("web")}, headers=root).status_code == 200
         node_id = str(uuid.uuid4())
         assert api.put("/v1/node/register", json={"Node": node_body(node_id)}, headers=root).status_code == 200
@@ -91,10 +91,10 @@ def test_ws_handshake_defers_the_acl_check_to_the_first_frame(database_url: str,
         assert anonymous.status_code == 403
         for flag in ("true", "1"):
             deferred = api.get(path, query_string={**query, "ws_handshake": flag}, headers=UPGRADE)
-            assert deferred.status_code == 400 and deferred.json["errors"][0]["field"] == "Upgrade"  # type: ignore[index]
+            assert deferred.status_code == 400 and deferred.json["errors"][0]["field"] == "Upgrade"
         assert api.get(path, query_string={**query, "ws_handshake": "false"}, headers=UPGRADE).status_code == 403
         assert api.get(path, query_string={**query, "ws_handshake": "maybe"}, headers=UPGRADE).status_code == 403
         bad_flag = api.get(path, query_string={**query, "ws_handshake": "maybe"}, headers={**UPGRADE, **root})
-        assert bad_flag.status_code == 400 and bad_flag.json["errors"][0]["field"] == "ws_handshake"  # type: ignore[index]
+        assert bad_flag.status_code == 400 and bad_flag.json["errors"][0]["field"] == "ws_handshake"
     finally:
         app.extensions["corral"].close()
