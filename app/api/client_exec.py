@@ -276,6 +276,10 @@ def exec_after_handshake(alloc_id: str) -> Response:
     except CorralError as err:
         outer.close(wsock.POLICY_VIOLATION, str(err))
         return Upgraded()
+    except Exception:  # the socket is upgraded: no HTTP answer can be written on it any more
+        log.exception("alloc exec handshake failed", alloc_id=alloc_id)
+        outer.close(wsock.INTERNAL_ERROR, "internal error")
+        return Upgraded()
     opened = open_link(target_of_alloc(wanted.alloc_id), wanted)
     if isinstance(opened, Response):
         code = wsock.INTERNAL_ERROR if opened.status_code >= 500 else wsock.POLICY_VIOLATION

