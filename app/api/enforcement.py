@@ -32,6 +32,7 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    ServiceRead,
     VariableOp,
 )
 from app.models import Allocation, Deployment, Evaluation
@@ -132,6 +133,9 @@ def _check(requirement: Requirement) -> None:
     elif isinstance(requirement, InNamespace):
         namespace = _namespace_of(requirement.source)
         if namespace is not None and not acl.allow_namespace_op(namespace, requirement.capability):
+            raise Denied()
+    elif isinstance(requirement, ServiceRead):
+        if not acl.allow_service_read(request.args.get("namespace") or DEFAULT_NAMESPACE):
             raise Denied()
     elif isinstance(requirement, InNodePool):
         if requirement.node_read and not acl.allow("node", pol.READ):

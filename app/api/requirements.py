@@ -82,6 +82,13 @@ class InNodePool:
     node_read: bool = False
 
 
+@dataclass(frozen=True)
+class ServiceRead:
+    """Reading the service registrations of the ?namespace= namespace: read-job there, or a
+    workload identity of that namespace (Nomad lets a task discover its namespace's services,
+    which is what its templates' nomadService does)."""
+
+
 Requirement = (
     Public
     | Management
@@ -93,4 +100,5 @@ Requirement = (
     | NodeIntroduction
     | OwnFilter
     | InNodePool
+    | ServiceRead
 )
