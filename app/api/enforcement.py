@@ -35,6 +35,7 @@ from app.api.requirements import (
     ServiceRead,
     VariableOp,
 )
+from app.api.visibility import Visibility, own_workload_namespace
 from app.models import Allocation, Deployment, Evaluation
 from app.store.evals import CORE
 
@@ -148,9 +149,11 @@ def _check(requirement: Requirement) -> None:
             raise Denied()
     elif isinstance(requirement, ListIn):
         wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
-        if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
+        own = requirement.workload_may and acl.workload is not None and acl.workload.namespace == wanted
+        if wanted != "*" and not own and not acl.allow_namespace_op(wanted, requirement.capability):
             raise Denied()
         g.corral_list_capability = requirement.capability
+        g.corral_list_workload = requirement.workload_may
     elif isinstance(requirement, OwnFilter) and request.endpoint == "namespaces.list_namespaces":
         g.corral_list_namespaces = True
 
@@ -234,7 +237,8 @@ def _check_list(response: Response, capability: str) -> Response:
         return response
     items = response.get_json()
     if isinstance(items, list):
-        readable = (isinstance(i, dict) and acl.allow_namespace_op(str(i.get("Namespace")), capability) for i in items)
+        visibility = Visibility(acl, capability, own_workload_namespace(acl))
+        readable = (isinstance(i, dict) and visibility.allows(str(i.get("Namespace"))) for i in items)
         if not all(readable):
             return _unfiltered("the list holds items of namespaces the caller may not read")
     return response

@@ -105,6 +105,7 @@ def test_a_variable_is_created_edited_with_check_and_set_and_deleted(
     expect(page.locator("#variables tbody")).to_contain_text("No variable has that prefix.", timeout=DEADLINE_MS)
     page.get_by_label("Path prefix").fill("app/")
     page.locator("#variables tbody").get_by_role("link", name="app/config").click(timeout=DEADLINE_MS)
+    expect(page.locator(".item-value")).to_have_value("mine", timeout=DEADLINE_MS)
     page.get_by_role("button", name="Delete").click(timeout=DEADLINE_MS)
     page.wait_for_url("**/ui/variables", timeout=DEADLINE_MS)
     assert wait_for(lambda: _variable(stack, "app/config") is None, 30)

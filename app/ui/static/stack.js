@@ -81,6 +81,7 @@ export async function variablePage() {
   $("var-ns-label").hidden = !creating;
   $("var-ns-input").value = ns;
   $("var-delete").hidden = creating;
+  $("var-delete").disabled = true; // until the variable (and its check-and-set index) is loaded
   $("var-form").addEventListener("input", () => { dirty = true; });
   $("var-add").addEventListener("click", () => {
     $("var-items").tBodies[0].append(itemRow());
@@ -172,6 +173,7 @@ export async function variablePage() {
         loaded = data;
         showItems(data.Items);
       }
+      $("var-delete").disabled = false;
     } catch (err) {
       if (err.status !== 403 && err.status !== 404) throw err;
       $("var-form").hidden = true;
