@@ -253,8 +253,9 @@ def _log_session(wanted: ExecRequest) -> None:
 def exec_after_handshake(alloc_id: str) -> Response:
     """Nomad's ?ws_handshake=true, for browsers: upgrade first, read the token from the first
     frame, then make every check the header path makes before the upgrade, in the same order
-    (ACL, then the input, then the client's own refusal). Each refusal is a close frame: 1008
-    with the reason, 1011 when the client could not be reached."""
+    (ACL, then the input, then the client's own refusal). Once upgraded no HTTP answer may be
+    written on the socket, so every refusal or failure is a close frame: 1008 with the reason,
+    1011 when the client could not be reached or the server failed."""
     sock = _client_socket()
     try:
         sock.sendall(wsock.accept_response(request.headers.get("Sec-WebSocket-Key", "")))
@@ -262,32 +263,42 @@ def exec_after_handshake(alloc_id: str) -> Response:
         return Upgraded()
     outer = wsock.WebSocket.server(sock)
     try:
+        code, reason = _handshake_session(outer, alloc_id)
+    except Exception:  # a database error too: it must not become an HTTP answer on the socket
+        log.exception("alloc exec after a handshake failed", alloc_id=alloc_id)
+        code, reason = wsock.INTERNAL_ERROR, "internal error"
+    if code is not None:
+        outer.close(code, reason)
+    return Upgraded()
+
+
+def _handshake_session(outer: wsock.WebSocket, alloc_id: str) -> tuple[int | None, str]:
+    """Run the session; the close frame to send when it is refused, (None, "") once relayed."""
+    try:
         token = ws_handshake.read_token(outer, header_token(), READ_TIMEOUT_S)
         enforcement.check_after_handshake(token)
         wanted = exec_request(uuid_value(alloc_id, "AllocID"))
         if node_exec_denied(wanted) is not None:
             raise Denied()
+        opened = open_link(target_of_alloc(wanted.alloc_id), wanted)
     except ws_handshake.HandshakeError as err:
-        outer.close(wsock.POLICY_VIOLATION, str(err))
-        return Upgraded()
+        return wsock.POLICY_VIOLATION, str(err)
     except Denied as denied:
-        outer.close(wsock.POLICY_VIOLATION, denied.message)
-        return Upgraded()
+        return wsock.POLICY_VIOLATION, denied.message
+    except Unreachable as err:
+        return _close_for(err.response)
     except CorralError as err:
-        outer.close(wsock.POLICY_VIOLATION, str(err))
-        return Upgraded()
-    except Exception:  # the socket is upgraded: no HTTP answer can be written on it any more
-        log.exception("alloc exec handshake failed", alloc_id=alloc_id)
-        outer.close(wsock.INTERNAL_ERROR, "internal error")
-        return Upgraded()
-    opened = open_link(target_of_alloc(wanted.alloc_id), wanted)
+        return wsock.POLICY_VIOLATION, str(err)
     if isinstance(opened, Response):
-        code = wsock.INTERNAL_ERROR if opened.status_code >= 500 else wsock.POLICY_VIOLATION
-        outer.close(code, _reason(opened))
-        return Upgraded()
+        return _close_for(opened)
     _log_session(wanted)
     relay(outer, opened.ws)
-    return Upgraded()
+    return None, ""
+
+
+def _close_for(refusal: Response) -> tuple[int, str]:
+    code = wsock.INTERNAL_ERROR if refusal.status_code >= 500 else wsock.POLICY_VIOLATION
+    return code, _reason(refusal)
 
 
 def _reason(refusal: Response) -> str:
