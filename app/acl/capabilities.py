@@ -167,6 +167,19 @@ class Acl:
         capabilities = self.variable_capabilities(namespace, path)
         return DENY not in capabilities and capability in capabilities
 
+    def allow_variable_search(self, namespace: str) -> bool:
+        """Nomad's AllowVariableSearch: any variables rule for `namespace` ('*': in any), or a
+        workload identity's own namespace (its implicit paths)."""
+        if self.management:
+            return True
+        if self.workload is not None and namespace in ("*", self.workload.namespace):
+            return True
+        keys = [*self.variables, *self.variable_globs]
+        if namespace == "*":
+            return bool(keys)
+        spaces = {key.split("\x00", 1)[0] for key in keys}
+        return any(space == namespace or ("*" in space and _glob_matches(space, namespace)) for space in spaces)
+
     def allow_service_read(self, namespace: str) -> bool:
         """Reading service registrations: read-job in the namespace, or a workload identity of
         that namespace (Nomad lets a task discover the services of its own namespace)."""

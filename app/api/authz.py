@@ -26,6 +26,7 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    ServiceRead,
     VariableOp,
 )
 
@@ -116,8 +117,8 @@ REQUIREMENTS: dict[str, Requirement] = {
     "deployments.fail": InNamespace(pol.SUBMIT_JOB, "deployment"),
     "deployments.allocation_health": InNamespace(pol.SUBMIT_JOB, "deployment"),
     # Nomad's service catalog (Nomad: read-job to read, submit-job to delete).
-    "services.list_services": ListIn(pol.READ_JOB),
-    "services.get_service": InNamespace(pol.READ_JOB),
+    "services.list_services": ListIn(pol.READ_JOB, workload_may=True),
+    "services.get_service": ServiceRead(),  # read-job, or a workload identity of the namespace
     "services.delete_service": InNamespace(pol.SUBMIT_JOB),
     "services.job_services": InNamespace(pol.READ_JOB),
     "services.alloc_services": InNamespace(pol.READ_JOB, "allocation"),

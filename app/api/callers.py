@@ -35,13 +35,21 @@ class Caller:
     roles: tuple[str, ...] = ()  # IDs of the ACL roles the token links
 
 
-def presented_token() -> str:
+def header_token() -> str:
+    """The token of the request's headers (never the WebSocket handshake's)."""
     token = request.headers.get("X-Nomad-Token", "")
     if not token:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             token = value.strip()
     return token
+
+
+def presented_token() -> str:
+    """The token the request acts with: a WebSocket handshake's once read (app/api/ws_handshake.py),
+    else the headers'."""
+    handshake: str | None = g.get("corral_handshake_token")
+    return handshake if handshake is not None else header_token()
 
 
 @functools.lru_cache(maxsize=1024)

@@ -31,7 +31,8 @@ from flask import Blueprint, Response, g, request
 
 from app.acl import client_link as link
 from app.acl import policy as pol
-from app.api.callers import caller
+from app.api import enforcement, ws_handshake
+from app.api.callers import Denied, caller, header_token
 from app.api.client_proxy import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,
@@ -44,7 +45,7 @@ from app.api.client_proxy import (
 )
 from app.api.context import state
 from app.api.params import arg, uuid_value
-from app.errors import InvalidInput
+from app.errors import CorralError, InvalidInput
 from app.models import JobVersion
 from app.store import allocs as alloc_store
 from app.stream import websocket as wsock
@@ -224,6 +225,8 @@ class Upgraded(Response):
 @bp.get("/client/allocation/<alloc_id>/exec", websocket=True)
 @bp.get("/client/allocation/<alloc_id>/exec")
 def alloc_exec(alloc_id: str) -> Response:
+    if ws_handshake.parse_flag(arg("ws_handshake")):
+        return exec_after_handshake(alloc_id)
     wanted = exec_request(uuid_value(alloc_id, "AllocID"))
     denied = node_exec_denied(wanted)
     if denied is not None:
@@ -238,10 +241,75 @@ def alloc_exec(alloc_id: str) -> Response:
     except OSError:
         opened.ws.sock.close()
         return Upgraded()
+    _log_session(wanted)
+    relay(wsock.WebSocket.server(sock), opened.ws)
+    return Upgraded()
+
+
+def _log_session(wanted: ExecRequest) -> None:
     # Nomad logs each exec session with the token that opened it: an audit trail of commands.
     accessor = g.get("corral_accessor", "")
     log.info(
         "alloc exec session", alloc_id=str(wanted.alloc_id), task=wanted.task, command=wanted.command, accessor=accessor
     )
-    relay(wsock.WebSocket.server(sock), opened.ws)
+
+
+def exec_after_handshake(alloc_id: str) -> Response:
+    """Nomad's ?ws_handshake=true, for browsers: upgrade first, read the token from the first
+    frame, then make every check the header path makes before the upgrade, in the same order
+    (ACL, then the input, then the client's own refusal). Once upgraded no HTTP answer may be
+    written on the socket, so every refusal or failure is a close frame: 1008 with the reason,
+    1011 when the client could not be reached or the server failed."""
+    sock = _client_socket()
+    try:
+        sock.sendall(wsock.accept_response(request.headers.get("Sec-WebSocket-Key", "")))
+    except OSError:
+        return Upgraded()
+    outer = wsock.WebSocket.server(sock)
+    try:
+        code, reason = _handshake_session(outer, alloc_id)
+    except Exception:  # a database error too: it must not become an HTTP answer on the socket
+        log.exception("alloc exec after a handshake failed", alloc_id=alloc_id)
+        code, reason = wsock.INTERNAL_ERROR, "internal error"
+    if code is not None:
+        outer.close(code, reason)
     return Upgraded()
+
+
+def _handshake_session(outer: wsock.WebSocket, alloc_id: str) -> tuple[int | None, str]:
+    """Run the session; the close frame to send when it is refused, (None, "") once relayed."""
+    try:
+        token = ws_handshake.read_token(outer, header_token(), READ_TIMEOUT_S)
+        enforcement.check_after_handshake(token)
+        wanted = exec_request(uuid_value(alloc_id, "AllocID"))
+        if node_exec_denied(wanted) is not None:
+            raise Denied()
+        opened = open_link(target_of_alloc(wanted.alloc_id), wanted)
+    except ws_handshake.HandshakeError as err:
+        return wsock.POLICY_VIOLATION, str(err)
+    except Denied as denied:
+        return wsock.POLICY_VIOLATION, denied.message
+    except Unreachable as err:
+        return _close_for(err.response)
+    except CorralError as err:
+        return wsock.POLICY_VIOLATION, str(err)
+    if isinstance(opened, Response):
+        return _close_for(opened)
+    _log_session(wanted)
+    relay(outer, opened.ws)
+    return None, ""
+
+
+def _close_for(refusal: Response) -> tuple[int, str]:
+    code = wsock.INTERNAL_ERROR if refusal.status_code >= 500 else wsock.POLICY_VIOLATION
+    return code, _reason(refusal)
+
+
+def _reason(refusal: Response) -> str:
+    """The message of a problem answer (its first error), for a close frame."""
+    body = refusal.get_json(silent=True)
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        first = errors[0]
+        return f"{first.get('field', '')}: {first.get('message', '')}".strip(": ")
+    return refusal.get_data(as_text=True)[:120]

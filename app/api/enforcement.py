@@ -17,7 +17,7 @@ from flask import Flask, Response, g, request
 from sqlalchemy import select
 
 from app.acl import policy as pol
-from app.api import node_secrets
+from app.api import node_secrets, ws_handshake
 from app.api.callers import Denied, caller, resolve_caller
 from app.api.context import state
 from app.api.params import peek_json_body
@@ -32,14 +32,18 @@ from app.api.requirements import (
     OwnFilter,
     Public,
     Requirement,
+    ServiceRead,
     VariableOp,
 )
+from app.api.visibility import Visibility, own_workload_namespace
 from app.models import Allocation, Deployment, Evaluation
 from app.store.evals import CORE
 
 log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "default"
 UNFILTERED_LIST = "list built without the caller's namespace visibility"
+# WebSocket routes that take Nomad's ?ws_handshake=true (the token in the first frame).
+HANDSHAKE_ENDPOINTS = frozenset({"client_exec.alloc_exec"})
 
 
 def install(app: Flask, requirements: Mapping[str, Requirement]) -> None:
@@ -63,18 +67,43 @@ def _enforce(requirements: Mapping[str, Requirement]) -> Response | None:
             if request.url_rule is None:
                 return None  # 404/405: Flask answers it
             raise Denied()  # fail closed; tests/unit/test_acl_routes.py catches the omission
+        if endpoint in HANDSHAKE_ENDPOINTS and ws_handshake.requested(request.args.get("ws_handshake")):
+            # The token arrives in the first WebSocket frame: the route checks the same
+            # requirement once it has read it (check_after_handshake).
+            g.corral_handshake_requirement = requirement
+            return None
         _check(requirement)
     except Denied as denied:
-        log.warning(
-            "permission denied",
-            accessor=g.get("corral_accessor", "unknown"),
-            method=request.method,
-            path=request.path,
-            endpoint=endpoint,
-            reason=denied.message,
-        )
+        _log_denied(denied, endpoint)
         return Response(denied.message, status=403, content_type="text/plain; charset=utf-8")
     return None
+
+
+def check_after_handshake(token: str) -> None:
+    """The deferred check of a WebSocket route opened with ?ws_handshake=true, as the token of
+    its handshake frame; raises Denied (logged as every refusal is). With ACLs off: nothing."""
+    g.corral_handshake_token = token
+    requirement: Requirement | None = g.get("corral_handshake_requirement")
+    if not state().settings.acl_enabled:
+        return
+    try:
+        if requirement is None:
+            raise Denied()  # fail closed: the route was reached without its check deferred
+        _check(requirement)
+    except Denied as denied:
+        _log_denied(denied, request.endpoint or "")
+        raise
+
+
+def _log_denied(denied: Denied, endpoint: str) -> None:
+    log.warning(
+        "permission denied",
+        accessor=g.get("corral_accessor", "unknown"),
+        method=request.method,
+        path=request.path,
+        endpoint=endpoint,
+        reason=denied.message,
+    )
 
 
 def _check(requirement: Requirement) -> None:
@@ -106,6 +135,9 @@ def _check(requirement: Requirement) -> None:
         namespace = _namespace_of(requirement.source)
         if namespace is not None and not acl.allow_namespace_op(namespace, requirement.capability):
             raise Denied()
+    elif isinstance(requirement, ServiceRead):
+        if not acl.allow_service_read(request.args.get("namespace") or DEFAULT_NAMESPACE):
+            raise Denied()
     elif isinstance(requirement, InNodePool):
         if requirement.node_read and not acl.allow("node", pol.READ):
             raise Denied()
@@ -117,9 +149,11 @@ def _check(requirement: Requirement) -> None:
             raise Denied()
     elif isinstance(requirement, ListIn):
         wanted = request.args.get("namespace") or DEFAULT_NAMESPACE
-        if wanted != "*" and not acl.allow_namespace_op(wanted, requirement.capability):
+        own = requirement.workload_may and acl.workload is not None and acl.workload.namespace == wanted
+        if wanted != "*" and not own and not acl.allow_namespace_op(wanted, requirement.capability):
             raise Denied()
         g.corral_list_capability = requirement.capability
+        g.corral_list_workload = requirement.workload_may
     elif isinstance(requirement, OwnFilter) and request.endpoint == "namespaces.list_namespaces":
         g.corral_list_namespaces = True
 
@@ -203,7 +237,8 @@ def _check_list(response: Response, capability: str) -> Response:
         return response
     items = response.get_json()
     if isinstance(items, list):
-        readable = (isinstance(i, dict) and acl.allow_namespace_op(str(i.get("Namespace")), capability) for i in items)
+        visibility = Visibility(acl, capability, own_workload_namespace(acl))
+        readable = (isinstance(i, dict) and visibility.allows(str(i.get("Namespace"))) for i in items)
         if not all(readable):
             return _unfiltered("the list holds items of namespaces the caller may not read")
     return response

@@ -9,9 +9,10 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
-from app.api import deployment_encode, encode
+from app.api import deployment_encode, encode, variable_encode
 from app.store import deployments as deployment_store
 from app.store import services
+from app.store import variables as variable_store
 from app.store.events import StoredEvent
 from app.wire.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
 from app.wire.json import JsonObject
@@ -45,6 +46,11 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Service":
         # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
         return {"Service": cast(JsonObject, services.encode(row))}
+    if event.topic == "Variable":
+        # Nomad's VariableEvent: the metadata, never the items. The lock stays out: its ID is
+        # the holder's secret (the variables routes show it to the holder and management only).
+        meta = variable_encode.meta(variable_store.meta_of(row), show_lock=False)
+        return {"Metadata": cast(JsonObject, meta), "Deleted": event.extra.get("deleted") == "true"}
     return {"Node": encode.node(row)}
 
 

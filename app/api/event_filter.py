@@ -14,6 +14,9 @@ ALL = "*"
 # Topics whose events belong to a namespace and need namespace:read-job there (Nomad's rule).
 NAMESPACED_TOPICS = frozenset({"Job", "Evaluation", "Allocation", "Deployment", "Service"})
 NODE_TOPIC = "Node"
+# Variables: any variables rule in the namespace to subscribe, then `list` on each event's path
+# (Nomad's AllowVariableSearch, then its per-event filter).
+VARIABLE_TOPIC = "Variable"
 
 
 class TopicError(ValueError):
@@ -45,6 +48,9 @@ def denied_topic(topics: Iterable[str], namespaces: Iterable[str], acl: Acl) -> 
         elif topic == NODE_TOPIC:
             if not acl.allow("node", pol.READ):
                 return topic
+        elif topic == VARIABLE_TOPIC:
+            if not all(acl.allow_variable_search(ns) for ns in names):
+                return topic
         elif not acl.management:
             return topic
     return None
@@ -61,7 +67,10 @@ class Subscription:
     _readable: dict[str, bool] = field(default_factory=dict)
 
     def wants(self, topic: str, key: str, namespace: str, filter_keys: Iterable[str] | None) -> bool:
-        if namespace and not self._namespace_ok(namespace):
+        if topic == VARIABLE_TOPIC:
+            if not self._variable_ok(namespace, key):
+                return False
+        elif namespace and not self._namespace_ok(namespace):
             return False
         if topic == NODE_TOPIC and not self.acl.allow("node", pol.READ):
             return False
@@ -70,6 +79,11 @@ class Subscription:
             return True
         related = set(filter_keys or ())
         return any(k == key or k in related for k in keys)
+
+    def _variable_ok(self, namespace: str, path: str) -> bool:
+        if self.namespaces is not None and namespace not in self.namespaces:
+            return False
+        return self.acl.allow_variable_op(namespace, path, pol.LIST)
 
     def _namespace_ok(self, namespace: str) -> bool:
         if self.namespaces is not None and namespace not in self.namespaces:

@@ -39,9 +39,11 @@ class InNamespace:
 class ListIn:
     """A list that may span namespaces: allowed if the token has `capability` in the requested
     namespace (or in any, for '*'); items of other namespaces are skipped before the list is
-    filtered and paged (app/api/visibility.py)."""
+    filtered and paged (app/api/visibility.py). `workload_may`: a workload identity may also
+    list its own namespace (service discovery: a template's nomadServices)."""
 
     capability: str
+    workload_may: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,13 @@ class InNodePool:
     node_read: bool = False
 
 
+@dataclass(frozen=True)
+class ServiceRead:
+    """Reading the service registrations of the ?namespace= namespace: read-job there, or a
+    workload identity of that namespace (Nomad lets a task discover its namespace's services,
+    which is what its templates' nomadService does)."""
+
+
 Requirement = (
     Public
     | Management
@@ -93,4 +102,5 @@ Requirement = (
     | NodeIntroduction
     | OwnFilter
     | InNodePool
+    | ServiceRead
 )

@@ -27,9 +27,12 @@ class Visibility:
 
     acl: Acl | None = None
     capability: str = ""
+    workload_namespace: str | None = None  # a workload identity listing its own namespace
 
     def allows(self, namespace: str) -> bool:
-        return self.acl is None or self.acl.allow_namespace_op(namespace, self.capability)
+        if self.acl is None or namespace == self.workload_namespace:
+            return True
+        return self.acl.allow_namespace_op(namespace, self.capability)
 
     def within(self, namespaces: Iterable[str]) -> frozenset[str] | None:
         """Those of `namespaces` the caller may list; None when nothing is hidden."""
@@ -49,7 +52,15 @@ def list_visibility() -> Visibility:
         return EVERYTHING
     g.corral_list_visibility_taken = True
     acl = caller().acl
-    return EVERYTHING if acl.management else Visibility(acl, capability)
+    return EVERYTHING if acl.management else Visibility(acl, capability, own_workload_namespace(acl))
+
+
+def own_workload_namespace(acl: Acl) -> str | None:
+    """The namespace a workload identity may list in on this request (a ListIn route with
+    workload_may), else None."""
+    if acl.workload is None or not g.get("corral_list_workload", False):
+        return None
+    return acl.workload.namespace
 
 
 def readable(session: Session, visibility: Visibility) -> frozenset[str] | None:

@@ -10,12 +10,19 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.models import Allocation, Deployment, Evaluation, Job, Node, ServiceRegistration
+from app.models import Allocation, Deployment, Evaluation, Job, Node, ServiceRegistration, Variable
 from app.store.sql import query
 
 # Topic -> the model whose table the snapshot is a row of (sql/queries/events.sql: event_rows_<Topic>).
 MODELS: dict[
-    str, type[Job] | type[Evaluation] | type[Allocation] | type[Deployment] | type[Node] | type[ServiceRegistration]
+    str,
+    type[Job]
+    | type[Evaluation]
+    | type[Allocation]
+    | type[Deployment]
+    | type[Node]
+    | type[ServiceRegistration]
+    | type[Variable],
 ] = {
     "Job": Job,
     "Evaluation": Evaluation,
@@ -23,10 +30,11 @@ MODELS: dict[
     "Deployment": Deployment,
     "Node": Node,
     "Service": ServiceRegistration,
+    "Variable": Variable,  # metadata only: the snapshot holds no sealed items
 }
 TOPICS = tuple(MODELS)
 # The state index names whose changes may add events: what the stream waits on.
-TABLES = ["jobs", "evaluations", "allocations", "deployments", "nodes", "service_registrations"]
+TABLES = ["jobs", "evaluations", "allocations", "deployments", "nodes", "service_registrations", "variables"]
 
 
 @dataclass
@@ -85,6 +93,8 @@ def load_rows(session: Session, events: Sequence[StoredEvent]) -> None:
             event.row = model(**{k: v for k, v in r.items() if k in columns})
             if "_status" in r:
                 event.extra["status"] = str(r["_status"])
+            if "_deleted" in r:
+                event.extra["deleted"] = "true" if r["_deleted"] else "false"
 
 
 def delete_before(session: Session, cutoff: datetime, batch: int) -> int:

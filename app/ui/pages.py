@@ -30,6 +30,11 @@ PAGES: dict[str, Page] = {
     "node": Page("node.html", "Node", "nodes"),
     "evaluations": Page("evaluations.html", "Evaluations", "evaluations"),
     "evaluation": Page("evaluation.html", "Evaluation", "evaluations"),
+    "variables": Page("variables.html", "Variables", "variables"),
+    "variable_new": Page("variable.html", "New variable", "variables"),
+    "variable": Page("variable.html", "Variable", "variables"),
+    "services": Page("services.html", "Services", "services"),
+    "service": Page("service.html", "Service", "services"),
 }
 
 # One endpoint ("ui.page") for every page: one entry in the ACL table covers them all.
@@ -43,6 +48,11 @@ ROUTES: list[tuple[str, str]] = [
     ("/node/<object_id>", "node"),
     ("/evaluations", "evaluations"),
     ("/evaluation/<object_id>", "evaluation"),
+    ("/variables", "variables"),
+    ("/variables/new", "variable_new"),
+    ("/variable/<path:object_id>", "variable"),
+    ("/services", "services"),
+    ("/service/<object_id>", "service"),
 ]
 
 

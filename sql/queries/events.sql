@@ -53,3 +53,9 @@ SELECT e.id AS _event_id, (jsonb_populate_record(NULL::nodes, e.snapshot)).* FRO
 -- name: event_rows_Service
 SELECT e.id AS _event_id, (jsonb_populate_record(NULL::service_registrations, e.snapshot)).*
 FROM events e WHERE e.id = ANY(:ids);
+
+-- name: event_rows_Variable
+-- The snapshot holds no sealed items (sql/functions/variable_events_v1.sql); a delete's is marked.
+SELECT e.id AS _event_id, (e.snapshot -> '_deleted') IS NOT NULL AS _deleted,
+       (jsonb_populate_record(NULL::variables, e.snapshot)).*
+FROM events e WHERE e.id = ANY(:ids);

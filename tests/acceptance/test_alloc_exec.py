@@ -271,3 +271,62 @@ def _alive(pid: int) -> bool:
         return False
     except OSError:
         return os.path.exists(f"/proc/{pid}")
+
+
+def handshake_session(cluster: Cluster, alloc_id: str, first: str, headers: dict[str, str]) -> tuple[bytes, int | None]:
+    """Open with ?ws_handshake=true as a browser does (no token header unless given), send
+    `first` as the first frame, then `echo hi`'s output, or the close code and reason."""
+    query = {"task": "t", "tty": "false", "command": json.dumps(["echo", "hi"]), "ws_handshake": "true"}
+    opened = wsock.connect(cluster.base + ROUTE.format(alloc_id) + "?" + urlencode(query), headers, timeout_s=30)
+    assert isinstance(opened, wsock.Accepted), opened  # upgraded before any check, as Nomad does
+    ws = opened.ws
+    ws.send(first)
+    out, code = b"", None
+    while (message := ws.receive()) is not None:
+        frame = frames.parse_output(message)
+        if frame.exit_code is not None:
+            code = frame.exit_code
+            ws.close()
+        elif frame.stream == "stdout":
+            out += frame.data
+    ws.sock.close()
+    if code is None:
+        return ws.close_reason.encode(), ws.close_code
+    return out, code
+
+
+def test_ws_handshake_carries_the_token_in_the_first_frame(cluster: Cluster) -> None:
+    http = cluster.http
+    root = {"X-Nomad-Token": http.post("/v1/acl/bootstrap").json()["SecretID"]}
+    secret = root["X-Nomad-Token"]
+    cluster.client("c1", env={"CORRAL_TOKEN": secret})
+    shell = {
+        "Name": "t",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", "while true; do sleep 0.2; done"]},
+        "KillTimeout": 2_000_000_000,
+        "Resources": {"CPU": 10, "MemoryMB": 10},
+    }
+    alloc_id = start(cluster, root, "sh", shell)
+
+    def frame(token: str) -> str:
+        return json.dumps({"version": 1, "auth_token": token})
+
+    assert handshake_session(cluster, alloc_id, frame(secret), {}) == (b"hi\n", 0)
+    assert handshake_session(cluster, alloc_id, frame(secret), root) == (b"hi\n", 0)  # header and frame agree
+    mismatch = handshake_session(cluster, alloc_id, frame("0" * 36), root)
+    assert mismatch == (b"handshake auth token mismatched auth header token", wsock.POLICY_VIOLATION)
+    assert handshake_session(cluster, alloc_id, frame("0" * 36), {}) == (b"ACL token not found", 1008)
+    assert handshake_session(cluster, alloc_id, frame(""), {}) == (b"Permission denied", 1008)  # anonymous
+    reader = token_with(cluster, root, "reader", ["read-job", "alloc-exec"])  # no alloc-node-exec for raw_exec
+    assert handshake_session(cluster, alloc_id, frame(reader), {}) == (b"Permission denied", 1008)
+    wrong = handshake_session(cluster, alloc_id, json.dumps({"version": 2, "auth_token": secret}), {})
+    assert wrong == (b"unexpected handshake value: 2", 1008)
+    # After the check, the input's refusals are close frames too, naming the field.
+    query = {"task": "nope", "command": '["ls"]', "ws_handshake": "true"}
+    opened = wsock.connect(cluster.base + ROUTE.format(alloc_id) + "?" + urlencode(query), {}, timeout_s=30)
+    assert isinstance(opened, wsock.Accepted)
+    opened.ws.send(frame(secret))
+    assert opened.ws.receive() is None and opened.ws.close_code == 1008
+    assert opened.ws.close_reason.startswith("task: unknown task name 'nope'")
+    opened.ws.sock.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,36 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     # Stopping the job deregisters every instance.
     assert cluster.http.delete("/v1/job/web").status_code == 200
     assert wait_for(lambda: instances(cluster) == [], 60), instances(cluster)
+
+
+def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_at_the_deadline(
+    cluster: Cluster,
+) -> None:
+    """Nomad's rule with a progress deadline: an unhealthy allocation does not fail the rollout
+    (it is replaced); the deployment fails when the deadline passes without progress."""
+    cluster.client("c1")
+    spec = (
+        WEB_JOB.replace('progress_deadline = "0s"', 'progress_deadline = "20s"')
+        .replace('healthy_deadline  = "15s"', 'healthy_deadline  = "5s"')
+        .replace("auto_revert       = true", "auto_revert       = false")
+        .replace("CHECK_PATH", "/missing")
+    )
+    parsed = cluster.http.put("/v1/jobs/parse", json={"JobHCL": spec})
+    assert parsed.status_code == 200, parsed.text
+    assert cluster.http.put("/v1/jobs", json={"Job": parsed.json()}).status_code == 200
+    began = time.monotonic()
+
+    def judged_unhealthy() -> bool:
+        return any((a.get("DeploymentStatus") or {}).get("Healthy") is False for a in cluster.allocs("web"))
+
+    assert wait_for(judged_unhealthy, 120), [a.get("DeploymentStatus") for a in cluster.allocs("web")]
+    seen_unhealthy = time.monotonic() - began
+    if seen_unhealthy < 20:  # the deadline has not passed yet: an unhealthy allocation alone fails nothing
+        assert latest_deployment(cluster)["Status"] == "running", latest_deployment(cluster)
+    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 180), latest_deployment(cluster)
+    failed_after = time.monotonic() - began
+    deployment = latest_deployment(cluster)
+    assert deployment["StatusDescription"] == "Failed due to progress deadline", deployment
+    assert failed_after >= 20, failed_after  # never before the deadline
+    print(f"\nunhealthy after {seen_unhealthy:.1f} s; deployment failed after {failed_after:.1f} s (deadline 20 s)")
+    assert cluster.http.get("/v1/job/web").json()["Version"] == 0  # no auto_revert: nothing registered again

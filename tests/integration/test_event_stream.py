@@ -324,3 +324,44 @@ def test_a_page_stops_at_the_safe_index_and_never_splits_an_index(engine: Engine
         rest = event_store.page_after(session, small.upto, 9, 1)
         assert ([e.key for e in rest.events], rest.upto) == (["e"], 9)
         assert event_store.page_after(session, 9, 9, 1) == event_store.Page([], 9)
+
+
+def test_variables_publish_their_metadata_without_items(client: FlaskClient) -> None:
+    put = client.put("/v1/var/nomad/jobs/web", json={"Items": {"greeting": "hello"}})
+    assert put.status_code == 200, put.get_data(as_text=True)
+    assert client.put("/v1/var/nomad/jobs/web", json={"Items": {"greeting": "hi"}}).status_code == 200
+    assert client.put("/v1/var/other", json={"Items": {"k": "v"}}).status_code == 200
+    assert client.delete("/v1/var/nomad/jobs/web").status_code == 204
+    found = events(read_frames(client, "topic=Variable:nomad/jobs/web", until=heartbeats(3)))
+    assert [(e["Topic"], e["Type"], e["Key"], e["Namespace"]) for e in found] == [
+        ("Variable", "VariableUpdated", "nomad/jobs/web", "default")
+    ] * 3
+    assert [e["Payload"]["Deleted"] for e in found] == [False, False, True]
+    first = found[0]["Payload"]["Metadata"]
+    assert first["Path"] == "nomad/jobs/web" and first["CreateIndex"] == first["ModifyIndex"] == put.json["ModifyIndex"]  # type: ignore[index]
+    assert set(first) == {"Namespace", "Path", "CreateIndex", "CreateTime", "ModifyIndex", "ModifyTime"}
+    assert found[1]["Payload"]["Metadata"]["ModifyIndex"] > first["ModifyIndex"]
+    assert all("Items" not in e["Payload"] and "hello" not in str(e) for e in found)
+    every = events(read_frames(client, "topic=Variable", until=heartbeats(3)))
+    assert [e["Key"] for e in every] == ["nomad/jobs/web", "nomad/jobs/web", "other", "nomad/jobs/web"]
+
+
+def test_variable_events_need_a_variables_rule_and_list_on_each_path(acl_client: FlaskClient) -> None:
+    api = acl_client
+    root = api.post("/v1/acl/bootstrap").json["SecretID"]  # type: ignore[index]
+    management = {"X-Nomad-Token": root}
+    for path in ("app/one", "secret/two"):
+        assert api.put(f"/v1/var/{path}", json={"Items": {"k": "v"}}, headers=management).status_code == 200
+    lister = token(
+        api,
+        root,
+        "app-lister",
+        'namespace "default" { variables { path "app/*" { capabilities = ["list"] } } }',
+    )
+    jobs_only = token(api, root, "job-reader", 'namespace "default" { policy = "read" }')
+    refused = api.get("/v1/event/stream?topic=Variable", buffered=False, headers=jobs_only)
+    refused.close()
+    assert refused.status_code == 403  # read-job is not a variables capability
+    seen = events(read_frames(api, "topic=Variable", until=heartbeats(3), headers=lister))
+    assert [e["Key"] for e in seen] == ["app/one"]  # secret/two is filtered out per event
+    assert len(events(read_frames(api, "topic=Variable", until=heartbeats(3), headers=management))) == 2

@@ -64,6 +64,13 @@ def test_identities_are_signed_for_the_nodes_own_allocations_and_grant_nomads_im
     assert api.get("/v1/jobs", headers=token).status_code == 403
     bearer = {"Authorization": "Bearer " + token["X-Nomad-Token"]}
     assert api.get("/v1/var/nomad/jobs/web", headers=bearer).status_code == 200
+    # Service discovery (a template's nomadService): its own namespace's services, no other's.
+    assert api.put("/v1/namespace/prod", json={"Name": "prod"}, headers=root).status_code == 200
+    assert api.get("/v1/service/web", headers=token).status_code == 200
+    assert api.get("/v1/service/web?namespace=prod", headers=token).status_code == 403
+    listed = api.get("/v1/services", headers=token)
+    assert listed.status_code == 200 and listed.json == []
+    assert api.get("/v1/services?namespace=prod", headers=token).status_code == 403
 
     pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (alloc_id,))
     assert api.get("/v1/var/nomad/jobs/web", headers=token).status_code == 403

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.acl import policy as pol
-from app.acl.capabilities import MANAGEMENT, Acl
+from app.acl.capabilities import MANAGEMENT, Acl, WorkloadClaim
 from app.api.event_filter import Subscription, TopicError, denied_topic, parse_topics
 
 pytestmark = pytest.mark.unit
@@ -66,3 +66,24 @@ def test_acl_rules_for_subscribing_and_for_each_event() -> None:
     assert sub.wants("Job", "web", "prod", None)
     assert not sub.wants("Job", "web", "default", None)
     assert not Subscription(parse_topics(["Node"]), None, reader).wants("Node", "n1", "", None)
+
+
+def test_the_variable_topic_needs_a_variables_rule_then_list_per_path() -> None:
+    rules = acl('namespace "default" { variables { path "app/*" { capabilities = ["list"] } } }')
+    assert denied_topic(["Variable"], ["default"], rules) is None
+    assert denied_topic(["Variable"], ["prod"], rules) == "Variable"  # no variables rule there
+    assert denied_topic(["Variable"], ["default"], acl('namespace "default" { policy = "write" }')) == "Variable"
+    sub = Subscription(parse_topics(["Variable"]), frozenset({"default"}), rules)
+    assert sub.wants("Variable", "app/one", "default", None)
+    assert not sub.wants("Variable", "secret/two", "default", None)  # no list on that path
+    assert not sub.wants("Variable", "app/one", "prod", None)  # another namespace than asked for
+    assert Subscription(parse_topics(["Variable:app/one"]), None, MANAGEMENT).wants("Variable", "app/one", "x", None)
+
+
+def test_variable_search_over_namespace_globs_wildcards_and_workloads() -> None:
+    globbed = acl('namespace "prod-*" { variables { path "*" { capabilities = ["read"] } } }')
+    assert globbed.allow_variable_search("prod-eu") and not globbed.allow_variable_search("dev")
+    assert globbed.allow_variable_search("*") and not acl('node { policy = "read" }').allow_variable_search("*")
+    workload = Acl.compile([], workload=WorkloadClaim("default", "web", "g", "t"))
+    assert workload.allow_variable_search("default") and not workload.allow_variable_search("prod")
+    assert MANAGEMENT.allow_variable_search("anything")

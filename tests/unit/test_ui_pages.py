@@ -37,6 +37,11 @@ def client() -> Flask:
         ("/ui/node/b90f96f8", "node", "b90f96f8"),
         ("/ui/evaluations", "evaluations", ""),
         ("/ui/evaluation/01a21764", "evaluation", "01a21764"),
+        ("/ui/variables", "variables", ""),
+        ("/ui/variables/new", "variable_new", ""),
+        ("/ui/variable/nomad/jobs/web", "variable", "nomad/jobs/web"),
+        ("/ui/services", "services", ""),
+        ("/ui/service/web", "service", "web"),
     ],
 )
 def test_every_page_renders_its_shell(client: Flask, path: str, kind: str, object_id: str) -> None:

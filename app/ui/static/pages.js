@@ -5,6 +5,8 @@ import {
   session, short, specDiff, timeNanos, when, wireTokenButton,
 } from "./ui.js";
 import { allocRestart, chosenNamespace, fileBrowser, jobActions, namespaceSelector, runPage } from "./actions.js";
+import { servicePage, servicesPage, variablePage, variablesPage } from "./stack.js";
+import { execTerminal } from "./terminal.js";
 
 const $ = (id) => document.getElementById(id);
 const objectId = () => document.body.dataset.id;
@@ -252,6 +254,7 @@ function renderPlacement(m) {
 async function allocationPage() {
   let started = false;
   const files = fileBrowser(objectId());
+  const terminal = execTerminal(objectId());
   $("log-task").addEventListener("change", () => tailLog().catch(() => {}));
   $("log-type").addEventListener("change", () => tailLog().catch(() => {}));
   return async () => {
@@ -277,6 +280,8 @@ async function allocationPage() {
       : [h("p", { class: "muted" }, "No task has reported yet.")]));
     renderPlacement(a.Metrics);
     allocRestart(a);
+    terminal.tasks(tasks);
+    terminal.live(a.ClientStatus === "running");
     if ($("log-task").options.length !== tasks.length) {
       $("log-task").replaceChildren(...tasks.map((t) => h("option", {}, t)));
     }
@@ -581,7 +586,8 @@ async function overviewPage() {
 
 const PAGES = {
   overview: overviewPage, jobs: jobsPage, job: jobPage, allocation: allocationPage, nodes: nodesPage, node: nodePage,
-  evaluations: evaluationsPage, evaluation: evaluationPage, run: runPage,
+  evaluations: evaluationsPage, evaluation: evaluationPage, run: runPage, variables: variablesPage,
+  variable: variablePage, variable_new: variablePage, services: servicesPage, service: servicePage,
 };
 
 async function main() {

@@ -7,10 +7,11 @@ const WAIT = "60s"; // one blocking query per page waits this long before asking
 const MIN_REFRESH_MS = 1000; // a busy cluster refreshes a page at most once a second
 
 export class ApiError extends Error {
-  constructor(status, message, path) {
+  constructor(status, message, path, body = "") {
     super(message);
     this.status = status;
     this.path = path;
+    this.body = body; // the answer as sent: a 409 of check-and-set carries the current object
   }
 }
 
@@ -37,7 +38,7 @@ export async function api(path, { method = "GET", body, text = false } = {}) {
   }
   const resp = await fetch(path, init);
   const raw = await resp.text();
-  if (!resp.ok) throw new ApiError(resp.status, problemText(raw), path);
+  if (!resp.ok) throw new ApiError(resp.status, problemText(raw), path, raw);
   const index = Number(resp.headers.get("X-Nomad-Index") || 0);
   return { data: text ? raw : raw ? JSON.parse(raw) : null, index };
 }
@@ -64,7 +65,7 @@ function denied() {
   }
 }
 
-function deny(needs) {
+export function deny(needs) {
   const set = denied();
   set.add(needs);
   sessionStorage.setItem(HIDDEN_KEY, JSON.stringify([...set]));

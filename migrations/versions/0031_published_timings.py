@@ -5,8 +5,8 @@ nomad.nomad.plan.* timers); each publishes its cumulative figures here every few
 any API server's /v1/metrics sums the rows of processes heard from recently, so the timers the
 API reports are the cluster's, not the API process's own (which schedules nothing).
 
-Revision ID: 0030_published_timings
-Revises: 0029_acl_roles
+Revision ID: 0031_published_timings
+Revises: 0030_variable_events
 Create Date: 2026-11-29 07:45:00
 """
 
@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0030_published_timings"
-down_revision: str | None = "0029_acl_roles"
+revision: str = "0031_published_timings"
+down_revision: str | None = "0030_variable_events"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
