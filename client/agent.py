@@ -63,6 +63,10 @@ class Client:
         self.destroyed: set[str] = set()
         self.lock = threading.RLock()
         self.dirty: dict[str, dict[str, Any]] = {}
+        # Each allocation's ClientStatus as last queued: a change of it (pending -> running, a
+        # terminal status) wakes the sync loop at once instead of waiting for its next tick.
+        self.statuses: dict[str, str] = {}
+        self.sync_wake = threading.Event()
         self.synced = False
         self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
         self.force_gc_index = 0
@@ -282,7 +286,12 @@ class Client:
         """Re-attach to the allocations a previous run of this client left on disk."""
         for alloc_dir in sorted(self.allocs_dir.iterdir()):
             runner = AllocRunner.restore(
-                alloc_dir, self.drivers, self._on_change, self.template_source, self.config.artifact_file_roots
+                alloc_dir,
+                self.drivers,
+                self._on_change,
+                self.template_source,
+                self.config.artifact_file_roots,
+                self.config.bridge(),
             )
             if runner is None:
                 log.warning("discarding an unreadable allocation directory", path=str(alloc_dir))
@@ -312,7 +321,15 @@ class Client:
 
     def _on_change(self, runner: AllocRunner) -> None:
         with self.lock:
-            self.dirty[runner.id] = runner.update()
+            body = runner.update()
+            self.dirty[runner.id] = body
+            status = str(body.get("ClientStatus", ""))
+            moved = self.statuses.get(runner.id) != status
+            self.statuses[runner.id] = status
+        if moved:
+            # The servers (deployments, `job run`'s monitor, rescheduling) wait on status
+            # changes; events and health details ride the next batch.
+            self.sync_wake.set()
         if runner.terminal:
             self.gc.wake.set()  # Nomad's trigger: an allocation turned terminal
 
@@ -333,13 +350,18 @@ class Client:
         return True
 
     def _sync_loop(self) -> None:
-        def step() -> float:
+        """Send the queued allocation updates every sync_interval_s (Nomad's batching), and at
+        once when an allocation's client status changed."""
+
+        def step() -> None:
             self._judge_health()
             self._flush()
             self._sync_services()
-            return self.config.sync_interval_s
+            self.sync_wake.wait(self.config.sync_interval_s)
+            self.sync_wake.clear()
 
-        self.stop.wait(self.config.sync_interval_s)
+        self.sync_wake.wait(self.config.sync_interval_s)
+        self.sync_wake.clear()
         guarded("client sync", step, self.stop)
 
     def _sync_services(self) -> bool:
@@ -529,11 +551,14 @@ class Client:
             self.allocs_dir / alloc_id,
             self.drivers,
             self._on_change,
-            node=self.node_body(),
+            # The node as the servers last accepted it (Nomad's client keeps its node in memory):
+            # fingerprinting the host again for every placement costs its start milliseconds.
+            node=self.registered or self.node_body(),
             template_source=self.template_source,
             identities=tokens,
             identity_error=refused,
             artifact_roots=self.config.artifact_file_roots,
+            bridge=self.config.bridge(),
         )
         with self.lock:
             self.runners[alloc_id] = runner
@@ -560,6 +585,7 @@ class Client:
                 driver.destroy_alloc(runner.id)
         with self.lock:
             self.runners.pop(runner.id, None)
+            self.statuses.pop(runner.id, None)
             self.destroyed.add(runner.id)
             self.dirty[runner.id] = {**runner.update(), "Destroyed": True}
 

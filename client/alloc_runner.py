@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from client.artifacts import Artifact, Fetcher, TaskArtifacts
 from client.check_runner import CheckWatch
 from client.checks import CheckSpec, spec_of
@@ -35,6 +37,9 @@ from client.lifecycle import (
     restarts_on_success,
     stage_of,
 )
+from client.network.bridge import BridgeConfig, NetworkError, netns_path
+from client.network.bridge import setup as setup_network
+from client.network.bridge import teardown as teardown_network
 from client.restarts import RestartPolicy, RestartTracker
 from client.services import nomad_services, port_of, registrations
 from client.task_commands import TaskContext
@@ -55,6 +60,8 @@ from client.templating.spec import SpecError, TemplateSpec
 from client.templating.unavailable import NoSource
 from client.volumes import task_mounts
 
+log = structlog.get_logger(__name__)
+
 # Where an allocation's templates read variables and services (the agent's HTTP source).
 # (the allocation, the task's workload identity or "") -> where its templates read data
 SourceFactory = Callable[[dict[str, Any], str], Source]
@@ -68,6 +75,9 @@ BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
 # /alloc, /local, /secrets (NOMAD_ALLOC_DIR and the others say so).
 CHROOTED_DRIVERS = frozenset({"exec", "docker"})
 IN_TASK_PATHS = TaskPaths(Path("/alloc"), Path("/"))
+# Drivers whose tasks join the allocation's network namespace in bridge mode (Nomad's exec and
+# raw_exec do; docker publishes its ports through Docker's own bridge).
+BRIDGE_DRIVERS = frozenset({"exec", "raw_exec"})
 # Drivers whose task sees its image's filesystem: no PATH/HOME/TMPDIR of the host's.
 IMAGE_DRIVERS = frozenset({"docker"})
 
@@ -122,6 +132,7 @@ def task_plans(
             limits=task_limits(task, allocated_task(alloc, name)),
             ports=ports,
             network_mode=network_mode,
+            netns=netns_path(str(alloc["ID"])) if network_mode == "bridge" and driver in BRIDGE_DRIVERS else "",
             mounts=task_mounts(group, task, node.host_volumes),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
@@ -220,8 +231,11 @@ class AllocRunner:
         identities: dict[str, dict[str, str]] | None = None,
         identity_error: str = "",
         artifact_roots: tuple[Path, ...] = (),
+        bridge: BridgeConfig | None = None,
     ) -> None:
         self.id = str(alloc["ID"])
+        self.bridge = bridge or BridgeConfig()
+        self._network_lock = threading.Lock()
         self.template_source = template_source
         self.artifact_roots = artifact_roots  # where file:// artifacts may come from
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
@@ -340,8 +354,11 @@ class AllocRunner:
 
     def start(self) -> None:
         if self.terminal:
+            self._teardown_network()  # a restarted client finishing what an earlier run set up
             self.persist()
             self.on_change(self)
+            return
+        if not self._setup_network():
             return
         self._coordinate()
         for task in self.tasks.values():
@@ -349,6 +366,36 @@ class AllocRunner:
         if self.stopping:
             self.stop()
         self._changed()
+
+    def _bridged(self) -> bool:
+        return any(t.spec.netns for t in self.tasks.values())
+
+    def _setup_network(self) -> bool:
+        """Nomad's network hook: the allocation's namespace, attached to the bridge, before any
+        task starts (kept as it is when a restarted client finds it); False when it failed the
+        allocation."""
+        if not self._bridged() or Path(netns_path(self.id)).exists():
+            return True
+        ports = next(iter(self.tasks.values())).spec.ports
+        try:
+            setup_network(self.bridge, self.id, ports, self.dir)
+        except NetworkError as err:
+            message = f'failed to setup alloc: pre-run hook "network" failed: {err}'
+            self._terminal("failed", message)
+            for task in self.tasks.values():
+                task.stop(("Setup Failure", message))
+                task.start()  # each ends at once, dead with the event
+            self.persist()
+            self.on_change(self)
+            return False
+        return True
+
+    def _teardown_network(self) -> None:
+        """CNI DEL and the namespace removed, once no task runs in it (idempotent)."""
+        with self._network_lock:  # every task's last change may ask at once
+            failures = teardown_network(self.bridge, self.id, self.dir)
+        if failures:
+            log.warning("network teardown incomplete", alloc_id=self.id, failures=failures)
 
     def stop(self, no_shutdown_delay: bool = False) -> None:
         """The servers want it stopped (stop or evict): wait out the group's shutdown_delay,
@@ -407,6 +454,8 @@ class AllocRunner:
             reason = None if self._killing else kill_reason(states, self.stages, self.leaders)
             self._follow_checks(states)
             self.persist()
+        if self.terminal and not any(t.thread.is_alive() and not t.dead for t in self.tasks.values()):
+            self._teardown_network()
         if reason is not None:
             # A failed task fails its allocation: the others are killed (Nomad does the same),
             # as they are when the leader dies or only sidecars are left.
@@ -602,6 +651,7 @@ class AllocRunner:
         for task in self.tasks.values():
             if task.thread.is_alive():
                 task.thread.join()
+        self._teardown_network()
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.dir)
 
@@ -613,6 +663,7 @@ class AllocRunner:
         on_change: Callable[[AllocRunner], None],
         template_source: SourceFactory | None = None,
         artifact_roots: tuple[Path, ...] = (),
+        bridge: BridgeConfig | None = None,
     ) -> AllocRunner | None:
         try:
             record = json.loads((alloc_dir / RECORD).read_text())
@@ -624,6 +675,7 @@ class AllocRunner:
                 record,
                 template_source=template_source,
                 artifact_roots=artifact_roots,
+                bridge=bridge,
             )
         except (OSError, ValueError, KeyError):
             return None

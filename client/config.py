@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from app.jobspec.durations import SECOND, DurationError, duration_ns
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, parse_list
+from client.network.bridge import BridgeConfig
 
 DRIVERS = ("raw_exec", "exec", "mock", "docker")
 # raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
 # enables it, as in Nomad; dev mode (the dev agent's client) enables all of them (docker reports
 # itself unhealthy, and takes no work, while no daemon answers).
 DEFAULT_DRIVERS = ("mock",)
+IFNAMSIZ = 15  # the longest Linux interface name
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,20 @@ class ClientConfig:
     # Host directories whose files `artifact { source = "file:///..." }` may fetch (Nomad has no
     # file getter: none unless the operator lists some).
     artifact_file_roots: tuple[Path, ...] = ()
+    # Nomad's bridge networking options (exec and raw_exec tasks of a bridge-mode group): the
+    # bridge's name and subnet, hairpin mode, and where the CNI plugins are (colon-separated).
+    bridge_network_name: str = "nomad"
+    bridge_network_subnet: str = "172.26.64.0/20"
+    bridge_network_hairpin_mode: bool = False
+    cni_path: str = "/opt/cni/bin:/usr/lib/cni"
+
+    def bridge(self) -> BridgeConfig:
+        return BridgeConfig(
+            self.bridge_network_name,
+            self.bridge_network_subnet,
+            self.bridge_network_hairpin_mode,
+            tuple(Path(p) for p in self.cni_path.split(":") if p),
+        )
 
 
 class ConfigError(ValueError):
@@ -224,6 +241,24 @@ def _host_volume(name: str, body: object) -> HostVolume:
     return HostVolume(name, resolved, read_only)
 
 
+def _check_bridge(values: Mapping[str, object]) -> None:
+    """bridge_network_name: a Linux interface name; bridge_network_subnet: an IPv4 network."""
+    name = values.get("bridge_network_name", "nomad")
+    if not isinstance(name, str) or not 0 < len(name) <= IFNAMSIZ or "/" in name or any(c.isspace() for c in name):
+        raise ConfigError(f"bridge_network_name: must be an interface name of 1-{IFNAMSIZ} characters, got {name!r}")
+    subnet = values.get("bridge_network_subnet", "172.26.64.0/20")
+    try:
+        network = ipaddress.ip_network(str(subnet))
+    except ValueError as err:
+        raise ConfigError(f"bridge_network_subnet: {err}") from None
+    if network.version != 4 or network.prefixlen > 30:
+        raise ConfigError(f"bridge_network_subnet: must be an IPv4 network of at least 4 addresses, got {subnet!r}")
+    if not isinstance(values.get("bridge_network_hairpin_mode", False), bool):
+        raise ConfigError("bridge_network_hairpin_mode: must be true or false")
+    if not isinstance(values.get("cni_path", ""), str):
+        raise ConfigError("cni_path: must be a colon-separated list of directories")
+
+
 def volume_flag(value: str) -> tuple[HostVolume, ...]:
     """`--host-volume name=/path` or `name=/path:ro`."""
     name, sep, path = value.partition("=")
@@ -252,6 +287,7 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
         values["chroot_env"] = _chroot_env(values["chroot_env"])
     if "cgroup_parent" in values:
         values["cgroup_parent"] = _cgroup_parent(values["cgroup_parent"])
+    _check_bridge(values)
     if flag_volumes:  # flags add to (and replace by name) the file's volumes
         named = {v.name: v for v in (*values.get("host_volumes", ()), *flag_volumes)}
         values["host_volumes"] = tuple(named[n] for n in sorted(named))

@@ -81,14 +81,19 @@ class Rotator:
                     path.unlink()
 
 
-def _open_fifo(path: Path) -> tuple[int, int]:
-    """The read end, and a write end held by logmon itself: the task closing its end (exiting,
-    restarting) then never reads as end of file, and a restarted task finds a reader at once."""
+def make_fifo(path: Path) -> None:
+    """`path` as a FIFO: kept if it is one, replaced if it is anything else."""
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISFIFO(path.lstat().st_mode):
             path.unlink()
     if not path.exists():
         os.mkfifo(path, 0o600)
+
+
+def _open_fifo(path: Path) -> tuple[int, int]:
+    """The read end, and a write end held by logmon itself: the task closing its end (exiting,
+    restarting) then never reads as end of file, and a restarted task finds a reader at once."""
+    make_fifo(path)
     reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     keeper = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
     return reader, keeper

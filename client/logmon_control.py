@@ -4,6 +4,7 @@ opens the log FIFOs, find it again after a client restart, stop it once the task
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -32,12 +33,51 @@ def running(logs: Path, task: str) -> psutil.Process | None:
     return None
 
 
-def ensure(logs: Path, task: str, config: LogConfig) -> None:
-    """A logmon reading the task's FIFOs, started unless one already runs; returns once it
-    holds them open (a driver opening them then never blocks). StartError when it does not come up."""
+class Launch:
+    """A logmon started and perhaps not yet reading: its FIFOs exist from the start, so a
+    writer that opens one blocks until logmon holds it (a driver that copies the task's output
+    from its own thread, as docker's does, may start the task meanwhile)."""
+
+    def __init__(self, logs: Path, task: str, process: subprocess.Popen[bytes] | None) -> None:
+        self.logs, self.task, self.process = logs, task, process
+
+    def wait(self) -> None:
+        """Return once logmon holds the FIFOs open; StartError (and logmon killed, any writer
+        waiting on a FIFO released) when it does not come up."""
+        if self.process is None:
+            return
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not logmon.pid_path(self.logs, self.task).exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.abandon()
+                raise StartError(f"logmon for task {self.task!r} failed to start")
+            time.sleep(0.005)
+
+    def abandon(self) -> None:
+        """Kill a logmon that is not wanted any more, and make sure no writer waits for it: one
+        blocked opening a FIFO is released by a reader that comes and goes (its writes then
+        fail with EPIPE), and the FIFOs are removed so a later open does not block either."""
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+        for stream in logmon.STREAMS:
+            path = logmon.fifo_path(self.logs, self.task, stream)
+            with contextlib.suppress(OSError):
+                reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                path.unlink()
+                os.close(reader)
+
+
+def launch(logs: Path, task: str, config: LogConfig) -> Launch:
+    """Start the task's logmon unless one already runs (or logging is disabled); the FIFOs are
+    made here, before it runs, so the drivers never open a plain file in their place."""
     if config.disabled or running(logs, task) is not None:
-        return
+        return Launch(logs, task, None)
     logmon.pid_path(logs, task).unlink(missing_ok=True)
+    for stream in logmon.STREAMS:
+        logmon.make_fifo(logmon.fifo_path(logs, task, stream))
     command = [sys.executable, "-I", "-S", SCRIPT, str(logs), task, str(config.max_files), str(config.max_file_size_mb)]
     process = subprocess.Popen(
         command,
@@ -47,13 +87,13 @@ def ensure(logs: Path, task: str, config: LogConfig) -> None:
         start_new_session=True,  # outlives the client, as the task does
         close_fds=True,
     )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not logmon.pid_path(logs, task).exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                process.kill()
-            raise StartError(f"logmon for task {task!r} failed to start")
-        time.sleep(0.01)
+    return Launch(logs, task, process)
+
+
+def ensure(logs: Path, task: str, config: LogConfig) -> None:
+    """A logmon reading the task's FIFOs, started unless one already runs; returns once it
+    holds them open (a driver opening them then never blocks). StartError when it does not come up."""
+    launch(logs, task, config).wait()
 
 
 def stop(logs: Path, task: str) -> None:

@@ -14,7 +14,7 @@ import structlog
 
 from client import logmon_control, task_state
 from client.artifacts import ArtifactError, TaskArtifacts
-from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, oom_killed
+from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, follows_logs, oom_killed
 from client.restarts import RestartTracker
 from client.templating.manager import TemplateFailed, TemplateManager
 
@@ -257,13 +257,18 @@ class TaskRunner:
         if self.templates is not None:
             # Template variables override the task's env block, as in Nomad's env builder.
             self.spec = replace(self.spec, env={**self.base_env, **self.templates.env()})
+        logmon = None if self.spec.logs is None else logmon_control.launch(self.logs, self.spec.name, self.spec.logs)
         try:
-            if self.spec.logs is not None:
-                logmon_control.ensure(self.logs, self.spec.name, self.spec.logs)
+            if logmon is not None and not follows_logs(self.driver):
+                logmon.wait()  # the driver hands the task the FIFOs: logmon must hold them first
             handle = self.driver.start(self.spec, self.task_dir, self.logs)
         except StartError as err:
+            if logmon is not None:
+                logmon.abandon()
             self._event("Driver Failure", str(err))
             self.on_change()
+            return None
+        if logmon is not None and not self._logmon_up(logmon, handle):
             return None
         with self._lock:
             self.handle = handle
@@ -271,6 +276,18 @@ class TaskRunner:
         started = self.state["StartedAt"] if task_state.started(self.state) else task_state.now()
         self._set(State="running", StartedAt=started)
         return handle
+
+    def _logmon_up(self, logmon: logmon_control.Launch, handle: Handle) -> bool:
+        """Wait for a logmon that came up while the task started (drivers.follows_logs); if it
+        never does, the task is killed and the start failed, as if logmon had come first."""
+        try:
+            logmon.wait()
+        except StartError as err:
+            handle.kill(0, "SIGKILL")
+            self._event("Driver Failure", str(err))
+            self.on_change()
+            return False
+        return True
 
     def _fetch_artifacts(self) -> bool:
         """Nomad's artifact hook: False (a failed start, restarted per the policy) when one failed."""

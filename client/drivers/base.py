@@ -86,6 +86,9 @@ class TaskSpec:
     mounts: tuple[Mount, ...] = ()
     ports: tuple[PortMapping, ...] = ()
     network_mode: str = "host"  # the group network's mode: host, bridge, none
+    # The allocation's network namespace in bridge mode (client/network/bridge.py), which the
+    # exec and raw_exec tasks join; "" otherwise (docker publishes its ports itself).
+    netns: str = ""
     alloc_id: str = ""
     alloc_dir: Path | None = None  # the allocation's directory (alloc/, and one per task)
     shutdown_delay_s: float = 0.0  # Task.ShutdownDelay: waited between the stop and the kill signal
@@ -178,3 +181,10 @@ def seconds(value: Any, key: str) -> float:
         return duration_ns(value) / 1e9
     except DurationError as err:
         raise StartError(f"config.{key} {err}") from None
+
+
+def follows_logs(driver: Driver) -> bool:
+    """Whether the driver copies its task's output into the log FIFOs from a thread of its own
+    once the task has started (docker's daemon keeps what the container wrote meanwhile): its
+    logmon may then come up while the task starts, as a writer's open waits for it."""
+    return getattr(driver, "follows_logs", False) is True

@@ -173,8 +173,10 @@ class Exec:
 
     def start(self, task: TaskSpec, task_dir: Path, logs: Path) -> Handle:
         argv = _argv(task.config)
-        if task.network_mode not in ("host", ""):
+        if task.network_mode not in ("host", "", "bridge"):
             raise StartError(f"network mode {task.network_mode!r} is not supported by the exec driver on this node")
+        if task.network_mode == "bridge" and not task.netns:
+            raise StartError("bridge network mode: the allocation has no network namespace")
         reason = unusable_reason()
         if reason is not None:
             raise StartError(reason)
@@ -205,6 +207,7 @@ class Exec:
             "argv": argv,
             "env": task.env,
             "exit_file": str(exit_file),
+            "netns": task.netns if task.network_mode == "bridge" else "",
         }
         try:
             process, task_pid = _launch(spec, task, logs)

@@ -115,6 +115,15 @@ def link_mounts(task: TaskSpec, task_dir: Path) -> None:
         link.symlink_to(mount.host_path, target_is_directory=True)
 
 
+def enter_netns(netns: str) -> list[str]:
+    return ["nsenter", f"--net={netns}", "--"]
+
+
+def as_user(who: Identity) -> list[str]:
+    groups = ["--groups", ",".join(map(str, who.groups))] if who.groups else ["--clear-groups"]
+    return ["setpriv", f"--reuid={who.uid}", f"--regid={who.gid}", *groups, "--"]
+
+
 class RawExec:
     name = "raw_exec"
 
@@ -152,20 +161,26 @@ class RawExec:
             who = self._identity(task, task_dir, exit_file)
         except OSError as error:
             raise StartError(f"handing the task directory to user {task.user!r}: {error}") from error
+        argv = ["/bin/sh", "-c", WRAPPER.format(traps=traps), "sh", str(exit_file), command, *map(str, args)]
+        joins = task.network_mode == "bridge" and bool(task.netns)
+        if joins:
+            # Nomad's raw_exec joins the group's network namespace too. nsenter and setpriv exec
+            # in turn, so the task keeps the pid; the user is dropped after the namespace is joined.
+            argv = [*enter_netns(task.netns), *([] if who is None else as_user(who)), *argv]
         stdout, stderr = log_paths(task, logs)
         with stdout.open("ab") as out, stderr.open("ab") as err:
             try:
                 process = subprocess.Popen(
-                    ["/bin/sh", "-c", WRAPPER.format(traps=traps), "sh", str(exit_file), command, *map(str, args)],
+                    argv,
                     cwd=task_dir,
                     env=dict(task.env),  # built from scratch: never the client's own environment
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
                     start_new_session=True,  # its own process group, killed whole; outlives a client crash
-                    user=None if who is None else who.uid,
-                    group=None if who is None else who.gid,
-                    extra_groups=None if who is None else list(who.groups),
+                    user=None if who is None or joins else who.uid,
+                    group=None if who is None or joins else who.gid,
+                    extra_groups=None if who is None or joins else list(who.groups),
                 )
             except (OSError, ValueError) as error:  # ValueError: a NUL byte in an argument or variable
                 raise StartError(str(error)) from error

@@ -6,7 +6,11 @@ stops its logmon. Also host volumes exposed to raw_exec."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,7 @@ import pytest
 
 from client import logmon_control
 from client.alloc_runner import AllocRunner
-from client.drivers import available
+from client.drivers import LogConfig, StartError, available
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.acceptance
@@ -143,3 +147,38 @@ def test_a_node_without_the_volume_fails_the_allocation(tmp_path: Path) -> None:
         assert runner.client_status == "failed" and "missing requested host volume 'shared'" in runner.description
     finally:
         runner.destroy()
+
+
+def test_a_launched_logmon_makes_its_fifos_first_and_a_writer_waits_for_it(tmp_path: Path) -> None:
+    """The docker driver may start its task while logmon comes up (drivers.follows_logs): the
+    FIFOs exist at once (no plain file is ever opened in their place), and a writer's open
+    waits until logmon holds them; what it writes reaches the rotated file."""
+    launch = logmon_control.launch(tmp_path, "t", LogConfig())
+    try:
+        fifo = tmp_path / ".t.stdout.fifo"
+        assert stat.S_ISFIFO(fifo.lstat().st_mode) and stat.S_ISFIFO((tmp_path / ".t.stderr.fifo").lstat().st_mode)
+        with fifo.open("ab", buffering=0) as out:  # blocks until logmon reads
+            out.write(b"hello\n")
+        launch.wait()
+        assert wait_for(lambda: _read(tmp_path / "t.stdout.0") == b"hello\n")
+    finally:
+        logmon_control.stop(tmp_path, "t")
+        launch.abandon()
+
+
+def test_a_logmon_that_never_comes_up_fails_the_wait_and_releases_a_waiting_writer(tmp_path: Path) -> None:
+    for stream in ("stdout", "stderr"):
+        os.mkfifo(tmp_path / f".t.{stream}.fifo", 0o600)
+    launch = logmon_control.Launch(tmp_path, "t", subprocess.Popen(["/bin/false"]))
+    opened = threading.Event()
+
+    def writer() -> None:
+        with contextlib.suppress(OSError), (tmp_path / ".t.stdout.fifo").open("ab", buffering=0):
+            opened.set()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    with pytest.raises(StartError, match="logmon for task 't' failed to start"):
+        launch.wait()
+    thread.join(30)
+    assert opened.is_set() and not thread.is_alive(), "a writer stayed blocked on the FIFO of a dead logmon"

@@ -47,6 +47,7 @@ class FakeServers:
         self.fail_fetches = 0
         self.heartbeats = 0
         self.node_status = "ready"  # as the servers see the node; down/disconnected refuse reports
+        self.reports: list[dict[str, Any]] = []  # every allocation update the client sent, in order
         self.lock = threading.Lock()
 
     def place(self, alloc_id: str, desired: str = "run") -> None:
@@ -72,6 +73,8 @@ class FakeServers:
             if request.method == "PUT":
                 with self.lock:
                     refused = self.node_status in ("down", "disconnected")
+                    if not refused:
+                        self.reports.extend(json.loads(request.content)["Allocs"])
                 return httpx.Response(409, json={"title": "Conflict"}) if refused else httpx.Response(200, json={})
             if int(request.url.params.get("index", "0")) >= self.index:
                 time.sleep(0.02)  # a short blocking query
@@ -95,13 +98,20 @@ def servers() -> FakeServers:
 
 @pytest.fixture
 def client(tmp_path: Path, servers: FakeServers) -> Iterator[Client]:
+    yield from running_client(tmp_path, servers, sync_interval_s=0.02)
+
+
+def running_client(tmp_path: Path, servers: FakeServers, sync_interval_s: float) -> Iterator[Client]:
     stop = threading.Event()
-    config = ClientConfig(data_dir=tmp_path, drivers=("mock",), gc=GcConfig(interval_s=0.05), sync_interval_s=0.02)
+    config = ClientConfig(
+        data_dir=tmp_path, drivers=("mock",), gc=GcConfig(interval_s=0.05), sync_interval_s=sync_interval_s
+    )
     agent = Client(config, stop)
     agent.api._http = httpx.Client(base_url="http://servers.test", transport=httpx.MockTransport(servers.handle))
     agent.api.node_id, agent.api.secret = uuid.uuid4(), "secret"
     yield agent
     stop.set()
+    agent.sync_wake.set()  # its wait may be long
     for runner in agent._runner_list():
         with contextlib.suppress(OSError):  # one test removes a directory under its runner
             runner.stop()
@@ -295,3 +305,26 @@ def test_a_client_out_of_contact_stops_only_the_allocation_that_asked_to_be(tmp_
             runner.stop()
         for thread in agent.threads.values():
             thread.join(timeout=10)
+
+
+@pytest.fixture
+def slow_syncing_client(tmp_path: Path, servers: FakeServers) -> Iterator[Client]:
+    """A client whose batch tick is an hour away: only a status change can make it send."""
+    yield from running_client(tmp_path, servers, sync_interval_s=3600)
+
+
+def test_a_task_turning_running_is_reported_without_waiting_for_the_batch_tick(
+    slow_syncing_client: Client, servers: FakeServers
+) -> None:
+    client = slow_syncing_client
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: client.synced), "the first heartbeat never re-sent the (empty) state"
+    servers.place("a1")
+
+    def reported(status: str) -> bool:
+        with servers.lock:
+            return any(r["ID"] == "a1" and r["ClientStatus"] == status for r in servers.reports)
+
+    assert eventually(lambda: reported("running")), "the running state waited for the batch tick"
+    client.runners["a1"].stop(no_shutdown_delay=True)
+    assert eventually(lambda: reported("complete")), "the terminal state waited for the batch tick"

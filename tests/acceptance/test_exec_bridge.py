@@ -1,0 +1,183 @@
+"""Bridge networking for exec and raw_exec (issue 38, item 4), for real: a `corral client` gives
+a bridge-mode allocation its own network namespace, attached by Debian's CNI plugins to the
+client's bridge, and maps the allocated host port to `to = 8080`. The task, listening on 8080
+inside, answers on the host port from the host with Nomad's port variables; after `job stop`
+the namespace and the port mapping are gone. Needs root, cgroups, iproute2, iptables and the
+CNI plugins (skipped elsewhere); every chain, bridge and namespace made is removed after."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from client.drivers.exec import unusable_reason
+from client.isolation.cgroups import ROOT, UNIFIED
+from client.network.bridge import NETNS_DIR
+from client.network.cni import DEFAULT_CNI_PATH
+from tests.support.cluster import Cluster
+from tests.support.cni_cleanup import network_traces
+from tests.support.processes import Corral, wait_for
+
+
+def _missing() -> str | None:
+    if unusable_reason() is not None:
+        return f"exec cannot run here: {unusable_reason()}"
+    if not any((d / "bridge").exists() and (d / "portmap").exists() for d in DEFAULT_CNI_PATH):
+        return "the CNI plugins (containernetworking-plugins) are not installed"
+    if shutil.which("ip") is None or shutil.which("iptables") is None:
+        return "iproute2 and iptables are needed"
+    return None
+
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+
+BRIDGE = "corraltest0"  # not the default `nomad`: a test never touches an operator's bridge
+SUBNET = "172.26.112.0/24"
+
+
+@pytest.fixture
+def parent() -> Iterator[str]:
+    """A cgroup parent of this test's own, removed after."""
+    name = f"corral-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    for hierarchy in [*ROOT.iterdir(), UNIFIED]:
+        top = hierarchy / name
+        if top.is_dir() and not top.is_symlink():
+            for group in sorted(top.glob("*/"), reverse=True):
+                wait_for(lambda group=group: _removed(group), 10)
+            wait_for(lambda top=top: _removed(top), 10)
+
+
+def _removed(group: Path) -> bool:
+    try:
+        group.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def cluster(corral: type[Corral], database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+    with network_traces(BRIDGE):
+        running = Cluster(corral, database_url, workdir)
+        (workdir / "c1").mkdir()
+        config = {
+            "server": running.base,
+            "cgroup_parent": parent,
+            "bridge_network_name": BRIDGE,
+            "bridge_network_subnet": SUBNET,
+        }
+        (workdir / "c1" / "client.json").write_text(json.dumps(config))
+        running.client("c1", "--config=client.json", "--driver", "exec", "--driver", "raw_exec")
+        try:
+            yield running
+        finally:
+            for job in running.http.get("/v1/jobs").json():
+                running.http.delete(f"/v1/job/{job['ID']}")
+            wait_for(lambda: all(_done(running, job["ID"]) for job in running.http.get("/v1/jobs").json()), 60)
+            running.close()
+
+
+def _done(cluster: Cluster, job_id: str) -> bool:
+    return all(a["ClientStatus"] in ("complete", "failed", "lost") for a in cluster.allocs(job_id))
+
+
+SERVE = "env > {local}/env.txt; exec python3 -m http.server 8080 --bind 0.0.0.0 --directory {local}"
+
+
+def bridge_job(job_id: str, driver: str, local: str) -> dict[str, Any]:
+    return {
+        "ID": job_id,
+        "Type": "service",
+        "TaskGroups": [
+            {
+                "Name": "g",
+                "Count": 1,
+                "Networks": [{"Mode": "bridge", "DynamicPorts": [{"Label": "http", "To": 8080}]}],
+                "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+                "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
+                "EphemeralDisk": {"SizeMB": 10},
+                "Tasks": [
+                    {
+                        "Name": "web",
+                        "Driver": driver,
+                        "Config": {"command": "/bin/sh", "args": ["-c", SERVE.format(local=local)]},
+                        "Resources": {"CPU": 100, "MemoryMB": 128},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _get(url: str) -> str:
+    try:
+        answer = httpx.get(url, timeout=5)
+    except httpx.HTTPError:
+        return ""
+    return answer.text if answer.status_code == 200 else ""
+
+
+def _portmap_rules() -> str:
+    return subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True, check=True).stdout
+
+
+def serve_and_stop(cluster: Cluster, job_id: str, driver: str, local: str) -> dict[str, str]:
+    """Run the job; check it answers on its host port from the host and that its stop removes
+    the namespace and the port mapping; the task's environment as it served it."""
+    cluster.register(bridge_job(job_id, driver, local))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs(job_id)] == ["running"], 120), cluster.allocs(
+        job_id
+    )
+    (stub,) = cluster.allocs(job_id)
+    alloc = cluster.http.get(f"/v1/allocation/{stub['ID']}").json()
+    (port,) = alloc["AllocatedResources"]["Shared"]["Ports"]
+    netns = NETNS_DIR / alloc["ID"]
+    assert netns.exists()
+    page: dict[str, str] = {}
+
+    def answered() -> bool:
+        page["env"] = _get(f"http://127.0.0.1:{port['Value']}/env.txt")
+        return bool(page["env"])
+
+    assert wait_for(answered, 60), f"nothing answered on host port {port['Value']}"
+    assert alloc["ID"] in _portmap_rules()  # portmap's DNAT for this allocation
+    env = dict(line.split("=", 1) for line in page["env"].splitlines() if "=" in line)
+    assert env["NOMAD_HOST_PORT_http"] == str(port["Value"])
+    assert env["NOMAD_PORT_http"] == env["NOMAD_ALLOC_PORT_http"] == "8080"
+    node = cluster.http.get(f"/v1/node/{alloc['NodeID']}").json()
+    host_ip = node["Attributes"]["unique.network.ip-address"]
+    assert env["NOMAD_IP_http"] == host_ip
+    assert env["NOMAD_ADDR_http"] == f"{host_ip}:{port['Value']}"
+
+    assert cluster.http.delete(f"/v1/job/{job_id}").status_code == 200
+    assert wait_for(lambda: _done(cluster, job_id), 60), cluster.allocs(job_id)
+    assert wait_for(lambda: not netns.exists(), 30), f"{netns} outlived the allocation"
+    assert alloc["ID"] not in _portmap_rules(), "the port mapping outlived the allocation"
+    assert not _get(f"http://127.0.0.1:{port['Value']}/env.txt")
+    return env
+
+
+def test_an_exec_task_in_bridge_mode_answers_on_its_host_port_and_its_netns_goes_with_job_stop(
+    cluster: Cluster,
+) -> None:
+    env = serve_and_stop(cluster, "bridged-exec", "exec", "/local")
+    assert env["NOMAD_TASK_DIR"] == "/local"  # it ran chrooted, as exec tasks do
+
+
+def test_a_raw_exec_task_joins_the_allocation_network_namespace_as_nomads_does(cluster: Cluster) -> None:
+    # Listening on 8080 in the host's namespace would not answer: the host port is mapped to
+    # the allocation's own address.
+    env = serve_and_stop(cluster, "bridged-raw", "raw_exec", "$NOMAD_TASK_DIR")
+    assert os.path.isabs(env["NOMAD_TASK_DIR"]) and env["NOMAD_TASK_DIR"] != "/local"

@@ -1,0 +1,180 @@
+"""Bridge networking's parts without root: Nomad's configuration list and port mappings, the
+CNI calling convention (checked against fake plugins that record what they were given), the
+client's bridge settings, and which tasks join the allocation's namespace."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.wire.json import JsonObject
+from client.alloc_runner import task_plans
+from client.config import ConfigError, build
+from client.drivers import PortMapping
+from client.drivers.raw_exec import as_user, enter_netns
+from client.drivers.users import Identity
+from client.network import cni
+from client.network.bridge import conflist, netns_path, port_mappings
+from client.taskenv import NodeInfo
+
+pytestmark = pytest.mark.unit
+
+FAKE_PLUGIN = """#!/bin/sh
+here=$(dirname "$0"); name=$(basename "$0")
+cat > "$here/$name.$CNI_COMMAND.conf"
+env | grep '^CNI_' | sort > "$here/$name.$CNI_COMMAND.env"
+[ -e "$here/$name.fail" ] && { echo '{"code": 7, "msg": "refused", "details": "by the test"}'; exit 1; }
+[ "$CNI_COMMAND" = ADD ] && echo "{\\"cniVersion\\": \\"0.4.0\\", \\"by\\": \\"$name\\"}"
+exit 0
+"""
+
+
+def test_the_configuration_list_is_nomads_bridge_with_its_defaults() -> None:
+    listed = conflist("nomad", "172.26.64.0/20")
+    assert listed["cniVersion"] == "0.4.0" and listed["name"] == "nomad"
+    plugins = listed["plugins"]
+    assert isinstance(plugins, list)
+    assert [p["type"] for p in plugins if isinstance(p, dict)] == ["loopback", "bridge", "firewall", "portmap"]
+    bridge, firewall, portmap = plugins[1], plugins[2], plugins[3]
+    assert bridge == {
+        "type": "bridge",
+        "bridge": "nomad",
+        "ipMasq": True,
+        "isGateway": True,
+        "forceAddress": True,
+        "hairpinMode": False,
+        "ipam": {"type": "host-local", "ranges": [[{"subnet": "172.26.64.0/20"}]], "routes": [{"dst": "0.0.0.0/0"}]},
+    }
+    assert firewall == {"type": "firewall", "backend": "iptables", "iptablesAdminChainName": "NOMAD-ADMIN"}
+    assert portmap == {"type": "portmap", "capabilities": {"portMappings": True}, "snat": True}
+
+
+def test_each_port_maps_for_tcp_and_udp_to_its_to_or_else_the_host_port() -> None:
+    ports = [PortMapping("http", "10.0.0.5", 25001, 8080), PortMapping("raw", "10.0.0.5", 25002, 0)]
+    assert port_mappings(ports) == [
+        {"hostPort": 25001, "containerPort": 8080, "protocol": "tcp"},
+        {"hostPort": 25001, "containerPort": 8080, "protocol": "udp"},
+        {"hostPort": 25002, "containerPort": 25002, "protocol": "tcp"},
+        {"hostPort": 25002, "containerPort": 25002, "protocol": "udp"},
+    ]
+
+
+@pytest.fixture
+def plugins(tmp_path: Path) -> Path:
+    for kind in ("loopback", "bridge", "firewall", "portmap"):
+        plugin = tmp_path / kind
+        plugin.write_text(FAKE_PLUGIN)
+        plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    return tmp_path
+
+
+def _recorded(plugins: Path, kind: str, command: str) -> tuple[dict[str, Any], dict[str, str]]:
+    conf = json.loads((plugins / f"{kind}.{command}.conf").read_text())
+    env = dict(line.split("=", 1) for line in (plugins / f"{kind}.{command}.env").read_text().splitlines())
+    return conf, env
+
+
+def test_add_runs_the_plugins_in_order_with_the_cni_environment_and_the_previous_result(plugins: Path) -> None:
+    where = cni.Attachment("alloc-1", "/var/run/netns/alloc-1")
+    runtime: JsonObject = {"portMappings": [{"hostPort": 1, "containerPort": 2, "protocol": "tcp"}]}
+    result = cni.add(conflist("nomad", "172.26.64.0/20"), where, runtime, [plugins])
+    assert result == {"cniVersion": "0.4.0", "by": "portmap"}
+    loopback, env = _recorded(plugins, "loopback", "ADD")
+    assert env == {
+        "CNI_ARGS": "IgnoreUnknown=true",
+        "CNI_COMMAND": "ADD",
+        "CNI_CONTAINERID": "alloc-1",
+        "CNI_IFNAME": "eth0",
+        "CNI_NETNS": "/var/run/netns/alloc-1",
+        "CNI_PATH": str(plugins),
+    }
+    assert loopback == {"type": "loopback", "name": "nomad", "cniVersion": "0.4.0"}
+    bridge, _ = _recorded(plugins, "bridge", "ADD")
+    assert bridge["prevResult"] == {"cniVersion": "0.4.0", "by": "loopback"}
+    assert "runtimeConfig" not in bridge  # it declares no capability
+    portmap, _ = _recorded(plugins, "portmap", "ADD")
+    assert portmap["prevResult"] == {"cniVersion": "0.4.0", "by": "firewall"}
+    assert portmap["runtimeConfig"] == runtime
+
+
+def test_a_failing_plugin_stops_add_with_its_message(plugins: Path) -> None:
+    (plugins / "firewall.fail").touch()
+    with pytest.raises(cni.CniError, match="'firewall' \\(ADD\\) failed: refused: by the test"):
+        cni.add(conflist("nomad", "172.26.64.0/20"), cni.Attachment("a", "/n"), {}, [plugins])
+    assert not (plugins / "portmap.ADD.conf").exists()
+
+
+def test_del_runs_every_plugin_in_reverse_with_adds_result_past_a_failure(plugins: Path) -> None:
+    (plugins / "portmap.fail").touch()
+    added: JsonObject = {"cniVersion": "0.4.0", "ips": [{"address": "172.26.64.2/20"}]}
+    failures = cni.delete(conflist("nomad", "172.26.64.0/20"), cni.Attachment("a", "/n"), {}, [plugins], added)
+    assert len(failures) == 1 and "portmap" in failures[0]
+    for kind in ("loopback", "bridge", "firewall"):
+        conf, env = _recorded(plugins, kind, "DEL")
+        assert env["CNI_COMMAND"] == "DEL" and conf["prevResult"] == added
+    order = sorted(plugins.glob("*.DEL.conf"), key=lambda p: p.stat().st_mtime_ns)
+    assert [p.name.split(".")[0] for p in order] == ["portmap", "firewall", "bridge", "loopback"]
+
+
+def test_a_missing_plugin_is_named(tmp_path: Path) -> None:
+    with pytest.raises(cni.CniError, match="CNI plugin 'loopback' not found"):
+        cni.add(conflist("nomad", "172.26.64.0/20"), cni.Attachment("a", "/n"), {}, [tmp_path])
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"bridge_network_subnet": "172.26.64.0/33"}, "bridge_network_subnet"),
+        ({"bridge_network_subnet": "fd00::/64"}, "IPv4"),
+        ({"bridge_network_name": "a-name-far-too-long"}, "bridge_network_name"),
+        ({"bridge_network_hairpin_mode": "yes"}, "bridge_network_hairpin_mode"),
+    ],
+)
+def test_bad_bridge_settings_are_refused_by_name(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build(settings, {}, {})
+
+
+def test_bridge_settings_reach_the_bridge_config() -> None:
+    config = build({"bridge_network_name": "br0", "bridge_network_subnet": "10.9.0.0/24", "cni_path": "/a:/b"}, {}, {})
+    bridge = config.bridge()
+    assert (bridge.name, bridge.subnet, bridge.cni_path) == ("br0", "10.9.0.0/24", (Path("/a"), Path("/b")))
+    assert build({}, {}, {}).bridge().name == "nomad"
+    assert build({}, {}, {}).bridge().subnet == "172.26.64.0/20"
+
+
+def _alloc(mode: str) -> dict[str, Any]:
+    tasks = [{"Name": name, "Driver": name, "Config": {}} for name in ("exec", "raw_exec", "docker")]
+    group = {"Name": "g", "Networks": [{"Mode": mode}], "Tasks": tasks}
+    return {"ID": "a1", "TaskGroup": "g", "Job": {"ID": "j", "Type": "service", "TaskGroups": [group]}}
+
+
+def test_exec_and_raw_exec_tasks_of_a_bridge_group_join_its_namespace_and_docker_does_not(tmp_path: Path) -> None:
+    plans, _ = task_plans(_alloc("bridge"), NodeInfo.of({}), tmp_path)
+    assert {p.spec.name: p.spec.netns for p in plans} == {
+        "exec": netns_path("a1"),
+        "raw_exec": netns_path("a1"),
+        "docker": "",
+    }
+    plans, _ = task_plans(_alloc("host"), NodeInfo.of({}), tmp_path)
+    assert all(p.spec.netns == "" for p in plans)
+
+
+def test_raw_exec_enters_the_namespace_before_dropping_to_its_user() -> None:
+    who = Identity("nobody", 65534, 65534, (65534,))
+    assert [*enter_netns("/var/run/netns/a1"), *as_user(who)] == [
+        "nsenter",
+        "--net=/var/run/netns/a1",
+        "--",
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--groups",
+        "65534",
+        "--",
+    ]
+    assert "--clear-groups" in as_user(Identity("x", 1, 1, ()))
