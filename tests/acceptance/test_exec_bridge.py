@@ -7,6 +7,7 @@ CNI plugins (skipped elsewhere); every chain, bridge and namespace made is remov
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ from client.network.bridge import NETNS_DIR
 from client.network.cni import DEFAULT_CNI_PATH
 from tests.support.cluster import Cluster
 from tests.support.cni_cleanup import network_traces
-from tests.support.processes import Corral, wait_for
+from tests.support.processes import CorralFactory, wait_for
 
 
 def _missing() -> str | None:
@@ -53,8 +54,8 @@ def parent() -> Iterator[str]:
         top = hierarchy / name
         if top.is_dir() and not top.is_symlink():
             for group in sorted(top.glob("*/"), reverse=True):
-                wait_for(lambda group=group: _removed(group), 10)
-            wait_for(lambda top=top: _removed(top), 10)
+                wait_for(functools.partial(_removed, group), 10)
+            wait_for(functools.partial(_removed, top), 10)
 
 
 def _removed(group: Path) -> bool:
@@ -68,7 +69,7 @@ def _removed(group: Path) -> bool:
 
 
 @pytest.fixture
-def cluster(corral: type[Corral], database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
     with network_traces(BRIDGE):
         running = Cluster(corral, database_url, workdir)
         (workdir / "c1").mkdir()

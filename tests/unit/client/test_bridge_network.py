@@ -148,7 +148,7 @@ def test_bridge_settings_reach_the_bridge_config() -> None:
 
 
 def _alloc(mode: str) -> dict[str, Any]:
-    tasks = [{"Name": name, "Driver": name, "Config": {}} for name in ("exec", "raw_exec", "docker")]
+    tasks: list[dict[str, Any]] = [{"Name": n, "Driver": n, "Config": {}} for n in ("exec", "raw_exec", "docker")]
     group = {"Name": "g", "Networks": [{"Mode": mode}], "Tasks": tasks}
     return {"ID": "a1", "TaskGroup": "g", "Job": {"ID": "j", "Type": "service", "TaskGroups": [group]}}
 
