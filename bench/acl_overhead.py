@@ -16,7 +16,7 @@ from typing import Any
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from bench.common import bench_database
 
 JOBS = 50

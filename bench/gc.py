@@ -36,13 +36,13 @@ import psutil
 import psycopg
 import psycopg.rows
 
-from app.config import Settings
 from app.db.engines import libpq_url, make_engine, make_sessionmaker
 from app.gc.collector import Collector, Report
 from app.gc.pacer import Pacer
 from app.gc.thresholds import Thresholds
 from app.pipeline import broker
 from app.pipeline.broker import Outcome
+from app.settings.config import Settings
 from bench.common import bench_database
 from bench.gc_fill import fill_terminal
 

@@ -22,8 +22,8 @@ import httpx
 import psycopg
 
 from app.db.engines import libpq_url
-from app.ids import secret_hash
 from app.store.sql import psycopg_query
+from app.values.ids import secret_hash
 from bench.common import bench_database
 from client.fleet.base import FleetConfig
 from client.fleet.fleet import Fleet

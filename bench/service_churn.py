@@ -18,8 +18,8 @@ import psycopg
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
 from app.db.engines import libpq_url
+from app.settings.config import Settings
 from bench.common import bench_database, register_mock_job
 from tests.support.api import json_body
 

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 import psycopg
 
-from app.config import Settings
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
+from app.settings.config import Settings
 from app.store.jobs import RegisterOptions, register_job
 from bench import small_jobs_ceiling
 from bench.common import add_nodes, bench_database, bench_server, cloned_database

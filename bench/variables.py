@@ -21,7 +21,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from bench.common import bench_database
 
 ITEMS = {"user": "app", "password": "x" * 64, "url": "postgres://db.internal:5432/app"}

@@ -23,10 +23,10 @@ from typing import Any
 import psycopg
 
 import workers.worker as worker_module
-from app.config import Settings
 from app.db.engines import libpq_url
-from app.logging import configure
 from app.pipeline import broker, plans
+from app.settings.config import Settings
+from app.settings.logging import configure
 from bench.common import add_nodes, bench_database
 from bench.small_jobs import register_jobs, set_paused, wait_connected
 from bench.storm import start, wait_quiet

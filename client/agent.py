@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import structlog
 
-from app.client_tls import client_tls
+from app.settings.client_tls import client_tls
 from client import disconnect
 from client.alloc_runner import TERMINAL, AllocRunner
 from client.api import IdentityRefused, NodeGone, ServerApi

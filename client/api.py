@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from app.acl.client_link import LINK_KEY_FIELD
-from app.client_tls import client_tls
+from app.settings.client_tls import client_tls
 
 NANOS = 1_000_000_000
 # A client's watch on its allocations asks for no wait of its own, so it blocks for Nomad's

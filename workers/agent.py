@@ -25,9 +25,9 @@ from typing import IO
 import httpx
 import structlog
 
-from app.config import Settings
 from app.db.database import open_database
 from app.db.schema import upgrade
+from app.settings.config import Settings
 from client.drivers.docker_daemon import Daemon, probe
 from client.drivers.docker_daemon import endpoint as docker_endpoint
 from workers.dev_token import mint_client_token

@@ -13,13 +13,13 @@ import structlog
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.engines import autocommitted, make_engine
 from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
 from app.pipeline.applier import Deposed, InFlight, Prepared, commit_batch, prepare
 from app.pipeline.plan_writes import raw
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
+from app.settings.config import Settings
 from workers.election import stand_for_election
 from workers.runtime import PLANS_CHANNEL, Wakeup
 

@@ -25,7 +25,6 @@ from typing import Protocol
 import structlog
 from sqlalchemy import Engine
 
-from app.config import Settings
 from app.metrics.timings import INVOKE_SCHEDULER, SUBMIT_PLAN, timed
 from app.pipeline import plans
 from app.pipeline.batch_overlay import combine, taken_by, with_taken
@@ -33,6 +32,7 @@ from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
 from app.scheduler.metrics import MetricsOptions
+from app.settings.config import Settings
 from app.structs import NodeUsage, Plan, SchedulerResult, Snapshot
 from workers.leases import Lease
 from workers.runtime import VERDICTS_CHANNEL

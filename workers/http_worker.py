@@ -25,7 +25,7 @@ import gevent
 import psycopg.waiting
 from gunicorn.workers.ggevent import GeventWorker
 
-from app.config import Settings
+from app.settings.config import Settings
 from workers.collector import collect_on_a_timer
 from workers.request_body import BodyLimits, timed_bodies
 

@@ -14,7 +14,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.engines import make_engine
 from app.db.leadership import Leadership
 from app.leader import (
@@ -26,6 +25,7 @@ from app.leader import (
     node_lifecycle,
     periodic_launch,
 )
+from app.settings.config import Settings
 from app.store.sql import query
 from workers.election import stand_for_election
 from workers.loops import Streak

@@ -26,7 +26,7 @@ import gevent
 from gunicorn.http.errors import NoMoreData, ParseException
 from werkzeug.wsgi import ClosingIterator
 
-from app.errors import CorralError, InvalidInput, RequestTimeout
+from app.values.errors import CorralError, InvalidInput, RequestTimeout
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]

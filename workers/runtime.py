@@ -15,10 +15,10 @@ import structlog
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from app.config import Settings
 from app.db.database import open_database
 from app.db.engines import connect_args, libpq_url, make_engine
 from app.db.schema import ensure_current
+from app.settings.config import Settings
 from workers.loops import Backoff, Streak
 
 log = structlog.get_logger(__name__)

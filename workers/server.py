@@ -8,7 +8,7 @@ import ssl
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
-from app.config import Settings
+from app.settings.config import Settings
 from workers.http_worker import CorralWorker, exit_worker
 
 

@@ -13,8 +13,6 @@ import structlog
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.config import Settings
-from app.constants import CORE_EVAL_TYPE
 from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.db.leadership import holder_name
 from app.gc.core_evals import run_core_eval
@@ -26,7 +24,9 @@ from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
 from app.scheduler.metrics import MetricsOptions
+from app.settings.config import Settings
 from app.structs import SchedulerResult, Snapshot
+from app.values.constants import CORE_EVAL_TYPE
 from workers.batch import concerns, first_tries
 from workers.leases import Lease, Leases
 from workers.listener import ListenerView, SharedListener

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import structlog
 
-from app.config import Settings
+from app.settings.config import Settings
 
 log = structlog.get_logger(__name__)
 MIN_CHARS = 32

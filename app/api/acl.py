@@ -17,11 +17,11 @@ from app.acl.policy import PolicyError, parse
 from app.api.callers import caller
 from app.api.context import read, respond, state, write
 from app.api.params import json_body, prefix_arg, uuid_value
-from app.errors import FieldProblem, Forbidden, InvalidInput
 from app.jobspec.durations import DurationError, duration_ns
 from app.models import AclPolicy, AclRole, AclToken
 from app.store import acl as store
 from app.store import acl_roles as roles_store
+from app.values.errors import FieldProblem, Forbidden, InvalidInput
 from app.wire.acl import ACLToken, ACLTokenRoleLink
 from app.wire.api_acl import AclPolicyJson
 from app.wire.json import JsonObject, JsonValue

@@ -13,9 +13,9 @@ from app.api.acl import MAX_DESCRIPTION, POLICY_NAME, enabled
 from app.api.callers import caller
 from app.api.context import read, respond, write
 from app.api.params import json_body, prefix_arg
-from app.errors import FieldProblem, Forbidden, InvalidInput, NotFound
 from app.models import AclRole
 from app.store import acl_roles as store
+from app.values.errors import FieldProblem, Forbidden, InvalidInput, NotFound
 from app.wire.acl import ACLRole
 from app.wire.json import JsonObject
 

@@ -20,7 +20,7 @@ from app.api import log_monitor
 from app.api.context import respond, state
 from app.api.hangups import Caller
 from app.api.params import arg, bool_arg
-from app.errors import InvalidInput
+from app.values.errors import InvalidInput
 from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("agent_debug", __name__)

@@ -14,11 +14,11 @@ from app.acl.client_link import LINK_KEY_FIELD, node_key
 from app.api.context import client_lane, client_write, respond, state, write
 from app.api.params import arg, json_body, optional_json_body, uuid_value
 from app.api.validation import validate
-from app.errors import Forbidden
 from app.gc.client_gc import request_client_gc
 from app.store import client_allocs
 from app.store.heartbeat_ttl import HeartbeatPolicy
 from app.store.heartbeats import heartbeat as record_heartbeat
+from app.values.errors import Forbidden
 from app.wire.allocation import TaskStateJson
 
 bp = Blueprint("client", __name__)

@@ -21,7 +21,7 @@ from app.api.client_proxy import (
 from app.api.context import respond
 from app.api.params import arg, optional_json_body, uuid_value
 from app.api.validation import validate
-from app.errors import InvalidInput
+from app.values.errors import InvalidInput
 
 bp = Blueprint("client_allocs", __name__)
 NAME_LIMIT = 128

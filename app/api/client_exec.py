@@ -45,10 +45,10 @@ from app.api.client_proxy import (
 )
 from app.api.context import state
 from app.api.params import arg, uuid_value
-from app.errors import CorralError, InvalidInput
 from app.models import JobVersion
 from app.store import allocs as alloc_store
 from app.stream import websocket as wsock
+from app.values.errors import CorralError, InvalidInput
 from app.wire.job import JobSpec
 
 if TYPE_CHECKING:

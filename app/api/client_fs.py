@@ -39,8 +39,8 @@ from app.api.client_proxy import (
 )
 from app.api.context import state
 from app.api.params import arg, bool_arg, integer_arg, uuid_value
-from app.errors import InvalidInput, NotFound
 from app.store import allocs as alloc_store
+from app.values.errors import InvalidInput, NotFound
 
 log = structlog.get_logger(__name__)
 bp = Blueprint("client_fs", __name__)

@@ -11,7 +11,7 @@ from flask import Blueprint, Response
 
 from app.api.client_proxy import Unreachable, forward, relay_json, target_of_node
 from app.api.params import arg, json_body, uuid_value
-from app.errors import FieldProblem, InvalidInput
+from app.values.errors import FieldProblem, InvalidInput
 
 bp = Blueprint("client_meta", __name__)
 MAX_KEYS = 256

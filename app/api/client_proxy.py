@@ -28,10 +28,10 @@ from flask import Response, g, request
 from app.acl import client_link as link
 from app.api.context import state
 from app.api.errors import problem
-from app.errors import FieldProblem, NotFound
 from app.models import Node
 from app.store import allocs as alloc_store
 from app.store import nodes as node_store
+from app.values.errors import FieldProblem, NotFound
 
 log = structlog.get_logger(__name__)
 CONNECT_TIMEOUT_S = 2.0

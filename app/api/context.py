@@ -22,7 +22,7 @@ from app.api.errors import CommitOutcomeUnknown, ReplicationUnconfirmed, databas
 from app.api.hangups import HangupMonitor
 from app.api.params import blocking_params
 from app.api.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
-from app.config import Settings
+from app.settings.config import Settings
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -29,8 +29,8 @@ from flask import Flask, Response, current_app, request
 
 from app.api.context import state
 from app.api.errors import problem
-from app.config import Settings
-from app.errors import FieldProblem
+from app.settings.config import Settings
+from app.values.errors import FieldProblem
 
 log = structlog.get_logger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})

@@ -10,10 +10,10 @@ from typing import Any
 
 from app.api.encode import ident, nanos
 from app.models import Deployment
-from app.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
-from app.rfc3339 import rfc3339
 from app.store.deployments import Change, GroupCounts, from_row
 from app.structs import DeploymentGroup
+from app.values.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
+from app.values.rfc3339 import rfc3339
 from app.wire.api_deployments import DeploymentUpdateResponseJson
 
 NANOS = 1_000_000_000

@@ -17,11 +17,11 @@ from app.api.context import read, respond, state, write
 from app.api.listing import Entry, Order, as_is, filtered, list_query, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, namespace, uuid_value
 from app.api.validation import validate
-from app.errors import InvalidInput
 from app.models import Deployment
 from app.store import deployment_reads as reads
 from app.store import deployments as store
 from app.store.jobs import RegisterOptions
+from app.values.errors import InvalidInput
 
 bp = Blueprint("deployments", __name__)
 # Every read depends on the deployment rows and on the allocations its counts come from.

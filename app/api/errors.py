@@ -11,7 +11,7 @@ from psycopg import errors as pg_errors
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
-from app.errors import CorralError, FieldProblem
+from app.values.errors import CorralError, FieldProblem
 
 log = structlog.get_logger(__name__)
 # A lock or statement timeout means the database is busy, not that the request is wrong.

@@ -12,9 +12,9 @@ from app.api.context import respond, write
 from app.api.listing import matches
 from app.api.params import json_body
 from app.bexpr import FilterError, compile_filter
-from app.errors import InvalidInput
 from app.models import Evaluation
 from app.store import eval_delete as store
+from app.values.errors import InvalidInput
 
 bp = Blueprint("eval_delete", __name__)
 MAX_IDS = 7281  # Nomad's MaxUUIDsPerWriteRequest

@@ -10,9 +10,9 @@ from flask import Blueprint, Response, request
 from app.api import encode
 from app.api.context import respond, state, write
 from app.api.params import json_body, namespace, peek_json_body, uuid_value
-from app.errors import InvalidInput, NotFound
 from app.models import Job
 from app.store.evaluate import evaluate_job, evaluate_node
+from app.values.errors import InvalidInput, NotFound
 
 bp = Blueprint("evaluate", __name__)
 

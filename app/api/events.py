@@ -24,8 +24,8 @@ from app.api.event_filter import Subscription, TopicError, denied_topic, parse_t
 from app.api.hangups import Caller
 from app.api.params import integer_arg, namespace
 from app.db.state_index import current_index
-from app.errors import InvalidInput
 from app.store import events as store
+from app.values.errors import InvalidInput
 from app.wire.api_events import HeartbeatJson, StreamFrameJson
 
 bp = Blueprint("events", __name__)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from flask import Flask
 
-from app.config import Settings
+from app.settings.config import Settings
 
 if TYPE_CHECKING:
     from app.api.replicas import Standby
@@ -22,10 +22,10 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     from app.api import register
     from app.api.blocking import IndexWatcher
     from app.api.context import ApiState, Lane
-    from app.config import get_settings
     from app.db.engines import make_engine, make_sessionmaker
     from app.db.schema import ensure_current
     from app.keyring import root_key
+    from app.settings.config import get_settings
 
     settings = settings or get_settings()
     url = database_url or settings.database_url

@@ -11,7 +11,6 @@ from flask import Blueprint, Response
 from app.api.context import respond, state
 from app.api.jobs import normalized_job
 from app.api.params import json_body
-from app.errors import InvalidInput
 from app.jobspec.canonical import canonical_job
 from app.jobspec.diff import job_diff
 from app.jobspec.warnings import format_warnings, job_warnings
@@ -20,6 +19,7 @@ from app.pipeline.metrics_codec import metrics_to_json
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
 from app.structs import Allocation
+from app.values.errors import InvalidInput
 from app.wire.allocation import AllocationMetricJson
 from app.wire.job import JobDiffJson, JobSpec
 

@@ -8,9 +8,9 @@ from sqlalchemy.orm import Session
 from app.api import encode
 from app.api.context import read, respond, state, write
 from app.api.params import json_body, namespace
-from app.errors import FieldProblem, InvalidInput
 from app.models import JobScalingEvent
 from app.store import job_scale as store
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.api_jobs import JobScaleStatusJson, ScalingEventJson
 from app.wire.json import JsonObject
 

@@ -20,11 +20,11 @@ from app.api.encode import nanos
 from app.api.listing import with_token
 from app.api.params import MAX_PER_PAGE, arg, bool_arg, integer_arg, namespace, optional_json_body
 from app.api.visibility import Visibility, list_visibility
-from app.constants import DEFAULT_NAMESPACE, DEPLOYMENT_ACTIVE_STATUSES
-from app.errors import FieldProblem, InvalidInput
 from app.models import Allocation, Deployment, Job
 from app.store import job_reads as reads
 from app.store import job_status_reads as status_reads
+from app.values.constants import DEFAULT_NAMESPACE, DEPLOYMENT_ACTIVE_STATUSES
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.job_statuses import (
     JobStatusesAllocJson,
     JobStatusesJobJson,

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from app.api.context import read, respond
 from app.api.params import integer_arg, namespace
-from app.errors import InvalidInput, NotFound
 from app.store import job_reads as reads
 from app.store.job_submissions import get_submission
+from app.values.errors import InvalidInput, NotFound
 
 bp = Blueprint("job_submission", __name__)
 

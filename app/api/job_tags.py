@@ -8,8 +8,8 @@ from flask import Blueprint, Response
 
 from app.api.context import respond, write
 from app.api.params import namespace, optional_json_body, path_value
-from app.errors import FieldProblem, InvalidInput
 from app.store import job_tags as store
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 
 bp = Blueprint("job_tags", __name__)

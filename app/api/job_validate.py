@@ -7,8 +7,8 @@ from flask import Blueprint, Response
 from app.api.context import respond
 from app.api.jobs import normalized_job
 from app.api.params import json_body
-from app.errors import InvalidInput
 from app.jobspec.warnings import format_warnings, job_warnings
+from app.values.errors import InvalidInput
 
 bp = Blueprint("job_validate", __name__)
 

@@ -7,9 +7,9 @@ from flask import Blueprint, Response
 from app.api import encode
 from app.api.context import respond, state, write
 from app.api.params import json_body, namespace
-from app.errors import FieldProblem, InvalidInput
 from app.store import job_versions as store
 from app.store.jobs import RegisterOptions
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 
 bp = Blueprint("job_versions", __name__)

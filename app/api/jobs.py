@@ -15,7 +15,6 @@ from app.api.evaluate import refuse_unknown_subroute
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import arg, bool_arg, integer_arg, json_body, namespace, prefix_arg
 from app.api.version_diffs import DiffRequest, version_diffs
-from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.models import Job
@@ -23,6 +22,7 @@ from app.store import job_reads as reads
 from app.store import jobs as store
 from app.store.evals import EvalFilter, Page, list_evals
 from app.store.job_submissions import Submission, save_submission
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject
 

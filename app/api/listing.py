@@ -21,7 +21,7 @@ from flask import Response
 from app.api.params import MAX_PER_PAGE, arg, bool_arg, integer_arg
 from app.api.visibility import Visibility, list_visibility
 from app.bexpr import FilterError, Predicate, compile_filter
-from app.errors import InvalidInput
+from app.values.errors import InvalidInput
 
 T = TypeVar("T")
 

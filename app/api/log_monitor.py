@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from app.logging import SHARED_PROCESSORS
+from app.settings.logging import SHARED_PROCESSORS
 
 BUFFER = 512
 LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING}

@@ -19,12 +19,12 @@ from prometheus_client.registry import Collector
 
 from app.api.context import respond, state
 from app.api.params import arg
-from app.errors import InvalidInput
 from app.metrics import runtime
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import NOMAD_NAMES, PUBLISHED, prometheus_name
 from app.store import published_timings as published
 from app.store.cluster_metrics import ClusterFigures, read_cluster_figures
+from app.values.errors import InvalidInput
 
 bp = Blueprint("metrics", __name__)
 runtime.install()

@@ -10,9 +10,9 @@ from flask import Blueprint, Response
 from app.api.callers import caller
 from app.api.context import read, respond, write
 from app.api.params import json_body, path_value, prefix_arg
-from app.errors import FieldProblem, InvalidInput
 from app.models import Namespace
 from app.store import namespaces as store
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.api_namespaces import NamespaceJson
 
 bp = Blueprint("namespaces", __name__)

@@ -17,10 +17,10 @@ from app.api.callers import caller
 from app.api.context import read, respond, write
 from app.api.params import json_body, namespace, path_value, prefix_arg
 from app.api.validation import validate
-from app.errors import InvalidInput
 from app.models import NodePool
 from app.store import job_reads as reads
 from app.store import node_pools as store
+from app.values.errors import InvalidInput
 from app.wire.api_namespaces import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)

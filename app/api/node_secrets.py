@@ -11,9 +11,9 @@ from sqlalchemy import select
 from app.api.callers import Denied, expired, presented_token
 from app.api.context import state
 from app.api.params import peek_json_body
-from app.ids import secret_matches
 from app.models import Allocation, Node
 from app.store import acl as acl_store
+from app.values.ids import secret_matches
 
 
 def check_node_secret() -> None:

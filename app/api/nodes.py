@@ -18,12 +18,12 @@ from app.api.context import client_lane, client_write, read, respond, state, wri
 from app.api.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.validation import validate
-from app.constants import NODE_ELIGIBILITIES
-from app.errors import InvalidInput
 from app.models import Node, NodeHeartbeat
 from app.store import nodes as store
 from app.store.drains import DrainSpec, set_drain
 from app.store.heartbeat_ttl import HeartbeatPolicy
+from app.values.constants import NODE_ELIGIBILITIES
+from app.values.errors import InvalidInput
 from app.wire.json import JsonObject
 from app.wire.node import NodeReservedResourcesJson, NodeResourcesJson
 

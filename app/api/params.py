@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from flask import request
 
-from app.constants import DEFAULT_NAMESPACE
-from app.errors import FieldProblem, InvalidInput
 from app.jobspec import JobSpecError, parse_duration
 from app.jobspec.errors import join_path, json_type
+from app.values.constants import DEFAULT_NAMESPACE
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject, JsonValue
 
 NANOS = 1_000_000_000

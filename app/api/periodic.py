@@ -13,10 +13,10 @@ from flask import Blueprint, Response, request
 from app.api.context import respond, write
 from app.api.encode import ident
 from app.api.params import arg, namespace, optional_json_body
-from app.errors import FieldProblem, InvalidInput
 from app.jobspec.errors import json_type
 from app.store import dispatch as dispatch_store
 from app.store import periodic as periodic_store
+from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 
 bp = Blueprint("periodic", __name__)

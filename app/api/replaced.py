@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.api.context import read, respond
 from app.api.status import server_address
-from app.errors import DoneElsewhere
+from app.values.errors import DoneElsewhere
 
 bp = Blueprint("replaced", __name__)
 

@@ -28,8 +28,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api.blocking import IndexWatcher, blocking_read
 from app.api.hangups import Caller, Wakeable
 from app.api.params import BlockingParams, arg
-from app.errors import InvalidInput
 from app.store.sql import query
+from app.values.errors import InvalidInput
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)

@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from app.api.context import read, respond
 from app.api.params import arg, namespace, path_value
 from app.api.visibility import list_visibility
-from app.errors import NotFound
 from app.models import Job
 from app.store import job_reads as reads
+from app.values.errors import NotFound
 from app.wire.job import ScalingPolicySpec
 from app.wire.json import JsonValue
 

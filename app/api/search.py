@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from app.api.context import read, respond
 from app.api.params import json_body, namespace
-from app.errors import InvalidInput
 from app.models import Allocation, Deployment, Evaluation, Job, Namespace, Node, NodePool
+from app.values.errors import InvalidInput
 from app.wire.api_search import FuzzyMatchJson, FuzzySearchJson, PrefixSearchJson
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject

@@ -17,9 +17,9 @@ from app.api.context import client_lane, client_write, read, respond, write
 from app.api.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.params import arg, json_body, namespace, uuid_value
 from app.api.validation import validate
-from app.errors import InvalidInput
 from app.store import services as store
 from app.store.services import RegistrationJson
+from app.values.errors import InvalidInput
 from app.wire.api_services import ServiceListJson
 
 bp = Blueprint("services", __name__)

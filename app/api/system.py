@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from app.api.context import read, respond, state, write
 from app.api.params import integer_arg
 from app.db.state_index import current_index
-from app.errors import Failed, StillRunning
 from app.gc.core_evals import enqueue_forced, recent_runs, run_for_eval
 from app.models import Evaluation, GcRun
+from app.values.errors import Failed, StillRunning
 from app.wire.api_system import GcRunJson
 
 bp = Blueprint("system", __name__)

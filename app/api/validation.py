@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from app.errors import FieldProblem, InvalidInput
+from app.values.errors import FieldProblem, InvalidInput
 
 M = TypeVar("M", bound=BaseModel)
 

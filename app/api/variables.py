@@ -16,9 +16,9 @@ from app.api.callers import caller
 from app.api.context import read, respond, state, write
 from app.api.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.params import arg, integer_arg, json_body, namespace, optional_json_body
-from app.errors import InvalidInput, NotFound
 from app.jobspec.durations import DurationError, duration_ns
 from app.store import variables as store
+from app.values.errors import InvalidInput, NotFound
 from app.variables.rules import MAX_ITEMS_BYTES, LockSpec, VariableRuleError, check_items, check_path, items_size
 from app.wire.api_variables import VariableMetaJson
 from app.wire.json import JsonObject

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from app.errors import NotFound
 from app.jobspec.canonical import canonical_job
 from app.jobspec.diff import job_diff
 from app.models import JobVersion
+from app.values.errors import NotFound
 from app.wire.job_diff import JobDiffJson
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from app.errors import InvalidInput
 from app.stream import websocket as wsock
+from app.values.errors import InvalidInput
 
 SUPPORTED_VERSION = 1
 # Go's strconv.ParseBool, which Nomad uses for the flag.

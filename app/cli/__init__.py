@@ -14,7 +14,7 @@ import click
 from app.cli.settings import get_settings, serve_metrics
 
 if TYPE_CHECKING:
-    from app.config import Settings
+    from app.settings.config import Settings
 
 # Start-up time matters (every `corral job status` pays it): this module and the command
 # modules import only click at top level. Settings (pydantic-settings), logging, the job
@@ -51,7 +51,7 @@ def agent(dev: bool, acl_enabled: bool) -> None:
     only allows node:write, minted by the agent."""
     if not dev:
         raise click.UsageError("only `corral agent -dev` exists; run roles separately in production")
-    from app.logging import configure, resolve_format
+    from app.settings.logging import configure, resolve_format
     from workers.agent import StartRefusedError, run_dev_agent
 
     if acl_enabled:
@@ -79,9 +79,9 @@ def server(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from app.acl.link_secret import LinkSecretError, for_server
-    from app.config import tls_problem
     from app.keyring import root_key
-    from app.logging import configure
+    from app.settings.config import tls_problem
+    from app.settings.logging import configure
     from workers.server import run_server
 
     settings = get_settings()
@@ -123,7 +123,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
     """Run a scheduling worker: claim evaluations, schedule them, submit plans. Run as many as
     you like, on any host. SIGTERM finishes the current evaluations (or gives them back, if their
     plans are still waiting for the applier), then exits."""
-    from app.logging import configure
+    from app.settings.logging import configure
     from workers.runtime import stop_on_signals
     from workers.timings_publisher import publishing
     from workers.worker import ALL_SCHEDULERS, run_worker
@@ -150,7 +150,7 @@ def worker(schedulers: str, num_schedulers: int | None, eval_batch: int | None) 
 def applier() -> None:
     """Run the plan applier: the single writer of placements. Start two or more; one holds the
     role (advisory lock + term) and the others stand by and take over if it dies or freezes."""
-    from app.logging import configure
+    from app.settings.logging import configure
     from workers.applier import run_applier
     from workers.runtime import stop_on_signals
     from workers.timings_publisher import publishing
@@ -169,7 +169,7 @@ def leader() -> None:
     sweep, node heartbeat expiry, disconnect windows and drains, periodic job launches every
     second, and one garbage-collection core evaluation per collector on its
     CORRAL_*_GC_INTERVAL_S). Start two or more; one holds the role and the others stand by."""
-    from app.logging import configure
+    from app.settings.logging import configure
     from workers.leader import run_leader
     from workers.runtime import stop_on_signals
 

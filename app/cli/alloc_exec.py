@@ -201,7 +201,7 @@ def _open(alloc_id: str, task: str, command: list[str], tty: bool) -> WebSocket:
     import json
     from urllib.parse import urlencode
 
-    from app.client_tls import client_tls
+    from app.settings.client_tls import client_tls
     from app.stream import websocket as wsock
 
     params = {"task": task, "command": json.dumps(command), "tty": "true" if tty else "false"}

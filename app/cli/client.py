@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.registry import Collector
 
-    from app.config import Settings
+    from app.settings.config import Settings
     from client.config import ClientConfig
 
 
@@ -172,7 +172,7 @@ def client(config_file: Path | None, **options: Any) -> None:
     from workers.runtime import stop_on_signals
 
     config = client_config(config_file, options)
-    from app.logging import configure
+    from app.settings.logging import configure
 
     settings = get_settings()
     configure("client", settings.log_level, settings.log_format)
@@ -291,7 +291,7 @@ def fleet(
     within its TTL, run their allocations with the mock driver's semantics (run_for, exit_code,
     start_error) and report their status, all from one process. Busy or failing servers are
     waited out with jittered backoff; only a refused registration ends the fleet."""
-    from app.logging import configure
+    from app.settings.logging import configure
     from client.fleet.base import FleetConfig
     from client.fleet.fleet import run_fleet
     from client.fleet.identity import IdentityFileError

@@ -33,7 +33,7 @@ def validate(paths: tuple[str, ...]) -> None:
 def _environment_problems() -> list[str]:
     from pydantic import ValidationError
 
-    from app.config import Settings, describe, tls_problem
+    from app.settings.config import Settings, describe, tls_problem
 
     try:
         settings = Settings()  # read now, not the process's cached settings: this is the check

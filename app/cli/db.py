@@ -26,7 +26,7 @@ def upgrade(revision: str, lock_timeout: str) -> None:
     "Upgrading a running cluster" in docs/operations.md."""
     from app.db.database import open_database
     from app.db.schema import upgrade as run_upgrade
-    from app.logging import configure
+    from app.settings.logging import configure
 
     settings = get_settings()
     configure("migrate", settings.log_level, settings.log_format)
@@ -44,7 +44,7 @@ def current() -> None:
     from app.db.database import open_database
     from app.db.engines import make_engine
     from app.db.schema import current_revision, head_revision
-    from app.logging import configure
+    from app.settings.logging import configure
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)
@@ -68,7 +68,7 @@ def psql(psql_args: tuple[str, ...]) -> None:
 
     from app.db.database import open_database
     from app.db.engines import libpq_url
-    from app.logging import configure
+    from app.settings.logging import configure
 
     settings = get_settings()
     configure("cli", settings.log_level, settings.log_format)

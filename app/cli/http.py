@@ -240,7 +240,7 @@ def _send(
 
 def _tls_context() -> ssl.SSLContext:
     """The CLI's TLS verification (CORRAL_CACERT and friends); the system's trust store when none is set."""
-    from app.client_tls import client_tls
+    from app.settings.client_tls import client_tls
 
     configured = client_tls()
     return configured if isinstance(configured, ssl.SSLContext) else ssl.create_default_context()

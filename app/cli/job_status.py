@@ -72,7 +72,7 @@ def next_launch_text(job: JobSpec, now: datetime) -> str | None:
     """Nomad's "Next Periodic Launch": none for a stopped job, nothing for a schedule it cannot read."""
     if job.get("Stop"):
         return "none (job stopped)"
-    from app.cron import next_launch
+    from app.values.cron import next_launch
 
     periodic = job.get("Periodic")
     if not periodic:

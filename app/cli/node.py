@@ -8,7 +8,7 @@ from app.cli import http
 from app.cli.client import default_address
 from app.cli.monitor import follow, monitor_options
 from app.cli.output import ago, columns, date, format_options, formatted, key_values, resolve
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.api_nodes import NodeDrainRequest
 from app.wire.node import NodeJson, NodeListStubJson

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from app.config import Settings
+    from app.settings.config import Settings
 
 
 def get_settings() -> Settings:
     """The validated configuration, for the commands that need it; a bad value is a usage error."""
-    from app.config import ConfigError
-    from app.config import get_settings as load
+    from app.settings.config import ConfigError
+    from app.settings.config import get_settings as load
 
     try:
         return load()

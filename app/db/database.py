@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Settings
 from app.db.embedded import EmbeddedPostgres
 from app.db.engines import sqlalchemy_url
+from app.settings.config import Settings
 
 
 @dataclass

@@ -13,16 +13,16 @@ import structlog
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.constants import CORE_PRIORITY
 from app.db.engines import transaction
 from app.db.state_index import next_index
 from app.gc import client_gc
 from app.gc.collector import Collector, Report
 from app.gc.pacer import Pacer
 from app.gc.thresholds import Thresholds
-from app.ids import new_id
 from app.models import Evaluation, GcRun
 from app.store.sql import query
+from app.values.constants import CORE_PRIORITY
+from app.values.ids import new_id
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Settings
+from app.settings.config import Settings
 from app.wire.evaluation import CoreParamsJson
 
 SCHEDULED = ("eval-gc", "job-gc", "node-gc", "deployment-gc")

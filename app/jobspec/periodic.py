@@ -1,15 +1,15 @@
 """Rules for periodic (cron-launched) jobs, as Nomad's: Spec or Specs (not both), SpecType "cron",
-an IANA TimeZone, and every spec readable by app.cron (Nomad's cronexpr grammar: 5 fields from the
+an IANA TimeZone, and every spec readable by app.values.cron (Nomad's cronexpr grammar: 5 fields from the
 minute, 6 with a year last, 7 with a second first, or a macro)."""
 
 from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.cron import cron_problem
 from app.jobspec.checks import Problems, one_of
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import PeriodicConfig
+from app.values.cron import cron_problem
 
 SPEC_TYPES = ("cron",)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import structlog
 
 from app.acl.link_secret import ensure_default_file, read_secret_file
-from app.config import Settings
+from app.settings.config import Settings
 
 log = structlog.get_logger(__name__)
 DEFAULT_FILE = "keyring.key"

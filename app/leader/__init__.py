@@ -9,7 +9,7 @@ wires the steps on APScheduler.
 | drain | drain.advance | drain_rules.next_step |
 | all three, each second | node_lifecycle.node_lifecycle | — |
 | deployment watcher | deployment_watch.watch | deployment_rules.decide |
-| periodic launches | periodic_launch.launch_due | launch_rules.due_launches (app/cron.py) |
+| periodic launches | periodic_launch.launch_due | launch_rules.due_launches (app/values/cron.py) |
 | blocked-eval sweeps | eval_sweeps | SQL (sql/queries/broker.sql) |
 | GC scheduling | gc_schedule | app/gc |
 """

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 
 from app.leader.drain_rules import Candidate, Migration, Replacement, Strategy, next_step
 from app.models import Allocation, Node
-from app.rfc3339 import of_datetime
 from app.store.drains import SQL_NULL, now_ns
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import query
+from app.values.rfc3339 import of_datetime
 
 
 def advance(session: Session, take_index: Callable[[], int]) -> int:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.rfc3339 import unix_ns
+from app.values.rfc3339 import unix_ns
 from app.wire.node import DrainStrategyJson
 
 SYSTEM_TYPES = ("system", "sysbatch")

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.config import Settings
+from app.settings.config import Settings
 from app.store.events import delete_before
 
 # Batches per tick: enough to keep up with thousands of changes a second at one tick a minute,

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.gc.core_evals import enqueue_core
 from app.gc.thresholds import Thresholds
+from app.settings.config import Settings
 
 
 def intervals(settings: Settings) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """Which periodic jobs launch on this tick, pure: each parent's most recent scheduled time past
-its last launch (app/cron.py reads the specs), or a note that its schedule cannot be used. The
+its last launch (app/values/cron.py reads the specs), or a note that its schedule cannot be used. The
 I/O step is app/leader/periodic_launch.py."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfoNotFoundError
 
-from app.cron import due_launch
+from app.values.cron import due_launch
 from app.wire.job import PeriodicConfigSpec
 
 
@@ -17,7 +17,7 @@ from app.wire.job import PeriodicConfigSpec
 class Parent:
     namespace: str
     job_id: str
-    periodic: PeriodicConfigSpec  # the job spec's Periodic block, as app/cron.py reads it
+    periodic: PeriodicConfigSpec  # the job spec's Periodic block, as app/values/cron.py reads it
     last_launch: datetime
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.config import get_settings
 from app.db.state_index import next_index
 from app.leader import disconnect, drain, heartbeat_expiry
+from app.settings.config import get_settings
 
 NODE_DUTY_TABLES = ("nodes", "evaluations", "allocations")
 

@@ -9,8 +9,8 @@ from sqlalchemy import CheckConstraint, ForeignKey, ForeignKeyConstraint, Index,
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import ALLOC_CLIENT_STATUSES, ALLOC_DESIRED_STATUSES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.values.constants import ALLOC_CLIENT_STATUSES, ALLOC_DESIRED_STATUSES, sql_in
 from app.wire.allocation import (
     AllocatedResourcesJson,
     AllocDeploymentStatusJson,

@@ -7,8 +7,8 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, Index, Integer, SmallInteger, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import LEADER_ROLES, SCHEDULER_ALGORITHMS, sql_in
 from app.models.base import Base, create_index_column, modify_index_column, updated_at_column
+from app.values.constants import LEADER_ROLES, SCHEDULER_ALGORITHMS, sql_in
 
 
 class SchedulerConfig(Base):

@@ -9,8 +9,8 @@ from sqlalchemy import CheckConstraint, ForeignKeyConstraint, Index, Integer, te
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import DEPLOYMENT_ACTIVE_STATUSES, DEPLOYMENT_STATUSES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES, DEPLOYMENT_STATUSES, sql_in
 from app.wire.plan import DeploymentGroupJson
 
 

@@ -16,8 +16,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import CORE_JOBS, EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, EVAL_TYPES, sql_in
 from app.models.base import Base, create_index_column, modify_index_column
+from app.values.constants import CORE_JOBS, EVAL_STATUSES, EVAL_TERMINAL_STATUSES, EVAL_TRIGGERS, EVAL_TYPES, sql_in
 from app.wire.allocation import AllocationMetricJson
 from app.wire.evaluation import CoreParamsJson, PlanAnnotationsJson
 

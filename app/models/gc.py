@@ -9,8 +9,8 @@ from sqlalchemy import BigInteger, CheckConstraint, Identity, Index, Integer, te
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import CORE_JOBS, sql_in
 from app.models.base import Base
+from app.values.constants import CORE_JOBS, sql_in
 
 GC_RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 

@@ -15,7 +15,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import JOB_STATUSES, JOB_TYPES, sql_in
 from app.models.base import (
     Base,
     create_index_column,
@@ -23,6 +22,7 @@ from app.models.base import (
     modify_index_column,
     updated_at_column,
 )
+from app.values.constants import JOB_STATUSES, JOB_TYPES, sql_in
 from app.wire.job import JobSpec, JobVersionTagSpec
 
 

@@ -8,8 +8,8 @@ from sqlalchemy import CheckConstraint, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import SCHEDULER_ALGORITHMS, sql_in
 from app.models.base import Base, create_index_column, created_at_column, modify_index_column
+from app.values.constants import SCHEDULER_ALGORITHMS, sql_in
 
 
 class Namespace(Base):

@@ -9,7 +9,6 @@ from sqlalchemy import CheckConstraint, Computed, ForeignKey, Index, Integer, te
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import NODE_ELIGIBILITIES, NODE_STATUSES, sql_in
 from app.models.base import (
     Base,
     create_index_column,
@@ -17,6 +16,7 @@ from app.models.base import (
     modify_index_column,
     updated_at_column,
 )
+from app.values.constants import NODE_ELIGIBILITIES, NODE_STATUSES, sql_in
 from app.wire.node import (
     DrainMetadataJson,
     DrainStrategyJson,

@@ -9,8 +9,8 @@ from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Identity, Index,
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import PLAN_STATUSES, sql_in
 from app.models.base import Base, created_at_column
+from app.values.constants import PLAN_STATUSES, sql_in
 from app.wire.evaluation import PlanAnnotationsJson
 from app.wire.plan import AllocJson, CompletionJson, PlanDeploymentJson, StatusUpdateJson, StopJson
 

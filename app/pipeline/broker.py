@@ -21,13 +21,13 @@ from sqlalchemy.orm import Session
 
 from app.db.engines import autocommitted
 from app.db.state_index import next_index
-from app.ids import new_id
 from app.models import Evaluation, Job
 from app.pipeline.metrics_codec import metrics_to_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
 from app.structs import PlacementMetrics
+from app.values.ids import new_id
 
 DELIVERY_LIMIT = 3
 MAX_CLAIM_BATCH = 64  # eval_batch's bound

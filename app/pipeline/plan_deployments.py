@@ -21,11 +21,11 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from app.constants import DEPLOYMENT_ACTIVE_STATUSES
 from app.pipeline.plan_state import binary_ids
 from app.store.deployment_codec import group_to_json
 from app.store.sql import psycopg_query
 from app.structs import Deployment, DeploymentStatusUpdate, Plan
+from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES
 from app.wire.deployment import DeploymentStatus
 from app.wire.plan import DeploymentGroupJson
 

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.errors import Conflict, InvalidInput, NotFound
-from app.ids import secret_hash
 from app.models import AclBootstrap, AclPolicy, AclRole, AclToken
+from app.values.errors import Conflict, InvalidInput, NotFound
+from app.values.ids import secret_hash
 
 
 @dataclass(frozen=True)

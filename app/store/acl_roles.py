@@ -12,8 +12,8 @@ from sqlalchemy import Text, delete, select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import FieldProblem, InvalidInput, NotFound
 from app.models import AclPolicy, AclRole
+from app.values.errors import FieldProblem, InvalidInput, NotFound
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.state_index import next_index
-from app.errors import InvalidInput, NotFound
 from app.models import Allocation, Job
 from app.store.evals import EvalRequest, insert_eval
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.errors import InvalidInput, NotFound
 from app.wire.allocation import DesiredTransitionJson
 
 

@@ -11,10 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.state_index import next_index
-from app.errors import Conflict, Forbidden
-from app.ids import secret_matches
 from app.models import Allocation, Evaluation, JobVersion, Node
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
 from app.store.blocked_evals import unblock_capacity
@@ -22,6 +19,9 @@ from app.store.evals import insert_node_eval
 from app.store.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.errors import Conflict, Forbidden
+from app.values.ids import secret_matches
 from app.wire.allocation import AllocDeploymentStatusJson, TaskStateJson
 
 # What a client may report; lost and unknown are the servers' verdicts.

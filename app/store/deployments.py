@@ -13,9 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.constants import DEPLOYMENT_ACTIVE_STATUSES
 from app.db.state_index import next_index
-from app.errors import Conflict, CorralError, InvalidInput, NotFound
 from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
 from app.scheduler.deployments import RUNNING
@@ -24,6 +22,8 @@ from app.store.evals import EvalRequest, insert_eval
 from app.store.jobs import RegisterOptions, register_at
 from app.store.sql import query
 from app.structs import Deployment
+from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.values.errors import Conflict, CorralError, InvalidInput, NotFound
 from app.wire.allocation import AllocDeploymentStatusJson
 
 TABLES = ["deployments", "evaluations", "jobs", "allocations"]

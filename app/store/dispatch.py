@@ -15,9 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import FieldProblem, InvalidInput, NotFound
 from app.models import Job
 from app.store.job_children import derive_child, launch_child
+from app.values.errors import FieldProblem, InvalidInput, NotFound
 from app.wire.job import JobSpec, ParameterizedJobConfigSpec
 
 MAX_PAYLOAD_BYTES = 16 * 1024  # Nomad's DispatchPayloadSizeLimit

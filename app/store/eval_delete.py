@@ -17,9 +17,9 @@ from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Allocation, Evaluation
 from app.store.scheduler_config import get_config
+from app.values.errors import Conflict, InvalidInput, NotFound
 
 
 @dataclass(frozen=True)

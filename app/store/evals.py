@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from sqlalchemy import Select, Text, cast, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.errors import NotFound
-from app.ids import new_id
 from app.models import Allocation, Evaluation, Job, Node
+from app.values.errors import NotFound
+from app.values.ids import new_id
 
 CORE = "-"  # the namespace lists show for core (GC) evaluations, which have none
 

@@ -11,12 +11,12 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import InvalidInput
 from app.models import Allocation
 from app.store.job_reads import get_job
 from app.store.job_rows import job_evaluation
 from app.store.jobs import WriteResult
 from app.store.nodes import create_node_evals, get_node
+from app.values.errors import InvalidInput
 
 
 def evaluate_job(session: Session, namespace: str, job_id: str, *, force_reschedule: bool) -> WriteResult:

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.ids import secret_hash
+from app.settings.config import Settings
 from app.store.sql import query
+from app.values.ids import secret_hash
 
 
 @dataclass(frozen=True)

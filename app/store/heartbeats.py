@@ -9,10 +9,10 @@ import uuid
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.errors import Forbidden
 from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
 from app.store.node_status import set_node_status
 from app.store.nodes import get_node
+from app.values.errors import Forbidden
 
 
 def record(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from sqlalchemy import exists, func, literal_column, select
 from sqlalchemy.orm import Session
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
-from app.errors import NotFound
 from app.models import Allocation, Job, JobVersion
 from app.store.sql import query
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.errors import NotFound
 
 SUMMARY_COLUMNS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
 

@@ -12,9 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
 from app.db.state_index import next_index
-from app.errors import InvalidInput
 from app.jobspec.validate import MAX_GROUP_COUNT
 from app.models import Allocation, Deployment, Job, JobScalingEvent
 from app.models.scaling import TRACKED_SCALING_EVENTS
@@ -22,6 +20,8 @@ from app.store.evals import EvalRequest, insert_eval
 from app.store.job_reads import get_job
 from app.store.job_rows import TRACKED_VERSIONS, new_version
 from app.structs import launches_children
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
+from app.values.errors import InvalidInput
 from app.wire.job import JobSpec, TaskGroupSpec
 from app.wire.json import JsonObject
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import Conflict, InvalidInput, NotFound
 from app.models import JobVersion
 from app.store.job_reads import get_job
+from app.values.errors import Conflict, InvalidInput, NotFound
 from app.wire.job import JobVersionTagSpec
 
 

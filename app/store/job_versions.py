@@ -6,10 +6,10 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job, JobVersion
 from app.store.job_reads import get_job
 from app.store.jobs import RegisterOptions, WriteResult, register_at
+from app.values.errors import Conflict, InvalidInput, NotFound
 
 
 def revert_job(

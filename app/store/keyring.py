@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.errors import Failed
 from app.keyring.crypto import SealError, new_key, open_sealed, seal
 from app.models import KeyringKey
+from app.values.errors import Failed
 
 ACTIVE, INACTIVE = "active", "inactive"
 RSA_BITS = 2048

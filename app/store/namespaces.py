@@ -7,8 +7,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import InvalidInput, NotFound
 from app.models import Job, Namespace
+from app.values.errors import InvalidInput, NotFound
 
 DEFAULT = "default"
 

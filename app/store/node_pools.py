@@ -11,8 +11,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import InvalidInput, NotFound
 from app.models import Job, Node, NodePool
+from app.values.errors import InvalidInput, NotFound
 
 ALL, DEFAULT = "all", "default"
 BUILT_IN = (ALL, DEFAULT)

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from app.constants import NODE_STATUSES
 from app.db.state_index import next_index
-from app.errors import InvalidInput
 from app.models import Node
 from app.store.blocked_evals import unblock_capacity
 from app.store.nodes import create_node_evals, get_node
+from app.values.constants import NODE_STATUSES
+from app.values.errors import InvalidInput
 
 STATUS_TABLES = ("nodes", "evaluations")
 

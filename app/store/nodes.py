@@ -12,16 +12,16 @@ from sqlalchemy import Text, and_, cast, exists, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.errors import Forbidden, InvalidInput, NotFound
-from app.ids import secret_hash, secret_matches
 from app.models import Allocation, Job, Node, NodePool
 from app.scheduler.computed_class import computed_class
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.heartbeat_ttl import HeartbeatPolicy, grant
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.errors import Forbidden, InvalidInput, NotFound
+from app.values.ids import secret_hash, secret_matches
 from app.wire.node import DriverInfoJson, HostVolumeInfoJson, NodeReservedResourcesJson, NodeResourcesJson
 
 DEFAULT_HEARTBEAT = HeartbeatPolicy()

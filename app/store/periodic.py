@@ -14,11 +14,11 @@ import structlog
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Job
 from app.store.job_children import derive_child, launch_child
 from app.store.jobs import periodic_active
 from app.store.sql import query
+from app.values.errors import Conflict, InvalidInput, NotFound
 
 log = structlog.get_logger(__name__)
 LAUNCH_TABLES = ["jobs", "evaluations"]

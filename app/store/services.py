@@ -14,10 +14,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.errors import NotFound
 from app.models import ServiceRegistration
 from app.store.client_allocs import authenticate
 from app.store.sql import query
+from app.values.errors import NotFound
 
 TABLE = "service_registrations"
 

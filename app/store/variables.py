@@ -21,10 +21,10 @@ from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.errors import Conflict, Failed, NotFound
 from app.keyring.crypto import SealError, open_sealed, seal
 from app.models import Variable
 from app.store import keyring
+from app.values.errors import Conflict, Failed, NotFound
 from app.variables.rules import LockSpec
 
 VAR_NOT_FOUND = "variable doesn't exist"

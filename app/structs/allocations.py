@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from app.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.structs.metrics import PlacementMetrics
 from app.structs.resources import Port, Resources, TaskCores
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocClientStatus, AllocDesiredStatus, DesiredTransitionJson, RescheduleTrackerJson
 
 

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from app.constants import DEPLOYMENT_ACTIVE_STATUSES
+from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES
 from app.wire.deployment import DeploymentStatus
 
 

@@ -13,8 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
 from app.db.engines import libpq_url
+from app.settings.config import Settings
 from tests.support.own_postgres import OwnPostgres, own_postgres
 from tests.support.processes import wait_for
 

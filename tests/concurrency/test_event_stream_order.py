@@ -14,8 +14,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
 from app.db.engines import libpq_url
+from app.settings.config import Settings
 from tests.support.api import minimal_job, register
 from tests.support.events import Frame, events, read_frames
 from tests.support.processes import wait_for

@@ -23,9 +23,9 @@ from werkzeug.test import TestResponse
 
 from app import create_app
 from app.api.replicas import Source
-from app.config import Settings
 from app.db.engines import ROLE_TIMEOUTS
 from app.db.schema import upgrade
+from app.settings.config import Settings
 from bench.replication import DATABASE, Replicated, replicated_postgres
 from tests.support.api import json_body, node_body
 from tests.support.processes import wait_for

@@ -9,8 +9,8 @@ from sqlalchemy import Engine
 
 from app import create_app
 from app.cli import http
-from app.config import Settings
 from app.db.leadership import Leadership
+from app.settings.config import Settings
 
 
 @pytest.fixture

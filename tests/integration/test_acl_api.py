@@ -16,7 +16,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation
 

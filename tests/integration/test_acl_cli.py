@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.cli import http, main
-from app.config import Settings
+from app.settings.config import Settings
 
 pytestmark = pytest.mark.integration
 

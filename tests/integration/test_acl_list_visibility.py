@@ -20,10 +20,10 @@ from sqlalchemy import Engine
 from app import create_app
 from app.api.authz import REQUIREMENTS
 from app.api.requirements import ListIn
-from app.config import Settings
 from app.db.engines import make_sessionmaker
 from app.gc.core_evals import enqueue_core
 from app.gc.thresholds import Thresholds
+from app.settings.config import Settings
 from tests.support.api import minimal_job
 from tests.support.rows import insert_deployment, insert_node
 

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from app.wire.json import JsonObject, JsonValue
 from tests.support.api import minimal_job
 

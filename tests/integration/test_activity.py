@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app import create_app
-from app.config import Settings
 from app.gc.core_evals import enqueue_forced
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 

@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from app.cli import http, main
 from app.cli.agent_monitor import FrameDecoder
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.streams import frames
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job
 
 pytestmark = pytest.mark.integration

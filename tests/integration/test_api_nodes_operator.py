@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import create_engine, make_url
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, node_body
 
 pytestmark = pytest.mark.integration

@@ -18,13 +18,13 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.engines import libpq_url
 from app.db.leadership import Leadership
 from app.pipeline import broker, plans
 from app.pipeline.applier import InFlight, Prepared, commit_batch, prepare
 from app.pipeline.plan_overlay import Effects
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
+from app.settings.config import Settings
 from app.structs import AllocationStop, Plan, Port
 from tests.support.pipeline import alloc, claim, register, submit
 from tests.support.processes import wait_for

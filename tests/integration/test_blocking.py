@@ -11,8 +11,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
 from app.db.engines import libpq_url
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.processes import wait_for
 

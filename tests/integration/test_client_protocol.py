@@ -16,9 +16,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app import create_app
-from app.config import Settings
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
+from app.settings.config import Settings
 from client import task_state
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation, scalar

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import Engine
 from structlog.testing import capture_logs
 
-from app.config import Settings
 from app.db.engines import make_sessionmaker, transaction
 from app.pipeline import broker
 from app.pipeline.broker import DELIVERY_LIMIT
+from app.settings.config import Settings
 from tests.support.pipeline import claim, register
 from workers.worker import Worker
 

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.leadership import Leadership
 from app.pipeline.applier import apply_next
+from app.settings.config import Settings
 from tests.support.pipeline import claim, register
 from tests.support.rows import insert_node
 from workers.worker import ATTEMPTS, Worker

@@ -14,9 +14,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app import create_app
-from app.config import Settings
 from app.db.leadership import Leadership
 from app.leader import event_gc
+from app.settings.config import Settings
 from app.store import events as event_store
 from app.structs import Plan
 from client import task_state

@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 

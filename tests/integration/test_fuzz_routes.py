@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import create_app
-from app.config import Settings
+from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.fuzz import (
     FUZZ,

@@ -17,12 +17,12 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app import create_app
-from app.config import Settings
 from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.gc.collector import Collector, Report
 from app.gc.core_evals import _start_run, enqueue_core, load_core_eval, run_core_eval
 from app.gc.thresholds import SCHEDULED, Thresholds
 from app.jobspec import normalize_job
+from app.settings.config import Settings
 from app.store.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
 from tests.support.api import json_body, minimal_job

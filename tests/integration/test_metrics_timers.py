@@ -15,9 +15,9 @@ from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.config import Settings
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.metrics.timings import PUBLISHED
+from app.settings.config import Settings
 from app.store import published_timings as published
 from tests.support.pipeline import pipeline_quiet, register_mock_job
 from tests.support.processes import wait_for

@@ -13,8 +13,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.pipeline.applier import apply_next
+from app.settings.config import Settings
 from tests.support.api import minimal_job, node_body, register
 from tests.support.pipeline import claim, handling
 from tests.support.rows import insert_allocation, insert_node

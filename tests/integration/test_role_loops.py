@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from app.config import Settings
 from app.db.engines import libpq_url, make_engine
+from app.settings.config import Settings
 from tests.support.pipeline import register
 from tests.support.processes import wait_for
 

@@ -8,7 +8,6 @@ import pytest
 from alembic import command
 from sqlalchemy import CheckConstraint, MetaData, create_engine, text
 
-from app.constants import EVAL_TRIGGERS, sql_in
 from app.db.engines import libpq_url, sqlalchemy_url
 from app.db.schema import (
     SchemaNotCurrentError,
@@ -19,6 +18,7 @@ from app.db.schema import (
     upgrade,
 )
 from app.models import Base
+from app.values.constants import EVAL_TRIGGERS, sql_in
 from tests.support import schema_catalog
 
 pytestmark = pytest.mark.integration

@@ -13,17 +13,17 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.engines import make_sessionmaker, transaction
 from app.db.state_index import next_index
-from app.ids import secret_hash
 from app.jobspec import normalize_job
 from app.pipeline import broker
 from app.pipeline.applier import apply_next
 from app.pipeline.broker import Outcome
+from app.settings.config import Settings
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
+from app.values.ids import secret_hash
 from app.wire.job import JobSpec
 from tests.support.pipeline import claim, handling, register
 from tests.support.rows import insert_allocation, insert_node

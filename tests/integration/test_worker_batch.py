@@ -16,7 +16,6 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
 from app.gc.core_evals import enqueue_forced
@@ -24,6 +23,7 @@ from app.pipeline import broker, plans
 from app.pipeline.applier import apply_next
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream as scheduled
+from app.settings.config import Settings
 from tests.support.pipeline import TYPES, handling, register, register_mock_job
 from tests.support.rows import insert_node
 from workers import batch

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.pipeline import plans
 from app.pipeline.applier import apply_next
+from app.settings.config import Settings
 from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_node
 

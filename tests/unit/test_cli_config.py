@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from app.config import Settings, get_settings
+from app.settings.config import Settings, get_settings
 
 pytestmark = pytest.mark.unit
 
@@ -37,13 +37,13 @@ def _worker_settings_seen(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     import threading
 
     import app.cli as cli
-    import app.logging
+    import app.settings.logging
     import workers.runtime
     import workers.worker as worker_module
 
     seen: list[Settings] = []
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
-    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
+    monkeypatch.setattr(app.settings.logging, "configure", lambda *_args: None)
     monkeypatch.setattr(cli, "serve_metrics", lambda *_args: None)
     monkeypatch.setattr(cli, "_database", _no_database)
     monkeypatch.setattr(worker_module, "run_worker", lambda settings, *_args: seen.append(settings))

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app.acl import client_link as link
-from app.ids import secret_hash
+from app.values.ids import secret_hash
 from client.logs_http import serve
 
 pytestmark = pytest.mark.unit

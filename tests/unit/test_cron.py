@@ -1,4 +1,4 @@
-"""When periodic jobs launch (app.cron): specs read as Nomad's cronexpr reads them (5 fields from
+"""When periodic jobs launch (app.values.cron): specs read as Nomad's cronexpr reads them (5 fields from
 the minute, 6 with a year last, 7 with a second first, macros, L/W/#, names), next launches, time
 zones and daylight saving, several specs, and the catch-up that launches only the most recent
 missed time, once."""
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.cron import CronError, cron_problem, due_launch, next_launch, parse, specs_of
 from app.structs import launches_children
+from app.values.cron import CronError, cron_problem, due_launch, next_launch, parse, specs_of
 from tests.support.scheduler_harness import alloc, job, node, placed, run, snapshot, stopped
 
 pytestmark = pytest.mark.unit

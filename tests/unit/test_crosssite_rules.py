@@ -22,7 +22,7 @@ from app.api.crosssite import (
     refusal,
     response_headers,
 )
-from app.config import Settings
+from app.settings.config import Settings
 from app.ui import pages
 
 pytestmark = pytest.mark.unit

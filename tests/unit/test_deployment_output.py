@@ -8,7 +8,7 @@ import pytest
 
 from app.cli.deployment import render_update
 from app.cli.deployment_view import progress_deadline, render_list, render_status
-from app.rfc3339 import ZERO_TIME, rfc3339
+from app.values.rfc3339 import ZERO_TIME, rfc3339
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings
-from app.logging import resolve_format
+from app.settings.config import Settings
+from app.settings.logging import resolve_format
 from workers.agent import (
     Child,
     StartRefusedError,

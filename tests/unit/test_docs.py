@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 from app.api import register
-from app.config import Settings
+from app.settings.config import Settings
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]

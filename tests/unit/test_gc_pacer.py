@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
 from app.gc.pacer import PACE_MIN_SAMPLES, PACE_WINDOW, SLOW_FACTOR, Pacer
+from app.settings.config import Settings
 
 pytestmark = pytest.mark.unit
 

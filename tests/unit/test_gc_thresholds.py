@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
 from app.gc.thresholds import FORCED_ORDER, SCHEDULED, Thresholds
+from app.settings.config import Settings
 
 pytestmark = pytest.mark.unit
 

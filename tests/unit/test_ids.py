@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.ids import new_id
+from app.values.ids import new_id
 
 pytestmark = pytest.mark.unit
 

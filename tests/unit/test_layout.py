@@ -30,7 +30,7 @@ FORBIDDEN = (
 PURE = [
     *sorted((ROOT / "app" / "scheduler").rglob("*.py")),
     *sorted((ROOT / "app" / "structs").rglob("*.py")),
-    ROOT / "app" / "constants.py",
+    ROOT / "app" / "values" / "constants.py",
     *sorted((ROOT / "app" / "wire").rglob("*.py")),
     ROOT / "app" / "stream" / "exec_frames.py",  # the frames are pure; the socket is websocket.py
 ]
@@ -55,16 +55,10 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "app.structs",
         "app.wire",
-        "app.constants",
-        "app.errors",
-        "app.ids",
-        "app.config",
-        # The callers' TLS context from the environment (stdlib only, so the CLI stays fast).
-        "app.client_tls",
-        "app.cron",
-        # Go's time.Time in Nomad's JSON (RFC 3339): stdlib only, read by the store and the leader.
-        "app.rfc3339",
-        "app.logging",
+        # Values every room shares: Nomad's enumerations, domain errors, IDs, RFC 3339 times, cron specs.
+        "app.values",
+        # What every process reads at start: its settings (CORRAL_*), its logging, its callers' TLS.
+        "app.settings",
         "app.metrics",
         "app.jobspec",
         "app.scheduler",

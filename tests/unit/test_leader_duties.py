@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
+from app.settings.config import Settings
 from workers.leader import duties
 
 pytestmark = pytest.mark.unit

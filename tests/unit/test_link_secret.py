@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from app.acl import link_secret
-from app.config import Settings
+from app.settings.config import Settings
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.constants import EVAL_TRIGGERS
+from app.values.constants import EVAL_TRIGGERS
 
 pytestmark = pytest.mark.unit
 

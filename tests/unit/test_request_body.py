@@ -7,7 +7,7 @@ import gevent
 import pytest
 from gunicorn.http.errors import InvalidChunkSize, NoMoreData
 
-from app.errors import InvalidInput, RequestTimeout
+from app.values.errors import InvalidInput, RequestTimeout
 from workers.request_body import BodyLimits, TimedBody, timed_bodies
 
 pytestmark = pytest.mark.unit

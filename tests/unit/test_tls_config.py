@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.client_tls import client_tls
-from app.config import Settings, tls_problem
+from app.settings.client_tls import client_tls
+from app.settings.config import Settings, tls_problem
 from tests.support.tls import make_pki
 
 pytestmark = pytest.mark.unit

@@ -34,6 +34,7 @@ BUDGETS: dict[str, tuple[int, int]] = {
     "app/stream": (0, 0),
     "app/structs": (0, 0),
     "app/ui": (0, 0),
+    "app/values": (0, 5),
     "app/variables": (0, 0),
     "workers": (1, 16),
     "client": (144, 330),

@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 from typing_extensions import is_typeddict
 
-from app import constants
+from app.values import constants
 from app.wire import allocation, deployment, evaluation, events, job, node
 from tests.support.nomad_api_types import STRUCTS
 

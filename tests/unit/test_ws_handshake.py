@@ -11,8 +11,8 @@ from wsproto.connection import Connection
 from wsproto.events import TextMessage
 
 from app.api import ws_handshake as hs
-from app.errors import InvalidInput
 from app.stream import websocket as wsock
+from app.values.errors import InvalidInput
 
 pytestmark = pytest.mark.unit
 

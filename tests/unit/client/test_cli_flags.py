@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-import app.logging
+import app.settings.logging
 import client.agent
 import workers.runtime
 from app.cli import main
@@ -28,7 +28,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[ClientConfig]:
     configs: list[ClientConfig] = []
     monkeypatch.setattr(client.agent, "run_client", lambda config, _stop, **_hooks: configs.append(config))
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
-    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
+    monkeypatch.setattr(app.settings.logging, "configure", lambda *_args: None)
     monkeypatch.delenv("CORRAL_ADDR", raising=False)
     monkeypatch.delenv("NOMAD_ADDR", raising=False)
     return configs

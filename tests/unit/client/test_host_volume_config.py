@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import app.logging
+import app.settings.logging
 import client.agent
 import workers.runtime
 from app.cli import main
@@ -55,7 +55,7 @@ def test_the_flag_reaches_the_agent_and_a_bad_one_is_a_usage_error(
     configs: list[ClientConfig] = []
     monkeypatch.setattr(client.agent, "run_client", lambda config, _stop, **_hooks: configs.append(config))
     monkeypatch.setattr(workers.runtime, "stop_on_signals", threading.Event)
-    monkeypatch.setattr(app.logging, "configure", lambda *_args: None)
+    monkeypatch.setattr(app.settings.logging, "configure", lambda *_args: None)
     config_file = tmp_path / "client.json"
     config_file.write_text(json.dumps({"host_volume": {"data": {"path": str(tmp_path)}}}))
     result = CliRunner().invoke(main, ["client", "--config", str(config_file), "--host-volume", f"logs={tmp_path}:ro"])

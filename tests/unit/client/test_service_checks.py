@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from app.api.services import chosen, hash_with, parse_choose
-from app.errors import InvalidInput
 from app.store.services import RegistrationJson
+from app.values.errors import InvalidInput
 from client.check_runner import probe_http, probe_script, probe_tcp
 from client.checks import (
     FAILURE,

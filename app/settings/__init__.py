@@ -1,0 +1,1 @@
+"""What every process reads at start: its settings (CORRAL_*), its logging, its callers' TLS."""
