@@ -5,27 +5,29 @@ from __future__ import annotations
 from flask import Flask, Response
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.api import (
+from app.api.access import authz
+from app.api.http import crosssite, errors
+from app.api.http.context import state
+from app.api.http.params import path_value
+from app.api.routes import (
     acl,
     acl_roles,
-    activity,
-    agent,
-    agent_debug,
     allocs,
-    authz,
-    client,
-    client_allocs,
-    client_exec,
-    client_fs,
-    client_identities,
-    client_meta,
-    crosssite,
     deployments,
-    errors,
     eval_delete,
     evals,
-    evaluate,
     events,
+    namespaces,
+    replaced,
+    scaling_policies,
+    search,
+    services,
+    variables,
+)
+from app.api.routes.client import client, client_allocs, client_exec, client_fs, client_identities, client_meta
+from app.api.routes.cluster import activity, agent, agent_debug, keyring, metrics, operator, status, system
+from app.api.routes.jobs import (
+    evaluate,
     job_plan,
     job_scale,
     job_statuses,
@@ -34,24 +36,9 @@ from app.api import (
     job_validate,
     job_versions,
     jobs,
-    keyring,
-    metrics,
-    namespaces,
-    node_pools,
-    node_purge,
-    nodes,
-    operator,
     periodic,
-    replaced,
-    scaling_policies,
-    search,
-    services,
-    status,
-    system,
-    variables,
 )
-from app.api.context import state
-from app.api.params import path_value
+from app.api.routes.nodes import node_pools, node_purge, nodes
 from app.db.state_index import current_index
 from app.ui import pages as ui_pages
 

@@ -10,7 +10,7 @@ from flask import Flask
 from app.settings.config import Settings
 
 if TYPE_CHECKING:
-    from app.api.replicas import Standby
+    from app.api.http.replicas import Standby
 
 
 def create_app(settings: Settings | None = None, database_url: str | None = None) -> Flask:
@@ -20,8 +20,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
 
     from app.acl import link_secret
     from app.api import register
-    from app.api.blocking import IndexWatcher
-    from app.api.context import ApiState, Lane
+    from app.api.http.blocking import IndexWatcher
+    from app.api.http.context import ApiState, Lane
     from app.db.engines import make_engine, make_sessionmaker
     from app.db.schema import ensure_current
     from app.keyring import root_key
@@ -76,8 +76,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
 def _standby(settings: Settings, primary_url: str) -> Standby:
     """Pools on CORRAL_READ_DATABASE_URL mirroring the primary's two lanes (reads only), and an
     index watcher that polls the standby and listens on the primary (a standby has no NOTIFY)."""
-    from app.api.blocking import IndexWatcher
-    from app.api.replicas import Standby
+    from app.api.http.blocking import IndexWatcher
+    from app.api.http.replicas import Standby
     from app.db.engines import make_engine, make_sessionmaker
 
     url = settings.read_database_url

@@ -83,7 +83,7 @@ class EvalFilter:
     job_id: str | None = None
     status: str | None = None
     prefix: str | None = None
-    # The namespaces the caller may list (app.api.visibility.readable); "-" admits core
+    # The namespaces the caller may list (app.api.access.visibility.readable); "-" admits core
     # evaluations. None: every namespace (ACLs off, a management token).
     readable: frozenset[str] | None = None
 

@@ -1,6 +1,6 @@
 """The /ui pages. Each is a shell (navigation, headings, empty tables) that holds no cluster data:
 the page's script fills it from ACL-checked /v1 calls made with the visitor's own token, which is
-why these routes are open (app/api/authz.py lists them as Public)."""
+why these routes are open (app/api/access/authz.py lists them as Public)."""
 
 from __future__ import annotations
 

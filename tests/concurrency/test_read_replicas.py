@@ -22,7 +22,7 @@ from flask import Flask, g
 from werkzeug.test import TestResponse
 
 from app import create_app
-from app.api.replicas import Source
+from app.api.http.replicas import Source
 from app.db.engines import ROLE_TIMEOUTS
 from app.db.schema import upgrade
 from app.settings.config import Settings

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
-from app.api.blocking import IndexWatcher, blocking_read
-from app.api.params import BlockingParams
+from app.api.http.blocking import IndexWatcher, blocking_read
+from app.api.http.params import BlockingParams
 from app.db.engines import libpq_url, make_sessionmaker
 from app.jobspec import normalize_job
 from app.models import Job

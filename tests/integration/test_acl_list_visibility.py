@@ -18,8 +18,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
 from app import create_app
-from app.api.authz import REQUIREMENTS
-from app.api.requirements import ListIn
+from app.api.access.authz import REQUIREMENTS
+from app.api.access.requirements import ListIn
 from app.db.engines import make_sessionmaker
 from app.gc.core_evals import enqueue_core
 from app.gc.thresholds import Thresholds

@@ -1,6 +1,6 @@
 """Every route of the API, walked with six kinds of caller, ACLs on: none may get a 2xx where
 Nomad answers 403. The routes come from Flask's url_map, so a route added later is walked too;
-what each caller may do is written here from Nomad's ACL model (not read from app.api.authz),
+what each caller may do is written here from Nomad's ACL model (not read from app.api.access.authz),
 so a wrong entry in the route table fails this test.
 
 The objects acted on (a job, its evaluation, an allocation, a deployment, a node) all live in

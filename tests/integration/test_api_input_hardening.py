@@ -39,7 +39,7 @@ def test_register_without_content_type_header(client: FlaskClient, pg: Conn) -> 
 
 
 def test_register_with_a_foreign_content_type_is_refused(client: FlaskClient, pg: Conn) -> None:
-    # text/plain is what a web page may send cross-origin without asking (app/api/crosssite.py).
+    # text/plain is what a web page may send cross-origin without asking (app/api/http/crosssite.py).
     resp = raw_put(client, "/v1/jobs", json.dumps({"Job": minimal_job()}), **{"Content-Type": "text/plain"})
     assert resp.status_code == 415 and fields_of(resp) == ["Content-Type"]
     assert pg.execute("SELECT id FROM jobs").fetchall() == []

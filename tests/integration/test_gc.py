@@ -948,7 +948,7 @@ def test_two_forced_gcs_at_once_both_answer_when_one_collects_the_others_evaluat
 ) -> None:
     """Both waiters look only after both runs are over, and the second run (thresholds zero)
     collected the first one's finished evaluation: the first waiter must still find its run."""
-    from app.api import system
+    from app.api.routes.cluster import system
 
     both_ran = threading.Event()
     wait_for_run = system._wait_for_run

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from app.api import client_proxy
+from app.api.http import client_proxy
 from client.logs_http import serve
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation

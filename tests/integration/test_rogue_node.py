@@ -25,7 +25,7 @@ from pydantic import SecretStr
 
 from app import create_app
 from app.acl import client_link as link
-from app.api import client_proxy
+from app.api.http import client_proxy
 from app.settings.config import Settings
 from client.logs_http import serve
 from tests.support.api import minimal_job, node_body, register

@@ -80,7 +80,7 @@ def tolerated(status: int, url: str) -> bool:
     """No 5xx, but for the gateway answers that report on other processes: a client node the
     proxy cannot reach (the fuzz node has no agent behind it), and a forced GC that no worker
     ran within force_gc_wait_s (504: it carries on). A 501 is a deliberate answer: a Nomad route
-    for machinery corral does not have, naming the replacement (app/api/replaced.py)."""
+    for machinery corral does not have, naming the replacement (app/api/routes/replaced.py)."""
     if status < 500 or status == 501:
         return True
     return (status in (502, 504) and url.startswith("/v1/client/")) or (

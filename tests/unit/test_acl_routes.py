@@ -1,4 +1,4 @@
-"""Every route declares the capability it needs in app.api.authz.REQUIREMENTS (one table)."""
+"""Every route declares the capability it needs in app.api.access.authz.REQUIREMENTS (one table)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from flask import Flask
 
 from app.api import register
-from app.api.authz import REQUIREMENTS
+from app.api.access.authz import REQUIREMENTS
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +19,7 @@ def _endpoints() -> set[str]:
 
 def test_every_route_declares_its_requirement() -> None:
     missing = sorted(_endpoints() - set(REQUIREMENTS))
-    assert missing == [], f"routes without an entry in app/api/authz.py REQUIREMENTS: {missing}"
+    assert missing == [], f"routes without an entry in app/api/access/authz.py REQUIREMENTS: {missing}"
 
 
 def test_no_requirement_names_a_route_that_does_not_exist() -> None:

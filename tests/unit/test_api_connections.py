@@ -11,8 +11,8 @@ import time
 import psycopg.waiting
 import pytest
 
-from app.api.blocking import IndexWatcher
-from app.api.hangups import NO_CALLER, HangupMonitor
+from app.api.http.blocking import IndexWatcher
+from app.api.http.hangups import NO_CALLER, HangupMonitor
 from workers.http_worker import ConnectionCounter, client_address, cooperative_psycopg
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,5 @@
 """docs/api.md's table of Nomad's routes is the one the Flask URL map gives: a route added or
-removed without regenerating the table (`uv run python -m app.api.route_states`) fails here."""
+removed without regenerating the table (`uv run python -m app.api.http.route_states`) fails here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from app.api.route_states import BEGIN, END, NOT_APPLICABLE, PARTIAL, nomad_routes, probe, states, table
+from app.api.http.route_states import BEGIN, END, NOT_APPLICABLE, PARTIAL, nomad_routes, probe, states, table
 
 pytestmark = pytest.mark.unit
 
@@ -18,7 +18,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 def test_the_docs_table_is_the_url_maps() -> None:
     text = DOC.read_text()
     shown = text[text.index(BEGIN) : text.index(END) + len(END)]
-    assert shown == table(probe()), "docs/api.md is stale: run `uv run python -m app.api.route_states`"
+    assert shown == table(probe()), "docs/api.md is stale: run `uv run python -m app.api.http.route_states`"
 
 
 def test_states_follow_the_url_map() -> None:

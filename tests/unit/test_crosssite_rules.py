@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.api.crosssite import (
+from app.api.http.crosssite import (
     Arrival,
     Guard,
     bind_host,

@@ -1,4 +1,4 @@
-"""The event stream's subscription rules (app/api/event_filter.py): Nomad's topic parsing,
+"""The event stream's subscription rules (app/api/access/event_filter.py): Nomad's topic parsing,
 topic/key matching with FilterKeys and wildcards, namespaces and ACL capabilities."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from app.acl import policy as pol
 from app.acl.capabilities import MANAGEMENT, Acl, WorkloadClaim
-from app.api.event_filter import Subscription, TopicError, denied_topic, parse_topics
+from app.api.access.event_filter import Subscription, TopicError, denied_topic, parse_topics
 
 pytestmark = pytest.mark.unit
 

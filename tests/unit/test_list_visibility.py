@@ -1,6 +1,6 @@
-"""The caller's namespace visibility is applied before the filter and the page (app.api.listing,
-app.api.visibility), and a ListIn list built without it is refused, not answered
-(app.api.enforcement): lists fail closed."""
+"""The caller's namespace visibility is applied before the filter and the page (app.api.http.listing,
+app.api.access.visibility), and a ListIn list built without it is refused, not answered
+(app.api.access.enforcement): lists fail closed."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from flask import Flask, Response, g
 from app.acl import policy as pol
 from app.acl.capabilities import Acl
 from app.api import register
-from app.api.authz import REQUIREMENTS
-from app.api.callers import Caller
-from app.api.enforcement import UNFILTERED_LIST, _filter_lists
-from app.api.listing import Entry, ListQuery, Order, page
-from app.api.requirements import ListIn
-from app.api.visibility import EVERYTHING, Visibility
+from app.api.access.authz import REQUIREMENTS
+from app.api.access.callers import Caller
+from app.api.access.enforcement import UNFILTERED_LIST, _filter_lists
+from app.api.access.requirements import ListIn
+from app.api.access.visibility import EVERYTHING, Visibility
+from app.api.http.listing import Entry, ListQuery, Order, page
 from app.bexpr import compile_filter
 
 pytestmark = pytest.mark.unit

@@ -54,7 +54,7 @@ def test_the_grafana_dashboard_only_queries_metrics_corral_exports() -> None:
     import re
     from pathlib import Path
 
-    from app.api.metrics import cluster_families
+    from app.api.routes.cluster.metrics import cluster_families
     from app.metrics.timings import NOMAD_NAMES
     from app.store.cluster_metrics import (
         BROKER_TOTALS,

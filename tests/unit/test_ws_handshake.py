@@ -10,7 +10,7 @@ from wsproto import ConnectionType
 from wsproto.connection import Connection
 from wsproto.events import TextMessage
 
-from app.api import ws_handshake as hs
+from app.api.http import ws_handshake as hs
 from app.stream import websocket as wsock
 from app.values.errors import InvalidInput
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.api.services import chosen, hash_with, parse_choose
+from app.api.routes.services import chosen, hash_with, parse_choose
 from app.store.services import RegistrationJson
 from app.values.errors import InvalidInput
 from client.check_runner import probe_http, probe_script, probe_tcp

@@ -1,0 +1,1 @@
+"""Who may call what: the route table, its enforcement, callers' tokens, node secrets, visibility."""

@@ -1,0 +1,1 @@
+"""Rows to Nomad's JSON shapes: jobs, allocations, nodes, deployments, events, variables."""

@@ -1,0 +1,1 @@
+"""HTTP plumbing: app state, errors, parameters, paging, blocking queries, replicas, client proxy."""

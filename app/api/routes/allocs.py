@@ -1,0 +1,67 @@
+"""/v1/allocations, /v1/allocation/:id and /v1/allocation/:id/stop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flask import Blueprint, Response
+from sqlalchemy.orm import Session
+
+from app.api.encoders import encode
+from app.api.http.context import read, respond, write
+from app.api.http.listing import Entry, Order, as_is, list_query, page, with_token
+from app.api.http.params import bool_arg, id_prefix_arg, namespace, uuid_value
+from app.models import Allocation, Job, JobVersion
+from app.store import allocs as store
+
+bp = Blueprint("allocs", __name__)
+
+
+@bp.get("/allocations")
+def list_allocations() -> Response:
+    """By CreateIndex and ID, or by ID with ?prefix (Nomad's indexes); filter, per_page,
+    next_token and reverse as Nomad."""
+    ns, prefix, query = namespace(allow_wildcard=True), id_prefix_arg(), list_query()
+    order = Order.ID if prefix else Order.CREATE_INDEX_ID
+
+    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        rows = store.list_allocations(session, ns, prefix)
+        bodies = zip(rows, listed(session, rows), strict=True)
+        return page((Entry(a.namespace, str(a.id), a.create_index, as_is(b), b) for a, b in bodies), order, query)
+
+    (body, token), index = read(["allocations"], fetch)
+    return with_token(respond(body, index), token)
+
+
+def listed(session: Session, rows: Sequence[Allocation]) -> list[dict[str, Any]]:
+    """Allocations as lists show them; each job is read once (the session's identity map)."""
+    return [encode.allocation_listed(a, _job_type(session, a)) for a in rows]
+
+
+def _job_type(session: Session, alloc: Allocation) -> str:
+    job = session.get(Job, (alloc.namespace, alloc.job_id))
+    return "" if job is None else job.type
+
+
+@bp.get("/allocation/<alloc_id>")
+def get_allocation(alloc_id: str) -> Response:
+    key = uuid_value(alloc_id, "AllocID")
+
+    def fetch(session: Session) -> dict[str, Any]:
+        alloc = store.get_allocation(session, key)
+        version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
+        return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))
+
+    body, index = read(["allocations"], fetch)
+    return respond(body, index)
+
+
+@bp.route("/allocation/<alloc_id>/stop", methods=["PUT", "POST"])
+def stop_allocation(alloc_id: str) -> Response:
+    """Nomad's alloc stop: the allocation is marked to migrate and an alloc-stop evaluation
+    stops it and places a replacement. `no_shutdown_delay`: its client skips the shutdown_delay."""
+    key = uuid_value(alloc_id, "AllocID")
+    no_delay = bool_arg("no_shutdown_delay")
+    eval_id, index = write(lambda s: store.stop_allocation(s, key, no_delay))
+    return respond({"EvalID": encode.ident(eval_id), "Index": index}, index)

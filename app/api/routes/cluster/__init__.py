@@ -1,0 +1,1 @@
+"""Routes on the cluster and its servers: agent, status, operator, system GC, metrics, keyring."""

@@ -1,0 +1,56 @@
+"""The keyring: /v1/operator/keyring/keys (list), /v1/operator/keyring/rotate (with ?full to
+re-seal every variable under the new key), and the public keys that verify workload
+identities at /.well-known/jwks.json (Nomad's RootKeyMeta and JWKS shapes)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, request
+
+from app.api.http.context import read, respond, state, write
+from app.keyring.identity import jwk
+from app.models import KeyringKey
+from app.store import keyring as store
+from app.store import variables as variable_store
+from app.wire.api_keyring import RootKeyMetaJson
+
+bp = Blueprint("keyring", __name__)
+public = Blueprint("keyring_public", __name__)  # served at the root, as Nomad serves it
+ALGORITHM = "aes256-gcm"
+
+
+def key_meta(row: KeyringKey) -> RootKeyMetaJson:
+    """Nomad's RootKeyMeta."""
+    return {
+        "KeyID": str(row.key_id),
+        "Algorithm": row.algorithm,
+        "CreateTime": row.create_time_ns,
+        "CreateIndex": row.create_index,
+        "ModifyIndex": row.modify_index,
+        "State": row.state,
+        "PublishTime": 0,
+    }
+
+
+@bp.get("/operator/keyring/keys")
+def list_keys() -> Response:
+    keys, index = read(["keyring_keys"], lambda s: [key_meta(row) for row in store.list_keys(s)])
+    return respond(keys, index)
+
+
+@bp.route("/operator/keyring/rotate", methods=["PUT", "POST"])
+def rotate() -> Response:
+    """A new active key; with ?full, every variable is re-sealed with it (after the rotation
+    commits, so writers already seal with the new key while the old ones are redone)."""
+    root = state().root_key
+    made = write(lambda s: key_meta(store.rotate(s, root)))
+    if "full" in request.args:
+        write(lambda s: variable_store.reseal_all(s, root))
+    return respond({"Key": made, "Index": made["CreateIndex"]}, made["CreateIndex"])
+
+
+@public.get("/.well-known/jwks.json")
+def jwks() -> Response:
+    keys, index = read(["keyring_keys"], lambda s: [jwk(p.key_id, p.public) for p in store.public_keys(s)])
+    response = respond({"keys": keys}, index)
+    response.headers["Cache-Control"] = "max-age=900"  # Nomad's jwksMinMaxAge
+    return response

@@ -1,0 +1,1 @@
+"""Routes on jobs: register and read, plan, scale, validate, versions, periodic, evaluate."""

@@ -1,0 +1,1 @@
+"""Routes on nodes and node pools."""
