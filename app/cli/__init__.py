@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.cli.settings import get_settings, serve_metrics
+from app.cli.support.settings import get_settings, serve_metrics
 
 if TYPE_CHECKING:
     from app.settings.config import Settings
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # Start-up time matters (every `corral job status` pays it): this module and the command
 # modules import only click at top level. Settings (pydantic-settings), logging, the job
 # parser (hcl2/lark) and the database stack are imported inside the commands that use them; the
-# API client is the standard library's http.client (app/cli/http.py).
+# API client is the standard library's http.client (app/cli/support/http.py).
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -199,10 +199,9 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 
 from app.cli.acl import acl  # noqa: E402
 from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
-from app.cli.alloc import alloc  # noqa: E402
-from app.cli.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
-from app.cli.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
-from app.cli.api_flags import install as install_api_flags  # noqa: E402
+from app.cli.allocs.alloc import alloc  # noqa: E402
+from app.cli.allocs.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
+from app.cli.allocs.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
 from app.cli.client import client, fleet  # noqa: E402
 from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
@@ -210,20 +209,21 @@ from app.cli.deployment import deployment  # noqa: E402
 from app.cli.eval import eval_  # noqa: E402
 from app.cli.eval_delete import add_command as add_eval_delete  # noqa: E402
 from app.cli.fmt import fmt  # noqa: E402
-from app.cli.job import job  # noqa: E402
+from app.cli.jobs.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
-from app.cli.node import node  # noqa: E402
-from app.cli.node_meta import meta as node_meta  # noqa: E402
-from app.cli.node_pool import pool as node_pool  # noqa: E402
+from app.cli.nodes.node import node  # noqa: E402
+from app.cli.nodes.node_meta import meta as node_meta  # noqa: E402
+from app.cli.nodes.node_pool import pool as node_pool  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.operator_debug import debug as operator_debug  # noqa: E402
 from app.cli.scaling import scaling  # noqa: E402
 from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
+from app.cli.support.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.system import system  # noqa: E402
-from app.cli.var import var  # noqa: E402
+from app.cli.vars.var import var  # noqa: E402
 
 main.add_command(db)
 main.add_command(job)

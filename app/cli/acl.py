@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 from app.wire.acl import ACLToken
 from app.wire.api_acl import AclTokenRequest
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
-from app.cli.output import columns, format_options, formatted, key_values
+from app.cli.support import http
+from app.cli.support.output import columns, format_options, formatted, key_values
 from app.wire.json import JsonObject, JsonValue
 
 

@@ -8,7 +8,7 @@ import json
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 
 LEVELS = ("trace", "debug", "info", "warn", "error")
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from app.cli.settings import get_settings, serve_metrics
+from app.cli.support.settings import get_settings, serve_metrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable

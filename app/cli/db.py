@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli.settings import get_settings
+from app.cli.support.settings import get_settings
 
 
 @click.group()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
-from app.cli.deployment_view import render_list, render_status
-from app.cli.monitor import AWAITING_PROMOTION, monitor_deployment
-from app.cli.output import formatted
-from app.cli.output import resolve as resolve_id
+from app.cli.support import http
+from app.cli.support.deployment_view import render_list, render_status
+from app.cli.support.monitor import AWAITING_PROMOTION, monitor_deployment
+from app.cli.support.output import formatted
+from app.cli.support.output import resolve as resolve_id
 from app.wire.api_deployments import DeploymentPromoteRequest, DeploymentUpdateResponseJson
 
 FULL_ID_LENGTH = 36

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
-from app.cli.monitor import failed_group_lines
-from app.cli.output import columns, date, format_options, formatted, key_values, resolve
+from app.cli.support import http
+from app.cli.support.monitor import failed_group_lines
+from app.cli.support.output import columns, date, format_options, formatted, key_values, resolve
 from app.wire.evaluation import EvaluationJson
 
 
@@ -103,7 +103,7 @@ def status(eval_id: str, verbose: bool, monitor_: bool, as_json: bool, template:
         raise click.UsageError("The monitor flag cannot be used with the '-json' or '-t' flags")
     full = resolve("evaluation", "/v1/evaluations", eval_id, render_evals)
     if monitor_:
-        from app.cli.monitor import monitor
+        from app.cli.support.monitor import monitor
 
         raise SystemExit(monitor(full, verbose))
     found = http.get(f"/v1/evaluation/{full}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
 from app.cli.eval import render_evals
-from app.cli.output import resolve
+from app.cli.support import http
+from app.cli.support.output import resolve
 
 PAUSE_HINT = (
     'To delete evaluations you must first pause the eval broker by running "corral operator scheduler '

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from app.cli.output import GoBoolCommand
+from app.cli.support.output import GoBoolCommand
 
 SUFFIXES = (".nomad", ".hcl")
 

@@ -7,8 +7,8 @@ import json
 
 import click
 
-from app.cli import http
-from app.cli.output import date
+from app.cli.support import http
+from app.cli.support.output import date
 from app.wire.api_keyring import RootKeyMetaJson
 
 

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from app.cli import http
-from app.cli.output import formatted
+from app.cli.support import http
+from app.cli.support.output import formatted
 from app.wire.api_namespaces import NamespaceRequest
 
 

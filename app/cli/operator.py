@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 
 CONFIG_PATH = "/v1/operator/scheduler/configuration"
 F = TypeVar("F", bound=Callable[..., Any])

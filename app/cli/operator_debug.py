@@ -26,8 +26,8 @@ from pathlib import Path
 
 import click
 
-from app.cli import http
 from app.cli.agent_monitor import FrameDecoder
+from app.cli.support import http
 from app.jobspec.durations import DurationError, duration_ns
 from app.wire.json import JsonValue
 

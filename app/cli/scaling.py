@@ -9,9 +9,9 @@ from typing import cast
 
 import click
 
-from app.cli import http
-from app.cli.deployment_view import short
-from app.cli.output import columns, format_options, formatted, key_values
+from app.cli.support import http
+from app.cli.support.deployment_view import short
+from app.cli.support.output import columns, format_options, formatted, key_values
 from app.wire.json import JsonObject
 
 

@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.output import columns, format_options, formatted, key_values
+from app.cli.support import http
+from app.cli.support.output import columns, format_options, formatted, key_values
 from app.wire.api_services import ServiceListJson
 
 if TYPE_CHECKING:  # the CLI starts without the store (tests/unit/test_cli_imports.py)

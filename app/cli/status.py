@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
-from app.cli.alloc import status as alloc_status
+from app.cli.allocs.alloc import status as alloc_status
 from app.cli.deployment import status as deployment_status
 from app.cli.eval import status as eval_status
-from app.cli.job_status import render_jobs
-from app.cli.node import status as node_status
-from app.cli.output import columns, format_options, formatted, key_values, listing
+from app.cli.jobs.job_status import render_jobs
+from app.cli.nodes.node import status as node_status
+from app.cli.support import http
+from app.cli.support.output import columns, format_options, formatted, key_values, listing
 
 
 @click.command()

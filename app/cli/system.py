@@ -6,8 +6,8 @@ import json
 
 import click
 
-from app.cli import http
-from app.cli.settings import get_settings
+from app.cli.support import http
+from app.cli.support.settings import get_settings
 from app.wire.api_system import GcRunJson
 
 

@@ -8,7 +8,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
 from app import create_app
-from app.cli import http
+from app.cli.support import http
 from app.db.leadership import Leadership
 from app.settings.config import Settings
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.cli import http, main
+from app.cli import main
+from app.cli.support import http
 from app.settings.config import Settings
 from app.wire.json import JsonValue
 

@@ -14,8 +14,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.cli import http, main
+from app.cli import main
 from app.cli.agent_monitor import FrameDecoder
+from app.cli.support import http
 from app.settings.config import Settings
 from tests.support.streams import frames
 

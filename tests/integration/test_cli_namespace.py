@@ -72,7 +72,7 @@ def test_list_commands_that_span_namespaces_narrow_to_the_chosen_one(client: Fla
 
 
 def test_region_is_accepted_and_sent(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.cli import http
+    from app.cli.support import http
 
     urls: list[str] = []
     real = http.send

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from app.cli import main, monitor
+from app.cli import main
+from app.cli.support import monitor
 from tests.support.api import minimal_job
 from tests.support.rows import Conn, deployed_alloc, group_state, insert_allocation, insert_deployment, insert_node
 
@@ -60,7 +61,7 @@ def scheduler_finishes(pg: Conn, monkeypatch: pytest.MonkeyPatch, *, place: bool
                 (json.dumps(FAILED), blocked, eval_id),
             )
 
-    monkeypatch.setattr("app.cli.monitor.time.sleep", finish)
+    monkeypatch.setattr("app.cli.support.monitor.time.sleep", finish)
 
 
 def test_run_monitors_the_evaluation_and_lists_the_allocation_it_placed(
@@ -138,7 +139,7 @@ def scheduler_deploys(pg: Conn, monkeypatch: pytest.MonkeyPatch, outcome: str) -
             (outcome, described[outcome]),
         )
 
-    monkeypatch.setattr("app.cli.monitor.time.sleep", step)
+    monkeypatch.setattr("app.cli.support.monitor.time.sleep", step)
 
 
 @pytest.mark.parametrize(("outcome", "code"), [("successful", 0), ("failed", 1)])
@@ -178,7 +179,7 @@ def test_run_returns_when_the_deployment_waits_for_promotion(
         status = '{"Healthy": true, "Canary": true, "Timestamp": null, "ModifyIndex": 1}'
         pg.execute("UPDATE allocations SET deployment_status = %s", (status,))
 
-    monkeypatch.setattr("app.cli.monitor.time.sleep", step)
+    monkeypatch.setattr("app.cli.support.monitor.time.sleep", step)
     result = run_job(tmp_path)
     assert result.exit_code == 0, result.output
     (deployment,) = pg.execute("SELECT id FROM deployments").fetchone() or ()

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app.cli import main
-from app.cli.job_source import job_submission
+from app.cli.jobs.job_source import job_submission
 from tests.support.api import minimal_job
 from tests.support.rows import Conn
 

@@ -39,7 +39,7 @@ def test_eval_status_monitor_follows_the_evaluation(
         insert_allocation(pg, insert_node(pg), eval_id)
         pg.execute("UPDATE evaluations SET status = 'complete' WHERE id = %s", (eval_id,))
 
-    monkeypatch.setattr("app.cli.monitor.time.sleep", scheduled)
+    monkeypatch.setattr("app.cli.support.monitor.time.sleep", scheduled)
     followed = run("eval", "status", "-monitor", eval_id[:8])
     assert followed.exit_code == 0, followed.output
     assert f'Monitoring evaluation "{eval_id[:8]}"' in followed.output
@@ -58,7 +58,7 @@ def test_deployment_status_monitor_prints_each_change_until_the_end(
     def ends(_seconds: float) -> None:
         pg.execute("UPDATE deployments SET status = %s, modify_index = modify_index + 1", (outcome,))
 
-    monkeypatch.setattr("app.cli.monitor.time.sleep", ends)
+    monkeypatch.setattr("app.cli.support.monitor.time.sleep", ends)
     followed = run("deployment", "status", "-monitor", deployment[:8])
     assert followed.exit_code == code, followed.output
     assert f'Monitoring deployment "{deployment[:8]}"' in followed.output

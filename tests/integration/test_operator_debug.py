@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 from flask.testing import FlaskClient
 
-from app.cli import http, main
+from app.cli import main
+from app.cli.support import http
 from tests.support.api import minimal_job, node_body, register
 from tests.support.streams import frames
 

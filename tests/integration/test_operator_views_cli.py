@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
 from app.cli import main
-from app.cli.output import TemplateError, render_template
+from app.cli.support.output import TemplateError, render_template
 from tests.support.api import minimal_job, register
 from tests.support.rows import Conn, insert_allocation, insert_node
 

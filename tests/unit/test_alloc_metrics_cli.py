@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.cli.alloc import render_alloc
-from app.cli.alloc_metrics import go_duration
+from app.cli.allocs.alloc import render_alloc
+from app.cli.allocs.alloc_metrics import go_duration
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""`corral alloc restart|signal` (app/cli/alloc_ops.py) against a stand-in server: the route and
+"""`corral alloc restart|signal` (app/cli/allocs/alloc_ops.py) against a stand-in server: the route and
 body each sends, Nomad's task check before it, and the wording of each failure."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from app.cli import alloc_ops, http
-from app.cli.alloc import alloc
+from app.cli.allocs import alloc_ops
+from app.cli.allocs.alloc import alloc
+from app.cli.support import http
 
 pytestmark = pytest.mark.unit
 FULL = "5f0c7a8e-0000-4000-8000-000000000001"

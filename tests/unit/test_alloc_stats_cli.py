@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.cli.alloc_stats import ibytes, task_resources
+from app.cli.allocs.alloc_stats import ibytes, task_resources
 
 pytestmark = pytest.mark.unit
 

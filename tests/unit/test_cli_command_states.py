@@ -1,5 +1,5 @@
 """docs/cli.md's table of Nomad's commands is the one the click tree gives: a command added or
-removed without regenerating the table (`uv run python -m app.cli.command_states`) fails here."""
+removed without regenerating the table (`uv run python -m app.cli.support.command_states`) fails here."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 import pytest
 
 from app.cli import main
-from app.cli.command_states import BEGIN, END, NOT_APPLICABLE, PARTIAL, nomad_commands, states, table
+from app.cli.support.command_states import BEGIN, END, NOT_APPLICABLE, PARTIAL, nomad_commands, states, table
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +19,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 def test_the_docs_table_is_the_click_trees() -> None:
     text = DOC.read_text()
     shown = text[text.index(BEGIN) : text.index(END) + len(END)]
-    assert shown == table(main), "docs/cli.md is stale: run `uv run python -m app.cli.command_states`"
+    assert shown == table(main), "docs/cli.md is stale: run `uv run python -m app.cli.support.command_states`"
 
 
 def test_states_follow_the_tree() -> None:

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from app.cli import http
+from app.cli.support import http
 
 pytestmark = pytest.mark.unit
 

@@ -43,7 +43,7 @@ def test_create_app_is_still_importable_from_the_package() -> None:
 def test_an_api_call_loads_no_heavy_module() -> None:
     # The request itself (not only the import) stays light: no httpx, no pydantic-settings.
     probe = (
-        "import sys\nfrom app.cli import http\ntry:\n    http.get('/v1/jobs', {'prefix': 'x'})\n"
+        "import sys\nfrom app.cli.support import http\ntry:\n    http.get('/v1/jobs', {'prefix': 'x'})\n"
         "except http.ApiError as err:\n    assert err.status == 0, err\n"
         f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
     )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.cli.deployment import render_update
-from app.cli.deployment_view import progress_deadline, render_list, render_status
+from app.cli.support.deployment_view import progress_deadline, render_list, render_status
 from app.values.rfc3339 import ZERO_TIME, rfc3339
 
 pytestmark = pytest.mark.unit

@@ -16,7 +16,7 @@ import pytest
 from wsproto.connection import Connection, ConnectionType
 from wsproto.events import Ping
 
-from app.cli.alloc_exec import EscapeReader, Options, Usage, check, parse_args, task_of
+from app.cli.allocs.alloc_exec import EscapeReader, Options, Usage, check, parse_args, task_of
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
 

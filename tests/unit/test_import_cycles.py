@@ -5,7 +5,7 @@ TYPE_CHECKING:` and inside functions. A function-level import is how the CLI and
 start-up cheap (pydantic-settings, hcl2, the database stack load in the command that needs
 them), and that stays allowed: it is only an edge. What it may not do is close a circle, since
 that only hides from the interpreter a pair of modules that need each other; such a pair shares
-a third module below both instead (as app/cli/settings.py and app/cli/deployment_view.py do).
+a third module below both instead (as app/cli/support/settings.py and app/cli/support/deployment_view.py do).
 
 `import a.b` and `from a import b` are edges to the module `a.b`; the parent packages that
 Python runs first are not counted, or every package whose __init__ imports its submodules

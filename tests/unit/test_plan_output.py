@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.cli.plan_output import has_changes, render
+from app.cli.jobs.plan_output import has_changes, render
 from app.jobspec.diff import job_diff
 
 pytestmark = pytest.mark.unit

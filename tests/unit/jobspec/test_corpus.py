@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.job_init import EXAMPLE
+from app.cli.jobs.job_init import EXAMPLE
 from app.jobspec import normalize_job, parse_hcl
 from app.jobspec.warnings import job_warnings
 from app.structs import Job

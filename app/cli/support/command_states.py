@@ -2,7 +2,7 @@
 enterprise names it lists) and its state in corral, for docs/cli.md's table. "present" is read
 from the click tree, so the table follows the code: a command that is added or removed changes
 it, and tests/unit/test_cli_command_states.py fails until `uv run python -m
-app.cli.command_states` has rewritten the table. Only what the tree cannot say is kept here: why
+app.cli.support.command_states` has rewritten the table. Only what the tree cannot say is kept here: why
 a command has no meaning for corral, and what a present command still lacks."""
 
 from __future__ import annotations

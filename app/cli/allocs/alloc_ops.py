@@ -8,10 +8,10 @@ import sys
 
 import click
 
-from app.cli import http
-from app.cli.alloc import alloc, resolve
-from app.cli.alloc_stats import ibytes
-from app.cli.output import columns
+from app.cli.allocs.alloc import alloc, resolve
+from app.cli.allocs.alloc_stats import ibytes
+from app.cli.support import http
+from app.cli.support.output import columns
 from app.wire.api_allocs import AllocRestartRequest, AllocSignalRequest
 from app.wire.api_client import AllocFileInfoJson
 

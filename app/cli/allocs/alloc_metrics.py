@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from app.cli.output import columns
+from app.cli.support.output import columns
 
 _UNITS = ((1_000_000, "ms", 6), (1_000, "µs", 3))
 

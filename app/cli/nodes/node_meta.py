@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
-from app.cli.node import render_nodes
-from app.cli.output import format_options, formatted, key_values, resolve
+from app.cli.nodes.node import render_nodes
+from app.cli.support import http
+from app.cli.support.output import format_options, formatted, key_values, resolve
 from app.wire.json import JsonObject, JsonValue
 
 

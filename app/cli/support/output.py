@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 from app.wire.json import JsonObject
 
 ACTION = re.compile(r"(\s*)\{\{(-?)\s*(.*?)\s*(-?)\}\}(\s*)", re.S)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.cli.output import columns
+from app.cli.support.output import columns
 from app.wire.deployment import DeploymentJson, DeploymentStateJson
 
 SHORT_ID_LENGTH = 8

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from app.cli import http
-from app.cli.alloc import alloc, resolve
+from app.cli.allocs.alloc import alloc, resolve
+from app.cli.support import http
 from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.job import TaskGroupSpec
 

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 
 
 def _path(job_id: str, name: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from app.cli.output import columns
+from app.cli.support.output import columns
 from app.wire.api_client import ResourceUsageJson
 from app.wire.job import ResourcesSpec
 

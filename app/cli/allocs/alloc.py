@@ -6,12 +6,13 @@ import sys
 
 import click
 
-from app.cli import alloc_metrics, http
-from app.cli.alloc_stats import task_resources
-from app.cli.job_status import render_allocs
-from app.cli.monitor import follow, monitor_options
-from app.cli.output import ago, columns, date, format_options, formatted, key_values
-from app.cli.output import resolve as resolve_id
+from app.cli.allocs import alloc_metrics
+from app.cli.allocs.alloc_stats import task_resources
+from app.cli.jobs.job_status import render_allocs
+from app.cli.support import http
+from app.cli.support.monitor import follow, monitor_options
+from app.cli.support.output import ago, columns, date, format_options, formatted, key_values
+from app.cli.support.output import resolve as resolve_id
 from app.wire.allocation import AllocationJson, AllocDeploymentStatusJson
 from app.wire.api_client import AllocResourceUsageJson, CheckQueryResultJson
 from app.wire.job import ResourcesSpec

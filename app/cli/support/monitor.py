@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from app.cli import http
-from app.cli.deployment_view import render_status
+from app.cli.support import http
+from app.cli.support.deployment_view import render_status
 from app.wire.deployment import DeploymentJson, DeploymentStatus
 from app.wire.evaluation import EvalStatus, EvaluationJson
 

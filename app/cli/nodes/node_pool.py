@@ -10,10 +10,10 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.job_status import render_jobs
-from app.cli.node import render_nodes
-from app.cli.output import columns, format_options, formatted, key_values
+from app.cli.jobs.job_status import render_jobs
+from app.cli.nodes.node import render_nodes
+from app.cli.support import http
+from app.cli.support.output import columns, format_options, formatted, key_values
 from app.wire.json import JsonObject, JsonValue
 from app.wire.node import NodePoolJson
 

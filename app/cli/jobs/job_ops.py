@@ -8,10 +8,10 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.deployment_view import short
-from app.cli.monitor import follow, monitor_options, stamp
-from app.cli.output import columns, date
+from app.cli.support import http
+from app.cli.support.deployment_view import short
+from app.cli.support.monitor import follow, monitor_options, stamp
+from app.cli.support.output import columns, date
 from app.wire.allocation import AllocationListStubJson
 from app.wire.api_allocs import AllocRestartRequest
 from app.wire.api_deployments import DeploymentPromoteRequest

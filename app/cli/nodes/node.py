@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from app.cli import http
 from app.cli.client import default_address
-from app.cli.monitor import follow, monitor_options
-from app.cli.output import ago, columns, date, format_options, formatted, key_values, resolve
+from app.cli.support import http
+from app.cli.support.monitor import follow, monitor_options
+from app.cli.support.output import ago, columns, date, format_options, formatted, key_values, resolve
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocationJson, AllocationListStubJson
 from app.wire.api_nodes import NodeDrainRequest

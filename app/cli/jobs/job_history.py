@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.diff_output import format_job_diff
-from app.cli.output import date, formatted
+from app.cli.jobs.diff_output import format_job_diff
+from app.cli.support import http
+from app.cli.support.output import date, formatted
 from app.wire.job_diff import JobDiffJson
 from app.wire.json import JsonObject
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 from app.wire.json import JsonObject
 
 ENV_PREFIX = "NOMAD_VAR_"

@@ -8,11 +8,11 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.deployment_view import render_list, render_status, short
-from app.cli.job_source import show_source
-from app.cli.monitor import alloc_metric_lines, follow, monitor_options
-from app.cli.output import ago, columns, format_options, formatted, key_values
+from app.cli.jobs.job_source import show_source
+from app.cli.support import http
+from app.cli.support.deployment_view import render_list, render_status, short
+from app.cli.support.monitor import alloc_metric_lines, follow, monitor_options
+from app.cli.support.output import ago, columns, format_options, formatted, key_values
 from app.wire.allocation import AllocationListStubJson
 from app.wire.api_jobs import JobStatusJson
 from app.wire.deployment import DeploymentJson

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import click
 
-from app.cli import http
+from app.cli.support import http
 
 # Commands that run corral or manage its database: they never address a namespaced object.
 LOCAL_COMMANDS = frozenset(

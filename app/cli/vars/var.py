@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.output import date, key_values, render_template
+from app.cli.support import http
+from app.cli.support.output import date, key_values, render_template
 from app.wire.api_variables import VariableJson, VariableMetaJson
 from app.wire.json import JsonObject
 
@@ -381,7 +381,7 @@ def lock(
 ) -> None:
     """Hold a lock on the variable at PATH while a child command runs: `lock PATH [@spec]
     CHILD...`. The lock is renewed while the child runs; if it is lost, the child is stopped."""
-    from app.cli.var_lock import LockHolder, parse_seconds
+    from app.cli.vars.var_lock import LockHolder, parse_seconds
 
     spec, rest = _spec_and_items(list(args), "json")
     path = str(spec.get("Path") or "")

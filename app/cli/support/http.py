@@ -2,7 +2,7 @@
 (so Nomad users' environments work unchanged), then the dev agent's default; a token from
 CORRAL_TOKEN or NOMAD_TOKEN is sent as X-Nomad-Token. The namespace comes from the command's
 -namespace flag, then CORRAL_NAMESPACE, then NOMAD_NAMESPACE, and is sent as Nomad's API client
-sends it: the `namespace` query parameter of every request (app/cli/api_flags.py adds the flag).
+sends it: the `namespace` query parameter of every request (app/cli/support/api_flags.py adds the flag).
 Failures become click errors that name the request and the HTTP problem, so every command
 reports them the same way.
 

@@ -14,16 +14,16 @@ from urllib.parse import quote
 
 import click
 
-from app.cli import http
-from app.cli.job_history import add_commands as add_history_commands
-from app.cli.job_init import init as init_command
-from app.cli.job_ops import add_commands as add_ops_commands
-from app.cli.job_source import job_submission
-from app.cli.job_status import add_commands as add_status_commands
-from app.cli.job_tag import tag as tag_group
-from app.cli.monitor import follow, monitor_options
-from app.cli.output import GoBoolCommand
-from app.cli.plan_output import has_changes, render
+from app.cli.jobs.job_history import add_commands as add_history_commands
+from app.cli.jobs.job_init import init as init_command
+from app.cli.jobs.job_ops import add_commands as add_ops_commands
+from app.cli.jobs.job_source import job_submission
+from app.cli.jobs.job_status import add_commands as add_status_commands
+from app.cli.jobs.job_tag import tag as tag_group
+from app.cli.jobs.plan_output import has_changes, render
+from app.cli.support import http
+from app.cli.support.monitor import follow, monitor_options
+from app.cli.support.output import GoBoolCommand
 from app.wire.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
 from app.wire.json import JsonObject
 

@@ -1,0 +1,1 @@
+"""`corral alloc ...`: the allocation commands (status, exec, fs, restart, signal, stats)."""

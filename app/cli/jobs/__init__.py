@@ -1,0 +1,1 @@
+"""`corral job ...`: the job commands and the plan output."""

@@ -1,0 +1,1 @@
+"""`corral node ...` and `corral node pool ...`."""

@@ -1,0 +1,1 @@
+"""`corral var ...`: Nomad Variables and the lock holder."""
