@@ -8,8 +8,8 @@ from app.jobspec.canonical import job_update_as_sent
 from app.jobspec.decode import decode_job
 from app.jobspec.defaults import apply_defaults
 from app.jobspec.errors import JobSpecError, is_within
+from app.jobspec.rules.validate import check_job
 from app.jobspec.unknown_keys import unknown_keys
-from app.jobspec.validate import check_job
 from app.wire.job import JobSpec
 
 _TYPE_PATH = "Job.Type"

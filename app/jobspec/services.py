@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from app.jobspec.checks import Problems, min_duration, one_of
 from app.jobspec.durations import SECOND
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import CheckRestart, Job, Service, ServiceCheck, TaskGroup
+from app.jobspec.rules.checks import Problems, min_duration, one_of
 
 NOMAD, CONSUL = "nomad", "consul"
 PROVIDERS = (CONSUL, NOMAD)

@@ -13,7 +13,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.jobspec.validate import MAX_GROUP_COUNT
+from app.jobspec.rules.validate import MAX_GROUP_COUNT
 from app.models import Allocation, Deployment, Job, JobScalingEvent
 from app.models.scaling import TRACKED_SCALING_EVENTS
 from app.store.evals import EvalRequest, insert_eval

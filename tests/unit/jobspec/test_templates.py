@@ -9,7 +9,7 @@ import pytest
 from app.jobspec.errors import JobSpecError
 from app.jobspec.hcl import parse_hcl
 from app.jobspec.normalize import normalize_job
-from app.jobspec.templates import escapes_alloc_dir
+from app.jobspec.rules.templates import escapes_alloc_dir
 from app.jobspec.warnings import job_warnings
 
 pytestmark = pytest.mark.unit

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.jobspec.checks import Problems, between, one_of, required
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import Affinity, Constraint, Spread
+from app.jobspec.rules.checks import Problems, between, one_of, required
 
 # Operands that compare an attribute with a value.
 _COMPARISONS = ("=", "==", "is", "!=", "not", "<", "<=", ">", ">=")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.jobspec.checks import Problems, at_least, between, required
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import EphemeralDisk, Network, Resources
+from app.jobspec.rules.checks import Problems, at_least, between, required
 
 MIN_CPU = 1
 MIN_MEMORY_MB = 10

@@ -6,10 +6,10 @@ from __future__ import annotations
 import posixpath
 import signal
 
-from app.jobspec.checks import Problems, one_of
 from app.jobspec.durations import format_duration
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import Template, WaitConfig
+from app.jobspec.rules.checks import Problems, one_of
 
 CHANGE_MODES = ("noop", "restart", "signal", "script")
 

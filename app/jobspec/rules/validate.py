@@ -6,16 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from app.jobspec.checks import (
-    Problems,
-    at_least,
-    between,
-    not_inherited,
-    one_of,
-    required,
-    unique_names,
-)
-from app.jobspec.constraints import check_affinities, check_constraints, check_spreads
 from app.jobspec.defaults import (
     JOB_TYPES,
     LAUNCHABLE_TYPES,
@@ -34,12 +24,22 @@ from app.jobspec.model import (
     Task,
     TaskGroup,
 )
-from app.jobspec.periodic import check_periodic
-from app.jobspec.policies import check_migrate, check_reschedule, check_restart, check_update
-from app.jobspec.resources import check_ephemeral_disk, check_networks, check_resources
+from app.jobspec.rules.checks import (
+    Problems,
+    at_least,
+    between,
+    not_inherited,
+    one_of,
+    required,
+    unique_names,
+)
+from app.jobspec.rules.constraints import check_affinities, check_constraints, check_spreads
+from app.jobspec.rules.periodic import check_periodic
+from app.jobspec.rules.policies import check_migrate, check_reschedule, check_restart, check_update
+from app.jobspec.rules.resources import check_ephemeral_disk, check_networks, check_resources
+from app.jobspec.rules.task_runtime import check_task_runtime, check_volumes
+from app.jobspec.rules.templates import check_templates
 from app.jobspec.services import check_group_services
-from app.jobspec.task_runtime import check_task_runtime, check_volumes
-from app.jobspec.templates import check_templates
 
 MAX_ID_LENGTH = 128
 # Nomad's job_max_count server default: no task group may ask for more allocations.

@@ -7,9 +7,9 @@ import posixpath
 import re
 import string
 
-from app.jobspec.checks import Problems, one_of, required
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import LogConfig, Task, TaskArtifact, TaskGroup
+from app.jobspec.rules.checks import Problems, one_of, required
 
 VOLUME_TYPES = ("host", "csi")
 GETTER_MODES = ("any", "file", "dir")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.jobspec.checks import Problems, at_least, min_duration, one_of
 from app.jobspec.durations import SECOND, format_duration
 from app.jobspec.errors import FieldError
 from app.jobspec.model import MigrateStrategy, ReschedulePolicy, RestartPolicy, UpdateStrategy
+from app.jobspec.rules.checks import Problems, at_least, min_duration, one_of
 
 UPDATE_HEALTH_CHECKS = ("checks", "task_states", "manual")
 # Draining a node has no operator around to confirm health by hand.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.jobspec.checks import Problems, one_of
 from app.jobspec.errors import FieldError, quote
 from app.jobspec.model import PeriodicConfig
+from app.jobspec.rules.checks import Problems, one_of
 from app.values.cron import cron_problem
 
 SPEC_TYPES = ("cron",)

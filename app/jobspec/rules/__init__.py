@@ -1,0 +1,1 @@
+"""Validation rules of a job specification, one module per kind of block."""
