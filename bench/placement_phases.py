@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from app.pipeline.plan_check import BatchState, check
-from app.pipeline.plan_codec import decode_plan, encode_plan
+from app.pipeline.codecs.plan_codec import decode_plan, encode_plan
+from app.pipeline.plan_apply.plan_check import BatchState, check
 from app.scheduler import process
 from app.structs import Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
 from app.wire.plan import PlanRowJson

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from app.db.engines import autocommitted, make_engine
 from app.db.leadership import Leadership
 from app.metrics.timings import PLAN_APPLY
-from app.pipeline.applier import Deposed, InFlight, Prepared, commit_batch, prepare
-from app.pipeline.plan_writes import raw
+from app.pipeline.plan_apply.applier import Deposed, InFlight, Prepared, commit_batch, prepare
+from app.pipeline.plan_apply.plan_writes import raw
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
 from app.settings.config import Settings
 from workers.election import stand_for_election

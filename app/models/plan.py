@@ -51,7 +51,7 @@ class Plan(Base):
     status: Mapped[str] = mapped_column(
         server_default=text("'pending'"), comment="pending, applied (fully or partly) or rejected."
     )
-    # The JSON columns hold the wire format of app.wire.plan (encoded by app.pipeline.plan_codec).
+    # The JSON columns hold the wire format of app.wire.plan (encoded by app.pipeline.codecs.plan_codec).
     node_update: Mapped[dict[str, list[StopJson]]] = mapped_column(
         JSONB, server_default=text("'{}'::jsonb"), comment="Node ID -> allocations to stop."
     )

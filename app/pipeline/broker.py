@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.db.engines import autocommitted
 from app.db.state_index import next_index
 from app.models import Evaluation, Job
-from app.pipeline.metrics_codec import metrics_to_json
+from app.pipeline.codecs.metrics_codec import metrics_to_json
 from app.store.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 from app.db.engines import autocommitted
 from app.pipeline.broker import Claim, LeaseLost
-from app.pipeline.plan_codec import encode_plan
+from app.pipeline.codecs.plan_codec import encode_plan
 from app.store.sql import psycopg_query
 from app.structs import Plan
 from app.wire.plan import CompletionJson

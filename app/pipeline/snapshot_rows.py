@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypedDict
 
-from app.pipeline.plan_codec import task_cores_from_json
+from app.pipeline.codecs.plan_codec import task_cores_from_json
 from app.structs import Allocation, Node, Port, Resources, SchedulerConfiguration
 from app.wire.allocation import DesiredTransitionJson
 from app.wire.job import JobSpec

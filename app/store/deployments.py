@@ -1,5 +1,5 @@
 """Deployment rows: promoted, paused and failed by operators and by the leader's watcher (plans
-create and advance them in the applier's batch: app.pipeline.plan_deployments). Every status
+create and advance them in the applier's batch: app.pipeline.plan_apply.plan_deployments). Every status
 change that needs the scheduler creates its `deployment-watcher` evaluation in the same
 transaction; a failure with auto_revert registers the latest stable version again."""
 

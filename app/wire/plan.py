@@ -1,5 +1,5 @@
 """The stored JSON of plans, plan results, deployments and placement metrics, as TypedDicts:
-the wire format between worker and applier (app.pipeline.plan_codec encodes and decodes it),
+the wire format between worker and applier (app.pipeline.codecs.plan_codec encodes and decodes it),
 and the type of the JSONB columns that hold it (app.models)."""
 
 from __future__ import annotations

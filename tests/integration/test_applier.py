@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from app.db.leadership import Leadership
 from app.pipeline import plans
-from app.pipeline.applier import Deposed
+from app.pipeline.plan_apply.applier import Deposed
 from app.structs import Allocation, AllocationStop, Plan, Resources
 from tests.support.pipeline import alloc, apply, claim, register, submit
 from tests.support.rows import insert_node, pairs
@@ -157,7 +157,7 @@ def test_plan_whose_lease_lapsed_is_refused(engine: Engine, pg: Conn, term: tupl
 def test_plan_the_database_refuses_is_rejected_not_retried_forever(
     engine: Engine, pg: Conn, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline.plan_check as plan_check
+    import app.pipeline.plan_apply.plan_check as plan_check
 
     register(engine, "web")
     held = claim(engine)

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from app.db.leadership import Leadership
 from app.pipeline import broker, plans
-from app.pipeline.applier import Deposed, apply_batch
-from app.pipeline.plan_writes import Checked
+from app.pipeline.plan_apply.applier import Deposed, apply_batch
+from app.pipeline.plan_apply.plan_writes import Checked
 from app.structs import AllocationStop, Plan, Port
 from app.wire.plan import CompletionJson
 from tests.support.pipeline import alloc, claim, register, submit
@@ -63,8 +63,8 @@ def place(held: broker.Claim, node: str, index: int, cpu: int) -> Plan:
 def test_two_plans_of_one_batch_cannot_overcommit_a_node_together(
     engine: Engine, pg: Conn, lead: Leadership, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline.applier as applier
-    from app.pipeline.plan_writes import write_batch as real
+    import app.pipeline.plan_apply.applier as applier
+    from app.pipeline.plan_apply.plan_writes import write_batch as real
 
     writes: list[int] = []
 
@@ -113,7 +113,7 @@ def test_a_stop_earlier_in_the_batch_frees_room_for_a_later_plan(engine: Engine,
 def test_one_plan_refused_by_the_database_does_not_fail_the_batch(
     engine: Engine, pg: Conn, lead: Leadership, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline.plan_check as plan_check
+    import app.pipeline.plan_apply.plan_check as plan_check
 
     roomy, small = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="small")
     good, bad = claimed(engine, "good"), claimed(engine, "bad")

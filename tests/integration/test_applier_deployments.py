@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.leadership import Leadership
 from app.pipeline import broker
-from app.pipeline.applier import apply_batch
+from app.pipeline.plan_apply.applier import apply_batch
 from app.structs import Deployment, DeploymentGroup, DeploymentStatusUpdate, Plan
 from tests.support.pipeline import alloc, claim, register, submit
 from tests.support.rows import group_state, insert_deployment, insert_node
@@ -195,7 +195,7 @@ def test_plans_of_one_batch_naming_one_deployment_build_on_each_other(
 def test_a_refused_plan_takes_its_deployment_with_it_and_the_next_plan_builds_on_the_kept_ones(
     engine: Engine, pg: Conn, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline.plan_check as plan_check
+    import app.pipeline.plan_apply.plan_check as plan_check
 
     roomy, small = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="small")
     good, bad, later = claimed(engine, "web"), claimed(engine, "api"), claimed(engine, "db")

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from app.db.engines import libpq_url
 from app.db.leadership import Leadership
 from app.pipeline import broker, plans
-from app.pipeline.applier import InFlight, Prepared, commit_batch, prepare
-from app.pipeline.plan_overlay import Effects
+from app.pipeline.plan_apply.applier import InFlight, Prepared, commit_batch, prepare
+from app.pipeline.plan_apply.plan_overlay import Effects
 from app.pipeline.snapshot import BEGIN_SNAPSHOT
 from app.settings.config import Settings
 from app.structs import AllocationStop, Plan, Port

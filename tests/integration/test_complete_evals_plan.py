@@ -11,7 +11,7 @@ import pytest
 from psycopg.types.json import Jsonb
 from sqlalchemy import Engine
 
-from app.pipeline.applier import COMPLETE_EVALS
+from app.pipeline.plan_apply.applier import COMPLETE_EVALS
 from app.store.sql import psycopg_query
 from tests.support.pipeline import claim, register
 

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from app.db.leadership import Leadership
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from tests.support.pipeline import claim, register
 from tests.support.rows import insert_node

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from tests.support.api import minimal_job, node_body, register
 from tests.support.pipeline import claim, handling

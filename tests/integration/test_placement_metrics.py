@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_node

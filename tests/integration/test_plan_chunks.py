@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.db.engines import make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.pipeline import plans
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from app.store.jobs import RegisterOptions, register_job
 from tests.support.pipeline import claim, handling, register_mock_job

@@ -199,7 +199,7 @@ def test_a_due_completion_that_did_not_happen_undoes_the_batch_and_its_notificat
     """The notification says a due plan completed its evaluation before the completion's answer
     is in. Should the completion ever not happen, nothing of the batch commits: no verdict is
     told, the plan stays pending."""
-    from app.pipeline import applier
+    from app.pipeline.plan_apply import applier
 
     register(engine, "web")
     held = claim(engine)

@@ -74,7 +74,7 @@ def test_the_worker_loop_survives_an_exception_in_its_claim(database_url: str, m
 def test_the_applier_survives_an_exception_in_its_apply_step(
     database_url: str, monkeypatch: pytest.MonkeyPatch, pipelined: bool
 ) -> None:
-    from app.pipeline.applier import prepare
+    from app.pipeline.plan_apply.applier import prepare
     from workers import applier as applier_module
 
     calls: list[int] = []

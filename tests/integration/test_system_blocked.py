@@ -17,8 +17,8 @@ from app.db.engines import make_sessionmaker, transaction
 from app.db.state_index import next_index
 from app.jobspec import normalize_job
 from app.pipeline import broker
-from app.pipeline.applier import apply_next
 from app.pipeline.broker import Outcome
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from app.store.blocked_evals import unblock_capacity
 from app.store.jobs import RegisterOptions, register_job

@@ -20,7 +20,7 @@ from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
 from app.gc.core_evals import enqueue_forced
 from app.pipeline import broker, plans
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream as scheduled
 from app.settings.config import Settings

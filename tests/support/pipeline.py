@@ -16,7 +16,7 @@ from app.db.engines import make_sessionmaker, transaction
 from app.db.leadership import Leadership
 from app.jobspec import normalize_job
 from app.pipeline import broker, plans
-from app.pipeline.applier import apply_next
+from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from app.store.jobs import RegisterOptions, register_job
 from app.structs import Allocation, Plan, Resources

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from app.pipeline.applier import Decided, Pending, _completed
-from app.pipeline.plan_check import Verdict
+from app.pipeline.plan_apply.applier import Decided, Pending, _completed
+from app.pipeline.plan_apply.plan_check import Verdict
 from app.structs import Plan
 
 pytestmark = pytest.mark.unit

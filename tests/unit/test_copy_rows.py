@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.pipeline.metrics_codec import placed_to_json
-from app.pipeline.plan_check import Verdict, placement
-from app.pipeline.plan_writes import COPY_COLUMNS, RESULT_COLUMNS, copy_row, result_columns
+from app.pipeline.codecs.metrics_codec import placed_to_json
+from app.pipeline.plan_apply.plan_check import Verdict, placement
+from app.pipeline.plan_apply.plan_writes import COPY_COLUMNS, RESULT_COLUMNS, copy_row, result_columns
 from app.structs import Allocation, AllocationStop, NodeScore, PlacementMetrics, Port, Resources
 from tests.support.scheduler_harness import pending_alloc
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.pipeline.plan_check import BatchState, Touched, check
+from app.pipeline.plan_apply.plan_check import BatchState, Touched, check
 from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Port, Resources
 from tests.support.scheduler_harness import node, pending_alloc
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.pipeline.metrics_codec import (
+from app.pipeline.codecs.metrics_codec import (
     metrics_from_json,
     metrics_to_json,
     placed_from_json,
     placed_to_json,
     placed_to_nomad,
 )
-from app.pipeline.plan_codec import alloc_to_json, decode_plan, decode_result, encode_plan, encode_result
+from app.pipeline.codecs.plan_codec import alloc_to_json, decode_plan, decode_result, encode_plan, encode_result
 from app.structs import (
     Allocation,
     AllocationStop,

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from app.pipeline.plan_deployments import Stored, deployment_ids, fold, settled
+from app.pipeline.plan_apply.plan_deployments import Stored, deployment_ids, fold, settled
 from app.structs import Deployment, DeploymentGroup, DeploymentStatusUpdate, Plan
 from app.wire.deployment import DeploymentStatus
 from app.wire.plan import DeploymentGroupJson

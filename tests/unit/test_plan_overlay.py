@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from app.pipeline.plan_check import BatchState, Touched, check
-from app.pipeline.plan_overlay import effects, overlay
+from app.pipeline.plan_apply.plan_check import BatchState, Touched, check
+from app.pipeline.plan_apply.plan_overlay import effects, overlay
 from app.structs import Allocation, AllocationStop, NodeUsage, Plan, Resources
 from tests.support.scheduler_harness import node, pending_alloc
 

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from app.pipeline import plan_state
+from app.pipeline.plan_apply import plan_state
 
 pytestmark = pytest.mark.unit
 

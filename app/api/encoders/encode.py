@@ -8,7 +8,7 @@ from typing import Any, Protocol, cast
 
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
-from app.pipeline.metrics_codec import placed_to_nomad
+from app.pipeline.codecs.metrics_codec import placed_to_nomad
 from app.values.rfc3339 import of_datetime
 from app.wire.api_jobs import JobEvalAnswerJson
 from app.wire.api_operator import SchedulerConfigJson

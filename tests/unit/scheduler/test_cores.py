@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from app.pipeline.plan_codec import alloc_from_json, alloc_to_json
+from app.pipeline.codecs.plan_codec import alloc_from_json, alloc_to_json
 from app.pipeline.snapshot_rows import allocation_from_row
 from app.scheduler.cores import pick_cores
 from app.scheduler.fit import CORES, exhausted_dimension

@@ -14,8 +14,8 @@ from app.api.routes.jobs.jobs import normalized_job
 from app.jobspec.canonical import canonical_job
 from app.jobspec.diff import job_diff
 from app.jobspec.warnings import format_warnings, job_warnings
+from app.pipeline.codecs.metrics_codec import metrics_to_json
 from app.pipeline.job_plan import DryRun, dry_run
-from app.pipeline.metrics_codec import metrics_to_json
 from app.scheduler.annotate import DesiredUpdates
 from app.store import jobs as job_store
 from app.structs import Allocation

@@ -19,12 +19,12 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
-from app.pipeline import plan_deployments
-from app.pipeline.plan_check import Verdict, check
-from app.pipeline.plan_codec import decode_plan
-from app.pipeline.plan_overlay import Effects, effects, overlay
-from app.pipeline.plan_state import binary_ids, send_reads
-from app.pipeline.plan_writes import (
+from app.pipeline.codecs.plan_codec import decode_plan
+from app.pipeline.plan_apply import plan_deployments
+from app.pipeline.plan_apply.plan_check import Verdict, check
+from app.pipeline.plan_apply.plan_overlay import Effects, effects, overlay
+from app.pipeline.plan_apply.plan_state import binary_ids, send_reads
+from app.pipeline.plan_apply.plan_writes import (
     RESULT_COLUMNS,
     Checked,
     Known,

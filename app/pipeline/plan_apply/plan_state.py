@@ -14,7 +14,7 @@ from typing import Any, TypedDict, cast
 import psycopg
 from psycopg.rows import dict_row
 
-from app.pipeline.plan_check import BatchState, Touched, plan_alloc_ids, plan_nodes
+from app.pipeline.plan_apply.plan_check import BatchState, Touched, plan_alloc_ids, plan_nodes
 from app.pipeline.snapshot_rows import parse_port_list
 from app.store.sql import psycopg_query
 from app.structs import Node, NodeUsage, Plan, Resources

@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from app.pipeline.plan_state import binary_ids
+from app.pipeline.plan_apply.plan_state import binary_ids
 from app.store.deployment_codec import group_to_json
 from app.store.sql import psycopg_query
 from app.structs import Deployment, DeploymentStatusUpdate, Plan

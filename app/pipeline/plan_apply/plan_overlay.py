@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from app.pipeline.plan_check import BatchState, Touched, Verdict
+from app.pipeline.plan_apply.plan_check import BatchState, Touched, Verdict
 from app.scheduler.fit import add_usage
 from app.structs import NodeUsage
 

@@ -1,0 +1,1 @@
+"""Plans and placement metrics between the typed structs and their stored JSON."""

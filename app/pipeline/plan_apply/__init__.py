@@ -1,0 +1,1 @@
+"""The plan applier: a batch's reads, its node-by-node check, its writes, its deployments."""
