@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
 from app.scheduler.cores import pick_cores
-from app.scheduler.feasible import Feasibility, JobScope, in_pool
+from app.scheduler.feasibility.feasible import Feasibility, JobScope, in_pool
 from app.scheduler.metrics import DEFAULT_METRICS, Failures, MetricsOptions, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState

@@ -11,7 +11,7 @@ from dataclasses import replace
 from app.scheduler.context import Pass
 from app.scheduler.cores import with_cores
 from app.scheduler.deployments import DeploymentTracker
-from app.scheduler.feasible import in_job_scope
+from app.scheduler.feasibility.feasible import in_job_scope
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
 from app.scheduler.place import GroupAsk, Stack, Victims
 from app.scheduler.reconcile import GroupChanges, Placement, ReconcileContext, reconcile_group

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from app.scheduler import ports
 from app.scheduler.cores import all_cores, pick_cores, with_cores
-from app.scheduler.distinct import DistinctRules, distinct_rules
-from app.scheduler.feasible import Feasibility
+from app.scheduler.feasibility.distinct import DistinctRules, distinct_rules
+from app.scheduler.feasibility.feasible import Feasibility
 from app.scheduler.fit import CORES, remove_usage
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsBuilder, MetricsOptions, NodePool
 from app.scheduler.planstate import PlanState

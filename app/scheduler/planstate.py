@@ -8,9 +8,9 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from app.scheduler.feasibility.targets import resolve
 from app.scheduler.fit import add_usage, remove_usage
 from app.scheduler.preemption import JobGroup, job_group
-from app.scheduler.targets import resolve
 from app.structs import Allocation, AllocationStop, Node, NodeUsage, Plan, RunningAllocation
 from app.wire.allocation import AllocClientStatus
 

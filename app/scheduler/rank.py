@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.scheduler.feasible import satisfies
-from app.scheduler.targets import escapes_class, resolve
+from app.scheduler.feasibility.feasible import satisfies
+from app.scheduler.feasibility.targets import escapes_class, resolve
 from app.structs import Affinity, Constraint, Node, Resources, Spread
 
 _MAX_FIT = 18.0

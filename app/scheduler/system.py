@@ -13,7 +13,7 @@ from app.scheduler import reasons
 from app.scheduler.allocs import alloc_name
 from app.scheduler.context import Pass
 from app.scheduler.cores import with_cores
-from app.scheduler.feasible import in_job_scope
+from app.scheduler.feasibility.feasible import in_job_scope
 from app.scheduler.metrics import DEFAULT_METRICS, MetricsOptions
 from app.scheduler.place import GroupAsk, NodeRanker, Victims
 from app.scheduler.reconcile import LOST_NODE_STATUSES, Stop, node_lost, stop_all

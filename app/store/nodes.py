@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.models import Allocation, Job, Node, NodePool
-from app.scheduler.computed_class import computed_class
+from app.scheduler.feasibility.computed_class import computed_class
 from app.store.blocked_evals import unblock_capacity
 from app.store.evals import EvalRequest, insert_eval
 from app.store.heartbeat_ttl import HeartbeatPolicy, grant

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from app.scheduler import process
-from app.scheduler.computed_class import computed_class
+from app.scheduler.feasibility.computed_class import computed_class
 from app.scheduler.fit import add_usage
 from app.structs import (
     Allocation,

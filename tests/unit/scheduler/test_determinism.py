@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from app.scheduler.feasible import JobScope, in_job_scope
+from app.scheduler.feasibility.feasible import JobScope, in_job_scope
 from app.scheduler.shuffle import IdSource, LazyShuffle, Rng, seed_for
 from tests.support.scheduler_harness import group, job, node, placed, run, snapshot
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler.feasible import MISSING_DRIVERS, Feasibility
+from app.scheduler.feasibility.feasible import MISSING_DRIVERS, Feasibility
 from app.scheduler.fit import CPU, MEMORY, PORTS
 from app.structs import Allocation, Constraint, Node, Port
 from tests.support.scheduler_harness import alloc, group, job, node, placed, run, snapshot, task
@@ -141,7 +141,7 @@ def test_feasibility_caches_per_class() -> None:
     calls = []
     j = job(constraints=(Constraint("${attr.kernel.name}", "=", "linux"),))
     feas = Feasibility(j)
-    import app.scheduler.feasible as feasible
+    import app.scheduler.feasibility.feasible as feasible
 
     original = feasible.satisfies
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from app.scheduler.feasible import MISSING_HOST_VOLUMES
+from app.scheduler.feasibility.feasible import MISSING_HOST_VOLUMES
 from app.structs import HostVolumeAsk, Node
 from app.structs.job_spec import host_volumes
 from tests.support.scheduler_harness import group, job, node, placed, run, snapshot

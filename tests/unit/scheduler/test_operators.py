@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler import operators
-from app.scheduler.feasible import satisfies
-from app.scheduler.targets import escapes_class, resolve
+from app.scheduler.feasibility import operators
+from app.scheduler.feasibility.feasible import satisfies
+from app.scheduler.feasibility.targets import escapes_class, resolve
 from app.structs import Constraint
 from tests.support.scheduler_harness import node
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler.versions import compare, matches, parse
+from app.scheduler.feasibility.versions import compare, matches, parse
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """/v1/node/pools and /v1/node/pool/:name[/nodes|/jobs]: Nomad's node pool objects. 'default'
 and 'all' are built in; a job's NodePool limits its placements to the pool's nodes ('all': any
-node; app/scheduler/feasible.py). Pool scheduler configuration is Nomad Enterprise's (Node Pools
+node; app/scheduler/feasibility/feasible.py). Pool scheduler configuration is Nomad Enterprise's (Node Pools
 Governance): Nomad's community edition refuses it, and so does corral."""
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.scheduler.feasible import group_constraints
+from app.scheduler.feasibility.feasible import group_constraints
+from app.scheduler.feasibility.targets import resolve
 from app.scheduler.planstate import PlanState
-from app.scheduler.targets import resolve
 from app.structs import Constraint, Job, Node, TaskGroup
 
 DISTINCT_HOSTS, DISTINCT_PROPERTY = "distinct_hosts", "distinct_property"

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from app.scheduler import operators
-from app.scheduler.targets import escapes_class, resolve
+from app.scheduler.feasibility import operators
+from app.scheduler.feasibility.targets import escapes_class, resolve
 from app.structs import Constraint, HostVolumeAsk, Job, Node, TaskGroup
 
 MISSING_DRIVERS = "missing drivers"

@@ -1,0 +1,1 @@
+"""Which nodes can run a group: feasibility, computed classes, constraint operands, versions."""
