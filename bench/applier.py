@@ -30,7 +30,7 @@ from psycopg.types.json import Jsonb
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.pipeline.codecs.plan_codec import encode_plan
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from app.structs import Allocation, Plan, Resources
 from bench.common import add_nodes, bench_database
 from bench.storm import CORRAL

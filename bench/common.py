@@ -20,7 +20,7 @@ from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, sqlalchemy_url, transaction
 from app.db.schema import upgrade
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.db.engines import libpq_url, make_engine
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 
 TEMPLATE = "gc-template"
 

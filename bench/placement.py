@@ -25,7 +25,7 @@ import psycopg
 
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from bench.common import add_nodes, bench_database
 
 C1M_RATE = 3750.0

@@ -43,7 +43,7 @@ import psycopg
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
 from app.settings.config import Settings
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from bench import small_jobs_ceiling
 from bench.common import add_nodes, bench_database, bench_server, cloned_database
 from bench.cpu import PostgresCpu, load_average, process_cpu

@@ -19,8 +19,8 @@ import psycopg
 
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
-from app.store.node_status import set_node_status
+from app.store.job.jobs import RegisterOptions, register_job
+from app.store.node.node_status import set_node_status
 from app.wire.job import JobSpec
 from bench.common import add_nodes, bench_database
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Node
-from app.store.nodes import get_node
+from app.store.node.nodes import get_node
 
 
 @dataclass(frozen=True)

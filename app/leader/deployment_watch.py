@@ -19,9 +19,9 @@ from app.db.state_index import next_index
 from app.leader.deployment_rules import Decision, GroupHealth, decide
 from app.models import Deployment as DeploymentRow
 from app.scheduler.deployments import RUNNING
-from app.store import deployments
-from app.store.deployment_codec import group_from_json, group_to_json
-from app.store.jobs import RegisterOptions
+from app.store.deployment import deployments
+from app.store.deployment.deployment_codec import group_from_json, group_to_json
+from app.store.job.jobs import RegisterOptions
 from app.store.sql import query
 
 NANOS = 1_000_000_000

@@ -11,8 +11,8 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from app.models import Allocation, Node
-from app.store.evals import insert_node_eval
-from app.store.node_status import apply_node_status
+from app.store.evaluation.evals import insert_node_eval
+from app.store.node.node_status import apply_node_status
 from app.store.sql import query
 
 EXPIRY_BATCH = 1000

@@ -1,5 +1,5 @@
 """The leader's drainer (Nomad's drainer), one step of every drain an operator started
-(app/store/drains.py): load each draining node's allocations into dataclasses, ask
+(app/store/node/drains.py): load each draining node's allocations into dataclasses, ask
 app/leader/drain_rules.py what to do, then mark the chosen allocations for migration with one
 node-drain evaluation per job, or complete the drain."""
 
@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from app.leader.drain_rules import Candidate, Migration, Replacement, Strategy, next_step
 from app.models import Allocation, Node
-from app.store.drains import SQL_NULL, now_ns
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evaluation.evals import EvalRequest, insert_eval
+from app.store.node.drains import SQL_NULL, now_ns
 from app.store.sql import query
 from app.values.rfc3339 import of_datetime
 

@@ -31,7 +31,7 @@ class Strategy:
     @classmethod
     def of(cls, stored: DrainStrategyJson) -> Strategy:
         """From the node's drain_strategy column: Nomad's flat DrainStrategy JSON that
-        app/store/drains.py writes (the force deadline an RFC 3339 time)."""
+        app/store/node/drains.py writes (the force deadline an RFC 3339 time)."""
         return cls(unix_ns(stored.get("ForceDeadline")), bool(stored.get("IgnoreSystemJobs")))
 
     def forced(self, now_ns: int) -> bool:

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.leader.silence_rules import Window, went_silent
 from app.models import Allocation, Node
-from app.store.evals import insert_node_eval
-from app.store.node_status import STATUS_TABLES, apply_node_status
+from app.store.evaluation.evals import insert_node_eval
+from app.store.node.node_status import STATUS_TABLES, apply_node_status
 from app.store.sql import query
 
 EXPIRY_BATCH = 500

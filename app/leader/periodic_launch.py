@@ -1,5 +1,5 @@
 """The leader's periodic-launch tick: launch every periodic job whose most recent scheduled
-time is past its last launch (app/store/periodic.py writes each launch)."""
+time is past its last launch (app/store/job/periodic.py writes each launch)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.leader.launch_rules import Parent, due_launches
-from app.store.periodic import LAUNCH_TABLES, launch
+from app.store.job.periodic import LAUNCH_TABLES, launch
 from app.store.sql import query
 
 log = structlog.get_logger(__name__)

@@ -42,7 +42,7 @@ class Job(Base):
             "id",
             postgresql_where=text("stop OR purged_at IS NOT NULL OR type IN ('batch', 'sysbatch')"),
         ),
-        # The periodic parents the leader reads every second (app/store/periodic.py).
+        # The periodic parents the leader reads every second (app/store/job/periodic.py).
         Index(
             "ix_jobs_periodic", "namespace", "id", postgresql_where=text("periodic AND NOT stop AND purged_at IS NULL")
         ),

@@ -23,7 +23,7 @@ from app.db.engines import autocommitted
 from app.db.state_index import next_index
 from app.models import Evaluation, Job
 from app.pipeline.codecs.metrics_codec import metrics_to_json
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import Evaluation as EvalStruct
 from app.structs import PlacementMetrics

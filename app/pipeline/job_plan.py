@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from app.pipeline.snapshot import read_snapshot
 from app.scheduler import process
 from app.scheduler.annotate import DesiredUpdates, desired_updates
-from app.store.jobs import without_server_fields
+from app.store.job.jobs import without_server_fields
 from app.store.sql import query
 from app.structs import Allocation, Evaluation, Job, SchedulerResult, Snapshot
 from app.wire.job import JobSpec

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine
 from app.db.engines import autocommitted
 from app.pipeline.snapshot_rows import JobRow, VersionRow, allocation_from_row, config_from_row, node_from_row
 from app.scheduler.preemption import PRIORITY_DELTA
-from app.store.deployment_codec import deployment_from_mapping
+from app.store.deployment.deployment_codec import deployment_from_mapping
 from app.store.sql import psycopg_query
 from app.structs import (
     Allocation,

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Allocation, Job
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import InvalidInput, NotFound
 from app.wire.allocation import DesiredTransitionJson

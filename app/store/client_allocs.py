@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.models import Allocation, Evaluation, JobVersion, Node
 from app.scheduler.reschedule import attempts_left_after, failed_tracker
-from app.store.blocked_evals import unblock_capacity
-from app.store.evals import insert_node_eval
-from app.store.nodes import get_node
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.evaluation.evals import insert_node_eval
+from app.store.node.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from app.db.engines import make_engine, make_sessionmaker, transaction
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from tests.support.api import minimal_job
 from tests.support.processes import Corral, CorralFactory, free_port, wait_healthy
 

@@ -26,7 +26,7 @@ from app.db.schema import upgrade
 from app.jobspec import normalize_job
 from app.pipeline import broker
 from app.pipeline.broker import LeaseLost, Outcome
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 
 pytestmark = pytest.mark.concurrency
 

@@ -21,7 +21,7 @@ from app.db.engines import make_sessionmaker, transaction
 from app.gc.core_evals import enqueue_core
 from app.gc.thresholds import Thresholds
 from app.jobspec import normalize_job
-from app.store.jobs import RegisterOptions, deregister_job, register_job
+from app.store.job.jobs import RegisterOptions, deregister_job, register_job
 from app.values.errors import InvalidInput, NotFound
 from app.wire.job import JobSpec
 from bench.gc_fill import fill_terminal

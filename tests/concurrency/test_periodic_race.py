@@ -17,7 +17,7 @@ from app.db.engines import libpq_url
 from app.db.state_index import next_index
 from app.jobspec import normalize_job
 from app.leader import periodic_launch
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 
 pytestmark = pytest.mark.concurrency
 

@@ -19,7 +19,7 @@ from app.api.http.params import BlockingParams
 from app.db.engines import libpq_url, make_sessionmaker
 from app.jobspec import normalize_job
 from app.models import Job
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from app.wire.job import JobSpec
 
 pytestmark = pytest.mark.concurrency

@@ -13,8 +13,8 @@ from app.db.engines import make_sessionmaker, transaction
 from app.leader import eval_sweeps
 from app.pipeline import broker
 from app.pipeline.broker import DELIVERY_LIMIT, LeaseLost, Outcome
-from app.store.blocked_evals import unblock_capacity
-from app.store.jobs import deregister_job
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.job.jobs import deregister_job
 from tests.support.pipeline import claim, register
 from tests.support.rows import pairs
 
@@ -219,7 +219,7 @@ def test_missed_unblock_requeues_at_block_time(engine: Engine, pg: Conn) -> None
 
 
 def test_node_registration_and_eligibility_release_blocked_evals(engine: Engine, pg: Conn) -> None:
-    from app.store.nodes import NodeRegistration, register_node, set_eligibility
+    from app.store.node.nodes import NodeRegistration, register_node, set_eligibility
     from app.structs import PlacementMetrics
 
     register(engine, "web")

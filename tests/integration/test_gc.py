@@ -23,7 +23,7 @@ from app.gc.core_evals import _start_run, enqueue_core, load_core_eval, run_core
 from app.gc.thresholds import SCHEDULED, Thresholds
 from app.jobspec import normalize_job
 from app.settings.config import Settings
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from bench.gc_fill import fill_terminal
 from tests.support.api import json_body, minimal_job
 from tests.support.orphans import orphans

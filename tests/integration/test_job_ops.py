@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import create_app
 from app.settings.config import Settings
-from app.store import job_scale
+from app.store.job import job_scale
 from tests.support.api import json_body, minimal_job
 from tests.support.rows import insert_allocation, insert_node
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.leader.periodic_launch import launch_due
-from app.store import periodic as periodic_store
-from app.store.periodic import LAUNCH_TABLES
+from app.store.job import periodic as periodic_store
+from app.store.job.periodic import LAUNCH_TABLES
 from tests.support.api import json_body, minimal_job
 from tests.support.rows import Conn
 

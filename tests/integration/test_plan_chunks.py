@@ -19,7 +19,7 @@ from app.jobspec import normalize_job
 from app.pipeline import plans
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_allocation, insert_node
 

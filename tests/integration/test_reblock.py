@@ -14,7 +14,7 @@ from app.db.engines import make_sessionmaker, transaction
 from app.db.state_index import next_index
 from app.pipeline import broker
 from app.pipeline.broker import Outcome
-from app.store.blocked_evals import unblock_capacity
+from app.store.evaluation.blocked_evals import unblock_capacity
 from app.structs import PlacementMetrics
 from tests.support.pipeline import claim, register
 from tests.support.rows import scalar

@@ -20,8 +20,8 @@ from app.pipeline import broker
 from app.pipeline.broker import Outcome
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
-from app.store.blocked_evals import unblock_capacity
-from app.store.jobs import RegisterOptions, register_job
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.job.jobs import RegisterOptions, register_job
 from app.structs import PlacementMetrics
 from app.values.ids import secret_hash
 from app.wire.job import JobSpec

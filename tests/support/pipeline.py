@@ -18,7 +18,7 @@ from app.jobspec import normalize_job
 from app.pipeline import broker, plans
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
-from app.store.jobs import RegisterOptions, register_job
+from app.store.job.jobs import RegisterOptions, register_job
 from app.structs import Allocation, Plan, Resources
 
 TYPES = ("service", "batch", "system", "sysbatch")

@@ -168,7 +168,7 @@ def test_every_module_lives_in_a_known_room() -> None:
 
 
 def test_the_layering_check_can_fail(tmp_path: Path) -> None:
-    store = ROOT / "app" / "store" / "jobs.py"
+    store = ROOT / "app" / "store" / "job" / "jobs.py"
     assert _room(_module_name(store)) == (3, "app.store")
     probe = tmp_path / "probe.py"
     probe.write_text("from app.leader import drain\nfrom app.db import engines\n")

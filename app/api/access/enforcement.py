@@ -38,7 +38,7 @@ from app.api.http import ws_handshake
 from app.api.http.context import state
 from app.api.http.params import peek_json_body
 from app.models import Allocation, Deployment, Evaluation
-from app.store.evals import CORE
+from app.store.evaluation.evals import CORE
 
 log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "default"

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.acl.capabilities import Acl
 from app.api.access.callers import caller
 from app.store import namespaces as namespace_store
-from app.store.evals import CORE
+from app.store.evaluation.evals import CORE
 
 
 @dataclass(frozen=True)

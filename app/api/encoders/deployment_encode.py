@@ -10,7 +10,7 @@ from typing import Any
 
 from app.api.encoders.encode import ident, nanos
 from app.models import Deployment
-from app.store.deployments import Change, GroupCounts, from_row
+from app.store.deployment.deployments import Change, GroupCounts, from_row
 from app.structs import DeploymentGroup
 from app.values.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
 from app.values.rfc3339 import rfc3339

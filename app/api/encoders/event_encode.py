@@ -10,9 +10,9 @@ from typing import cast
 from sqlalchemy.orm import Session
 
 from app.api.encoders import deployment_encode, encode, variable_encode
-from app.store import deployments as deployment_store
 from app.store import services
 from app.store import variables as variable_store
+from app.store.deployment import deployments as deployment_store
 from app.store.events import StoredEvent
 from app.wire.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
 from app.wire.json import JsonObject

@@ -30,7 +30,7 @@ from app.api.http.context import state
 from app.api.http.errors import problem
 from app.models import Node
 from app.store import allocs as alloc_store
-from app.store import nodes as node_store
+from app.store.node import nodes as node_store
 from app.values.errors import FieldProblem, NotFound
 
 log = structlog.get_logger(__name__)

@@ -18,9 +18,9 @@ from app.api.http.params import bool_arg, id_prefix_arg, json_body, namespace, u
 from app.api.http.validation import validate
 from app.api.routes.allocs import listed
 from app.models import Deployment
-from app.store import deployment_reads as reads
-from app.store import deployments as store
-from app.store.jobs import RegisterOptions
+from app.store.deployment import deployment_reads as reads
+from app.store.deployment import deployments as store
+from app.store.job.jobs import RegisterOptions
 from app.values.errors import InvalidInput
 
 bp = Blueprint("deployments", __name__)

@@ -1,5 +1,5 @@
 """DELETE /v1/evaluations (Nomad's Eval.Delete, a management token): by `EvalIDs` or by a
-`Filter` over the evaluations, only while the eval broker is paused. See app/store/eval_delete.py."""
+`Filter` over the evaluations, only while the eval broker is paused. See app/store/evaluation/eval_delete.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from app.api.http.listing import matches
 from app.api.http.params import json_body
 from app.bexpr import FilterError, compile_filter
 from app.models import Evaluation
-from app.store import eval_delete as store
+from app.store.evaluation import eval_delete as store
 from app.values.errors import InvalidInput
 
 bp = Blueprint("eval_delete", __name__)

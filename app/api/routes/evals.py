@@ -15,7 +15,7 @@ from app.api.http.context import read, respond
 from app.api.http.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.http.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
 from app.api.routes.allocs import listed
-from app.store import evals as store
+from app.store.evaluation import evals as store
 from app.values.constants import EVAL_STATUSES
 from app.values.errors import InvalidInput
 

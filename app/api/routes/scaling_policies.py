@@ -21,7 +21,7 @@ from app.api.access.visibility import list_visibility
 from app.api.http.context import read, respond
 from app.api.http.params import arg, namespace, path_value
 from app.models import Job
-from app.store import job_reads as reads
+from app.store.job import job_reads as reads
 from app.values.errors import NotFound
 from app.wire.job import ScalingPolicySpec
 from app.wire.json import JsonValue

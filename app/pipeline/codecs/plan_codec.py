@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from app.pipeline.codecs.metrics_codec import placed_from_json, placed_text
-from app.store.deployment_codec import deployment_from_json, deployment_to_json
+from app.store.deployment.deployment_codec import deployment_from_json, deployment_to_json
 from app.structs import (
     Allocation,
     AllocationStop,

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from app.pipeline.plan_apply.plan_state import binary_ids
-from app.store.deployment_codec import group_to_json
+from app.store.deployment.deployment_codec import group_to_json
 from app.store.sql import psycopg_query
 from app.structs import Deployment, DeploymentStatusUpdate, Plan
 from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES

@@ -19,8 +19,8 @@ from app.pipeline.codecs.metrics_codec import placed_text
 from app.pipeline.codecs.plan_codec import ports_to_json, task_cores_to_json
 from app.pipeline.plan_apply import plan_deployments
 from app.pipeline.plan_apply.plan_check import Placement, Verdict
-from app.store.blocked_evals import unblock_capacity
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
 from app.structs import AllocationStop, PlacementMetrics, Plan, Port, TaskCores
 

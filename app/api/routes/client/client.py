@@ -16,8 +16,8 @@ from app.api.http.params import arg, json_body, optional_json_body, uuid_value
 from app.api.http.validation import validate
 from app.gc.client_gc import request_client_gc
 from app.store import client_allocs
-from app.store.heartbeat_ttl import HeartbeatPolicy
-from app.store.heartbeats import heartbeat as record_heartbeat
+from app.store.node.heartbeat_ttl import HeartbeatPolicy
+from app.store.node.heartbeats import heartbeat as record_heartbeat
 from app.values.errors import Forbidden
 from app.wire.allocation import TaskStateJson
 

@@ -11,7 +11,7 @@ from app.api.encoders import encode
 from app.api.http.context import respond, state, write
 from app.api.http.params import json_body, namespace, peek_json_body, uuid_value
 from app.models import Job
-from app.store.evaluate import evaluate_job, evaluate_node
+from app.store.evaluation.evaluate import evaluate_job, evaluate_node
 from app.values.errors import InvalidInput, NotFound
 
 bp = Blueprint("evaluate", __name__)

@@ -17,7 +17,7 @@ from app.jobspec.warnings import format_warnings, job_warnings
 from app.pipeline.codecs.metrics_codec import metrics_to_json
 from app.pipeline.job_plan import DryRun, dry_run
 from app.scheduler.annotate import DesiredUpdates
-from app.store import jobs as job_store
+from app.store.job import jobs as job_store
 from app.structs import Allocation
 from app.values.errors import InvalidInput
 from app.wire.allocation import AllocationMetricJson

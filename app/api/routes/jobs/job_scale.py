@@ -9,7 +9,7 @@ from app.api.encoders import encode
 from app.api.http.context import read, respond, state, write
 from app.api.http.params import json_body, namespace
 from app.models import JobScalingEvent
-from app.store import job_scale as store
+from app.store.job import job_scale as store
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.api_jobs import JobScaleStatusJson, ScalingEventJson
 from app.wire.json import JsonObject

@@ -21,8 +21,8 @@ from app.api.http.context import read, respond
 from app.api.http.listing import with_token
 from app.api.http.params import MAX_PER_PAGE, arg, bool_arg, integer_arg, namespace, optional_json_body
 from app.models import Allocation, Deployment, Job
-from app.store import job_reads as reads
-from app.store import job_status_reads as status_reads
+from app.store.job import job_reads as reads
+from app.store.job import job_status_reads as status_reads
 from app.values.constants import DEFAULT_NAMESPACE, DEPLOYMENT_ACTIVE_STATUSES
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.job_statuses import (

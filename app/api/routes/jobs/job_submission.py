@@ -1,5 +1,5 @@
 """GET /v1/job/:id/submission?version=N: the source a job version was submitted as (Nomad's
-JobSubmission), kept by app/store/job_submissions.py."""
+JobSubmission), kept by app/store/job/job_submissions.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.api.http.context import read, respond
 from app.api.http.params import integer_arg, namespace
-from app.store import job_reads as reads
-from app.store.job_submissions import get_submission
+from app.store.job import job_reads as reads
+from app.store.job.job_submissions import get_submission
 from app.values.errors import InvalidInput, NotFound
 
 bp = Blueprint("job_submission", __name__)

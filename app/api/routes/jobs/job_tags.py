@@ -1,6 +1,6 @@
 """PUT|POST|DELETE /v1/job/:id/versions/:name/tag (Nomad 1.9's version tags): apply the tag
 `name` to a version (body: Nomad's TagVersionRequest `{Version, Latest, Description}`), or remove
-it. See app/store/job_tags.py."""
+it. See app/store/job/job_tags.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from flask import Blueprint, Response
 
 from app.api.http.context import respond, write
 from app.api.http.params import namespace, optional_json_body, path_value
-from app.store import job_tags as store
+from app.store.job import job_tags as store
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 

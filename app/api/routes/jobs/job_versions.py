@@ -7,8 +7,8 @@ from flask import Blueprint, Response
 from app.api.encoders import encode
 from app.api.http.context import respond, state, write
 from app.api.http.params import json_body, namespace
-from app.store import job_versions as store
-from app.store.jobs import RegisterOptions
+from app.store.job import job_versions as store
+from app.store.job.jobs import RegisterOptions
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 

@@ -18,10 +18,10 @@ from app.api.routes.jobs.evaluate import refuse_unknown_subroute
 from app.jobspec import JobSpecError, normalize_job, parse_hcl
 from app.jobspec.warnings import format_warnings, job_warnings
 from app.models import Job
-from app.store import job_reads as reads
-from app.store import jobs as store
-from app.store.evals import EvalFilter, Page, list_evals
-from app.store.job_submissions import Submission, save_submission
+from app.store.evaluation.evals import EvalFilter, Page, list_evals
+from app.store.job import job_reads as reads
+from app.store.job import jobs as store
+from app.store.job.job_submissions import Submission, save_submission
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject
@@ -111,7 +111,7 @@ def normalized_job(body: JsonObject) -> JobSpec:
 
 def _submission(submission: Any, limit: int) -> tuple[Submission | None, str]:
     """Nomad's job source (the HCL or JSON the job was written in, with its variables), checked
-    and measured; kept with the version it makes (app/store/job_submissions.py). Over
+    and measured; kept with the version it makes (app/store/job/job_submissions.py). Over
     job_max_source_size it is discarded with a warning and the job still registers, as Nomad does."""
     if submission is None:
         return None, ""

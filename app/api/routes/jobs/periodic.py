@@ -14,8 +14,8 @@ from app.api.encoders.encode import ident
 from app.api.http.context import respond, write
 from app.api.http.params import arg, namespace, optional_json_body
 from app.jobspec.errors import json_type
-from app.store import dispatch as dispatch_store
-from app.store import periodic as periodic_store
+from app.store.job import dispatch as dispatch_store
+from app.store.job import periodic as periodic_store
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.json import JsonObject
 

@@ -18,8 +18,8 @@ from app.api.http.context import read, respond, write
 from app.api.http.params import json_body, namespace, path_value, prefix_arg
 from app.api.http.validation import validate
 from app.models import NodePool
-from app.store import job_reads as reads
-from app.store import node_pools as store
+from app.store.job import job_reads as reads
+from app.store.node import node_pools as store
 from app.values.errors import InvalidInput
 from app.wire.api_namespaces import NodePoolJson
 

@@ -1,4 +1,4 @@
-"""POST /v1/node/:id/purge (Nomad's Node.Deregister): see app/store/node_purge.py."""
+"""POST /v1/node/:id/purge (Nomad's Node.Deregister): see app/store/node/node_purge.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from flask import Blueprint, Response
 
 from app.api.http.context import respond, write
 from app.api.http.params import uuid_value
-from app.store.node_purge import purge_node
+from app.store.node.node_purge import purge_node
 
 bp = Blueprint("node_purge", __name__)
 

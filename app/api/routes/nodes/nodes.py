@@ -19,9 +19,9 @@ from app.api.http.params import bool_arg, id_prefix_arg, json_body, uuid_value
 from app.api.http.validation import validate
 from app.api.routes.allocs import listed
 from app.models import Node, NodeHeartbeat
-from app.store import nodes as store
-from app.store.drains import DrainSpec, set_drain
-from app.store.heartbeat_ttl import HeartbeatPolicy
+from app.store.node import nodes as store
+from app.store.node.drains import DrainSpec, set_drain
+from app.store.node.heartbeat_ttl import HeartbeatPolicy
 from app.values.constants import NODE_ELIGIBILITIES
 from app.values.errors import InvalidInput
 from app.wire.json import JsonObject

@@ -1,5 +1,5 @@
 """Deployment reads for the API: lists (by namespace and ID prefix, or by job), the latest
-deployment of a job, and a deployment's allocations. Writes live in app.store.deployments."""
+deployment of a job, and a deployment's allocations. Writes live in app.store.deployment.deployments."""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ from app.db.state_index import next_index
 from app.jobspec.rules.validate import MAX_GROUP_COUNT
 from app.models import Allocation, Deployment, Job, JobScalingEvent
 from app.models.scaling import TRACKED_SCALING_EVENTS
-from app.store.evals import EvalRequest, insert_eval
-from app.store.job_reads import get_job
-from app.store.job_rows import TRACKED_VERSIONS, new_version
+from app.store.evaluation.evals import EvalRequest, insert_eval
+from app.store.job.job_reads import get_job
+from app.store.job.job_rows import TRACKED_VERSIONS, new_version
 from app.structs import launches_children
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES, DEPLOYMENT_ACTIVE_STATUSES
 from app.values.errors import InvalidInput

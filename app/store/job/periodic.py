@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Job
-from app.store.job_children import derive_child, launch_child
-from app.store.jobs import periodic_active
+from app.store.job.job_children import derive_child, launch_child
+from app.store.job.jobs import periodic_active
 from app.store.sql import query
 from app.values.errors import Conflict, InvalidInput, NotFound
 

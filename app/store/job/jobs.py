@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.models import Job, Namespace, NodePool, SchedulerConfig
-from app.store.job_reads import get_job, has_live_allocations
-from app.store.job_rows import TRACKED_VERSIONS, apply_spec, insert_version, job_evaluation, upsert_job
+from app.store.job.job_reads import get_job, has_live_allocations
+from app.store.job.job_rows import TRACKED_VERSIONS, apply_spec, insert_version, job_evaluation, upsert_job
 from app.store.sql import query
 from app.structs import launches_children
 from app.values.errors import Conflict, Forbidden, InvalidInput

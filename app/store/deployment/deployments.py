@@ -17,9 +17,9 @@ from app.db.state_index import next_index
 from app.models import Allocation, Job, JobVersion
 from app.models import Deployment as DeploymentRow
 from app.scheduler.deployments import RUNNING
-from app.store.deployment_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
-from app.store.evals import EvalRequest, insert_eval
-from app.store.jobs import RegisterOptions, register_at
+from app.store.deployment.deployment_codec import DEPLOYMENT_COLUMNS, deployment_from_mapping, group_from_json
+from app.store.evaluation.evals import EvalRequest, insert_eval
+from app.store.job.jobs import RegisterOptions, register_at
 from app.store.sql import query
 from app.structs import Deployment
 from app.values.constants import DEPLOYMENT_ACTIVE_STATUSES

@@ -16,9 +16,9 @@ from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.models import Allocation, Job, Node, NodePool
 from app.scheduler.feasibility.computed_class import computed_class
-from app.store.blocked_evals import unblock_capacity
-from app.store.evals import EvalRequest, insert_eval
-from app.store.heartbeat_ttl import HeartbeatPolicy, grant
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.evaluation.evals import EvalRequest, insert_eval
+from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import Forbidden, InvalidInput, NotFound
 from app.values.ids import secret_hash, secret_matches

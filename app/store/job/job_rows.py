@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion
-from app.store.evals import EvalRequest, insert_eval
+from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.wire.job import JobSpec
 
 # Nomad's JobDefaultTrackedVersions; the servers pass CORRAL_JOB_MAX_VERSIONS.

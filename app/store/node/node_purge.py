@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Allocation, Node
-from app.store.node_status import apply_node_status
-from app.store.nodes import create_node_evals, get_node
+from app.store.node.node_status import apply_node_status
+from app.store.node.nodes import create_node_evals, get_node
 
 PURGED = "node purged"
 

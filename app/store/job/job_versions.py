@@ -7,8 +7,8 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Job, JobVersion
-from app.store.job_reads import get_job
-from app.store.jobs import RegisterOptions, WriteResult, register_at
+from app.store.job.job_reads import get_job
+from app.store.job.jobs import RegisterOptions, WriteResult, register_at
 from app.values.errors import Conflict, InvalidInput, NotFound
 
 

@@ -12,8 +12,8 @@ from sqlalchemy import null
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
-from app.store.blocked_evals import unblock_capacity
-from app.store.nodes import create_node_evals, get_node
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.node.nodes import create_node_evals, get_node
 from app.values.rfc3339 import ZERO_TIME, of_datetime
 from app.wire.node import DrainMetadataJson, DrainStrategyJson
 

@@ -9,9 +9,9 @@ import uuid
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.store.heartbeat_ttl import Beat, HeartbeatPolicy, grant
-from app.store.node_status import set_node_status
-from app.store.nodes import get_node
+from app.store.node.heartbeat_ttl import Beat, HeartbeatPolicy, grant
+from app.store.node.node_status import set_node_status
+from app.store.node.nodes import get_node
 from app.values.errors import Forbidden
 
 

@@ -1,5 +1,5 @@
 """Version tags (Nomad 1.9's Job.TagVersion): a name and description on one kept version of a
-job, unique per job. A tagged version is never pruned (app/store/job_rows.py), and
+job, unique per job. A tagged version is never pruned (app/store/job/job_rows.py), and
 `?diff_tag=NAME` on the versions route compares against it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import JobVersion
-from app.store.job_reads import get_job
+from app.store.job.job_reads import get_job
 from app.values.errors import Conflict, InvalidInput, NotFound
 from app.wire.job import JobVersionTagSpec
 

@@ -8,8 +8,8 @@ import copy
 from sqlalchemy.orm import Session
 
 from app.models import Evaluation, Job
-from app.store.job_rows import TRACKED_VERSIONS, job_evaluation, upsert_job
-from app.store.jobs import without_server_fields
+from app.store.job.job_rows import TRACKED_VERSIONS, job_evaluation, upsert_job
+from app.store.job.jobs import without_server_fields
 from app.wire.job import JobSpec
 
 

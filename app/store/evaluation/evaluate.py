@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Allocation
-from app.store.job_reads import get_job
-from app.store.job_rows import job_evaluation
-from app.store.jobs import WriteResult
-from app.store.nodes import create_node_evals, get_node
+from app.store.job.job_reads import get_job
+from app.store.job.job_rows import job_evaluation
+from app.store.job.jobs import WriteResult
+from app.store.node.nodes import create_node_evals, get_node
 from app.values.errors import InvalidInput
 
 

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Node
-from app.store.blocked_evals import unblock_capacity
-from app.store.nodes import create_node_evals, get_node
+from app.store.evaluation.blocked_evals import unblock_capacity
+from app.store.node.nodes import create_node_evals, get_node
 from app.values.constants import NODE_STATUSES
 from app.values.errors import InvalidInput
 

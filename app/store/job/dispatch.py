@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
 from app.models import Job
-from app.store.job_children import derive_child, launch_child
+from app.store.job.job_children import derive_child, launch_child
 from app.values.errors import FieldProblem, InvalidInput, NotFound
 from app.wire.job import JobSpec, ParameterizedJobConfigSpec
 

@@ -1,6 +1,6 @@
 """Node pools as objects (Nomad's /v1/node/pools): 'default' and 'all' are built in and cannot
 be changed or deleted; a pool in use by nodes or by jobs that are not dead cannot be deleted.
-Nodes create the pool they name when they register (app/store/nodes.py), as Nomad's do."""
+Nodes create the pool they name when they register (app/store/node/nodes.py), as Nomad's do."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Deployments' data access: rows, reads, and their JSON codec."""

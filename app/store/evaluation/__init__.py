@@ -1,0 +1,1 @@
+"""Evaluations' data access: rows, forced evaluations, blocked evaluations released."""

@@ -1,0 +1,1 @@
+"""Jobs' data access: rows and versions, reads, writes, scaling, children, dispatch, periodic."""

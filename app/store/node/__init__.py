@@ -1,0 +1,1 @@
+"""Nodes' data access: registration, status, pools, drains, heartbeats and their TTL."""
