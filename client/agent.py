@@ -18,20 +18,20 @@ import httpx
 import structlog
 
 from app.settings.client_tls import client_tls
-from client import disconnect
-from client.alloc_runner import TERMINAL, AllocRunner
+from client.allocs import disconnect
+from client.allocs.alloc_runner import TERMINAL, AllocRunner
+from client.allocs.gc import GarbageCollector, measure
 from client.api import IdentityRefused, NodeGone, ServerApi
 from client.config import ClientConfig
 from client.drivers import Docker, DriverOptions, ExecSettings, UserPolicy, available
 from client.drivers import attributes as driver_attributes
 from client.drivers import fingerprint as driver_fingerprint
+from client.endpoint.logs_http import serve
 from client.fingerprint import fingerprint
-from client.gc import GarbageCollector, measure
-from client.identities import requests as identity_requests
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
-from client.logs_http import serve
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
 from client.node_meta import NodeMeta
+from client.tasks.identities import requests as identity_requests
 from client.templating.http_source import HttpSource
 from client.usage import host_stats
 from workers.loops import Backoff, Streak, guarded

@@ -18,7 +18,7 @@ SYSTEM_TYPES = ("system", "sysbatch")
 # A migrating allocation that ended by itself while still wanted: nothing waits for it.
 CLIENT_TERMINAL = ("complete", "failed", "lost")
 # Job types whose clients judge an allocation's health by its group's migrate block
-# (client/health.py).
+# (client/service_health/health.py).
 HEALTH_JUDGED = ("service",)
 GroupKey = tuple[str, str, str]  # namespace, job, task group
 

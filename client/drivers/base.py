@@ -99,7 +99,7 @@ class TaskSpec:
 def log_paths(task: TaskSpec, logs: Path) -> tuple[Path, Path]:
     """Where a driver writes the task's stdout and stderr. Every driver opens these (appending)
     and never names log files itself, so rotation is decided in one place: the FIFOs the task's
-    logmon reads and rotates into `<task>.stdout.N` (client/logmon.py), /dev/null when the logs
+    logmon reads and rotates into `<task>.stdout.N` (client/logs/logmon.py), /dev/null when the logs
     block disables logging."""
     if task.logs is None:
         return logs / f"{task.name}.stdout.0", logs / f"{task.name}.stderr.0"

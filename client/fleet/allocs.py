@@ -10,9 +10,9 @@ import uuid
 from typing import Any
 
 from app.jobspec.durations import DurationError, duration_ns
-from client import task_state
 from client.fleet.base import NANOS, FleetBase, SimNode
 from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
+from client.tasks import task_state
 
 
 class FleetAllocs(FleetBase):

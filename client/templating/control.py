@@ -4,8 +4,8 @@ fail paths, and change scripts run in the task's context."""
 from __future__ import annotations
 
 from client.drivers import StartError, signal_number
-from client.task_commands import CommandFailed, TaskContext, run_in_task
-from client.task_runner import TaskRunner
+from client.tasks.task_commands import CommandFailed, TaskContext, run_in_task
+from client.tasks.task_runner import TaskRunner
 from client.templating.manager import ScriptError
 from client.templating.spec import ChangeScript
 
@@ -30,7 +30,7 @@ class RunnerControl:
         self._task().signal(name, signum, message)
 
     def run_script(self, script: ChangeScript) -> int:
-        """The script in the task's context, as a script check runs (client.task_commands)."""
+        """The script in the task's context, as a script check runs (client.tasks.task_commands)."""
         task = self._task()
         context = TaskContext(task.spec.driver, task.task_dir, dict(task.spec.env), task.spec.user, task.handle)
         try:

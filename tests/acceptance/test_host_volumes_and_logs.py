@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from client import logmon_control
+from client.logs import logmon_control
 from tests.support.cluster import Cluster, job
 from tests.support.processes import CorralFactory, wait_for
 

@@ -17,9 +17,9 @@ from typing import Any
 import psutil
 import pytest
 
-from client import logmon_control
-from client.alloc_runner import AllocRunner
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import LogConfig, StartError, available
+from client.logs import logmon_control
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.acceptance

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from flask.testing import FlaskClient
 
-from client import task_state
+from client.tasks import task_state
 from tests.support.api import minimal_job, node_body, register
 from tests.support.events import events, has, read_frames
 from tests.support.full_job import FULL_JOB

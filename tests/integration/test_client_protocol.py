@@ -19,7 +19,7 @@ from app import create_app
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
 from app.settings.config import Settings
-from client import task_state
+from client.tasks import task_state
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.rows import insert_allocation, scalar
 

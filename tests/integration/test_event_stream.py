@@ -19,7 +19,7 @@ from app.leader import event_gc
 from app.settings.config import Settings
 from app.store import events as event_store
 from app.structs import Plan
-from client import task_state
+from client.tasks import task_state
 from tests.support.api import json_body, minimal_job, node_body, register
 from tests.support.events import events, has, heartbeats, read_frames
 from tests.support.pipeline import alloc, apply, claim, submit

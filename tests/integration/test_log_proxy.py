@@ -20,7 +20,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from app.api.http import client_proxy
-from client.logs_http import serve
+from client.endpoint.logs_http import serve
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 

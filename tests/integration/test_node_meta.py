@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 
 from app.cli import main
-from client.logs_http import serve
+from client.endpoint.logs_http import serve
 from client.node_meta import NodeMeta
 from tests.support.api import node_body
 

@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.settings.config import Settings
-from client.logs_http import serve
+from client.endpoint.logs_http import serve
 from tests.support.api import minimal_job, node_body
 from tests.support.rows import insert_allocation
 

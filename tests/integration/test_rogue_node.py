@@ -27,7 +27,7 @@ from app import create_app
 from app.acl import client_link as link
 from app.api.http import client_proxy
 from app.settings.config import Settings
-from client.logs_http import serve
+from client.endpoint.logs_http import serve
 from tests.support.api import minimal_job, node_body, register
 from tests.support.rows import insert_allocation
 

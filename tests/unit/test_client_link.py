@@ -14,7 +14,7 @@ import pytest
 
 from app.acl import client_link as link
 from app.values.ids import secret_hash
-from client.logs_http import serve
+from client.endpoint.logs_http import serve
 
 pytestmark = pytest.mark.unit
 

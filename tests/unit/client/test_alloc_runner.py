@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import AllocRunner
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import available
 from tests.support.processes import wait_for
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import AllocRunner
-from client.artifacts import Artifact, ArtifactError, Fetcher
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import available
+from client.tasks.artifacts import Artifact, ArtifactError, Fetcher
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from app.wire.json import JsonObject
-from client.alloc_runner import task_plans
+from client.allocs.alloc_runner import task_plans
 from client.config import ConfigError, build
 from client.drivers import PortMapping
 from client.drivers.raw_exec import as_user, enter_netns
 from client.drivers.users import Identity
 from client.network import cni
 from client.network.bridge import conflist, netns_path, port_mappings
-from client.taskenv import NodeInfo
+from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from client import alloc_fs, http_api
-from client.alloc_fs import FsError
-from client.alloc_runner import AllocRunner
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import available
-from client.task_runner import NotRunning
+from client.endpoint import alloc_fs, http_api
+from client.endpoint.alloc_fs import FsError
+from client.tasks.task_runner import NotRunning
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import task_plans
+from client.allocs.alloc_runner import task_plans
 from client.drivers import ExitDetail, Limits, PortMapping, StartError, TaskSpec
 from client.drivers.docker import exit_of
 from client.drivers.docker_config import DEFAULT_PULL_TIMEOUT_S, Bind, parse
 from client.drivers.docker_container import create_kwargs, network, published
-from client.taskenv import NodeInfo
+from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
+from client.allocs.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
 from client.config import ConfigError, build
 from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed
 from client.drivers.exec import Exec, ExecHandle, ExecSettings, unusable_reason
@@ -22,9 +22,9 @@ from client.drivers.raw_exec import RawExec
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, UserPolicy, identity, parse_list
 from client.isolation.cgroups import MIB, TaskCgroups, limit_files, missing_controllers
 from client.isolation.chroot import DEFAULT_CHROOT_ENV, binds
-from client.restarts import RestartPolicy, RestartTracker
-from client.task_runner import TaskRunner
-from client.taskenv import NodeInfo, cpuset_text
+from client.tasks.restarts import RestartPolicy, RestartTracker
+from client.tasks.task_runner import TaskRunner
+from client.tasks.taskenv import NodeInfo, cpuset_text
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ import pytest
 
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
-from client.exec_session import ExecSession, ExecSpec, exit_code
+from client.endpoint.exec_session import ExecSession, ExecSpec, exit_code
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from client.drivers import DEFAULT_KILL_SIGNAL, ExitDetail, Handle, TaskSpec
-from client.restarts import RestartPolicy, RestartTracker
-from client.task_runner import TaskRunner
+from client.tasks.restarts import RestartPolicy, RestartTracker
+from client.tasks.task_runner import TaskRunner
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from client import destroyer
+from client.allocs import destroyer
+from client.allocs.gc import GarbageCollector, Usage
 from client.config import GcConfig
-from client.gc import GarbageCollector, Usage
 
 pytestmark = pytest.mark.unit
 

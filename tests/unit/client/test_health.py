@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from client.health import NANOS, HealthWatch
-from client.task_state import rfc3339
+from client.service_health.health import NANOS, HealthWatch
+from client.tasks.task_state import rfc3339
 
 pytestmark = pytest.mark.unit
 T0 = 1_000.0

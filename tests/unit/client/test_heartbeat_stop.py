@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from client.disconnect import due, stop_after_s
+from client.allocs.disconnect import due, stop_after_s
 
 pytestmark = pytest.mark.unit
 NANOS = 1_000_000_000

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from client.alloc_runner import task_plans
-from client.identities import requests, task_env, task_files
-from client.taskenv import NodeInfo
+from client.allocs.alloc_runner import task_plans
+from client.tasks.identities import requests, task_env, task_files
+from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
 TASK = {

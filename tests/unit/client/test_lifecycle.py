@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from client.lifecycle import (
+from client.tasks.lifecycle import (
     OPEN,
     LifecycleError,
     State,

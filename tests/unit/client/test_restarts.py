@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.restarts import RestartPolicy, RestartTracker
+from client.tasks.restarts import RestartPolicy, RestartTracker
 
 pytestmark = pytest.mark.unit
 

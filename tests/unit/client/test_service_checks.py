@@ -15,8 +15,8 @@ import pytest
 from app.api.routes.services import chosen, hash_with, parse_choose
 from app.store.services import RegistrationJson
 from app.values.errors import InvalidInput
-from client.check_runner import probe_http, probe_script, probe_tcp
-from client.checks import (
+from client.service_health.check_runner import probe_http, probe_script, probe_tcp
+from client.service_health.checks import (
     FAILURE,
     NANOS,
     PENDING,
@@ -29,11 +29,11 @@ from client.checks import (
     check_id,
     spec_of,
 )
-from client.health import HealthWatch
-from client.services import registrations, service_id
-from client.task_commands import TaskContext
-from client.task_state import rfc3339
-from client.taskenv import NodeInfo
+from client.service_health.health import HealthWatch
+from client.service_health.services import registrations, service_id
+from client.tasks.task_commands import TaskContext
+from client.tasks.task_state import rfc3339
+from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
 ALLOC = "b4e61df9-b095-d64e-f241-23860da1375f"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from client.task_commands import CommandFailed, TaskContext, run_in_task
+from client.tasks.task_commands import CommandFailed, TaskContext, run_in_task
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from client import task_state
+from client.tasks import task_state
 from tests.support.nomad_json import problems
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client.taskenv import (
+from client.tasks.taskenv import (
     PATH,
     NodeInfo,
     TaskPaths,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from client import task_state
-from client.alloc_runner import AllocRunner
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import available
+from client.tasks import task_state
 from tests.support.processes import wait_for
 from tests.support.template_sources import FakeSource, Store
 

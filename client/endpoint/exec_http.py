@@ -13,13 +13,13 @@ import json
 import re
 from pathlib import Path
 
-from client import task_state
-from client.alloc_fs import FsError
 from client.drivers import DockerHandle, ExecHandle, StartError
 from client.drivers.docker_daemon import DAEMON_ERRORS
-from client.exec_docker import DockerExecSession
-from client.exec_session import ExecSession, ExecSpec
-from client.http_api import Local, Query
+from client.endpoint.alloc_fs import FsError
+from client.endpoint.exec_docker import DockerExecSession
+from client.endpoint.exec_session import ExecSession, ExecSpec
+from client.endpoint.http_api import Local, Query
+from client.tasks import task_state
 
 PATH = re.compile(r"^/v1/client/allocation/([0-9a-f-]{36})/exec$")
 EXEC_DRIVERS = frozenset({"raw_exec", "exec", "docker"})

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client import alloc_fs, usage
-from client.alloc_fs import FsError
-from client.alloc_runner import AllocRunner
+from client import usage
+from client.allocs.alloc_runner import AllocRunner
 from client.drivers import StartError, signal_number
+from client.endpoint import alloc_fs
+from client.endpoint.alloc_fs import FsError
 from client.node_meta import MetaError, NodeMeta, check
-from client.task_runner import NotRunning
+from client.tasks.task_runner import NotRunning
 
 JSON = "application/json"
 Answer = tuple[int, bytes, str]

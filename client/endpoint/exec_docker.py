@@ -21,7 +21,7 @@ import structlog
 from app.stream import exec_frames as frames
 from app.stream import websocket as wsock
 from client.drivers.docker_daemon import DAEMON_ERRORS
-from client.exec_session import KILL_WAIT_S, FrameSession
+from client.endpoint.exec_session import KILL_WAIT_S, FrameSession
 
 log = structlog.get_logger(__name__)
 STREAMS = {1: "stdout", 2: "stderr"}

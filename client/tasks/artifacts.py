@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from client.taskenv import interpolate
+from client.tasks.taskenv import interpolate
 
 CHUNK = 1 << 16
 TIMEOUT_S = 30.0  # connect and read (per chunk) timeout, Nomad's artifact http_read_timeout

@@ -17,14 +17,18 @@ from typing import Any
 
 import structlog
 
-from client.artifacts import Artifact, Fetcher, TaskArtifacts
-from client.check_runner import CheckWatch
-from client.checks import CheckSpec, spec_of
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
-from client.health import HealthWatch
-from client.identities import DEFAULT as DEFAULT_IDENTITY
-from client.identities import task_env, task_files
-from client.lifecycle import (
+from client.network.bridge import BridgeConfig, NetworkError, netns_path
+from client.network.bridge import setup as setup_network
+from client.network.bridge import teardown as teardown_network
+from client.service_health.check_runner import CheckWatch
+from client.service_health.checks import CheckSpec, spec_of
+from client.service_health.health import HealthWatch
+from client.service_health.services import nomad_services, port_of, registrations
+from client.tasks.artifacts import Artifact, Fetcher, TaskArtifacts
+from client.tasks.identities import DEFAULT as DEFAULT_IDENTITY
+from client.tasks.identities import task_env, task_files
+from client.tasks.lifecycle import (
     MAIN,
     OPEN,
     POSTSTART,
@@ -37,14 +41,10 @@ from client.lifecycle import (
     restarts_on_success,
     stage_of,
 )
-from client.network.bridge import BridgeConfig, NetworkError, netns_path
-from client.network.bridge import setup as setup_network
-from client.network.bridge import teardown as teardown_network
-from client.restarts import RestartPolicy, RestartTracker
-from client.services import nomad_services, port_of, registrations
-from client.task_commands import TaskContext
-from client.task_runner import NotRunning, TaskRunner
-from client.taskenv import (
+from client.tasks.restarts import RestartPolicy, RestartTracker
+from client.tasks.task_commands import TaskContext
+from client.tasks.task_runner import NotRunning, TaskRunner
+from client.tasks.taskenv import (
     NodeInfo,
     TaskPaths,
     build_env,
@@ -53,12 +53,12 @@ from client.taskenv import (
     node_ip,
     payload_path,
 )
+from client.tasks.volumes import task_mounts
 from client.templating.control import RunnerControl
 from client.templating.manager import TemplateManager
 from client.templating.source import Source
 from client.templating.spec import SpecError, TemplateSpec
 from client.templating.unavailable import NoSource
-from client.volumes import task_mounts
 
 log = structlog.get_logger(__name__)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import structlog
 
-from client.alloc_runner import AllocRunner
+from client.allocs.alloc_runner import AllocRunner
+from client.allocs.destroyer import Destroyer, finished
 from client.config import GcConfig
-from client.destroyer import Destroyer, finished
 
 log = structlog.get_logger(__name__)
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import structlog
 
-from client import logmon_control, task_state
-from client.artifacts import ArtifactError, TaskArtifacts
 from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, follows_logs, oom_killed
-from client.restarts import RestartTracker
+from client.logs import logmon_control
+from client.tasks import task_state
+from client.tasks.artifacts import ArtifactError, TaskArtifacts
+from client.tasks.restarts import RestartTracker
 from client.templating.manager import TemplateFailed, TemplateManager
 
 log = structlog.get_logger(__name__)

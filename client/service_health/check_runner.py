@@ -12,8 +12,8 @@ from collections.abc import Callable
 import httpx
 import structlog
 
-from client.checks import CheckSpec, CheckState, Probe, RestartCounter, all_passing
-from client.task_commands import CommandFailed, TaskContext, run_in_task
+from client.service_health.checks import CheckSpec, CheckState, Probe, RestartCounter, all_passing
+from client.tasks.task_commands import CommandFailed, TaskContext, run_in_task
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +44,7 @@ def probe_tcp(spec: CheckSpec) -> Probe:
 
 
 def probe_script(spec: CheckSpec, context: TaskContext | None) -> Probe:
-    """The command in the task's context (client.task_commands: raw_exec's directory and
+    """The command in the task's context (client.tasks.task_commands: raw_exec's directory and
     environment, exec's namespaces, docker's container), as `alloc exec` runs it; exit 0 passes."""
     if context is None:
         return Probe(False, f"nomad: task {spec.task!r} is not running")

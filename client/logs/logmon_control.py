@@ -1,4 +1,4 @@
-"""The client's side of logmon (client/logmon.py): start a task's logmon before its driver
+"""The client's side of logmon (client/logs/logmon.py): start a task's logmon before its driver
 opens the log FIFOs, find it again after a client restart, stop it once the task is done."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
-from client import logmon
 from client.drivers import LogConfig, StartError
+from client.logs import logmon
 
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from client.taskenv import NodeInfo, replace_env
+from client.tasks.taskenv import NodeInfo, replace_env
 
 PREFIX = "_nomad-task-"
 NOMAD = "nomad"

@@ -16,10 +16,10 @@ import structlog
 
 from app.acl import client_link as link
 from app.stream import websocket as wsock
-from client import exec_http
-from client.alloc_fs import FsError
-from client.alloc_runner import AllocRunner
-from client.http_api import Local, route
+from client.allocs.alloc_runner import AllocRunner
+from client.endpoint import exec_http
+from client.endpoint.alloc_fs import FsError
+from client.endpoint.http_api import Local, route
 from client.node_meta import NodeMeta
 
 log = structlog.get_logger(__name__)

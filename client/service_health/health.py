@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from client import task_state
+from client.tasks import task_state
 
 NANOS = 1_000_000_000
 

@@ -1,0 +1,1 @@
+"""One allocation on this node: its runner, disconnects, destroys, and client GC."""

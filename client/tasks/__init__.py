@@ -1,0 +1,1 @@
+"""One task: its runner, state, lifecycle, restarts, environment, volumes, identities, artifacts."""
