@@ -206,8 +206,8 @@ from app.cli.client import client, fleet  # noqa: E402
 from app.cli.config_validate import config  # noqa: E402
 from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
-from app.cli.eval import eval_  # noqa: E402
-from app.cli.eval_delete import add_command as add_eval_delete  # noqa: E402
+from app.cli.evals.eval import eval_  # noqa: E402
+from app.cli.evals.eval_delete import add_command as add_eval_delete  # noqa: E402
 from app.cli.fmt import fmt  # noqa: E402
 from app.cli.jobs.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402

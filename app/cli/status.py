@@ -7,7 +7,7 @@ import click
 
 from app.cli.allocs.alloc import status as alloc_status
 from app.cli.deployment import status as deployment_status
-from app.cli.eval import status as eval_status
+from app.cli.evals.eval import status as eval_status
 from app.cli.jobs.job_status import render_jobs
 from app.cli.nodes.node import status as node_status
 from app.cli.support import http

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli.eval import render_evals
+from app.cli.evals.eval import render_evals
 from app.cli.support import http
 from app.cli.support.output import resolve
 

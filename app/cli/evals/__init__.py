@@ -1,0 +1,1 @@
+"""`corral eval ...`: list, status, monitor, delete."""
