@@ -12,7 +12,7 @@ import click
 
 from app.cli.support import http
 from app.wire.acl import ACLToken
-from app.wire.api_acl import AclTokenRequest
+from app.wire.api.api_acl import AclTokenRequest
 
 
 @click.group()

@@ -9,7 +9,7 @@ from app.cli.support.deployment_view import render_list, render_status
 from app.cli.support.monitor import AWAITING_PROMOTION, monitor_deployment
 from app.cli.support.output import formatted
 from app.cli.support.output import resolve as resolve_id
-from app.wire.api_deployments import DeploymentPromoteRequest, DeploymentUpdateResponseJson
+from app.wire.api.api_deployments import DeploymentPromoteRequest, DeploymentUpdateResponseJson
 
 FULL_ID_LENGTH = 36
 

@@ -9,7 +9,7 @@ import click
 
 from app.cli.support import http
 from app.cli.support.output import date
-from app.wire.api_keyring import RootKeyMetaJson
+from app.wire.api.api_keyring import RootKeyMetaJson
 
 
 @click.group("root")

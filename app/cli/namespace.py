@@ -8,7 +8,7 @@ import click
 
 from app.cli.support import http
 from app.cli.support.output import formatted
-from app.wire.api_namespaces import NamespaceRequest
+from app.wire.api.api_namespaces import NamespaceRequest
 
 
 @click.group()

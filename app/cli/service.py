@@ -10,7 +10,7 @@ import click
 
 from app.cli.support import http
 from app.cli.support.output import columns, format_options, formatted, key_values
-from app.wire.api_services import ServiceListJson
+from app.wire.api.api_services import ServiceListJson
 
 if TYPE_CHECKING:  # the CLI starts without the store (tests/unit/test_cli_imports.py)
     from app.store.services import RegistrationJson

@@ -8,7 +8,7 @@ import click
 
 from app.cli.support import http
 from app.cli.support.settings import get_settings
-from app.wire.api_system import GcRunJson
+from app.wire.api.api_system import GcRunJson
 
 
 @click.group()

@@ -263,3 +263,69 @@ def test_the_clock_check_can_fail(tmp_path: Path) -> None:
     probe = tmp_path / "probe_rules.py"
     probe.write_text("from datetime import UTC, datetime\nnow = datetime.now(UTC)\n")
     assert clock_calls(probe) == {"now"}
+
+
+# Rooms inside rooms (added by the room split, issue 37). Inside the API the routes stand on the
+# plumbing: the HTTP helpers, the ACL enforcement and the JSON encoders never import a route.
+# Inside the node agent, the simulated fleet (client/fleet) may use the agent's parts, but the
+# agent that runs on real nodes never imports the fleet.
+INNER_RULES: list[tuple[str, tuple[str, ...]]] = [
+    ("app.api.http", ("app.api.routes",)),
+    ("app.api.access", ("app.api.routes",)),
+    ("app.api.encoders", ("app.api.routes",)),
+    ("client", ("client.fleet",)),
+]
+
+
+def inner_crossings(module: str, imported: set[str]) -> set[str]:
+    bad: set[str] = set()
+    for low, highs in INNER_RULES:
+        if not (module == low or module.startswith(low + ".")):
+            continue
+        if any(module == h or module.startswith(h + ".") for h in highs):
+            continue  # a room's own modules (client.fleet is inside client)
+        bad |= {n for n in imported if any(n == h or n.startswith(h + ".") for h in highs)}
+    return bad
+
+
+@pytest.mark.parametrize("path", APP_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_plumbing_imports_no_route_and_the_agent_no_fleet(path: Path) -> None:
+    assert inner_crossings(_module_name(path), imports_of(path)) == set()
+
+
+def test_the_inner_rules_can_fail() -> None:
+    assert inner_crossings("app.api.http.params", {"app.api.routes.jobs.jobs"}) == {"app.api.routes.jobs.jobs"}
+    assert inner_crossings("client.agent", {"client.fleet.fleet"}) == {"client.fleet.fleet"}
+    assert inner_crossings("client.fleet.fleet", {"client.fleet.nodes", "client.agent"}) == set()
+
+
+# A folder is a room a reader takes in at a glance: no product folder holds more than 25 entries
+# (modules and sub-folders; __init__.py and __pycache__ are not counted). A room that grows past
+# it is split by noun (tests/unit/test_layout.py's rooms, docs/architecture.md's layout).
+MAX_ROOM_ENTRIES = 25
+PRODUCT_FOLDERS = sorted(
+    p
+    for top in ("app", "workers", "client")
+    for p in [ROOT / top, *(ROOT / top).rglob("*")]
+    if p.is_dir() and "__pycache__" not in p.parts
+)
+
+
+def room_entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name not in ("__pycache__", "__init__.py"))
+
+
+@pytest.mark.parametrize("folder", PRODUCT_FOLDERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_product_folder_holds_more_than_25_entries(folder: Path) -> None:
+    entries = room_entries(folder)
+    assert len(entries) <= MAX_ROOM_ENTRIES, f"{len(entries)} entries: split the room by noun: {entries}"
+
+
+def test_the_room_size_check_counts_what_it_must(tmp_path: Path) -> None:
+    for i in range(MAX_ROOM_ENTRIES):
+        (tmp_path / f"m{i}.py").write_text("")
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "__pycache__").mkdir()
+    assert len(room_entries(tmp_path)) == MAX_ROOM_ENTRIES
+    (tmp_path / "sub").mkdir()
+    assert len(room_entries(tmp_path)) == MAX_ROOM_ENTRIES + 1

@@ -14,7 +14,7 @@ from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
 from app.store.events import StoredEvent
-from app.wire.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
+from app.wire.api.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
 from app.wire.json import JsonObject
 
 HEARTBEAT: HeartbeatJson = {}

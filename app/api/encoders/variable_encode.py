@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.store.variables import HeldLock, Meta, Value
 from app.variables.rules import go_duration
-from app.wire.api_variables import VariableJson, VariableLockJson, VariableMetaJson
+from app.wire.api.api_variables import VariableJson, VariableLockJson, VariableMetaJson
 
 EMPTY_LOCK: VariableLockJson = {"ID": "", "TTL": "", "LockDelay": ""}
 

@@ -23,7 +23,7 @@ from app.store import acl as store
 from app.store import acl_roles as roles_store
 from app.values.errors import FieldProblem, Forbidden, InvalidInput
 from app.wire.acl import ACLToken, ACLTokenRoleLink
-from app.wire.api_acl import AclPolicyJson
+from app.wire.api.api_acl import AclPolicyJson
 from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("acl", __name__)

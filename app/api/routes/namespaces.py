@@ -13,7 +13,7 @@ from app.api.http.params import json_body, path_value, prefix_arg
 from app.models import Namespace
 from app.store import namespaces as store
 from app.values.errors import FieldProblem, InvalidInput
-from app.wire.api_namespaces import NamespaceJson
+from app.wire.api.api_namespaces import NamespaceJson
 
 bp = Blueprint("namespaces", __name__)
 NAME = re.compile(r"^[A-Za-z0-9-]{1,128}$")

@@ -21,7 +21,7 @@ from app.api.http.context import read, respond
 from app.api.http.params import json_body, namespace
 from app.models import Allocation, Deployment, Evaluation, Job, Namespace, Node, NodePool
 from app.values.errors import InvalidInput
-from app.wire.api_search import FuzzyMatchJson, FuzzySearchJson, PrefixSearchJson
+from app.wire.api.api_search import FuzzyMatchJson, FuzzySearchJson, PrefixSearchJson
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject
 

@@ -20,7 +20,7 @@ from app.api.routes.client.client import node_secret
 from app.store import services as store
 from app.store.services import RegistrationJson
 from app.values.errors import InvalidInput
-from app.wire.api_services import ServiceListJson
+from app.wire.api.api_services import ServiceListJson
 
 bp = Blueprint("services", __name__)
 TABLES = [store.TABLE]

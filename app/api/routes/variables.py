@@ -20,7 +20,7 @@ from app.jobspec.durations import DurationError, duration_ns
 from app.store import variables as store
 from app.values.errors import InvalidInput, NotFound
 from app.variables.rules import MAX_ITEMS_BYTES, LockSpec, VariableRuleError, check_items, check_path, items_size
-from app.wire.api_variables import VariableMetaJson
+from app.wire.api.api_variables import VariableMetaJson
 from app.wire.json import JsonObject
 
 bp = Blueprint("variables", __name__)

@@ -14,7 +14,7 @@ from app.cli.support.monitor import follow, monitor_options
 from app.cli.support.output import ago, columns, date, format_options, formatted, key_values
 from app.cli.support.output import resolve as resolve_id
 from app.wire.allocation import AllocationJson, AllocDeploymentStatusJson
-from app.wire.api_client import AllocResourceUsageJson, CheckQueryResultJson
+from app.wire.api.api_client import AllocResourceUsageJson, CheckQueryResultJson
 from app.wire.job import ResourcesSpec
 
 FULL_ID_LENGTH = 36

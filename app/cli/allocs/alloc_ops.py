@@ -12,8 +12,8 @@ from app.cli.allocs.alloc import alloc, resolve
 from app.cli.allocs.alloc_stats import ibytes
 from app.cli.support import http
 from app.cli.support.output import columns
-from app.wire.api_allocs import AllocRestartRequest, AllocSignalRequest
-from app.wire.api_client import AllocFileInfoJson
+from app.wire.api.api_allocs import AllocRestartRequest, AllocSignalRequest
+from app.wire.api.api_client import AllocFileInfoJson
 
 
 def _file_row(info: AllocFileInfoJson, machine: bool, with_type: bool) -> list[str]:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 
 from app.cli.support.output import columns
-from app.wire.api_client import ResourceUsageJson
+from app.wire.api.api_client import ResourceUsageJson
 from app.wire.job import ResourcesSpec
 
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")

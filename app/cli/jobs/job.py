@@ -24,7 +24,7 @@ from app.cli.jobs.plan_output import has_changes, render
 from app.cli.support import http
 from app.cli.support.monitor import follow, monitor_options
 from app.cli.support.output import GoBoolCommand
-from app.wire.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
+from app.wire.api.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
 from app.wire.json import JsonObject
 
 PLAN_NO_CHANGES, PLAN_CHANGES, PLAN_ERROR = 0, 1, 255  # Nomad's exit codes for `job plan`

@@ -13,8 +13,8 @@ from app.cli.support.deployment_view import short
 from app.cli.support.monitor import follow, monitor_options, stamp
 from app.cli.support.output import columns, date
 from app.wire.allocation import AllocationListStubJson
-from app.wire.api_allocs import AllocRestartRequest
-from app.wire.api_deployments import DeploymentPromoteRequest
+from app.wire.api.api_allocs import AllocRestartRequest
+from app.wire.api.api_deployments import DeploymentPromoteRequest
 
 
 def _path(job_id: str, action: str = "") -> str:

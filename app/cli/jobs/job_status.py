@@ -14,7 +14,7 @@ from app.cli.support.deployment_view import render_list, render_status, short
 from app.cli.support.monitor import alloc_metric_lines, follow, monitor_options
 from app.cli.support.output import ago, columns, format_options, formatted, key_values
 from app.wire.allocation import AllocationListStubJson
-from app.wire.api_jobs import JobStatusJson
+from app.wire.api.api_jobs import JobStatusJson
 from app.wire.deployment import DeploymentJson
 from app.wire.evaluation import EvaluationJson
 from app.wire.job import JobListStubJson, JobSpec, JobSummaryJson

@@ -10,7 +10,7 @@ from app.cli.support.monitor import follow, monitor_options
 from app.cli.support.output import ago, columns, date, format_options, formatted, key_values, resolve
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocationJson, AllocationListStubJson
-from app.wire.api_nodes import NodeDrainRequest
+from app.wire.api.api_nodes import NodeDrainRequest
 from app.wire.node import NodeJson, NodeListStubJson
 
 

@@ -15,7 +15,7 @@ import click
 
 from app.cli.support import http
 from app.cli.support.output import date, key_values, render_template
-from app.wire.api_variables import VariableJson, VariableMetaJson
+from app.wire.api.api_variables import VariableJson, VariableMetaJson
 from app.wire.json import JsonObject
 
 WILDCARD = "*"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import click
 
 from app.cli.support import http
-from app.wire.api_variables import VariableRequest
+from app.wire.api.api_variables import VariableRequest
 
 SECOND = 1_000_000_000
 

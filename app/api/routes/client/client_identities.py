@@ -14,7 +14,7 @@ from app.api.http.params import json_body, uuid_value
 from app.api.http.validation import validate
 from app.api.routes.client.client import node_secret
 from app.store import client_allocs, identities
-from app.wire.api_identities import IdentityRejectionJson, SignedIdentityJson, SignIdentitiesResponseJson
+from app.wire.api.api_identities import IdentityRejectionJson, SignedIdentityJson, SignIdentitiesResponseJson
 
 bp = Blueprint("client_identities", __name__)
 MAX_REQUESTS = 1000

@@ -11,7 +11,7 @@ from app.keyring.identity import jwk
 from app.models import KeyringKey
 from app.store import keyring as store
 from app.store import variables as variable_store
-from app.wire.api_keyring import RootKeyMetaJson
+from app.wire.api.api_keyring import RootKeyMetaJson
 
 bp = Blueprint("keyring", __name__)
 public = Blueprint("keyring_public", __name__)  # served at the root, as Nomad serves it

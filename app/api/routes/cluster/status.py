@@ -17,7 +17,7 @@ from app.api.http.context import read, respond, state
 from app.api.routes.cluster.agent import VERSION
 from app.db.leadership import STALE_AFTER
 from app.models import LeaderTerm
-from app.wire.api_status import ServerMemberJson, ServerMembersJson
+from app.wire.api.api_status import ServerMemberJson, ServerMembersJson
 
 bp = Blueprint("status", __name__)
 REGION = "global"  # corral has one region, Nomad's default name

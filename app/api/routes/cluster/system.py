@@ -15,7 +15,7 @@ from app.db.state_index import current_index
 from app.gc.core_evals import enqueue_forced, recent_runs, run_for_eval
 from app.models import Evaluation, GcRun
 from app.values.errors import Failed, StillRunning
-from app.wire.api_system import GcRunJson
+from app.wire.api.api_system import GcRunJson
 
 bp = Blueprint("system", __name__)
 TABLES = ["evaluations", "gc_runs"]

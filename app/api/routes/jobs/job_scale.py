@@ -11,7 +11,7 @@ from app.api.http.params import json_body, namespace
 from app.models import JobScalingEvent
 from app.store.job import job_scale as store
 from app.values.errors import FieldProblem, InvalidInput
-from app.wire.api_jobs import JobScaleStatusJson, ScalingEventJson
+from app.wire.api.api_jobs import JobScaleStatusJson, ScalingEventJson
 from app.wire.json import JsonObject
 
 bp = Blueprint("job_scale", __name__)
