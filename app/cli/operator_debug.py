@@ -28,7 +28,6 @@ import click
 
 from app.cli.agent_monitor import FrameDecoder
 from app.cli.support import http
-from app.jobspec.durations import DurationError, duration_ns
 from app.wire.json import JsonValue
 
 NANOS = 1_000_000_000
@@ -51,6 +50,10 @@ INTERVAL = {
 
 
 def _seconds(raw: str, flag: str) -> float:
+    # Here, not at the top: app.jobspec loads the HCL parser, which the CLI must not pay for
+    # at start (tests/unit/test_cli_imports.py).
+    from app.jobspec.durations import DurationError, duration_ns
+
     try:
         return duration_ns(raw) / NANOS
     except DurationError as err:
