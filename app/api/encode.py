@@ -12,6 +12,7 @@ from app.pipeline.metrics_codec import placed_to_nomad
 from app.rfc3339 import of_datetime
 from app.wire.api_jobs import JobEvalAnswerJson
 from app.wire.api_operator import SchedulerConfigJson
+from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
 from app.wire.job import JobSpec
 from app.wire.plan import PlacedMetricsJson
 
@@ -140,7 +141,7 @@ def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
     return stub
 
 
-def evaluation(row: Evaluation) -> dict[str, Any]:
+def evaluation(row: Evaluation) -> EvaluationJson:
     return {
         "ID": str(row.id),
         "Namespace": row.namespace or "-",  # core evaluations belong to no namespace, as in Nomad
@@ -152,7 +153,7 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "NodeID": ident(row.node_id),
         "NodeModifyIndex": row.node_modify_index or 0,
         "DeploymentID": ident(row.deployment_id),
-        "Status": row.status,
+        "Status": cast(EvalStatus, row.status),  # the column's CHECK constraint holds it to these
         "StatusDescription": row.status_description,
         "Wait": row.wait_ns,
         "WaitUntil": of_datetime(row.wait_until),  # Go's zero time when the evaluation waits for nothing
@@ -192,9 +193,12 @@ _NOT_IN_EVALUATION_STUB = frozenset(
 )
 
 
-def evaluation_stub(row: Evaluation) -> dict[str, Any]:
+def evaluation_stub(row: Evaluation) -> EvaluationStubJson:
     """Nomad's EvaluationStub: the Evaluation's keys but those, in the Evaluation's order."""
-    return {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
+    # The cast holds: every key left is one the stub has, with the Evaluation's type.
+    return cast(
+        EvaluationStubJson, {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
+    )
 
 
 def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, Any]:

@@ -3,7 +3,7 @@ their object under the Payload key Nomad uses per topic (JobEvent, AllocationEve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import groupby
 from typing import cast
 
@@ -37,7 +37,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
             body["Deleted"] = True  # a purge is the job's deletion here (GC removes the row later)
         return body
     if event.topic == "Evaluation":
-        return {"Evaluation": encode.evaluation(row)}
+        return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
         return {"Allocation": encode.allocation(row)}  # without its Job, as Nomad sends it
     if event.topic == "Deployment":
@@ -46,6 +46,12 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
         # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
         return {"Service": cast(JsonObject, services.encode(row))}
     return {"Node": encode.node(row)}
+
+
+def _json(typed: Mapping[str, object]) -> JsonObject:
+    """A payload object, typed by its TypedDict, as the Payload's plain JSON (Nomad's
+    map[string]any): every value the encoders put in one is JSON."""
+    return cast(JsonObject, typed)
 
 
 def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:

@@ -31,6 +31,8 @@ EXTRA: dict[str, set[str]] = {
     "RescheduleTracker": {"NextDelay", "NextRescheduleTime"},  # the delay chosen at failure
     "RescheduleEvent": {"Delay"},  # nomad/structs' RescheduleEvent.Delay
     "HostVolumeInfo": {"Name"},  # the client's host_volume block name
+    # nomad/structs' Evaluation.LeaderACL (sent empty), and corral's lease of a pending evaluation.
+    "Evaluation": {"LeaderACL", "LeaseExpiresAt"},
 }
 CORRAL_ONLY = {"CoreParamsJson"}  # evaluations.core_params: no Nomad struct
 
