@@ -10,6 +10,8 @@ from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.metrics_codec import placed_to_nomad
 from app.rfc3339 import of_datetime
+from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
+from app.wire.api_allocs import AllocationListedJson
 from app.wire.api_jobs import JobEvalAnswerJson
 from app.wire.api_operator import SchedulerConfigJson
 from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
@@ -201,7 +203,7 @@ def evaluation_stub(row: Evaluation) -> EvaluationStubJson:
     )
 
 
-def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, Any]:
+def allocation(row: Allocation, job_spec: JobSpec | None = None) -> AllocationJson:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
     version (None when it was pruned, or in lists, which leave the job out)."""
     return {
@@ -212,7 +214,7 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
         "NodeID": str(row.node_id),
         "NodeName": row.node_name,
         "JobID": row.job_id,
-        "Job": None if job_spec is None else {**canonical_job(job_spec), "Version": row.job_version},
+        "Job": None if job_spec is None else _versioned(job_spec, row.job_version),
         "TaskGroup": row.task_group,
         # Nomad's pre-0.9 forms, replaced by AllocatedResources: SharedResources and TaskResources
         # are nil for every allocation placed since. Resources is kept as the sum over the tasks
@@ -222,10 +224,11 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
         "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,
         "Metrics": placed_to_nomad(cast(PlacedMetricsJson, row.metrics)) if row.metrics else None,  # stored compact
-        "DesiredStatus": row.desired_status,
+        # The columns' CHECK constraints hold the statuses to these values.
+        "DesiredStatus": cast(AllocDesiredStatus, row.desired_status),
         "DesiredDescription": row.desired_description,
         "DesiredTransition": row.desired_transition,
-        "ClientStatus": row.client_status,
+        "ClientStatus": cast(AllocClientStatus, row.client_status),
         "ClientDescription": row.client_description,
         "TaskStates": row.task_states or None,
         # Client-side disconnect history and the CNI network status: corral's client
@@ -250,15 +253,18 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
     }
 
 
-_NOT_LISTED = ("Job", "Metrics")
+def _versioned(spec: JobSpec, version: int) -> JobSpec:
+    # The canonical form of a JobSpec is one, every key filled in.
+    return cast(JobSpec, {**canonical_job(spec), "Version": version})
 
 
-def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
+def allocation_listed(row: Allocation, job_type: str) -> AllocationListedJson:
     """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
     full Allocation but its Job and Metrics (corral's lists have always carried the rest, and
     the CLI and UI read them; Metrics, not in Nomad's stub either, would add five nodes' scores
     to every row of a big job's list)."""
-    listed = {key: value for key, value in allocation(row).items() if key not in _NOT_LISTED}
+    listed = allocation(row)
+    del listed["Job"], listed["Metrics"]
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 

@@ -39,7 +39,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Evaluation":
         return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
-        return {"Allocation": encode.allocation(row)}  # without its Job, as Nomad sends it
+        return {"Allocation": _json(encode.allocation(row))}  # without its Job, as Nomad sends it
     if event.topic == "Deployment":
         return {"Deployment": deployment_encode.deployment(row, counts)}
     if event.topic == "Service":

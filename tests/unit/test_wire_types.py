@@ -33,6 +33,8 @@ EXTRA: dict[str, set[str]] = {
     "HostVolumeInfo": {"Name"},  # the client's host_volume block name
     # nomad/structs' Evaluation.LeaderACL (sent empty), and corral's lease of a pending evaluation.
     "Evaluation": {"LeaderACL", "LeaseExpiresAt"},
+    # nomad/structs' Allocation keys the api package dropped (sent null or empty, as Nomad does).
+    "Allocation": {"SharedResources", "AllocStates", "SigningKeyID"},
 }
 CORRAL_ONLY = {"CoreParamsJson"}  # evaluations.core_params: no Nomad struct
 
