@@ -41,7 +41,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Allocation":
         return {"Allocation": _json(encode.allocation(row))}  # without its Job, as Nomad sends it
     if event.topic == "Deployment":
-        return {"Deployment": deployment_encode.deployment(row, counts)}
+        return {"Deployment": _json(deployment_encode.deployment(row, counts))}
     if event.topic == "Service":
         # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
         return {"Service": cast(JsonObject, services.encode(row))}

@@ -35,6 +35,8 @@ EXTRA: dict[str, set[str]] = {
     "Evaluation": {"LeaderACL", "LeaseExpiresAt"},
     # nomad/structs' Allocation keys the api package dropped (sent null or empty, as Nomad does).
     "Allocation": {"SharedResources", "AllocStates", "SigningKeyID"},
+    "Deployment": {"EvalPriority"},  # nomad/structs' Deployment.EvalPriority
+    "DeploymentState": {"AutoPromote"},  # nomad/structs' DeploymentState.AutoPromote
 }
 CORRAL_ONLY = {"CoreParamsJson"}  # evaluations.core_params: no Nomad struct
 
