@@ -16,6 +16,21 @@ from app.wire.api_jobs import JobEvalAnswerJson
 from app.wire.api_operator import SchedulerConfigJson
 from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
 from app.wire.job import JobSpec
+from app.wire.node import (
+    NodeCpuResourcesJson,
+    NodeDiskResourcesJson,
+    NodeEligibility,
+    NodeJson,
+    NodeListStubJson,
+    NodeMemoryResourcesJson,
+    NodeReservedCpuResourcesJson,
+    NodeReservedDiskResourcesJson,
+    NodeReservedMemoryResourcesJson,
+    NodeReservedNetworkResourcesJson,
+    NodeReservedResourcesJson,
+    NodeResourcesJson,
+    NodeStatus,
+)
 from app.wire.plan import PlacedMetricsJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -268,17 +283,7 @@ def allocation_listed(row: Allocation, job_type: str) -> AllocationListedJson:
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 
-def node(row: Node) -> dict[str, Any]:
-    # The objects as the client sent them, with the amounts the columns hold merged in.
-    resources = dict(row.node_resources)
-    resources["Cpu"] = {**_object(resources.get("Cpu")), "CpuShares": row.cpu_shares}
-    resources["Memory"] = {**_object(resources.get("Memory")), "MemoryMB": row.memory_mb}
-    resources["Disk"] = {**_object(resources.get("Disk")), "DiskMB": row.disk_mb}
-    reserved = dict(row.reserved_resources)
-    reserved["Cpu"] = {**_object(reserved.get("Cpu")), "CpuShares": row.reserved_cpu}
-    reserved["Memory"] = {**_object(reserved.get("Memory")), "MemoryMB": row.reserved_memory_mb}
-    reserved["Disk"] = {**_object(reserved.get("Disk")), "DiskMB": row.reserved_disk_mb}
-    reserved["Networks"] = {**_object(reserved.get("Networks")), "ReservedHostPorts": row.reserved_ports}
+def node(row: Node) -> NodeJson:
     return {
         "ID": str(row.id),
         "SecretID": "",  # never sent, as Nomad's Sanitize does for node reads
@@ -291,16 +296,17 @@ def node(row: Node) -> dict[str, Any]:
         "HTTPAddr": "",
         "TLSEnabled": False,
         "Attributes": row.attributes,
-        "NodeResources": resources,
-        "ReservedResources": reserved,
+        "NodeResources": _node_resources(row),
+        "ReservedResources": _reserved_resources(row),
         "Links": None,
         "Meta": row.meta,
         "NodeClass": row.node_class,
         "NodePool": row.node_pool,
         "ComputedClass": row.computed_class,
         "DrainStrategy": row.drain_strategy,
-        "SchedulingEligibility": row.scheduling_eligibility,
-        "Status": row.status,
+        # The columns' CHECK constraints hold these to Nomad's values.
+        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
+        "Status": cast(NodeStatus, row.status),
         "StatusDescription": row.status_description,
         "IdentitySigningKeyID": "",
         "StatusUpdatedAt": int(row.status_updated_at.timestamp()),
@@ -320,11 +326,33 @@ def node(row: Node) -> dict[str, Any]:
     }
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
+def _node_resources(row: Node) -> NodeResourcesJson:
+    """The object as the client sent it, with the amounts the columns hold merged in."""
+    resources = row.node_resources.copy()
+    cpu = resources.get("Cpu") or NodeCpuResourcesJson()
+    resources["Cpu"] = {**cpu, "CpuShares": row.cpu_shares}
+    memory = resources.get("Memory") or NodeMemoryResourcesJson()
+    resources["Memory"] = {**memory, "MemoryMB": row.memory_mb}
+    disk = resources.get("Disk") or NodeDiskResourcesJson()
+    resources["Disk"] = {**disk, "DiskMB": row.disk_mb}
+    return resources
 
 
-def node_stub(row: Node) -> dict[str, Any]:
+def _reserved_resources(row: Node) -> NodeReservedResourcesJson:
+    """The object as the client sent it, with the amounts the columns hold merged in."""
+    reserved = row.reserved_resources.copy()
+    cpu = reserved.get("Cpu") or NodeReservedCpuResourcesJson()
+    reserved["Cpu"] = {**cpu, "CpuShares": row.reserved_cpu}
+    memory = reserved.get("Memory") or NodeReservedMemoryResourcesJson()
+    reserved["Memory"] = {**memory, "MemoryMB": row.reserved_memory_mb}
+    disk = reserved.get("Disk") or NodeReservedDiskResourcesJson()
+    reserved["Disk"] = {**disk, "DiskMB": row.reserved_disk_mb}
+    networks = reserved.get("Networks") or NodeReservedNetworkResourcesJson()
+    reserved["Networks"] = {**networks, "ReservedHostPorts": row.reserved_ports}
+    return reserved
+
+
+def node_stub(row: Node) -> NodeListStubJson:
     return {
         "ID": str(row.id),
         "Datacenter": row.datacenter,
@@ -334,8 +362,8 @@ def node_stub(row: Node) -> dict[str, Any]:
         "Version": str(row.attributes.get("nomad.version", "")),
         "Address": str(row.attributes.get("unique.network.ip-address", "")),
         "Drain": row.drain,
-        "SchedulingEligibility": row.scheduling_eligibility,
-        "Status": row.status,
+        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
+        "Status": cast(NodeStatus, row.status),
         "StatusDescription": row.status_description,
         "Drivers": row.drivers,
         "HostVolumes": row.host_volumes or None,

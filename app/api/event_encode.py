@@ -45,7 +45,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Service":
         # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
         return {"Service": cast(JsonObject, services.encode(row))}
-    return {"Node": encode.node(row)}
+    return {"Node": _json(encode.node(row))}
 
 
 def _json(typed: Mapping[str, object]) -> JsonObject:

@@ -21,7 +21,7 @@ from app.errors import InvalidInput
 from app.models import NodePool
 from app.store import job_reads as reads
 from app.store import node_pools as store
-from app.wire.api_namespaces import NodePoolJson
+from app.wire.node import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")  # Nomad's ValidateNodePoolName

@@ -35,6 +35,9 @@ EXTRA: dict[str, set[str]] = {
     "Evaluation": {"LeaderACL", "LeaseExpiresAt"},
     # nomad/structs' Allocation keys the api package dropped (sent null or empty, as Nomad does).
     "Allocation": {"SharedResources", "AllocStates", "SigningKeyID"},
+    # nomad/structs' Node keys the api package lacks (SecretID sent empty, as Nomad's Sanitize does).
+    "Node": {"SecretID", "ComputedClass", "IdentitySigningKeyID", "LastMissedHeartbeatIndex", "LastAllocUpdateIndex"},
+    "NodeListStub": {"HostVolumes"},  # the node's host volumes, which the CLI's node status lists
     "Deployment": {"EvalPriority"},  # nomad/structs' Deployment.EvalPriority
     "DeploymentState": {"AutoPromote"},  # nomad/structs' DeploymentState.AutoPromote
 }
