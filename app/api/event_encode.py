@@ -13,7 +13,8 @@ from app.api import deployment_encode, encode
 from app.store import deployments as deployment_store
 from app.store import services
 from app.store.events import StoredEvent
-from app.wire.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
+from app.wire.api_events import HeartbeatJson
+from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
 
 HEARTBEAT: HeartbeatJson = {}
@@ -54,7 +55,7 @@ def _json(typed: Mapping[str, object]) -> JsonObject:
     return cast(JsonObject, typed)
 
 
-def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:
+def event_json(event: StoredEvent, payload: JsonObject) -> EventJson:
     return {
         "Topic": event.topic,
         "Type": event.type,
@@ -66,7 +67,7 @@ def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:
     }
 
 
-def frames(events: Iterable[tuple[StoredEvent, JsonObject]]) -> Iterator[StreamFrameJson]:
+def frames(events: Iterable[tuple[StoredEvent, JsonObject]]) -> Iterator[EventsJson]:
     """One frame per index, as Nomad sends the events of one raft entry together."""
     for index, group in groupby(events, key=lambda pair: pair[0].index):
         yield {"Index": index, "Events": [event_json(e, p) for e, p in group]}

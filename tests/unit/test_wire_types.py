@@ -38,6 +38,7 @@ EXTRA: dict[str, set[str]] = {
     # nomad/structs' Node keys the api package lacks (SecretID sent empty, as Nomad's Sanitize does).
     "Node": {"SecretID", "ComputedClass", "IdentitySigningKeyID", "LastMissedHeartbeatIndex", "LastAllocUpdateIndex"},
     "NodeListStub": {"HostVolumes"},  # the node's host volumes, which the CLI's node status lists
+    "Event": {"Namespace"},  # nomad/structs' Event.Namespace
     "Deployment": {"EvalPriority"},  # nomad/structs' Deployment.EvalPriority
     "DeploymentState": {"AutoPromote"},  # nomad/structs' DeploymentState.AutoPromote
 }
