@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from app.wire.job import DNSConfigSpec, JobSpec, NetworkResourceSpec, ResourcesSpec
+from app.wire.json import JsonObject
 
 AllocDesiredStatus = Literal["run", "stop", "evict"]
 AllocClientStatus = Literal["pending", "running", "complete", "failed", "lost", "unknown"]
@@ -26,7 +27,8 @@ class AllocationJson(TypedDict, total=False):
     Job: JobSpec | None
     TaskGroup: str
     Resources: ResourcesSpec | None
-    TaskResources: dict[str, ResourcesSpec]
+    SharedResources: ResourcesSpec | None
+    TaskResources: dict[str, ResourcesSpec] | None
     AllocatedResources: AllocatedResourcesJson | None
     Services: dict[str, str]
     Metrics: AllocationMetricJson | None
@@ -35,7 +37,8 @@ class AllocationJson(TypedDict, total=False):
     DesiredTransition: DesiredTransitionJson
     ClientStatus: AllocClientStatus
     ClientDescription: str
-    TaskStates: dict[str, TaskStateJson]
+    TaskStates: dict[str, TaskStateJson] | None
+    AllocStates: list[JsonObject] | None
     DeploymentID: str
     DeploymentStatus: AllocDeploymentStatusJson | None
     FollowupEvalID: str
@@ -43,8 +46,9 @@ class AllocationJson(TypedDict, total=False):
     NextAllocation: str
     RescheduleTracker: RescheduleTrackerJson | None
     NetworkStatus: AllocNetworkStatusJson | None
-    PreemptedAllocations: list[str]
+    PreemptedAllocations: list[str] | None
     PreemptedByAllocation: str
+    SigningKeyID: str
     CreateIndex: int
     ModifyIndex: int
     AllocModifyIndex: int

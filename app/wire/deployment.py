@@ -25,6 +25,7 @@ class DeploymentJson(TypedDict, total=False):
     TaskGroups: dict[str, DeploymentStateJson]
     Status: DeploymentStatus
     StatusDescription: str
+    EvalPriority: int
     CreateIndex: int
     ModifyIndex: int
     CreateTime: int
@@ -36,6 +37,7 @@ class DeploymentStateJson(TypedDict, total=False):
 
     PlacedCanaries: list[str]
     AutoRevert: bool
+    AutoPromote: bool
     ProgressDeadline: int
     RequireProgressBy: str
     Promoted: bool

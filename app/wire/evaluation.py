@@ -31,20 +31,22 @@ class EvaluationJson(TypedDict, total=False):
     NextEval: str
     PreviousEval: str
     BlockedEval: str
-    RelatedEvals: list[EvaluationStubJson]
-    FailedTGAllocs: dict[str, AllocationMetricJson]
+    RelatedEvals: list[EvaluationStubJson] | None
+    FailedTGAllocs: dict[str, AllocationMetricJson] | None
     PlanAnnotations: PlanAnnotationsJson | None
-    ClassEligibility: dict[str, bool]
+    ClassEligibility: dict[str, bool] | None
     EscapedComputedClass: bool
     QuotaLimitReached: str
-    MissingNonNodeResources: list[str]
+    MissingNonNodeResources: list[str] | None
     AnnotatePlan: bool
-    QueuedAllocations: dict[str, int]
+    QueuedAllocations: dict[str, int] | None
+    LeaderACL: str
     SnapshotIndex: int
     CreateIndex: int
     ModifyIndex: int
     CreateTime: int
     ModifyTime: int
+    LeaseExpiresAt: int
 
 
 class EvaluationStubJson(TypedDict, total=False):

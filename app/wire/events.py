@@ -21,6 +21,7 @@ class EventJson(TypedDict, total=False):
     Topic: str
     Type: str
     Key: str
-    FilterKeys: list[str]
+    Namespace: str
+    FilterKeys: list[str] | None
     Index: int
     Payload: JsonObject

@@ -15,6 +15,7 @@ class NodeJson(TypedDict, total=False):
     """Nomad's Node."""
 
     ID: str
+    SecretID: str
     Datacenter: str
     Name: str
     HTTPAddr: str
@@ -24,25 +25,29 @@ class NodeJson(TypedDict, total=False):
     Reserved: ResourcesSpec | None
     NodeResources: NodeResourcesJson | None
     ReservedResources: NodeReservedResourcesJson | None
-    Links: dict[str, str]
+    Links: dict[str, str] | None
     Meta: dict[str, str]
     NodeClass: str
     NodePool: str
+    ComputedClass: str
     CgroupParent: str
     Drain: bool
     DrainStrategy: DrainStrategyJson | None
     SchedulingEligibility: NodeEligibility
     Status: NodeStatus
     StatusDescription: str
+    IdentitySigningKeyID: str
     StatusUpdatedAt: int
-    Events: list[NodeEventJson]
+    Events: list[NodeEventJson] | None
     Drivers: dict[str, DriverInfoJson]
-    HostVolumes: dict[str, HostVolumeInfoJson]
+    HostVolumes: dict[str, HostVolumeInfoJson] | None
     GCVolumesOnNodeGC: bool
-    HostNetworks: dict[str, HostNetworkInfoJson]
-    CSIControllerPlugins: dict[str, CSIInfoJson]
-    CSINodePlugins: dict[str, CSIInfoJson]
+    HostNetworks: dict[str, HostNetworkInfoJson] | None
+    CSIControllerPlugins: dict[str, CSIInfoJson] | None
+    CSINodePlugins: dict[str, CSIInfoJson] | None
     LastDrain: DrainMetadataJson | None
+    LastMissedHeartbeatIndex: int
+    LastAllocUpdateIndex: int
     CreateIndex: int
     ModifyIndex: int
     NodeMaxAllocs: int
@@ -270,6 +275,7 @@ class NodeListStubJson(TypedDict, total=False):
     Status: NodeStatus
     StatusDescription: str
     Drivers: dict[str, DriverInfoJson]
+    HostVolumes: dict[str, HostVolumeInfoJson] | None
     NodeResources: NodeResourcesJson | None
     ReservedResources: NodeReservedResourcesJson | None
     LastDrain: DrainMetadataJson | None
@@ -282,7 +288,7 @@ class NodePoolJson(TypedDict, total=False):
 
     Name: str
     Description: str
-    Meta: dict[str, str]
+    Meta: dict[str, str] | None
     NodeIdentityTTL: int
     SchedulerConfiguration: NodePoolSchedulerConfigurationJson | None
     CreateIndex: int

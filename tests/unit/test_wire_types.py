@@ -31,6 +31,16 @@ EXTRA: dict[str, set[str]] = {
     "RescheduleTracker": {"NextDelay", "NextRescheduleTime"},  # the delay chosen at failure
     "RescheduleEvent": {"Delay"},  # nomad/structs' RescheduleEvent.Delay
     "HostVolumeInfo": {"Name"},  # the client's host_volume block name
+    # nomad/structs' Evaluation.LeaderACL (sent empty), and corral's lease of a pending evaluation.
+    "Evaluation": {"LeaderACL", "LeaseExpiresAt"},
+    # nomad/structs' Allocation keys the api package dropped (sent null or empty, as Nomad does).
+    "Allocation": {"SharedResources", "AllocStates", "SigningKeyID"},
+    # nomad/structs' Node keys the api package lacks (SecretID sent empty, as Nomad's Sanitize does).
+    "Node": {"SecretID", "ComputedClass", "IdentitySigningKeyID", "LastMissedHeartbeatIndex", "LastAllocUpdateIndex"},
+    "NodeListStub": {"HostVolumes"},  # the node's host volumes, which the CLI's node status lists
+    "Event": {"Namespace"},  # nomad/structs' Event.Namespace
+    "Deployment": {"EvalPriority"},  # nomad/structs' Deployment.EvalPriority
+    "DeploymentState": {"AutoPromote"},  # nomad/structs' DeploymentState.AutoPromote
 }
 CORRAL_ONLY = {"CoreParamsJson"}  # evaluations.core_params: no Nomad struct
 

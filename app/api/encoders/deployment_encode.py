@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from app.api.encoders.encode import ident, nanos
 from app.models import Deployment
@@ -15,13 +15,15 @@ from app.structs import DeploymentGroup
 from app.values.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
 from app.values.rfc3339 import rfc3339
 from app.wire.api.api_deployments import DeploymentUpdateResponseJson
+from app.wire.api_deployments import DeploymentUpdateResponseJson
+from app.wire.deployment import DeploymentJson, DeploymentStateJson, DeploymentStatus
 
 NANOS = 1_000_000_000
 
 Counts = Mapping[tuple[uuid.UUID, str], GroupCounts]
 
 
-def deployment(row: Deployment, counts: Counts) -> dict[str, Any]:
+def deployment(row: Deployment, counts: Counts) -> DeploymentJson:
     groups = from_row(row).groups
     return {
         "ID": str(row.id),
@@ -33,7 +35,7 @@ def deployment(row: Deployment, counts: Counts) -> dict[str, Any]:
         "JobCreateIndex": row.job_create_index,
         "IsMultiregion": row.is_multiregion,
         "TaskGroups": {name: group(g, counts.get((row.id, name), GroupCounts())) for name, g in groups.items()},
-        "Status": row.status,
+        "Status": cast(DeploymentStatus, row.status),  # the column's CHECK constraint holds it to these
         "StatusDescription": row.status_description,
         "EvalPriority": row.eval_priority,
         "CreateIndex": row.create_index,
@@ -43,7 +45,7 @@ def deployment(row: Deployment, counts: Counts) -> dict[str, Any]:
     }
 
 
-def group(state: DeploymentGroup, counted: GroupCounts) -> dict[str, Any]:
+def group(state: DeploymentGroup, counted: GroupCounts) -> DeploymentStateJson:
     return {
         "AutoRevert": state.auto_revert,
         "AutoPromote": state.auto_promote,

@@ -12,7 +12,29 @@ from app.pipeline.codecs.metrics_codec import placed_to_nomad
 from app.values.rfc3339 import of_datetime
 from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.api.api_operator import SchedulerConfigJson
+from app.pipeline.metrics_codec import placed_to_nomad
+from app.rfc3339 import of_datetime
+from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
+from app.wire.api_allocs import AllocationListedJson
+from app.wire.api_jobs import JobEvalAnswerJson
+from app.wire.api_operator import SchedulerConfigJson
+from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
 from app.wire.job import JobSpec
+from app.wire.node import (
+    NodeCpuResourcesJson,
+    NodeDiskResourcesJson,
+    NodeEligibility,
+    NodeJson,
+    NodeListStubJson,
+    NodeMemoryResourcesJson,
+    NodeReservedCpuResourcesJson,
+    NodeReservedDiskResourcesJson,
+    NodeReservedMemoryResourcesJson,
+    NodeReservedNetworkResourcesJson,
+    NodeReservedResourcesJson,
+    NodeResourcesJson,
+    NodeStatus,
+)
 from app.wire.plan import PlacedMetricsJson
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -140,7 +162,7 @@ def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
     return stub
 
 
-def evaluation(row: Evaluation) -> dict[str, Any]:
+def evaluation(row: Evaluation) -> EvaluationJson:
     return {
         "ID": str(row.id),
         "Namespace": row.namespace or "-",  # core evaluations belong to no namespace, as in Nomad
@@ -152,7 +174,7 @@ def evaluation(row: Evaluation) -> dict[str, Any]:
         "NodeID": ident(row.node_id),
         "NodeModifyIndex": row.node_modify_index or 0,
         "DeploymentID": ident(row.deployment_id),
-        "Status": row.status,
+        "Status": cast(EvalStatus, row.status),  # the column's CHECK constraint holds it to these
         "StatusDescription": row.status_description,
         "Wait": row.wait_ns,
         "WaitUntil": of_datetime(row.wait_until),  # Go's zero time when the evaluation waits for nothing
@@ -192,12 +214,15 @@ _NOT_IN_EVALUATION_STUB = frozenset(
 )
 
 
-def evaluation_stub(row: Evaluation) -> dict[str, Any]:
+def evaluation_stub(row: Evaluation) -> EvaluationStubJson:
     """Nomad's EvaluationStub: the Evaluation's keys but those, in the Evaluation's order."""
-    return {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
+    # The cast holds: every key left is one the stub has, with the Evaluation's type.
+    return cast(
+        EvaluationStubJson, {key: value for key, value in evaluation(row).items() if key not in _NOT_IN_EVALUATION_STUB}
+    )
 
 
-def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, Any]:
+def allocation(row: Allocation, job_spec: JobSpec | None = None) -> AllocationJson:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
     version (None when it was pruned, or in lists, which leave the job out)."""
     return {
@@ -208,7 +233,7 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
         "NodeID": str(row.node_id),
         "NodeName": row.node_name,
         "JobID": row.job_id,
-        "Job": None if job_spec is None else {**canonical_job(job_spec), "Version": row.job_version},
+        "Job": None if job_spec is None else _versioned(job_spec, row.job_version),
         "TaskGroup": row.task_group,
         # Nomad's pre-0.9 forms, replaced by AllocatedResources: SharedResources and TaskResources
         # are nil for every allocation placed since. Resources is kept as the sum over the tasks
@@ -218,10 +243,11 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
         "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,
         "Metrics": placed_to_nomad(cast(PlacedMetricsJson, row.metrics)) if row.metrics else None,  # stored compact
-        "DesiredStatus": row.desired_status,
+        # The columns' CHECK constraints hold the statuses to these values.
+        "DesiredStatus": cast(AllocDesiredStatus, row.desired_status),
         "DesiredDescription": row.desired_description,
         "DesiredTransition": row.desired_transition,
-        "ClientStatus": row.client_status,
+        "ClientStatus": cast(AllocClientStatus, row.client_status),
         "ClientDescription": row.client_description,
         "TaskStates": row.task_states or None,
         # Client-side disconnect history and the CNI network status: corral's client
@@ -246,29 +272,22 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> dict[str, An
     }
 
 
-_NOT_LISTED = ("Job", "Metrics")
+def _versioned(spec: JobSpec, version: int) -> JobSpec:
+    # The canonical form of a JobSpec is one, every key filled in.
+    return cast(JobSpec, {**canonical_job(spec), "Version": version})
 
 
-def allocation_listed(row: Allocation, job_type: str) -> dict[str, Any]:
+def allocation_listed(row: Allocation, job_type: str) -> AllocationListedJson:
     """An allocation in a list: every key of Nomad's AllocListStub, plus the rest of the
     full Allocation but its Job and Metrics (corral's lists have always carried the rest, and
     the CLI and UI read them; Metrics, not in Nomad's stub either, would add five nodes' scores
     to every row of a big job's list)."""
-    listed = {key: value for key, value in allocation(row).items() if key not in _NOT_LISTED}
+    listed = allocation(row)
+    del listed["Job"], listed["Metrics"]
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
 
 
-def node(row: Node) -> dict[str, Any]:
-    # The objects as the client sent them, with the amounts the columns hold merged in.
-    resources = dict(row.node_resources)
-    resources["Cpu"] = {**_object(resources.get("Cpu")), "CpuShares": row.cpu_shares}
-    resources["Memory"] = {**_object(resources.get("Memory")), "MemoryMB": row.memory_mb}
-    resources["Disk"] = {**_object(resources.get("Disk")), "DiskMB": row.disk_mb}
-    reserved = dict(row.reserved_resources)
-    reserved["Cpu"] = {**_object(reserved.get("Cpu")), "CpuShares": row.reserved_cpu}
-    reserved["Memory"] = {**_object(reserved.get("Memory")), "MemoryMB": row.reserved_memory_mb}
-    reserved["Disk"] = {**_object(reserved.get("Disk")), "DiskMB": row.reserved_disk_mb}
-    reserved["Networks"] = {**_object(reserved.get("Networks")), "ReservedHostPorts": row.reserved_ports}
+def node(row: Node) -> NodeJson:
     return {
         "ID": str(row.id),
         "SecretID": "",  # never sent, as Nomad's Sanitize does for node reads
@@ -281,16 +300,17 @@ def node(row: Node) -> dict[str, Any]:
         "HTTPAddr": "",
         "TLSEnabled": False,
         "Attributes": row.attributes,
-        "NodeResources": resources,
-        "ReservedResources": reserved,
+        "NodeResources": _node_resources(row),
+        "ReservedResources": _reserved_resources(row),
         "Links": None,
         "Meta": row.meta,
         "NodeClass": row.node_class,
         "NodePool": row.node_pool,
         "ComputedClass": row.computed_class,
         "DrainStrategy": row.drain_strategy,
-        "SchedulingEligibility": row.scheduling_eligibility,
-        "Status": row.status,
+        # The columns' CHECK constraints hold these to Nomad's values.
+        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
+        "Status": cast(NodeStatus, row.status),
         "StatusDescription": row.status_description,
         "IdentitySigningKeyID": "",
         "StatusUpdatedAt": int(row.status_updated_at.timestamp()),
@@ -310,11 +330,33 @@ def node(row: Node) -> dict[str, Any]:
     }
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
+def _node_resources(row: Node) -> NodeResourcesJson:
+    """The object as the client sent it, with the amounts the columns hold merged in."""
+    resources = row.node_resources.copy()
+    cpu = resources.get("Cpu") or NodeCpuResourcesJson()
+    resources["Cpu"] = {**cpu, "CpuShares": row.cpu_shares}
+    memory = resources.get("Memory") or NodeMemoryResourcesJson()
+    resources["Memory"] = {**memory, "MemoryMB": row.memory_mb}
+    disk = resources.get("Disk") or NodeDiskResourcesJson()
+    resources["Disk"] = {**disk, "DiskMB": row.disk_mb}
+    return resources
 
 
-def node_stub(row: Node) -> dict[str, Any]:
+def _reserved_resources(row: Node) -> NodeReservedResourcesJson:
+    """The object as the client sent it, with the amounts the columns hold merged in."""
+    reserved = row.reserved_resources.copy()
+    cpu = reserved.get("Cpu") or NodeReservedCpuResourcesJson()
+    reserved["Cpu"] = {**cpu, "CpuShares": row.reserved_cpu}
+    memory = reserved.get("Memory") or NodeReservedMemoryResourcesJson()
+    reserved["Memory"] = {**memory, "MemoryMB": row.reserved_memory_mb}
+    disk = reserved.get("Disk") or NodeReservedDiskResourcesJson()
+    reserved["Disk"] = {**disk, "DiskMB": row.reserved_disk_mb}
+    networks = reserved.get("Networks") or NodeReservedNetworkResourcesJson()
+    reserved["Networks"] = {**networks, "ReservedHostPorts": row.reserved_ports}
+    return reserved
+
+
+def node_stub(row: Node) -> NodeListStubJson:
     return {
         "ID": str(row.id),
         "Datacenter": row.datacenter,
@@ -324,8 +366,8 @@ def node_stub(row: Node) -> dict[str, Any]:
         "Version": str(row.attributes.get("nomad.version", "")),
         "Address": str(row.attributes.get("unique.network.ip-address", "")),
         "Drain": row.drain,
-        "SchedulingEligibility": row.scheduling_eligibility,
-        "Status": row.status,
+        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
+        "Status": cast(NodeStatus, row.status),
         "StatusDescription": row.status_description,
         "Drivers": row.drivers,
         "HostVolumes": row.host_volumes or None,

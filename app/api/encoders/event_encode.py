@@ -3,7 +3,7 @@ their object under the Payload key Nomad uses per topic (JobEvent, AllocationEve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import groupby
 from typing import cast
 
@@ -15,6 +15,8 @@ from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
 from app.store.events import StoredEvent
 from app.wire.api.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
+from app.wire.api_events import HeartbeatJson
+from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
 
 HEARTBEAT: HeartbeatJson = {}
@@ -38,11 +40,11 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
             body["Deleted"] = True  # a purge is the job's deletion here (GC removes the row later)
         return body
     if event.topic == "Evaluation":
-        return {"Evaluation": encode.evaluation(row)}
+        return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
-        return {"Allocation": encode.allocation(row)}  # without its Job, as Nomad sends it
+        return {"Allocation": _json(encode.allocation(row))}  # without its Job, as Nomad sends it
     if event.topic == "Deployment":
-        return {"Deployment": deployment_encode.deployment(row, counts)}
+        return {"Deployment": _json(deployment_encode.deployment(row, counts))}
     if event.topic == "Service":
         # Nomad's ServiceRegistrationStreamEvent; a registration is JSON through and through
         return {"Service": cast(JsonObject, services.encode(row))}
@@ -52,9 +54,16 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
         meta = variable_encode.meta(variable_store.meta_of(row), show_lock=False)
         return {"Metadata": cast(JsonObject, meta), "Deleted": event.extra.get("deleted") == "true"}
     return {"Node": encode.node(row)}
+    return {"Node": _json(encode.node(row))}
 
 
-def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:
+def _json(typed: Mapping[str, object]) -> JsonObject:
+    """A payload object, typed by its TypedDict, as the Payload's plain JSON (Nomad's
+    map[string]any): every value the encoders put in one is JSON."""
+    return cast(JsonObject, typed)
+
+
+def event_json(event: StoredEvent, payload: JsonObject) -> EventJson:
     return {
         "Topic": event.topic,
         "Type": event.type,
@@ -66,7 +75,7 @@ def event_json(event: StoredEvent, payload: JsonObject) -> StreamEventJson:
     }
 
 
-def frames(events: Iterable[tuple[StoredEvent, JsonObject]]) -> Iterator[StreamFrameJson]:
+def frames(events: Iterable[tuple[StoredEvent, JsonObject]]) -> Iterator[EventsJson]:
     """One frame per index, as Nomad sends the events of one raft entry together."""
     for index, group in groupby(events, key=lambda pair: pair[0].index):
         yield {"Index": index, "Events": [event_json(e, p) for e, p in group]}

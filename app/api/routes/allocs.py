@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from flask import Blueprint, Response
 from sqlalchemy.orm import Session
@@ -14,6 +13,8 @@ from app.api.http.listing import Entry, Order, as_is, list_query, page, with_tok
 from app.api.http.params import bool_arg, id_prefix_arg, namespace, uuid_value
 from app.models import Allocation, Job, JobVersion
 from app.store import allocs as store
+from app.wire.allocation import AllocationJson
+from app.wire.api_allocs import AllocationListedJson
 
 bp = Blueprint("allocs", __name__)
 
@@ -25,7 +26,7 @@ def list_allocations() -> Response:
     ns, prefix, query = namespace(allow_wildcard=True), id_prefix_arg(), list_query()
     order = Order.ID if prefix else Order.CREATE_INDEX_ID
 
-    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[AllocationListedJson], str | None]:
         rows = store.list_allocations(session, ns, prefix)
         bodies = zip(rows, listed(session, rows), strict=True)
         return page((Entry(a.namespace, str(a.id), a.create_index, as_is(b), b) for a, b in bodies), order, query)
@@ -34,7 +35,7 @@ def list_allocations() -> Response:
     return with_token(respond(body, index), token)
 
 
-def listed(session: Session, rows: Sequence[Allocation]) -> list[dict[str, Any]]:
+def listed(session: Session, rows: Sequence[Allocation]) -> list[AllocationListedJson]:
     """Allocations as lists show them; each job is read once (the session's identity map)."""
     return [encode.allocation_listed(a, _job_type(session, a)) for a in rows]
 
@@ -48,7 +49,7 @@ def _job_type(session: Session, alloc: Allocation) -> str:
 def get_allocation(alloc_id: str) -> Response:
     key = uuid_value(alloc_id, "AllocID")
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> AllocationJson:
         alloc = store.get_allocation(session, key)
         version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
         return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict
@@ -22,13 +21,17 @@ from app.store.deployment import deployment_reads as reads
 from app.store.deployment import deployments as store
 from app.store.job.jobs import RegisterOptions
 from app.values.errors import InvalidInput
+from app.store import deployment_reads as reads
+from app.store import deployments as store
+from app.store.jobs import RegisterOptions
+from app.wire.deployment import DeploymentJson
 
 bp = Blueprint("deployments", __name__)
 # Every read depends on the deployment rows and on the allocations its counts come from.
 TABLES = ["deployments", "allocations"]
 
 
-def _encode_all(session: Session, rows: Sequence[Deployment]) -> list[dict[str, Any]]:
+def _encode_all(session: Session, rows: Sequence[Deployment]) -> list[DeploymentJson]:
     counts = store.group_counts(session, [d.id for d in rows])
     return [deployment_encode.deployment(d, counts) for d in rows]
 
@@ -41,7 +44,7 @@ def list_deployments() -> Response:
     bool_arg("ascending")
     order = Order.ID if prefix else Order.CREATE_INDEX_ID
 
-    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[DeploymentJson], str | None]:
         rows = reads.list_deployments(session, ns, prefix, ascending=True)
         entries = [
             Entry(d.namespace, str(d.id), d.create_index, as_is(body), body)
@@ -88,7 +91,7 @@ def job_latest_deployment(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
     assert ns is not None
 
-    def fetch(session: Session) -> dict[str, Any] | None:
+    def fetch(session: Session) -> DeploymentJson | None:
         row = reads.latest_deployment(session, ns, job_id)
         return None if row is None else _encode_all(session, [row])[0]
 

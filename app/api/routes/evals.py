@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Any
 
 from flask import Blueprint, Response
 from sqlalchemy.orm import Session
@@ -18,6 +17,16 @@ from app.api.routes.allocs import listed
 from app.store.evaluation import evals as store
 from app.values.constants import EVAL_STATUSES
 from app.values.errors import InvalidInput
+from app.api import encode
+from app.api.allocs import listed
+from app.api.context import read, respond
+from app.api.listing import Entry, Order, as_is, list_query, page, with_token
+from app.api.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
+from app.api.visibility import readable
+from app.constants import EVAL_STATUSES
+from app.errors import InvalidInput
+from app.store import evals as store
+from app.wire.evaluation import EvaluationJson
 
 bp = Blueprint("evals", __name__)
 
@@ -42,7 +51,7 @@ def list_evaluations() -> Response:
         # caller's namespaces are restricted in the same query, before its LIMIT.
         sql_page = store.Page(per_page=query.per_page, next_token=_next_token(), reverse=query.reverse)
 
-        def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        def fetch(session: Session) -> tuple[list[EvaluationJson], str | None]:
             visible = replace(where, readable=readable(session, query.visibility))
             rows, token = store.list_evals(session, visible, sql_page)
             return [encode.evaluation(e) for e in rows], token
@@ -51,7 +60,7 @@ def list_evaluations() -> Response:
         # A filter runs on every evaluation; by ID prefix Nomad walks its ID index.
         order = Order.ID if where.prefix else Order.CREATE_INDEX_ID
 
-        def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        def fetch(session: Session) -> tuple[list[EvaluationJson], str | None]:
             # page() skips what the caller may not read; narrowing in SQL first only saves reading it.
             rows, _ = store.list_evals(
                 session, replace(where, readable=readable(session, query.visibility)), store.Page()
@@ -83,7 +92,7 @@ def get_evaluation(eval_id: str) -> Response:
     key = uuid_value(eval_id, "EvalID")
     related = bool_arg("related")
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> EvaluationJson:
         evaluation = store.get_eval(session, key)
         body = encode.evaluation(evaluation)
         if related:

@@ -27,6 +27,8 @@ from app.db.state_index import current_index
 from app.store import events as store
 from app.values.errors import InvalidInput
 from app.wire.api.api_events import HeartbeatJson, StreamFrameJson
+from app.wire.api_events import HeartbeatJson
+from app.wire.events import EventsJson
 
 bp = Blueprint("events", __name__)
 log = structlog.get_logger(__name__)
@@ -76,7 +78,7 @@ def _lines(current: ApiState, subscription: Subscription, after: int, gone: Call
         current.watcher.wait_beyond(store.TABLES, safe, next_beat, gone)
 
 
-def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[list[StreamFrameJson], int, int]:
+def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[list[EventsJson], int, int]:
     """One page in one snapshot; the connection goes back to the pool before anything is sent."""
     with current.reads() as session, session.begin():
         safe = current_index(session, store.TABLES)
@@ -87,5 +89,5 @@ def _read(current: ApiState, subscription: Subscription, after: int) -> tuple[li
     return list(event_encode.frames(zip(chosen, payloads, strict=True))), page.upto, safe
 
 
-def _line(body: StreamFrameJson | HeartbeatJson) -> str:
+def _line(body: EventsJson | HeartbeatJson) -> str:
     return json.dumps(body, separators=(",", ":")) + "\n"

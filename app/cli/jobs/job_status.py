@@ -229,9 +229,10 @@ def placement_failure(evals: list[EvaluationJson]) -> list[str]:
     if failed is None or not (blocked or failed is ordered[0]):
         return []
     lines = ["", "Placement Failure"]
-    for group in sorted(failed["FailedTGAllocs"]):
+    failures = failed.get("FailedTGAllocs") or {}
+    for group in sorted(failures):
         lines.append(f'Task Group "{group}":')
-        lines += alloc_metric_lines(failed["FailedTGAllocs"][group], "  ")
+        lines += alloc_metric_lines(failures[group], "  ")
     return lines
 
 

@@ -1,4 +1,5 @@
-"""Nomad's Namespace and NodePool JSON, and the bodies the CLI writes them with."""
+"""Nomad's Namespace JSON, and the bodies the CLI writes namespaces and node pools with (a pool as
+the API serves it is app/wire/node.py's NodePoolJson)."""
 
 from __future__ import annotations
 
@@ -20,16 +21,3 @@ class NamespaceRequest(TypedDict):
     Name: str
     Description: str
     Meta: dict[str, str]
-
-
-class NodePoolJson(TypedDict):
-    """A pool as the API serves it. app/wire/node.py's NodePoolJson (which readers use) does not
-    allow the null Meta of a pool without any yet: once it does, this should become that type."""
-
-    Name: str
-    Description: str
-    Meta: dict[str, str] | None
-    SchedulerConfiguration: None  # Nomad Enterprise's governance
-    NodeIdentityTTL: int
-    CreateIndex: int
-    ModifyIndex: int

@@ -1,8 +1,11 @@
-"""Bodies of the node writes as the CLI sends them (the node itself is in app/wire's node module)."""
+"""Bodies of the node writes as the CLI sends them, and a node as GET /v1/node/:id answers it
+(the node itself is in app/wire's node module)."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
+
+from app.wire.node import NodeJson
 
 
 class DrainSpecJson(TypedDict):
@@ -16,3 +19,11 @@ class NodeDrainRequest(TypedDict):
     NodeID: str
     MarkEligible: bool
     DrainSpec: NotRequired[DrainSpecJson]
+
+
+class NodeReadJson(NodeJson, total=False):
+    """corral's extensions of a node read: when the client last heartbeated (Unix nanoseconds,
+    0 before its first one) and where the servers reach it."""
+
+    LastHeartbeat: int
+    LinkAddr: str

@@ -23,6 +23,12 @@ from app.store.job import job_reads as reads
 from app.store.job import jobs as store
 from app.store.job.job_submissions import Submission, save_submission
 from app.values.errors import FieldProblem, InvalidInput
+from app.store import job_reads as reads
+from app.store import jobs as store
+from app.store.evals import EvalFilter, Page, list_evals
+from app.store.job_submissions import Submission, save_submission
+from app.wire.api_allocs import AllocationListedJson
+from app.wire.evaluation import EvaluationJson
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject
 
@@ -254,7 +260,7 @@ def evaluations(job_id: str) -> Response:
     """All of them; ?filter= applies (Nomad's route takes none: an extension), per_page does not."""
     ns, predicate = namespace(allow_wildcard=False), predicate_arg()
 
-    def fetch(session: Session) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[EvaluationJson]:
         assert ns is not None
         reads.get_job(session, ns, job_id)
         rows, _ = list_evals(session, EvalFilter(namespace=ns, job_id=job_id), Page())
@@ -270,7 +276,7 @@ def allocations(job_id: str) -> Response:
     ns, predicate = namespace(allow_wildcard=False), predicate_arg()
     include_all = bool_arg("all")
 
-    def fetch(session: Session) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[AllocationListedJson]:
         assert ns is not None
         job = reads.get_job(session, ns, job_id)
         rows = reads.job_allocations(session, job)

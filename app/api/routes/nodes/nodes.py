@@ -24,8 +24,12 @@ from app.store.node.drains import DrainSpec, set_drain
 from app.store.node.heartbeat_ttl import HeartbeatPolicy
 from app.values.constants import NODE_ELIGIBILITIES
 from app.values.errors import InvalidInput
+from app.store import nodes as store
+from app.store.drains import DrainSpec, set_drain
+from app.store.heartbeat_ttl import HeartbeatPolicy
+from app.wire.api_nodes import NodeReadJson
 from app.wire.json import JsonObject
-from app.wire.node import NodeReservedResourcesJson, NodeResourcesJson
+from app.wire.node import NodeListStubJson, NodeReservedResourcesJson, NodeResourcesJson
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -196,13 +200,14 @@ def list_nodes() -> Response:
     prefix, query = id_prefix_arg(), list_query(reverse=False)
     with_resources = bool_arg("resources")  # Nomad's ?resources=true adds the node's resources to each stub
 
-    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[NodeListStubJson], str | None]:
         entries = []
         for node in store.list_nodes(session, prefix):
             stub = encode.node_stub(node)
             if with_resources:
                 full = encode.node(node)
-                stub |= {key: full[key] for key in ("NodeResources", "ReservedResources")}
+                stub["NodeResources"] = full["NodeResources"]
+                stub["ReservedResources"] = full["ReservedResources"]
             entries.append(Entry("", str(node.id), node.create_index, _node_view(node, stub), stub))
         return page(entries, Order.ID, query)
 
@@ -218,15 +223,18 @@ def _node_view(node: Node, stub: Mapping[str, object]) -> Callable[[], Mapping[s
 def get_node(node_id: str) -> Response:
     key = uuid_value(node_id, "NodeID")
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> NodeReadJson:
         store_node = store.get_node(session, key)
         body = encode.node(store_node)
         # corral's extension: when the client last heartbeated (0 before its first one), for
         # the web UI's heartbeat age. Heartbeats take no index: the value is as of this read.
         beat = session.get(NodeHeartbeat, key)
         # And where the servers reach its client (HTTPAddr is left empty: see encode.node).
-        link = {"LinkAddr": store_node.http_addr}
-        return {**body, "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None), **link}
+        return {
+            **body,
+            "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None),
+            "LinkAddr": store_node.http_addr,
+        }
 
     body, index = read(["nodes"], fetch)
     return respond(body, index)
