@@ -15,7 +15,6 @@ from app.structs import DeploymentGroup
 from app.values.rfc3339 import ZERO_TIME as ZERO_TIME  # re-exported: the output tests read it
 from app.values.rfc3339 import rfc3339
 from app.wire.api.api_deployments import DeploymentUpdateResponseJson
-from app.wire.api_deployments import DeploymentUpdateResponseJson
 from app.wire.deployment import DeploymentJson, DeploymentStateJson, DeploymentStatus
 
 NANOS = 1_000_000_000

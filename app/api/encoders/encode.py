@@ -10,14 +10,10 @@ from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.codecs.metrics_codec import placed_to_nomad
 from app.values.rfc3339 import of_datetime
+from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
+from app.wire.api.api_allocs import AllocationListedJson
 from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.api.api_operator import SchedulerConfigJson
-from app.pipeline.metrics_codec import placed_to_nomad
-from app.rfc3339 import of_datetime
-from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
-from app.wire.api_allocs import AllocationListedJson
-from app.wire.api_jobs import JobEvalAnswerJson
-from app.wire.api_operator import SchedulerConfigJson
 from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
 from app.wire.job import JobSpec
 from app.wire.node import (

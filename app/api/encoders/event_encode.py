@@ -15,7 +15,6 @@ from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
 from app.store.events import StoredEvent
 from app.wire.api.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
-from app.wire.api_events import HeartbeatJson
 from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
 

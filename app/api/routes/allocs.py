@@ -14,7 +14,7 @@ from app.api.http.params import bool_arg, id_prefix_arg, namespace, uuid_value
 from app.models import Allocation, Job, JobVersion
 from app.store import allocs as store
 from app.wire.allocation import AllocationJson
-from app.wire.api_allocs import AllocationListedJson
+from app.wire.api.api_allocs import AllocationListedJson
 
 bp = Blueprint("allocs", __name__)
 

@@ -21,9 +21,6 @@ from app.store.deployment import deployment_reads as reads
 from app.store.deployment import deployments as store
 from app.store.job.jobs import RegisterOptions
 from app.values.errors import InvalidInput
-from app.store import deployment_reads as reads
-from app.store import deployments as store
-from app.store.jobs import RegisterOptions
 from app.wire.deployment import DeploymentJson
 
 bp = Blueprint("deployments", __name__)

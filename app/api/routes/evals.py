@@ -17,15 +17,6 @@ from app.api.routes.allocs import listed
 from app.store.evaluation import evals as store
 from app.values.constants import EVAL_STATUSES
 from app.values.errors import InvalidInput
-from app.api import encode
-from app.api.allocs import listed
-from app.api.context import read, respond
-from app.api.listing import Entry, Order, as_is, list_query, page, with_token
-from app.api.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
-from app.api.visibility import readable
-from app.constants import EVAL_STATUSES
-from app.errors import InvalidInput
-from app.store import evals as store
 from app.wire.evaluation import EvaluationJson
 
 bp = Blueprint("evals", __name__)

@@ -22,7 +22,7 @@ class AllocSignalRequest(TypedDict):
 
 class AllocationListedJson(AllocationJson, total=False):
     """An allocation in a list: Nomad's AllocListStub keys, and the rest of the Allocation but
-    its Job and Metrics (app.api.encode.allocation_listed says why)."""
+    its Job and Metrics (app.api.encoders.encode.allocation_listed says why)."""
 
     JobType: str
     JobVersion: int

@@ -23,11 +23,7 @@ from app.store.job import job_reads as reads
 from app.store.job import jobs as store
 from app.store.job.job_submissions import Submission, save_submission
 from app.values.errors import FieldProblem, InvalidInput
-from app.store import job_reads as reads
-from app.store import jobs as store
-from app.store.evals import EvalFilter, Page, list_evals
-from app.store.job_submissions import Submission, save_submission
-from app.wire.api_allocs import AllocationListedJson
+from app.wire.api.api_allocs import AllocationListedJson
 from app.wire.evaluation import EvaluationJson
 from app.wire.job import JobSpec
 from app.wire.json import JsonObject

@@ -22,8 +22,6 @@ from app.store.job import job_reads as reads
 from app.store.node import node_pools as store
 from app.values.errors import InvalidInput
 from app.wire.api.api_namespaces import NodePoolJson
-from app.store import job_reads as reads
-from app.store import node_pools as store
 from app.wire.node import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)

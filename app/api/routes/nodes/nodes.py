@@ -24,10 +24,7 @@ from app.store.node.drains import DrainSpec, set_drain
 from app.store.node.heartbeat_ttl import HeartbeatPolicy
 from app.values.constants import NODE_ELIGIBILITIES
 from app.values.errors import InvalidInput
-from app.store import nodes as store
-from app.store.drains import DrainSpec, set_drain
-from app.store.heartbeat_ttl import HeartbeatPolicy
-from app.wire.api_nodes import NodeReadJson
+from app.wire.api.api_nodes import NodeReadJson
 from app.wire.json import JsonObject
 from app.wire.node import NodeListStubJson, NodeReservedResourcesJson, NodeResourcesJson
 
