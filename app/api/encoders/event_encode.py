@@ -14,7 +14,7 @@ from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
 from app.store.events import StoredEvent
-from app.wire.api.api_events import HeartbeatJson, StreamEventJson, StreamFrameJson
+from app.wire.api.api_events import HeartbeatJson
 from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
 
@@ -52,7 +52,6 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
         # the holder's secret (the variables routes show it to the holder and management only).
         meta = variable_encode.meta(variable_store.meta_of(row), show_lock=False)
         return {"Metadata": cast(JsonObject, meta), "Deleted": event.extra.get("deleted") == "true"}
-    return {"Node": encode.node(row)}
     return {"Node": _json(encode.node(row))}
 
 

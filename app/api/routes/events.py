@@ -26,7 +26,7 @@ from app.api.http.params import integer_arg, namespace
 from app.db.state_index import current_index
 from app.store import events as store
 from app.values.errors import InvalidInput
-from app.wire.api.api_events import HeartbeatJson, StreamFrameJson
+from app.wire.api.api_events import HeartbeatJson
 from app.wire.events import EventsJson
 
 bp = Blueprint("events", __name__)

@@ -21,7 +21,6 @@ from app.models import NodePool
 from app.store.job import job_reads as reads
 from app.store.node import node_pools as store
 from app.values.errors import InvalidInput
-from app.wire.api.api_namespaces import NodePoolJson
 from app.wire.node import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)
