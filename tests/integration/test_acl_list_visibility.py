@@ -99,7 +99,8 @@ def anonymous(api: FlaskClient, root: str) -> str:
 
 @pytest.fixture
 def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
-    """Jobs, evaluations, allocations and deployments in `default` and in `secret`, and a core
+    """Jobs (with scaling policies), evaluations, allocations, deployments and services in
+    `default` and in `secret`, and a core
     evaluation (namespace '-'), which a token reading only `default` may not list either."""
     assert api.put("/v1/namespace/secret", json={"Name": "secret"}, headers=auth(root)).status_code == 200
     jobs = [
@@ -110,6 +111,7 @@ def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
     ]
     node = insert_node(pg)
     for namespace, job in jobs:
+        job["TaskGroups"][0]["Scaling"] = {"Min": 1, "Max": 4}  # a scaling policy in each namespace
         resp = api.put(f"/v1/jobs?namespace={namespace}", json={"Job": job}, headers=auth(root))
         assert resp.status_code == 200, resp.json
         alloc_id = insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
@@ -167,6 +169,10 @@ def walk(api: FlaskClient, url: str, secret: str, per_page: int = 1) -> Seen:
             items += [
                 (f"{i['Namespace']}/{s['ServiceName']}", str(i["Namespace"])) for i in resp.json for s in i["Services"]
             ]
+            return Seen(items, tokens)
+        if resp.json and "Target" in resp.json[0]:
+            # /v1/scaling/policies: Nomad's list is not paged and names the namespace in Target.
+            items += [(str(i["ID"]), str(i["Target"]["Namespace"])) for i in resp.json]
             return Seen(items, tokens)
         assert len(resp.json) <= per_page
         items += [(str(i["ID"]), str(i["Namespace"])) for i in resp.json]

@@ -239,10 +239,18 @@ def _check_list(response: Response, capability: str) -> Response:
     items = response.get_json()
     if isinstance(items, list):
         visibility = Visibility(acl, capability, own_workload_namespace(acl))
-        readable = (isinstance(i, dict) and visibility.allows(str(i.get("Namespace"))) for i in items)
+        readable = (isinstance(i, dict) and visibility.allows(_listed_namespace(i)) for i in items)
         if not all(readable):
             return _unfiltered("the list holds items of namespaces the caller may not read")
     return response
+
+
+def _listed_namespace(item: dict[str, object]) -> str:
+    """A listed object's namespace: its own, or its Target's (Nomad's scaling policy stubs)."""
+    target = item.get("Target")
+    if "Namespace" not in item and isinstance(target, dict):
+        return str(target.get("Namespace"))
+    return str(item.get("Namespace"))
 
 
 def _unfiltered(reason: str) -> Response:
