@@ -9,6 +9,7 @@ process group; when the WebSocket drops before it exits, the whole group is kill
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import fcntl
 import os
@@ -45,7 +46,7 @@ def _controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-class FrameSession:
+class FrameSession(abc.ABC):
     """The WebSocket side every exec session shares: Nomad's input frames dispatched to the
     command (a resize, stdin bytes, the end of stdin) and output sent until the caller is gone."""
 
@@ -73,14 +74,14 @@ class FrameSession:
             if frame.stdin_close:
                 self._close_stdin()
 
-    def _resize(self, height: int, width: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _resize(self, height: int, width: int) -> None: ...
 
-    def _write_stdin(self, data: bytes) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _write_stdin(self, data: bytes) -> None: ...
 
-    def _close_stdin(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _close_stdin(self) -> None: ...
 
 
 class ExecSession(FrameSession):
