@@ -47,7 +47,9 @@ MODES = {
 }
 # BENCH_APPLIER_PEER: another checkout's `corral` (say, .venv/bin/corral of a git worktree at an
 # earlier commit), run pipelined as one more mode of each round, to compare two versions of the
-# applier on the same database, plans and machine state.
+# applier on the same database, plans and machine state. The peer must accept this checkout's
+# schema: an applier older than the newest revision's tolerance refuses it and the round stops
+# with its exit code.
 PEER = os.environ.get("BENCH_APPLIER_PEER")
 if PEER:
     MODES["peer pipelined"] = (BATCH, "true", PEER)
@@ -165,12 +167,14 @@ def run(url: str, mode: tuple[str, str, str], plans: int, rng: random.Random) ->
         last = _scalar(conn, "SELECT max(id) FROM plans")
         try:
             while _scalar(conn, "SELECT coalesce(max(term), 0) FROM leader_terms WHERE role = 'applier'") <= term:
+                _alive(applier, corral)
                 time.sleep(0.005)
             began = time.monotonic()
             # The plans share one priority, so the last submitted is applied last: a primary-key
             # probe for its result, microseconds on the server, where counting the pending plans
             # every 5 ms cost about 1 ms a probe (pg_stat_statements).
             while not _scalar(conn, f"SELECT count(*) FROM plan_results WHERE plan_id = {last}"):
+                _alive(applier, corral)
                 time.sleep(0.005)
             elapsed = time.monotonic() - began
             completed = _scalar(conn, "SELECT count(*) FROM plan_results WHERE completed_eval")
@@ -181,6 +185,13 @@ def run(url: str, mode: tuple[str, str, str], plans: int, rng: random.Random) ->
     if completed != plans or placed != plans * PLACEMENTS:
         raise RuntimeError(f"{completed} evaluations completed and {placed} placed, expected {plans} and {plans * 3}")
     return elapsed
+
+
+def _alive(applier: subprocess.Popen[bytes], corral: str) -> None:
+    """Stop waiting for an applier that has exited (a peer checkout refuses a schema newer than its
+    own, for one), rather than wait for its term forever."""
+    if applier.poll() is not None:
+        raise RuntimeError(f"{corral} applier exited with {applier.returncode} before applying the plans")
 
 
 def _scalar(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
@@ -15,7 +15,14 @@ from app.wire.api.api_allocs import AllocationListedJson
 from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.api.api_operator import SchedulerConfigJson
 from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
-from app.wire.job import JobSpec
+from app.wire.job import (
+    JobChildrenSummaryJson,
+    JobListStubJson,
+    JobSpec,
+    JobSummaryJson,
+    TaskGroupSummaryJson,
+)
+from app.wire.json import JsonObject
 from app.wire.node import (
     NodeCpuResourcesJson,
     NodeDiskResourcesJson,
@@ -71,7 +78,7 @@ def job_eval_answer(result: JobEvalResult, warnings: str = "") -> JobEvalAnswerJ
     }
 
 
-def job(row: Job, status: str) -> dict[str, Any]:
+def job(row: Job, status: str) -> JsonObject:
     """Every key of Nomad's Job (canonical.py); `status` is derived from the job's allocations
     and evaluations (store.derived_status)."""
     return {
@@ -88,7 +95,7 @@ def job(row: Job, status: str) -> dict[str, Any]:
     }
 
 
-def job_version(row: JobVersion, current: Job, status: str) -> dict[str, Any]:
+def job_version(row: JobVersion, current: Job, status: str) -> JsonObject:
     return {
         **canonical_job(row.spec),
         "Status": status,
@@ -116,7 +123,9 @@ def version_spec(row: JobVersion) -> JobSpec:
     }
 
 
-def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str, int]) -> dict[str, Any]:
+def job_summary(
+    row: Job, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson
+) -> JobSummaryJson:
     return {
         "JobID": row.id,
         "Namespace": row.namespace,
@@ -127,10 +136,10 @@ def job_summary(row: Job, groups: dict[str, dict[str, int]], children: dict[str,
     }
 
 
-def job_stub(row: Job, summary: dict[str, Any], status: str) -> dict[str, Any]:
+def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
     """Nomad's JobListStub (every key; the job's version is on the full job only)."""
     spec = row.spec
-    stub = {
+    stub: JobListStubJson = {
         "ID": row.id,
         "ParentID": row.parent_id or "",
         "Name": row.name,
