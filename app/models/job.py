@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    Text,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -23,7 +24,7 @@ from app.models.base import (
     updated_at_column,
 )
 from app.values.constants import JOB_STATUSES, JOB_TYPES, sql_in
-from app.wire.job import JobSpec, JobVersionTagSpec
+from app.wire.job import JobSpec, JobType, JobVersionTagSpec
 
 
 class Job(Base):
@@ -58,7 +59,7 @@ class Job(Base):
     )
     id: Mapped[str] = mapped_column(primary_key=True, comment="Job ID, unique per namespace.")
     name: Mapped[str] = mapped_column(comment="Display name (defaults to the ID).")
-    type: Mapped[str] = mapped_column(comment="Scheduler type: service, batch, system or sysbatch.")
+    type: Mapped[JobType] = mapped_column(Text, comment="Scheduler type: service, batch, system or sysbatch.")
     priority: Mapped[int] = mapped_column(Integer, comment="Priority 1-100; orders evals and plans.")
     status: Mapped[str] = mapped_column(
         comment="Status as the last write of the job set it (pending on register, dead on stop); the API answers "

@@ -14,6 +14,16 @@ from app.wire.node import NodeEligibility, NodeStatus
 
 JOB_TYPES: tuple[JobType, ...] = get_args(JobType)
 JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
+
+
+def job_status(value: str) -> JobStatus:
+    """A status read from the database as its Literal (the CHECK constraint and
+    corral_job_status_v1 allow nothing else; a stray value is a bug worth a loud error)."""
+    if value not in JOB_STATUSES:
+        raise ValueError(f"job status {value!r} is none of {', '.join(JOB_STATUSES)}")
+    return value
+
+
 # Core evaluations run garbage collection instead of a scheduler (Nomad's `_core` type).
 CORE_EVAL_TYPE = "_core"
 EVAL_TYPES = (*JOB_TYPES, CORE_EVAL_TYPE)

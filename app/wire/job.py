@@ -832,6 +832,8 @@ class JobListStubJson(TypedDict, total=False):
     Name: str
     Namespace: str
     Datacenters: list[str]
+    NodePool: str
+    Multiregion: MultiregionSpec | None
     Type: JobType
     Priority: int
     Periodic: bool

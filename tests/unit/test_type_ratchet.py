@@ -18,7 +18,7 @@ ANY = re.compile(r"\bAny\b")
 # room -> (dict[str, Any] annotations, uses of Any), as measured when the budget was last lowered.
 BUDGETS: dict[str, tuple[int, int]] = {
     "app/acl": (0, 2),
-    "app/api": (11, 47),
+    "app/api": (3, 37),
     "app/bexpr": (0, 17),
     "app/cli": (1, 57),
     "app/db": (0, 11),

@@ -38,6 +38,7 @@ EXTRA: dict[str, set[str]] = {
     # nomad/structs' Node keys the api package lacks (SecretID sent empty, as Nomad's Sanitize does).
     "Node": {"SecretID", "ComputedClass", "IdentitySigningKeyID", "LastMissedHeartbeatIndex", "LastAllocUpdateIndex"},
     "NodeListStub": {"HostVolumes"},  # the node's host volumes, which the CLI's node status lists
+    "JobListStub": {"NodePool", "Multiregion"},  # nomad/structs' JobListStub keys the api package lacks
     "Event": {"Namespace"},  # nomad/structs' Event.Namespace
     "Deployment": {"EvalPriority"},  # nomad/structs' Deployment.EvalPriority
     "DeploymentState": {"AutoPromote"},  # nomad/structs' DeploymentState.AutoPromote
@@ -89,3 +90,9 @@ def test_terminal_statuses_are_statuses() -> None:
     assert set(constants.ALLOC_CLIENT_TERMINAL_STATUSES) < set(constants.ALLOC_CLIENT_STATUSES)
     assert set(constants.EVAL_TERMINAL_STATUSES) < set(constants.EVAL_STATUSES)
     assert set(constants.DEPLOYMENT_ACTIVE_STATUSES) < set(constants.DEPLOYMENT_STATUSES)
+
+
+def test_job_status_narrows_known_statuses_and_refuses_others() -> None:
+    assert [constants.job_status(s) for s in ("pending", "running", "dead")] == ["pending", "running", "dead"]
+    with pytest.raises(ValueError, match="'complete' is none of pending, running, dead"):
+        constants.job_status("complete")

@@ -9,6 +9,7 @@ from typing import Protocol, cast
 from app.jobspec.canonical import canonical_job
 from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
 from app.pipeline.codecs.metrics_codec import placed_to_nomad
+from app.values.constants import job_status
 from app.values.rfc3339 import of_datetime
 from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
 from app.wire.api.api_allocs import AllocationListedJson
@@ -20,6 +21,7 @@ from app.wire.job import (
     JobListStubJson,
     JobSpec,
     JobSummaryJson,
+    JobVersionTagSpec,
     TaskGroupSummaryJson,
 )
 from app.wire.json import JsonObject
@@ -101,11 +103,22 @@ def job_version(row: JobVersion, current: Job, status: str) -> JsonObject:
         "Status": status,
         "Stable": row.stable,
         "Version": row.version,
-        "VersionTag": row.version_tag,
+        "VersionTag": version_tag(row.version_tag),
         "SubmitTime": nanos(row.submit_time),
         "CreateIndex": current.create_index,
         "ModifyIndex": row.job_modify_index,
         "JobModifyIndex": row.job_modify_index,
+    }
+
+
+def version_tag(tag: JobVersionTagSpec | None) -> JsonObject | None:
+    """A version's tag as JSON (Nomad's JobVersionTag; null on an untagged version)."""
+    if tag is None:
+        return None
+    return {
+        "Name": tag.get("Name", ""),
+        "Description": tag.get("Description", ""),
+        "TaggedTime": tag.get("TaggedTime", 0),
     }
 
 
@@ -123,9 +136,7 @@ def version_spec(row: JobVersion) -> JobSpec:
     }
 
 
-def job_summary(
-    row: Job, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson
-) -> JobSummaryJson:
+def job_summary(row: Job, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson) -> JobSummaryJson:
     return {
         "JobID": row.id,
         "Namespace": row.namespace,
@@ -152,7 +163,7 @@ def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
         "Periodic": row.periodic,
         "ParameterizedJob": row.parameterized,
         "Stop": row.stop,
-        "Status": status,
+        "Status": job_status(status),
         "StatusDescription": row.status_description,
         "JobSummary": summary,
         "CreateIndex": row.create_index,

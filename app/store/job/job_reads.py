@@ -12,8 +12,7 @@ from app.models import Allocation, Job, JobVersion
 from app.store.sql import query
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import NotFound
-
-SUMMARY_COLUMNS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
+from app.wire.job import JobChildrenSummaryJson, TaskGroupSummaryJson
 
 
 def get_job(session: Session, namespace: str, job_id: str, *, for_update: bool = False) -> Job:
@@ -74,7 +73,11 @@ def derived_statuses(session: Session, namespace: str | None) -> dict[tuple[str,
     return {(str(ns), str(job_id)): str(status) for ns, job_id, status in rows}
 
 
-def children_summaries(session: Session, namespace: str | None) -> dict[tuple[str, str], dict[str, int]]:
+def no_children() -> JobChildrenSummaryJson:
+    return {"Pending": 0, "Running": 0, "Dead": 0}
+
+
+def children_summaries(session: Session, namespace: str | None) -> dict[tuple[str, str], JobChildrenSummaryJson]:
     """(namespace, parent job) -> counts of its periodic or dispatched children by status."""
     derived = func.corral_job_status_v1(literal_column("jobs"))
     stmt = select(Job.namespace, Job.parent_id, derived, func.count()).where(
@@ -82,24 +85,38 @@ def children_summaries(session: Session, namespace: str | None) -> dict[tuple[st
     )
     if namespace is not None:
         stmt = stmt.where(Job.namespace == namespace)
-    result: dict[tuple[str, str], dict[str, int]] = {}
+    result: dict[tuple[str, str], JobChildrenSummaryJson] = {}
     for ns, parent, status, n in session.execute(stmt.group_by(Job.namespace, Job.parent_id, derived)):
-        counts = result.setdefault((ns, str(parent)), {"Pending": 0, "Running": 0, "Dead": 0})
-        counts[str(status).capitalize()] = int(n)
+        counts = result.setdefault((ns, str(parent)), no_children())
+        match status:
+            case "pending":
+                counts["Pending"] = int(n)
+            case "running":
+                counts["Running"] = int(n)
+            case _:
+                counts["Dead"] = int(n)
     return result
 
 
-def children_summary(session: Session, job: Job) -> dict[str, int]:
+def children_summary(session: Session, job: Job) -> JobChildrenSummaryJson:
     found = children_summaries(session, job.namespace).get((job.namespace, job.id))
-    return found or {"Pending": 0, "Running": 0, "Dead": 0}
+    return found or no_children()
 
 
 def task_group_summaries(
     session: Session, namespace: str | None, job_id: str | None = None
-) -> dict[tuple[str, str], dict[str, dict[str, int]]]:
+) -> dict[tuple[str, str], dict[str, TaskGroupSummaryJson]]:
     """(namespace, job) -> task group -> Nomad summary counts."""
-    result: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    result: dict[tuple[str, str], dict[str, TaskGroupSummaryJson]] = {}
     rows = session.execute(query("task_group_summaries"), {"namespace": namespace, "job_id": job_id})
-    for ns, jid, group, *counts in rows:
-        result.setdefault((ns, jid), {})[group] = dict(zip(SUMMARY_COLUMNS, map(int, counts), strict=True))
+    for ns, jid, group, queued, complete, failed, running, starting, lost, unknown in rows:
+        result.setdefault((ns, jid), {})[group] = {
+            "Queued": int(queued),
+            "Complete": int(complete),
+            "Failed": int(failed),
+            "Running": int(running),
+            "Starting": int(starting),
+            "Lost": int(lost),
+            "Unknown": int(unknown),
+        }
     return result

@@ -25,7 +25,7 @@ from app.store.job.job_submissions import Submission, save_submission
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.api.api_allocs import AllocationListedJson
 from app.wire.evaluation import EvaluationJson
-from app.wire.job import JobSpec
+from app.wire.job import JobListStubJson, JobSpec, JobSummaryJson
 from app.wire.json import JsonObject
 
 bp = Blueprint("jobs", __name__)
@@ -36,16 +36,15 @@ JOB_TABLES = ["jobs", "allocations", "evaluations"]
 def list_jobs() -> Response:
     ns, prefix, query = namespace(allow_wildcard=True), prefix_arg(), list_query()
 
-    def fetch(session: Session) -> tuple[list[dict[str, Any]], str | None]:
+    def fetch(session: Session) -> tuple[list[JobListStubJson], str | None]:
         summaries = reads.task_group_summaries(session, ns)
         children = reads.children_summaries(session, ns)
         statuses = reads.derived_statuses(session, ns)
-        no_children = {"Pending": 0, "Running": 0, "Dead": 0}
         entries = []
         for job in reads.list_jobs(session, ns, prefix):
             key = (job.namespace, job.id)
             status = statuses.get(key, job.status)
-            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key, no_children))
+            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
             stub = encode.job_stub(job, summary, status)
             entries.append(Entry(job.namespace, job.id, job.create_index, _job_view(job, status, stub), stub))
         return page(entries, Order.NAMESPACE_ID, query)
@@ -289,7 +288,7 @@ def allocations(job_id: str) -> Response:
 def summary(job_id: str) -> Response:
     ns = namespace(allow_wildcard=False)
 
-    def fetch(session: Session) -> dict[str, Any]:
+    def fetch(session: Session) -> JobSummaryJson:
         assert ns is not None
         job = reads.get_job(session, ns, job_id)
         groups = reads.task_group_summaries(session, ns, job_id).get((ns, job_id), {})

@@ -6,7 +6,6 @@ Governance): Nomad's community edition refuses it, and so does corral."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from flask import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,6 +20,7 @@ from app.models import NodePool
 from app.store.job import job_reads as reads
 from app.store.node import node_pools as store
 from app.values.errors import InvalidInput
+from app.wire.job import JobListStubJson
 from app.wire.node import NodePoolJson
 
 bp = Blueprint("node_pools", __name__)
@@ -121,7 +121,7 @@ def pool_jobs(name: str) -> Response:
     may not list left out, as Nomad's JobListStubs."""
     ns, acl = namespace(allow_wildcard=True), caller().acl
 
-    def fetch(session: Session) -> list[dict[str, Any]]:
+    def fetch(session: Session) -> list[JobListStubJson]:
         jobs = [
             job
             for job in store.pool_jobs(session, path_value(name, "Name"), ns)
@@ -130,11 +130,11 @@ def pool_jobs(name: str) -> Response:
         if not jobs:
             return []
         summaries, statuses = reads.task_group_summaries(session, ns), reads.derived_statuses(session, ns)
-        children, no_children = reads.children_summaries(session, ns), {"Pending": 0, "Running": 0, "Dead": 0}
+        children = reads.children_summaries(session, ns)
         stubs = []
         for job in jobs:
             key = (job.namespace, job.id)
-            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key, no_children))
+            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
             stubs.append(encode.job_stub(job, summary, statuses.get(key, job.status)))
         return stubs
 
