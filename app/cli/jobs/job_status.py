@@ -183,39 +183,19 @@ def render_allocs(allocs: list[AllocationListStubJson], verbose: bool, modified:
     prints the creation date and no modification time."""
     if not allocs:
         return "No allocations placed"
-    if not modified:
-        return _status_allocs(allocs, verbose)
-    rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"]]
+    header = ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created"]
+    rows = [[*header, "Modified"] if modified else header]
     for a in sorted(allocs, key=lambda a: -int(a.get("CreateIndex", 0))):
-        rows.append(
-            [
-                short(str(a["ID"]), verbose),
-                short(str(a.get("NodeID", "")), verbose),
-                str(a["TaskGroup"]),
-                str(a.get("JobVersion", 0)),
-                str(a["DesiredStatus"]),
-                str(a["ClientStatus"]),
-                ago(a.get("CreateTime")),
-                ago(a.get("ModifyTime")),
-            ]
-        )
-    return "\n".join(columns(rows))
-
-
-def _status_allocs(allocs: list[AllocationListStubJson], verbose: bool) -> str:
-    rows = [["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created"]]
-    for a in sorted(allocs, key=lambda a: -int(a.get("CreateIndex", 0))):
-        rows.append(
-            [
-                short(str(a["ID"]), verbose),
-                short(str(a.get("NodeID", "")), verbose),
-                str(a["TaskGroup"]),
-                str(a.get("JobVersion", 0)),
-                str(a["DesiredStatus"]),
-                str(a["ClientStatus"]),
-                _date(a.get("CreateTime", 0)),
-            ]
-        )
+        row = [
+            short(str(a["ID"]), verbose),
+            short(str(a.get("NodeID", "")), verbose),
+            str(a["TaskGroup"]),
+            str(a.get("JobVersion", 0)),
+            str(a["DesiredStatus"]),
+            str(a["ClientStatus"]),
+        ]
+        times = [ago(a.get("CreateTime")), ago(a.get("ModifyTime"))] if modified else [_date(a.get("CreateTime", 0))]
+        rows.append(row + times)
     return "\n".join(columns(rows))
 
 
