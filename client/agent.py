@@ -154,7 +154,11 @@ class Client:
             "Datacenter": config.datacenter,
             "NodeClass": config.node_class,
             "NodePool": config.node_pool,
-            "Status": "initializing",  # ready once the servers have our allocations' state
+            # Initializing until the servers have our allocations' state; once they have it, a
+            # registration that only updates the node (metadata, a driver's health) stays ready,
+            # as a Nomad client's does, rather than taking the node out of service until the
+            # next heartbeat.
+            "Status": "ready" if self.synced else "initializing",
             "Attributes": attributes,
             "Meta": self.node_meta.merged(),  # the configuration's, under what `node meta apply` set
             "Drivers": drivers,
@@ -194,7 +198,6 @@ class Client:
             self.registered = body
             self._keep_link_key()
             log.info("node registered", node_id=str(self.api.node_id), ttl_s=round(ttl, 2))
-            self.synced = False
             return ttl
         return RETRY_S
 
@@ -448,6 +451,7 @@ class Client:
             beat = self.api.heartbeat("ready" if ready else "initializing")
         except NodeGone:
             log.warning("the servers no longer know this node; registering again")
+            self.synced = False  # a new node: initializing until its allocations' state is re-sent
             self.register()
             return 0.01
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:

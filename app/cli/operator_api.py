@@ -44,12 +44,13 @@ def api(
     body: Any = None
     if not sys.stdin.isatty():
         text = sys.stdin.read()
+        # An empty stdin (a script's /dev/null, a CI runner) is no body: the request stays a GET.
         if text.strip():
             try:
                 body = json.loads(text)
             except json.JSONDecodeError as err:
                 raise click.ClickException(f"Error reading stdin: the body is not JSON ({err})") from err
-        method = method or "POST"
+            method = method or "POST"
     method = (method or "GET").upper()
     url = _url(path, filter_)
     sent = {**http.auth_headers(), **headers}

@@ -42,6 +42,7 @@ def test_node_meta_apply_read_constraints_and_restart(cluster: Cluster) -> None:
     assert applied.returncode == 0, applied.stderr + client.output
     node = cluster.http.get(f"/v1/node/{node_id}").json()
     assert node["Meta"].get("rack") == "r1" and "zone" not in node["Meta"]
+    assert node["Status"] == "ready"  # the update re-registered a live node: it stays in service
     assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("placed")] == ["running"], 60)
     read = cli(cluster, "node", "meta", "read", "-node-id", node_id)
     assert read.returncode == 0, read.stderr

@@ -46,6 +46,24 @@ def test_reregister_needs_the_secret(client: FlaskClient) -> None:
 
 
 @pytest.mark.parametrize(
+    ("was", "becomes"), [("ready", "ready"), ("down", "initializing"), ("disconnected", "initializing")]
+)
+def test_a_ready_registration_updates_a_live_node_but_not_a_lost_one(
+    client: FlaskClient, pg: Conn, was: str, becomes: str
+) -> None:
+    """A live node's update (new metadata) stays ready; a node that was down or disconnected comes
+    back through initializing, whatever its registration says, until its client has re-sent its
+    allocations' state and said so in a heartbeat."""
+    node_id = str(uuid.uuid4())
+    secret = json_body(client.put("/v1/node/register", json={"Node": node_body(node_id)}))["SecretID"]
+    pg.execute("UPDATE nodes SET status = %s WHERE id = %s", (was, node_id))
+    again = client.put("/v1/node/register", json={"Node": node_body(node_id, SecretID=secret, Meta={"rack": "r1"})})
+    assert again.status_code == 200, again.json
+    node = json_body(client.get(f"/v1/node/{node_id}"))
+    assert (node["Status"], node["Meta"]) == (becomes, {"rack": "r1"})
+
+
+@pytest.mark.parametrize(
     ("change", "field"),
     [
         ({"ID": "nope"}, "Node.ID"),

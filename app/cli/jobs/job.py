@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote
@@ -19,6 +20,7 @@ from app.cli.jobs.job_init import init as init_command
 from app.cli.jobs.job_ops import add_commands as add_ops_commands
 from app.cli.jobs.job_source import job_submission
 from app.cli.jobs.job_status import add_commands as add_status_commands
+from app.cli.jobs.job_status import next_launch_text
 from app.cli.jobs.job_tag import tag as tag_group
 from app.cli.jobs.plan_output import has_changes, render
 from app.cli.support import http
@@ -185,9 +187,14 @@ def run(
         follow(response["EvalID"], detach, verbose)
         return
     click.echo("Job registration successful")
-    if response.get("EvalID"):
+    # As Nomad's: a periodic job says when it launches next, a parameterized one nothing more
+    # (it runs only when dispatched), any other the evaluation it was given.
+    if spec.get("Periodic") and not spec.get("ParameterizedJob"):
+        launch = next_launch_text(spec, datetime.now(UTC))
+        if launch is not None:
+            click.echo(f"Approximate next launch time: {launch}")
+    elif not spec.get("ParameterizedJob") and response.get("EvalID"):
         click.echo(f"Evaluation ID: {response['EvalID']}")
-    click.echo(f"Job Modify Index: {response.get('JobModifyIndex', 0)}")
 
 
 @job.command()

@@ -146,8 +146,20 @@ def _fingerprint_value(node: Node, name: str) -> object:
     return value.get(key) if isinstance(value, dict) else None
 
 
+def _registered_status(current: str | None, wanted: str) -> str:
+    """A node that was down or disconnected comes back through initializing whatever its
+    registration says: it is ready only once its client has re-sent its allocations' state and
+    said so in a heartbeat (heartbeats.py). A live node's update (new metadata, a driver's
+    health) keeps the status its client sends, as Nomad's clients send ready after their
+    first registration."""
+    if current in ("down", "disconnected") and wanted == "ready":
+        return "initializing"
+    return wanted
+
+
 def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: int, now: datetime) -> None:
-    if node.status != reg.status:
+    status = _registered_status(node.status if node.create_index != index else None, reg.status)
+    if node.status != status:
         node.status_updated_at = now
     node.secret_hash = secret_hash(secret)
     node.name, node.datacenter, node.node_class, node.node_pool = (
@@ -156,7 +168,7 @@ def _apply_registration(node: Node, reg: NodeRegistration, secret: str, index: i
         reg.node_class,
         reg.node_pool,
     )
-    node.status = reg.status
+    node.status = status
     node.attributes, node.meta, node.drivers = reg.attributes, reg.meta, reg.drivers
     node.cpu_shares, node.memory_mb, node.disk_mb = reg.cpu_shares, reg.memory_mb, reg.disk_mb
     node.reserved_cpu, node.reserved_memory_mb = reg.reserved_cpu, reg.reserved_memory_mb
