@@ -9,12 +9,14 @@ tree (docs/cli.md's present or partial rows) without a step here."""
 from __future__ import annotations
 
 import os
+import queue
 import re
+import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +142,7 @@ class Step:
     stdin: str | None = None
     learn: tuple[tuple[str, str], ...] = ()  # (name, regex with one group) read from the output
     before: Callable[[Walk], None] | None = None  # waits for the cluster state the step needs
+    after: Callable[[Walk], None] | None = None  # checks what the command did beyond its output
 
 
 def _alloc_of(job: str, status: str = "running") -> Callable[[Walk], None]:
@@ -194,6 +197,18 @@ def _node_ready(walk: Walk) -> None:
         return bool(nodes) and nodes[0]["Status"] == "ready"
 
     assert wait_for(ready, 120), walk.agent.output
+
+
+def _canary_healthy(walk: Walk) -> None:
+    def healthy() -> bool:
+        latest = walk.api("/v1/job/web/deployment").json()
+        return bool(latest) and latest["TaskGroups"]["web"]["HealthyAllocs"] >= 1
+
+    assert wait_for(healthy, 90), walk.agent.output
+
+
+def _lock_ran(walk: Walk) -> None:
+    assert (walk.home / "locked.flag").exists()  # the child ran while the lock was held
 
 
 def _web_v2(walk: Walk) -> None:
@@ -285,7 +300,7 @@ STEPS: list[Step] = [
     Step("job eval web", ("finished with status",)),
     Step("job restart -yes web", ("restart",)),
     Step("alloc restart {web_alloc} web", (), before=_alloc_of("web")),
-    Step("job periodic force nightly", ("Force periodic successful",)),
+    Step("job periodic force nightly", ('Evaluation triggered by job "nightly/periodic-', 'with status "complete"')),
     Step("job dispatch work", ("Dispatched Job ID",)),
     Step("job run web.nomad.hcl", ("Deployment",), before=_web_v2),
     Step("job deployments web", ("running",), before=_deployment_of("web")),
@@ -293,16 +308,16 @@ STEPS: list[Step] = [
     Step("deployment status {deployment}", ("Deployment",)),
     Step("deployment pause {deployment}", ("paused",)),
     Step("deployment resume {deployment}", ("resumed",)),
-    Step("deployment promote {deployment}", ("promot",)),
+    Step("deployment promote {deployment}", ("promot",), before=_canary_healthy),
     Step("job promote web", (), code=1),
     Step("job run -detach web.nomad.hcl", ("Evaluation ID",), before=_web_v3),
     Step("deployment fail {deployment}", ("fail",), before=_deployment_of("web")),
+    Step("job scale web web 2", ("Evaluation",), before=_deployment_of("web", "failed")),
     Step("job revert web 0", ("Evaluation",)),
-    Step("job scale web web 2", ("Evaluation",)),
     Step("var put app/config db=prod", ('"Path": "app/config"', '"db": "prod"')),
     Step("var get app/config", ("db",)),
     Step("var list", ("app/config",)),
-    Step("var lock app/lock /bin/echo locked", ("locked",)),
+    Step("var lock app/lock /usr/bin/touch locked.flag", after=_lock_ran),
     Step("var purge app/config", ("Successfully purged variable",)),
     Step("var init -out hcl var.hcl", ("Example variable specification written to var.hcl",)),
     Step("operator api /v1/jobs", ('"ID":',)),
@@ -316,14 +331,15 @@ STEPS: list[Step] = [
     Step("service delete web-svc {service}", ("Successfully deleted service registration",), before=_service_id),
     Step("node drain -enable -yes -deadline 5s {node}", ("drain",)),
     Step("node drain -disable -yes {node}", ("drain",)),
+    Step("operator scheduler set-config -pause-eval-broker=true", ("Scheduler configuration updated!",)),
+    Step("job eval -detach -verbose web", ("Created eval ID",), learn=(("pending", r'Created eval ID: "(\S+)"'),)),
+    Step("eval delete -yes {pending}", ("Successfully deleted 1 evaluation",)),
+    Step("operator scheduler set-config -pause-eval-broker=false", ("Scheduler configuration updated!",)),
     Step("job stop -yes work", ("Evaluation",)),
     Step("stop -yes nightly", ("Evaluation",)),
     Step("job stop -detach web", ("Evaluation ID",)),
     Step("job start web", ("Evaluation",)),
     Step("job stop -purge -detach web", ("Evaluation ID",)),
-    Step("operator scheduler set-config -pause-eval-broker=true", ("Scheduler configuration updated!",)),
-    Step("eval delete -yes {eval}", ("Successfully deleted",)),
-    Step("operator scheduler set-config -pause-eval-broker=false", ("Scheduler configuration updated!",)),
     Step("node pool delete batch-pool", ('Successfully deleted node pool "batch-pool"!',)),
     Step("namespace delete team-a", ('Successfully deleted namespace "team-a"!',)),
     Step("acl policy delete readers", ('Successfully deleted "readers" ACL policy!',)),
@@ -381,7 +397,7 @@ def walk() -> Iterator[Walk]:
 def test_step(walk: Walk, step: Step) -> None:
     if step.before is not None:
         step.before(walk)
-    argv = step.argv.format(**walk.known).split()
+    argv = shlex.split(step.argv.format(**walk.known))
     result = CliRunner().invoke(main, argv, input=step.stdin, env=walk.env(), catch_exceptions=False)
     output = result.output
     assert "Traceback" not in output
@@ -392,19 +408,36 @@ def test_step(walk: Walk, step: Step) -> None:
         found = re.search(pattern, output)
         assert found, f"{pattern!r} not in:\n{output}"
         walk.known[name] = found.group(1)
+    if step.after is not None:
+        step.after(walk)
 
 
 def test_monitor_streams_the_agents_log_until_stopped(walk: Walk) -> None:
+    """`monitor` follows the server's log: an anonymous request it refuses logs "permission
+    denied", which the monitor prints; the monitor runs until interrupted, as Nomad's."""
     env = {**os.environ, **walk.env()}
     monitor = subprocess.Popen(
-        [CORRAL, "monitor", "-log-level", "debug"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [CORRAL, "monitor", "-log-level", "warn"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    try:
-        time.sleep(1)
-        walk.api("/v1/jobs")  # a request the server logs
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
         assert monitor.stdout is not None
-        line = monitor.stdout.readline()
-        assert line.strip(), "the monitor printed nothing"
+        for line in monitor.stdout:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+
+    def denied_logged() -> bool:
+        httpx.get(f"{walk.base}/v1/jobs", timeout=30)  # no token: refused, and logged
+        while not lines.empty():
+            seen.append(lines.get())
+        return any("permission denied" in line for line in seen)
+
+    try:
+        assert wait_for(denied_logged, 60), "".join(seen)
+        assert monitor.poll() is None  # still following
     finally:
         monitor.send_signal(signal.SIGINT)
         monitor.wait(30)
