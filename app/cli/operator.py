@@ -1,4 +1,4 @@
-"""`corral operator scheduler get-config | set-config`, through the REST API."""
+"""`corral operator scheduler get-config | set-config` and `corral operator metrics`, through the REST API."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from app.cli.support import http
+from app.cli.support.output import format_options, formatted
 
 CONFIG_PATH = "/v1/operator/scheduler/configuration"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -111,3 +112,20 @@ def set_config(scheduler_algorithm: str | None, check_index: int | None, **flags
         click.echo("Scheduler configuration could not be atomically updated, please try again", err=True)
         sys.exit(1)
     click.echo("Scheduler configuration updated!")
+
+
+@operator.command("metrics")
+@click.option("-pretty", "pretty", is_flag=True, help="Pretty-print the JSON output.")
+@click.option("-format", "fmt", metavar="FORMAT", default="", help="Output format: prometheus (default: JSON).")
+@format_options
+def metrics(pretty: bool, fmt: str, as_json: bool, template: str | None) -> None:
+    """Print the cluster's metrics (GET /v1/metrics), as Nomad's `operator metrics`: the JSON
+    summary, or Prometheus text with -format prometheus; -json and -t format the JSON summary."""
+    params = {"format": fmt} if fmt else {}
+    if as_json or template is not None:
+        formatted(http.get("/v1/metrics", params=params), as_json, template)
+        return
+    text = http.get_text("/v1/metrics", params=params).decode()
+    if pretty and fmt in ("", "json"):
+        text = json.dumps(json.loads(text), indent=4)
+    click.echo(text.rstrip("\n"))
