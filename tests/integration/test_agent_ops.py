@@ -166,6 +166,9 @@ def test_the_routes_need_nomads_capabilities(acl_app: Flask) -> None:
         ("GET", "/v1/agent/monitor/export", "agent-read", "operator-write", 501),
         ("PUT", "/v1/agent/reload", "agent-write", "agent-read", 501),
         ("DELETE", f"/v1/operator/keyring/key/{key}", "operator-write", "operator-read", 404),
+        ("GET", "/v1/agent/schedulers", "agent-read", "operator-write", 200),
+        ("GET", "/v1/agent/schedulers/config", "agent-read", "operator-write", 200),
+        ("PUT", "/v1/agent/schedulers/config", "agent-write", "agent-read", 501),
     ]
     for method, path, allowed, denied, status in expected:
         assert api.open(path, method=method).status_code == 403, path

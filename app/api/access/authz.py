@@ -56,6 +56,10 @@ REQUIREMENTS: dict[str, Requirement] = {
     "agent_debug.pprof_cmdline": Area("agent", W),
     "agent_debug.monitor_export": Area("agent", R),  # Nomad: agent:read
     "agent_debug.reload": Area("agent", W),  # Nomad: agent:write
+    # Scheduler workers (Nomad: agent:read to read, agent:write to change).
+    "schedulers.schedulers": Area("agent", R),
+    "schedulers.get_config": Area("agent", R),
+    "schedulers.set_config": Area("agent", W),
     # ACL objects (the bootstrap guards itself; reads filter to the token's own policies).
     "acl.bootstrap": Public(),
     "acl.list_policies": OwnFilter("the token's own policies"),

@@ -249,6 +249,8 @@ NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/agent/reload": "a server's settings are its CORRAL_* environment, read at start: restart it",
     "GET /v1/agent/monitor/export": "a server writes no log file (its log goes to stderr): `/v1/agent/monitor` "
     "streams it",
+    "PUT,POST /v1/agent/schedulers/config": "the workers are `corral worker` processes: start or stop them; "
+    "`--num-schedulers` and `--schedulers` set their loops and types",
     "GET /v1/client/identity": _NODE_IDENTITY,
     "PUT,POST /v1/client/identity/renew": _NODE_IDENTITY,
     "PUT,POST /v1/acl/identity/client-introduction-token": "registration takes an ACL token with `node:write` (an "
@@ -277,6 +279,9 @@ PARTIAL: dict[str, str] = {
     "PUT,POST /v1/node/:node_id/purge": "a node that ran allocations stays, down, until GC takes them",
     "DELETE /v1/evaluations": "an evaluation that placed allocations is kept (they name it)",
     "GET /v1/scaling/policies": "policy IDs are derived, not stored",
+    "GET /v1/agent/schedulers": "the cluster's scheduling loops (every `corral worker` process), as last published",
+    "GET /v1/agent/schedulers/config": "the cluster's live loops counted and their types joined; an API server "
+    "runs none",
     "DELETE /v1/operator/keyring/key/:key_id": "`force` does not remove a key variables are sealed with: "
     "`operator root keyring rotate -full` re-seals them first",
 }
