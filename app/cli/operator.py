@@ -1,18 +1,25 @@
-"""`corral operator scheduler get-config | set-config` and `corral operator metrics`, through the REST API."""
+"""`corral operator scheduler get-config | set-config` and `corral operator metrics`, through the
+REST API, and `corral operator client-state`, which reads a stopped or running client's data
+directory."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from app.cli.support import http
 from app.cli.support.output import format_options, formatted
+from app.wire.json import JsonObject, JsonValue
 
 CONFIG_PATH = "/v1/operator/scheduler/configuration"
+# Where a node agent keeps each allocation's record: <data_dir>/allocs/<alloc_id>/alloc.json
+# (client/agent.py's allocs_dir, client/allocs/alloc_runner.py's RECORD; a unit test holds them equal).
+ALLOCS_DIR, RECORD = "allocs", "alloc.json"
 F = TypeVar("F", bound=Callable[..., Any])
 # flag name -> (path into SchedulerConfig, help)
 BOOL_FLAGS = {
@@ -129,3 +136,49 @@ def metrics(pretty: bool, fmt: str, as_json: bool, template: str | None) -> None
     if pretty and fmt in ("", "json"):
         text = json.dumps(json.loads(text), indent=4)
     click.echo(text.rstrip("\n"))
+
+
+@operator.command("client-state")
+@click.argument("data_dir", required=False, metavar="<path_to_client_data_dir>")
+def client_state(data_dir: str | None) -> None:
+    """Print the state a node agent keeps in its data directory (`corral client --data-dir`) as
+    JSON, as Nomad's `operator client-state`: per allocation its `Alloc`, `DeployStatus` (the
+    health watch), `Identities`, and per task `LocalState`, `RemoteState` (the task state) and
+    `DriverState` (the driver's handle)."""
+    if not data_dir:
+        raise click.ClickException("This command takes one argument: <client-data-dir>")
+    allocs = Path(data_dir) / ALLOCS_DIR
+    if not allocs.is_dir():
+        raise click.ClickException(f"failed to open client state: {allocs} is not a directory")
+    found: JsonObject = {}
+    for alloc_dir in sorted(allocs.iterdir()):
+        record_path = alloc_dir / RECORD
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError) as err:
+            click.echo(f"skipping {record_path}: {err}", err=True)
+            continue
+        if isinstance(record, dict):
+            found[alloc_dir.name] = _client_alloc(record)
+    click.echo(json.dumps({"Allocations": found}))
+
+
+def _client_alloc(record: JsonObject) -> JsonObject:
+    tasks = record.get("tasks")
+    return {
+        "Alloc": record.get("alloc"),
+        "ClientStatus": record.get("client_status"),
+        "DeployStatus": record.get("health"),
+        "Identities": record.get("identities"),
+        "Tasks": {name: _task_state(saved) for name, saved in tasks.items()} if isinstance(tasks, dict) else {},
+    }
+
+
+def _task_state(saved: JsonValue) -> JsonObject:
+    if not isinstance(saved, dict):
+        return {"LocalState": None, "RemoteState": None, "DriverState": None}
+    return {
+        "LocalState": {"ArtifactsDone": saved.get("artifacts_done")},
+        "RemoteState": saved.get("state"),
+        "DriverState": saved.get("handle"),
+    }

@@ -93,6 +93,7 @@ NOT_APPLICABLE: dict[str, str] = {
 
 # Present, but short of Nomad's everyday flags or behaviour: what is missing.
 PARTIAL: dict[str, str] = {
+    "operator client-state": "no `Networks`, `Volumes` or `NodeIdentity` (the client keeps no such records)",
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
