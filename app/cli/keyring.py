@@ -51,7 +51,10 @@ def rotate(full: bool, verbose: bool) -> None:
 
 @keyring.command("remove")
 @click.option(
-    "-force", "force", is_flag=True, help="Nomad's flag: corral still refuses a key variables are sealed with."
+    "-force",
+    "force",
+    is_flag=True,
+    help="Remove the key even if running allocations may hold identities it signed (never one sealing variables).",
 )
 @click.argument("key_id", required=False)
 def remove(force: bool, key_id: str | None) -> None:

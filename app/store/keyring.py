@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.keyring.crypto import SealError, new_key, open_sealed, seal
-from app.models import KeyringKey, Variable
+from app.models import Allocation, KeyringKey, Variable
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import Conflict, Failed, InvalidInput, NotFound
 
 ACTIVE, INACTIVE = "active", "inactive"
@@ -157,11 +158,14 @@ def public_key(session: Session, key_id: uuid.UUID) -> rsa.RSAPublicKey | None:
     return public if isinstance(public, rsa.RSAPublicKey) else None
 
 
-def remove(session: Session, key_id: uuid.UUID) -> int:
-    """Delete an inactive key nothing is sealed with (Nomad's Keyring.Delete); the new index.
-    The active key is refused (rotate first), as is a key that still seals variables: Nomad's
-    `force` would leave them unreadable, and corral keeps no variable it cannot open, so
-    `operator root keyring rotate -full` (which re-seals them with the active key) comes first."""
+def remove(session: Session, key_id: uuid.UUID, force: bool = False) -> int:
+    """Delete an inactive key (Nomad's Keyring.Delete); the new index. The active key is
+    refused (rotate first). A key in use is refused unless `force`, as in Nomad: in use means
+    an allocation still running that was placed before the key was retired (it may hold
+    workload identities the key signed, which stop verifying; corral records no signing key
+    per allocation, so this errs on the side of refusing). A key variables are sealed with is
+    refused even with `force`: Nomad's would leave them unreadable, and corral keeps no
+    variable it cannot open, so `operator root keyring rotate -full` re-seals them first."""
     lock_object(session, ObjectKind.KEYRING, "")
     row = session.get(KeyringKey, key_id)
     if row is None:
@@ -173,6 +177,15 @@ def remove(session: Session, key_id: uuid.UUID) -> int:
             "KeyID",
             "root key in use, cannot delete: variables are sealed with it "
             "(`operator root keyring rotate -full` re-seals them with the active key)",
+        )
+    running = exists().where(
+        Allocation.create_index < row.modify_index, Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES)
+    )
+    if not force and session.scalar(select(running)):
+        raise Conflict.of(
+            "KeyID",
+            "root key in use, cannot delete: allocations placed before it was retired still run and may hold "
+            "workload identities it signed (force=true removes it anyway)",
         )
     index = next_index(session, ["keyring_keys"])
     session.execute(delete(KeyringKey).where(KeyringKey.key_id == key_id))

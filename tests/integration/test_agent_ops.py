@@ -18,7 +18,7 @@ from app import create_app
 from app.cli import main
 from app.settings.config import Settings
 from tests.support.api import json_body, minimal_job, register
-from tests.support.rows import Conn
+from tests.support.rows import Conn, insert_allocation, insert_node
 
 pytestmark = pytest.mark.integration
 
@@ -93,6 +93,27 @@ def test_keyring_remove_refuses_the_active_and_sealing_keys(client: FlaskClient)
     assert missing.exit_code == 1 and "No encryption key(s) with prefix or ID 'ffffffff' found" in missing.output
     no_arg = cli("operator", "root", "keyring", "remove")
     assert no_arg.exit_code == 1 and "requires one argument" in no_arg.output
+
+
+def test_keyring_remove_keeps_a_key_running_allocations_may_use_unless_forced(client: FlaskClient, pg: Conn) -> None:
+    reg = register(client, minimal_job())
+    node = insert_node(pg)
+    alloc = insert_allocation(pg, node, reg["EvalID"])  # running, placed while the first key is active
+    assert client.put("/v1/var/app/one", json={"Items": {"a": "1"}}).status_code == 200
+    first = str(_keys(client)[0]["KeyID"])
+    assert client.put("/v1/operator/keyring/rotate?full").status_code == 200
+
+    in_use = client.delete(f"/v1/operator/keyring/key/{first}")
+    assert in_use.status_code == 409 and "allocations placed before it was retired" in in_use.get_data(as_text=True)
+    pg.execute("UPDATE allocations SET client_status = 'complete' WHERE id = %s", (alloc,))
+    second = str(json_body(client.put("/v1/operator/keyring/rotate"))["Key"]["KeyID"])
+    assert client.delete(f"/v1/operator/keyring/key/{first}").status_code == 200  # nothing runs any more
+    pg.execute("UPDATE allocations SET client_status = 'running' WHERE id = %s", (alloc,))
+    client.put("/v1/operator/keyring/rotate?full")
+    assert client.delete(f"/v1/operator/keyring/key/{second}").status_code == 409
+    forced = client.delete(f"/v1/operator/keyring/key/{second}?force=true")
+    assert forced.status_code == 200 and json_body(forced)["Index"] == int(forced.headers["X-Nomad-Index"])
+    assert {k["KeyID"] for k in _keys(client)}.isdisjoint({first, second})
 
 
 def test_pprof_cmdline_is_the_processes_argv_and_the_rest_say_501(client: FlaskClient) -> None:

@@ -283,7 +283,8 @@ PARTIAL: dict[str, str] = {
     "GET /v1/agent/schedulers/config": "the cluster's live loops counted and their types joined; an API server "
     "runs none",
     "DELETE /v1/operator/keyring/key/:key_id": "`force` does not remove a key variables are sealed with: "
-    "`operator root keyring rotate -full` re-seals them first",
+    "`operator root keyring rotate -full` re-seals them first; a running allocation placed before the key was retired "
+    "counts as using it",
 }
 
 BEGIN, END = "<!-- route states: begin -->", "<!-- route states: end -->"

@@ -51,11 +51,11 @@ def rotate() -> Response:
 
 @bp.delete("/operator/keyring/key/<key_id>")
 def remove_key(key_id: str) -> Response:
-    """Nomad's Keyring.Delete: {"Index"}. ?force= is read as Nomad reads it (a bad value is a
-    400), but a key that seals variables is refused either way (app/store/keyring.py says why)."""
+    """Nomad's Keyring.Delete: {"Index"}; ?force=true removes a key running allocations may
+    still use (app/store/keyring.py says what is refused)."""
     key = uuid_value(key_id, "KeyID")
-    bool_arg("force")
-    index = write(lambda s: store.remove(s, key))
+    force = bool_arg("force")
+    index = write(lambda s: store.remove(s, key, force))
     return respond({"Index": index}, index)
 
 
