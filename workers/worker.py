@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import psycopg
@@ -25,6 +27,7 @@ from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
 from app.scheduler.metrics import MetricsOptions
 from app.settings.config import Settings
+from app.store import scheduler_workers
 from app.structs import SchedulerResult, Snapshot
 from app.values.constants import CORE_EVAL_TYPE
 from workers.batch import concerns, first_tries
@@ -32,6 +35,7 @@ from workers.leases import Lease, Leases
 from workers.listener import ListenerView, SharedListener
 from workers.loops import Backoff, Streak, guarded
 from workers.runtime import DEBOUNCE_S, INDEX_CHANNEL, VERDICTS_CHANNEL, Wakeup
+from workers.timings_publisher import PUBLISH_EVERY_S, process_key
 from workers.tries import ShuttingDown, Try, completion_of, outcome_of
 
 log = structlog.get_logger(__name__)
@@ -73,11 +77,22 @@ class Worker:
             else Wakeup(database_url, "worker", settings.poll_interval_s, channels=WORKER_CHANNELS)
         )
         self.owner = f"{holder_name()}:{uuid.uuid4().hex[:6]}"
+        # What /v1/agent/schedulers shows of this loop (Nomad's worker and workload statuses),
+        # published by run_worker's publisher; plain attribute writes, read from its thread.
+        self.started_at = datetime.now(UTC)
+        self.status = "Starting"
+        self.workload_status = "Starting"
         # The pure scheduler has no clock: each placement's AllocationTime is measured with this one.
         self.placement_metrics = MetricsOptions(settings.placement_metrics, time.perf_counter_ns)
 
+    def loop_state(self) -> scheduler_workers.LoopState:
+        return scheduler_workers.LoopState(
+            self.owner, self.schedulers, self.started_at, self.status, self.workload_status
+        )
+
     def run(self, stop: threading.Event) -> None:
         log.info("worker started", schedulers=list(self.schedulers), owner=self.owner)
+        self.status = "Started"
         next_rescue = 0.0
         backoff, streak = Backoff(), Streak("claiming evaluations", owner=self.owner)
 
@@ -85,10 +100,12 @@ class Worker:
             nonlocal next_rescue
             rescue = time.monotonic() >= next_rescue
             began = time.perf_counter()
+            self.workload_status = "WaitingToDequeue"
             try:
                 claims = self._claim(rescue)
             except (DBAPIError, psycopg.Error) as err:  # the database is away: one line per outage
                 streak.failed(err)
+                self.workload_status = "Backoff"
                 return backoff.next()
             streak.succeeded()
             backoff.reset()
@@ -99,6 +116,7 @@ class Worker:
                 next_rescue = 0.0  # idle: look for lapsed leases on the next round
                 return None
             DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
+            self.workload_status = "Scheduling"
             if len(claims) == 1:
                 self.handle(claims[0], stop)
             else:
@@ -109,6 +127,7 @@ class Worker:
         try:
             guarded("worker", step, stop)  # anything unexpected: logged once, backed off, carried on
         finally:
+            self.status = self.workload_status = "Stopped"
             self.close()
 
     def close(self) -> None:
@@ -358,12 +377,46 @@ def run_worker(settings: Settings, database_url: str, schedulers: tuple[str, ...
         for i, w in enumerate(workers[1:], start=1)
     ]
     try:
-        for thread in threads:
-            thread.start()
-        workers[0].run(stop)
-        for thread in threads:
-            thread.join()
+        with publishing_loops(engine, workers):
+            for thread in threads:
+                thread.start()
+            workers[0].run(stop)
+            for thread in threads:
+                thread.join()
     finally:
         leases.close()
         listener.close()
         engine.dispose()
+
+
+@contextmanager
+def publishing_loops(engine: Engine, workers: list[Worker]) -> Iterator[None]:
+    """Publish the loops' states every PUBLISH_EVERY_S while the block runs (a daemon thread),
+    and withdraw them when it ends. A failed publish is logged and retried: it never stops work."""
+    sessions = make_sessionmaker(engine)
+    process = process_key("worker")
+    done = threading.Event()
+
+    def once(withdraw: bool = False) -> None:
+        try:
+            with transaction(sessions) as session:
+                if withdraw:
+                    scheduler_workers.withdraw(session, process)
+                else:
+                    scheduler_workers.publish(session, process, [w.loop_state() for w in workers], datetime.now(UTC))
+        except (DBAPIError, psycopg.Error) as err:
+            log.warning("could not publish the scheduling loops", error=str(err).splitlines()[0])
+
+    def loop() -> None:
+        once()
+        while not done.wait(PUBLISH_EVERY_S):
+            once()
+
+    thread = threading.Thread(target=loop, name="loops-publisher", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        once(withdraw=True)

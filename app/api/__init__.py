@@ -25,7 +25,7 @@ from app.api.routes import (
     variables,
 )
 from app.api.routes.client import client, client_allocs, client_exec, client_fs, client_identities, client_meta
-from app.api.routes.cluster import activity, agent, agent_debug, keyring, metrics, operator, status, system
+from app.api.routes.cluster import activity, agent, agent_debug, keyring, metrics, operator, schedulers, status, system
 from app.api.routes.jobs import (
     evaluate,
     job_plan,
@@ -57,6 +57,7 @@ def register(app: Flask) -> None:
     for module in (
         agent,
         agent_debug,
+        schedulers,
         acl,
         acl_roles,
         namespaces,

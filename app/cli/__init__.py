@@ -248,6 +248,7 @@ main.add_command(fmt)
 main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
 operator.add_command(operator_debug)
+main.add_command(operator_debug, "debug")  # Nomad keeps `debug` as the top-level alias of `operator debug`
 main.add_command(agent_info)
 main.add_command(var)
 main.add_command(scaling)

@@ -1,17 +1,25 @@
-"""`corral operator scheduler get-config | set-config`, through the REST API."""
+"""`corral operator scheduler get-config | set-config` and `corral operator metrics`, through the
+REST API, and `corral operator client-state`, which reads a stopped or running client's data
+directory."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from app.cli.support import http
+from app.cli.support.output import format_options, formatted
+from app.wire.json import JsonObject, JsonValue
 
 CONFIG_PATH = "/v1/operator/scheduler/configuration"
+# Where a node agent keeps each allocation's record: <data_dir>/allocs/<alloc_id>/alloc.json
+# (client/agent.py's allocs_dir, client/allocs/alloc_runner.py's RECORD; a unit test holds them equal).
+ALLOCS_DIR, RECORD = "allocs", "alloc.json"
 F = TypeVar("F", bound=Callable[..., Any])
 # flag name -> (path into SchedulerConfig, help)
 BOOL_FLAGS = {
@@ -111,3 +119,66 @@ def set_config(scheduler_algorithm: str | None, check_index: int | None, **flags
         click.echo("Scheduler configuration could not be atomically updated, please try again", err=True)
         sys.exit(1)
     click.echo("Scheduler configuration updated!")
+
+
+@operator.command("metrics")
+@click.option("-pretty", "pretty", is_flag=True, help="Pretty-print the JSON output.")
+@click.option("-format", "fmt", metavar="FORMAT", default="", help="Output format: prometheus (default: JSON).")
+@format_options
+def metrics(pretty: bool, fmt: str, as_json: bool, template: str | None) -> None:
+    """Print the cluster's metrics (GET /v1/metrics), as Nomad's `operator metrics`: the JSON
+    summary, or Prometheus text with -format prometheus; -json and -t format the JSON summary."""
+    params = {"format": fmt} if fmt else {}
+    if as_json or template is not None:
+        formatted(http.get("/v1/metrics", params=params), as_json, template)
+        return
+    text = http.get_text("/v1/metrics", params=params).decode()
+    if pretty and fmt in ("", "json"):
+        text = json.dumps(json.loads(text), indent=4)
+    click.echo(text.rstrip("\n"))
+
+
+@operator.command("client-state")
+@click.argument("data_dir", required=False, metavar="<path_to_client_data_dir>")
+def client_state(data_dir: str | None) -> None:
+    """Print the state a node agent keeps in its data directory (`corral client --data-dir`) as
+    JSON, as Nomad's `operator client-state`: per allocation its `Alloc`, `DeployStatus` (the
+    health watch), `Identities`, and per task `LocalState`, `RemoteState` (the task state) and
+    `DriverState` (the driver's handle)."""
+    if not data_dir:
+        raise click.ClickException("This command takes one argument: <client-data-dir>")
+    allocs = Path(data_dir) / ALLOCS_DIR
+    if not allocs.is_dir():
+        raise click.ClickException(f"failed to open client state: {allocs} is not a directory")
+    found: JsonObject = {}
+    for alloc_dir in sorted(allocs.iterdir()):
+        record_path = alloc_dir / RECORD
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError) as err:
+            click.echo(f"skipping {record_path}: {err}", err=True)
+            continue
+        if isinstance(record, dict):
+            found[alloc_dir.name] = _client_alloc(record)
+    click.echo(json.dumps({"Allocations": found}))
+
+
+def _client_alloc(record: JsonObject) -> JsonObject:
+    tasks = record.get("tasks")
+    return {
+        "Alloc": record.get("alloc"),
+        "ClientStatus": record.get("client_status"),
+        "DeployStatus": record.get("health"),
+        "Identities": record.get("identities"),
+        "Tasks": {name: _task_state(saved) for name, saved in tasks.items()} if isinstance(tasks, dict) else {},
+    }
+
+
+def _task_state(saved: JsonValue) -> JsonObject:
+    if not isinstance(saved, dict):
+        return {"LocalState": None, "RemoteState": None, "DriverState": None}
+    return {
+        "LocalState": {"ArtifactsDone": saved.get("artifacts_done")},
+        "RemoteState": saved.get("state"),
+        "DriverState": saved.get("handle"),
+    }

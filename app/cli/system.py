@@ -43,6 +43,19 @@ def force_gc(as_json: bool) -> None:
     _print_removed(run)
 
 
+@system.group("reconcile")
+def reconcile() -> None:
+    """Reconcile cluster state (Nomad's `system reconcile`)."""
+
+
+@reconcile.command("summaries")
+def reconcile_summaries() -> None:
+    """Reconcile the job summaries with the allocations (PUT /v1/system/reconcile/summaries).
+    corral computes each summary from the allocations when it is read, so this always succeeds."""
+    http.put("/v1/system/reconcile/summaries", None)
+    click.echo("Successfully reconciled job summaries")
+
+
 @system.command("gc-runs")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="How many runs to show.")
 def gc_runs(limit: int) -> None:

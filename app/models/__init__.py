@@ -9,7 +9,7 @@ from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
 from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
-from app.models.metrics import PublishedTiming
+from app.models.metrics import PublishedTiming, SchedulerWorker
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
@@ -47,6 +47,7 @@ __all__ = [
     "PlanResult",
     "PublishedTiming",
     "SchedulerConfig",
+    "SchedulerWorker",
     "ServiceRegistration",
     "StateIndex",
     "Variable",

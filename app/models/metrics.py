@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Double
+from sqlalchemy import CheckConstraint, Double, Text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -27,5 +27,32 @@ class PublishedTiming(Base):
     total: Mapped[float] = mapped_column(Double, comment="Sum of the observations in ms (a counter's value).")
     buckets: Mapped[list[float]] = mapped_column(
         ARRAY(Double), comment="Cumulative counts per bucket bound of app.metrics.timings.MS_BUCKETS, then +Inf."
+    )
+    updated_at: Mapped[datetime] = mapped_column(comment="When the process last published the row.")
+
+
+class SchedulerWorker(Base):
+    __tablename__ = "scheduler_workers"
+    __table_args__ = (
+        CheckConstraint("status IN ('Starting', 'Started', 'Stopped')", name="status"),
+        CheckConstraint(
+            "workload_status IN ('Starting', 'WaitingToDequeue', 'Scheduling', 'Backoff', 'Stopped')",
+            name="workload_status",
+        ),
+        {
+            "comment": "Each scheduling loop of every `corral worker` process (Nomad's scheduler workers), "
+            "published every few seconds; /v1/agent/schedulers lists the loops heard from recently."
+        },
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True, comment="The loop's lease owner name: host:pid:hex.")
+    process: Mapped[str] = mapped_column(comment="role:hostname:pid:start of the worker process running the loop.")
+    enabled_schedulers: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), comment="The evaluation types the loop claims (the process's --schedulers)."
+    )
+    started_at: Mapped[datetime] = mapped_column(comment="When the loop started.")
+    status: Mapped[str] = mapped_column(comment="Nomad's worker status: Starting, Started, Stopped.")
+    workload_status: Mapped[str] = mapped_column(
+        comment="Nomad's workload status when published: WaitingToDequeue, Scheduling, Backoff, Stopped."
     )
     updated_at: Mapped[datetime] = mapped_column(comment="When the process last published the row.")

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from sqlalchemy import select, update
+from sqlalchemy import delete, exists, select, update
 from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.keyring.crypto import SealError, new_key, open_sealed, seal
-from app.models import KeyringKey
-from app.values.errors import Failed
+from app.models import Allocation, KeyringKey, Variable
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
+from app.values.errors import Conflict, Failed, InvalidInput, NotFound
 
 ACTIVE, INACTIVE = "active", "inactive"
 RSA_BITS = 2048
@@ -155,3 +156,40 @@ def public_key(session: Session, key_id: uuid.UUID) -> rsa.RSAPublicKey | None:
         return None
     public = serialization.load_der_public_key(row.public_key)
     return public if isinstance(public, rsa.RSAPublicKey) else None
+
+
+def remove(session: Session, key_id: uuid.UUID, force: bool = False) -> int:
+    """Delete an inactive key (Nomad's Keyring.Delete); the new index. The active key is
+    refused (rotate first). A key in use is refused unless `force`, as in Nomad: in use means
+    an allocation still running that was placed before the key was retired (it may hold
+    workload identities the key signed, which stop verifying; corral records no signing key
+    per allocation, so this errs on the side of refusing). A key variables are sealed with is
+    refused even with `force`: Nomad's would leave them unreadable, and corral keeps no
+    variable it cannot open, so `operator root keyring rotate -full` re-seals them first."""
+    lock_object(session, ObjectKind.KEYRING, "")
+    row = session.get(KeyringKey, key_id)
+    if row is None:
+        raise NotFound.of("KeyID", "root key not found")
+    if row.state == ACTIVE:
+        raise InvalidInput.of("KeyID", "active root key cannot be deleted - call rotate first")
+    if session.scalar(select(exists().where(Variable.key_id == key_id))):
+        raise Conflict.of(
+            "KeyID",
+            "root key in use, cannot delete: variables are sealed with it "
+            "(`operator root keyring rotate -full` re-seals them with the active key)",
+        )
+    running = exists().where(
+        Allocation.create_index < row.modify_index, Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES)
+    )
+    if not force and session.scalar(select(running)):
+        raise Conflict.of(
+            "KeyID",
+            "root key in use, cannot delete: allocations placed before it was retired still run and may hold "
+            "workload identities it signed (force=true removes it anyway)",
+        )
+    index = next_index(session, ["keyring_keys"])
+    session.execute(delete(KeyringKey).where(KeyringKey.key_id == key_id))
+    with _cache_lock:
+        for cached in [k for k in _cache if k[1] == key_id]:
+            del _cache[cached]
+    return index

@@ -53,6 +53,13 @@ REQUIREMENTS: dict[str, Requirement] = {
     "agent_debug.monitor": Area("agent", R),
     "agent_debug.host": Area("agent", R),
     "agent_debug.pprof": Area("agent", W),
+    "agent_debug.pprof_cmdline": Area("agent", W),
+    "agent_debug.monitor_export": Area("agent", R),  # Nomad: agent:read
+    "agent_debug.reload": Area("agent", W),  # Nomad: agent:write
+    # Scheduler workers (Nomad: agent:read to read, agent:write to change).
+    "schedulers.schedulers": Area("agent", R),
+    "schedulers.get_config": Area("agent", R),
+    "schedulers.set_config": Area("agent", W),
     # ACL objects (the bootstrap guards itself; reads filter to the token's own policies).
     "acl.bootstrap": Public(),
     "acl.list_policies": OwnFilter("the token's own policies"),
@@ -125,6 +132,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "services.sync_services": NodeSecret(),
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),
+    "evals.count_evaluations": ListIn(pol.READ_JOB),  # Nomad's Eval.Count: read-job, per namespace
     "evals.get_evaluation": InNamespace(pol.READ_JOB, "evaluation"),
     "eval_delete.delete_evaluations": Management(),  # Nomad's Eval.Delete: a management token
     "evals.evaluation_allocations": InNamespace(pol.READ_JOB, "evaluation"),
@@ -191,6 +199,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "variables.delete_variable": VariableOp("destroy"),
     "keyring.list_keys": Area("operator", R),
     "keyring.rotate": Area("operator", W),
+    "keyring.remove_key": Area("operator", W),  # Nomad: operator keyring-delete, which operator write grants
     "keyring_public.jwks": Public(),  # public keys, for anyone verifying an identity
     "client_identities.sign_identities": NodeSecret(),
     # The event stream checks each requested topic itself (Nomad's rules) and drops the events

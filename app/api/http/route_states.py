@@ -218,6 +218,11 @@ GET /.well-known/openid-configuration
 _GOSSIP = "no gossip: corral's servers share PostgreSQL; `GET /v1/agent/members` lists them"
 _RAFT = "no Raft: the state is PostgreSQL's (`GET /v1/status/peers` lists the servers; see docs/operations.md)"
 _SNAPSHOT = "the state is PostgreSQL's: back it up with pg_dump or the database's own backups"
+_PPROF = (
+    "a Python process has no Go profiles: py-spy on the process, the `nomad.runtime.*` figures and timers at "
+    "`/v1/metrics`, `/v1/agent/monitor`; `/v1/agent/pprof/cmdline` is served"
+)
+_NODE_IDENTITY = "no node identity JWT: a client authenticates to the servers with its node SecretID (docs/security.md)"
 
 NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/agent/join": _GOSSIP,
@@ -238,6 +243,18 @@ NOT_APPLICABLE: dict[str, str] = {
     "GET /v1/operator/upgrade-check/vault-workload-identity": "corral has no Vault integration",
     "GET /v1/client/allocation/:alloc_id/snapshot": "sticky-volume migration between Nomad clients; corral "
     "clients do not migrate ephemeral disks",
+    "GET /v1/agent/pprof/": _PPROF,
+    "GET /v1/agent/pprof/profile": _PPROF,
+    "GET /v1/agent/pprof/trace": _PPROF,
+    "PUT,POST /v1/agent/reload": "a server's settings are its CORRAL_* environment, read at start: restart it",
+    "GET /v1/agent/monitor/export": "a server writes no log file (its log goes to stderr): `/v1/agent/monitor` "
+    "streams it",
+    "PUT,POST /v1/agent/schedulers/config": "the workers are `corral worker` processes: start or stop them; "
+    "`--num-schedulers` and `--schedulers` set their loops and types",
+    "GET /v1/client/identity": _NODE_IDENTITY,
+    "PUT,POST /v1/client/identity/renew": _NODE_IDENTITY,
+    "PUT,POST /v1/acl/identity/client-introduction-token": "registration takes an ACL token with `node:write` (an "
+    "introduction token: `corral acl token create` with a node-write policy; docs/security.md)",
 }
 
 PARTIAL: dict[str, str] = {
@@ -262,6 +279,12 @@ PARTIAL: dict[str, str] = {
     "PUT,POST /v1/node/:node_id/purge": "a node that ran allocations stays, down, until GC takes them",
     "DELETE /v1/evaluations": "an evaluation that placed allocations is kept (they name it)",
     "GET /v1/scaling/policies": "policy IDs are derived, not stored",
+    "GET /v1/agent/schedulers": "the cluster's scheduling loops (every `corral worker` process), as last published",
+    "GET /v1/agent/schedulers/config": "the cluster's live loops counted and their types joined; an API server "
+    "runs none",
+    "DELETE /v1/operator/keyring/key/:key_id": "`force` does not remove a key variables are sealed with: "
+    "`operator root keyring rotate -full` re-seals them first; a running allocation placed before the key was retired "
+    "counts as using it",
 }
 
 BEGIN, END = "<!-- route states: begin -->", "<!-- route states: end -->"

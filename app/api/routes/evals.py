@@ -1,4 +1,4 @@
-"""/v1/evaluations and /v1/evaluation/:id."""
+"""/v1/evaluations, /v1/evaluations/count and /v1/evaluation/:id."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import replace
 from flask import Blueprint, Response
 from sqlalchemy.orm import Session
 
-from app.api.access.visibility import readable
+from app.api.access.visibility import list_visibility, readable
 from app.api.encoders import encode
 from app.api.http.context import read, respond
-from app.api.http.listing import Entry, Order, as_is, list_query, page, with_token
+from app.api.http.listing import Entry, Order, as_is, list_query, matches, page, predicate_arg, with_token
 from app.api.http.params import MAX_BIGINT, arg, bool_arg, id_prefix_arg, namespace, uuid_value
 from app.api.routes.allocs import listed
 from app.store.evaluation import evals as store
@@ -62,6 +62,25 @@ def list_evaluations() -> Response:
 
     (body, token), index = read(["evaluations"], fetch)
     return with_token(respond(body, index), token)
+
+
+@bp.get("/evaluations/count")
+def count_evaluations() -> Response:
+    """Nomad's Eval.Count: {"Count"} of the evaluations in ?namespace= (`*`: all the caller may
+    read) that pass ?filter=; counted in SQL when there is no filter."""
+    predicate = predicate_arg()
+    visibility = list_visibility()
+    where = store.EvalFilter(namespace=namespace(allow_wildcard=True))
+
+    def fetch(session: Session) -> int:
+        visible = replace(where, readable=readable(session, visibility))
+        if predicate is None:
+            return store.count_evals(session, visible)
+        rows, _ = store.list_evals(session, visible, store.Page())
+        return sum(1 for e in rows if matches(predicate, encode.evaluation(e)))
+
+    count, index = read(["evaluations"], fetch)
+    return respond({"Count": count, "Index": index}, index)
 
 
 def _next_token() -> tuple[int, uuid.UUID] | None:

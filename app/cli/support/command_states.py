@@ -83,10 +83,19 @@ NOT_APPLICABLE: dict[str, str] = {
     "setup vault": "corral has no Vault integration",
     "windows service install": "corral runs on Linux",
     "windows service uninstall": "corral runs on Linux",
+    "monitor export": "a server writes no log file (its log goes to stderr): `corral monitor` streams it",
+    "node config": "a node agent takes its server at start (`corral client --server`, its `-config` files)",
+    "node identity get": "no node identity JWT: a client authenticates with its node SecretID (docs/security.md)",
+    "node identity renew": "no node identity JWT: a client authenticates with its node SecretID (docs/security.md)",
+    "node intro create": "registration takes an ACL token with `node:write`: `corral acl token create` with a "
+    "node-write policy (docs/security.md)",
 }
 
 # Present, but short of Nomad's everyday flags or behaviour: what is missing.
 PARTIAL: dict[str, str] = {
+    "operator client-state": "no `Networks`, `Volumes` or `NodeIdentity` (the client keeps no such records)",
+    "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
+    "re-seals them first",
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
     "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
     "job dispatch": "no `-wait` (following the child's allocations until they finish)",

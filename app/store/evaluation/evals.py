@@ -5,14 +5,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from sqlalchemy import Select, Text, cast, or_, select, tuple_
+from sqlalchemy import Select, Text, cast, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import Allocation, Evaluation, Job, Node
 from app.values.errors import NotFound
 from app.values.ids import new_id
 
+T = TypeVar("T")
 CORE = "-"  # the namespace lists show for core (GC) evaluations, which have none
 
 
@@ -97,7 +99,16 @@ class Page:
 
 def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequence[Evaluation], str | None]:
     """Evaluations by create index (keyset pagination), and the token for the next page."""
-    stmt: Select[Evaluation] = select(Evaluation)
+    return paginate(session, _narrowed(select(Evaluation), where), page)
+
+
+def count_evals(session: Session, where: EvalFilter) -> int:
+    """How many evaluations `where` admits, counted in SQL (Nomad's Eval.Count without a filter)."""
+    stmt = _narrowed(select(func.count()).select_from(Evaluation), where)
+    return int(session.scalar(stmt) or 0)
+
+
+def _narrowed(stmt: Select[T], where: EvalFilter) -> Select[T]:
     if where.namespace is not None:
         # Core (GC) evaluations belong to no namespace; they show in every namespace's list.
         stmt = stmt.where(or_(Evaluation.namespace == where.namespace, Evaluation.namespace.is_(None)))
@@ -111,7 +122,7 @@ def list_evals(session: Session, where: EvalFilter, page: Page) -> tuple[Sequenc
         # Before the LIMIT: the next page's token must name an evaluation the caller may read.
         visible = Evaluation.namespace.in_(where.readable)
         stmt = stmt.where(or_(visible, Evaluation.namespace.is_(None)) if CORE in where.readable else visible)
-    return paginate(session, stmt, page)
+    return stmt
 
 
 def paginate(session: Session, stmt: Select[Evaluation], page: Page) -> tuple[Sequence[Evaluation], str | None]:

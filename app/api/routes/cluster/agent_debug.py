@@ -1,7 +1,9 @@
 """Nomad's agent introspection routes on an API server: /v1/agent/monitor streams this server's
-log lines at a chosen level, /v1/agent/host describes its host (Nomad's HostData), and
-/v1/agent/pprof/* answers 501 naming what corral offers instead (a Go profiler has no meaning
-for a Python process)."""
+log lines at a chosen level, /v1/agent/host describes its host (Nomad's HostData),
+/v1/agent/pprof/cmdline gives its command line as Go's pprof does, and the other pprof routes,
+/v1/agent/monitor/export and /v1/agent/reload answer 501 naming what corral offers instead (a Go
+profiler has no meaning for a Python process; a server writes no log file; its settings are its
+CORRAL_* environment, read once at start)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import base64
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +23,7 @@ from app.api.http import log_monitor
 from app.api.http.context import respond, state
 from app.api.http.hangups import Caller
 from app.api.http.params import arg, bool_arg
-from app.values.errors import InvalidInput
+from app.values.errors import DoneElsewhere, InvalidInput
 from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("agent_debug", __name__)
@@ -32,6 +35,15 @@ PPROF_INSTEAD = (
     "corral is a Python program: Go's pprof profiles do not exist here. Profile a process with "
     "py-spy (`py-spy record --pid <pid>` or `py-spy dump --pid <pid>`), read its runtime figures "
     "(nomad.runtime.*) and the scheduler timers at /v1/metrics, and its log at /v1/agent/monitor."
+)
+
+EXPORT_INSTEAD = (
+    "a corral server writes no log file: its log goes to stderr (where the service manager keeps it, "
+    "e.g. `journalctl -u corral-server`); stream it live with /v1/agent/monitor (`corral monitor`)"
+)
+RELOAD_INSTEAD = (
+    "a corral server's settings are its CORRAL_* environment, read once at start: change them and "
+    "restart the process (servers are stateless; start the new one before stopping the old)"
 )
 
 
@@ -126,6 +138,29 @@ def _disks() -> JsonObject:
     return usage
 
 
+@bp.get("/agent/monitor/export")
+def monitor_export() -> Response:
+    raise DoneElsewhere.of("monitor export", EXPORT_INSTEAD)
+
+
+@bp.route("/agent/reload", methods=["PUT", "POST"])
+def reload() -> Response:
+    raise DoneElsewhere.of("reload", RELOAD_INSTEAD)
+
+
+@bp.get("/agent/pprof/cmdline")
+def pprof_cmdline() -> Response:
+    """This process's command line, its arguments separated by NUL bytes (Go's pprof.Cmdline)."""
+    for field in ("node_id", "server_id"):
+        if arg(field):
+            raise InvalidInput.of(field, "only the answering server's own command line is given; ask that server")
+    body = "\x00".join(sys.argv)
+    return Response(body, content_type="text/plain; charset=utf-8", headers={"X-Content-Type-Options": "nosniff"})
+
+
+@bp.get("/agent/pprof/", defaults={"profile": ""})
+@bp.get("/agent/pprof/profile", defaults={"profile": "profile"})  # Nomad's named routes, for the route table
+@bp.get("/agent/pprof/trace", defaults={"profile": "trace"})
 @bp.get("/agent/pprof/<path:profile>")
 def pprof(profile: str) -> Response:
     return Response(

@@ -1,12 +1,13 @@
 """The keyring: /v1/operator/keyring/keys (list), /v1/operator/keyring/rotate (with ?full to
-re-seal every variable under the new key), and the public keys that verify workload
-identities at /.well-known/jwks.json (Nomad's RootKeyMeta and JWKS shapes)."""
+re-seal every variable under the new key), DELETE /v1/operator/keyring/key/:key_id, and the
+public keys that verify workload identities at /.well-known/jwks.json (Nomad's RootKeyMeta and JWKS shapes)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
 from app.api.http.context import read, respond, state, write
+from app.api.http.params import bool_arg, uuid_value
 from app.keyring.identity import jwk
 from app.models import KeyringKey
 from app.store import keyring as store
@@ -46,6 +47,16 @@ def rotate() -> Response:
     if "full" in request.args:
         write(lambda s: variable_store.reseal_all(s, root))
     return respond({"Key": made, "Index": made["CreateIndex"]}, made["CreateIndex"])
+
+
+@bp.delete("/operator/keyring/key/<key_id>")
+def remove_key(key_id: str) -> Response:
+    """Nomad's Keyring.Delete: {"Index"}; ?force=true removes a key running allocations may
+    still use (app/store/keyring.py says what is refused)."""
+    key = uuid_value(key_id, "KeyID")
+    force = bool_arg("force")
+    index = write(lambda s: store.remove(s, key, force))
+    return respond({"Index": index}, index)
 
 
 @public.get("/.well-known/jwks.json")
