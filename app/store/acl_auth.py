@@ -143,7 +143,8 @@ def _bind_name(rule: AclBindingRule, claims: Claims) -> str:
     try:
         name = interpolate(rule.bind_name, variables(claims), lowercase=True)
     except LoginError as err:
-        raise InvalidInput.of("BindName", f"cannot compute {rule.bind_type!r} bind name for bind target: {err}") from None
+        problem = f"cannot compute {rule.bind_type!r} bind name for bind target: {err}"
+        raise InvalidInput.of("BindName", problem) from None
     if not NAME.fullmatch(name):
         raise InvalidInput.of("BindName", f"computed {rule.bind_type!r} bind name for bind target is invalid: {name!r}")
     return name

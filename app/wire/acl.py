@@ -145,4 +145,3 @@ class OneTimeTokenUpsertResponse(TypedDict):
 
 class OneTimeTokenExchangeResponse(TypedDict):
     Token: ACLToken
-

@@ -54,7 +54,7 @@ def serve_jwks(issuer: Issuer) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(document)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (the base's name)
+        def log_message(self, format: str, *args: object) -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -40,5 +40,5 @@ def test_interpolation_lowercases_bind_names_and_refuses_unknown_variables() -> 
     claims = Claims({"team": "Eng"}, {})
     assert interpolate("${value.team}-role", variables(claims), lowercase=True) == "eng-role"
     assert token_name("${auth_method_type}-${value.team}", "JWT", "corp", claims) == "JWT-Eng"
-    with pytest.raises(LoginError, match="value.nope"):
+    with pytest.raises(LoginError, match=r"value\.nope"):
         interpolate("${value.nope}", variables(claims), lowercase=True)

@@ -38,8 +38,15 @@ def _hash(fields: object) -> str:
 
 def _method_hash(method: AclAuthMethod) -> str:
     return _hash(
-        [method.name, method.type, method.token_locality, method.token_name_format]
-        + [method.max_token_ttl_ns, method.is_default, method.config]
+        [
+            method.name,
+            method.type,
+            method.token_locality,
+            method.token_name_format,
+            method.max_token_ttl_ns,
+            method.is_default,
+            method.config,
+        ]
     )
 
 

@@ -46,30 +46,34 @@ def render_method(found: JsonObject) -> str:
     )
     config = found.get("Config")
     if isinstance(config, dict):
-        lines += ["", "Auth Method Config", ""] + key_values(
-            [
-                ("JWT Validation Public Keys", _joined(config.get("JWTValidationPubKeys"))),
-                ("JWKS URL", config.get("JWKSURL") or ""),
-                ("OIDC Discovery URL", config.get("OIDCDiscoveryURL") or ""),
-                ("OIDC Client ID", config.get("OIDCClientID") or ""),
-                ("OIDC Client Secret", config.get("OIDCClientSecret") or ""),
-                ("OIDC Enable PKCE", str(config.get("OIDCEnablePKCE") is True).lower()),
-                ("OIDC Disable UserInfo", str(config.get("OIDCDisableUserInfo") is True).lower()),
-                ("OIDC Scopes", _joined(config.get("OIDCScopes"))),
-                ("Bound audiences", _joined(config.get("BoundAudiences"))),
-                ("Bound issuer", _joined(config.get("BoundIssuer"))),
-                ("Allowed redirects URIs", _joined(config.get("AllowedRedirectURIs"))),
-                ("Discovery CA pem", _joined(config.get("DiscoveryCaPem"))),
-                ("JWKS CA cert", config.get("JWKSCACert") or ""),
-                ("Signing algorithms", _joined(config.get("SigningAlgs"))),
-                ("Expiration Leeway", config.get("ExpirationLeeway") or "0s"),
-                ("NotBefore Leeway", config.get("NotBeforeLeeway") or "0s"),
-                ("ClockSkew Leeway", config.get("ClockSkewLeeway") or "0s"),
-                ("Claim mappings", _mappings(config.get("ClaimMappings"))),
-                ("List claim mappings", _mappings(config.get("ListClaimMappings"))),
-            ]
-        )
+        lines += ["", "Auth Method Config", "", *_config_lines(config)]
     return "\n".join(lines)
+
+
+def _config_lines(config: JsonObject) -> list[str]:
+    return key_values(
+        [
+            ("JWT Validation Public Keys", _joined(config.get("JWTValidationPubKeys"))),
+            ("JWKS URL", config.get("JWKSURL") or ""),
+            ("OIDC Discovery URL", config.get("OIDCDiscoveryURL") or ""),
+            ("OIDC Client ID", config.get("OIDCClientID") or ""),
+            ("OIDC Client Secret", config.get("OIDCClientSecret") or ""),
+            ("OIDC Enable PKCE", str(config.get("OIDCEnablePKCE") is True).lower()),
+            ("OIDC Disable UserInfo", str(config.get("OIDCDisableUserInfo") is True).lower()),
+            ("OIDC Scopes", _joined(config.get("OIDCScopes"))),
+            ("Bound audiences", _joined(config.get("BoundAudiences"))),
+            ("Bound issuer", _joined(config.get("BoundIssuer"))),
+            ("Allowed redirects URIs", _joined(config.get("AllowedRedirectURIs"))),
+            ("Discovery CA pem", _joined(config.get("DiscoveryCaPem"))),
+            ("JWKS CA cert", config.get("JWKSCACert") or ""),
+            ("Signing algorithms", _joined(config.get("SigningAlgs"))),
+            ("Expiration Leeway", config.get("ExpirationLeeway") or "0s"),
+            ("NotBefore Leeway", config.get("NotBeforeLeeway") or "0s"),
+            ("ClockSkew Leeway", config.get("ClockSkewLeeway") or "0s"),
+            ("Claim mappings", _mappings(config.get("ClaimMappings"))),
+            ("List claim mappings", _mappings(config.get("ListClaimMappings"))),
+        ]
+    )
 
 
 def render_methods(methods: list[JsonObject]) -> str:
