@@ -107,7 +107,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["auth_method"],
             ["acl_auth_methods.name"],
-            name=op.f("fk_acl_binding_rules_auth_method_acl_auth_methods"),
+            name=op.f("fk_acl_binding_rules_auth_method"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_acl_binding_rules")),
@@ -140,7 +140,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["accessor_id"],
             ["acl_tokens.accessor_id"],
-            name=op.f("fk_acl_one_time_tokens_accessor_id_acl_tokens"),
+            name=op.f("fk_acl_one_time_tokens_accessor_id"),
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("secret_hash", name=op.f("pk_acl_one_time_tokens")),
