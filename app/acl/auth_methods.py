@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
 from app.bexpr import FilterError, compile_filter
 from app.jobspec.durations import DurationError, duration_ns
 from app.values.errors import FieldProblem, InvalidInput
@@ -139,6 +142,13 @@ def _config(raw: JsonValue, kind: JsonValue, problems: list[FieldProblem]) -> Js
 def _check_sources(config: JsonObject, kind: JsonValue, problems: list[FieldProblem]) -> None:
     """Where the keys that verify a login come from: a JWT method needs exactly one source, an
     OIDC method a discovery URL and a client ID (Nomad's ACLAuthMethodConfig checks)."""
+    for index, pem in enumerate(_pems(config)):
+        try:
+            serialization.load_pem_public_key(pem.encode())
+        except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+            problems.append(
+                FieldProblem(f"Config.JWTValidationPubKeys[{index}]", f"unable to parse public key for JWT auth: {err}")
+            )
     if kind == "JWT":
         sources = [k for k in ("JWTValidationPubKeys", "JWKSURL", "OIDCDiscoveryURL") if config.get(k)]
         if len(sources) != 1:
@@ -152,6 +162,11 @@ def _check_sources(config: JsonObject, kind: JsonValue, problems: list[FieldProb
         for key in ("OIDCDiscoveryURL", "OIDCClientID"):
             if not config.get(key):
                 problems.append(FieldProblem(f"Config.{key}", "is required for an OIDC auth method"))
+
+
+def _pems(config: JsonObject) -> list[str]:
+    keys = config.get("JWTValidationPubKeys")
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
 
 
 def config_json(config: JsonObject) -> ACLAuthMethodConfig:

@@ -13,10 +13,11 @@ from werkzeug.test import TestResponse
 from app import create_app
 from app.settings.config import Settings
 from app.wire.json import JsonObject
+from tests.support.jwt_issuer import Issuer
 
 pytestmark = pytest.mark.integration
 
-PUBLIC_KEY = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"
+PUBLIC_KEY = Issuer().public_pem
 
 
 @pytest.fixture
@@ -114,6 +115,7 @@ def test_auth_method_writes_and_reads_need_a_management_token(api: FlaskClient, 
         ({"MaxTokenTTL": "soon"}, "MaxTokenTTL"),
         ({"Config": {"JWKSURL": "http://x", "JWTValidationPubKeys": [PUBLIC_KEY]}}, "Config"),
         ({"Config": {"BoundAudiences": "one", "JWKSURL": "http://x"}}, "Config.BoundAudiences"),
+        ({"Config": {"JWTValidationPubKeys": ["not a key"]}}, "Config.JWTValidationPubKeys[0]"),
         ({"Type": "OIDC", "Config": {"OIDCDiscoveryURL": "http://x"}}, "Config.OIDCClientID"),
     ],
 )
