@@ -11,6 +11,8 @@ from app.api.http.context import state
 from app.api.http.params import path_value
 from app.api.routes import (
     acl,
+    acl_auth,
+    acl_login,
     acl_roles,
     allocs,
     deployments,
@@ -59,6 +61,8 @@ def register(app: Flask) -> None:
         agent_debug,
         schedulers,
         acl,
+        acl_auth,
+        acl_login,
         acl_roles,
         namespaces,
         job_plan,

@@ -198,6 +198,7 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 
 
 from app.cli.acl import acl  # noqa: E402
+from app.cli.acls.login import login  # noqa: E402
 from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
 from app.cli.allocs.alloc import alloc  # noqa: E402
 from app.cli.allocs.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
@@ -238,6 +239,7 @@ main.add_command(alloc)
 main.add_command(deployment)
 main.add_command(service)
 main.add_command(acl)
+main.add_command(login)
 main.add_command(namespace)
 main.add_command(eval_)
 add_eval_delete(eval_)

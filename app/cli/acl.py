@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from app.cli.support import http
+from app.cli.support.output import formatted
 from app.wire.acl import ACLToken
 from app.wire.api.api_acl import AclTokenRequest
 
@@ -127,6 +128,24 @@ def policy_info(name: str, as_json: bool) -> None:
         ]
     )
     click.echo("\nRules\n\n" + found["Rules"])
+
+
+@policy.command("self")
+@click.option("-json", "--json", "as_json", is_flag=True, help="Print the policies as JSON.")
+@click.option("-t", "template", metavar="TEMPLATE", help="Format the policies with a Go template subset.")
+def policy_self(as_json: bool, template: str | None) -> None:
+    """Show the policies of the calling token (its roles' included), as Nomad's `acl policy self`."""
+    me = http.get("/v1/acl/token/self")
+    if me.get("Type") == "management":
+        click.echo("This is a management token. No individual policies are assigned.")
+        return
+    policies = http.get("/v1/acl/policy/self")
+    if not policies:
+        click.echo("No policies found.")
+    elif not formatted(policies, as_json, template):
+        # corral attaches no policies to jobs, so the workload columns are never filled
+        na = "<unavailable>"
+        _table(["Name", "Job ID", "Group Name", "Task Name"], [[p["Name"], na, na, na] for p in policies])
 
 
 @policy.command("delete")
@@ -257,6 +276,10 @@ def token_delete(accessor: str) -> None:
     click.echo(f"Token {accessor} successfully deleted")
 
 
-from app.cli.acl_role import role  # noqa: E402  (the `acl role` group lives in its own module)
+from app.cli.acls.auth_method import auth_method  # noqa: E402  (each group lives in app/cli/acls)
+from app.cli.acls.binding_rule import binding_rule  # noqa: E402
+from app.cli.acls.role import role  # noqa: E402
 
 acl.add_command(role)
+acl.add_command(auth_method)
+acl.add_command(binding_rule)

@@ -1,6 +1,7 @@
 """SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 
 from app.models.acl import AclBootstrap, AclPolicy, AclRole, AclToken
+from app.models.acl_auth import AclAuthMethod, AclBindingRule, AclOneTimeToken
 from app.models.allocation import Allocation
 from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
@@ -19,7 +20,10 @@ from app.models.usage import ClassUnblock, NodeUnblock, NodeUsage
 from app.models.variable import KeyringKey, Variable
 
 __all__ = [
+    "AclAuthMethod",
+    "AclBindingRule",
     "AclBootstrap",
+    "AclOneTimeToken",
     "AclPolicy",
     "AclRole",
     "AclToken",

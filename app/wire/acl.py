@@ -1,8 +1,22 @@
-"""Nomad's ACL role JSON (api.ACLRole, api.ACLRoleListStub and the links to and from it)."""
+"""Nomad's ACL objects as the API serves them and the CLI reads them, with Nomad's `ACL*`
+spelling: policies, tokens, roles, auth methods, binding rules, one-time tokens (and their list
+stubs). Request bodies the CLI sends are in app/wire/api/api_acl.py."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
+
+
+class ACLPolicy(TypedDict):
+    """Nomad's ACLPolicy; Rules and JobACL only on a single policy's read (ACLPolicyListStub
+    leaves them out)."""
+
+    Name: str
+    Description: str
+    Rules: NotRequired[str]
+    JobACL: NotRequired[None]
+    CreateIndex: int
+    ModifyIndex: int
 
 
 class ACLRolePolicyLink(TypedDict):
@@ -41,3 +55,93 @@ class ACLToken(TypedDict):
     ExpirationTTL: int
     CreateIndex: int
     ModifyIndex: int
+
+
+class ACLAuthMethodConfig(TypedDict):
+    """Nomad's ACLAuthMethodConfig as served: durations as Go duration strings, maps as given."""
+
+    JWTValidationPubKeys: list[str]
+    JWKSURL: str
+    JWKSCACert: str
+    OIDCDiscoveryURL: str
+    OIDCClientID: str
+    OIDCClientSecret: str
+    OIDCEnablePKCE: bool
+    OIDCDisableUserInfo: bool
+    OIDCScopes: list[str]
+    BoundAudiences: list[str]
+    BoundIssuer: list[str]
+    AllowedRedirectURIs: list[str]
+    DiscoveryCaPem: list[str]
+    SigningAlgs: list[str]
+    ExpirationLeeway: str
+    NotBeforeLeeway: str
+    ClockSkewLeeway: str
+    ClaimMappings: dict[str, str]
+    ListClaimMappings: dict[str, str]
+    VerboseLogging: bool
+
+
+class ACLAuthMethod(TypedDict):
+    Name: str
+    Type: str
+    TokenLocality: str
+    TokenNameFormat: str
+    MaxTokenTTL: str  # a Go duration string, as Nomad's ACLAuthMethod.MarshalJSON writes it
+    Default: bool
+    Config: ACLAuthMethodConfig
+    Hash: str
+    CreateTime: str
+    ModifyTime: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class ACLAuthMethodListStub(TypedDict):
+    Name: str
+    Type: str
+    Default: bool
+    Hash: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class ACLBindingRule(TypedDict):
+    ID: str
+    Description: str
+    AuthMethod: str
+    Selector: str
+    BindType: str
+    BindName: str
+    Hash: str
+    CreateTime: str
+    ModifyTime: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class ACLBindingRuleListStub(TypedDict):
+    ID: str
+    Description: str
+    AuthMethod: str
+    Hash: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class OneTimeToken(TypedDict):
+    """Nomad's OneTimeToken, served inside {"OneTimeToken": ...}."""
+
+    OneTimeSecretID: str
+    AccessorID: str
+    ExpiresAt: str
+    CreateIndex: int
+    ModifyIndex: int
+
+
+class OneTimeTokenUpsertResponse(TypedDict):
+    OneTimeToken: OneTimeToken
+
+
+class OneTimeTokenExchangeResponse(TypedDict):
+    Token: ACLToken

@@ -38,6 +38,7 @@ PUBLIC = {
     "/v1/acl/bootstrap",
     "/v1/metrics",
     "/.well-known/jwks.json",
+    "/v1/acl/auth-methods",  # Nomad's list is open: a sign-in page shows the methods
 }
 # Routes that answer every caller with only what its token may see (Nomad filters them).
 SELF_FILTERED = {
@@ -47,6 +48,8 @@ SELF_FILTERED = {
     "/v1/acl/token/self",
     "/v1/acl/policy/<name>",
     "/v1/vars",  # each caller sees the paths it may list: none of these callers may list any
+    "/v1/acl/policy/self",  # the caller's own policies
+    "/v1/acl/token/onetime",  # a one-time secret for the caller's own token (anonymous: 403)
 }
 # Streams: walked by the event-stream tests, never answered here.
 STREAMS = {

@@ -30,7 +30,8 @@ def test_states_follow_the_url_map() -> None:
     notes = {f"{methods} {path}": note for methods, path, _, note in states(probe())}
     assert notes["GET /v1/operator/snapshot"].endswith("answered with a 501 naming it")
     assert rows["GET /v1/acl/roles"] == "full"
-    assert rows["GET /v1/acl/auth-methods"] == "missing"
+    assert rows["GET /v1/acl/auth-methods"] == "full"
+    assert rows["PUT,POST /v1/acl/oidc/auth-url"] == "missing"
     bare = Flask("bare")
     assert {state for _, _, state, _ in states(bare)} <= {"missing", "not applicable"}
 

@@ -72,6 +72,22 @@ REQUIREMENTS: dict[str, Requirement] = {
     "acl.update_token": Management(),
     "acl.delete_token": Management(),
     "acl.token_self": OwnFilter("the calling token"),
+    "acl.policy_self": OwnFilter("the calling token's policies"),
+    # SSO: the method list is public (the UI's sign-in page shows it); the rest needs management.
+    "acl_auth.list_methods": Public(),
+    "acl_auth.create_method": Management(),
+    "acl_auth.get_method": Management(),
+    "acl_auth.update_method": Management(),
+    "acl_auth.delete_method": Management(),
+    "acl_auth.list_rules": Management(),
+    "acl_auth.create_rule": Management(),
+    "acl_auth.get_rule": Management(),
+    "acl_auth.update_rule": Management(),
+    "acl_auth.delete_rule": Management(),
+    # A login proves itself with its JWT; the exchange with its one-time secret.
+    "acl_login.login_": Public(),
+    "acl_login.create_one_time": OwnFilter("the calling token"),
+    "acl_login.exchange_one_time": Public(),
     # ACL roles (Nomad: writes need management; a client token reads the roles it links).
     "acl_roles.list_roles": OwnFilter("the roles the token links"),
     "acl_roles.get_role": OwnFilter("a role the token links"),

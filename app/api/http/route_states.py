@@ -102,6 +102,7 @@ GET /v1/volumes/claims
 DELETE /v1/volumes/claim/:claim_id
 GET /v1/acl/policies
 GET /v1/acl/policy/:name
+GET /v1/acl/policy/self
 PUT,POST /v1/acl/policy/:name
 DELETE /v1/acl/policy/:name
 PUT,POST /v1/acl/token/onetime

@@ -22,8 +22,7 @@ from app.models import AclPolicy, AclRole, AclToken
 from app.store import acl as store
 from app.store import acl_roles as roles_store
 from app.values.errors import FieldProblem, Forbidden, InvalidInput
-from app.wire.acl import ACLToken, ACLTokenRoleLink
-from app.wire.api.api_acl import AclPolicyJson
+from app.wire.acl import ACLPolicy, ACLToken, ACLTokenRoleLink
 from app.wire.json import JsonObject, JsonValue
 
 bp = Blueprint("acl", __name__)
@@ -74,7 +73,7 @@ def _token_stub(session: Session, token: AclToken) -> ACLToken:
     return stub
 
 
-def policy_json(row: AclPolicy, *, full: bool) -> AclPolicyJson:
+def policy_json(row: AclPolicy, *, full: bool) -> ACLPolicy:
     """`full`: with its Rules (a single policy's read); lists leave them out, as Nomad's stub."""
     if not full:
         return {
@@ -117,6 +116,18 @@ def list_policies() -> Response:
     prefix = prefix_arg() or ""
     who = caller()
     rows, index = read(["acl_policies"], lambda s: store.list_policies(s, prefix))
+    visible = [r for r in rows if who.acl.management or r.name in who.policies]
+    return respond([policy_json(r, full=False) for r in visible], index)
+
+
+@bp.get("/acl/policy/self")
+def policy_self() -> Response:
+    """Nomad's special case of /v1/acl/policy/:name: the policies the caller's token carries,
+    its roles' included, as list stubs (all of them for a management token, as ACL.ListPolicies;
+    none for a workload identity: corral attaches no policies to jobs)."""
+    enabled()
+    who = caller()
+    rows, index = read(["acl_policies"], lambda s: store.list_policies(s))
     visible = [r for r in rows if who.acl.management or r.name in who.policies]
     return respond([policy_json(r, full=False) for r in visible], index)
 

@@ -99,6 +99,7 @@ PARTIAL: dict[str, str] = {
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
     "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
     "job dispatch": "no `-wait` (following the child's allocations until they finish)",
+    "login": "JWT auth methods only: no OIDC browser flow (`-oidc-callback-addr`)",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 

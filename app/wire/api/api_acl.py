@@ -1,22 +1,8 @@
-"""Nomad's ACL JSON as the API serves it and the CLI reads it: ACLToken and its list stub
-(no SecretID), ACLPolicy and its list stub (no Rules), and the token a CLI creates."""
+"""Bodies of the ACL requests the CLI sends (the objects the API serves are in app/wire/acl.py)."""
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
-
-AclTokenType = Literal["client", "management"]
-
-
-class AclPolicyJson(TypedDict):
-    """Nomad's ACLPolicy; Rules and JobACL only on a single policy's read (the list leaves them out)."""
-
-    Name: str
-    Description: str
-    Rules: NotRequired[str]
-    JobACL: NotRequired[None]
-    CreateIndex: int
-    ModifyIndex: int
+from typing import NotRequired, TypedDict
 
 
 class AclTokenRequest(TypedDict):
@@ -28,3 +14,16 @@ class AclTokenRequest(TypedDict):
     Global: bool
     Roles: NotRequired[list[dict[str, str]]]  # Nomad's ACLTokenRoleLink: by ID or by Name
     ExpirationTTL: NotRequired[str]
+
+
+class ACLLoginRequest(TypedDict):
+    """The body of PUT /v1/acl/login."""
+
+    AuthMethodName: str
+    LoginToken: str
+
+
+class OneTimeTokenExchangeRequest(TypedDict):
+    """The body of PUT /v1/acl/token/onetime/exchange."""
+
+    OneTimeSecretID: str
