@@ -208,7 +208,8 @@ from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.evals.eval import eval_  # noqa: E402
 from app.cli.evals.eval_delete import add_command as add_eval_delete  # noqa: E402
-from app.cli.fmt import fmt  # noqa: E402
+from app.cli.local.fmt import fmt  # noqa: E402
+from app.cli.local.tls import tls  # noqa: E402
 from app.cli.jobs.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
@@ -245,6 +246,7 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(config)
 main.add_command(fmt)
+main.add_command(tls)
 main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
 operator.add_command(operator_debug)
