@@ -64,7 +64,7 @@ def test_ask_on_error_stops_when_told_no(three: list[str], sent: list[Any], monk
 
 def test_batch_wait_sleeps_between_batches(three: list[str], sent: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr(job_restart.time, "sleep", slept.append)
+    monkeypatch.setattr(job_restart, "pause", slept.append)
     result = run("-yes", "-batch-wait", "1m30s", "web")
     assert slept == [90.0, 90.0] and "Waiting 90s before restarting the next batch" in result.output
 
@@ -108,7 +108,7 @@ def test_reschedule_stops_and_follows_the_replacement(
         pg.execute("UPDATE allocations SET previous_allocation = %s WHERE id = %s", (old, new))
         pg.execute("UPDATE allocations SET next_allocation = %s WHERE id = %s", (new, old))
 
-    monkeypatch.setattr(job_restart.time, "sleep", replace)
+    monkeypatch.setattr(job_restart, "pause", replace)
     result = run("-reschedule", "-no-shutdown-delay", "-on-error", "fail", "web")
     assert result.exit_code == 0, result.output
     assert ("PUT", f"/v1/allocation/{old}/stop", None) in sent

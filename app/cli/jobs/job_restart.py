@@ -53,6 +53,11 @@ class Options:
     canceled: bool = field(default=False)
 
 
+def pause(seconds: float) -> None:
+    """Every wait of the command (tests replace it)."""
+    time.sleep(seconds)
+
+
 def _interactive() -> bool:
     return sys.stdin.isatty()
 
@@ -194,7 +199,7 @@ def _reschedule(stub: AllocationListStubJson, options: Options) -> None:
         if alloc.get("ClientStatus") == "running" and current != stub["ID"]:
             click.echo(f'    {stamp()}: Allocation "{short(current, options.verbose)}" is "running"')
             return
-        time.sleep(POLL_S)
+        pause(POLL_S)
 
 
 def _handle(stub: AllocationListStubJson, options: Options) -> str | None:
@@ -278,7 +283,7 @@ def _between_batches(errors: list[str], options: Options) -> bool:
             return False
     if options.batch_wait_s > 0:
         click.echo(f"==> {stamp()}: Waiting {options.batch_wait_s:g}s before restarting the next batch")
-        time.sleep(options.batch_wait_s)
+        pause(options.batch_wait_s)
     return True
 
 
