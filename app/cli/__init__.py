@@ -200,6 +200,7 @@ def _database(settings: Settings, role: str, stop: threading.Event | None = None
 from app.cli.acl import acl  # noqa: E402
 from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
 from app.cli.allocs.alloc import alloc  # noqa: E402
+from app.cli.allocs.alloc_checks import checks as _checks  # noqa: E402, F401  (registers alloc checks)
 from app.cli.allocs.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.allocs.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
 from app.cli.client import client, fleet  # noqa: E402
@@ -208,10 +209,10 @@ from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.evals.eval import eval_  # noqa: E402
 from app.cli.evals.eval_delete import add_command as add_eval_delete  # noqa: E402
-from app.cli.local.fmt import fmt  # noqa: E402
-from app.cli.local.tls import tls  # noqa: E402
 from app.cli.jobs.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
+from app.cli.local.fmt import fmt  # noqa: E402
+from app.cli.local.tls import tls  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.nodes.node import node  # noqa: E402
 from app.cli.nodes.node_meta import meta as node_meta  # noqa: E402

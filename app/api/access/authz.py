@@ -142,6 +142,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    "client_allocs.alloc_gc": InNamespace(pol.SUBMIT_JOB, "allocation"),  # Nomad: submit-job (or gc-allocation)
     # Dynamic node metadata (Nomad: node:read to read, node:write to apply).
     "client_meta.read_meta": Area("node", R),
     "client_meta.apply_meta": Area("node", W),
