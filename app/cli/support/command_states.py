@@ -89,7 +89,6 @@ NOT_APPLICABLE: dict[str, str] = {
 # Present, but short of Nomad's everyday flags or behaviour: what is missing.
 PARTIAL: dict[str, str] = {
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
-    "job dispatch": "no `-wait` (following the child's allocations until they finish)",
     "ui": "no `-authenticate` (it needs one-time tokens, `/v1/acl/token/onetime`)",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
