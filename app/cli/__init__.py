@@ -261,7 +261,7 @@ main.add_command(scaling)
 operator.add_command(keyring_root)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.
-for _name in ("run", "stop", "plan", "inspect", "init", "validate", "start"):
+for _name in ("run", "stop", "plan", "inspect", "init", "validate", "start", "action"):
     main.add_command(job.commands[_name], _name)
 for _name in ("logs", "exec", "fs"):
     main.add_command(alloc.commands[_name], _name)

@@ -91,6 +91,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     # Nomad: submit-job or tag-job-version; corral knows no tag-job-version capability yet.
     "job_tags.apply": InNamespace(pol.SUBMIT_JOB),
     "job_tags.unset": InNamespace(pol.SUBMIT_JOB),
+    "job_actions.list_actions": InNamespace(pol.READ_JOB),
+    # Nomad: alloc-exec in the job's namespace (+ alloc-node-exec for raw_exec, in the route).
+    "job_actions.run_action": InNamespace(pol.ALLOC_EXEC),
     "jobs.evaluations": InNamespace(pol.READ_JOB),
     "jobs.allocations": InNamespace(pol.READ_JOB),
     "jobs.summary": InNamespace(pol.READ_JOB),

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import click
 
+from app.cli.jobs.job_action import action
 from app.cli.jobs.job_restart import restart
 from app.cli.support import http
 from app.cli.support.deployment_view import short
@@ -27,6 +28,7 @@ def add_commands(job: click.Group) -> None:
     job.add_command(start)
     job.add_command(scaling_events)
     job.add_command(restart)  # app/cli/jobs/job_restart.py
+    job.add_command(action)  # app/cli/jobs/job_action.py
 
 
 @click.command()
