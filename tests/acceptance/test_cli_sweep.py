@@ -1,5 +1,6 @@
 """Commands and routes that need real tasks, against one dev agent shared by the module:
 `job dispatch -wait` (exit 0 when the child's allocations complete, 2 when one fails),
+`action` (a job's action run in its running task, its output and exit code),
 `alloc checks` and GET /v1/allocation/:id/checks (a Nomad HTTP check run by the client), and
 GET /v1/client/allocation/:id/gc (the client destroys a terminal allocation, refuses a live one)."""
 
@@ -72,6 +73,10 @@ job "checked" {
     }
     task "srv" {
       driver = "raw_exec"
+      action "hello" {
+        command = "/bin/sh"
+        args    = ["-c", "echo hello from $NOMAD_TASK_NAME; exit 3"]
+      }
       config {
         command = "python3"
         args    = ["-m", "http.server", "${NOMAD_PORT_http}"]
@@ -175,3 +180,18 @@ def test_alloc_checks_shows_the_clients_results(agent: Agent) -> None:
     assert fields["Name"] == "root" and fields["Group"]
     assert fields["Task"] == "(group)" and fields["Service"] == "checked" and fields["Status"] == "success"
     assert fields["Mode"] == "healthiness" and fields["StatusCode"] == "200"
+
+
+def test_action_runs_in_the_task_with_its_exit_code(agent: Agent) -> None:
+    agent.run("checked.nomad.hcl", CHECKED)
+    assert wait_for(lambda: [a["ClientStatus"] for a in agent.allocs("checked")] == ["running"], 120)
+    listed = agent.get("/v1/job/checked/actions").json()
+    assert [(a["Name"], a["TaskName"], a["TaskGroupName"]) for a in listed] == [("hello", "srv", "web")]
+    ran = agent.cli("action", "-job", "checked", "-group", "web", "-task", "srv", "-i=false", "hello")
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert ran.stdout.strip() == "hello from srv"
+    (alloc,) = agent.allocs("checked")
+    by_alloc = agent.cli("job", "action", "-job", "checked", "-alloc", alloc["ID"][:8], "-i=false", "hello")
+    assert by_alloc.returncode == 3 and by_alloc.stdout.strip() == "hello from srv", by_alloc.stderr
+    missing = agent.cli("action", "-job", "checked", "-alloc", alloc["ID"], "-i=false", "reboot")
+    assert missing.returncode == 1 and "404" in missing.stderr and "reboot" in missing.stderr
