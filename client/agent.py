@@ -42,6 +42,8 @@ IDENTITY = "client.json"
 # The watch loop's longest honest round: a blocking query (30 s wait, its jitter and the HTTP
 # timeout's slack) plus placing what it returned. Silent for longer, it is wedged.
 WATCH_STALL_S = 180.0
+# How long GET /v1/client/allocation/:id/gc waits for the destroy: under the servers' 10 s read limit.
+COLLECT_WAIT_S = 5.0
 
 
 def exec_settings(config: ClientConfig) -> ExecSettings:
@@ -230,6 +232,7 @@ class Client:
             self.config.data_dir,
             self.node_meta,
             self.apply_meta,
+            self.collect_alloc,
         )
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
@@ -601,6 +604,17 @@ class Client:
                 self.gc.collect()
 
         guarded("client garbage collection", step, self.stop)
+
+    def collect_alloc(self, alloc_id: str) -> bool:
+        """Destroy one terminal allocation now (GET /v1/client/allocation/:id/gc), waiting a
+        little for the destroy so that the caller sees it done; False if it is not here or live."""
+        runner = self._runner(alloc_id)
+        if runner is None or not runner.terminal:
+            return False
+        done = self.gc.destroyer.submit(runner, "garbage collection requested")
+        if done is not None:
+            done.wait(COLLECT_WAIT_S)
+        return True
 
     def _forced_gc(self) -> None:
         try:

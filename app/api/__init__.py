@@ -30,6 +30,7 @@ from app.api.routes.client import client, client_allocs, client_exec, client_fs,
 from app.api.routes.cluster import activity, agent, agent_debug, keyring, metrics, operator, schedulers, status, system
 from app.api.routes.jobs import (
     evaluate,
+    job_actions,
     job_plan,
     job_scale,
     job_statuses,
@@ -69,6 +70,7 @@ def register(app: Flask) -> None:
         job_statuses,
         job_submission,
         job_tags,
+        job_actions,
         periodic,
         scaling_policies,
         job_scale,

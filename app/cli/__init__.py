@@ -201,6 +201,7 @@ from app.cli.acl import acl  # noqa: E402
 from app.cli.acls.login import login  # noqa: E402
 from app.cli.agent_monitor import monitor as agent_monitor  # noqa: E402
 from app.cli.allocs.alloc import alloc  # noqa: E402
+from app.cli.allocs.alloc_checks import checks as _checks  # noqa: E402, F401  (registers alloc checks)
 from app.cli.allocs.alloc_exec import exec_ as _exec  # noqa: E402, F401  (registers alloc exec)
 from app.cli.allocs.alloc_ops import fs as _fs  # noqa: E402, F401  (registers alloc fs|restart|signal)
 from app.cli.client import client, fleet  # noqa: E402
@@ -209,13 +210,15 @@ from app.cli.db import db  # noqa: E402
 from app.cli.deployment import deployment  # noqa: E402
 from app.cli.evals.eval import eval_  # noqa: E402
 from app.cli.evals.eval_delete import add_command as add_eval_delete  # noqa: E402
-from app.cli.fmt import fmt  # noqa: E402
 from app.cli.jobs.job import job  # noqa: E402
 from app.cli.keyring import root as keyring_root  # noqa: E402
+from app.cli.local.fmt import fmt  # noqa: E402
+from app.cli.local.tls import tls  # noqa: E402
 from app.cli.namespace import namespace  # noqa: E402
 from app.cli.nodes.node import node  # noqa: E402
 from app.cli.nodes.node_meta import meta as node_meta  # noqa: E402
 from app.cli.nodes.node_pool import pool as node_pool  # noqa: E402
+from app.cli.nodes.node_pool_init import init as node_pool_init  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.operator_debug import debug as operator_debug  # noqa: E402
@@ -224,6 +227,7 @@ from app.cli.service import service  # noqa: E402
 from app.cli.status import add_server_views, agent_info, status, version  # noqa: E402
 from app.cli.support.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.system import system  # noqa: E402
+from app.cli.ui import ui  # noqa: E402
 from app.cli.vars.var import var  # noqa: E402
 
 main.add_command(db)
@@ -234,6 +238,7 @@ main.add_command(client)
 main.add_command(fleet)
 main.add_command(node)
 node.add_command(node_pool)  # `corral node pool ...`
+node_pool.add_command(node_pool_init)
 node.add_command(node_meta)  # `corral node meta ...`
 main.add_command(alloc)
 main.add_command(deployment)
@@ -247,6 +252,8 @@ main.add_command(status)
 main.add_command(version)
 main.add_command(config)
 main.add_command(fmt)
+main.add_command(tls)
+main.add_command(ui)
 main.add_command(agent_monitor)  # `corral monitor`
 operator.add_command(operator_api)
 operator.add_command(operator_debug)
@@ -257,7 +264,7 @@ main.add_command(scaling)
 operator.add_command(keyring_root)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.
-for _name in ("run", "stop", "plan", "inspect", "init", "validate"):
+for _name in ("run", "stop", "plan", "inspect", "init", "validate", "start", "action"):
     main.add_command(job.commands[_name], _name)
 for _name in ("logs", "exec", "fs"):
     main.add_command(alloc.commands[_name], _name)

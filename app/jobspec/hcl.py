@@ -596,6 +596,7 @@ _TASK = _fields(
         "csi_plugin": _one("CSIPluginConfig"),
         "lifecycle": _one("Lifecycle"),
         "dispatch_payload": _one("DispatchPayload"),
+        "action": _many("Actions", _fields({}), "Name"),
     }
 )
 

@@ -13,7 +13,6 @@ _TASK = {
     "Consul": "consul",
     "CSIPluginConfig": "csi_plugin",
     "Secrets": "secret",
-    "Actions": "action",
     "Schedule": "schedule",
 }
 _RESOURCES = {"Devices": "device", "NUMA": "numa"}

@@ -36,6 +36,7 @@ class Local:
     data_dir: Path
     node_meta: NodeMeta | None = None  # dynamic node metadata (None: not served)
     apply_meta: Callable[[Mapping[str, str | None]], None] | None = None  # saves, then registers again
+    collect: Callable[[str], bool] | None = None  # destroys one terminal allocation (None: not served)
 
 
 def _json(body: Any) -> Answer:
@@ -91,6 +92,14 @@ def alloc_stats(local: Local, alloc_id: str, query: Query) -> Answer:
 def alloc_checks(local: Local, alloc_id: str, query: Query) -> Answer:
     """The latest result of each Nomad service check of the allocation, by check ID."""
     return _json(_runner(local, alloc_id).check_results())
+
+
+def alloc_gc(local: Local, alloc_id: str, query: Query) -> Answer:
+    """Nomad's client GC of one allocation: destroyed now if it is terminal; a live one (or one
+    not on this node) is an unknown allocation to the garbage collector, as in Nomad."""
+    if local.collect is None or not local.collect(alloc_id):
+        raise FsError(404, "AllocID", f"Unknown allocation {alloc_id!r}: not a terminal allocation on this node")
+    return _json({})
 
 
 def host_stats(local: Local, alloc_id: str, query: Query) -> Answer:
@@ -160,6 +169,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(rf"^/v1/client/fs/readat/{ALLOC}$"), fs_readat),
     ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/stats$"), alloc_stats),
     ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/checks$"), alloc_checks),
+    ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/gc$"), alloc_gc),
     ("GET", re.compile(r"^/v1/client/stats()$"), host_stats),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/restart$"), restart),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/signal$"), signal),

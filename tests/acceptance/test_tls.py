@@ -92,3 +92,39 @@ def test_https_with_client_verification(corral: CorralFactory, database_url: str
         names = [n["Name"] for n in httpx.get(f"{base}/v1/nodes", verify=good, timeout=5).json()]
         time.sleep(0.3)
     assert "tls-node" in names
+
+
+def test_https_with_certificates_from_corral_tls(corral: CorralFactory, database_url: str, workdir: Path) -> None:
+    """The CA and certificates `corral tls` writes serve corral's own mTLS: the server's for
+    the API (valid for 127.0.0.1 and localhost), the CLI's for the command line."""
+    pki = workdir / "corral-tls"
+    pki.mkdir()
+    for args in (["ca", "create"], ["cert", "create", "-server"], ["cert", "create", "-cli"]):
+        made = subprocess.run([CORRAL, "tls", *args], cwd=pki, capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+    port = free_port()
+    env = {
+        "CORRAL_DATABASE_URL": database_url,
+        "CORRAL_BIND": f"127.0.0.1:{port}",
+        "CORRAL_TLS_CERT_FILE": str(pki / "global-server-nomad.pem"),
+        "CORRAL_TLS_KEY_FILE": str(pki / "global-server-nomad-key.pem"),
+        "CORRAL_TLS_CA_FILE": str(pki / "nomad-agent-ca.pem"),
+        "CORRAL_TLS_VERIFY_CLIENT": "true",
+    }
+    server = corral(["server"], env=env)
+    cli_cert = (pki / "global-cli-nomad.pem", pki / "global-cli-nomad-key.pem")
+    good = ssl.create_default_context(cafile=str(pki / "nomad-agent-ca.pem"))
+    good.load_cert_chain(str(cli_cert[0]), str(cli_cert[1]))
+    wait_tls_healthy(f"https://127.0.0.1:{port}", server, good)
+    assert httpx.get(f"https://localhost:{port}/v1/agent/health", verify=good, timeout=5).status_code == 200
+    certs = {
+        "CORRAL_CACERT": str(pki / "nomad-agent-ca.pem"),
+        "CORRAL_CLIENT_CERT": str(cli_cert[0]),
+        "CORRAL_CLIENT_KEY": str(cli_cert[1]),
+    }
+    cli_env = {"PATH": "/usr/bin:/bin", "CORRAL_ADDR": f"https://localhost:{port}", **certs}
+    ok = subprocess.run([CORRAL, "operator", "scheduler", "get-config"], env=cli_env, capture_output=True, text=True)
+    assert ok.returncode == 0 and "Scheduler Algorithm" in ok.stdout, ok.stderr
+    without_cert = {k: v for k, v in cli_env.items() if k != "CORRAL_CLIENT_CERT"}
+    refused = subprocess.run([CORRAL, "operator", "scheduler", "get-config"], env=without_cert, capture_output=True)
+    assert refused.returncode != 0

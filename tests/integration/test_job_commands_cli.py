@@ -80,18 +80,20 @@ def test_scaling_events_newest_first(client: FlaskClient) -> None:
     assert verbose.output.splitlines()[0].split()[4:8] == ["Error", "Message", "Eval", "ID"]
 
 
-def test_restart_asks_then_restarts_each_running_allocation(client: FlaskClient, pg: Conn, sent: list[Any]) -> None:
+def test_restart_restarts_each_running_allocation(client: FlaskClient, pg: Conn, sent: list[Any]) -> None:
     eval_id = register(client, minimal_job())["EvalID"]
-    assert run("job", "restart", "-yes", "web").output == 'No allocations to restart for job "web"\n'
+    assert run("job", "restart", "-yes", "web").output == "No allocations to restart\n"
     alloc = insert_allocation(pg, insert_node(pg), eval_id)
-    declined = run("job", "restart", "web", input="n\n")
-    assert declined.exit_code == 0 and "Cancelling job restart" in declined.output
+    # Nomad's default -on-error is `ask`: without a terminal it needs -yes or -on-error fail.
+    refused = run("job", "restart", "web")
+    assert refused.exit_code == 2 and 'Invalid -on-error value "ask"' in refused.output
     assert not [call for call in sent if call[1].endswith("/restart")]
     tried = run("job", "restart", "-yes", "-task", "t", "web")
     # No node agent answers in this test: the restart is sent, its failure reported with exit 1.
     assert ("PUT", f"/v1/client/allocation/{alloc}/restart", {"TaskName": "t", "AllTasks": False}) in sent
     assert f'Restarting task "t" in allocation "{alloc[:8]}" for group "g"' in tried.output
-    assert tried.exit_code == 1 and f'Error restarting allocation "{alloc[:8]}"' in tried.output
+    assert tried.exit_code == 1 and f'* Error restarting allocation "{alloc[:8]}"' in tried.output
+    assert "1 error occurred while restarting job" in tried.output
 
 
 def test_dispatch_takes_the_payload_as_a_positional_file_or_stdin(client: FlaskClient, tmp_path: Path) -> None:

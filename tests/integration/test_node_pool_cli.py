@@ -85,3 +85,30 @@ def test_nodes_and_jobs_of_a_pool(client: FlaskClient) -> None:
     assert jobs.exit_code == 0 and jobs.output.splitlines()[1].split()[0] == "trainer", jobs.output
     assert cli("node", "pool", "jobs", "default").output == "No jobs\n"
     assert json.loads(cli("node", "pool", "nodes", "-json", "all").output)[0]["ID"] == node_id
+
+
+@pytest.mark.parametrize(
+    ("out", "name", "apply_flags"), [("hcl", "pool.nomad.hcl", []), ("json", "pool.nomad.json", ["-json"])]
+)
+def test_init_writes_an_example_that_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str, name: str, apply_flags: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    written = cli("node", "pool", "init", "-out", out)
+    assert written.exit_code == 0 and written.output == f"Example node pool specification written to {name}\n"
+    again = cli("node", "pool", "init", "-out", out, "-quiet")
+    assert again.exit_code == 1 and f'File "{name}" already exists' in again.output
+    applied = cli("node", "pool", "apply", *apply_flags, name)
+    assert applied.exit_code == 0, applied.output
+    info = json.loads(cli("node", "pool", "info", "-json", "example").output)
+    assert info["Description"] == "An example node pool" and info["Meta"] == {
+        "environment": "production",
+        "owner": "sre",
+    }
+
+
+def test_init_quiet_to_a_named_file(tmp_path: Path) -> None:
+    target = tmp_path / "mine.hcl"
+    written = cli("node", "pool", "init", "-quiet", str(target))
+    assert written.exit_code == 0 and written.output == ""
+    assert target.read_text().startswith("# An example node pool")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from app.cli.hcl_format import format_hcl
+from app.cli.local.hcl_format import format_hcl
 
 pytestmark = pytest.mark.unit
 

@@ -114,6 +114,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     # Nomad: submit-job or tag-job-version; corral knows no tag-job-version capability yet.
     "job_tags.apply": InNamespace(pol.SUBMIT_JOB),
     "job_tags.unset": InNamespace(pol.SUBMIT_JOB),
+    "job_actions.list_actions": InNamespace(pol.READ_JOB),
+    # Nomad: alloc-exec in the job's namespace (+ alloc-node-exec for raw_exec, in the route).
+    "job_actions.run_action": InNamespace(pol.ALLOC_EXEC),
     "jobs.evaluations": InNamespace(pol.READ_JOB),
     "jobs.allocations": InNamespace(pol.READ_JOB),
     "jobs.summary": InNamespace(pol.READ_JOB),
@@ -166,6 +169,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "client_allocs.restart": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.signal_task": InNamespace(pol.ALLOC_LIFECYCLE, "allocation"),
     "client_allocs.host_stats": Area("node", R),
+    "client_allocs.alloc_gc": InNamespace(pol.SUBMIT_JOB, "allocation"),  # Nomad: submit-job (or gc-allocation)
     # Dynamic node metadata (Nomad: node:read to read, node:write to apply).
     "client_meta.read_meta": Area("node", R),
     "client_meta.apply_meta": Area("node", W),

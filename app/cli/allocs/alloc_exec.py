@@ -194,19 +194,23 @@ def exec_(argv: tuple[str, ...]) -> None:
     target, command, tty, escape = check(opts)
     full = _alloc_of_job(target) if opts.job else resolve(target)
     task = task_of(http.get(f"/v1/allocation/{full}"), opts.task)
-    sys.exit(_run(full, task, command, tty, escape, opts.stdin))
+    sys.exit(run_session(exec_path(full, task, command, tty), tty, escape, opts.stdin))
 
 
-def _open(alloc_id: str, task: str, command: list[str], tty: bool) -> WebSocket:
+def exec_path(alloc_id: str, task: str, command: list[str], tty: bool) -> str:
+    """The exec route with its query (and the chosen namespace and region)."""
     import json
     from urllib.parse import urlencode
 
+    params = {"task": task, "command": json.dumps(command), "tty": "true" if tty else "false"}
+    return f"/v1/client/allocation/{alloc_id}/exec?{urlencode(http.scoped(params) or params)}"
+
+
+def _open(path: str) -> WebSocket:
+    """The WebSocket of an exec session at PATH (alloc exec's route, or a job action's)."""
     from app.settings.client_tls import client_tls
     from app.stream import websocket as wsock
 
-    params = {"task": task, "command": json.dumps(command), "tty": "true" if tty else "false"}
-    query = urlencode(http.scoped(params) or params)
-    path = f"/v1/client/allocation/{alloc_id}/exec?{query}"
     try:
         answer = wsock.connect(http.address() + path, http.auth_headers(), timeout_s=http.TIMEOUT_S, tls=client_tls())
     except OSError as err:
@@ -264,10 +268,11 @@ class Terminal:
         self.release()
 
 
-def _run(alloc_id: str, task: str, command: list[str], tty: bool, escape: str, stdin_on: bool) -> int:
+def run_session(path: str, tty: bool, escape: str, stdin_on: bool) -> int:
+    """Run the exec session at PATH with the local terminal; the remote command's exit code."""
     if tty and not sys.stdin.isatty():
         raise click.ClickException("failed to exec into task: not a terminal (-t needs stdin to be one)")
-    ws = _open(alloc_id, task, command, tty)
+    ws = _open(path)
     terminal = Terminal(ws) if tty else None
     hung_up = threading.Event()
     try:

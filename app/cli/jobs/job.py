@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import click
 
+from app.cli.jobs.job_dispatch_wait import wait_for_child
 from app.cli.jobs.job_history import add_commands as add_history_commands
 from app.cli.jobs.job_init import init as init_command
 from app.cli.jobs.job_ops import add_commands as add_ops_commands
@@ -24,7 +25,7 @@ from app.cli.jobs.job_status import next_launch_text
 from app.cli.jobs.job_tag import tag as tag_group
 from app.cli.jobs.plan_output import has_changes, render
 from app.cli.support import http
-from app.cli.support.monitor import follow, monitor_options
+from app.cli.support.monitor import follow, monitor, monitor_options
 from app.cli.support.output import GoBoolCommand
 from app.wire.api.api_jobs import JobDispatchRequest, JobRegisterRequest, JobRevertRequest
 from app.wire.json import JsonObject
@@ -306,6 +307,13 @@ def _only_group(job_id: str) -> str:
 )
 @click.option("-id-prefix-template", "id_prefix_template", help="Put this into the child's ID after 'dispatch-'.")
 @click.option("-priority", "priority", type=click.IntRange(1, 100), help="The child's priority (default: the job's).")
+@click.option(
+    "-wait",
+    "--wait",
+    "wait",
+    is_flag=True,
+    help="After the evaluation, wait until every allocation of the child is terminal: exit 0, or 2 if one failed.",
+)
 @monitor_options
 @click.argument("job_id", metavar="JOB")
 @click.argument("input_source", metavar="[INPUT]", required=False, type=click.File("rb"))
@@ -317,12 +325,14 @@ def dispatch(
     idempotency_token: str | None,
     id_prefix_template: str | None,
     priority: int | None,
+    wait: bool,
     detach: bool,
     verbose: bool,
 ) -> None:
     """Dispatch the parameterized job JOB: create the child job <JOB>/dispatch-<unix time>-<8
     hex> with the given meta and payload, print it, and monitor its evaluation (-detach: print it).
-    The payload is INPUT, a file ('-': standard input), as Nomad takes it, or -payload-file."""
+    The payload is INPUT, a file ('-': standard input), as Nomad takes it, or -payload-file.
+    With -wait the child is followed until it is dead (app/cli/jobs/job_dispatch_wait.py)."""
     if input_source is not None and payload_file is not None:
         raise click.UsageError("give the payload as INPUT or -payload-file, not both")
     payload_file = payload_file or input_source
@@ -337,6 +347,13 @@ def dispatch(
         return
     if detach:
         click.echo(f"Evaluation ID     = {eval_id}")
+    elif wait:
+        if monitor(eval_id, verbose):
+            raise SystemExit(1)  # Nomad: a failed evaluation ends -wait with 1
+        click.echo("")
+        code = wait_for_child(response["DispatchedJobID"], verbose)
+        if code:
+            raise SystemExit(code)
     else:
         follow(eval_id, detach, verbose)
 

@@ -1,4 +1,4 @@
-"""`corral job promote|eval|start|scaling-events|restart`: Nomad's job commands that act
+"""`corral job promote|eval|start|scaling-events` (and `restart`, from job_restart.py): Nomad's job commands that act
 through routes other commands already use (deployments, evaluate, register, scale, the
 client's restart), in Nomad's layout and exit codes."""
 
@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 import click
 
+from app.cli.jobs.job_action import action
+from app.cli.jobs.job_restart import restart
 from app.cli.support import http
 from app.cli.support.deployment_view import short
-from app.cli.support.monitor import follow, monitor_options, stamp
+from app.cli.support.monitor import follow, monitor_options
 from app.cli.support.output import columns, date
-from app.wire.allocation import AllocationListStubJson
-from app.wire.api.api_allocs import AllocRestartRequest
 from app.wire.api.api_deployments import DeploymentPromoteRequest
 
 
@@ -27,7 +27,8 @@ def add_commands(job: click.Group) -> None:
     job.add_command(eval_)
     job.add_command(start)
     job.add_command(scaling_events)
-    job.add_command(restart)
+    job.add_command(restart)  # app/cli/jobs/job_restart.py
+    job.add_command(action)  # app/cli/jobs/job_action.py
 
 
 @click.command()
@@ -115,46 +116,3 @@ def scaling_events(job_id: str, verbose: bool) -> None:
             row += [str(bool(e.get("Error"))).lower(), str(e.get("Message") or ""), str(e.get("EvalID") or "<nil>")]
         rows.append([*row, date(e.get("Time"))])
     click.echo("\n".join(columns(rows)))
-
-
-@click.command()
-@click.option("-task", "--task", "task", help="Restart only this task of each allocation.")
-@click.option("-group", "--group", "groups", multiple=True, help="Only this group's allocations; repeatable.")
-@click.option("-all-tasks", "--all-tasks", "all_tasks", is_flag=True, help="Restart every task, not just running ones.")
-@click.option("-yes", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("-verbose", "--verbose", is_flag=True, help="Show full IDs.")
-@click.argument("job_id", metavar="JOB")
-def restart(job_id: str, task: str | None, groups: tuple[str, ...], all_tasks: bool, yes: bool, verbose: bool) -> None:
-    """Restart the tasks of JOB's running allocations in place, one allocation at a time (as
-    Nomad's job restart with its default batch size of 1): each allocation's running tasks
-    (-all-tasks: every task, -task: that one). Asks first unless -yes. Exit 1 if a restart fails."""
-    if task and all_tasks:
-        raise click.UsageError("The -all-tasks option cannot be used with -task")
-    listed: list[AllocationListStubJson] = http.get(_path(job_id, "allocations"))
-    allocs = [
-        a
-        for a in listed
-        if a.get("ClientStatus") == "running"
-        and a.get("DesiredStatus") == "run"
-        and (not groups or a.get("TaskGroup") in groups)
-    ]
-    if not allocs:
-        click.echo(f'No allocations to restart for job "{job_id}"')
-        return
-    noun = "allocation" if len(allocs) == 1 else "allocations"
-    if not yes and click.prompt(
-        f"Are you sure you want to restart {len(allocs)} {noun}? [y/N]", default="", show_default=False
-    ).strip().lower() not in ("y", "yes"):
-        click.echo("Cancelling job restart")
-        return
-    click.echo(f"==> {stamp()}: Restarting {len(allocs)} {noun}")
-    body: AllocRestartRequest = {"TaskName": task or "", "AllTasks": all_tasks}
-    for a in sorted(allocs, key=lambda a: int(a.get("CreateIndex", 0))):
-        ident = short(str(a["ID"]), verbose)
-        which = "all tasks" if all_tasks else (f'task "{task}"' if task else "running tasks")
-        click.echo(f'    {stamp()}: Restarting {which} in allocation "{ident}" for group "{a.get("TaskGroup")}"')
-        try:
-            http.put(f"/v1/client/allocation/{a['ID']}/restart", body)
-        except http.ApiError as err:
-            raise click.ClickException(f'Error restarting allocation "{ident}": {err.message}') from err
-    click.echo(f"==> {stamp()}: Job restart finished")

@@ -89,6 +89,7 @@ NOT_APPLICABLE: dict[str, str] = {
     "node identity renew": "no node identity JWT: a client authenticates with its node SecretID (docs/security.md)",
     "node intro create": "registration takes an ACL token with `node:write`: `corral acl token create` with a "
     "node-write policy (docs/security.md)",
+    "alloc pause": _ENTERPRISE + " (pauses a task of a job with a `schedule` block)",
 }
 
 # Present, but short of Nomad's everyday flags or behaviour: what is missing.
@@ -97,9 +98,8 @@ PARTIAL: dict[str, str] = {
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
-    "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
-    "job dispatch": "no `-wait` (following the child's allocations until they finish)",
     "login": "JWT auth methods only: no OIDC browser flow (`-oidc-callback-addr`)",
+    "ui": "no `-authenticate` (it needs one-time tokens, `/v1/acl/token/onetime`)",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 

@@ -131,3 +131,24 @@ def test_endpoint_refuses_unknown_tasks_and_signals_naming_them(tmp_path: Path) 
         assert http_api.route("GET", f"/v1/client/allocation/{ALLOC_ID}/signal") is None
     finally:
         runner.destroy()
+
+
+def test_gc_of_one_allocation_asks_the_agent_and_refuses_what_it_cannot_collect(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def collect(alloc_id: str) -> bool:
+        asked.append(alloc_id)
+        return alloc_id == ALLOC_ID  # only this one is terminal here
+
+    local = http_api.Local(lambda _: None, lambda _: None, tmp_path, collect=collect)
+    assert http_api.alloc_gc(local, ALLOC_ID, {})[0] == 200
+    live = "ffffffff-0000-0000-0000-000000000000"
+    assert refusal(lambda: http_api.alloc_gc(local, live, {})) == (404, "AllocID")
+    assert asked == [ALLOC_ID, live]
+    assert refusal(
+        lambda: http_api.alloc_gc(http_api.Local(lambda _: None, lambda _: None, tmp_path), ALLOC_ID, {})
+    ) == (
+        404,
+        "AllocID",
+    )
+    assert http_api.route("GET", f"/v1/client/allocation/{ALLOC_ID}/gc") is not None

@@ -1,6 +1,7 @@
 """Nomad's client allocation routes, proxied to the client that runs the allocation
-(app/api/http/client_proxy.py): resource usage (/stats), service check results (/checks), restart
-of tasks in place and signals to them; and the client host's own usage (/v1/client/stats?node_id=)."""
+(app/api/http/client_proxy.py): resource usage (/stats), service check results (/checks, also
+under /v1/allocation/:id/checks), GC of one terminal allocation (/gc), restart of tasks in place
+and signals to them; and the client host's own usage (/v1/client/stats?node_id=)."""
 
 from __future__ import annotations
 
@@ -45,12 +46,22 @@ def alloc_stats(alloc_id: str) -> Response:
 
 
 @bp.get("/client/allocation/<alloc_id>/checks")
+@bp.get("/allocation/<alloc_id>/checks")
 def alloc_checks(alloc_id: str) -> Response:
     """Nomad's AllocChecks: the latest result of each of the allocation's Nomad service checks,
-    run by its client (a map of check ID to result)."""
+    run by its client (a map of check ID to result). Nomad serves it under both paths."""
     key = uuid_value(alloc_id, "AllocID")
     target = target_of_alloc(key)
     return relay_json(forward(target, "GET", f"/v1/client/allocation/{key}/checks", {}), target)
+
+
+@bp.get("/client/allocation/<alloc_id>/gc")
+def alloc_gc(alloc_id: str) -> Response:
+    """Nomad's client GC of one allocation: its client destroys it now if it is terminal (its
+    directory and what its tasks left); a live allocation is refused (404) and keeps running."""
+    key = uuid_value(alloc_id, "AllocID")
+    target = target_of_alloc(key)
+    return relay_json(forward(target, "GET", f"/v1/client/allocation/{key}/gc", {}), target)
 
 
 @bp.get("/client/stats")

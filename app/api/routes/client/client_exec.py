@@ -228,7 +228,12 @@ class Upgraded(Response):
 def alloc_exec(alloc_id: str) -> Response:
     if ws_handshake.parse_flag(arg("ws_handshake")):
         return exec_after_handshake(alloc_id)
-    wanted = exec_request(uuid_value(alloc_id, "AllocID"))
+    return serve_exec(exec_request(uuid_value(alloc_id, "AllocID")))
+
+
+def serve_exec(wanted: ExecRequest) -> Response:
+    """The checked request's session: the node-exec ACL check, the caller's upgrade, the link to
+    the client, then the relay (also the session of a job action, app/api/routes/jobs/job_actions.py)."""
     denied = node_exec_denied(wanted)
     if denied is not None:
         return denied

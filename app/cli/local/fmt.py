@@ -37,8 +37,8 @@ SUFFIXES = (".nomad", ".hcl")
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 def fmt(paths: tuple[str, ...], check: bool, list_: bool, write: bool, recursive: bool) -> None:
     """Rewrite PATHs (default: the current directory) in HCL's canonical layout (see
-    app/cli/hcl_format.py for what it covers); `-` formats standard input to standard output."""
-    from app.cli.hcl_format import format_hcl
+    app/cli/local/hcl_format.py for what it covers); `-` formats standard input to standard output."""
+    from app.cli.local.hcl_format import format_hcl
 
     if paths == ("-",):
         source = sys.stdin.read()

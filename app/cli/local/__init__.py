@@ -1,0 +1,1 @@
+"""Commands that work on local files only and never talk to a server: fmt, tls."""
