@@ -3,6 +3,7 @@ REST API."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
@@ -68,14 +69,14 @@ def basic_block(job: JobSpec, now: datetime | None = None) -> list[str]:
     return key_values(pairs)
 
 
-def next_launch_text(job: JobSpec, now: datetime) -> str | None:
+def next_launch_text(job: Mapping[str, object], now: datetime) -> str | None:
     """Nomad's "Next Periodic Launch": none for a stopped job, nothing for a schedule it cannot read."""
     if job.get("Stop"):
         return "none (job stopped)"
     from app.values.cron import next_launch
 
     periodic = job.get("Periodic")
-    if not periodic:
+    if not isinstance(periodic, Mapping) or not periodic:
         return None
     try:
         at = next_launch(periodic, now)
