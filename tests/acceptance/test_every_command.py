@@ -8,6 +8,7 @@ tree (docs/cli.md's present or partial rows) without a step here."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -27,6 +28,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.cli.support.command_states import corral_commands, states
+from tests.support.jwt_issuer import Issuer
 from tests.support.processes import CORRAL, Corral, free_port, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
@@ -53,6 +55,10 @@ job "web" {
       }
       env {
         VERSION = "v1"
+      }
+      action "hello" {
+        command = "/bin/sh"
+        args    = ["-c", "echo hello from $NOMAD_TASK_NAME"]
       }
       service {
         name     = "web-svc"
@@ -232,6 +238,27 @@ STEPS: list[Step] = [
     Step("acl policy apply -description readers readers readers.hcl", ('Successfully wrote "readers" ACL policy!',)),
     Step("acl policy list", ("readers",)),
     Step("acl policy info readers", ('policy = "read"',)),
+    Step("acl policy self", ("This is a management token",)),
+    Step(
+        "acl auth-method create -name corp -type jwt -token-locality local -max-token-ttl 1h -default "
+        "-config @jwt.json",
+        ("Type", "JWT"),
+    ),
+    Step("acl auth-method list", ("corp",)),
+    Step("acl auth-method info corp", ("1h0m0s",)),
+    Step("acl auth-method update -max-token-ttl 2h corp", ("2h0m0s",)),
+    Step(
+        "acl binding-rule create -auth-method corp -selector 'value.team == \"eng\"' -bind-type policy "
+        "-bind-name readers",
+        ("Bind Type",),
+        learn=(("rule", r"(?m)^ID\s+=\s+(\S+)"),),
+    ),
+    Step("acl binding-rule list", ("corp",)),
+    Step("acl binding-rule info {rule}", ("readers",)),
+    Step("acl binding-rule update -description engineers {rule}", ("engineers",)),
+    Step("login -method corp -login-token {jwt}", ("Successfully logged in via JWT and corp", "readers")),
+    Step("acl binding-rule delete {rule}", ("ACL binding rule", "successfully deleted")),
+    Step("acl auth-method delete corp", ("ACL auth method corp successfully deleted",)),
     Step("acl role create -name=ops -policy=readers", ("Name         = ops",), learn=(("role", r"ID\s+=\s+(\S+)"),)),
     Step("acl role list", ("ops",)),
     Step("acl role info {role}", ("Name         = ops",)),
@@ -255,6 +282,7 @@ STEPS: list[Step] = [
     Step("node pool info batch-pool", ("Name        = batch-pool",)),
     Step("node pool nodes default", ("ready",), before=_node_ready),
     Step("node pool jobs default", ("No jobs",)),
+    Step("node pool init -quiet", ()),
     Step("config validate client.json", ("Configuration is valid!",)),
     Step("job init -force", ("Example job file written to example.nomad.hcl",)),
     Step("init -force short.nomad.hcl", ("Example job file written to short.nomad.hcl",)),
@@ -283,6 +311,10 @@ STEPS: list[Step] = [
     Step("fs {web_alloc} alloc/logs", ("web.stdout.0",)),
     Step("alloc exec -task web {web_alloc} echo hi", ("hi",)),
     Step("exec -task web {web_alloc} echo there", ("there",)),
+    Step("alloc checks {web_alloc}", ()),
+    Step("action -job web -group web -task web -i=false hello", ("hello from web",)),
+    Step("job action -job web -alloc {web_alloc} -i=false hello", ("hello from web",)),
+    Step("ui -show-url web", ("URL for web UI: ", "/ui/job/web?namespace=default")),
     Step("alloc signal -s SIGHUP {web_alloc} web", ()),
     Step("service list", ("web-svc",), before=_service_id),
     Step("service info web-svc", ("Job ID", "web ")),
@@ -325,7 +357,18 @@ STEPS: list[Step] = [
     Step("operator scheduler set-config -memory-oversubscription=true", ("Scheduler configuration updated!",)),
     Step("operator root keyring list", ("active",)),
     Step("operator root keyring rotate", ("active",)),
+    Step("operator root keyring rotate -full", ("active",)),
+    Step("operator root keyring list -verbose", ("inactive",), learn=(("old_key", r"(?m)^(\S+)\s+inactive"),)),
+    Step("operator root keyring remove -force {old_key}", ("Removed encryption key",)),
+    Step("operator metrics", ("Gauges",)),
+    Step("system reconcile summaries", ()),
+    Step("operator client-state .corral/client", ('"Allocations"',)),
+    Step("tls ca create", ("nomad-agent-ca.pem",)),
+    Step("tls ca info nomad-agent-ca.pem", ("Serial Number",)),
+    Step("tls cert create -server", ("global-server-nomad.pem",)),
+    Step("tls cert info global-server-nomad.pem", ("Serial Number",)),
     Step("operator debug -duration 2s -interval 1s -output debug", ("Created debug archive",)),
+    Step("debug -duration 1s -interval 1s -output debug-alias", ("Created debug archive",)),
     Step("system gc", ()),
     Step("alloc stop {web_alloc}", ("finished with status",), before=_alloc_of("web")),
     Step("service delete web-svc {service}", ("Successfully deleted service registration",), before=_service_id),
@@ -337,6 +380,8 @@ STEPS: list[Step] = [
     Step("operator scheduler set-config -pause-eval-broker=false", ("Scheduler configuration updated!",)),
     Step("job stop -yes work", ("Evaluation",)),
     Step("stop -yes nightly", ("Evaluation",)),
+    Step("start nightly", ("Job start successful",)),
+    Step("job stop -yes nightly", ("Evaluation",)),
     Step("job stop -detach web", ("Evaluation ID",)),
     Step("job start web", ("Evaluation",)),
     Step("job stop -purge -detach web", ("Evaluation ID",)),
@@ -374,6 +419,10 @@ def walk() -> Iterator[Walk]:
         "client.json": CONFIG,
     }.items():
         (home / name).write_text(text)
+    issuer = Issuer()  # the identity provider `login` presents a token of
+    (home / "jwt.json").write_text(
+        json.dumps({"JWTValidationPubKeys": [issuer.public_pem], "ClaimMappings": {"team": "team"}})
+    )
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CORRAL_", "NOMAD_"))}
     env.update({"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "console"})
@@ -382,7 +431,7 @@ def walk() -> Iterator[Walk]:
     try:
         wait_healthy(f"http://127.0.0.1:{port}", agent)
         os.chdir(home)  # job init, var init and operator debug write where the user stands
-        yield Walk(f"http://127.0.0.1:{port}", home, agent)
+        yield Walk(f"http://127.0.0.1:{port}", home, agent, {"jwt": issuer.sign({"team": "eng"}, lifetime_s=3600)})
     finally:
         os.chdir(cwd)
         agent.process.send_signal(signal.SIGINT)
