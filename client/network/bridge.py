@@ -204,12 +204,16 @@ def sweep(config: BridgeConfig, allocs_dir: Path, live: set[str]) -> list[str]:
     for name in sorted(orphans):
         state = _recorded(allocs_dir / name[len(prefix) :])
         runtime, result = state.get("runtime"), state.get("result")
-        failures = _release(
-            config,
-            str(NETNS_DIR / name),
-            runtime if isinstance(runtime, dict) else ORPHAN_RUNTIME,
-            result if isinstance(result, dict) else None,
-        )
+        try:
+            failures = _release(
+                config,
+                str(NETNS_DIR / name),
+                runtime if isinstance(runtime, dict) else ORPHAN_RUNTIME,
+                result if isinstance(result, dict) else None,
+                attached=state.get("mode") != "none",
+            )
+        except NetworkError as err:  # `ip` missing or hung: the client starts all the same
+            failures = [str(err)]
         if failures:
             log.warning("orphan network namespace not released", netns=name, failures=failures)
             continue
@@ -220,10 +224,11 @@ def sweep(config: BridgeConfig, allocs_dir: Path, live: set[str]) -> list[str]:
 def _held_names(config: BridgeConfig) -> set[str]:
     """The namespaces under /var/run/netns and the container IDs holding host-local leases of
     the bridge's network (its files: one per address, the holder's ID on the first line)."""
-    names = {entry.name for entry in NETNS_DIR.iterdir()} if NETNS_DIR.is_dir() else set()
-    leases = HOST_LOCAL_DIR / str(config.conflist()["name"])
-    if leases.is_dir():
-        for lease in leases.iterdir():
+    names: set[str] = set()
+    with contextlib.suppress(OSError):  # none made yet, or not ours to read (no root): nothing to sweep
+        names.update(entry.name for entry in NETNS_DIR.iterdir())
+    with contextlib.suppress(OSError):
+        for lease in (HOST_LOCAL_DIR / str(config.conflist()["name"])).iterdir():
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 names.add(lease.read_text().splitlines()[0].strip() if lease.stat().st_size else "")
     names.discard("")

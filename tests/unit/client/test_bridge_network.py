@@ -205,7 +205,9 @@ def test_the_sweep_releases_only_this_clients_namespaces_and_leases_that_no_live
     (allocs / "gone" / "network.json").write_text(json.dumps(recorded))
     released: dict[str, tuple[JsonObject, JsonObject | None]] = {}
 
-    def release(config: BridgeConfig, netns: str, runtime: JsonObject, result: JsonObject | None) -> list[str]:
+    def release(
+        config: BridgeConfig, netns: str, runtime: JsonObject, result: JsonObject | None, attached: bool = True
+    ) -> list[str]:
         released[Path(netns).name] = (runtime, result)
         return []
 
