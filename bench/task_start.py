@@ -154,7 +154,9 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="corral-bench-start-"))
     ours: dict[str, list[Start]] = {}
     peer: list[float] = []
-    with private_dockerd() as daemon:
+    # A bridge of its own and no iptables: no lock shared with the tests' daemons (nothing here
+    # publishes a port), and the peer runs on the same daemon.
+    with private_dockerd(bridge=False) as daemon:
         agent, base = start_agent(home, daemon)
         peer_runs = Peer(daemon, daemon.image)
         try:

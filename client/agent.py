@@ -30,6 +30,7 @@ from client.endpoint.logs_http import serve
 from client.fingerprint import fingerprint
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
+from client.network.bridge import sweep as sweep_networks
 from client.node_meta import NodeMeta
 from client.tasks.identities import requests as identity_requests
 from client.templating.http_source import HttpSource
@@ -309,6 +310,8 @@ class Client:
         for driver in self.drivers.values():
             if isinstance(driver, Docker) and (removed := driver.sweep(self.allocs_dir, set(self.runners))):
                 log.info("removed containers of allocations this client no longer runs", count=removed)
+        if swept := sweep_networks(self.config.bridge(), self.allocs_dir, set(self.runners)):
+            log.info("released network namespaces of allocations this client no longer runs", netns=swept)
 
     def _alloc_dir(self, alloc_id: str) -> Path | None:
         with self.lock:

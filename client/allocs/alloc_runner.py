@@ -19,6 +19,7 @@ import structlog
 
 from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
 from client.network.bridge import BridgeConfig, NetworkError, netns_path
+from client.network.bridge import isolate as isolate_network
 from client.network.bridge import setup as setup_network
 from client.network.bridge import teardown as teardown_network
 from client.service_health.check_runner import CheckWatch
@@ -78,6 +79,9 @@ IN_TASK_PATHS = TaskPaths(Path("/alloc"), Path("/"))
 # Drivers whose tasks join the allocation's network namespace in bridge mode (Nomad's exec and
 # raw_exec do; docker publishes its ports through Docker's own bridge).
 BRIDGE_DRIVERS = frozenset({"exec", "raw_exec"})
+# The group network modes whose exec and raw_exec tasks share a namespace of the allocation's:
+# bridge (attached by CNI) and none (loopback only, nothing attached).
+NETNS_MODES = frozenset({"bridge", "none"})
 # Drivers whose task sees its image's filesystem: no PATH/HOME/TMPDIR of the host's.
 IMAGE_DRIVERS = frozenset({"docker"})
 
@@ -132,7 +136,7 @@ def task_plans(
             limits=task_limits(task, allocated_task(alloc, name)),
             ports=ports,
             network_mode=network_mode,
-            netns=netns_path(str(alloc["ID"])) if network_mode == "bridge" and driver in BRIDGE_DRIVERS else "",
+            netns=netns_path(alloc_dir) if network_mode in NETNS_MODES and driver in BRIDGE_DRIVERS else "",
             mounts=task_mounts(group, task, node.host_volumes),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
@@ -374,11 +378,14 @@ class AllocRunner:
         """Nomad's network hook: the allocation's namespace, attached to the bridge, before any
         task starts (kept as it is when a restarted client finds it); False when it failed the
         allocation."""
-        if not self._bridged() or Path(netns_path(self.id)).exists():
+        if not self._bridged() or Path(netns_path(self.dir)).exists():
             return True
-        ports = next(iter(self.tasks.values())).spec.ports
+        first = next(iter(self.tasks.values())).spec
         try:
-            setup_network(self.bridge, self.id, ports, self.dir)
+            if first.network_mode == "none":
+                isolate_network(self.dir)
+            else:
+                setup_network(self.bridge, first.ports, self.dir)
         except NetworkError as err:
             message = f'failed to setup alloc: pre-run hook "network" failed: {err}'
             self._terminal("failed", message)
@@ -393,7 +400,7 @@ class AllocRunner:
     def _teardown_network(self) -> None:
         """CNI DEL and the namespace removed, once no task runs in it (idempotent)."""
         with self._network_lock:  # every task's last change may ask at once
-            failures = teardown_network(self.bridge, self.id, self.dir)
+            failures = teardown_network(self.bridge, self.dir)
         if failures:
             log.warning("network teardown incomplete", alloc_id=self.id, failures=failures)
 

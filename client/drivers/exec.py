@@ -165,6 +165,10 @@ class ExecHandle:
                 os.kill(self.task_pid, signum)
 
 
+# Modes whose tasks join the allocation's namespace (bridge: attached by CNI; none: loopback only).
+JOINED_MODES = ("bridge", "none")
+
+
 class Exec:
     name = "exec"
 
@@ -173,10 +177,10 @@ class Exec:
 
     def start(self, task: TaskSpec, task_dir: Path, logs: Path) -> Handle:
         argv = _argv(task.config)
-        if task.network_mode not in ("host", "", "bridge"):
+        if task.network_mode not in ("host", "", *JOINED_MODES):
             raise StartError(f"network mode {task.network_mode!r} is not supported by the exec driver on this node")
-        if task.network_mode == "bridge" and not task.netns:
-            raise StartError("bridge network mode: the allocation has no network namespace")
+        if task.network_mode in JOINED_MODES and not task.netns:
+            raise StartError(f"{task.network_mode} network mode: the allocation has no network namespace")
         reason = unusable_reason()
         if reason is not None:
             raise StartError(reason)
@@ -207,7 +211,7 @@ class Exec:
             "argv": argv,
             "env": task.env,
             "exit_file": str(exit_file),
-            "netns": task.netns if task.network_mode == "bridge" else "",
+            "netns": task.netns if task.network_mode in JOINED_MODES else "",
         }
         try:
             process, task_pid = _launch(spec, task, logs)

@@ -162,7 +162,7 @@ class RawExec:
         except OSError as error:
             raise StartError(f"handing the task directory to user {task.user!r}: {error}") from error
         argv = ["/bin/sh", "-c", WRAPPER.format(traps=traps), "sh", str(exit_file), command, *map(str, args)]
-        joins = task.network_mode == "bridge" and bool(task.netns)
+        joins = task.network_mode in ("bridge", "none") and bool(task.netns)
         if joins:
             # Nomad's raw_exec joins the group's network namespace too. nsenter and setpriv exec
             # in turn, so the task keeps the pid; the user is dropped after the namespace is joined.

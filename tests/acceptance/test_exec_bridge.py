@@ -7,6 +7,7 @@ CNI plugins (skipped elsewhere); every chain, bridge and namespace made is remov
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -18,14 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from client.drivers.exec import unusable_reason
 from client.isolation.cgroups import ROOT, UNIFIED
-from client.network.bridge import NETNS_DIR
+from client.network.bridge import NETNS_DIR, NETNS_PREFIX
 from client.network.cni import DEFAULT_CNI_PATH
 from tests.support.cluster import Cluster
-from tests.support.cni_cleanup import network_traces
+from tests.support.cni_cleanup import HOST_LOCAL_DIR, network_traces
 from tests.support.processes import CorralFactory, wait_for
 
 
@@ -80,7 +82,7 @@ def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str
             "bridge_network_subnet": SUBNET,
         }
         (workdir / "c1" / "client.json").write_text(json.dumps(config))
-        running.client("c1", "--config=client.json", "--driver", "exec", "--driver", "raw_exec")
+        running.client(*CLIENT_ARGS)
         try:
             yield running
         finally:
@@ -88,6 +90,9 @@ def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str
                 running.http.delete(f"/v1/job/{job['ID']}")
             wait_for(lambda: all(_done(running, job["ID"]) for job in running.http.get("/v1/jobs").json()), 60)
             running.close()
+
+
+CLIENT_ARGS = ("c1", "--config=client.json", "--driver", "exec", "--driver", "raw_exec")
 
 
 def _done(cluster: Cluster, job_id: str) -> bool:
@@ -130,6 +135,32 @@ def _get(url: str) -> str:
     return answer.text if answer.status_code == 200 else ""
 
 
+def alloc_netns(alloc_id: str) -> Path:
+    """The allocation's namespace: corral-<its client's owner tag>-<allocation ID>."""
+    (found,) = NETNS_DIR.glob(f"{NETNS_PREFIX}*-{alloc_id}")
+    return found
+
+
+def kill_9_client(home: Path) -> None:
+    """SIGKILL to the `corral client` running in `home` and to everything it started."""
+    (client,) = [p for p in psutil.process_iter() if _is_client_in(p, home)]
+    for process in [*client.children(recursive=True), client]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs([client], timeout=30)
+
+
+def _is_client_in(process: psutil.Process, home: Path) -> bool:
+    try:
+        return "client" in process.cmdline() and Path(process.cwd()) == home
+    except psutil.Error:
+        return False
+
+
+def _leases() -> str:
+    return "".join(p.read_text(errors="replace") for p in HOST_LOCAL_DIR.glob("*") if p.is_file())
+
+
 def _portmap_rules() -> str:
     return subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True, check=True).stdout
 
@@ -144,7 +175,7 @@ def serve_and_stop(cluster: Cluster, job_id: str, driver: str, local: str) -> di
     (stub,) = cluster.allocs(job_id)
     alloc = cluster.http.get(f"/v1/allocation/{stub['ID']}").json()
     (port,) = alloc["AllocatedResources"]["Shared"]["Ports"]
-    netns = NETNS_DIR / alloc["ID"]
+    netns = alloc_netns(alloc["ID"])
     assert netns.exists()
     page: dict[str, str] = {}
 
@@ -182,3 +213,64 @@ def test_a_raw_exec_task_joins_the_allocation_network_namespace_as_nomads_does(c
     # the allocation's own address.
     env = serve_and_stop(cluster, "bridged-raw", "raw_exec", "$NOMAD_TASK_DIR")
     assert os.path.isabs(env["NOMAD_TASK_DIR"]) and env["NOMAD_TASK_DIR"] != "/local"
+
+
+def test_a_client_killed_9_sweeps_the_namespace_lease_and_port_mapping_it_left_on_its_next_start(
+    cluster: Cluster, workdir: Path
+) -> None:
+    """Issue 38: kill -9 of the client (and its task), its state of the allocation lost with it
+    and the job stopped meanwhile; nothing would ever tear the allocation's network down, so
+    the restarted client sweeps its own orphans by their names."""
+    cluster.register(bridge_job("orphaned", "raw_exec", "$NOMAD_TASK_DIR"))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("orphaned")] == ["running"], 120)
+    (stub,) = cluster.allocs("orphaned")
+    netns = alloc_netns(stub["ID"])
+    assert netns.name in _leases() and stub["ID"] in _portmap_rules()
+    kill_9_client(workdir / "c1")  # the client and its task: no teardown of anything
+    assert netns.exists(), "the kill left the namespace behind (the premise of the test)"
+    assert cluster.http.delete("/v1/job/orphaned").status_code == 200
+    shutil.rmtree(workdir / "c1" / ".corral-client" / "allocs" / stub["ID"])  # its state, lost
+    cluster.client(*CLIENT_ARGS)
+    assert wait_for(lambda: not netns.exists(), 120), f"{netns} was not swept"
+    assert netns.name not in _leases(), "the host-local lease was not released"
+    assert stub["ID"] not in _portmap_rules(), "the port mapping was not removed"
+
+
+PROBE = """
+import socket, sys
+own = socket.create_server(("127.0.0.1", 0))
+with socket.create_connection(own.getsockname(), timeout=5):
+    pass  # its own loopback is up
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).close()
+    print("reached")
+except ConnectionRefusedError:
+    print("refused")
+"""
+
+
+def test_an_exec_task_in_network_mode_none_has_only_its_own_loopback(cluster: Cluster, workdir: Path) -> None:
+    """Issue 38: `network { mode = "none" }` gives the group a namespace of its own with only
+    loopback: the task's 127.0.0.1 is not the host's, so the API listening there is unreachable."""
+    api_port = cluster.base.rsplit(":", 1)[1]
+    task = {
+        "Name": "probe",
+        "Driver": "exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", f"python3 -c '{PROBE}' {api_port} > /local/result"]},
+        "Resources": {"CPU": 100, "MemoryMB": 128},
+    }
+    group = {
+        "Name": "g",
+        "Networks": [{"Mode": "none"}],
+        "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+        "EphemeralDisk": {"SizeMB": 10},
+        "Tasks": [task],
+    }
+    cluster.register({"ID": "isolated", "Type": "batch", "TaskGroups": [group]})
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("isolated")] == ["complete"], 120), (
+        cluster.allocs("isolated")
+    )
+    (stub,) = cluster.allocs("isolated")
+    result = workdir / "c1" / ".corral-client" / "allocs" / stub["ID"] / "probe" / "local" / "result"
+    assert result.read_text().strip() == "refused"
+    assert not list(NETNS_DIR.glob(f"{NETNS_PREFIX}*-{stub['ID']}")), "the namespace outlived the allocation"

@@ -17,8 +17,8 @@ from client.config import ConfigError, build
 from client.drivers import PortMapping
 from client.drivers.raw_exec import as_user, enter_netns
 from client.drivers.users import Identity
-from client.network import cni
-from client.network.bridge import conflist, netns_path, port_mappings
+from client.network import bridge, cni
+from client.network.bridge import BridgeConfig, conflist, netns_name, netns_path, owner_tag, port_mappings
 from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
@@ -156,8 +156,8 @@ def _alloc(mode: str) -> dict[str, Any]:
 def test_exec_and_raw_exec_tasks_of_a_bridge_group_join_its_namespace_and_docker_does_not(tmp_path: Path) -> None:
     plans, _ = task_plans(_alloc("bridge"), NodeInfo.of({}), tmp_path)
     assert {p.spec.name: p.spec.netns for p in plans} == {
-        "exec": netns_path("a1"),
-        "raw_exec": netns_path("a1"),
+        "exec": netns_path(tmp_path),
+        "raw_exec": netns_path(tmp_path),
         "docker": "",
     }
     plans, _ = task_plans(_alloc("host"), NodeInfo.of({}), tmp_path)
@@ -178,3 +178,53 @@ def test_raw_exec_enters_the_namespace_before_dropping_to_its_user() -> None:
         "--",
     ]
     assert "--clear-groups" in as_user(Identity("x", 1, 1, ()))
+
+
+def test_namespace_names_carry_the_clients_owner_tag_and_the_allocation_id(tmp_path: Path) -> None:
+    mine, theirs = tmp_path / "a" / "allocs", tmp_path / "b" / "allocs"
+    name = netns_name(mine / "1111")
+    assert name == f"corral-{owner_tag(mine)}-1111" and len(owner_tag(mine)) == 8
+    assert owner_tag(mine) == owner_tag(tmp_path / "a" / "." / "allocs")  # the resolved path
+    assert owner_tag(theirs) != owner_tag(mine)
+    assert netns_path(mine / "1111") == f"/var/run/netns/{name}"
+
+
+def test_the_sweep_releases_only_this_clients_namespaces_and_leases_that_no_live_allocation_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    allocs, other = tmp_path / "allocs", tmp_path / "other" / "allocs"
+    netns_dir, leases = tmp_path / "netns", tmp_path / "leases" / "nomad"
+    netns_dir.mkdir()
+    leases.mkdir(parents=True)
+    for held in (netns_name(allocs / "live"), netns_name(allocs / "gone"), netns_name(other / "gone"), "a1b2"):
+        (netns_dir / held).touch()
+    (leases / "172.26.64.9").write_text(f"{netns_name(allocs / 'lease-only')}\r\neth0")
+    (leases / "last_reserved_ip.0").write_text("172.26.64.9")
+    (allocs / "gone").mkdir(parents=True)
+    recorded = {"netns": "x", "runtime": {"portMappings": []}, "result": {"ips": []}}
+    (allocs / "gone" / "network.json").write_text(json.dumps(recorded))
+    released: dict[str, tuple[JsonObject, JsonObject | None]] = {}
+
+    def release(
+        config: BridgeConfig, netns: str, runtime: JsonObject, result: JsonObject | None, attached: bool = True
+    ) -> list[str]:
+        released[Path(netns).name] = (runtime, result)
+        return []
+
+    monkeypatch.setattr(bridge, "NETNS_DIR", netns_dir)
+    monkeypatch.setattr(bridge, "HOST_LOCAL_DIR", leases.parent)
+    monkeypatch.setattr(bridge, "_release", release)
+    swept = bridge.sweep(BridgeConfig(), allocs, {"live"})
+    assert sorted(swept) == sorted([netns_name(allocs / "gone"), netns_name(allocs / "lease-only")])
+    # What setup recorded is used when the directory survived; otherwise portmap is given a mapping.
+    assert released[netns_name(allocs / "gone")] == ({"portMappings": []}, {"ips": []})
+    assert released[netns_name(allocs / "lease-only")] == (bridge.ORPHAN_RUNTIME, None)
+
+
+def test_exec_and_raw_exec_tasks_of_a_group_in_mode_none_join_its_own_namespace(tmp_path: Path) -> None:
+    plans, _ = task_plans(_alloc("none"), NodeInfo.of({}), tmp_path)
+    assert {p.spec.name: (p.spec.network_mode, p.spec.netns) for p in plans} == {
+        "exec": ("none", netns_path(tmp_path)),
+        "raw_exec": ("none", netns_path(tmp_path)),
+        "docker": ("none", ""),  # docker's own network_mode "none" (docker_container.py)
+    }

@@ -199,9 +199,12 @@ def test_cpuset_text_is_linux_list_format() -> None:
 
 
 def test_exec_refuses_a_network_it_cannot_join_with_a_clear_start_error(tmp_path: Path) -> None:
-    spec = TaskSpec("t", "exec", {"command": "/bin/true"}, {}, 1.0, network_mode="none")
-    with pytest.raises(StartError, match="network mode 'none' is not supported by the exec driver"):
+    spec = TaskSpec("t", "exec", {"command": "/bin/true"}, {}, 1.0, network_mode="cni/mynet")
+    with pytest.raises(StartError, match="network mode 'cni/mynet' is not supported by the exec driver"):
         Exec(ExecSettings()).start(spec, tmp_path, tmp_path)
+    isolated = TaskSpec("t", "exec", {"command": "/bin/true"}, {}, 1.0, network_mode="none")  # no namespace made
+    with pytest.raises(StartError, match="none network mode: the allocation has no network namespace"):
+        Exec(ExecSettings()).start(isolated, tmp_path, tmp_path)
     bridged = TaskSpec("t", "exec", {"command": "/bin/true"}, {}, 1.0, network_mode="bridge")  # no namespace made
     with pytest.raises(StartError, match="bridge network mode: the allocation has no network namespace"):
         Exec(ExecSettings()).start(bridged, tmp_path, tmp_path)
