@@ -103,7 +103,7 @@ def claims(session: Session, volume: HostVolume) -> list[Allocation]:
         .order_by(Allocation.id)
     )
     found = []
-    for alloc, spec in session.execute(query).tuples():
+    for alloc, spec in session.execute(query):
         groups = [g for g in spec.get("TaskGroups") or () if g.get("Name") == alloc.task_group]
         if any(_mounts(group.get("Volumes"), volume.name) for group in groups):
             found.append(alloc)
