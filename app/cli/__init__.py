@@ -224,6 +224,7 @@ from app.cli.status import add_server_views, agent_info, status, version  # noqa
 from app.cli.support.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.system import system  # noqa: E402
 from app.cli.vars.var import var  # noqa: E402
+from app.cli.nodes.volume import plugin, volume  # noqa: E402
 
 main.add_command(db)
 main.add_command(job)
@@ -252,6 +253,8 @@ main.add_command(agent_info)
 main.add_command(var)
 main.add_command(scaling)
 operator.add_command(keyring_root)
+main.add_command(volume)
+main.add_command(plugin)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.
 for _name in ("run", "stop", "plan", "inspect", "init", "validate"):

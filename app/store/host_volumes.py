@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Text, and_, cast, func, select
+from sqlalchemy import Text, and_, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.db.state_index import next_index
@@ -67,7 +67,13 @@ def list_volumes(
     if namespace is not None:
         query = query.where(HostVolume.namespace == namespace)
     if prefix:
-        query = query.where(cast(HostVolume.id, Text).startswith(prefix, autoescape=True))
+        # Nomad's volume commands find a volume by ID prefix or by name.
+        query = query.where(
+            or_(
+                cast(HostVolume.id, Text).startswith(prefix, autoescape=True),
+                HostVolume.name.startswith(prefix, autoescape=True),
+            )
+        )
     if node_id is not None:
         query = query.where(HostVolume.node_id == node_id)
     if node_pool:

@@ -134,7 +134,6 @@ REQUIREMENTS: dict[str, Requirement] = {
     # CSI: nothing to read (empty lists, 404s) and the writes answer 501 naming host volumes.
     "csi.list_plugins": Area("plugin", R),
     "csi.get_plugin": Area("plugin", R),
-    "csi.get_csi_volume": InNamespace("csi-read-volume"),
     "csi.csi_write": InNamespace("csi-write-volume"),
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),

@@ -218,6 +218,7 @@ GET /.well-known/openid-configuration
 _GOSSIP = "no gossip: corral's servers share PostgreSQL; `GET /v1/agent/members` lists them"
 _RAFT = "no Raft: the state is PostgreSQL's (`GET /v1/status/peers` lists the servers; see docs/operations.md)"
 _SNAPSHOT = "the state is PostgreSQL's: back it up with pg_dump or the database's own backups"
+_CSI = "corral runs no CSI plugins: dynamic host volumes (`/v1/volume/host/...`) replace CSI volumes"
 
 NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/agent/join": _GOSSIP,
@@ -236,6 +237,22 @@ NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/operator/snapshot": _SNAPSHOT,
     "PUT,POST /v1/deployment/unblock/:deployment_id": "multiregion deployments only: corral has one region",
     "GET /v1/operator/upgrade-check/vault-workload-identity": "corral has no Vault integration",
+    **{
+        route: _CSI
+        for route in (
+            "GET /v1/volumes/external",
+            "GET /v1/volumes/snapshot",
+            "PUT,POST /v1/volumes/snapshot",
+            "DELETE /v1/volumes/snapshot",
+            "GET /v1/volume/csi/:volume_id",
+            "PUT /v1/volume/csi/:volume_id",
+            "DELETE /v1/volume/csi/:volume_id",
+            "PUT /v1/volume/csi/:volume_id/create",
+            "DELETE /v1/volume/csi/:volume_id/delete",
+            "DELETE /v1/volume/csi/:volume_id/detach",
+            "GET /v1/plugin/csi/:plugin_id",
+        )
+    },
     "GET /v1/client/allocation/:alloc_id/snapshot": "sticky-volume migration between Nomad clients; corral "
     "clients do not migrate ephemeral disks",
 }
@@ -262,6 +279,9 @@ PARTIAL: dict[str, str] = {
     "PUT,POST /v1/node/:node_id/purge": "a node that ran allocations stays, down, until GC takes them",
     "DELETE /v1/evaluations": "an evaluation that placed allocations is kept (they name it)",
     "GET /v1/scaling/policies": "policy IDs are derived, not stored",
+    "GET /v1/volumes": "`type=csi` is always empty (no CSI plugins); no `filter`, `per_page`, `next_token`",
+    "GET /v1/plugins": "always empty: corral runs no CSI plugins",
+    "PUT,POST /v1/volume/host/create": "only the built-in `mkdir` plugin",
 }
 
 BEGIN, END = "<!-- route states: begin -->", "<!-- route states: end -->"

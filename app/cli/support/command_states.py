@@ -81,6 +81,9 @@ NOT_APPLICABLE: dict[str, str] = {
     "deployment unblock": "multiregion deployments only: corral has one region",
     "setup consul": "corral has no Consul integration",
     "setup vault": "corral has no Vault integration",
+    "volume deregister": "CSI volumes only: corral runs no CSI plugins (`volume delete` removes a host volume)",
+    "volume detach": "CSI volumes only: corral runs no CSI plugins",
+    **{f"volume snapshot {c}": "CSI volumes only: corral runs no CSI plugins" for c in ("create", "delete", "list")},
     "windows service install": "corral runs on Linux",
     "windows service uninstall": "corral runs on Linux",
 }
@@ -90,6 +93,9 @@ PARTIAL: dict[str, str] = {
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
     "job restart": "one allocation at a time; no `-batch-size`, `-batch-wait`, `-on-error`, `-reschedule`",
     "job dispatch": "no `-wait` (following the child's allocations until they finish)",
+    "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
+    "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
+    "plugin status": "corral runs no CSI plugins: always none",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 

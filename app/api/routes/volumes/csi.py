@@ -39,16 +39,11 @@ def list_plugins() -> Response:
 
 @bp.get("/plugin/csi/<plugin_id>")
 def get_plugin(plugin_id: str) -> Response:
-    raise NotFound.of("ID", f"CSI plugin {plugin_id!r} not found: corral runs no CSI plugins")
+    raise DoneElsewhere.of("CSI", CSI)
 
 
-@bp.get("/volume/csi/<volume_id>")
-def get_csi_volume(volume_id: str) -> Response:
-    raise NotFound.of("ID", f"CSI volume {volume_id!r} not found: corral runs no CSI plugins")
-
-
-@bp.route("/volume/csi/<volume_id>", methods=["PUT", "POST", "DELETE"])
-@bp.route("/volume/csi/<volume_id>/create", methods=["PUT", "POST"])
+@bp.route("/volume/csi/<volume_id>", methods=["GET", "PUT", "DELETE"])
+@bp.put("/volume/csi/<volume_id>/create")
 @bp.delete("/volume/csi/<volume_id>/delete")
 @bp.delete("/volume/csi/<volume_id>/detach")
 @bp.route("/volumes/snapshot", methods=["GET", "PUT", "POST", "DELETE"])
