@@ -215,6 +215,7 @@ from app.cli.namespace import namespace  # noqa: E402
 from app.cli.nodes.node import node  # noqa: E402
 from app.cli.nodes.node_meta import meta as node_meta  # noqa: E402
 from app.cli.nodes.node_pool import pool as node_pool  # noqa: E402
+from app.cli.nodes.volume import plugin, volume  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.operator_debug import debug as operator_debug  # noqa: E402
@@ -224,7 +225,6 @@ from app.cli.status import add_server_views, agent_info, status, version  # noqa
 from app.cli.support.api_flags import install as install_api_flags  # noqa: E402
 from app.cli.system import system  # noqa: E402
 from app.cli.vars.var import var  # noqa: E402
-from app.cli.nodes.volume import plugin, volume  # noqa: E402
 
 main.add_command(db)
 main.add_command(job)

@@ -15,9 +15,9 @@ from urllib.parse import quote
 import click
 from click.decorators import FC
 
+from app.cli.nodes.volume_spec import parse_spec
 from app.cli.support import http
 from app.cli.support.output import columns, format_options, formatted, key_values
-from app.cli.nodes.volume_spec import parse_spec
 from app.wire.api.api_host_volumes import HostVolumeJson, HostVolumeStubJson
 from app.wire.json import JsonObject
 
