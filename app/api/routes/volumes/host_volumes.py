@@ -7,7 +7,7 @@ from flask import Blueprint, Response
 from sqlalchemy.orm import Session
 
 from app.api.http.context import client_lane, read, respond, write
-from app.api.http.params import arg, id_prefix_arg, json_body, namespace, uuid_value
+from app.api.http.params import arg, json_body, namespace, prefix_arg, uuid_value
 from app.api.routes.client.client import node_secret
 from app.api.routes.volumes.host_volume_body import volume_request
 from app.models import Allocation, HostVolume
@@ -90,7 +90,7 @@ def volume_json(volume: HostVolume, allocs: list[Allocation]) -> HostVolumeJson:
 def list_host_volumes() -> Response:
     """GET /v1/volumes?type=host, with Nomad's node_id, node_pool and prefix filters."""
     wanted_ns = namespace(allow_wildcard=True)
-    prefix = id_prefix_arg() or ""
+    prefix = prefix_arg() or ""  # an ID or a name prefix (Nomad's volume commands find either)
     node = arg("node_id")
     node_id = uuid_value(node, "node_id") if node else None
     pool = arg("node_pool") or ""
