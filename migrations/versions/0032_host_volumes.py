@@ -77,14 +77,14 @@ def upgrade() -> None:
             postgresql.TIMESTAMP(timezone=True),
             server_default=sa.text("now()"),
             nullable=False,
-            comment="Wall-clock time the row was created (Nomad's CreateTime).",
+            comment="Wall-clock time the row was created.",
         ),
         sa.Column(
             "updated_at",
             postgresql.TIMESTAMP(timezone=True),
             server_default=sa.text("now()"),
             nullable=False,
-            comment="Wall-clock time of the last write to the row (Nomad's ModifyTime).",
+            comment="Wall-clock time of the last write to the row.",
         ),
         sa.CheckConstraint("state IN ('pending', 'ready', 'unavailable')", name=op.f("ck_host_volumes_state")),
         sa.ForeignKeyConstraint(
