@@ -279,7 +279,7 @@ PARTIAL: dict[str, str] = {
     "PUT,POST /v1/node/:node_id/purge": "a node that ran allocations stays, down, until GC takes them",
     "DELETE /v1/evaluations": "an evaluation that placed allocations is kept (they name it)",
     "GET /v1/scaling/policies": "policy IDs are derived, not stored",
-    "GET /v1/volumes": "`type=csi` is always empty (no CSI plugins); no `filter`, `per_page`, `next_token`",
+    "GET /v1/volumes": "`type=csi` is always empty (no CSI plugins)",
     "GET /v1/plugins": "always empty: corral runs no CSI plugins",
     "PUT,POST /v1/volume/host/create": "only the built-in `mkdir` plugin",
 }

@@ -7,8 +7,9 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from app.api.http.context import respond
+from app.api.http.listing import list_query
 from app.api.http.params import arg, namespace
-from app.api.routes.volumes.host_volumes import check_type, list_host_volumes
+from app.api.routes.volumes.host_volumes import list_host_volumes
 from app.values.errors import DoneElsewhere, NotFound
 
 bp = Blueprint("csi", __name__)
@@ -22,10 +23,15 @@ CSI = (
 
 @bp.get("/volumes")
 def list_volumes() -> Response:
-    """Nomad requires ?type=; host lists the dynamic host volumes, csi the (absent) CSI ones."""
-    if check_type(arg("type")) == "host":
+    """Nomad's ListVolumesRequest: ?type=host lists the dynamic host volumes, csi the CSI ones
+    (none here), no type an empty list, another type a 404."""
+    kind = arg("type")
+    if kind == "host":
         return list_host_volumes()
+    if kind not in (None, "csi"):
+        raise NotFound.of("type", f"no volumes of type {kind!r}: use 'host' or 'csi'")
     namespace(allow_wildcard=True)
+    list_query()  # the list honours the caller's visibility: it has nothing to show anyway
     return respond([], 0)
 
 

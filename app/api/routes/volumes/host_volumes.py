@@ -7,13 +7,13 @@ from flask import Blueprint, Response
 from sqlalchemy.orm import Session
 
 from app.api.http.context import client_lane, read, respond, write
+from app.api.http.listing import Entry, Order, as_is, list_query, page, with_token
 from app.api.http.params import arg, json_body, namespace, prefix_arg, uuid_value
 from app.api.routes.client.client import node_secret
 from app.api.routes.volumes.host_volume_body import volume_request
 from app.models import Allocation, HostVolume
 from app.store import host_volumes as store
 from app.store.client_allocs import authenticate
-from app.values.errors import InvalidInput
 from app.wire.api.api_host_volumes import (
     HostVolumeAllocJson,
     HostVolumeJson,
@@ -88,16 +88,23 @@ def volume_json(volume: HostVolume, allocs: list[Allocation]) -> HostVolumeJson:
 
 
 def list_host_volumes() -> Response:
-    """GET /v1/volumes?type=host, with Nomad's node_id, node_pool and prefix filters."""
-    wanted_ns = namespace(allow_wildcard=True)
+    """GET /v1/volumes?type=host, with Nomad's node_id, node_pool and prefix filters, filter=
+    and paging (by namespace and ID), showing only the namespaces the caller may read."""
+    wanted_ns, query = namespace(allow_wildcard=True), list_query()
     prefix = prefix_arg() or ""  # an ID or a name prefix (Nomad's volume commands find either)
     node = arg("node_id")
     node_id = uuid_value(node, "node_id") if node else None
     pool = arg("node_pool") or ""
-    rows, index = read(
-        TABLES, lambda s: [volume_stub(v) for v in store.list_volumes(s, wanted_ns, prefix, node_id, pool)]
-    )
-    return respond(rows, index)
+
+    def fetch(session: Session) -> tuple[list[HostVolumeStubJson], str | None]:
+        entries = []
+        for volume in store.list_volumes(session, wanted_ns, prefix, node_id, pool):
+            stub = volume_stub(volume)
+            entries.append(Entry(volume.namespace, str(volume.id), volume.create_index, as_is(stub), stub))
+        return page(entries, Order.NAMESPACE_ID, query)
+
+    (rows, token), index = read(TABLES, fetch)
+    return with_token(respond(rows, index), token)
 
 
 @bp.get("/volume/host/<volume_id>")
@@ -163,9 +170,3 @@ def node_volumes(node_id: str) -> Response:
 
     rows, index = read(TABLES, fetch)
     return respond(rows, index)
-
-
-def check_type(value: str | None) -> str:
-    if value not in ("host", "csi"):
-        raise InvalidInput.of("type", f"must be 'host' or 'csi', got {value!r}")
-    return value
