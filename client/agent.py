@@ -28,6 +28,7 @@ from client.drivers import attributes as driver_attributes
 from client.drivers import fingerprint as driver_fingerprint
 from client.endpoint.logs_http import serve
 from client.fingerprint import fingerprint
+from client.host_volumes import HostVolumeManager
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
 from client.network.bridge import sweep as sweep_networks
@@ -74,6 +75,7 @@ class Client:
         self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
         self.force_gc_index = 0
         self.node_meta = NodeMeta(config.data_dir, config.meta)
+        self.volumes = HostVolumeManager(config.volumes_root())
         self.allocs_dir = config.data_dir / "allocs"
         self.allocs_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
@@ -165,7 +167,10 @@ class Client:
             "Attributes": attributes,
             "Meta": self.node_meta.merged(),  # the configuration's, under what `node meta apply` set
             "Drivers": drivers,
-            "HostVolumes": {volume.name: volume.fingerprint() for volume in config.host_volumes},
+            "HostVolumes": {
+                **{volume.name: volume.fingerprint() for volume in config.host_volumes},
+                **self.volumes.fingerprint(),  # dynamic ones, with their IDs
+            },
             "NodeResources": {
                 "Cpu": {
                     "CpuShares": found.cpu_mhz,
@@ -260,6 +265,7 @@ class Client:
             "gc": threading.Thread(target=self._gc_loop, name="gc", daemon=True),
             "heartbeat": threading.Thread(target=self._heartbeat_loop, args=(ttl,), name="heartbeat", daemon=True),
             "drivers": threading.Thread(target=self._driver_loop, name="drivers", daemon=True),
+            "volumes": threading.Thread(target=self._volume_loop, name="volumes", daemon=True),
         }
         for thread in self.threads.values():
             thread.start()
@@ -426,6 +432,32 @@ class Client:
 
         self.stop.wait(self.config.driver_fingerprint_interval_s)
         guarded("client driver fingerprint", step, self.stop)
+
+    # -- dynamic host volumes ------------------------------------------------------------
+
+    def _volume_loop(self) -> None:
+        """Blocking queries on the node's dynamic host volumes: make or find each one's
+        directory, and register the node again when what it reports changed (the servers then
+        mark the volumes ready)."""
+        index = 0
+        backoff, streak = Backoff(cap=10.0), Streak("watching host volumes", node_id=str(self.api.node_id))
+
+        def step() -> float | None:
+            nonlocal index
+            try:
+                listed, latest = self.api.host_volumes(index)
+            except (httpx.HTTPError, NodeGone, ValueError) as err:
+                streak.failed(err)
+                return backoff.next()
+            streak.succeeded()
+            backoff.reset()
+            if self.volumes.sync(listed):
+                log.info("host volumes changed; updating the node", volumes=sorted(self.volumes.found))
+                self.register()
+            index = latest if latest >= index else 0
+            return None
+
+        guarded("client host volume watch", step, self.stop)
 
     # -- heartbeats ----------------------------------------------------------------------
 

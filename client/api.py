@@ -11,6 +11,7 @@ import httpx
 
 from app.acl.client_link import LINK_KEY_FIELD
 from app.settings.client_tls import client_tls
+from app.wire.api.api_host_volumes import NodeHostVolumeJson
 
 NANOS = 1_000_000_000
 # A client's watch on its allocations asks for no wait of its own, so it blocks for Nomad's
@@ -85,6 +86,20 @@ class ServerApi:
             raise NodeGone(reply.text)
         reply.raise_for_status()
         return list(reply.json()), int(reply.headers.get("X-Nomad-Index", "0"))
+
+    def host_volumes(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[NodeHostVolumeJson], int]:
+        """Blocking query on the node's dynamic host volumes (corral's client protocol)."""
+        reply = self._http.get(
+            f"/v1/node/{self.node_id}/host-volumes",
+            params={"index": index, "wait": f"{int(wait_s)}s"},
+            headers=self._auth(),
+            timeout=wait_s + wait_s / 16 + 10,
+        )
+        if reply.status_code in (403, 404):
+            raise NodeGone(reply.text)
+        reply.raise_for_status()
+        listed: list[NodeHostVolumeJson] = reply.json()
+        return listed, int(reply.headers.get("X-Nomad-Index", "0"))
 
     def allocation(self, alloc_id: str) -> dict[str, Any] | None:
         reply = self._http.get(f"/v1/allocation/{alloc_id}", headers=self._auth())

@@ -82,6 +82,9 @@ class ClientConfig:
     # How often the drivers are fingerprinted again (a docker daemon going down or coming back).
     driver_fingerprint_interval_s: float = 15.0
     host_volumes: tuple[HostVolume, ...] = ()
+    # Nomad's host_volumes_dir: where the mkdir plugin makes dynamic host volumes (empty:
+    # <data_dir>/host_volumes).
+    host_volumes_dir: str = ""
     # Host directories whose files `artifact { source = "file:///..." }` may fetch (Nomad has no
     # file getter: none unless the operator lists some).
     artifact_file_roots: tuple[Path, ...] = ()
@@ -91,6 +94,9 @@ class ClientConfig:
     bridge_network_subnet: str = "172.26.64.0/20"
     bridge_network_hairpin_mode: bool = False
     cni_path: str = "/opt/cni/bin:/usr/lib/cni"
+
+    def volumes_root(self) -> Path:
+        return Path(self.host_volumes_dir).resolve() if self.host_volumes_dir else self.data_dir / "host_volumes"
 
     def bridge(self) -> BridgeConfig:
         return BridgeConfig(

@@ -42,6 +42,7 @@ from app.api.routes.jobs import (
     periodic,
 )
 from app.api.routes.nodes import node_pools, node_purge, nodes
+from app.api.routes.volumes import csi, host_volumes
 from app.db.state_index import current_index
 from app.ui import pages as ui_pages
 
@@ -102,6 +103,8 @@ def register(app: Flask) -> None:
         variables,
         keyring,
         client_identities,
+        host_volumes,
+        csi,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
     app.register_blueprint(keyring.public)  # /.well-known/jwks.json, where verifiers look for it

@@ -219,6 +219,7 @@ from app.cli.nodes.node import node  # noqa: E402
 from app.cli.nodes.node_meta import meta as node_meta  # noqa: E402
 from app.cli.nodes.node_pool import pool as node_pool  # noqa: E402
 from app.cli.nodes.node_pool_init import init as node_pool_init  # noqa: E402
+from app.cli.nodes.volume import plugin, volume  # noqa: E402
 from app.cli.operator import operator  # noqa: E402
 from app.cli.operator_api import api as operator_api  # noqa: E402
 from app.cli.operator_debug import debug as operator_debug  # noqa: E402
@@ -262,6 +263,8 @@ main.add_command(agent_info)
 main.add_command(var)
 main.add_command(scaling)
 operator.add_command(keyring_root)
+main.add_command(volume)
+main.add_command(plugin)
 add_server_views(server)
 # Nomad's top-level shortcuts: the same commands under a second name.
 for _name in ("run", "stop", "plan", "inspect", "init", "validate", "start", "action"):

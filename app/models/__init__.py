@@ -9,6 +9,7 @@ from app.models.deployment import Deployment
 from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
+from app.models.host_volume import HostVolume
 from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
 from app.models.metrics import PublishedTiming, SchedulerWorker
 from app.models.namespace import Namespace, NodePool
@@ -34,6 +35,7 @@ __all__ = [
     "Evaluation",
     "Event",
     "GcRun",
+    "HostVolume",
     "Job",
     "JobScalingEvent",
     "JobSubmission",

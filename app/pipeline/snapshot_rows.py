@@ -92,8 +92,9 @@ def node_from_row(r: Mapping[Any, Any]) -> Node:
         host_volumes={
             str(name): bool(volume.get("ReadOnly"))
             for name, volume in (r.get("host_volumes") or {}).items()
-            if isinstance(volume, dict)
+            if isinstance(volume, dict) and not volume.get("ID")  # a dynamic one is read below
         },
+        dynamic_host_volumes=frozenset((str(ns), str(name)) for ns, name in r.get("dynamic_host_volumes") or ()),
     )
 
 

@@ -20,7 +20,11 @@ SELECT 'safe', state_index_safe();
 SELECT id, name, datacenter, node_class, node_pool, computed_class, status, scheduling_eligibility, drain,
        attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
        reserved_disk_mb, reserved_ports, node_resources -> 'Cpu' -> 'ReservableCpuCores' AS reservable_cores,
-       host_volumes
+       host_volumes,
+       -- Ready dynamic host volumes as [namespace, name] pairs; a volume's state change takes
+       -- the 'nodes' index too, so the cached nodes follow it.
+       (SELECT jsonb_agg(jsonb_build_array(v.namespace, v.name)) FROM host_volumes v
+         WHERE v.node_id = nodes.id AND v.state = 'ready') AS dynamic_host_volumes
 FROM nodes
 WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
       (SELECT COALESCE(max(value), 0) FROM state_index WHERE name = 'nodes' AND value <= state_index_safe());

@@ -117,6 +117,10 @@ def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
         alloc_id = insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
         insert_deployment(pg, job_id=job["ID"])
         insert_service(pg, node, alloc_id, namespace, job["ID"])
+    for namespace in ("default", "secret"):  # a dynamic host volume in each (GET /v1/volumes?type=host)
+        volume = {"Name": f"scratch-{namespace}", "NodeID": node}
+        resp = api.put(f"/v1/volume/host/create?namespace={namespace}", json={"Volume": volume}, headers=auth(root))
+        assert resp.status_code == 200, resp.json
     with make_sessionmaker(engine)() as session, session.begin():
         assert enqueue_core(session, "job-gc", Thresholds.from_settings(Settings())) is not None
 
@@ -146,6 +150,15 @@ def insert_allocation(pg: Conn, node_id: str, eval_id: str, namespace: str, job_
 
 # Every route whose requirement is ListIn, from the route table itself.
 LIST_ENDPOINTS = sorted(endpoint for endpoint, needs in REQUIREMENTS.items() if isinstance(needs, ListIn))
+
+
+# Lists that need a query parameter to list anything: /v1/volumes lists host volumes with type=host.
+QUERIES = {"/v1/volumes": "type=host&"}
+
+
+def across(route: str) -> str:
+    """The list across every namespace."""
+    return f"{route}?{QUERIES.get(route, '')}namespace=*"
 
 
 def route_of(app: Flask, endpoint: str) -> str:
@@ -190,7 +203,7 @@ def hidden_ids(everything: Seen) -> set[str]:
 def variants(route: str, everything: Seen) -> list[str]:
     """The route across namespaces plainly, reversed, filtered (the in-Python paginator, and for
     evaluations not the SQL keyset path) and by the prefix of each hidden object's ID."""
-    base = f"{route}?namespace=*"
+    base = across(route)
     urls = [base, f"{base}&reverse=true", f"{base}&filter={EVERY_ID}"]
     urls += sorted({f"{base}&prefix={object_id[:1]}" for object_id in hidden_ids(everything)})
     return urls
@@ -211,7 +224,7 @@ def test_every_list_route_walks_only_readable_items_and_tokens(
 ) -> None:
     secret: str = request.getfixturevalue(who)
     route = route_of(app, endpoint)
-    everything = walk(api, f"{route}?namespace=*", root)
+    everything = walk(api, across(route), root)
     hidden = hidden_ids(everything)
     assert hidden, f"{route}: the fixture must put objects in namespaces the caller cannot read"
     for url in variants(route, everything):
@@ -226,7 +239,7 @@ def test_every_list_route_walks_only_readable_items_and_tokens(
 @pytest.mark.usefixtures("world")
 @pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
 def test_a_management_token_still_lists_every_namespace(api: FlaskClient, app: Flask, root: str, endpoint: str) -> None:
-    namespaces = {namespace for _, namespace in walk(api, f"{route_of(app, endpoint)}?namespace=*", root).items}
+    namespaces = {namespace for _, namespace in walk(api, across(route_of(app, endpoint)), root).items}
     assert {"default", "secret"} <= namespaces, endpoint
 
 

@@ -149,6 +149,18 @@ REQUIREMENTS: dict[str, Requirement] = {
     "services.job_services": InNamespace(pol.READ_JOB),
     "services.alloc_services": InNamespace(pol.READ_JOB, "allocation"),
     "services.sync_services": NodeSecret(),
+    # Dynamic host volumes (Nomad: host-volume-read/-create/-register/-delete in the namespace;
+    # the list is ListIn like Nomad's, narrowed per namespace). A node reads its own volumes.
+    "csi.list_volumes": ListIn("host-volume-read"),
+    "host_volumes.get_volume": InNamespace("host-volume-read"),
+    "host_volumes.create_volume": InNamespace("host-volume-create"),
+    "host_volumes.register_volume": InNamespace("host-volume-register"),
+    "host_volumes.delete_volume": InNamespace("host-volume-delete"),
+    "host_volumes.node_volumes": NodeSecret(),
+    # CSI: nothing to read (empty lists, 404s) and the writes answer 501 naming host volumes.
+    "csi.list_plugins": Area("plugin", R),
+    "csi.get_plugin": Area("plugin", R),
+    "csi.csi_write": InNamespace("csi-write-volume"),
     # Evaluations and allocations.
     "evals.list_evaluations": ListIn(pol.READ_JOB),
     "evals.count_evaluations": ListIn(pol.READ_JOB),  # Nomad's Eval.Count: read-job, per namespace

@@ -224,6 +224,7 @@ _PPROF = (
     "`/v1/metrics`, `/v1/agent/monitor`; `/v1/agent/pprof/cmdline` is served"
 )
 _NODE_IDENTITY = "no node identity JWT: a client authenticates to the servers with its node SecretID (docs/security.md)"
+_CSI = "corral runs no CSI plugins: dynamic host volumes (`/v1/volume/host/...`) replace CSI volumes"
 
 NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/agent/join": _GOSSIP,
@@ -242,6 +243,22 @@ NOT_APPLICABLE: dict[str, str] = {
     "PUT,POST /v1/operator/snapshot": _SNAPSHOT,
     "PUT,POST /v1/deployment/unblock/:deployment_id": "multiregion deployments only: corral has one region",
     "GET /v1/operator/upgrade-check/vault-workload-identity": "corral has no Vault integration",
+    **{
+        route: _CSI
+        for route in (
+            "GET /v1/volumes/external",
+            "GET /v1/volumes/snapshot",
+            "PUT,POST /v1/volumes/snapshot",
+            "DELETE /v1/volumes/snapshot",
+            "GET /v1/volume/csi/:volume_id",
+            "PUT /v1/volume/csi/:volume_id",
+            "DELETE /v1/volume/csi/:volume_id",
+            "PUT /v1/volume/csi/:volume_id/create",
+            "DELETE /v1/volume/csi/:volume_id/delete",
+            "DELETE /v1/volume/csi/:volume_id/detach",
+            "GET /v1/plugin/csi/:plugin_id",
+        )
+    },
     "GET /v1/client/allocation/:alloc_id/snapshot": "sticky-volume migration between Nomad clients; corral "
     "clients do not migrate ephemeral disks",
     "GET /v1/agent/pprof/": _PPROF,
@@ -286,6 +303,9 @@ PARTIAL: dict[str, str] = {
     "DELETE /v1/operator/keyring/key/:key_id": "`force` does not remove a key variables are sealed with: "
     "`operator root keyring rotate -full` re-seals them first; a running allocation placed before the key was retired "
     "counts as using it",
+    "GET /v1/volumes": "`type=csi` is always empty (no CSI plugins)",
+    "GET /v1/plugins": "always empty: corral runs no CSI plugins",
+    "PUT,POST /v1/volume/host/create": "only the built-in `mkdir` plugin",
 }
 
 BEGIN, END = "<!-- route states: begin -->", "<!-- route states: end -->"

@@ -81,6 +81,9 @@ NOT_APPLICABLE: dict[str, str] = {
     "deployment unblock": "multiregion deployments only: corral has one region",
     "setup consul": "corral has no Consul integration",
     "setup vault": "corral has no Vault integration",
+    "volume deregister": "CSI volumes only: corral runs no CSI plugins (`volume delete` removes a host volume)",
+    "volume detach": "CSI volumes only: corral runs no CSI plugins",
+    **{f"volume snapshot {c}": "CSI volumes only: corral runs no CSI plugins" for c in ("create", "delete", "list")},
     "windows service install": "corral runs on Linux",
     "windows service uninstall": "corral runs on Linux",
     "monitor export": "a server writes no log file (its log goes to stderr): `corral monitor` streams it",
@@ -100,6 +103,9 @@ PARTIAL: dict[str, str] = {
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
     "login": "JWT auth methods only: no OIDC browser flow (`-oidc-callback-addr`)",
     "ui": "no `-authenticate` (it needs one-time tokens, `/v1/acl/token/onetime`)",
+    "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
+    "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
+    "plugin status": "corral runs no CSI plugins: always none",
     "fmt": "the layout (indentation, `=` spacing and alignment, block headers); spacing inside expressions is kept",
 }
 

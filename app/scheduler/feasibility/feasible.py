@@ -26,10 +26,13 @@ def satisfies(constraint: Constraint, node: Node) -> bool:
     return operators.check(constraint.operand, left, right)
 
 
-def has_host_volumes(node: Node, asks: Iterable[HostVolumeAsk]) -> bool:
-    """Nomad's HostVolumeChecker for static host volumes: the node declares every source, and a
-    read-write ask gets a volume the node does not declare read-only."""
+def has_host_volumes(node: Node, asks: Iterable[HostVolumeAsk], namespace: str = "default") -> bool:
+    """Nomad's HostVolumeChecker: for every source, the node declares a static host volume of
+    that name (a read-write ask needs one the node does not declare read-only), or holds a ready
+    dynamic host volume of that name in the job's namespace."""
     for ask in asks:
+        if (namespace, ask.source) in node.dynamic_host_volumes:
+            continue
         read_only = node.host_volumes.get(ask.source)
         if read_only is None or (read_only and not ask.read_only):
             return False
@@ -97,6 +100,7 @@ class Feasibility:
         self._groups = {g.name: _split(group_constraints(g)) for g in job.task_groups}
         self._drivers = {g.name: g.drivers for g in job.task_groups}
         self._volumes = {g.name: g.host_volumes for g in job.task_groups}
+        self._namespace = job.namespace
         self._job_cache: dict[str, str | None] = {}
         self._group_cache: dict[tuple[str, str], str | None] = {}
         self.escaped = bool(self._job.escaped) or any(s.escaped for s in self._groups.values())
@@ -115,7 +119,7 @@ class Feasibility:
         if not self._drivers[name] <= node.healthy_drivers:
             return MISSING_DRIVERS
         # Host volumes are not part of the computed class either (Nomad's "available" checks).
-        if not has_host_volumes(node, self._volumes[name]):
+        if not has_host_volumes(node, self._volumes[name], self._namespace):
             return MISSING_HOST_VOLUMES
         key = (name, node.computed_class)
         if key not in self._group_cache:

@@ -16,6 +16,7 @@ from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.models import Allocation, Job, Node, NodePool
 from app.scheduler.feasibility.computed_class import computed_class
+from app.store import host_volumes
 from app.store.evaluation.blocked_evals import unblock_capacity
 from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
@@ -106,6 +107,9 @@ def register_node(
     if existing is None:
         session.add(node)
     session.flush()
+    # The dynamic host volumes the client reports (with their IDs) are ready; the rest of the
+    # node's, once ready, are not.
+    host_volumes.apply_fingerprint(session, node.id, reg.host_volumes)
     beat = grant(session, node.id, secret, heartbeat)
     assert beat is not None  # the row was just written with this secret
     ttl = beat.ttl

@@ -55,3 +55,30 @@ def test_only_host_volumes_are_asks() -> None:
     }
     assert host_volumes(raw) == (HostVolumeAsk("shared", True),)
     assert host_volumes(None) == ()
+
+
+def _with_dynamic(base: Node, *volumes: tuple[str, str]) -> Node:
+    return dataclasses.replace(base, dynamic_host_volumes=frozenset(volumes))
+
+
+def test_a_ready_dynamic_volume_of_the_jobs_namespace_is_feasible() -> None:
+    nodes = [node("plain"), _with_dynamic(node("dyn"), ("default", "scratch")), node("other")]
+    j = job(groups=[group(count=2, host_volumes=(HostVolumeAsk("scratch"),))])
+    assert {a.node_name for a in placed(run(snapshot(j, nodes)))} == {"dyn"}
+
+
+def test_a_dynamic_volume_of_another_namespace_is_not() -> None:
+    nodes = [_with_dynamic(node("dyn"), ("prod", "scratch"))]
+    j = job(groups=[group(count=1, host_volumes=(HostVolumeAsk("scratch"),))])
+    result = run(snapshot(j, nodes))
+    assert not placed(result)
+    assert result.failed_tg_allocs["g"].constraint_filtered == {MISSING_HOST_VOLUMES: 1}
+    prod = dataclasses.replace(j, namespace="prod")
+    assert [a.node_name for a in placed(run(snapshot(prod, nodes)))] == ["dyn"]
+
+
+def test_static_and_dynamic_volumes_together_meet_several_asks() -> None:
+    both = _with_dynamic(_with_volumes(node("both"), static=False), ("default", "dynamic"))
+    only_static = _with_volumes(node("static-only"), static=False)
+    j = job(groups=[group(count=1, host_volumes=(HostVolumeAsk("static"), HostVolumeAsk("dynamic")))])
+    assert [a.node_name for a in placed(run(snapshot(j, [only_static, both])))] == ["both"]

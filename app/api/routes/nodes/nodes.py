@@ -26,7 +26,7 @@ from app.values.constants import NODE_ELIGIBILITIES
 from app.values.errors import InvalidInput
 from app.wire.api.api_nodes import NodeReadJson
 from app.wire.json import JsonObject
-from app.wire.node import NodeListStubJson, NodeReservedResourcesJson, NodeResourcesJson
+from app.wire.node import HostVolumeInfoJson, NodeListStubJson, NodeReservedResourcesJson, NodeResourcesJson
 
 bp = Blueprint("nodes", __name__)
 NANOS = 1_000_000_000
@@ -86,6 +86,7 @@ class HostVolumeBody(_Strict):
     Name: str = Field(min_length=1)
     Path: str = Field(min_length=1)
     ReadOnly: bool = False
+    ID: str = ""  # a dynamic host volume's (Nomad 1.10); empty for a static one
 
 
 class NodeBody(_Strict):
@@ -157,11 +158,15 @@ def _to_registration(node: NodeBody, raw: JsonObject) -> store.NodeRegistration:
         node_resources=resources,
         reserved_resources=reserved_resources,
         http_addr=node.HTTPAddr,
-        host_volumes={
-            name: {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}
-            for name, volume in (node.HostVolumes or {}).items()
-        },
+        host_volumes={name: _host_volume_info(volume) for name, volume in (node.HostVolumes or {}).items()},
     )
+
+
+def _host_volume_info(volume: HostVolumeBody) -> HostVolumeInfoJson:
+    info: HostVolumeInfoJson = {"Name": volume.Name, "Path": volume.Path, "ReadOnly": volume.ReadOnly}
+    if volume.ID:
+        info["ID"] = volume.ID
+    return info
 
 
 @bp.route("/node/register", methods=["PUT", "POST"])

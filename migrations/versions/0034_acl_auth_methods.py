@@ -6,8 +6,8 @@ which roles or policies the token minted for a matching identity gets. A one-tim
 short-lived secret the web UI exchanges once for the ACL token that made it. The two new state
 index names let lists of methods and rules block and report X-Nomad-Index like other tables.
 
-Revision ID: 0033_acl_auth_methods
-Revises: 0032_scheduler_workers
+Revision ID: 0034_acl_auth_methods
+Revises: 0033_host_volumes
 Create Date: 2026-11-29 10:50:00
 """
 
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0033_acl_auth_methods"
-down_revision: str | None = "0032_scheduler_workers"
+revision: str = "0034_acl_auth_methods"
+down_revision: str | None = "0033_host_volumes"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
