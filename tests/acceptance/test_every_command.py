@@ -217,6 +217,11 @@ def _lock_ran(walk: Walk) -> None:
     assert (walk.home / "locked.flag").exists()  # the child ran while the lock was held
 
 
+def _data_volume_spec(walk: Walk) -> None:
+    node = walk.api("/v1/nodes").json()[0]["ID"]
+    (walk.home / "data.hcl").write_text(f'type = "host"\nname = "data"\nnode_id = "{node}"\nhost_path = "/srv/data"\n')
+
+
 def _web_v2(walk: Walk) -> None:
     (walk.home / "web.nomad.hcl").write_text(WEB.replace('"v1"', '"v2"'))
 
@@ -283,6 +288,23 @@ STEPS: list[Step] = [
     Step("node pool nodes default", ("ready",), before=_node_ready),
     Step("node pool jobs default", ("No jobs",)),
     Step("node pool init -quiet", ()),
+    Step("volume init scratch.hcl", ("Example volume specification written to scratch.hcl",)),
+    Step(
+        "volume create -detach scratch.hcl",
+        ("Created host volume scratch with ID",),
+        learn=(("scratch", r"with ID (\S+)"),),
+    ),
+    Step(
+        "volume register data.hcl",
+        ("Registered host volume data with ID",),
+        before=_data_volume_spec,
+        learn=(("data", r"with ID (\S+)"),),
+    ),
+    Step("volume status", ("Dynamic Host Volumes", "scratch", "data")),
+    Step("volume status {data}", ("Host Path = /srv/data",)),
+    Step("volume delete -type host {data}", ("Successfully deleted volume",)),
+    Step("volume delete -type host {scratch}", ("Successfully deleted volume",)),
+    Step("plugin status", ("No CSI plugins",)),
     Step("config validate client.json", ("Configuration is valid!",)),
     Step("job init -force", ("Example job file written to example.nomad.hcl",)),
     Step("init -force short.nomad.hcl", ("Example job file written to short.nomad.hcl",)),
