@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from app.structs import SCORERS, NodeScore, PlacementMetrics, ScoreParts
+from app.structs import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics, ScoreParts
 from app.wire.allocation import AllocationMetricJson, NodeScoreMetaJson
 from app.wire.plan import PlacedMetricsJson, TopScoreJson
 
@@ -108,10 +108,13 @@ def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
     return out
 
 
-def placed_text(m: PlacementMetrics) -> str:
-    """placed_to_json as JSON text. A placement that filtered and exhausted nothing, most of a
-    big plan's, is written directly: numbers as json.dumps writes them, node IDs (hex and dashes)
-    as they are, the datacenters' map through json.dumps (a name may need quoting)."""
+def placed_text(m: AnyMetrics) -> str:
+    """placed_to_json as JSON text; an EncodedMetrics' text as it came. A placement that filtered
+    and exhausted nothing, most of a big plan's, is written directly: numbers as json.dumps
+    writes them, node IDs (hex and dashes) as they are, the datacenters' map through json.dumps
+    (a name may need quoting)."""
+    if isinstance(m, EncodedMetrics):
+        return m.text
     if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
         return json.dumps(placed_to_json(m))
     top = ", ".join(f'["{node_text(s.node_id)}", {_score_text(s.norm_score, s.parts)}]' for s in m.score_meta)
