@@ -8,8 +8,8 @@ import itertools
 import pytest
 
 from app.scheduler import process
-from app.scheduler.metrics import TOP_SCORES, MetricsOptions
-from app.structs import Affinity, Allocation, Constraint, PlacementMetrics, Spread
+from app.scheduler.metrics import TOP_SCORES, MetricsBuilder, MetricsOptions, NodePool
+from app.structs import Affinity, Allocation, Constraint, NodeScore, PlacementMetrics, Spread
 from tests.support.scheduler_harness import NOW, evaluation, group, job, node, placed, run, snapshot, task
 
 pytestmark = pytest.mark.unit
@@ -83,3 +83,34 @@ def test_a_system_allocation_carries_its_one_node() -> None:
         assert scheduled(a).nodes_evaluated == 1
         (only,) = scheduled(a).score_meta
         assert only.node_id == a.node_id and set(only.scores) == {"binpack"}
+
+
+def test_a_frozen_builder_fills_each_field_by_its_name() -> None:
+    """freeze builds the tuple positionally (for speed): each figure must land in its own field."""
+    small, big = node("small", node_class="c1"), node("big", dc="dc2")
+    builder = MetricsBuilder(NodePool(7, [small, big]))
+    builder.evaluated = 4
+    builder.filter(small, "missing drivers")
+    builder.exhaust(small, "memory")
+    builder.exhaust(big, "cpu")
+    builder.scored(big, 0.1234567, (0.2469134, 0.0, 0.0, 0.0, None, None))
+    builder.evaluated += 1
+    builder.scored(small, 0.5, (0.5, None, None, None, None, None))
+    builder.elapsed_ns = 99
+    assert builder.freeze(coalesced=3) == PlacementMetrics(
+        nodes_evaluated=5,
+        nodes_filtered=1,
+        nodes_in_pool=7,
+        nodes_available={"dc1": 1, "dc2": 1},
+        class_filtered={"c1": 1},
+        constraint_filtered={"missing drivers": 1},
+        nodes_exhausted=2,
+        class_exhausted={"c1": 1},
+        dimension_exhausted={"memory": 1, "cpu": 1},
+        coalesced_failures=3,
+        score_meta=(
+            NodeScore(small.id, 0.5, (0.5, None, None, None, None, None)),
+            NodeScore(big.id, 0.123457, (0.246913, 0.0, 0.0, 0.0, None, None)),  # rounded to 6 places
+        ),
+        allocation_time_ns=99,
+    )
