@@ -6,7 +6,9 @@ per plan chunk size in BENCH_PLAN_CHUNKS (default "5000,0": the plan streamed in
 BENCH_PLACEMENT_METRICS (default "on,off": each allocation carries its placement metrics,
 CORRAL_PLACEMENT_METRICS=true, then false, the default), alternating on fresh databases; the medians are
 compared with each other, with Nomad's C1M rate (3,750 placements/s), with issue 21's target
-(5,662/s), and metrics on with metrics off (issue 40: at least 0.95).
+(5,662/s), and metrics on with metrics off (issue 40: at least 0.95). On a shared machine the wall
+time moves with other load, so each run also measures the CPU seconds its worker, applier and
+Postgres spent from the submission to the settling (placements per CPU second is compared too).
 
 Usage: uv run python -m bench.placement [count] [nodes] [rounds]
 """
@@ -27,6 +29,7 @@ from app.db.engines import libpq_url, make_engine, make_sessionmaker, transactio
 from app.jobspec import normalize_job
 from app.store.job.jobs import RegisterOptions, register_job
 from bench.common import add_nodes, bench_database
+from bench.cpu import PostgresCpu, process_cpu
 
 C1M_RATE = 3750.0
 TARGET_RATE = 5662.0  # issue 21: what this benchmark measured before the event triggers and group commit
@@ -64,8 +67,8 @@ def label(chunk: int, metrics: bool) -> str:
     return f"plan chunks of {chunk or 'all'}, metrics {'on' if metrics else 'off'}"
 
 
-def one_run(count: int, nodes: int, chunk: int, metrics: bool = True) -> float:
-    """Placements per second of one run on a fresh database."""
+def one_run(count: int, nodes: int, chunk: int, metrics: bool = True) -> tuple[float, float]:
+    """Placements per second and per CPU second (worker, applier, Postgres) of one run on a fresh database."""
     with bench_database() as url:
         add_nodes(url, nodes, cpu=4000, memory_mb=16384)
         roles = [start("applier", url, chunk, metrics), start("worker", url, chunk, metrics)]
@@ -85,6 +88,9 @@ def one_run(count: int, nodes: int, chunk: int, metrics: bool = True) -> float:
             }
         )
         engine = make_engine(url, "cli")
+        postgres = PostgresCpu(url)
+        cpu_before = {"worker": process_cpu([roles[1].pid]), "applier": process_cpu([roles[0].pid])}
+        cpu_before["postgres"] = postgres.seconds()
         began = time.monotonic()
         with transaction(make_sessionmaker(engine)) as session:
             eval_id = str(register_job(session, spec, RegisterOptions()).eval_id)
@@ -92,26 +98,35 @@ def one_run(count: int, nodes: int, chunk: int, metrics: bool = True) -> float:
             while not settled(conn, eval_id) and time.monotonic() - began < 600:
                 time.sleep(0.01)
         elapsed = time.monotonic() - began
+        cpu = {"worker": process_cpu([roles[1].pid]), "applier": process_cpu([roles[0].pid])}
+        cpu["postgres"] = postgres.seconds()
+        spent = {role: cpu[role] - cpu_before[role] for role in cpu}
         done = placed(url)
         for proc in roles:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
         engine.dispose()
         rate = done / elapsed
+        cpu_rate = done / sum(spent.values())
+        roles_text = ", ".join(f"{role} {seconds:.2f}" for role, seconds in spent.items())
         print(
             f"{label(chunk, metrics)}: placed {done:,} of {count:,} on {nodes:,} nodes in {elapsed:.2f} s: "
-            f"{rate:,.0f} placements/s; load average {os.getloadavg()[0]:.1f}",
+            f"{rate:,.0f} placements/s; CPU s {roles_text}: {cpu_rate:,.0f} placements per CPU s; "
+            f"load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-        return rate
+        return rate, cpu_rate
 
 
 def main(count: int, nodes: int, rounds: int, chunks: list[int], metrics: list[bool]) -> None:
     variants = [(chunk, on) for chunk in chunks for on in metrics]
     rates: dict[tuple[int, bool], list[float]] = {variant: [] for variant in variants}
+    cpu_rates: dict[tuple[int, bool], list[float]] = {variant: [] for variant in variants}
     for _ in range(rounds):
         for chunk, on in variants:
-            rates[chunk, on].append(one_run(count, nodes, chunk, on))
+            rate, cpu_rate = one_run(count, nodes, chunk, on)
+            rates[chunk, on].append(rate)
+            cpu_rates[chunk, on].append(cpu_rate)
     first = statistics.median(rates[variants[0]])
     medians = {variant: statistics.median(runs) for variant, runs in rates.items()}
     for (chunk, on), median in medians.items():
@@ -125,6 +140,9 @@ def main(count: int, nodes: int, rounds: int, chunks: list[int], metrics: list[b
         if (chunk, True) in medians and (chunk, False) in medians:
             ratio = medians[chunk, True] / medians[chunk, False]
             print(f"plan chunks of {chunk or 'all'}: metrics on / off = {ratio:.3f} (issue 40: at least 0.95)")
+            on_cpu, off_cpu = (statistics.median(cpu_rates[chunk, on]) for on in (True, False))
+            per_cpu = on_cpu / off_cpu
+            print(f"plan chunks of {chunk or 'all'}: placements per CPU second, metrics on / off = {per_cpu:.3f}")
 
 
 def metrics_settings(text: str) -> list[bool]:

@@ -8,6 +8,7 @@ import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 
 from app.structs import Node, NodeScore, PlacementMetrics, ScoreParts
@@ -92,27 +93,48 @@ class MetricsBuilder:
 
     def freeze(self, coalesced: int = 0) -> PlacementMetrics:
         """The metrics as they stand. The maps are the builder's own, not copies: a builder is
-        dropped once frozen, and most selections leave them empty (shared read-only `_EMPTY`)."""
-        return PlacementMetrics(
-            nodes_evaluated=self.evaluated,
-            nodes_filtered=self.filtered,
-            nodes_in_pool=self.pool.in_pool,
-            nodes_available=self.pool.available,
-            class_filtered=self.class_filtered or _EMPTY,
-            constraint_filtered=self.constraint_filtered or _EMPTY,
-            nodes_exhausted=self.exhausted,
-            class_exhausted=self.class_exhausted or _EMPTY,
-            dimension_exhausted=self.dimension_exhausted or _EMPTY,
-            coalesced_failures=coalesced,
-            score_meta=self._score_meta(),
-            allocation_time_ns=self.elapsed_ns,
+        dropped once frozen, and most selections leave them empty (shared read-only `_EMPTY`).
+        Built as a plain tuple in PlacementMetrics' field order: every placement of a big pass
+        freezes one, and the NamedTuple's keyword constructor is a Python call (about a third of
+        the freeze). tests/unit/scheduler/test_placement_metrics.py checks the order."""
+        return _new_metrics(
+            (
+                self.evaluated,
+                self.filtered,
+                self.pool.in_pool,
+                self.pool.available,
+                self.class_filtered or _EMPTY,
+                self.constraint_filtered or _EMPTY,
+                self.exhausted,
+                self.class_exhausted or _EMPTY,
+                self.dimension_exhausted or _EMPTY,
+                coalesced,
+                self._score_meta(),
+                self.elapsed_ns,
+            )
         )
 
     def _score_meta(self) -> tuple[NodeScore, ...]:
-        if not self.top:
+        top = self.top
+        if not top:
             return ()
-        best = sorted(self.top, reverse=True)  # by score, then walk order
-        return tuple(NodeScore(node.id, round(final, DIGITS), _rounded(parts)) for final, _, node, parts in best)
+        top.sort(reverse=True)  # by score, then walk order; the builder is dropped once frozen
+        return tuple([_new_score((node.id, *_rounded_scores(final, parts))) for final, _, node, parts in top])
+
+
+def _new_metrics(fields: tuple[object, ...]) -> PlacementMetrics:
+    return tuple.__new__(PlacementMetrics, fields)  # the C constructor: no Python frame
+
+
+def _new_score(fields: tuple[object, ...]) -> NodeScore:
+    return tuple.__new__(NodeScore, fields)  # the C constructor: no Python frame
+
+
+# A pass scores nodes at a few hundred distinct fill levels, so the same (score, parts) recur
+# across its placements: each is rounded once. Pure (no state beyond the cache of a function).
+@lru_cache(maxsize=4096)
+def _rounded_scores(final: float, parts: ScoreParts) -> tuple[float, ScoreParts]:
+    return round(final, DIGITS), _rounded(parts)
 
 
 def _rounded(parts: ScoreParts) -> ScoreParts:

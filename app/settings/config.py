@@ -156,11 +156,11 @@ class Settings(BaseSettings):
         "that may apply in parts are chunked: not all_at_once, no deployment, nothing but fresh placements.",
     )
     placement_metrics: bool = Field(
-        default=False,
+        default=True,
         description="Workers record each placement's metrics (Nomad's AllocMetric: nodes evaluated, filtered, "
         "exhausted, the 5 best nodes' scores, the selection's time) on its allocation, as Nomad always does. "
-        "Off by default until its cost is cut: it costs about 30 % of the placement benchmark's rate "
-        "(docs/benchmarks.md). Failed placements keep their metrics either way.",
+        "false leaves successful placements without them (the placement benchmark's baseline, "
+        "docs/benchmarks.md). Failed placements keep their metrics either way.",
     )
     max_blocking_wait_s: float = Field(default=300.0, gt=0, description="Upper bound for ?wait= on blocking queries.")
     # Garbage collection (Nomad's defaults). The leader queues one core evaluation per

@@ -23,7 +23,7 @@ from app.structs.groups import (
     UpdateStrategy,
 )
 from app.structs.jobs import Job, launches_children
-from app.structs.metrics import SCORERS, NodeScore, PlacementMetrics, ScoreParts
+from app.structs.metrics import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics, ScoreParts
 from app.structs.nodes import Node, NodeSet
 from app.structs.plans import AllocationStop, Plan, PlanResult, SchedulerResult
 from app.structs.resources import NodeUsage, Port, Resources, TaskCores
@@ -34,11 +34,13 @@ __all__ = [
     "Affinity",
     "Allocation",
     "AllocationStop",
+    "AnyMetrics",
     "Constraint",
     "Deployment",
     "DeploymentGroup",
     "DeploymentStatusUpdate",
     "DisconnectStrategy",
+    "EncodedMetrics",
     "Evaluation",
     "HostVolumeAsk",
     "Job",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from app.structs.metrics import PlacementMetrics
+from app.structs.metrics import AnyMetrics
 from app.structs.resources import Port, Resources, TaskCores
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocClientStatus, AllocDesiredStatus, DesiredTransitionJson, RescheduleTrackerJson
@@ -44,8 +44,9 @@ class Allocation:
     healthy: bool | None = None
     # A canary of its deployment whose group has not been promoted yet.
     canary: bool = False
-    # How the scheduler chose its node (Nomad's Alloc.Metrics); None when not recorded.
-    metrics: PlacementMetrics | None = None
+    # How the scheduler chose its node (Nomad's Alloc.Metrics): PlacementMetrics as the scheduler
+    # made them, EncodedMetrics once decoded from a plan in the applier; None when not recorded.
+    metrics: AnyMetrics | None = None
     # Whole cores reserved per task (resources { cores = N }); their CPU is in `resources`.
     task_cores: tuple[TaskCores, ...] = ()
 

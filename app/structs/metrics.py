@@ -60,3 +60,16 @@ class PlacementMetrics(NamedTuple):
     score_meta: tuple[NodeScore, ...] = ()
     # Nanoseconds the selection took, as the caller's clock measured it; 0 when not measured.
     allocation_time_ns: int = 0
+
+
+class EncodedMetrics(NamedTuple):
+    """A placed allocation's metrics as its plan carried them: the compact JSON text of
+    `allocations.metrics` (app.wire.plan.PlacedMetricsJson). The applier decodes a plan's
+    allocations into these and writes the text as it came: a big plan's metrics are neither
+    parsed nor encoded again on their way into the table."""
+
+    text: str
+
+
+# What an allocation may hold as its metrics: the scheduler's, or its plan's text in the applier.
+AnyMetrics = PlacementMetrics | EncodedMetrics

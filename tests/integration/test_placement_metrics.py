@@ -25,7 +25,7 @@ NOMAD_KEYS = {
 }
 
 
-def schedule(engine: Engine, pg: Conn, database_url: str, placement_metrics: bool = False) -> list[str]:
+def schedule(engine: Engine, pg: Conn, database_url: str, settings: Settings) -> list[str]:
     """Three nodes, one full; a count-2 service job scheduled by a real worker and applied here.
     The placed allocations' IDs."""
     for i, cpu in enumerate((2000, 2000, 50)):
@@ -35,9 +35,7 @@ def schedule(engine: Engine, pg: Conn, database_url: str, placement_metrics: boo
     held = claim(engine)
     assert held is not None
     deadline = time.monotonic() + 30  # a hang, not a speed
-    with handling(
-        engine, database_url, held, Settings(database_url=database_url, placement_metrics=placement_metrics)
-    ) as (thread, lead):
+    with handling(engine, database_url, held, settings) as (thread, lead):
         assert lead.term is not None
         while thread.is_alive():
             assert time.monotonic() < deadline, "the worker is still waiting for a verdict"
@@ -52,7 +50,9 @@ def schedule(engine: Engine, pg: Conn, database_url: str, placement_metrics: boo
 def test_a_placed_allocation_serves_its_metrics_in_nomads_form(
     engine: Engine, pg: Conn, database_url: str, client: FlaskClient
 ) -> None:
-    for alloc_id in schedule(engine, pg, database_url, placement_metrics=True):
+    settings = Settings(database_url=database_url)
+    assert settings.placement_metrics is True  # on by default, as Nomad always records them (issue 40)
+    for alloc_id in schedule(engine, pg, database_url, settings):
         found = client.get(f"/v1/allocation/{alloc_id}").get_json()
         metrics = found["Metrics"]
         assert set(metrics) == NOMAD_KEYS
@@ -68,9 +68,8 @@ def test_a_placed_allocation_serves_its_metrics_in_nomads_form(
     assert listed and all("Metrics" not in a for a in listed)  # not in lists, as Nomad's stub
 
 
-def test_by_default_placement_metrics_are_off_and_an_allocation_has_none(
+def test_with_placement_metrics_off_an_allocation_has_none(
     engine: Engine, pg: Conn, database_url: str, client: FlaskClient
 ) -> None:
-    assert Settings(database_url=database_url).placement_metrics is False  # until their cost is cut (issue 40)
-    for alloc_id in schedule(engine, pg, database_url):
+    for alloc_id in schedule(engine, pg, database_url, Settings(database_url=database_url, placement_metrics=False)):
         assert client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"] is None

@@ -3,6 +3,7 @@ JSON exactly, and rows in the format written before the codec was typed still de
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from typing import Any, cast
@@ -15,6 +16,7 @@ from app.pipeline.codecs.metrics_codec import (
     metrics_from_json,
     metrics_to_json,
     placed_from_json,
+    placed_text,
     placed_to_json,
     placed_to_nomad,
 )
@@ -25,6 +27,7 @@ from app.structs import (
     Deployment,
     DeploymentGroup,
     DeploymentStatusUpdate,
+    EncodedMetrics,
     NodeScore,
     PlacementMetrics,
     Plan,
@@ -165,7 +168,28 @@ def test_a_plan_round_trips_through_its_row_exactly(case: tuple[Plan, str, str])
     plan, namespace, job_id = case
     row = encode_plan(plan, namespace, job_id)
     assert (row["namespace"], row["job_id"]) == (namespace, job_id)
-    assert decode_plan(stored(row)) == plan
+    decoded = decode_plan(stored(row))
+    assert decoded == as_the_applier_reads(plan)
+    for allocs in decoded.node_allocation.values():
+        for a in allocs:  # the text carried through expands to the scheduler's metrics exactly
+            original = next(o for o in plan.node_allocation[a.node_id] if o.id == a.id)
+            if isinstance(a.metrics, EncodedMetrics):
+                assert placed_from_json(json.loads(a.metrics.text)) == original.metrics
+
+
+def as_the_applier_reads(plan: Plan) -> Plan:
+    """`plan` with each placement's metrics as their text: the applier does not decode them."""
+
+    def carried(a: Allocation) -> Allocation:
+        return a if a.metrics is None else dataclasses.replace(a, metrics=EncodedMetrics(placed_text(a.metrics)))
+
+    allocations = {node: tuple(carried(a) for a in allocs) for node, allocs in plan.node_allocation.items()}
+    return dataclasses.replace(plan, node_allocation=allocations)
+
+
+def test_the_applier_writes_a_placements_metrics_text_as_it_came() -> None:
+    text = '{"Evaluated": 2, "Filtered": 0, "Exhausted": 0, "InPool": 9, "Available": {}, "Top": [], "Time": 7}'
+    assert placed_text(EncodedMetrics(text)) is text
 
 
 id_lists = st.dictionaries(st.uuids(), st.lists(st.uuids(), max_size=3).map(tuple), max_size=3)

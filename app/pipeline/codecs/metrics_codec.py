@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from app.structs import SCORERS, NodeScore, PlacementMetrics, ScoreParts
+from app.structs import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics
 from app.wire.allocation import AllocationMetricJson, NodeScoreMetaJson
 from app.wire.plan import PlacedMetricsJson, TopScoreJson
 
@@ -108,31 +108,39 @@ def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
     return out
 
 
-def placed_text(m: PlacementMetrics) -> str:
-    """placed_to_json as JSON text. A placement that filtered and exhausted nothing, most of a
-    big plan's, is written directly: numbers as json.dumps writes them, node IDs (hex and dashes)
-    as they are, the datacenters' map through json.dumps (a name may need quoting)."""
+def placed_text(m: AnyMetrics) -> str:
+    """placed_to_json as JSON text without blanks (a big plan carries tens of thousands: the
+    bytes go through the plan's row, the COPY and jsonb); an EncodedMetrics' text as it came. A
+    placement that filtered and exhausted nothing, most of a big plan's, is written directly:
+    numbers as json.dumps writes them, node IDs (hex and dashes) as they are, the datacenters'
+    map through json.dumps (a name may need quoting)."""
+    if isinstance(m, EncodedMetrics):
+        return m.text
     if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
-        return json.dumps(placed_to_json(m))
-    top = ", ".join(f'["{node_text(s.node_id)}", {_score_text(s.norm_score, s.parts)}]' for s in m.score_meta)
+        return json.dumps(placed_to_json(m), separators=_COMPACT)
+    top = ",".join([_top_text(s) for s in m.score_meta])
     return (
-        f'{{"Evaluated": {m.nodes_evaluated}, "Filtered": {m.nodes_filtered}, "Exhausted": {m.nodes_exhausted}, '
-        f'"InPool": {m.nodes_in_pool}, "Available": {_available_text(tuple(m.nodes_available.items()))}, '
-        f'"Top": [{top}], "Time": {m.allocation_time_ns}}}'
+        f'{{"Evaluated":{m.nodes_evaluated},"Filtered":{m.nodes_filtered},"Exhausted":{m.nodes_exhausted},'
+        f'"InPool":{m.nodes_in_pool},"Available":{_available_text(tuple(m.nodes_available.items()))},'
+        f'"Top":[{top}],"Time":{m.allocation_time_ns}}}'
     )
 
 
+_COMPACT = (",", ":")
+
+
 # The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike, so a
-# big plan repeats a few hundred distinct score lines: each is printed once.
-@lru_cache(maxsize=4096)
-def _score_text(norm_score: float, parts: ScoreParts) -> str:
-    return ", ".join("null" if p is None else repr(p) for p in (norm_score, *parts))
+# big plan repeats each of its best nodes' entries a few times: each is printed once.
+@lru_cache(maxsize=16384)
+def _top_text(s: NodeScore) -> str:
+    scores = ",".join(["null" if p is None else repr(p) for p in (s.norm_score, *s.parts)])
+    return f'["{s.node_id}",{scores}]'
 
 
 @lru_cache(maxsize=256)
 def _available_text(items: tuple[tuple[str, int], ...]) -> str:
     """Ready nodes per datacenter: the same for every placement of a pass."""
-    return json.dumps(dict(items))
+    return json.dumps(dict(items), separators=_COMPACT)
 
 
 def placed_from_json(raw: PlacedMetricsJson) -> PlacementMetrics:

@@ -12,17 +12,17 @@ written without them decodes to the values a fresh placement has."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from functools import lru_cache
 
-from app.pipeline.codecs.metrics_codec import placed_from_json, placed_text
+from app.pipeline.codecs.metrics_codec import placed_text
 from app.store.deployment.deployment_codec import deployment_from_json, deployment_to_json
 from app.structs import (
     Allocation,
     AllocationStop,
     DeploymentStatusUpdate,
+    EncodedMetrics,
     Plan,
     PlanResult,
     Port,
@@ -206,7 +206,7 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         else (),
         healthy=raw.get("Healthy"),
         canary=raw.get("Canary", False),
-        metrics=placed_from_json(json.loads(metrics)) if (metrics := raw.get("Metrics")) else None,
+        metrics=EncodedMetrics(metrics) if (metrics := raw.get("Metrics")) else None,  # written as it came
         task_cores=task_cores_from_json(raw["Tasks"]) if "Tasks" in raw else (),
     )
 

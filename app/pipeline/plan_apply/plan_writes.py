@@ -22,7 +22,7 @@ from app.pipeline.plan_apply.plan_check import Placement, Verdict
 from app.store.evaluation.blocked_evals import unblock_capacity
 from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, PlacementMetrics, Plan, Port, TaskCores
+from app.structs import AllocationStop, AnyMetrics, Plan, Port, TaskCores
 
 
 @dataclass(frozen=True)
@@ -316,6 +316,6 @@ def copy_row(placed: Placement) -> str:
     )
 
 
-def _metrics(m: PlacementMetrics | None) -> str:
+def _metrics(m: AnyMetrics | None) -> str:
     """The metrics column: the plan's compact text (metrics_codec.placed_text); '{}': not recorded."""
     return "{}" if m is None else _text(placed_text(m))
