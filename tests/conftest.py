@@ -18,6 +18,7 @@ from app.db.embedded import EmbeddedPostgres
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
 from bench.replication import shared_tmp_dir
+from tests.support.databases import DatabaseSupply
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
 pytest_plugins = ["tests.support.tiers"]
@@ -61,17 +62,20 @@ def template_name(pg_admin_url: str, worker_id: str) -> Iterator[str]:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+@pytest.fixture(scope="session")
+def database_supply(pg_admin_url: str, template_name: str) -> Iterator[DatabaseSupply]:
+    """Clones of the template made ahead and dropped behind the tests, on a thread of their own."""
+    supply = DatabaseSupply(pg_admin_url, template_name)
+    yield supply
+    supply.close()
+
+
 @pytest.fixture
-def database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
+def database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
     """A database of its own for one test, cloned from the migrated template."""
-    name = f"corral_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_name))
-        )
+    name = database_supply.take()
     yield _with_database(pg_admin_url, name)
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    database_supply.drop(name)
 
 
 @pytest.fixture

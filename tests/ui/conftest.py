@@ -6,19 +6,17 @@ They skip, saying why, only when /usr/bin/chromium is absent (.ci/run installs i
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, sync_playwright
-from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from app.db.engines import sqlalchemy_url
 from bench.replication import shared_tmp_dir
 from tests.support.browser import CHROMIUM, ColorScheme, PageFactory
+from tests.support.databases import DatabaseSupply
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
 
@@ -49,15 +47,10 @@ def module_corral(ui_workdir: Path) -> Iterator[CorralFactory]:
 
 
 @pytest.fixture(scope="module")
-def module_database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
-    name = f"corral_ui_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_name))
-        )
+def module_database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
+    name = database_supply.take()
     yield sqlalchemy_url(make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False))
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    database_supply.drop(name)
 
 
 @pytest.fixture(scope="module")
