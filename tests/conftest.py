@@ -14,13 +14,20 @@ from psycopg import sql
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from app.db.embedded import EmbeddedPostgres
+from app.db.embedded import EmbeddedPostgres, server_settings
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
 from bench.replication import shared_tmp_dir
+from tests.support.databases import DatabaseSupply
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
 pytest_plugins = ["tests.support.tiers"]
+
+
+# The session's server holds nothing that must survive a crash of the machine (its data directory
+# is deleted at the end): no commit, CREATE DATABASE or checkpoint waits for the disk. Tests that
+# crash a server on purpose start one of their own with the product's settings.
+THROWAWAY_SERVER = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +38,7 @@ def pg_admin_url() -> Iterator[str]:
         yield libpq_url(external)
         return
     with shared_tmp_dir("corral-test-pg-") as data_dir:
-        server = EmbeddedPostgres(data_dir)
+        server = EmbeddedPostgres(data_dir, {**server_settings(), **THROWAWAY_SERVER})
         url = server.start()
         try:
             yield libpq_url(url)
@@ -61,17 +68,20 @@ def template_name(pg_admin_url: str, worker_id: str) -> Iterator[str]:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+@pytest.fixture(scope="session")
+def database_supply(pg_admin_url: str, template_name: str) -> Iterator[DatabaseSupply]:
+    """Clones of the template made ahead and dropped behind the tests, on a thread of their own."""
+    supply = DatabaseSupply(pg_admin_url, template_name)
+    yield supply
+    supply.close()
+
+
 @pytest.fixture
-def database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
+def database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
     """A database of its own for one test, cloned from the migrated template."""
-    name = f"corral_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_name))
-        )
+    name = database_supply.take()
     yield _with_database(pg_admin_url, name)
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    database_supply.drop(name)
 
 
 @pytest.fixture
@@ -102,9 +112,8 @@ def pg(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def corral(workdir: Path) -> Iterator[CorralFactory]:
-    started: list[Corral] = []
+def tracked_corral(workdir: Path, started: list[Corral]) -> CorralFactory:
+    """A `corral` factory starting its processes in WORKDIR and listing them in STARTED."""
 
     class Tracked(Corral):
         def __init__(
@@ -120,6 +129,37 @@ def corral(workdir: Path) -> Iterator[CorralFactory]:
             super().__init__(args, cwd or workdir, merged, executable)
             started.append(self)
 
-    yield Tracked
+    return Tracked
+
+
+@pytest.fixture
+def corral(workdir: Path) -> Iterator[CorralFactory]:
+    started: list[Corral] = []
+    yield tracked_corral(workdir, started)
     for proc in started:
         proc.kill_all()
+
+
+@pytest.fixture(scope="module")
+def module_workdir() -> Iterator[Path]:
+    """`workdir` kept for a whole module, for the processes one module shares."""
+    with shared_tmp_dir("corral-test-module-") as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def module_corral(module_workdir: Path) -> Iterator[CorralFactory]:
+    """`corral` kept for a whole module: its processes serve every test of the module that asks
+    for them and are killed at the module's end."""
+    started: list[Corral] = []
+    yield tracked_corral(module_workdir, started)
+    for proc in started:
+        proc.kill_all()
+
+
+@pytest.fixture(scope="module")
+def module_database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
+    """`database_url` kept for a whole module."""
+    name = database_supply.take()
+    yield _with_database(pg_admin_url, name)
+    database_supply.drop(name)

@@ -16,9 +16,11 @@ pytestmark = pytest.mark.acceptance
 RUN_FOR_S = 4
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir)
+@pytest.fixture(scope="module")
+def cluster(module_corral: CorralFactory, module_database_url: str, module_workdir: Path) -> Iterator[Cluster]:
+    """One cluster and one mock client for both tests: each registers jobs of its own."""
+    running = Cluster(module_corral, module_database_url, module_workdir)
+    running.client("c1", "--driver", "mock")
     yield running
     running.close()
 
@@ -33,7 +35,6 @@ def statuses(cluster: Cluster, job_id: str) -> list[str]:
 
 
 def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, corral: CorralFactory) -> None:
-    cluster.client("c1", "--driver", "mock")
     parent = job("tick", [mock_task(run_for=f"{RUN_FOR_S}s")], kind="batch")
     parent["Periodic"] = {"Spec": "* * * * * * *", "ProhibitOverlap": True}  # every second (7 fields)
     cluster.register(parent)
@@ -61,7 +62,6 @@ def test_prohibit_overlap_skips_launches_while_the_child_runs(cluster: Cluster, 
 
 
 def test_cli_forces_a_launch_and_dispatches(cluster: Cluster, corral: CorralFactory, workdir: Path) -> None:
-    cluster.client("c1", "--driver", "mock")
     nightly = job("nightly", [mock_task(run_for="10ms")], kind="batch")
     nightly["Periodic"] = {"Spec": "0 3 * * *", "TimeZone": "Europe/Berlin"}
     cluster.register(nightly)

@@ -51,9 +51,12 @@ job "envcheck" {
 """
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir)
+@pytest.fixture(scope="module")
+def cluster(module_corral: CorralFactory, module_database_url: str, module_workdir: Path) -> Iterator[Cluster]:
+    """One cluster and one client, c1 in dc7 with meta rack=r9, for every test here: each test
+    runs jobs of its own (the others have no datacenters, Nomad's default "*": c1 as well)."""
+    running = Cluster(module_corral, module_database_url, module_workdir)
+    running.client("c1", "-dc", "dc7", "--meta", "rack=r9")
     yield running
     running.close()
 
@@ -76,18 +79,15 @@ def only_alloc(cluster: Cluster, job_id: str) -> dict[str, Any]:
     return alloc
 
 
-def test_task_sees_nomads_environment_and_interpolated_args_and_not_the_clients(
-    cluster: Cluster, workdir: Path
-) -> None:
+def test_task_sees_nomads_environment_and_interpolated_args_and_not_the_clients(cluster: Cluster) -> None:
     assert "CORRAL_DATABASE_URL" in cluster.env  # the client runs with it in its environment
-    cluster.client("c1", "-dc", "dc7", "--meta", "rack=r9")
     register_hcl(cluster, ENV_JOB)
     assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("envcheck")] == ["complete"], 60)
     alloc = only_alloc(cluster, "envcheck")
     lines = log(cluster, alloc["ID"], "show").splitlines()
     assert lines[0] == "ARGS 0 c1 linux r9 job-owner show"
     env = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
-    task_dir = workdir / "c1" / ".corral-client" / "allocs" / alloc["ID"] / "show"
+    task_dir = cluster.workdir / "c1" / ".corral-client" / "allocs" / alloc["ID"] / "show"
     port = next(p for p in alloc["AllocatedResources"]["Shared"]["Ports"] if p["Label"] == "http")["Value"]
     expected = {
         "NOMAD_ALLOC_ID": alloc["ID"],
@@ -196,7 +196,6 @@ def dispatch(cluster: Cluster, job_id: str, payload: bytes) -> str:
 
 
 def test_lifecycle_hooks_run_in_nomads_order_and_the_payload_is_in_local(cluster: Cluster) -> None:
-    cluster.client("c1")
     register_hcl(cluster, LIFECYCLE_JOB)
     child = dispatch(cluster, "pipeline", b"frame 7")
     assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs(child)] == ["complete"], 90)
@@ -216,7 +215,6 @@ def test_lifecycle_hooks_run_in_nomads_order_and_the_payload_is_in_local(cluster
 
 
 def test_failed_prestart_task_fails_the_allocation_main_never_starts_poststop_runs(cluster: Cluster) -> None:
-    cluster.client("c1")
     failing = LIFECYCLE_JOB.replace('"sleep 1; echo setup', '"exit 3; echo setup').replace("pipeline", "broken")
     register_hcl(cluster, failing)
     child = dispatch(cluster, "broken", b"x")
@@ -229,7 +227,6 @@ def test_failed_prestart_task_fails_the_allocation_main_never_starts_poststop_ru
 
 
 def test_stop_sends_kill_signal_and_force_kills_after_kill_timeout(cluster: Cluster) -> None:
-    cluster.client("c1")
     graceful = "trap 'echo got-term; echo bye; exit 0' TERM; echo ready; while :; do sleep 0.1; done"
     stubborn = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.1; done; echo never"
     tasks = [

@@ -5,59 +5,20 @@ They skip, saying why, only when /usr/bin/chromium is absent (.ci/run installs i
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, sync_playwright
-from psycopg import sql
-from sqlalchemy.engine import make_url
 
-from app.db.engines import sqlalchemy_url
-from bench.replication import shared_tmp_dir
 from tests.support.browser import CHROMIUM, ColorScheme, PageFactory
-from tests.support.processes import CORRAL, Corral, CorralFactory
 
 
 @pytest.fixture(scope="module")
-def ui_workdir() -> Iterator[Path]:
-    with shared_tmp_dir("corral-ui-") as path:
-        yield path
-
-
-@pytest.fixture(scope="module")
-def module_corral(ui_workdir: Path) -> Iterator[CorralFactory]:
-    """The `corral` fixture of tests/conftest.py, kept for a whole module: one cluster serves
-    every test of the module, and every process it started is killed at the end."""
-    started: list[Corral] = []
-
-    class Tracked(Corral):
-        def __init__(
-            self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, executable: str = CORRAL
-        ) -> None:
-            inherited = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-            merged = {**inherited, "CORRAL_LOG_FORMAT": "console", **(env or {})}
-            super().__init__(args, cwd or ui_workdir, merged, executable)
-            started.append(self)
-
-    yield Tracked
-    for proc in started:
-        proc.kill_all()
-
-
-@pytest.fixture(scope="module")
-def module_database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
-    name = f"corral_ui_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_name))
-        )
-    yield sqlalchemy_url(make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False))
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def ui_workdir(module_workdir: Path) -> Path:
+    """The working directory of the module's processes (`module_corral` of tests/conftest.py
+    starts them there: one cluster serves every test of the module)."""
+    return module_workdir
 
 
 @pytest.fixture(scope="module")
