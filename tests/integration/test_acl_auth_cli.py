@@ -4,7 +4,6 @@ ACL-enabled API (Nomad's flags, output layout and exit codes)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 from flask.testing import FlaskClient
 
-from app import create_app
 from app.cli import main
-from app.cli.support import http
-from app.settings.config import Settings
-from app.wire.json import JsonValue
+from tests.support.acl_cli import acl_enabled_api, field
 from tests.support.jwt_issuer import Issuer
 
 pytestmark = pytest.mark.integration
@@ -24,29 +20,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def api(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlaskClient]:
-    app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5, acl_enabled=True), database_url)
-    test_client = app.test_client()
-
-    def fake(method: str, url: str, body: JsonValue, headers: dict[str, str], timeout_s: float) -> http.Answer:
-        resp = test_client.open(url.removeprefix("http://corral.test"), method=method, json=body, headers=headers)
-        return http.Answer(resp.status_code, resp.status.split(" ", 1)[-1], resp.get_data())
-
-    monkeypatch.setenv("CORRAL_ADDR", "http://corral.test")
-    monkeypatch.delenv("CORRAL_TOKEN", raising=False)
-    monkeypatch.delenv("NOMAD_TOKEN", raising=False)
-    monkeypatch.setattr(http, "send", fake)
-    yield test_client
-    app.extensions["corral"].close()
+    yield from acl_enabled_api(database_url, monkeypatch)
 
 
 def run(*args: str, token: str = "") -> Result:
     return CliRunner().invoke(main, list(args), env={"CORRAL_TOKEN": token} if token else {})
-
-
-def field(output: str, name: str) -> str:
-    match = re.search(rf"^{re.escape(name)}\s+= (.*)$", output, re.M)
-    assert match, output
-    return match.group(1).strip()
 
 
 def test_auth_method_and_binding_rule_commands_then_login(api: FlaskClient, tmp_path: Path) -> None:
