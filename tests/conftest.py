@@ -18,7 +18,6 @@ from app.db.embedded import EmbeddedPostgres, server_settings
 from app.db.engines import libpq_url, make_engine, sqlalchemy_url
 from app.db.schema import upgrade
 from bench.replication import shared_tmp_dir
-from tests.support.databases import DatabaseSupply
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
 pytest_plugins = ["tests.support.tiers"]
@@ -68,20 +67,27 @@ def template_name(pg_admin_url: str, worker_id: str) -> Iterator[str]:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-@pytest.fixture(scope="session")
-def database_supply(pg_admin_url: str, template_name: str) -> Iterator[DatabaseSupply]:
-    """Clones of the template made ahead and dropped behind the tests, on a thread of their own."""
-    supply = DatabaseSupply(pg_admin_url, template_name)
-    yield supply
-    supply.close()
+def _clone(pg_admin_url: str, template: str) -> str:
+    """A fresh clone of the template, made now: a clone made in the background, during another
+    test, would hold the server's oldest running transaction back and with it every safe index
+    the test reads (app.db.state_index caps indexes cluster-wide)."""
+    name = f"corral_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+    return name
+
+
+def _drop(pg_admin_url: str, name: str) -> None:
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture
-def database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
+def database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
     """A database of its own for one test, cloned from the migrated template."""
-    name = database_supply.take()
+    name = _clone(pg_admin_url, template_name)
     yield _with_database(pg_admin_url, name)
-    database_supply.drop(name)
+    _drop(pg_admin_url, name)
 
 
 @pytest.fixture
@@ -158,8 +164,8 @@ def module_corral(module_workdir: Path) -> Iterator[CorralFactory]:
 
 
 @pytest.fixture(scope="module")
-def module_database_url(pg_admin_url: str, database_supply: DatabaseSupply) -> Iterator[str]:
+def module_database_url(pg_admin_url: str, template_name: str) -> Iterator[str]:
     """`database_url` kept for a whole module."""
-    name = database_supply.take()
+    name = _clone(pg_admin_url, template_name)
     yield _with_database(pg_admin_url, name)
-    database_supply.drop(name)
+    _drop(pg_admin_url, name)

@@ -148,8 +148,13 @@ def insert_allocation(pg: Conn, node_id: str, eval_id: str, namespace: str, job_
     return alloc_id
 
 
+# Routes that answer a count of what the caller may list rather than the list: checked by
+# test_a_count_counts_only_what_the_caller_may_list.
+COUNTS = {"evals.count_evaluations"}
 # Every route whose requirement is ListIn, from the route table itself.
-LIST_ENDPOINTS = sorted(endpoint for endpoint, needs in REQUIREMENTS.items() if isinstance(needs, ListIn))
+LIST_ENDPOINTS = sorted(
+    endpoint for endpoint, needs in REQUIREMENTS.items() if isinstance(needs, ListIn) and endpoint not in COUNTS
+)
 
 
 # Lists that need a query parameter to list anything: /v1/volumes lists host volumes with type=host.
@@ -287,3 +292,26 @@ def test_a_core_evaluation_is_read_only_by_who_may_read_namespace_dash(
     assert api.get(core, headers=auth(root)).status_code == 200
     dash = make_reader(api, root, "dash-reader", 'namespace "-" { policy = "read" }')
     assert api.get(core, headers=auth(dash)).status_code == 200
+
+
+@pytest.mark.usefixtures("world")
+@pytest.mark.parametrize("who", ["reader", "anonymous"])
+@pytest.mark.parametrize("endpoint", sorted(COUNTS))
+def test_a_count_counts_only_what_the_caller_may_list(
+    api: FlaskClient, app: Flask, root: str, endpoint: str, who: str, request: pytest.FixtureRequest
+) -> None:
+    secret: str = request.getfixturevalue(who)
+    count = route_of(app, endpoint)
+    listed = count.removesuffix("/count")  # the list the count is of
+    everything = walk(api, across(listed), root)
+    assert hidden_ids(everything), f"{listed}: the fixture must put objects in namespaces the caller cannot read"
+    readable = [item for item in everything.items if item[1] == "default"]
+
+    def counted(token: str) -> object:
+        resp = api.get(across(count), headers=auth(token))
+        assert resp.status_code == 200, resp.get_data(as_text=True)
+        assert resp.json is not None
+        return resp.json["Count"]
+
+    assert counted(root) == len(everything.items)
+    assert counted(secret) == len(readable)

@@ -193,6 +193,7 @@ def _may_succeed(caller: str, rule: str, method: str) -> bool:
                 "/v1/client/",
                 "/v1/service",
                 "/v1/scaling",
+                "/v1/volume",  # Nomad's read policy includes host-volume-read and csi-list/read-volume
             )
         )
         return namespaced and method == "GET" and rule != "/v1/client/stats"

@@ -123,6 +123,7 @@ BODYLESS_WRITES = {
     "/v1/client/allocation/<alloc_id>/restart",
     "/v1/client/allocation/<alloc_id>/signal",
     "/v1/operator/keyring/rotate",
+    "/v1/acl/token/onetime",  # Nomad's takes no body: a one-time token for the caller's own token
 }
 
 

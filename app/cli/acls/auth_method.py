@@ -11,7 +11,6 @@ from click.core import ParameterSource
 from app.cli.acls.data_source import load
 from app.cli.support import http
 from app.cli.support.output import columns, format_options, formatted, key_values
-from app.jobspec.durations import DurationError, duration_ns
 from app.wire.json import JsonObject, JsonValue
 
 TTL_PROBLEM = "Max token TTL must be set to a value between min and max TTL configured for the server."
@@ -103,6 +102,9 @@ def _type(value: str) -> str:
 
 
 def _ttl(value: str) -> str:
+    # Imported here: app.jobspec loads the HCL parser, which a CLI call must not pay for.
+    from app.jobspec.durations import DurationError, duration_ns
+
     try:
         nanos = duration_ns(value)
     except DurationError:
