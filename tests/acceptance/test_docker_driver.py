@@ -384,7 +384,9 @@ def test_a_new_driver_reattaches_by_container_id_and_cleanup_finds_containers_by
     (alloc_dir / "t" / "local" / "go").write_text("\n")
     assert again.wait(30) == 7
     assert "after" in stdout.read_text()
-    assert containers_of(dockerd, "a-reattach") == []  # removed once its exit was recorded
+    # Removed once its exit was recorded. Both drivers' handles watch the container, so the
+    # daemon may still be finishing one's removal ("Removal In Progress") when the other returns.
+    assert wait_for(lambda: containers_of(dockerd, "a-reattach") == [], 30), containers_of(dockerd, "a-reattach")
     assert Docker(dockerd.endpoint).reattach(task, alloc_dir / "t", saved) is None  # gone: start anew
 
     # Containers of an allocation that is destroyed, and of one this client no longer knows.
