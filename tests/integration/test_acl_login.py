@@ -11,9 +11,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from app import create_app
-from app.settings.config import Settings
 from app.wire.json import JsonObject, JsonValue
+from tests.support.acl_cli import acl_enabled_app, bootstrap, json_object
 from tests.support.jwt_issuer import Issuer, serve_jwks
 
 pytestmark = pytest.mark.integration
@@ -28,9 +27,7 @@ def issuer() -> Issuer:
 
 @pytest.fixture
 def app(database_url: str) -> Iterator[Flask]:
-    app = create_app(Settings(database_url=database_url, max_blocking_wait_s=5, acl_enabled=True), database_url)
-    yield app
-    app.extensions["corral"].close()
+    yield from acl_enabled_app(database_url)
 
 
 @pytest.fixture
@@ -40,16 +37,10 @@ def api(app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def root(api: FlaskClient) -> dict[str, str]:
-    secret = obj(api.post("/v1/acl/bootstrap"))["SecretID"]
-    assert isinstance(secret, str)
-    return {"X-Nomad-Token": secret}
+    return bootstrap(api)
 
 
-def obj(resp: TestResponse) -> JsonObject:
-    assert resp.status_code == 200, resp.get_data(as_text=True)
-    body = resp.json
-    assert isinstance(body, dict)
-    return body
+obj = json_object
 
 
 def setup_method(api: FlaskClient, root: dict[str, str], config: JsonObject, name: str = "corp") -> None:
