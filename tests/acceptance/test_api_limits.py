@@ -36,6 +36,19 @@ def _connect(port: int) -> socket.socket:
     return sock
 
 
+def _answered_once(port: int) -> socket.socket:
+    """A connection that has had one keep-alive request answered and stays open."""
+    sock = _connect(port)
+    sock.sendall(b"GET /v1/agent/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before an answer: {received!r}"
+        received += chunk
+    assert received.startswith(b"HTTP/1.1 200 "), received
+    return sock
+
+
 def _read_all(sock: socket.socket) -> bytes:
     chunks = []
     with contextlib.suppress(OSError):
@@ -67,9 +80,10 @@ def test_connections_over_the_per_address_limit_get_429_and_retry_after(
     corral: CorralFactory, database_url: str
 ) -> None:
     server, base, port = _server(corral, database_url, http_max_conns_per_client="4", http_header_timeout_s="60")
-    held = [_connect(port) for _ in range(4)]
+    # Each held connection is answered once, so the worker has surely accepted and counted it
+    # (counting sockets by process raced the accept loop at load); keep-alive holds it open.
+    held = [_answered_once(port) for _ in range(4)]
     try:
-        assert wait_for(lambda: _established(server, port) >= 4, 30)
         refused = _connect(port)
         reply = _read_all(refused).decode()
         refused.close()

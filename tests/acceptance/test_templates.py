@@ -122,7 +122,14 @@ def test_variable_change_re_renders_and_restarts_the_task(agent: tuple[Corral, h
     assert put.status_code == 200, put.text
     assert wait_for(lambda: "conf: bonjour" in log(), 60), log()
     (alloc,) = allocs(http, "web")
-    state = http.get(f"/v1/allocation/{alloc['ID']}").json()["TaskStates"]["web"]
+
+    def task_state() -> dict[str, Any]:
+        found: dict[str, Any] = http.get(f"/v1/allocation/{alloc['ID']}").json()["TaskStates"]["web"]
+        return found
+
+    # The task prints the new text before the client reports its restart to the servers.
+    assert wait_for(lambda: task_state()["Restarts"] == 1, 30), task_state()
+    state = task_state()
     assert state["Restarts"] == 1
     assert any(e["DisplayMessage"] == "Template with change_mode restart re-rendered" for e in state["Events"])
     http.delete("/v1/job/web")
