@@ -644,7 +644,14 @@ class AllocRunner:
             }
             path = self.dir / RECORD
             temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(record))
+            try:
+                temporary.write_text(json.dumps(record))
+            except FileNotFoundError:
+                # The directory was removed under a running task (destroy() waits for the task
+                # threads first, so someone else did): nothing is left to restore from, and the
+                # task's thread must go on reporting rather than die here.
+                log.warning("allocation directory is gone; its state is not recorded", alloc_dir=str(self.dir))
+                return
             temporary.replace(path)  # atomic: a crash leaves the old record or the new one
 
     def destroy(self) -> None:

@@ -5,6 +5,7 @@ allocation while its poststop task still runs, the payload file, refused task na
 from __future__ import annotations
 
 import base64
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,17 @@ def test_a_restored_allocation_keeps_the_node_facts_its_tasks_started_with(tmp_p
     assert restored is not None and restored.node == first.node and restored.node.name == "n1"
     assert restored.tasks["t"].spec.env["WHERE"] == "n1"
     assert "node-s3cret" not in (first.dir / "alloc.json").read_text()
+
+
+def test_a_task_outlives_its_allocation_directory_being_removed(tmp_path: Path) -> None:
+    """Someone removed the directory under a running task (not destroy(), which waits for the
+    task threads): the task still finishes and reports, its record is simply not written."""
+    body = alloc([mock("main", run_for="500ms")])
+    runner = AllocRunner(body, tmp_path / body["ID"], available(("mock",)), lambda _: None, node={"Name": "n1"})
+    runner.start()
+    assert wait_for(lambda: runner.tasks["main"].state["State"] == "running", 30)
+    shutil.rmtree(runner.dir)
+    assert wait_for(lambda: runner.terminal, 30), runner.update()
+    assert runner.client_status == "complete"
+    assert not runner.dir.exists()
+    assert not runner.tasks["main"].thread.is_alive()
