@@ -7,6 +7,7 @@ CorralError naming what was wrong, never an exception the route does not expect.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import secrets
 import ssl
@@ -57,11 +58,17 @@ def _texts(config: JsonObject, key: str) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _tls(config: JsonObject) -> ssl.SSLContext | bool:
+@functools.cache
+def _system_tls() -> ssl.SSLContext:
+    """The system's CA bundle, loaded once (httpx would load it again for every request)."""
+    return ssl.create_default_context()
+
+
+def _tls(config: JsonObject) -> ssl.SSLContext:
     """The CA bundle of DiscoveryCaPem when the method gives one, else the system's."""
     pems = _texts(config, "DiscoveryCaPem")
     if not pems:
-        return True
+        return _system_tls()
     try:
         return ssl.create_default_context(cadata="\n".join(pems))
     except (ssl.SSLError, ValueError) as err:
