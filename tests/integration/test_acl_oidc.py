@@ -16,7 +16,7 @@ from werkzeug.test import TestResponse
 
 from app import create_app
 from app.settings.config import Settings
-from app.wire.json import JsonObject
+from app.wire.json import JsonObject, JsonValue
 from tests.support.acl_cli import acl_enabled_app, bootstrap, json_object
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, Provider, authorize, serve_provider
 
@@ -57,7 +57,7 @@ def root(api: FlaskClient) -> dict[str, str]:
     return bootstrap(api)
 
 
-def setup_oidc(api: FlaskClient, root: dict[str, str], idp: Provider, **config: object) -> None:
+def setup_oidc(api: FlaskClient, root: dict[str, str], idp: Provider, **config: JsonValue) -> None:
     """An OIDC method on the provider, mapping `team` and `groups`, and rules binding them."""
     method: JsonObject = {"Name": "sso", "Type": "OIDC", "TokenLocality": "local", "MaxTokenTTL": "1h"}
     method["Config"] = {
