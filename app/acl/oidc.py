@@ -211,7 +211,13 @@ def verify_id_token(provider: Provider, config: JsonObject, id_token: str, nonce
     for key in keys:
         try:
             claims = jwt.decode(
-                id_token, key, algorithms=algorithms, audience=client_id, issuer=provider.issuer, leeway=leeway_s
+                id_token,
+                key,
+                algorithms=algorithms,
+                audience=client_id,
+                issuer=provider.issuer,
+                leeway=leeway_s,
+                options={"require": ["exp"]},  # an ID token without expiry is refused (as go-oidc)
             )
             break
         except jwt.InvalidSignatureError as err:

@@ -174,6 +174,7 @@ def test_a_callback_with_another_state_is_refused(api: FlaskClient, root: dict[s
         ({"nonce": "another-nonce"}, "ClientNonce", "nonce"),
         ({"aud": "someone-else"}, "Code", "audience"),
         ({"exp": 1_000_000}, "Code", "expired"),
+        ({"exp": None}, "Code", "is missing the"),
         ({"iss": "https://evil.test"}, "Code", "issuer"),
     ],
 )
