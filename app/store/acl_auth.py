@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Text, delete, select
+from sqlalchemy import Text, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -16,7 +16,13 @@ from app.acl.auth_methods import NAME, MethodSpec, RuleSpec
 from app.acl.login import Claims, LoginError, interpolate, selector_matches, variables
 from app.db.state_index import next_index
 from app.models import AclAuthMethod, AclBindingRule, AclOidcRequest, AclPolicy, AclRole
-from app.values.errors import InvalidInput, NotFound
+from app.values.errors import CorralError, InvalidInput, NotFound
+
+MAX_OIDC_REQUESTS = 1000  # Nomad's OIDC request cache refuses more logins under way than this
+
+
+class TooManyLogins(CorralError):
+    status = 429
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,9 @@ def start_oidc_request(session: Session, wanted: OidcRequest, now: datetime, lif
     """The login for `wanted.client_nonce`: a new one, or the one already started with that
     nonce (Nomad's LoadOrAdd: asking twice gives the same state). Expired logins are swept."""
     session.execute(delete(AclOidcRequest).where(AclOidcRequest.expires_at <= now))
+    pending = session.scalar(select(func.count()).select_from(AclOidcRequest)) or 0
+    if pending >= MAX_OIDC_REQUESTS and session.get(AclOidcRequest, wanted.client_nonce) is None:
+        raise TooManyLogins.of("ClientNonce", f"too many auth requests: {pending} OIDC logins are under way")
     session.execute(
         insert(AclOidcRequest)
         .values(

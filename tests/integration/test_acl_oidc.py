@@ -16,6 +16,7 @@ from werkzeug.test import TestResponse
 
 from app import create_app
 from app.settings.config import Settings
+from app.store import acl_auth as auth_store
 from app.wire.json import JsonObject, JsonValue
 from tests.support.acl_cli import acl_enabled_app, bootstrap, json_object
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, Provider, authorize, serve_provider
@@ -253,3 +254,13 @@ def test_openid_configuration_needs_an_issuer(api: FlaskClient, database_url: st
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
     }
+
+
+def test_logins_under_way_are_capped(
+    api: FlaskClient, root: dict[str, str], idp: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup_oidc(api, root, idp)
+    monkeypatch.setattr(auth_store, "MAX_OIDC_REQUESTS", 1)
+    first = json_object(auth_url(api, nonce="first"))
+    refused(auth_url(api, nonce="second"), 429, "ClientNonce", "too many auth requests")
+    assert json_object(auth_url(api, nonce="first")) == first  # the login under way is still answered
