@@ -7,6 +7,7 @@ does. Provider traffic happens outside any transaction."""
 
 from __future__ import annotations
 
+import hmac
 from datetime import UTC, datetime
 
 from flask import Blueprint, Response, jsonify
@@ -102,7 +103,7 @@ def _check_started(started: auth_store.OidcRequest, args: dict[str, str]) -> Non
     """The callback belongs to the login the nonce started (cap/oidc's Exchange checks)."""
     if started.auth_method != args["AuthMethodName"]:
         raise InvalidInput.of("AuthMethodName", "the login was started with another auth method")
-    if started.state != args["State"]:
+    if not hmac.compare_digest(started.state, args["State"]):
         raise InvalidInput.of("State", "state parameter doesn't match the login's: the callback is not this login's")
     if started.redirect_uri != args["RedirectURI"]:
         raise InvalidInput.of("RedirectURI", "redirect URI doesn't match the one the login was started with")
