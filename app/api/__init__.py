@@ -13,6 +13,7 @@ from app.api.routes import (
     acl,
     acl_auth,
     acl_login,
+    acl_oidc,
     acl_roles,
     allocs,
     deployments,
@@ -65,6 +66,7 @@ def register(app: Flask) -> None:
         acl,
         acl_auth,
         acl_login,
+        acl_oidc,
         acl_roles,
         namespaces,
         job_plan,
@@ -107,7 +109,7 @@ def register(app: Flask) -> None:
         csi,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")
-    app.register_blueprint(keyring.public)  # /.well-known/jwks.json, where verifiers look for it
+    app.register_blueprint(keyring.public)  # /.well-known/jwks.json and openid-configuration, where verifiers look
     app.register_blueprint(ui_pages.bp, url_prefix="/ui")  # page shells; their data comes from /v1
     app.url_value_preprocessor(_check_path_values)
     crosssite.install(app)  # first: a cross-site request is refused before anything reads it

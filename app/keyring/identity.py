@@ -82,6 +82,7 @@ class Claims(TypedDict):
     nbf: int
     jti: str
     exp: NotRequired[int]  # only with a TTL: Nomad's identities without one never expire
+    iss: NotRequired[str]  # only when the servers have an oidc_issuer (Nomad's OIDCIssuer)
 
 
 class Jwk(TypedDict):
@@ -96,8 +97,9 @@ class Jwk(TypedDict):
     alg: str
 
 
-def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> Claims:
-    """Nomad's WorkloadIdentityClaims for a task, issued at `now_s` (Unix seconds)."""
+def claims(subject: Subject, spec: IdentitySpec, now_s: int, issuer: str = "") -> Claims:
+    """Nomad's WorkloadIdentityClaims for a task, issued at `now_s` (Unix seconds) by `issuer`
+    (none when unset, as Nomad without an oidc_issuer)."""
     body: Claims = {
         "nomad_namespace": subject.namespace,
         "nomad_job_id": subject.job_id,
@@ -111,6 +113,8 @@ def claims(subject: Subject, spec: IdentitySpec, now_s: int) -> Claims:
     }
     if spec.ttl_ns > 0:
         body["exp"] = now_s + -(-spec.ttl_ns // NANOS)
+    if issuer:
+        body["iss"] = issuer
     return body
 
 

@@ -1,7 +1,7 @@
 """SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 
 from app.models.acl import AclBootstrap, AclPolicy, AclRole, AclToken
-from app.models.acl_auth import AclAuthMethod, AclBindingRule, AclOneTimeToken
+from app.models.acl_auth import AclAuthMethod, AclBindingRule, AclOidcRequest, AclOneTimeToken
 from app.models.allocation import Allocation
 from app.models.base import Base
 from app.models.cluster import LeaderTerm, SchedulerConfig, StateIndex
@@ -24,6 +24,7 @@ __all__ = [
     "AclAuthMethod",
     "AclBindingRule",
     "AclBootstrap",
+    "AclOidcRequest",
     "AclOneTimeToken",
     "AclPolicy",
     "AclRole",

@@ -90,3 +90,29 @@ class AclOneTimeToken(Base):
     expires_at: Mapped[datetime] = mapped_column(comment="After this instant the secret is refused.")
     create_index: Mapped[int] = create_index_column()
     modify_index: Mapped[int] = modify_index_column()
+
+
+class AclOidcRequest(Base):
+    __tablename__ = "acl_oidc_requests"
+    __table_args__ = (
+        {"comment": "OIDC logins started by /v1/acl/oidc/auth-url, used up by /v1/acl/oidc/complete-auth."},
+    )
+
+    client_nonce: Mapped[str] = mapped_column(
+        primary_key=True, comment="The ClientNonce the login command chose; the ID token must carry it as its nonce."
+    )
+    auth_method: Mapped[str] = mapped_column(
+        ForeignKey("acl_auth_methods.name", ondelete="CASCADE"),
+        index=True,
+        comment="The OIDC auth method the login goes through.",
+    )
+    state: Mapped[str] = mapped_column(comment="The OAuth state sent to the provider; the callback must return it.")
+    redirect_uri: Mapped[str] = mapped_column(
+        comment="Where the provider sends the browser back (the login's callback)."
+    )
+    code_verifier: Mapped[str | None] = mapped_column(
+        comment="The PKCE code verifier the token exchange presents (methods with OIDCEnablePKCE); else null."
+    )
+    expires_at: Mapped[datetime] = mapped_column(
+        index=True, comment="After this instant complete-auth refuses the request."
+    )

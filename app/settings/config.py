@@ -287,6 +287,19 @@ class Settings(BaseSettings):
     keyring_key: SecretStr | None = Field(
         default=None, description="The keyring's root key itself (64 hex characters), instead of keyring_key_file."
     )
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="URL set as the `iss` of workload identities and served by /.well-known/openid-configuration "
+        "(Nomad's server oidc_issuer), so third parties can verify identities; unset: no `iss`, and that "
+        "endpoint answers 404.",
+    )
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _issuer(cls, value: str | None) -> str | None:
+        if value and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError(f"oidc_issuer must be an http(s) URL, got {value!r}")
+        return value
 
     @field_validator("http_allowed_origins", mode="before")
     @classmethod

@@ -1,20 +1,28 @@
-"""ACL auth methods and binding rules (Nomad's ACLAuthMethod, ACLBindingRule), and the
-bindings a verified login gets from the rules of its method (Nomad's auth.Binder)."""
+"""ACL auth methods and binding rules (Nomad's ACLAuthMethod, ACLBindingRule), the
+bindings a verified login gets from the rules of its method (Nomad's auth.Binder), and the
+OIDC logins under way between auth-url and complete-auth."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import Text, delete, select
+from sqlalchemy import Text, delete, func, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from app.acl.auth_methods import NAME, MethodSpec, RuleSpec
 from app.acl.login import Claims, LoginError, interpolate, selector_matches, variables
 from app.db.state_index import next_index
-from app.models import AclAuthMethod, AclBindingRule, AclPolicy, AclRole
-from app.values.errors import InvalidInput, NotFound
+from app.models import AclAuthMethod, AclBindingRule, AclOidcRequest, AclPolicy, AclRole
+from app.values.errors import CorralError, InvalidInput, NotFound
+
+MAX_OIDC_REQUESTS = 1000  # Nomad's OIDC request cache refuses more logins under way than this
+
+
+class TooManyLogins(CorralError):
+    status = 429
 
 
 @dataclass(frozen=True)
@@ -148,3 +156,50 @@ def _bind_name(rule: AclBindingRule, claims: Claims) -> str:
     if not NAME.fullmatch(name):
         raise InvalidInput.of("BindName", f"computed {rule.bind_type!r} bind name for bind target is invalid: {name!r}")
     return name
+
+
+@dataclass(frozen=True)
+class OidcRequest:
+    """An OIDC login started by auth-url (Nomad's cached cap/oidc request)."""
+
+    client_nonce: str
+    auth_method: str
+    state: str
+    redirect_uri: str
+    code_verifier: str | None
+
+
+def start_oidc_request(session: Session, wanted: OidcRequest, now: datetime, lifetime: timedelta) -> OidcRequest:
+    """The login for `wanted.client_nonce`: a new one, or the one already started with that
+    nonce (Nomad's LoadOrAdd: asking twice gives the same state). Expired logins are swept."""
+    session.execute(delete(AclOidcRequest).where(AclOidcRequest.expires_at <= now))
+    pending = session.scalar(select(func.count()).select_from(AclOidcRequest)) or 0
+    if pending >= MAX_OIDC_REQUESTS and session.get(AclOidcRequest, wanted.client_nonce) is None:
+        raise TooManyLogins.of("ClientNonce", f"too many auth requests: {pending} OIDC logins are under way")
+    session.execute(
+        insert(AclOidcRequest)
+        .values(
+            client_nonce=wanted.client_nonce,
+            auth_method=wanted.auth_method,
+            state=wanted.state,
+            redirect_uri=wanted.redirect_uri,
+            code_verifier=wanted.code_verifier,
+            expires_at=now + lifetime,
+        )
+        .on_conflict_do_nothing()
+    )
+    row = session.get_one(AclOidcRequest, wanted.client_nonce)
+    if (row.auth_method, row.redirect_uri) != (wanted.auth_method, wanted.redirect_uri):
+        raise InvalidInput.of("ClientNonce", "nonce reuse detected: another login already uses this client nonce")
+    return OidcRequest(row.client_nonce, row.auth_method, row.state, row.redirect_uri, row.code_verifier)
+
+
+def take_oidc_request(session: Session, client_nonce: str, now: datetime) -> OidcRequest:
+    """The login started with `client_nonce`, used up (Nomad's LoadAndDelete): a code is
+    exchanged once, whatever the outcome."""
+    row = session.execute(
+        delete(AclOidcRequest).where(AclOidcRequest.client_nonce == client_nonce).returning(AclOidcRequest)
+    ).scalar_one_or_none()
+    if row is None or row.expires_at <= now:
+        raise InvalidInput.of("ClientNonce", "no OIDC request found for client nonce (unknown, used or expired)")
+    return OidcRequest(row.client_nonce, row.auth_method, row.state, row.redirect_uri, row.code_verifier)

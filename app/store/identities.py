@@ -61,9 +61,10 @@ def _task(session: Session, alloc: Allocation, name: str) -> tuple[JobSpec, Task
 
 
 def sign_for_node(
-    session: Session, root: bytes, node_id: uuid.UUID, requests: list[IdentityRequest]
+    session: Session, root: bytes, node_id: uuid.UUID, requests: list[IdentityRequest], issuer: str = ""
 ) -> tuple[list[Signed], list[Rejected]]:
-    """Sign each requested identity of an allocation placed on `node_id` with the active key."""
+    """Sign each requested identity of an allocation placed on `node_id` with the active key
+    (with `iss` = `issuer` when the servers have an oidc_issuer)."""
     key = keyring.active_key(session, root)
     now = int(time.time())
     signed: list[Signed] = []
@@ -90,7 +91,7 @@ def sign_for_node(
             request.task,
             str(alloc.id),
         )
-        body = identity.claims(subject, spec, now)
+        body = identity.claims(subject, spec, now, issuer)
         signed.append(Signed(request, identity.sign(body, key.key_id, key.signing), int(body.get("exp", 0))))
     return signed, rejected
 

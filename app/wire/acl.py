@@ -145,3 +145,9 @@ class OneTimeTokenUpsertResponse(TypedDict):
 
 class OneTimeTokenExchangeResponse(TypedDict):
     Token: ACLToken
+
+
+class ACLOIDCAuthURLResponse(TypedDict):
+    """Nomad's ACLOIDCAuthURLResponse: the provider URL the login's browser visits."""
+
+    AuthURL: str

@@ -31,7 +31,8 @@ def test_states_follow_the_url_map() -> None:
     assert notes["GET /v1/operator/snapshot"].endswith("answered with a 501 naming it")
     assert rows["GET /v1/acl/roles"] == "full"
     assert rows["GET /v1/acl/auth-methods"] == "full"
-    assert rows["PUT,POST /v1/acl/oidc/auth-url"] == "missing"
+    assert rows["PUT,POST /v1/acl/oidc/auth-url"] == "full"
+    assert rows["GET /.well-known/openid-configuration"] == "full"
     bare = Flask("bare")
     assert {state for _, _, state, _ in states(bare)} <= {"missing", "not applicable"}
 

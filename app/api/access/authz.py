@@ -88,6 +88,8 @@ REQUIREMENTS: dict[str, Requirement] = {
     "acl_login.login_": Public(),
     "acl_login.create_one_time": OwnFilter("the calling token"),
     "acl_login.exchange_one_time": Public(),
+    "acl_oidc.auth_url": Public(),  # a login starts without a token (Nomad's OIDC routes are open)
+    "acl_oidc.complete_auth": Public(),
     # ACL roles (Nomad: writes need management; a client token reads the roles it links).
     "acl_roles.list_roles": OwnFilter("the roles the token links"),
     "acl_roles.get_role": OwnFilter("a role the token links"),
@@ -233,6 +235,7 @@ REQUIREMENTS: dict[str, Requirement] = {
     "keyring.rotate": Area("operator", W),
     "keyring.remove_key": Area("operator", W),  # Nomad: operator keyring-delete, which operator write grants
     "keyring_public.jwks": Public(),  # public keys, for anyone verifying an identity
+    "keyring_public.openid_configuration": Public(),  # OIDC discovery must be public (Nomad's Keyring.GetConfig)
     "client_identities.sign_identities": NodeSecret(),
     # The event stream checks each requested topic itself (Nomad's rules) and drops the events
     # of namespaces the token may not read (app/api/access/event_filter.py).

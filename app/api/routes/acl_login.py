@@ -49,14 +49,17 @@ def login_() -> Response:
     except login.LoginError as err:
         raise login.LoginRefused.of("LoginToken", f"unable to validate provided token: {err}") from None
     name = login.token_name(method.token_name_format, method.type, method.name, claims)
-    token = write(lambda s: _mint(s, method, claims, name))
+    token = write(lambda s: mint(s, method, claims, name))
     return respond(token, token["ModifyIndex"])
 
 
-def _mint(session: Session, method: AclAuthMethod, claims: login.Claims, name: str) -> ACLToken:
+def mint(
+    session: Session, method: AclAuthMethod, claims: login.Claims, name: str, field: str = "LoginToken"
+) -> ACLToken:
+    """The token a verified login gets from its method's binding rules (JWT and OIDC alike)."""
     bindings = auth_store.bind(session, method, claims)
     if bindings.none():
-        raise InvalidInput.of("LoginToken", "no role or policy bindings matched")
+        raise InvalidInput.of(field, "no role or policy bindings matched")
     now = datetime.now(UTC)
     ttl_ns = method.max_token_ttl_ns
     spec = tokens_store.TokenSpec(

@@ -27,3 +27,22 @@ class OneTimeTokenExchangeRequest(TypedDict):
     """The body of PUT /v1/acl/token/onetime/exchange."""
 
     OneTimeSecretID: str
+
+
+class ACLOIDCAuthURLRequest(TypedDict):
+    """The body of PUT /v1/acl/oidc/auth-url."""
+
+    AuthMethodName: str
+    RedirectURI: str
+    ClientNonce: str
+
+
+class ACLOIDCCompleteAuthRequest(TypedDict):
+    """The body of PUT /v1/acl/oidc/complete-auth (Iss: the callback's `iss`, when the provider sends one)."""
+
+    AuthMethodName: str
+    ClientNonce: str
+    State: str
+    Code: str
+    RedirectURI: str
+    Iss: NotRequired[str]

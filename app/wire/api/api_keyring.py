@@ -13,3 +13,13 @@ class RootKeyMetaJson(TypedDict):
     ModifyIndex: int
     State: str
     PublishTime: int
+
+
+class OIDCDiscoveryConfig(TypedDict):
+    """Nomad's OIDCDiscoveryConfig, served at /.well-known/openid-configuration."""
+
+    issuer: str
+    jwks_uri: str
+    id_token_signing_alg_values_supported: list[str]
+    response_types_supported: list[str]
+    subject_types_supported: list[str]

@@ -55,11 +55,11 @@ def sign_identities(node_id: str) -> Response:
     secret = node_secret()
     body = validate(_Body, json_body(), "")
     wanted = [identities.IdentityRequest(r.AllocID, r.TaskName, r.IdentityName) for r in body.Identities]
-    root = state().root_key
+    root, issuer = state().root_key, state().settings.oidc_issuer or ""
 
     def sign(session: Session) -> tuple[list[identities.Signed], list[identities.Rejected]]:
         client_allocs.authenticate(session, key, secret)
-        return identities.sign_for_node(session, root, key, wanted)
+        return identities.sign_for_node(session, root, key, wanted, issuer)
 
     signed, rejected = write(sign)
     answer: SignIdentitiesResponseJson = {
