@@ -70,7 +70,7 @@ def test_job_stop_with_no_shutdown_delay_marks_the_unfinished_allocations(client
     resp = client.delete("/v1/job/web?no_shutdown_delay=true&global=true")
     assert resp.status_code == 200, resp.json
     index = json_body(resp)["Index"]
-    rows = dict(pg.execute("SELECT id::text, desired_transition FROM allocations").fetchall())
+    rows = {str(r[0]): r[1] for r in pg.execute("SELECT id, desired_transition FROM allocations").fetchall()}
     assert rows[live] == {"NoShutdownDelay": True}
     assert rows[done] == {} and rows[other] == {}
     modified = pg.execute("SELECT modify_index FROM allocations WHERE id = %s", (live,)).fetchone()
