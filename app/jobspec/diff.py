@@ -1,6 +1,10 @@
 """Nomad's job diff (`JobDiff`) between the registered specification and a proposed one, as
 `job plan` returns it: changed fields as strings, nested blocks as objects, task groups and
-tasks matched by name. Unchanged fields are left out (Nomad's non-contextual diff)."""
+tasks matched by name. Unchanged fields are left out, but for the contextual diff Nomad's plan
+and version history always ask for: an edited nested block (Resources, Config, a service...) then
+lists its unchanged fields too, with Type "None", so a reader sees each change in its block. The
+job's, groups' and tasks' own fields stay changes only, as in Nomad (its Job/TaskGroup/Task Diff
+pass contextual only to the objects inside)."""
 
 from __future__ import annotations
 
@@ -18,10 +22,11 @@ Spec = Mapping[str, object]  # a job, group, task or block: compared as plain JS
 Diff = TypeVar("Diff", TaskGroupDiffJson, TaskDiffJson)
 
 
-def job_diff(old: Spec | None, new: Spec | None) -> JobDiffJson:
-    """The diff of two normalized job specifications (None: the job does not exist on that side)."""
-    fields, objects = _block(old or {}, new or {}, skip=IGNORED | {"TaskGroups"})
-    groups = _named(_groups(old), _groups(new), _group_diff)
+def job_diff(old: Spec | None, new: Spec | None, *, contextual: bool = False) -> JobDiffJson:
+    """The diff of two normalized job specifications (None: the job does not exist on that side);
+    `contextual` keeps the unchanged fields of each edited nested block (module docstring)."""
+    fields, objects = _block(old or {}, new or {}, IGNORED | {"TaskGroups"}, contextual)
+    groups = _named(_groups(old), _groups(new), contextual, _group_diff)
     return {
         "Type": _kind(old, new, bool(fields or objects or groups)),
         "ID": str((new or old or {}).get("ID", "")),
@@ -43,9 +48,9 @@ def _groups(spec: Spec | None) -> dict[str, Spec]:
     return _by_name((spec or {}).get("TaskGroups"))
 
 
-def _group_diff(name: str, old: Spec | None, new: Spec | None) -> TaskGroupDiffJson | None:
-    fields, objects = _block(old or {}, new or {}, skip=frozenset({"Tasks", "Name"}))
-    tasks = _named(_tasks(old), _tasks(new), _task_diff)
+def _group_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskGroupDiffJson | None:
+    fields, objects = _block(old or {}, new or {}, frozenset({"Tasks", "Name"}), contextual)
+    tasks = _named(_tasks(old), _tasks(new), contextual, _task_diff)
     kind = _kind(old, new, bool(fields or objects or tasks))
     if kind == NONE:
         return None
@@ -63,8 +68,8 @@ def _by_name(items: object) -> dict[str, Spec]:
     return {str(item["Name"]): item for item in items if isinstance(item, Mapping)}
 
 
-def _task_diff(name: str, old: Spec | None, new: Spec | None) -> TaskDiffJson | None:
-    fields, objects = _block(old or {}, new or {}, skip=frozenset({"Name"}))
+def _task_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskDiffJson | None:
+    fields, objects = _block(old or {}, new or {}, frozenset({"Name"}), contextual)
     kind = _kind(old, new, bool(fields or objects))
     if kind == NONE:
         return None
@@ -90,33 +95,57 @@ def _task_annotation(kind: str, fields: list[FieldDiffJson], objects: list[Objec
 
 
 def _named(
-    old: Mapping[str, Spec], new: Mapping[str, Spec], diff: Callable[[str, Spec | None, Spec | None], Diff | None]
+    old: Mapping[str, Spec],
+    new: Mapping[str, Spec],
+    contextual: bool,
+    diff: Callable[[str, Spec | None, Spec | None, bool], Diff | None],
 ) -> list[Diff]:
-    out = [diff(name, old.get(name), new.get(name)) for name in sorted({*old, *new})]
+    out = [diff(name, old.get(name), new.get(name), contextual) for name in sorted({*old, *new})]
     return [d for d in out if d is not None]
 
 
-def _block(old: Spec, new: Spec, skip: frozenset[str]) -> tuple[list[FieldDiffJson], list[ObjectDiffJson]]:
-    """Scalar fields and nested objects that differ between two JSON objects."""
+def _block(
+    old: Spec, new: Spec, skip: frozenset[str], contextual: bool, *, keep_unchanged: bool = False
+) -> tuple[list[FieldDiffJson], list[ObjectDiffJson]]:
+    """Scalar fields and nested objects that differ between two JSON objects; with
+    `keep_unchanged`, equal scalar fields too (Type None). `contextual` is passed to the nested
+    objects, which keep their unchanged fields when it is set."""
     fields: list[FieldDiffJson] = []
     objects: list[ObjectDiffJson] = []
     for key in sorted({*old, *new} - skip):
         a, b = old.get(key), new.get(key)
         if a == b:
+            if keep_unchanged:
+                fields.extend(_unchanged(key, a))
             continue
         if isinstance(a, Mapping) or isinstance(b, Mapping):
-            objects.append(_object(key, a if isinstance(a, Mapping) else None, b if isinstance(b, Mapping) else None))
+            objects.append(
+                _object(key, a if isinstance(a, Mapping) else None, b if isinstance(b, Mapping) else None, contextual)
+            )
         elif _is_object_list(a) or _is_object_list(b):
-            objects.extend(_object_list(key, _list(a), _list(b)))
+            objects.extend(_object_list(key, _list(a), _list(b), contextual))
         elif isinstance(a, list) or isinstance(b, list):
-            fields.extend(_scalar_list(key, _list(a), _list(b)))
+            fields.extend(_scalar_list(key, _list(a), _list(b), contextual))
         else:
             fields.append(_field(key, a, b))
     return fields, objects
 
 
-def _object(name: str, old: Spec | None, new: Spec | None) -> ObjectDiffJson:
-    fields, objects = _block(old or {}, new or {}, skip=frozenset())
+def _unchanged(name: str, value: object) -> list[FieldDiffJson]:
+    """An equal scalar (or each element of an equal scalar list) as Type None fields; an
+    unchanged nested object is left out, as Nomad leaves out an object with no change."""
+    if isinstance(value, Mapping) or _is_object_list(value):
+        return []
+    values = value if isinstance(value, list) else [value]
+    return [_same(name, _text(v)) for v in values]
+
+
+def _same(name: str, text: str) -> FieldDiffJson:
+    return {"Type": NONE, "Name": name, "Old": text, "New": text, "Annotations": None}
+
+
+def _object(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> ObjectDiffJson:
+    fields, objects = _block(old or {}, new or {}, frozenset(), contextual, keep_unchanged=contextual)
     return {"Type": _kind(old, new, True), "Name": name, "Fields": fields or None, "Objects": objects or None}
 
 
@@ -132,17 +161,21 @@ def _is_object_list(value: object) -> bool:
     return isinstance(value, list) and any(isinstance(v, Mapping) for v in value)
 
 
-def _object_list(name: str, old: list[object], new: list[object]) -> Iterable[ObjectDiffJson]:
+def _object_list(name: str, old: list[object], new: list[object], contextual: bool) -> Iterable[ObjectDiffJson]:
     for i in range(max(len(old), len(new))):
         a = old[i] if i < len(old) else None
         b = new[i] if i < len(new) else None
         if a != b:
-            yield _object(name, _mapping(a), _mapping(b))
+            yield _object(name, _mapping(a), _mapping(b), contextual)
 
 
-def _scalar_list(name: str, old: list[object], new: list[object]) -> Iterable[FieldDiffJson]:
-    """Set semantics, as Nomad diffs Datacenters and similar string lists."""
+def _scalar_list(name: str, old: list[object], new: list[object], contextual: bool) -> Iterable[FieldDiffJson]:
+    """Set semantics, as Nomad diffs Datacenters and similar string lists; contextual: the
+    values on both sides too, as Type None (Nomad's stringSetDiff)."""
     before, after = [_text(v) for v in old], [_text(v) for v in new]
+    if contextual:
+        for value in sorted(set(before) & set(after)):
+            yield _same(name, value)
     for value in sorted(set(before) - set(after)):
         yield {"Type": DELETED, "Name": name, "Old": value, "New": "", "Annotations": None}
     for value in sorted(set(after) - set(before)):

@@ -124,3 +124,20 @@ def test_plan_of_a_periodic_parent_places_nothing(client: FlaskClient, pg: Conn)
     body = client.post("/v1/job/nightly/plan", json={"Job": spec}).json
     assert body is not None and body["FailedTGAllocs"] is None
     assert set(body["Annotations"]["DesiredTGUpdates"]["g"].values()) == {0}
+
+
+def resources_fields(diff: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    [task] = diff["TaskGroups"][0]["Tasks"]
+    [resources] = [o for o in task["Objects"] if o["Name"] == "Resources"]
+    return [(f["Type"], f["Name"], f["Old"], f["New"]) for f in resources["Fields"]]
+
+
+def test_the_plan_diff_is_contextual(client: FlaskClient, pg: Conn) -> None:
+    """As Nomad's Job.Plan: the edited Resources block lists its unchanged MemoryMB too."""
+    add_node(pg)
+    assert client.put("/v1/jobs", json={"Job": job("web", 50, 100)}).status_code == 200
+    resp = client.post("/v1/job/web/plan", json={"Job": job("web", 50, 200), "Diff": True})
+    assert resp.status_code == 200, resp.json
+    fields = resources_fields(json_body(resp)["Diff"])
+    assert ("Edited", "CPU", "100", "200") in fields and ("None", "MemoryMB", "64", "64") in fields
+    assert all(kind in ("Edited", "None") for kind, *_ in fields)

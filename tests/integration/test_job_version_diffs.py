@@ -146,3 +146,17 @@ def test_history_flags_as_nomad(client: FlaskClient) -> None:
         assert refused.exit_code == 2 and message in refused.output, args
     missing = history("-p", "-diff-tag", "nope", "web")
     assert missing.exit_code == 1 and "diff_tag" in missing.output
+
+
+def test_version_diffs_are_contextual(client: FlaskClient) -> None:
+    """As Nomad's Job.GetJobVersions: an edited block lists its unchanged fields as None."""
+    job = minimal_job()
+    job["TaskGroups"][0]["Tasks"][0]["Resources"] = {"CPU": 100, "MemoryMB": 64}
+    register(client, job)
+    job["TaskGroups"][0]["Tasks"][0]["Resources"] = {"CPU": 300, "MemoryMB": 64}
+    register(client, job)
+    [diff] = versions(client, "?diffs=true")["Diffs"]
+    [task] = diff["TaskGroups"][0]["Tasks"]
+    [resources] = [o for o in task["Objects"] if o["Name"] == "Resources"]
+    fields = {f["Name"]: (f["Type"], f["Old"], f["New"]) for f in resources["Fields"]}
+    assert fields["CPU"] == ("Edited", "100", "300") and fields["MemoryMB"] == ("None", "64", "64")

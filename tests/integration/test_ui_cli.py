@@ -41,3 +41,9 @@ def test_unknown_and_ambiguous_ids(client: FlaskClient) -> None:
     assert "api-one, api-two" in several.output
     exact = cli("ui", "-show-url", "api-one")
     assert exact.output.endswith("/ui/job/api-one?namespace=default\n"), exact.output
+
+
+def test_authenticate_without_acls_fails_naming_the_one_time_token() -> None:
+    result = cli("ui", "-authenticate", "-show-url")
+    assert result.exit_code == 1
+    assert "Could not get one-time token" in result.output and "ACL support disabled" in result.output

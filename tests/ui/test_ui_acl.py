@@ -93,3 +93,26 @@ def test_a_refused_control_shows_the_refusal_and_is_hidden(acl_cluster: AclClust
     expect(page.locator("section[data-needs=node-write]")).to_be_hidden()
     node = acl_cluster.cluster.http.get(f"/v1/node/{node_id}", headers={"X-Nomad-Token": acl_cluster.management})
     assert node.json()["DrainStrategy"] is None and node.json()["SchedulingEligibility"] == "eligible"
+
+
+def test_ui_authenticate_signs_the_browser_in_with_the_cli_token(
+    acl_cluster: AclCluster, module_corral: CorralFactory, open_page: PageFactory
+) -> None:
+    """`corral ui -authenticate -show-url` prints a URL whose one-time token the page exchanges:
+    the tab is signed in as the CLI's token, and the spent secret leaves the address bar."""
+    env = {"CORRAL_ADDR": acl_cluster.base, "CORRAL_TOKEN": acl_cluster.management}
+    command = module_corral(["ui", "-authenticate", "-show-url", "secret-job"], env=env)
+    assert command.wait() == 0, command.output
+    url = command.output.strip().removeprefix("URL for web UI: ")
+    assert url.startswith(f"{acl_cluster.base}/ui/job/secret-job?namespace=default&ott="), command.output
+
+    page = open_page(url, name="ott")
+    expect(page.locator("#allocations")).to_contain_text("running", timeout=DEADLINE_MS)
+    expect(page.locator("#token-form")).to_be_hidden()
+    assert "ott=" not in page.url and "namespace=default" in page.url
+    page.goto(f"{acl_cluster.base}/ui/nodes")  # kept for the tab, as a typed token is
+    expect(page.locator("#nodes")).to_contain_text("acl-client", timeout=DEADLINE_MS)
+
+    spent = open_page(url, name="ott-spent")  # a one-time token exchanges once
+    expect(spent.locator("#token-error")).to_contain_text("That one-time token was refused", timeout=DEADLINE_MS)
+    expect(spent.locator("#content")).to_be_hidden()

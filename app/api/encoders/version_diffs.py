@@ -4,7 +4,7 @@ Versions come newest first. Without a reference, Diffs[i] is what changed from v
 version i (the oldest version has no entry, so there is one diff fewer than versions). With
 ?diff_version=N or ?diff_tag=NAME, every version is compared with that one instead, and there is
 a diff per version. The diff is the one `job plan` returns (app.jobspec.diff), between the
-versions as Nomad serves them."""
+versions as Nomad serves them, and contextual as Nomad's Job.GetJobVersions makes it."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def version_diffs(versions: Sequence[JobVersion], request: DiffRequest) -> list[
     reference = _reference(versions, request)
     # app.jobspec.diff builds Nomad's JobDiff as plain dicts; its keys are JobDiffJson's.
     if reference is None:
-        return [cast(JobDiffJson, job_diff(specs[i + 1], specs[i])) for i in range(len(specs) - 1)]
-    return [cast(JobDiffJson, job_diff(specs[reference], spec)) for spec in specs]
+        return [cast(JobDiffJson, job_diff(specs[i + 1], specs[i], contextual=True)) for i in range(len(specs) - 1)]
+    return [cast(JobDiffJson, job_diff(specs[reference], spec, contextual=True)) for spec in specs]
 
 
 def _reference(versions: Sequence[JobVersion], request: DiffRequest) -> int | None:

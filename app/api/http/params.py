@@ -72,10 +72,10 @@ def integer_arg(name: str, *, minimum: int = 0, maximum: int = MAX_BIGINT) -> in
     return value
 
 
-def bool_arg(name: str) -> bool:
+def bool_arg(name: str, default: bool = False) -> bool:
     raw = arg(name)
     if raw is None or raw == "":
-        return False
+        return default
     if raw.lower() in ("true", "1", "yes"):
         return True
     if raw.lower() in ("false", "0", "no"):

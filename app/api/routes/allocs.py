@@ -22,22 +22,29 @@ bp = Blueprint("allocs", __name__)
 @bp.get("/allocations")
 def list_allocations() -> Response:
     """By CreateIndex and ID, or by ID with ?prefix (Nomad's indexes); filter, per_page,
-    next_token and reverse as Nomad."""
+    next_token and reverse as Nomad. ?task_states=false leaves TaskStates out (null), as Nomad's
+    stub fields do; ?resources=true is accepted: corral's rows always carry AllocatedResources."""
     ns, prefix, query = namespace(allow_wildcard=True), id_prefix_arg(), list_query()
+    bool_arg("resources")  # validated only (a bad value is a 400, as in Nomad)
+    task_states = bool_arg("task_states", default=True)
     order = Order.ID if prefix else Order.CREATE_INDEX_ID
 
     def fetch(session: Session) -> tuple[list[AllocationListedJson], str | None]:
         rows = store.list_allocations(session, ns, prefix)
-        bodies = zip(rows, listed(session, rows), strict=True)
+        bodies = zip(rows, listed(session, rows, task_states=task_states), strict=True)
         return page((Entry(a.namespace, str(a.id), a.create_index, as_is(b), b) for a, b in bodies), order, query)
 
     (body, token), index = read(["allocations"], fetch)
     return with_token(respond(body, index), token)
 
 
-def listed(session: Session, rows: Sequence[Allocation]) -> list[AllocationListedJson]:
+def listed(session: Session, rows: Sequence[Allocation], *, task_states: bool = True) -> list[AllocationListedJson]:
     """Allocations as lists show them; each job is read once (the session's identity map)."""
-    return [encode.allocation_listed(a, _job_type(session, a)) for a in rows]
+    out = [encode.allocation_listed(a, _job_type(session, a)) for a in rows]
+    if not task_states:
+        for body in out:
+            body["TaskStates"] = None
+    return out
 
 
 def _job_type(session: Session, alloc: Allocation) -> str:

@@ -32,14 +32,22 @@ def resolve(alloc_id: str) -> str:
 
 @alloc.command()
 @monitor_options
+@click.option(
+    "-no-shutdown-delay",
+    "--no-shutdown-delay",
+    "no_shutdown_delay",
+    is_flag=True,
+    help="Kill the tasks without waiting out the group's and tasks' shutdown_delay.",
+)
 @click.argument("alloc_id")
-def stop(alloc_id: str, detach: bool, verbose: bool) -> None:
+def stop(alloc_id: str, detach: bool, verbose: bool, no_shutdown_delay: bool) -> None:
     """Stop ALLOC_ID (a full id or a unique prefix) and have the scheduler place a replacement,
     as Nomad's `alloc stop`: the allocation is marked to migrate and an alloc-stop evaluation is
     created with it. Monitors the evaluation (-detach: prints it); an allocation already stopped
     or finished is an error."""
     full = resolve(alloc_id)
-    response = http.post(f"/v1/allocation/{full}/stop", None)
+    params = {"no_shutdown_delay": "true"} if no_shutdown_delay else None
+    response = http.post(f"/v1/allocation/{full}/stop", None, params=params)
     click.echo(f"Allocation {full} stop requested")
     follow(response.get("EvalID"), detach, verbose)
 

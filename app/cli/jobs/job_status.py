@@ -269,13 +269,25 @@ def add_commands(job: click.Group) -> None:
     @click.option(
         "-yes", "--yes", is_flag=True, help="Answer yes to the confirmation (corral asks none: JOB is exact)."
     )
+    @click.option(
+        "-no-shutdown-delay",
+        "--no-shutdown-delay",
+        "no_shutdown_delay",
+        is_flag=True,
+        help="Kill the tasks without waiting out the group's and tasks' shutdown_delay.",
+    )
+    @click.option("-global", "--global", "global_", is_flag=True, help="Stop in every region (corral has one).")
     @monitor_options
     @click.argument("job_id", metavar="JOB")
-    def stop(job_id: str, purge: bool, yes: bool, detach: bool, verbose: bool) -> None:
+    def stop(
+        job_id: str, purge: bool, yes: bool, no_shutdown_delay: bool, global_: bool, detach: bool, verbose: bool
+    ) -> None:
         """Stop JOB: a new version with Stop set and a job-deregister evaluation, after which the
         scheduler stops its allocations. Monitors the evaluation (-detach: prints it)."""
         del yes  # Nomad confirms only a job matched by prefix; corral matches job IDs exactly
-        response = http.request("DELETE", _path(job_id), params={"purge": "true"} if purge else None)
+        flags = {"purge": purge, "no_shutdown_delay": no_shutdown_delay, "global": global_}
+        params = {name: "true" for name, on in flags.items() if on} or None
+        response = http.request("DELETE", _path(job_id), params=params)
         if detach or not response.get("EvalID"):
             click.echo(f"Evaluation ID: {response.get('EvalID') or ''}".rstrip())
             return

@@ -101,7 +101,6 @@ PARTIAL: dict[str, str] = {
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
     "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
-    "ui": "no `-authenticate` (it needs one-time tokens, `/v1/acl/token/onetime`)",
     "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
     "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
     "plugin status": "corral runs no CSI plugins: always none",

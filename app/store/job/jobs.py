@@ -15,11 +15,12 @@ from sqlalchemy.orm import Session
 
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
-from app.models import Job, Namespace, NodePool, SchedulerConfig
+from app.models import Allocation, Job, Namespace, NodePool, SchedulerConfig
 from app.store.job.job_reads import get_job, has_live_allocations
 from app.store.job.job_rows import TRACKED_VERSIONS, apply_spec, insert_version, job_evaluation, upsert_job
 from app.store.sql import query
 from app.structs import launches_children
+from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import Conflict, Forbidden, InvalidInput
 from app.wire.job import JobSpec
 
@@ -171,11 +172,17 @@ def deregister_job(
     purge: bool,
     eval_priority: int | None,
     max_versions: int = TRACKED_VERSIONS,
+    no_shutdown_delay: bool = False,
 ) -> WriteResult:
     """Stop a job (a new version with Stop=true) and, with purge, hide it until GC; one
-    job-deregister evaluation commits with it."""
-    index = next_index(session, ["jobs", "evaluations"])
+    job-deregister evaluation commits with it. `no_shutdown_delay` marks the job's unfinished
+    allocations (DesiredTransition.NoShutdownDelay, as Nomad's FSM does) so that their clients
+    kill the tasks without waiting out the group's and tasks' shutdown_delay."""
+    tables = ["jobs", "evaluations", *(["allocations"] if no_shutdown_delay else [])]
+    index = next_index(session, tables)
     job = get_job(session, namespace, job_id, for_update=True)
+    if no_shutdown_delay:
+        _skip_shutdown_delay(session, job, index)
     now = datetime.now(UTC)
     if not job.stop:
         apply_spec(job, {**job.spec, "Stop": True}, version=job.version + 1, index=index, now=now)
@@ -191,3 +198,20 @@ def deregister_job(
         return WriteResult(None, 0, job.job_modify_index, index)
     evaluation = job_evaluation(session, job, "job-deregister", index, eval_priority)
     return WriteResult(evaluation.id, index, job.job_modify_index, index)
+
+
+def _skip_shutdown_delay(session: Session, job: Job, index: int) -> None:
+    """Mark every allocation of `job` its client still runs; a new index, so the client sees it."""
+    rows = session.scalars(
+        select(Allocation)
+        .where(
+            Allocation.namespace == job.namespace,
+            Allocation.job_id == job.id,
+            Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES),
+        )
+        .order_by(Allocation.id)  # one lock order for every writer of several allocations
+        .with_for_update()
+    )
+    for alloc in rows:
+        alloc.desired_transition = {**(alloc.desired_transition or {}), "NoShutdownDelay": True}
+        alloc.modify_index = alloc.alloc_modify_index = index

@@ -79,9 +79,36 @@ export function applyDenied() {
   }
 }
 
+// `corral ui -authenticate` opens a page with ?ott=<one-time secret> (Nomad's parameter): trade
+// it for the token it stands for and keep that for the tab, as a token typed into the prompt is.
+// The secret leaves the address bar first (it is spent either way). Answers the refusal, or "".
+async function exchangeOneTimeToken() {
+  const url = new URL(location.href);
+  const secret = url.searchParams.get("ott");
+  if (!secret) return "";
+  url.searchParams.delete("ott");
+  history.replaceState(history.state, "", url);
+  // Sent without the tab's current token: the one-time secret alone says who the visitor is.
+  const resp = await fetch("/v1/acl/token/onetime/exchange", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ OneTimeSecretID: secret }),
+  });
+  const raw = await resp.text();
+  if (!resp.ok) return `That one-time token was refused: ${problemText(raw)}`;
+  sessionStorage.setItem(TOKEN_KEY, JSON.parse(raw).Token.SecretID);
+  sessionStorage.removeItem(HIDDEN_KEY);
+  return "";
+}
+
 // What the API says of the visitor: {acl: false} with ACLs off, {acl: true, token} with a
 // valid token, or null when a token is needed (the prompt is then shown instead of the page).
 export async function session() {
+  const refused = await exchangeOneTimeToken();
+  if (refused) {
+    askForToken(refused);
+    return null;
+  }
   try {
     const { data } = await api("/v1/acl/token/self");
     document.getElementById("token-button").hidden = false;

@@ -90,8 +90,9 @@ def plan(job_id: str) -> Response:
 
 def _diff(current: JobSpec | None, spec: JobSpec) -> JobDiffJson:
     """Between the jobs as Nomad sends them, as registration compares them: a job read back
-    and planned again (its zero values spelt out) is no change."""
-    return job_diff(None if current is None else canonical_job(current), canonical_job(spec))
+    and planned again (its zero values spelt out) is no change. Contextual, as Nomad's
+    Job.Plan always diffs: an edited block lists its unchanged fields too."""
+    return job_diff(None if current is None else canonical_job(current), canonical_job(spec), contextual=True)
 
 
 def plan_response(dry: DryRun, spec: JobSpec, *, diff: bool) -> JobPlanResponseJson:

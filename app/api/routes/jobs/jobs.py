@@ -214,12 +214,22 @@ def deregister(job_id: str) -> Response:
     assert ns is not None
     refuse_unknown_subroute(job_id, "DELETE")
     purge = bool_arg("purge")
+    bool_arg("global")  # validated only: corral's cluster is one region, so every stop is global
+    no_shutdown_delay = bool_arg("no_shutdown_delay")
     eval_priority = integer_arg("eval_priority", minimum=1)
     if eval_priority is not None and eval_priority > 100:
         raise InvalidInput.of("eval_priority", f"must be between 1 and 100, got {eval_priority}")
     keep = state().settings.job_max_versions
     result = write(
-        lambda s: store.deregister_job(s, ns, job_id, purge=purge, eval_priority=eval_priority, max_versions=keep)
+        lambda s: store.deregister_job(
+            s,
+            ns,
+            job_id,
+            purge=purge,
+            eval_priority=eval_priority,
+            max_versions=keep,
+            no_shutdown_delay=no_shutdown_delay,
+        )
     )
     return respond(
         {

@@ -201,6 +201,7 @@ def list_nodes() -> Response:
     Meta, Drivers...) as in Nomad, and the stub's keys."""
     prefix, query = id_prefix_arg(), list_query(reverse=False)
     with_resources = bool_arg("resources")  # Nomad's ?resources=true adds the node's resources to each stub
+    with_os = bool_arg("os")  # and ?os=true the node's operating system, as Attributes {"os.name": ...}
 
     def fetch(session: Session) -> tuple[list[NodeListStubJson], str | None]:
         entries = []
@@ -210,6 +211,8 @@ def list_nodes() -> Response:
                 full = encode.node(node)
                 stub["NodeResources"] = full["NodeResources"]
                 stub["ReservedResources"] = full["ReservedResources"]
+            if with_os:
+                stub["Attributes"] = {"os.name": str(node.attributes.get("os.name", ""))}
             entries.append(Entry("", str(node.id), node.create_index, _node_view(node, stub), stub))
         return page(entries, Order.ID, query)
 
