@@ -180,9 +180,11 @@ def deregister_job(
     kill the tasks without waiting out the group's and tasks' shutdown_delay."""
     tables = ["jobs", "evaluations", *(["allocations"] if no_shutdown_delay else [])]
     index = next_index(session, tables)
-    job = get_job(session, namespace, job_id, for_update=True)
     if no_shutdown_delay:
-        _skip_shutdown_delay(session, job, index)
+        # The allocations before the job: alloc stop locks its allocation, then the job, and the
+        # opposite order here could deadlock the two.
+        _skip_shutdown_delay(session, namespace, job_id, index)
+    job = get_job(session, namespace, job_id, for_update=True)
     now = datetime.now(UTC)
     if not job.stop:
         apply_spec(job, {**job.spec, "Stop": True}, version=job.version + 1, index=index, now=now)
@@ -200,13 +202,13 @@ def deregister_job(
     return WriteResult(evaluation.id, index, job.job_modify_index, index)
 
 
-def _skip_shutdown_delay(session: Session, job: Job, index: int) -> None:
-    """Mark every allocation of `job` its client still runs; a new index, so the client sees it."""
+def _skip_shutdown_delay(session: Session, namespace: str, job_id: str, index: int) -> None:
+    """Mark every allocation of the job its client still runs; a new index, so the client sees it."""
     rows = session.scalars(
         select(Allocation)
         .where(
-            Allocation.namespace == job.namespace,
-            Allocation.job_id == job.id,
+            Allocation.namespace == namespace,
+            Allocation.job_id == job_id,
             Allocation.client_status.not_in(ALLOC_CLIENT_TERMINAL_STATUSES),
         )
         .order_by(Allocation.id)  # one lock order for every writer of several allocations
