@@ -89,7 +89,7 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
     fresh = [p for p in accepted if p.alloc_id not in in_db]
     rows = {alloc_id: row for item in batch for alloc_id, row in item.rows.items()}
     copy_allocations(pg, [rows.get(p.alloc_id) or copy_row(p) for p in fresh], index, now)
-    _claim_volumes(pg, [p.alloc for p in fresh if p.alloc.claims], index)
+    _claim_volumes(session, [p.alloc for p in fresh if p.alloc.claims], index)
     links = [p for p in fresh if p.alloc.previous_allocation]
     if links:
         pg.execute(
@@ -107,14 +107,14 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
     return outcome
 
 
-def _claim_volumes(pg: psycopg.Connection[Any], allocs: list[Allocation], index: int) -> None:
+def _claim_volumes(session: Session, allocs: list[Allocation], index: int) -> None:
     """Sticky volume claims of the batch's new allocations, written with them (Nomad's
     updateStickyVolumeClaimsFromAlloc): a group's claim on a volume it already holds moves to
     the new allocation."""
     rows = [(a, c) for a in allocs for c in a.claims]
     if not rows:
         return
-    pg.execute(
+    raw(session).execute(
         psycopg_query("plan_claim_volumes"),
         {
             "ids": [uuid.uuid4() for _ in rows],
