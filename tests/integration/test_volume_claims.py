@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from app import create_app
 from app.db.leadership import Leadership
-from app.pipeline import plans
+from app.pipeline import broker, plans
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import process
 from app.settings.config import Settings
@@ -61,12 +61,14 @@ def _schedule(engine: Engine, term: tuple[Leadership, int]) -> None:
     """One evaluation scheduled from a real snapshot and its plan applied."""
     held = claim(engine)
     assert held is not None
-    result = process(held.evaluation, SnapshotLoader(engine).load(held.evaluation), now_ns=NOW)
+    snap = SnapshotLoader(engine).load(held.evaluation)
+    result = process(held.evaluation, snap, now_ns=NOW)
     assert not result.failed_tg_allocs, result.failed_tg_allocs
     plan_id = submit(engine, held, result.plan)
     assert apply(*term) == plan_id
     applied = plans.result(engine, plan_id)
     assert applied is not None and applied.placed == 1
+    broker.complete_success(engine, held, broker.Outcome(snapshot_index=snap.index))
 
 
 def test_a_sticky_placement_claims_its_volume_until_the_claim_is_deleted(
@@ -175,3 +177,24 @@ def test_claims_need_host_volume_read_to_list_and_delete_to_delete(acl_client: F
     some_claim = f"/v1/volumes/claim/{uuid.uuid4()}"
     assert acl_client.delete(some_claim, headers=reader).status_code == 403
     assert acl_client.delete(some_claim, headers=deleter).status_code == 404  # allowed; nothing to delete
+
+
+def test_a_replacement_keeps_the_claim_which_moves_to_it(
+    client: FlaskClient, engine: Engine, term: tuple[Leadership, int]
+) -> None:
+    """The first allocation is lost with its node's volume still there: the replacement goes to
+    the claimed volume, and the claim (same ID) now names the replacement."""
+    volume_id = _ready_volume(client)
+    _ready_volume(client)  # another node with a volume of the same name: free, but not claimed
+    register(client, _sticky_job())
+    _schedule(engine, term)
+    (before,) = json_body(client.get("/v1/volumes/claims"))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE allocations SET desired_status = 'stop', client_status = 'complete'")
+    assert client.put("/v1/job/db/evaluate", json={}).status_code == 200
+    _schedule(engine, term)
+    (after,) = json_body(client.get("/v1/volumes/claims"))
+    live = [a for a in json_body(client.get("/v1/job/db/allocations")) if a["ClientStatus"] == "pending"]
+    assert [a["ID"] for a in live] == [after["AllocID"]] and after["AllocID"] != before["AllocID"]
+    assert (after["ID"], after["VolumeID"], after["CreateIndex"]) == (before["ID"], volume_id, before["CreateIndex"])
+    assert after["ModifyIndex"] > before["ModifyIndex"]
