@@ -85,7 +85,10 @@ def test_a_per_alloc_request_mounts_the_volume_of_its_index() -> None:
         }
     }
     task = {"VolumeMounts": [{"Volume": "own", "Destination": "/own"}, {"Volume": "shared", "Destination": "/shared"}]}
-    node = {"data": {"Path": "/srv/shared"}, "data[1]": {"Path": "/srv/one", "ReadOnly": True}}
+    node: dict[str, dict[str, str | bool]] = {
+        "data": {"Path": "/srv/shared"},
+        "data[1]": {"Path": "/srv/one", "ReadOnly": True},
+    }
     mounts = task_mounts(group, task, node, "web.db[1]")
     assert mounts == (Mount("/srv/one", "/own", True), Mount("/srv/shared", "/shared", False))
     with pytest.raises(StartError, match=r"data\[2\]"):
