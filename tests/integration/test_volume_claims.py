@@ -184,11 +184,11 @@ def test_a_replacement_keeps_the_claim_which_moves_to_it(
 ) -> None:
     """The first allocation is lost with its node's volume still there: the replacement goes to
     the claimed volume, and the claim (same ID) now names the replacement."""
-    volume_id = _ready_volume(client)
-    _ready_volume(client)  # another node with a volume of the same name: free, but not claimed
+    volumes = {_ready_volume(client), _ready_volume(client)}  # two nodes with a volume of the name
     register(client, _sticky_job())
     _schedule(engine, term)
     (before,) = json_body(client.get("/v1/volumes/claims"))
+    claimed = [v for v in volumes if v == before["VolumeID"]]  # the first placement's, either one
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE allocations SET desired_status = 'stop', client_status = 'complete'")
     assert client.put("/v1/job/db/evaluate", json={}).status_code == 200
@@ -196,5 +196,28 @@ def test_a_replacement_keeps_the_claim_which_moves_to_it(
     (after,) = json_body(client.get("/v1/volumes/claims"))
     live = [a for a in json_body(client.get("/v1/job/db/allocations")) if a["ClientStatus"] == "pending"]
     assert [a["ID"] for a in live] == [after["AllocID"]] and after["AllocID"] != before["AllocID"]
-    assert (after["ID"], after["VolumeID"], after["CreateIndex"]) == (before["ID"], volume_id, before["CreateIndex"])
+    assert (after["ID"], after["VolumeID"], after["CreateIndex"]) == (before["ID"], *claimed, before["CreateIndex"])
     assert after["ModifyIndex"] > before["ModifyIndex"]
+
+
+def test_a_per_alloc_volume_in_use_by_its_index_is_not_deleted(client: FlaskClient, engine: Engine) -> None:
+    """Nomad's MatchesRequestSource: `data[0]` is the volume of allocation index 0 of a group
+    whose per_alloc request names `data`, and not of index 1's."""
+    volume_id = _ready_volume(client, "data[0]")
+    other_id = _ready_volume(client, "data[1]")
+    register(client, _sticky_job("per", Sticky=False, PerAlloc=True))
+    node_id = json_body(client.get(f"/v1/volume/host/{volume_id}"))["NodeID"]
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO allocations (id, namespace, job_id, job_version, eval_id, node_id, node_name, task_group, "
+            "name, desired_status, client_status, cpu, memory_mb, memory_max_mb, disk_mb, create_index, "
+            "modify_index, alloc_modify_index) "
+            "SELECT gen_random_uuid(), 'default', 'per', 0, e.id, %s, 'n', 'g', 'per.g[0]', 'run', 'running', "
+            "100, 64, 64, 300, state_index_own(), state_index_own(), state_index_own() "
+            "FROM evaluations e WHERE e.job_id = 'per' LIMIT 1",
+            (uuid.UUID(node_id),),
+        )
+    refused = client.delete(f"/v1/volume/host/{volume_id}")
+    assert refused.status_code == 400 and "in use by allocations" in refused.get_data(as_text=True)
+    assert [a["Name"] for a in json_body(client.get(f"/v1/volume/host/{volume_id}"))["Allocations"]] == ["per.g[0]"]
+    assert client.delete(f"/v1/volume/host/{other_id}").status_code == 200
