@@ -43,7 +43,7 @@ from app.api.routes.jobs import (
     periodic,
 )
 from app.api.routes.nodes import node_pools, node_purge, nodes
-from app.api.routes.volumes import csi, host_volumes
+from app.api.routes.volumes import csi, host_volumes, volume_claims
 from app.db.state_index import current_index
 from app.ui import pages as ui_pages
 
@@ -106,6 +106,7 @@ def register(app: Flask) -> None:
         keyring,
         client_identities,
         host_volumes,
+        volume_claims,
         csi,
     ):
         app.register_blueprint(module.bp, url_prefix="/v1")

@@ -260,6 +260,8 @@ class VolumeRequest(NomadObject):
     type: str = ""
     source: str = ""
     read_only: bool = False
+    sticky: bool = False
+    per_alloc: bool = False
 
 
 class VolumeMount(NomadObject):

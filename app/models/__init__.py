@@ -10,6 +10,7 @@ from app.models.evaluation import Evaluation
 from app.models.event import Event
 from app.models.gc import GcRun
 from app.models.host_volume import HostVolume
+from app.models.host_volume_claim import HostVolumeClaim
 from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
 from app.models.metrics import PublishedTiming, SchedulerWorker
 from app.models.namespace import Namespace, NodePool
@@ -37,6 +38,7 @@ __all__ = [
     "Event",
     "GcRun",
     "HostVolume",
+    "HostVolumeClaim",
     "Job",
     "JobScalingEvent",
     "JobSubmission",

@@ -7,7 +7,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 import psycopg.rows
@@ -29,6 +29,7 @@ from app.structs import (
     RunningAllocation,
     SchedulerConfiguration,
     Snapshot,
+    VolumeClaim,
 )
 
 
@@ -110,6 +111,7 @@ class _SentJobs:
     allocations: Rows
     versions: Rows
     deployments: Rows
+    claims: Rows
     preemptible: list[Rows]
     tagged: bool
     candidate: Job | None = None
@@ -123,6 +125,7 @@ class _JobRows:
     allocations: list[Mapping[str, object]]  # allocation_from_row's
     versions: list[VersionRow]
     deployment: Mapping[str, object] | None  # deployment_from_mapping's
+    claims: list[Mapping[str, object]]  # _claims'
     preemptible: Rows
     candidate: Job | None
 
@@ -138,8 +141,20 @@ def _send_cluster(pg: Pg, known_nodes: int | None, known_usage: int | None) -> _
 
 
 # The job reads: of one job by its key, of several by arrays of keys (their rows tagged).
-ONE_JOB_READS = ("snapshot_job", "snapshot_job_allocations", "snapshot_job_versions_used", "snapshot_deployment")
-JOBS_READS = ("snapshot_jobs", "snapshot_jobs_allocations", "snapshot_jobs_versions_used", "snapshot_jobs_deployment")
+ONE_JOB_READS = (
+    "snapshot_job",
+    "snapshot_job_allocations",
+    "snapshot_job_versions_used",
+    "snapshot_deployment",
+    "snapshot_job_claims",
+)
+JOBS_READS = (
+    "snapshot_jobs",
+    "snapshot_jobs_allocations",
+    "snapshot_jobs_versions_used",
+    "snapshot_jobs_deployment",
+    "snapshot_jobs_claims",
+)
 
 
 def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None) -> _SentJobs:
@@ -162,16 +177,17 @@ def _send_jobs(pg: Pg, evaluations: Sequence[Evaluation], candidate: Job | None)
         }
     else:  # one job: plain key lookups, cheaper than the arrays' for one (and planned once)
         keys = {"namespace": evaluations[0].namespace, "job_id": evaluations[0].job_id}
-    jobs, allocations, versions, deployments = (
+    jobs, allocations, versions, deployments, claims = (
         _dicts(pg, name, keys) for name in (JOBS_READS if tagged else ONE_JOB_READS)
     )
-    return _SentJobs(jobs, allocations, versions, deployments, preemptible, tagged, candidate)
+    return _SentJobs(jobs, allocations, versions, deployments, claims, preemptible, tagged, candidate)
 
 
 def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:
     """The batch's rows dealt out to its `count` jobs, in the order they were sent."""
-    jobs, allocations, versions, deployments = (
-        _by_place(rows, sent.tagged) for rows in (sent.jobs, sent.allocations, sent.versions, sent.deployments)
+    jobs, allocations, versions, deployments, claims = (
+        _by_place(rows, sent.tagged)
+        for rows in (sent.jobs, sent.allocations, sent.versions, sent.deployments, sent.claims)
     )
     return [
         _JobRows(
@@ -179,6 +195,7 @@ def _per_job(sent: _SentJobs, count: int) -> list[_JobRows]:
             allocations=allocations.get(o, []),
             versions=versions.get(o, []),
             deployment=_only(deployments.get(o)),
+            claims=claims.get(o, []),
             preemptible=sent.preemptible[o - 1],
             candidate=sent.candidate,
         )
@@ -267,6 +284,21 @@ def _decode_job(cluster: _Cluster, rows: _JobRows) -> Snapshot:
         config=config,
         preemptible=_preemptible(rows.preemptible) if preempting else {},
         deployment=_deployment(rows.deployment),
+        volume_claims=_claims(rows.claims),
+    )
+
+
+def _claims(rows: list[Mapping[str, object]]) -> tuple[VolumeClaim, ...]:
+    return tuple(
+        VolumeClaim(
+            id=cast(uuid.UUID, r["id"]),
+            task_group=str(r["task_group"]),
+            alloc_id=cast(uuid.UUID, r["alloc_id"]),
+            volume_id=cast(uuid.UUID, r["volume_id"]),
+            volume_name=str(r["volume_name"]),
+            node_id=cast(uuid.UUID, r["node_id"]),
+        )
+        for r in rows
     )
 
 

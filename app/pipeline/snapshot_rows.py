@@ -3,6 +3,7 @@ configuration, and Nomad's reserved-port lists."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypedDict
@@ -94,7 +95,10 @@ def node_from_row(r: Mapping[Any, Any]) -> Node:
             for name, volume in (r.get("host_volumes") or {}).items()
             if isinstance(volume, dict) and not volume.get("ID")  # a dynamic one is read below
         },
-        dynamic_host_volumes=frozenset((str(ns), str(name)) for ns, name in r.get("dynamic_host_volumes") or ()),
+        dynamic_host_volumes={
+            (str(ns), str(name)): uuid.UUID(str(volume_id))
+            for ns, name, volume_id in r.get("dynamic_host_volumes") or ()
+        },
     )
 
 

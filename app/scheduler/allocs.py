@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from app.scheduler.cores import with_cores
-from app.structs import Allocation, Job, Node, PlacementMetrics, Port, TaskCores, TaskGroup
+from app.structs import Allocation, ClaimedVolume, Job, Node, PlacementMetrics, Port, TaskCores, TaskGroup
 from app.wire.allocation import RescheduleTrackerJson
 
 
@@ -47,6 +47,7 @@ def new_allocation(
     metrics: PlacementMetrics | None = None,
     task_cores: tuple[TaskCores, ...] = (),
 ) -> Allocation:
+    claims = sticky_claims(job, group, node)
     return Allocation(
         id=alloc_id,
         namespace=job.namespace,
@@ -66,4 +67,16 @@ def new_allocation(
         preempted_allocations=preempted,
         metrics=metrics,
         task_cores=task_cores,
+        claims=claims,
     )
+
+
+def sticky_claims(job: Job, group: TaskGroup, node: Node) -> tuple[ClaimedVolume, ...]:
+    """The dynamic host volumes a new allocation of the group claims on `node`: those of its
+    sticky volume blocks (Nomad's updateStickyVolumeClaimsFromAlloc)."""
+    claims = []
+    for ask in group.host_volumes:
+        volume_id = node.dynamic_host_volumes.get((job.namespace, ask.source)) if ask.sticky else None
+        if volume_id is not None:
+            claims.append(ClaimedVolume(volume_id, ask.source))
+    return tuple(claims)

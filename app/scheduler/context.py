@@ -11,6 +11,7 @@ from app.scheduler import ports, reasons
 from app.scheduler.allocs import new_allocation
 from app.scheduler.cores import pick_cores
 from app.scheduler.feasibility.feasible import Feasibility, JobScope, in_pool
+from app.scheduler.feasibility.sticky import NO_CLAIMS, StickyVolumes
 from app.scheduler.metrics import DEFAULT_METRICS, Failures, MetricsOptions, NodePool
 from app.scheduler.place import NodeRanker
 from app.scheduler.planstate import PlanState
@@ -57,7 +58,10 @@ class Pass:
         return LazyShuffle(list(nodes), Rng(self.seed, NODE_ORDER))
 
     def ranker(self, job: Job) -> NodeRanker:
-        self.feasibility = Feasibility(job)
+        claims = self.snapshot.volume_claims  # almost always none: then nothing is built per pass
+        known = {a.id for a in self.snapshot.allocations} if claims else set()
+        sticky = StickyVolumes(claims, known, self.state.count_on) if claims else NO_CLAIMS
+        self.feasibility = Feasibility(job, sticky)
         return NodeRanker(
             self.state,
             self.feasibility,

@@ -96,7 +96,7 @@ def _context(run: Pass, job: Job, batch: bool, tracker: DeploymentTracker) -> Re
             node is not None
             and group is not None
             and in_job_scope(node, job)
-            and feasibility.check(node, group) is None
+            and feasibility.check(node, group, alloc.name) is None
         )
 
     return ReconcileContext(run.nodes, batch, run.now_ns, job, run.snapshot.job_versions, node_accepts, tracker)
@@ -124,10 +124,10 @@ def _place(
     if previous is not None and placement.stop_previous:
         run.state.stop(previous, placement.stop_previous)
     penalty = frozenset({previous.node_id}) if previous is not None and placement.reschedule else frozenset()
-    node, metrics = stack.select(ask, penalty)
+    node, metrics = stack.select(ask, penalty, placement.name)
     victims: Victims = ()
     if node is None:
-        option = stack.select_preempting(ask, penalty)
+        option = stack.select_preempting(ask, penalty, placement.name)
         if option is None:
             if previous is not None and placement.stop_previous:
                 run.state.unstop(previous)

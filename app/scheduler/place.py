@@ -109,10 +109,17 @@ class NodeRanker:
         return metrics.freeze() if self.options.placements else None
 
     def consider(
-        self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
+        self,
+        node: Node,
+        ask: GroupAsk,
+        metrics: MetricsBuilder,
+        penalty: frozenset[uuid.UUID],
+        anti: bool = True,
+        name: str = "",
     ) -> float | None:
-        """The node's final score, or None (with the reason recorded) when it cannot take the group."""
-        if not self._feasible(node, ask, metrics):
+        """The node's final score, or None (with the reason recorded) when it cannot take the
+        group. `name`: the placement's allocation name (a per_alloc volume's index)."""
+        if not self._feasible(node, ask, metrics, name):
             return None
         usage = self.state.usage(node.id)
         fit = ask.on(node, usage)
@@ -126,12 +133,18 @@ class NodeRanker:
         return self._score(node, ask, metrics, usage.resources, fit.resources, penalty, anti)
 
     def consider_preempting(
-        self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, penalty: frozenset[uuid.UUID], anti: bool = True
+        self,
+        node: Node,
+        ask: GroupAsk,
+        metrics: MetricsBuilder,
+        penalty: frozenset[uuid.UUID],
+        anti: bool = True,
+        name: str = "",
     ) -> Option | None:
         """Like consider, but a node that is full may still take the group by evicting
         lower-priority work; the option's score then includes Nomad's preemption score."""
         scope = self.preemption
-        if scope is None or not self._feasible(node, ask, metrics):
+        if scope is None or not self._feasible(node, ask, metrics, name):
             return None
         usage = self.state.usage(node.id)
         fit = ask.on(node, usage)
@@ -156,9 +169,10 @@ class NodeRanker:
         preempting = preemption_score(victims) if victims else None
         return self._score(node, ask, metrics, usage.resources, fit.resources, penalty, anti, preempting), victims
 
-    def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder) -> bool:
+    def _feasible(self, node: Node, ask: GroupAsk, metrics: MetricsBuilder, name: str) -> bool:
         metrics.evaluated += 1
-        reason = self.feasibility.check(node, ask.group) or ask.distinct.violation(node, ask.group.name, self.state)
+        group = ask.group
+        reason = self.feasibility.check(node, group, name) or ask.distinct.violation(node, group.name, self.state)
         if reason is not None:
             metrics.filter(node, reason)
             return False
@@ -247,14 +261,17 @@ class Stack:
         self._batch = batch
         self._cursor = 0
 
-    def select(self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()) -> tuple[Node | None, MetricsBuilder]:
-        """The best node (None: none fits) and the selection's metrics, timed by the pass's clock."""
+    def select(
+        self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset(), name: str = ""
+    ) -> tuple[Node | None, MetricsBuilder]:
+        """The best node (None: none fits) and the selection's metrics, timed by the pass's clock.
+        `name`: the new allocation's name (a per_alloc volume's index)."""
         clock = self._ranker.options.clock
         began = clock()
         metrics = self._ranker.metrics()
 
         def rank(node: Node) -> Option | None:
-            score = self._ranker.consider(node, ask, metrics, penalty)
+            score = self._ranker.consider(node, ask, metrics, penalty, name=name)
             return None if score is None else (score, ())
 
         best = self._best(ask, rank)
@@ -262,7 +279,7 @@ class Stack:
         return (best[0] if best else None), metrics
 
     def select_preempting(
-        self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset()
+        self, ask: GroupAsk, penalty: frozenset[uuid.UUID] = frozenset(), name: str = ""
     ) -> tuple[Node, Victims, MetricsBuilder] | None:
         """Nomad's second try when nothing fits and preemption is enabled for the job's type.
         Its metrics go with the allocation it places; a failure is reported with the first
@@ -270,7 +287,7 @@ class Stack:
         clock = self._ranker.options.clock
         began = clock()
         metrics = self._ranker.metrics()
-        best = self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty))
+        best = self._best(ask, lambda node: self._ranker.consider_preempting(node, ask, metrics, penalty, name=name))
         metrics.elapsed_ns = clock() - began
         return None if best is None else (best[0], best[1], metrics)
 

@@ -22,7 +22,9 @@ from app.db.state_index import next_index
 from app.models import Allocation, HostVolume, JobVersion
 from app.models import Node as NodeRow
 from app.scheduler.feasibility.feasible import constraint_text, satisfies
+from app.store.host_volume_claims import volume_claims
 from app.structs import Node, Resources
+from app.structs.groups import volume_source
 from app.structs.job_spec import constraints as constraint_structs
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import InvalidInput, NotFound
@@ -111,16 +113,21 @@ def claims(session: Session, volume: HostVolume) -> list[Allocation]:
     found = []
     for alloc, spec in session.execute(query):
         groups = [g for g in spec.get("TaskGroups") or () if g.get("Name") == alloc.task_group]
-        if any(_mounts(group.get("Volumes"), volume.name) for group in groups):
+        if any(_mounts(group.get("Volumes"), volume.name, alloc.name) for group in groups):
             found.append(alloc)
     return found
 
 
-def _mounts(volumes: object, name: str) -> bool:
+def _mounts(volumes: object, name: str, alloc_name: str) -> bool:
+    """Nomad's MatchesRequestSource: a per_alloc request names the source with the
+    allocation's index suffix."""
     if not isinstance(volumes, dict):
         return False
     return any(
-        isinstance(v, dict) and v.get("Type", "host") == "host" and v.get("Source") == name for v in volumes.values()
+        isinstance(v, dict)
+        and v.get("Type", "host") == "host"
+        and volume_source(str(v.get("Source") or ""), bool(v.get("PerAlloc")), alloc_name) == name
+        for v in volumes.values()
     )
 
 
@@ -282,6 +289,12 @@ def delete(session: Session, volume_id: uuid.UUID, namespace: str) -> int:
     if using:
         ids = ", ".join(str(a.id) for a in using)
         raise InvalidInput.of("ID", f"volume {volume_id} in use by allocations: [{ids}]")
+    sticky = volume_claims(session, found.id)
+    if sticky:
+        ids = ", ".join(str(c.id) for c in sticky)
+        raise InvalidInput.of(
+            "ID", f"volume {volume_id} is claimed by sticky volume claims: [{ids}] (delete them first)"
+        )
     index = next_index(session, TABLES)
     session.delete(found)
     return index

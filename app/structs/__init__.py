@@ -5,7 +5,8 @@ are integer nanoseconds, like Nomad's API JSON the job specs are stored in.
 
 One module per kind of thing: resources, groups (and job_spec, which builds them from a
 specification), jobs, nodes, allocations, deployments, snapshot (the scheduler's inputs),
-plans and metrics (its outputs). Import the names from app.structs: the modules are how they are filed."""
+plans and metrics (its outputs), volume_claims (sticky host volumes). Import the names from
+app.structs: the modules are how they are filed."""
 
 from app.structs.allocations import Allocation, RunningAllocation
 from app.structs.deployments import Deployment, DeploymentGroup, DeploymentStatusUpdate
@@ -28,6 +29,7 @@ from app.structs.nodes import Node, NodeSet
 from app.structs.plans import AllocationStop, Plan, PlanResult, SchedulerResult
 from app.structs.resources import NodeUsage, Port, Resources, TaskCores
 from app.structs.snapshot import Evaluation, SchedulerConfiguration, Snapshot
+from app.structs.volume_claims import ClaimedVolume, VolumeClaim
 
 __all__ = [
     "SCORERS",
@@ -35,6 +37,7 @@ __all__ = [
     "Allocation",
     "AllocationStop",
     "AnyMetrics",
+    "ClaimedVolume",
     "Constraint",
     "Deployment",
     "DeploymentGroup",
@@ -66,5 +69,6 @@ __all__ = [
     "TaskCores",
     "TaskGroup",
     "UpdateStrategy",
+    "VolumeClaim",
     "launches_children",
 ]

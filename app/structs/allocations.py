@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from app.structs.metrics import AnyMetrics
 from app.structs.resources import Port, Resources, TaskCores
+from app.structs.volume_claims import ClaimedVolume
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.wire.allocation import AllocClientStatus, AllocDesiredStatus, DesiredTransitionJson, RescheduleTrackerJson
 
@@ -49,6 +50,9 @@ class Allocation:
     metrics: AnyMetrics | None = None
     # Whole cores reserved per task (resources { cores = N }); their CPU is in `resources`.
     task_cores: tuple[TaskCores, ...] = ()
+    # A new allocation of a sticky group: the dynamic host volumes it claims (the applier writes
+    # the claims with it). Empty on allocations read back from the database.
+    claims: tuple[ClaimedVolume, ...] = ()
 
     @property
     def host_ports(self) -> frozenset[int]:

@@ -96,10 +96,26 @@ class DisconnectStrategy:
 @dataclass(frozen=True)
 class HostVolumeAsk:
     """A group's `volume { type = "host" }`: the node's host volume `source`, and whether the
-    group only reads it (a read-write ask needs a volume the node does not declare read-only)."""
+    group only reads it (a read-write ask needs a volume the node does not declare read-only).
+    `per_alloc`: each allocation mounts `source[N]`, N its index; `sticky`: the group keeps to
+    the dynamic host volume it was first placed with (Nomad's VolumeRequest)."""
 
     source: str
     read_only: bool = False
+    sticky: bool = False
+    per_alloc: bool = False
+
+    def source_for(self, alloc_name: str) -> str:
+        return volume_source(self.source, self.per_alloc, alloc_name)
+
+
+def volume_source(source: str, per_alloc: bool, alloc_name: str) -> str:
+    """Nomad's VolumeRequest source for one allocation: a per_alloc request's source carries the
+    allocation's index suffix (AllocSuffix: `data` for `web.db[2]` is `data[2]`)."""
+    if not per_alloc:
+        return source
+    bracket = alloc_name.rfind("[")
+    return source + (alloc_name[bracket:] if bracket >= 0 else "")
 
 
 @dataclass(frozen=True)

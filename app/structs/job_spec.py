@@ -85,7 +85,9 @@ def host_volumes(raw: object) -> tuple[HostVolumeAsk, ...]:
     """The group's host volume requests (CSI volumes are not placed on: they are warned)."""
     volumes = raw.values() if isinstance(raw, Mapping) else ()
     return tuple(
-        HostVolumeAsk(str(v.get("Source") or ""), bool(v.get("ReadOnly")))
+        HostVolumeAsk(
+            str(v.get("Source") or ""), bool(v.get("ReadOnly")), bool(v.get("Sticky")), bool(v.get("PerAlloc"))
+        )
         for v in volumes
         if isinstance(v, Mapping) and v.get("Type") == "host"
     )

@@ -40,9 +40,9 @@ class Node:
 
     # Host volumes the client declares: name -> whether it is read-only (Node.HostVolumes).
     host_volumes: Mapping[str, bool] = field(default_factory=dict)
-    # Ready dynamic host volumes on the node (Nomad 1.10): (namespace, name); only jobs of that
-    # namespace may mount one.
-    dynamic_host_volumes: frozenset[tuple[str, str]] = frozenset()
+    # Ready dynamic host volumes on the node (Nomad 1.10): (namespace, name) -> the volume's ID;
+    # only jobs of that namespace may mount one (the ID is what a sticky group claims).
+    dynamic_host_volumes: Mapping[tuple[str, str], uuid.UUID] = field(default_factory=dict)
 
     @cached_property
     def core_ids(self) -> tuple[int, ...]:

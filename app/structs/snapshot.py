@@ -12,6 +12,7 @@ from app.structs.deployments import Deployment
 from app.structs.jobs import Job
 from app.structs.nodes import Node, NodeSet
 from app.structs.resources import NodeUsage
+from app.structs.volume_claims import VolumeClaim
 from app.wire.evaluation import EvalStatus
 
 
@@ -70,6 +71,8 @@ class Snapshot:
     preemptible: Mapping[uuid.UUID, tuple[RunningAllocation, ...]] = field(default_factory=dict)
     # The job's latest deployment (any status), or None.
     deployment: Deployment | None = None
+    # The job's sticky host volume claims.
+    volume_claims: tuple[VolumeClaim, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.nodes, NodeSet):

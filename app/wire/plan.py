@@ -67,6 +67,8 @@ class AllocJson(TypedDict):
     Metrics: NotRequired[str]
     # The whole cores reserved per task (resources { cores = N }), as AllocatedResources.Tasks.
     Tasks: NotRequired[dict[str, AllocatedTaskJson]]
+    # A sticky group's new allocation: the dynamic host volumes it claims, absent when none.
+    VolumeClaims: NotRequired[list[ClaimedVolumeJson]]
 
 
 class StopJson(TypedDict):
@@ -124,6 +126,13 @@ class CompletionJson(TypedDict):
     EscapedComputedClass: bool
     ScheduledAt: str  # ISO 8601: pending evaluations due after it were not served by this pass
     Description: str
+
+
+class ClaimedVolumeJson(TypedDict):
+    """A volume a new allocation claims (app.structs.ClaimedVolume)."""
+
+    VolumeID: str
+    VolumeName: str
 
 
 class PlanRowJson(TypedDict):

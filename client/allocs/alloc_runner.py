@@ -137,7 +137,7 @@ def task_plans(
             ports=ports,
             network_mode=network_mode,
             netns=netns_path(alloc_dir) if network_mode in NETNS_MODES and driver in BRIDGE_DRIVERS else "",
-            mounts=task_mounts(group, task, node.host_volumes),
+            mounts=task_mounts(group, task, node.host_volumes, str(alloc.get("Name", ""))),
             alloc_id=str(alloc.get("ID", "")),
             alloc_dir=alloc_dir,
             logs=LogConfig.of(task.get("LogConfig")),

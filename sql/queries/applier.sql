@@ -95,6 +95,24 @@ SET job_version = :job_version, eval_id = :eval_id, cpu = :cpu, memory_mb = :mem
     deployment_status = CASE WHEN CAST(:deployment_id AS uuid) IS NULL THEN deployment_status END
 WHERE id = :id;
 
+-- name: plan_claim_volumes
+-- Sticky host volume claims of the batch's new allocations: one row per job, group and volume;
+-- a claim the group already holds moves to the newest allocation (keeping its ID). A volume
+-- deleted since the plan's snapshot is not claimed (its allocation's start fails on the node).
+-- DISTINCT ON: two new allocations of a group on one volume in the same batch make one claim.
+INSERT INTO host_volume_claims AS c
+    (id, namespace, job_id, task_group, alloc_id, volume_id, volume_name, create_index, modify_index)
+SELECT DISTINCT ON (v.namespace, v.job_id, v.task_group, v.volume_id)
+       v.id, v.namespace, v.job_id, v.task_group, v.alloc_id, v.volume_id, v.volume_name, :index, :index
+FROM unnest(CAST(:ids AS uuid[]), CAST(:namespaces AS text[]), CAST(:job_ids AS text[]), CAST(:groups AS text[]),
+            CAST(:allocs AS uuid[]), CAST(:volumes AS uuid[]), CAST(:names AS text[]))
+     AS v(id, namespace, job_id, task_group, alloc_id, volume_id, volume_name)
+JOIN host_volumes h ON h.id = v.volume_id
+ORDER BY v.namespace, v.job_id, v.task_group, v.volume_id
+ON CONFLICT (namespace, job_id, task_group, volume_id) DO UPDATE
+SET alloc_id = EXCLUDED.alloc_id, modify_index = EXCLUDED.modify_index
+WHERE c.alloc_id <> EXCLUDED.alloc_id;
+
 -- name: plan_link_previous
 -- A replacement names its predecessor; the predecessor learns its successor.
 UPDATE allocations a SET next_allocation = v.next

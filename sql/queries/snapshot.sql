@@ -21,9 +21,9 @@ SELECT id, name, datacenter, node_class, node_pool, computed_class, status, sche
        attributes, meta, drivers, cpu_shares, memory_mb, disk_mb, reserved_cpu, reserved_memory_mb,
        reserved_disk_mb, reserved_ports, node_resources -> 'Cpu' -> 'ReservableCpuCores' AS reservable_cores,
        host_volumes,
-       -- Ready dynamic host volumes as [namespace, name] pairs; a volume's state change takes
+       -- Ready dynamic host volumes as [namespace, name, id]; a volume's state change takes
        -- the 'nodes' index too, so the cached nodes follow it.
-       (SELECT jsonb_agg(jsonb_build_array(v.namespace, v.name)) FROM host_volumes v
+       (SELECT jsonb_agg(jsonb_build_array(v.namespace, v.name, v.id)) FROM host_volumes v
          WHERE v.node_id = nodes.id AND v.state = 'ready') AS dynamic_host_volumes
 FROM nodes
 WHERE CAST(:known_index AS bigint) IS DISTINCT FROM
@@ -96,6 +96,23 @@ CROSS JOIN LATERAL (
     WHERE a.namespace = k.namespace AND a.job_id = k.job_id
     OFFSET 0  -- not pulled up into a join, which a generic plan made on a young table may hash
 ) a;
+
+-- name: snapshot_job_claims
+-- The job's sticky host volume claims, with the node each claimed volume lives on.
+SELECT c.id, c.task_group, c.alloc_id, c.volume_id, c.volume_name, v.node_id
+FROM host_volume_claims c JOIN host_volumes v ON v.id = c.volume_id
+WHERE c.namespace = :namespace AND c.job_id = :job_id;
+
+-- name: snapshot_jobs_claims
+-- snapshot_job_claims for each of a batch's jobs; o as in snapshot_jobs_allocations.
+SELECT k.o, c.*
+FROM unnest(CAST(:namespaces AS text[]), CAST(:job_ids AS text[])) WITH ORDINALITY AS k (namespace, job_id, o)
+CROSS JOIN LATERAL (
+    SELECT c.id, c.task_group, c.alloc_id, c.volume_id, c.volume_name, v.node_id
+    FROM host_volume_claims c JOIN host_volumes v ON v.id = c.volume_id
+    WHERE c.namespace = k.namespace AND c.job_id = k.job_id
+    OFFSET 0  -- an index probe per job (the unique key's), never a join the planner may hash
+) c;
 
 -- name: snapshot_job_versions
 SELECT version, spec, job_modify_index FROM job_versions

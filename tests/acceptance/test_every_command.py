@@ -116,6 +116,34 @@ job "work" {
 }
 """
 
+# A batch job keeping to the scratch volume (sticky): its placement claims the volume.
+STICKY = """
+job "sticky" {
+  type = "batch"
+  group "g" {
+    volume "scratch" {
+      type   = "host"
+      source = "scratch"
+      sticky = true
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+      volume_mount {
+        volume      = "scratch"
+        destination = "/scratch"
+      }
+      resources {
+        cpu    = 20
+        memory = 16
+      }
+    }
+  }
+}
+"""
+
 POOL = 'node_pool "batch-pool" {\n  description = "batch work"\n}\n'
 POLICY = 'namespace "default" {\n  policy = "read"\n}\n'
 CONFIG = '{"datacenter": "dc1", "gc": {"interval": "1m"}}'
@@ -222,6 +250,23 @@ def _data_volume_spec(walk: Walk) -> None:
     (walk.home / "data.hcl").write_text(f'type = "host"\nname = "data"\nnode_id = "{node}"\nhost_path = "/srv/data"\n')
 
 
+def _scratch_ready(walk: Walk) -> None:
+    def ready() -> bool:
+        return bool(walk.api(f"/v1/volume/host/{walk.known['scratch']}").json()["State"] == "ready")
+
+    assert wait_for(ready, 90), walk.agent.output
+
+
+def _sticky_done(walk: Walk) -> None:
+    """The sticky job's allocation has finished: only its claim holds the volume."""
+
+    def done() -> bool:
+        allocs = walk.api("/v1/job/sticky/allocations").json()
+        return bool(allocs) and all(a["ClientStatus"] in ("complete", "failed") for a in allocs)
+
+    assert wait_for(done, 90), walk.agent.output
+
+
 def _web_v2(walk: Walk) -> None:
     (walk.home / "web.nomad.hcl").write_text(WEB.replace('"v1"', '"v2"'))
 
@@ -300,6 +345,16 @@ STEPS: list[Step] = [
         before=_data_volume_spec,
         learn=(("data", r"with ID (\S+)"),),
     ),
+    Step("job run sticky.nomad.hcl", ('finished with status "complete"',), before=_scratch_ready),
+    Step(
+        "volume claim list -job sticky",
+        ("Volume Name", "sticky", "scratch"),
+        learn=(("claim", r"(?m)^(\S{8})\s+default\s+sticky"),),
+    ),
+    Step("volume delete -type host {scratch}", ("is claimed by sticky volume claims",), code=1, before=_sticky_done),
+    Step("volume claim delete -y {claim}", ("successfully deleted",)),
+    Step("volume claim list", ("No task group host volume claims found",)),
+    Step("job stop -purge -yes sticky", ("Evaluation",)),
     Step("volume status", ("Dynamic Host Volumes", "scratch", "data")),
     Step("volume status {data}", ("Host Path = /srv/data",)),
     Step("volume delete -type host {data}", ("Successfully deleted volume",)),
@@ -437,6 +492,7 @@ def walk() -> Iterator[Walk]:
         "web.nomad.hcl": WEB,
         "nightly.nomad.hcl": NIGHTLY,
         "work.nomad.hcl": WORK,
+        "sticky.nomad.hcl": STICKY,
         "pool.hcl": POOL,
         "readers.hcl": POLICY,
         "client.json": CONFIG,

@@ -99,8 +99,8 @@ def anonymous(api: FlaskClient, root: str) -> str:
 
 @pytest.fixture
 def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
-    """Jobs (with scaling policies), evaluations, allocations, deployments and services in
-    `default` and in `secret`, and a core
+    """Jobs (with scaling policies), evaluations, allocations, deployments, services, host
+    volumes and volume claims in `default` and in `secret`, and a core
     evaluation (namespace '-'), which a token reading only `default` may not list either."""
     assert api.put("/v1/namespace/secret", json={"Name": "secret"}, headers=auth(root)).status_code == 200
     jobs = [
@@ -110,6 +110,7 @@ def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
         ("secret", minimal_job("vault", Meta={"db_password": "zzz"})),
     ]
     node = insert_node(pg)
+    first_alloc: dict[str, tuple[str, str]] = {}  # namespace -> (job, allocation), for the volume claims
     for namespace, job in jobs:
         job["TaskGroups"][0]["Scaling"] = {"Min": 1, "Max": 4}  # a scaling policy in each namespace
         resp = api.put(f"/v1/jobs?namespace={namespace}", json={"Job": job}, headers=auth(root))
@@ -117,12 +118,25 @@ def world(api: FlaskClient, root: str, pg: Conn, engine: Engine) -> None:
         alloc_id = insert_allocation(pg, node, str(answer(resp)["EvalID"]), namespace, job["ID"])
         insert_deployment(pg, job_id=job["ID"])
         insert_service(pg, node, alloc_id, namespace, job["ID"])
+        first_alloc.setdefault(namespace, (job["ID"], alloc_id))
     for namespace in ("default", "secret"):  # a dynamic host volume in each (GET /v1/volumes?type=host)
         volume = {"Name": f"scratch-{namespace}", "NodeID": node}
         resp = api.put(f"/v1/volume/host/create?namespace={namespace}", json={"Volume": volume}, headers=auth(root))
         assert resp.status_code == 200, resp.json
+        # and a sticky claim on it (GET /v1/volumes/claims)
+        insert_claim(pg, namespace, *first_alloc[namespace], answer(resp)["Volume"]["ID"], volume["Name"])
     with make_sessionmaker(engine)() as session, session.begin():
         assert enqueue_core(session, "job-gc", Thresholds.from_settings(Settings())) is not None
+
+
+def insert_claim(pg: Conn, namespace: str, job_id: str, alloc_id: str, volume_id: str, name: str) -> None:
+    """A sticky group's claim on the volume, as the applier writes it."""
+    pg.execute(
+        "INSERT INTO host_volume_claims (id, namespace, job_id, task_group, alloc_id, volume_id, volume_name, "
+        "create_index, modify_index) VALUES (gen_random_uuid(), %s, %s, 'g', %s, %s, %s, state_index_own(), "
+        "state_index_own())",
+        (namespace, job_id, alloc_id, volume_id, name),
+    )
 
 
 def insert_service(pg: Conn, node_id: str, alloc_id: str, namespace: str, job_id: str) -> None:

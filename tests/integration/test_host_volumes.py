@@ -67,7 +67,8 @@ def test_create_is_pending_until_the_client_reports_it_then_ready(client: FlaskC
 
     ev = Evaluation(uuid.uuid4(), "default", "absent", "service", 50, "job-register", 1)
     (node,) = SnapshotLoader(engine).load(ev).nodes
-    assert node.dynamic_host_volumes == frozenset({("default", "scratch")}) and dict(node.host_volumes) == {}
+    assert dict(node.dynamic_host_volumes) == {("default", "scratch"): uuid.UUID(volume["ID"])}
+    assert dict(node.host_volumes) == {}
 
     _report(client, node_id, secret, {})  # the client no longer reports it
     assert json_body(client.get(f"/v1/volume/host/{volume['ID']}"))["State"] == "unavailable"

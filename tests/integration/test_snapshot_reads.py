@@ -119,7 +119,7 @@ def test_the_batch_reads_keep_their_generic_plans(engine: Engine, pg: Conn, data
             ).fetchone()
     finally:
         one.dispose()
-    assert len(plans) == 4  # jobs, allocations, versions used, deployment
+    assert len(plans) == 5  # jobs, allocations, versions used, deployment, volume claims
     assert all(generic > 0 and custom == 0 for generic, custom in plans), plans
     # Only those: the per-job reads sent before them keep Postgres's own choice (custom plans
     # for the first few calls).

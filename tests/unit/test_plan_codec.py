@@ -24,6 +24,7 @@ from app.pipeline.codecs.plan_codec import alloc_to_json, decode_plan, decode_re
 from app.structs import (
     Allocation,
     AllocationStop,
+    ClaimedVolume,
     Deployment,
     DeploymentGroup,
     DeploymentStatusUpdate,
@@ -134,6 +135,7 @@ def allocations(node_id: uuid.UUID, namespace: str, job_id: str) -> st.SearchStr
         healthy=st.none() | st.booleans(),
         canary=st.booleans(),
         metrics=st.none() | placed_metrics,
+        claims=st.lists(st.builds(ClaimedVolume, volume_id=st.uuids(), name=names), max_size=2).map(tuple),
     )
 
 

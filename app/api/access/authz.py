@@ -159,6 +159,9 @@ REQUIREMENTS: dict[str, Requirement] = {
     "host_volumes.register_volume": InNamespace("host-volume-register"),
     "host_volumes.delete_volume": InNamespace("host-volume-delete"),
     "host_volumes.node_volumes": NodeSecret(),
+    # Sticky volume claims (Nomad: host-volume-read lists, host-volume-delete deletes).
+    "volume_claims.list_claims": ListIn("host-volume-read"),
+    "volume_claims.delete_claim": InNamespace("host-volume-delete"),
     # CSI: nothing to read (empty lists, 404s) and the writes answer 501 naming host volumes.
     "csi.list_plugins": Area("plugin", R),
     "csi.get_plugin": Area("plugin", R),

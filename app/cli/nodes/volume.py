@@ -1,7 +1,8 @@
-"""`corral volume create|register|status|delete|init` and `corral plugin status`, Nomad's volume
-commands, through the REST API (/v1/volumes, /v1/volume/host/...). corral has dynamic host
-volumes only: asked for a CSI volume, a command says it runs no CSI plugins and names the host
-volume way instead; -type defaults to host (Nomad's default is csi)."""
+"""`corral volume create|register|status|delete|init`, `volume claim` (volume_claim) and
+`corral plugin status`, Nomad's volume commands, through the REST API (/v1/volumes,
+/v1/volume/host/...). corral has dynamic host volumes only: asked for a CSI volume, a command
+says it runs no CSI plugins and names the host volume way instead; -type defaults to host
+(Nomad's default is csi)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from urllib.parse import quote
 import click
 from click.decorators import FC
 
+from app.cli.nodes.volume_claim import claim
 from app.cli.nodes.volume_spec import parse_spec
 from app.cli.support import http
 from app.cli.support.output import columns, format_options, formatted, key_values
@@ -79,6 +81,9 @@ EXAMPLE_JSON = {
 @click.group()
 def volume() -> None:
     """Dynamic host volumes: directories on a node that jobs of a namespace mount by name."""
+
+
+volume.add_command(claim)
 
 
 @click.group()

@@ -19,13 +19,27 @@ _HEX = frozenset(string.hexdigits)
 _INTERPOLATED = re.compile(r"\$\{[^}]*\}")
 
 
-def check_volumes(group: TaskGroup, path: str) -> Problems:
+def check_volumes(group: TaskGroup, path: str, job_type: str = "service", canaries: int = 0) -> Problems:
     for name, volume in (group.volumes or {}).items():
         where = f"{path}.Volumes[{quote(name)}]"
         if volume.type not in VOLUME_TYPES:
             yield FieldError(f"{where}.Type", f"volume has unrecognized type {quote(volume.type)}")
         elif volume.type == "host" and not volume.source:
             yield FieldError(f"{where}.Source", "volume has an empty source")
+        if volume.per_alloc:
+            yield from _check_per_alloc(volume.sticky, job_type, canaries, f"{where}.PerAlloc")
+
+
+def _check_per_alloc(sticky: bool, job_type: str, canaries: int, path: str) -> Problems:
+    """Nomad's VolumeRequest.Validate: each allocation mounts its own `source[N]`, so there is no
+    index for a system job's allocations nor a volume for a canary, and a sticky claim follows
+    the group, not the index."""
+    if job_type in ("system", "sysbatch"):
+        yield FieldError(path, "volume cannot be per_alloc for system or sysbatch jobs")
+    if canaries > 0:
+        yield FieldError(path, "volume cannot be per_alloc when canaries are in use")
+    if sticky:
+        yield FieldError(path, "volume cannot be per_alloc and sticky at the same time")
 
 
 def check_task_runtime(task: Task, group: TaskGroup, disk_mb: int, path: str) -> Problems:

@@ -162,7 +162,9 @@ def _check_group(group: TaskGroup, path: str, job: Job, job_type: str | None) ->
     yield from check_spreads(group.spreads, f"{path}.Spreads")
     yield from check_networks(group.networks, f"{path}.Networks")
     yield from check_ephemeral_disk(group.ephemeral_disk, f"{path}.EphemeralDisk")
-    yield from check_volumes(group, path)
+    update = group.update or job.update
+    canaries = update.canary if update is not None else 0
+    yield from check_volumes(group, path, job_type or "service", canaries)
     if group.restart_policy is not None:
         yield from check_restart(group.restart_policy, f"{path}.RestartPolicy")
     yield from _policy(

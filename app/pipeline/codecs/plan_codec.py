@@ -21,6 +21,7 @@ from app.store.deployment.deployment_codec import deployment_from_json, deployme
 from app.structs import (
     Allocation,
     AllocationStop,
+    ClaimedVolume,
     DeploymentStatusUpdate,
     EncodedMetrics,
     Plan,
@@ -157,6 +158,8 @@ def alloc_to_json(a: Allocation) -> AllocJson:
         out["Metrics"] = placed_text(a.metrics)
     if a.task_cores:
         out["Tasks"] = task_cores_to_json(a.task_cores)
+    if a.claims:
+        out["VolumeClaims"] = [{"VolumeID": str(c.volume_id), "VolumeName": c.name} for c in a.claims]
     return out
 
 
@@ -208,6 +211,9 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         canary=raw.get("Canary", False),
         metrics=EncodedMetrics(metrics) if (metrics := raw.get("Metrics")) else None,  # written as it came
         task_cores=task_cores_from_json(raw["Tasks"]) if "Tasks" in raw else (),
+        claims=tuple(ClaimedVolume(uuid.UUID(c["VolumeID"]), c["VolumeName"]) for c in raw["VolumeClaims"])
+        if "VolumeClaims" in raw
+        else (),
     )
 
 

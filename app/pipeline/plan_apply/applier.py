@@ -170,6 +170,8 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     tables = ["allocations", "evaluations"]  # the plans' results need no index: no blocking query watches them
     if any(p.deployment or p.deployment_updates for p in plans):
         tables += ["deployments", "jobs"]  # a successful deployment marks its job version stable
+    if any(a.claims for p in plans for allocs in p.node_allocation.values() for a in allocs):
+        tables.append("host_volume_claims")  # a sticky group's new allocation claims its volume
     # The batch's writes are undone together if the database refuses them (_write). Preemptions
     # need the ORM's own savepoint (_savepoint); any other batch's is set in this round trip.
     marked = not any(c.verdict.preemptions for c in prepared.checked)

@@ -22,7 +22,7 @@ from app.pipeline.plan_apply.plan_check import Placement, Verdict
 from app.store.evaluation.blocked_evals import unblock_capacity
 from app.store.evaluation.evals import EvalRequest, insert_eval
 from app.store.sql import psycopg_query, query
-from app.structs import AllocationStop, AnyMetrics, Plan, Port, TaskCores
+from app.structs import Allocation, AllocationStop, AnyMetrics, Plan, Port, TaskCores
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
     fresh = [p for p in accepted if p.alloc_id not in in_db]
     rows = {alloc_id: row for item in batch for alloc_id, row in item.rows.items()}
     copy_allocations(pg, [rows.get(p.alloc_id) or copy_row(p) for p in fresh], index, now)
+    _claim_volumes(session, [p.alloc for p in fresh if p.alloc.claims], index)
     links = [p for p in fresh if p.alloc.previous_allocation]
     if links:
         pg.execute(
@@ -104,6 +105,28 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
     freed = {n for item in batch for n, items in item.verdict.stops.items() if items}
     unblock_capacity(session, {n: known.classes[n] for n in freed if n in known.classes}, index)
     return outcome
+
+
+def _claim_volumes(session: Session, allocs: list[Allocation], index: int) -> None:
+    """Sticky volume claims of the batch's new allocations, written with them (Nomad's
+    updateStickyVolumeClaimsFromAlloc): a group's claim on a volume it already holds moves to
+    the new allocation."""
+    rows = [(a, c) for a in allocs for c in a.claims]
+    if not rows:
+        return
+    raw(session).execute(
+        psycopg_query("plan_claim_volumes"),
+        {
+            "ids": [uuid.uuid4() for _ in rows],
+            "namespaces": [a.namespace for a, _ in rows],
+            "job_ids": [a.job_id for a, _ in rows],
+            "groups": [a.task_group for a, _ in rows],
+            "allocs": [a.id for a, _ in rows],
+            "volumes": [c.volume_id for _, c in rows],
+            "names": [c.name for _, c in rows],
+            "index": index,
+        },
+    )
 
 
 def _stop(pg: psycopg.Connection[Any], stops: list[AllocationStop], index: int) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from app.scheduler.feasibility import operators
+from app.scheduler.feasibility.sticky import NO_CLAIMS, StickyVolumes
 from app.scheduler.feasibility.targets import escapes_class, resolve
 from app.structs import Constraint, HostVolumeAsk, Job, Node, TaskGroup
 
@@ -26,15 +27,27 @@ def satisfies(constraint: Constraint, node: Node) -> bool:
     return operators.check(constraint.operand, left, right)
 
 
-def has_host_volumes(node: Node, asks: Iterable[HostVolumeAsk], namespace: str = "default") -> bool:
-    """Nomad's HostVolumeChecker: for every source, the node declares a static host volume of
-    that name (a read-write ask needs one the node does not declare read-only), or holds a ready
-    dynamic host volume of that name in the job's namespace."""
+def has_host_volumes(
+    node: Node,
+    asks: Iterable[HostVolumeAsk],
+    namespace: str = "default",
+    alloc_name: str = "",
+    group: str = "",
+    sticky: StickyVolumes = NO_CLAIMS,
+) -> bool:
+    """Nomad's HostVolumeChecker: for every source (a per_alloc one with the allocation's index
+    suffix), the node holds a ready dynamic host volume of that name in the job's namespace
+    (one its sticky claims allow), or declares a static host volume of that name (a read-write
+    ask needs one the node does not declare read-only; a sticky ask never takes a static one)."""
     for ask in asks:
-        if (namespace, ask.source) in node.dynamic_host_volumes:
+        source = ask.source_for(alloc_name)
+        volume_id = node.dynamic_host_volumes.get((namespace, source))
+        if volume_id is not None:
+            if ask.sticky and not sticky.allows(group, source, volume_id):
+                return False
             continue
-        read_only = node.host_volumes.get(ask.source)
-        if read_only is None or (read_only and not ask.read_only):
+        read_only = node.host_volumes.get(source)
+        if ask.sticky or read_only is None or (read_only and not ask.read_only):
             return False
     return True
 
@@ -95,7 +108,8 @@ def _first_failure(constraints: Iterable[Constraint], node: Node) -> str | None:
 class Feasibility:
     """Per-pass checker; `check` returns None when feasible, else the reason for metrics."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, sticky: StickyVolumes = NO_CLAIMS) -> None:
+        self._sticky = sticky
         self._job = _split(job.constraints)
         self._groups = {g.name: _split(group_constraints(g)) for g in job.task_groups}
         self._drivers = {g.name: g.drivers for g in job.task_groups}
@@ -105,8 +119,10 @@ class Feasibility:
         self._group_cache: dict[tuple[str, str], str | None] = {}
         self.escaped = bool(self._job.escaped) or any(s.escaped for s in self._groups.values())
 
-    def check(self, node: Node, group: TaskGroup) -> str | None:
-        return self._check_job(node) or self._check_group(node, group.name)
+    def check(self, node: Node, group: TaskGroup, alloc_name: str = "") -> str | None:
+        """`alloc_name`: the placement's (or the allocation's) name, which a per_alloc volume's
+        source takes its index from."""
+        return self._check_job(node) or self._check_group(node, group.name, alloc_name)
 
     def _check_job(self, node: Node) -> str | None:
         key = node.computed_class
@@ -114,12 +130,13 @@ class Feasibility:
             self._job_cache[key] = _first_failure(self._job.cached, node)
         return self._job_cache[key] or _first_failure(self._job.escaped, node)
 
-    def _check_group(self, node: Node, name: str) -> str | None:
+    def _check_group(self, node: Node, name: str, alloc_name: str) -> str | None:
         # Driver health is per node (it is not part of the computed class), and cheap.
         if not self._drivers[name] <= node.healthy_drivers:
             return MISSING_DRIVERS
         # Host volumes are not part of the computed class either (Nomad's "available" checks).
-        if not has_host_volumes(node, self._volumes[name], self._namespace):
+        volumes = self._volumes[name]
+        if volumes and not has_host_volumes(node, volumes, self._namespace, alloc_name, name, self._sticky):
             return MISSING_HOST_VOLUMES
         key = (name, node.computed_class)
         if key not in self._group_cache:

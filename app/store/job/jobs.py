@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.db.object_locks import ObjectKind, lock_object
 from app.db.state_index import next_index
 from app.models import Allocation, Job, Namespace, NodePool, SchedulerConfig
+from app.store.host_volume_claims import delete_job_claims
 from app.store.job.job_reads import get_job, has_live_allocations
 from app.store.job.job_rows import TRACKED_VERSIONS, apply_spec, insert_version, job_evaluation, upsert_job
 from app.store.sql import query
@@ -193,6 +194,7 @@ def deregister_job(
     job.modify_index = index
     if purge:
         job.purged_at = now
+        delete_job_claims(session, namespace, job_id)
     live = has_live_allocations(session, job)
     if not live:
         job.status, job.status_updated_at = "dead", now

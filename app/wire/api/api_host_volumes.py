@@ -87,3 +87,17 @@ class NodeHostVolumeJson(TypedDict):
     HostPath: str
     State: str
     Parameters: dict[str, str]
+
+
+class TaskGroupHostVolumeClaimJson(TypedDict):
+    """Nomad's TaskGroupHostVolumeClaim: a sticky group's claim on a dynamic host volume."""
+
+    ID: str
+    Namespace: str
+    JobID: str
+    TaskGroupName: str
+    AllocID: str
+    VolumeID: str
+    VolumeName: str
+    CreateIndex: int
+    ModifyIndex: int

@@ -1,6 +1,7 @@
 """Client host volumes: Nomad's `host_volume "name" { path, read_only }` in the config file
 (as JSON: an object by name, or a list of them) and `--host-volume name=/path[:ro]`; each
-fingerprinted as Node.HostVolumes; bad ones refused naming the volume."""
+fingerprinted as Node.HostVolumes; bad ones refused naming the volume; a task's mounts of them
+(per_alloc ones by the allocation's index)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import workers.runtime
 from app.cli import main
 from client.agent import Client
 from client.config import ClientConfig, ConfigError, HostVolume, build
+from client.drivers import Mount, StartError
+from client.tasks.volumes import task_mounts
 
 pytestmark = pytest.mark.unit
 
@@ -70,3 +73,23 @@ def test_host_volumes_are_in_the_node_fingerprint(tmp_path: Path) -> None:
     agent = Client(ClientConfig(data_dir=tmp_path / "client", host_volumes=(volume,)), threading.Event())
     body = agent.node_body()
     assert body["HostVolumes"] == {"data": {"Name": "data", "Path": str(tmp_path), "ReadOnly": True}}
+
+
+def test_a_per_alloc_request_mounts_the_volume_of_its_index() -> None:
+    """Nomad's volume hook: `source = "data"` with per_alloc mounts `data[N]` for the allocation
+    of index N; without per_alloc, `data` itself."""
+    group = {
+        "Volumes": {
+            "own": {"Type": "host", "Source": "data", "PerAlloc": True},
+            "shared": {"Type": "host", "Source": "data"},
+        }
+    }
+    task = {"VolumeMounts": [{"Volume": "own", "Destination": "/own"}, {"Volume": "shared", "Destination": "/shared"}]}
+    node: dict[str, dict[str, str | bool]] = {
+        "data": {"Path": "/srv/shared"},
+        "data[1]": {"Path": "/srv/one", "ReadOnly": True},
+    }
+    mounts = task_mounts(group, task, node, "web.db[1]")
+    assert mounts == (Mount("/srv/one", "/own", True), Mount("/srv/shared", "/shared", False))
+    with pytest.raises(StartError, match=r"data\[2\]"):
+        task_mounts(group, task, node, "web.db[2]")

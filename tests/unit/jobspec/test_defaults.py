@@ -174,7 +174,7 @@ def test_untyped_nomad_fields_are_preserved_at_every_level() -> None:
     assert service["Checks"][0]["Interval"] == 10 * SECOND
     # Typed now (the scheduler places on host volumes): Nomad's fields filled, the others kept.
     assert out_group["Volumes"] == {
-        "data": {"Name": "", "Type": "host", "Source": "data", "ReadOnly": False, "PerAlloc": False}
+        "data": {"Name": "", "Type": "host", "Source": "data", "ReadOnly": False, "Sticky": False, "PerAlloc": False}
     }
     assert out_group["EphemeralDisk"] == {"SizeMB": 500, "Sticky": True}
     assert out_group["Networks"][0]["DNS"] == {"Servers": ["1.1.1.1"]}

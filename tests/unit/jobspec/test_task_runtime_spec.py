@@ -45,7 +45,14 @@ def test_host_volumes_and_their_mounts_are_kept_and_not_warned_about() -> None:
     mount = 'volume_mount {\n volume = "data"\n destination = "/data"\n read_only = true\n}'
     spec = normalize_job(parse_hcl(_job(HOST_VOLUME, mount)))
     group = spec["TaskGroups"][0]
-    assert group["Volumes"]["data"] == {"Name": "data", "Type": "host", "Source": "shared", "ReadOnly": True}
+    assert group["Volumes"]["data"] == {
+        "Name": "data",
+        "Type": "host",
+        "Source": "shared",
+        "ReadOnly": True,
+        "Sticky": False,
+        "PerAlloc": False,
+    }
     assert group["Tasks"][0]["VolumeMounts"] == [{"Volume": "data", "Destination": "/data", "ReadOnly": True}]
     assert job_warnings(spec) == []
 

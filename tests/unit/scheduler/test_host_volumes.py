@@ -9,7 +9,7 @@ import pytest
 from app.scheduler.feasibility.feasible import MISSING_HOST_VOLUMES
 from app.structs import HostVolumeAsk, Node
 from app.structs.job_spec import host_volumes
-from tests.support.scheduler_harness import group, job, node, placed, run, snapshot
+from tests.support.scheduler_harness import group, job, node, placed, run, snapshot, uid
 
 pytestmark = pytest.mark.unit
 
@@ -58,7 +58,7 @@ def test_only_host_volumes_are_asks() -> None:
 
 
 def _with_dynamic(base: Node, *volumes: tuple[str, str]) -> Node:
-    return dataclasses.replace(base, dynamic_host_volumes=frozenset(volumes))
+    return dataclasses.replace(base, dynamic_host_volumes={v: uid(f"{base.name}/{v[0]}/{v[1]}") for v in volumes})
 
 
 def test_a_ready_dynamic_volume_of_the_jobs_namespace_is_feasible() -> None:

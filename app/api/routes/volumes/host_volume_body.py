@@ -16,7 +16,10 @@ from app.wire.api.api_host_volumes import HostVolumeCapabilityJson
 from app.wire.job import ConstraintSpec
 from app.wire.json import JsonValue
 
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+# A name, with an optional allocation index suffix: a group's per_alloc request for `data`
+# mounts `data[0]`, `data[1]`, ... (Nomad's MatchesRequestSource).
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}(\[[0-9]{1,9}\])?$")
+NAME_RULE = "is required: 1-128 letters, digits, '_', '.' and '-', then an optional index suffix ([0]) for per_alloc"
 MAX_BYTES = 2**63 - 1
 DEFAULT_CAPABILITY = HostVolumeCapabilityJson(AttachmentMode="file-system", AccessMode="single-node-writer")
 
@@ -64,7 +67,7 @@ def volume_request(raw: JsonValue, namespace: str, *, registering: bool) -> Volu
     if body.Namespace and body.Namespace != namespace:
         problems.append(FieldProblem("Volume.Namespace", f"does not match the request's namespace {namespace!r}"))
     if not NAME.fullmatch(body.Name):
-        problems.append(FieldProblem("Volume.Name", "is required: 1-128 letters, digits, '_', '.' and '-'"))
+        problems.append(FieldProblem("Volume.Name", NAME_RULE))
     low, high = body.RequestedCapacityMinBytes, body.RequestedCapacityMaxBytes
     if high and low > high:
         problems.append(

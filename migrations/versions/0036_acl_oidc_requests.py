@@ -5,8 +5,8 @@ with PKCE, the code verifier the token exchange must present. PUT /v1/acl/oidc/c
 may reach any API server, so the request is kept here (Nomad keeps it in the leader's memory,
 keyed by the client nonce, for six minutes) and used up by the first completion.
 
-Revision ID: 0035_acl_oidc_requests
-Revises: 0034_acl_auth_methods
+Revision ID: 0036_acl_oidc_requests
+Revises: 0035_volume_claims
 Create Date: 2026-11-29 13:50:00
 """
 
@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0035_acl_oidc_requests"
-down_revision: str | None = "0034_acl_auth_methods"
+revision: str = "0036_acl_oidc_requests"
+down_revision: str | None = "0035_volume_claims"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
