@@ -34,11 +34,28 @@ pytestmark = pytest.mark.acceptance
 ROUTE = "/v1/client/allocation/{}/exec"
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir, {"CORRAL_ACL_ENABLED": "true"})
-    yield running
+@pytest.fixture(scope="module")
+def acl_cluster(
+    module_corral: CorralFactory, module_database_url: str, module_workdir: Path
+) -> Iterator[tuple[Cluster, str]]:
+    """One cluster with ACLs on, bootstrapped once, and its client c1 (registered with the
+    management token), with that token's secret: both tests run jobs of their own names."""
+    running = Cluster(module_corral, module_database_url, module_workdir, {"CORRAL_ACL_ENABLED": "true"})
+    secret = str(running.http.post("/v1/acl/bootstrap").json()["SecretID"])
+    running.client("c1", env={"CORRAL_TOKEN": secret})
+    yield running, secret
     running.close()
+
+
+@pytest.fixture
+def cluster(acl_cluster: tuple[Cluster, str]) -> Cluster:
+    return acl_cluster[0]
+
+
+@pytest.fixture
+def secret(acl_cluster: tuple[Cluster, str]) -> str:
+    """The management token's secret."""
+    return acl_cluster[1]
 
 
 @dataclass
@@ -104,11 +121,9 @@ def refused(reply: wsock.Accepted | wsock.Refused) -> tuple[int, str]:
     return reply.status, str(json.loads(reply.body)["errors"][0]["field"])
 
 
-def test_alloc_exec_end_to_end(cluster: Cluster) -> None:
+def test_alloc_exec_end_to_end(cluster: Cluster, secret: str) -> None:
     http = cluster.http
-    root = {"X-Nomad-Token": http.post("/v1/acl/bootstrap").json()["SecretID"]}
-    secret = root["X-Nomad-Token"]
-    cluster.client("c1", env={"CORRAL_TOKEN": secret})
+    root = {"X-Nomad-Token": secret}
     shell = {
         "Name": "t",
         "Driver": "raw_exec",
@@ -295,11 +310,8 @@ def handshake_session(cluster: Cluster, alloc_id: str, first: str, headers: dict
     return out, code
 
 
-def test_ws_handshake_carries_the_token_in_the_first_frame(cluster: Cluster) -> None:
-    http = cluster.http
-    root = {"X-Nomad-Token": http.post("/v1/acl/bootstrap").json()["SecretID"]}
-    secret = root["X-Nomad-Token"]
-    cluster.client("c1", env={"CORRAL_TOKEN": secret})
+def test_ws_handshake_carries_the_token_in_the_first_frame(cluster: Cluster, secret: str) -> None:
+    root = {"X-Nomad-Token": secret}
     shell = {
         "Name": "t",
         "Driver": "raw_exec",
@@ -307,7 +319,7 @@ def test_ws_handshake_carries_the_token_in_the_first_frame(cluster: Cluster) -> 
         "KillTimeout": 2_000_000_000,
         "Resources": {"CPU": 10, "MemoryMB": 10},
     }
-    alloc_id = start(cluster, root, "sh", shell)
+    alloc_id = start(cluster, root, "handshake-sh", shell)
 
     def frame(token: str) -> str:
         return json.dumps({"version": 1, "auth_token": token})
@@ -318,7 +330,9 @@ def test_ws_handshake_carries_the_token_in_the_first_frame(cluster: Cluster) -> 
     assert mismatch == (b"handshake auth token mismatched auth header token", wsock.POLICY_VIOLATION)
     assert handshake_session(cluster, alloc_id, frame("0" * 36), {}) == (b"ACL token not found", 1008)
     assert handshake_session(cluster, alloc_id, frame(""), {}) == (b"Permission denied", 1008)  # anonymous
-    reader = token_with(cluster, root, "reader", ["read-job", "alloc-exec"])  # no alloc-node-exec for raw_exec
+    reader = token_with(
+        cluster, root, "handshake-reader", ["read-job", "alloc-exec"]
+    )  # no alloc-node-exec for raw_exec
     assert handshake_session(cluster, alloc_id, frame(reader), {}) == (b"Permission denied", 1008)
     wrong = handshake_session(cluster, alloc_id, json.dumps({"version": 2, "auth_token": secret}), {})
     assert wrong == (b"unexpected handshake value: 2", 1008)

@@ -11,20 +11,28 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.cluster import Cluster, job, mock_task
+from tests.support.cluster import Cluster, Site, job, mock_task
 from tests.support.processes import CorralFactory, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir)
+@pytest.fixture(scope="module")
+def shared(module_corral: CorralFactory, module_database_url: str, module_workdir: Path) -> Iterator[Cluster]:
+    """The servers (API, worker, applier, leader) every test here but the last shares."""
+    running = Cluster(module_corral, module_database_url, module_workdir)
     yield running
     running.close()
 
 
-def test_raw_exec_batch_job_runs_sleep_and_completes(cluster: Cluster) -> None:
+@pytest.fixture
+def cluster(shared: Cluster, request: pytest.FixtureRequest) -> Iterator[Site]:
+    site = Site(shared, f"dc-{request.node.name.removeprefix('test_')[:40]}")
+    yield site
+    site.close()
+
+
+def test_raw_exec_batch_job_runs_sleep_and_completes(cluster: Site) -> None:
     cluster.client("c1")
     task = {
         "Name": "t",
@@ -43,7 +51,7 @@ def test_raw_exec_batch_job_runs_sleep_and_completes(cluster: Cluster) -> None:
     assert (out.text, err.text) == ("started\n", "done\n")
 
 
-def test_jobs_go_only_to_nodes_with_their_driver(cluster: Cluster) -> None:
+def test_jobs_go_only_to_nodes_with_their_driver(cluster: Site) -> None:
     cluster.client("mock-only", "--driver", "mock")
     cluster.register(job("needs-exec", [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "true"}}]))
     cluster.settle()
@@ -52,10 +60,10 @@ def test_jobs_go_only_to_nodes_with_their_driver(cluster: Cluster) -> None:
     assert blocked.fetchone() == (1,)
 
 
-def test_killed_client_goes_down_and_its_allocations_are_replaced_once(cluster: Cluster) -> None:
+def test_killed_client_goes_down_and_its_allocations_are_replaced_once(cluster: Site) -> None:
     doomed = cluster.client("doomed")
-    cluster.register(job("web", [mock_task()], count=2))
-    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 2, 60)
+    cluster.register(job("lost-web", [mock_task()], count=2))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("lost-web")] == ["running"] * 2, 60)
     survivor = cluster.client("survivor")
     doomed_id = cluster.node_id("doomed")
     doomed.process.send_signal(signal.SIGKILL)
@@ -63,20 +71,20 @@ def test_killed_client_goes_down_and_its_allocations_are_replaced_once(cluster: 
     assert wait_for(lambda: cluster.node_status("doomed") == "down", 60)
 
     def replaced() -> bool:
-        live = [a for a in cluster.allocs("web") if a["ClientStatus"] == "running"]
-        return len(live) == 2 and all(a["NodeName"] == "survivor" for a in live)
+        live = [a for a in cluster.allocs("lost-web") if a["ClientStatus"] == "running"]
+        return len(live) == 2 and all(a["NodeName"] == cluster.name("survivor") for a in live)
 
     assert wait_for(replaced, 60)
     cluster.settle()
-    allocs = cluster.allocs("web")
+    allocs = cluster.allocs("lost-web")
     lost = [a for a in allocs if a["NodeID"] == doomed_id]
     assert len(allocs) == 4 and {a["ClientStatus"] for a in lost} == {"lost"}
-    replacements = [a for a in allocs if a["NodeName"] == "survivor"]
+    replacements = [a for a in allocs if a["NodeName"] == cluster.name("survivor")]
     assert sorted(a["PreviousAllocation"] for a in replacements) == sorted(a["ID"] for a in lost)
     assert survivor.process.poll() is None
 
 
-def test_failing_task_restarts_per_policy_then_fails(cluster: Cluster) -> None:
+def test_failing_task_restarts_per_policy_then_fails(cluster: Site) -> None:
     cluster.client("c1")
     restart = {"Attempts": 2, "Interval": 3_600_000_000_000, "Delay": 200_000_000, "Mode": "fail"}
     no_reschedule = {"Attempts": 0, "Unlimited": False, "Interval": 3_600_000_000_000}
@@ -98,7 +106,7 @@ def test_failing_task_restarts_per_policy_then_fails(cluster: Cluster) -> None:
     assert failure.fetchone() == (0,), "no reschedule attempts: the servers do not ask for one"
 
 
-def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: Cluster, workdir: Path) -> None:
+def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: Site) -> None:
     cluster.client("c1", "--gc-max-allocs", "50", "--cpu-total-compute", "4000", "--memory-total-mb", "4096")
     cluster.register(job("many", [mock_task(run_for="10ms")], count=60, kind="batch"))
 
@@ -109,25 +117,30 @@ def test_gc_keeps_the_newest_allocations_and_destroys_the_oldest_first(cluster: 
     assert wait_for(finished, 120)
 
     def gone() -> tuple[object, ...] | None:
-        return cluster.pg.execute("SELECT count(*) FROM allocations WHERE client_gc_time IS NOT NULL").fetchone()
+        return cluster.pg.execute(
+            "SELECT count(*) FROM allocations WHERE job_id = 'many' AND client_gc_time IS NOT NULL"
+        ).fetchone()
 
     assert wait_for(lambda: gone() == (10,), 60)
     allocs = cluster.allocs("many")
     by_finish = sorted(allocs, key=lambda a: a["TaskStates"]["t"]["FinishedAt"])
     destroyed = {
-        str(r[0]) for r in cluster.pg.execute("SELECT id FROM allocations WHERE client_gc_time IS NOT NULL").fetchall()
+        str(r[0])
+        for r in cluster.pg.execute(
+            "SELECT id FROM allocations WHERE job_id = 'many' AND client_gc_time IS NOT NULL"
+        ).fetchall()
     }
     assert destroyed == {a["ID"] for a in by_finish[:10]}
-    on_disk = {p.name for p in (workdir / "c1" / ".corral-client" / "allocs").iterdir()}
+    on_disk = {p.name for p in (cluster.client_dir("c1") / ".corral-client" / "allocs").iterdir()}
     assert on_disk == {a["ID"] for a in by_finish[10:]}
     # A forced GC (what `system gc` asks of every client) destroys the rest, thresholds or not.
     forced = cluster.http.put("/v1/client/gc", params={"node_id": cluster.node_id("c1")})
     assert forced.status_code == 200 and forced.json()["Nodes"] == 1
     assert wait_for(lambda: gone() == (60,), 60)
-    assert not list((workdir / "c1" / ".corral-client" / "allocs").iterdir())
+    assert not list((cluster.client_dir("c1") / ".corral-client" / "allocs").iterdir())
 
 
-def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_node(cluster: Cluster) -> None:
+def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_node(cluster: Site) -> None:
     cluster.client("c1")
     cluster.client("c2")
     restart = {"Attempts": 1, "Interval": 3_600_000_000_000, "Delay": 100_000_000, "Mode": "fail"}
@@ -166,11 +179,13 @@ def test_failing_task_restarts_then_reschedules_after_the_delay_onto_another_nod
     )
 
 
-def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corral: CorralFactory) -> None:
+def test_drain_moves_allocations_respecting_max_parallel(cluster: Site, corral: CorralFactory) -> None:
     cluster.client("old")
     # The client judges each replacement healthy after migrate.min_healthy_time (1 s here).
-    cluster.register(job("web", [mock_task()], count=3, Migrate={"MaxParallel": 1, "MinHealthyTime": 1_000_000_000}))
-    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 3, 60)
+    cluster.register(
+        job("drained-web", [mock_task()], count=3, Migrate={"MaxParallel": 1, "MinHealthyTime": 1_000_000_000})
+    )
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("drained-web")] == ["running"] * 3, 60)
     cluster.client("new")
     old = cluster.node_id("old")
     drained = corral(["node", "drain", "-enable", "-no-deadline", old], env={"CORRAL_ADDR": cluster.base})
@@ -179,7 +194,7 @@ def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corra
 
     def moved() -> bool:
         nonlocal peak
-        allocs = cluster.allocs("web")
+        allocs = cluster.allocs("drained-web")
         by_id = {a["ID"]: a for a in allocs}
         healthy = [a for a in allocs if a["ClientStatus"] == "running" and (a["DeploymentStatus"] or {}).get("Healthy")]
         replaced = {a["PreviousAllocation"] for a in healthy}
@@ -187,7 +202,7 @@ def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corra
         in_flight = [a for a in allocs if a["DesiredTransition"].get("Migrate") and a["ID"] not in replaced]
         peak = max(peak, len(in_flight))
         live = [a for a in by_id.values() if a["ClientStatus"] == "running" and a["DesiredStatus"] == "run"]
-        return len(live) == 3 and all(a["NodeName"] == "new" for a in live)
+        return len(live) == 3 and all(a["NodeName"] == cluster.name("new") for a in live)
 
     assert wait_for(moved, 90)
     assert peak <= 1
@@ -196,27 +211,29 @@ def test_drain_moves_allocations_respecting_max_parallel(cluster: Cluster, corra
     assert node["SchedulingEligibility"] == "ineligible" and node["LastDrain"]["Status"] == "complete"
     # The full node has no Drain flag in Nomad (its DrainStrategy says it); the list stub has.
     assert [n["Drain"] for n in cluster.http.get("/v1/nodes").json() if n["ID"] == old] == [False]
-    replacements = [a for a in cluster.allocs("web") if a["NodeName"] == "new"]
+    replacements = [a for a in cluster.allocs("drained-web") if a["NodeName"] == cluster.name("new")]
     # One migration at a time: each replacement was placed by its own node-drain evaluation.
     evals = {a["EvalID"] for a in replacements}
     triggers = {cluster.http.get(f"/v1/evaluation/{e}").json()["TriggeredBy"] for e in evals}
     assert len(evals) == 3 and triggers == {"node-drain"}
 
 
-def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(cluster: Cluster) -> None:
+def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(cluster: Site) -> None:
     away = cluster.client("away")
-    cluster.register(job("web", [mock_task()], count=2, Disconnect={"LostAfter": "10m"}))
-    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("web")] == ["running"] * 2, 60)
-    originals = {a["ID"] for a in cluster.allocs("web")}
+    cluster.register(job("away-web", [mock_task()], count=2, Disconnect={"LostAfter": "10m"}))
+    assert wait_for(lambda: [a["ClientStatus"] for a in cluster.allocs("away-web")] == ["running"] * 2, 60)
+    originals = {a["ID"] for a in cluster.allocs("away-web")}
     cluster.client("stays")
     away.process.send_signal(signal.SIGSTOP)  # a partition: the client is alive but silent
     try:
         assert wait_for(lambda: cluster.node_status("away") == "disconnected", 60)
 
         def replaced() -> bool:
-            allocs = cluster.allocs("web")
+            allocs = cluster.allocs("away-web")
             unknown = {a["ID"] for a in allocs if a["ClientStatus"] == "unknown"}
-            running_elsewhere = [a for a in allocs if a["NodeName"] == "stays" and a["ClientStatus"] == "running"]
+            running_elsewhere = [
+                a for a in allocs if a["NodeName"] == cluster.name("stays") and a["ClientStatus"] == "running"
+            ]
             return unknown == originals and len(running_elsewhere) == 2
 
         assert wait_for(replaced, 60)
@@ -225,15 +242,15 @@ def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(clu
     assert wait_for(lambda: cluster.node_status("away") == "ready", 60)
 
     def one_per_slot() -> bool:
-        live = [a for a in cluster.allocs("web") if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"]
+        live = [a for a in cluster.allocs("away-web") if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"]
         return {a["ID"] for a in live} == originals
 
     assert wait_for(one_per_slot, 60), [
         (a["ID"][:8], a["PreviousAllocation"][:8], a["NodeName"], a["DesiredStatus"], a["ClientStatus"])
-        for a in cluster.allocs("web")
+        for a in cluster.allocs("away-web")
     ]
     cluster.settle()
-    allocs = cluster.allocs("web")
+    allocs = cluster.allocs("away-web")
     assert {a["ID"] for a in allocs if a["DesiredStatus"] == "run"} == originals
     dropped = [a for a in allocs if a["ID"] not in originals]
     assert len(dropped) == 2 and {a["DesiredDescription"] for a in dropped} == {
@@ -241,7 +258,7 @@ def test_client_that_returns_within_lost_after_keeps_one_allocation_per_slot(clu
     }
     assert not [a for a in allocs if a["ClientStatus"] == "lost"]
     reconnect = cluster.pg.execute(
-        "SELECT count(*) FROM evaluations WHERE job_id = 'web' AND triggered_by = 'reconnect'"
+        "SELECT count(*) FROM evaluations WHERE job_id = 'away-web' AND triggered_by = 'reconnect'"
     )
     found = reconnect.fetchone()
     assert found is not None and isinstance(found[0], int) and found[0] >= 1

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.db.engines import sqlalchemy_url
 from tests.support.own_postgres import OwnPostgres, own_postgres
 from tests.support.processes import CorralFactory, free_port, wait_for, wait_healthy
 
@@ -47,11 +48,10 @@ def test_every_role_waits_for_the_database_at_start_up(corral: CorralFactory, po
         assert roles[role].wait(30) == 0, roles[role].output
 
 
-def test_a_role_stopped_while_waiting_for_the_database_exits_cleanly(
-    corral: CorralFactory, postgres: OwnPostgres
-) -> None:
-    postgres.stop()
-    worker = corral(["worker"], env={"CORRAL_DATABASE_URL": postgres.url})
+def test_a_role_stopped_while_waiting_for_the_database_exits_cleanly(corral: CorralFactory) -> None:
+    # Nothing listens on that port: the refusal a stopped server gives, without making one.
+    unreachable = sqlalchemy_url(f"postgresql://corral@127.0.0.1:{free_port()}/corral")
+    worker = corral(["worker"], env={"CORRAL_DATABASE_URL": unreachable})
     assert wait_for(lambda: WAITING in worker.output, 60), worker.output
     worker.process.send_signal(signal.SIGTERM)
     assert worker.wait(30) == 0, worker.output

@@ -30,11 +30,19 @@ pytestmark = pytest.mark.acceptance
 JOB = {"Job": {"ID": "web", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]}}
 
 
+LATER = {"Job": {"ID": "later", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock"}]}]}}
+
+
 def socket_url(data_dir: Path) -> str:
     return f"postgresql://postgres@/corral?host={data_dir / 'postgres'}"
 
 
-def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: CorralFactory, workdir: Path) -> None:
+def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused_even_after_a_kill(
+    corral: CorralFactory, workdir: Path
+) -> None:
+    """One data directory through three agents (a fresh one costs initdb and every migration,
+    so one test walks it): the first runs work and stops on Ctrl-C; the second finds that work
+    and is killed; the third still finds it, with no role of the killed agent left behind."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     agent = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
@@ -92,29 +100,29 @@ def test_dev_agent_end_to_end_and_ctrl_c_stops_everything(corral: CorralFactory,
     assert "server |" in agent.output, "role logs are merged with a role prefix"
     assert "Exception ignored" not in agent.output, agent.output
 
-
-def test_data_dir_is_reused_and_a_killed_agent_leaves_no_roles(corral: CorralFactory, workdir: Path) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    # The same data directory again: what the again agent stored is there.
     env = {"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "auto"}
-    first = corral(["agent", "-dev"], env=env)
-    wait_healthy(base, first)
+    again = corral(["agent", "-dev"], env=env)
+    wait_healthy(base, again)
     # Not a terminal: every role logs JSON, one object a line.
-    assert wait_for(lambda: "worker1 | {" in first.output), first.output
-    httpx.put(f"{base}/v1/jobs", json=JOB).raise_for_status()
-    roles = [p for p in first.descendants() if "postgres" not in " ".join(p.cmdline())]
-    first.process.send_signal(signal.SIGKILL)
-    first.wait(30)
+    assert wait_for(lambda: "worker1 | {" in again.output), again.output
+    assert sorted(j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()) == ["hello", "web"]
+    httpx.put(f"{base}/v1/jobs", json=LATER).raise_for_status()
+    killed_roles = [p for p in again.descendants() if "postgres" not in " ".join(p.cmdline())]
+    again.process.send_signal(signal.SIGKILL)
+    again.wait(30)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in roles):
+    while time.monotonic() < deadline and any(
+        p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in killed_roles
+    ):
         time.sleep(0.2)
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in roles)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in killed_roles)
 
-    second = corral(["agent", "-dev"], env=env)
-    wait_healthy(base, second)
-    assert [j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()] == ["web"]
-    second.process.send_signal(signal.SIGINT)
-    assert second.wait(60) == 0
+    after_kill = corral(["agent", "-dev"], env=env)
+    wait_healthy(base, after_kill)
+    assert sorted(j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()) == ["hello", "later", "web"]
+    after_kill.process.send_signal(signal.SIGINT)
+    assert after_kill.wait(60) == 0
     assert postgres_running_in(workdir / ".corral") == []
 
 

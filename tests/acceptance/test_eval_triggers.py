@@ -18,9 +18,11 @@ pytestmark = pytest.mark.acceptance
 SECOND = 1_000_000_000
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir, settings={"CORRAL_EVAL_GC_INTERVAL_S": "1"})
+@pytest.fixture(scope="module")
+def cluster(module_corral: CorralFactory, module_database_url: str, module_workdir: Path) -> Iterator[Cluster]:
+    """One cluster for both tests: only the system job's test starts clients (its job runs on
+    every node there is)."""
+    running = Cluster(module_corral, module_database_url, module_workdir, settings={"CORRAL_EVAL_GC_INTERVAL_S": "1"})
     yield running
     running.close()
 

@@ -25,9 +25,9 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def parent() -> Iterator[str]:
-    """A cgroup parent of this test's own; whatever is left in it is killed and removed after."""
+    """A cgroup parent of this module's own; whatever is left in it is killed and removed after."""
     name = f"corral-test-{uuid.uuid4().hex[:8]}"
     yield name
     unified = UNIFIED / name
@@ -51,18 +51,29 @@ def _removed(group: Path) -> bool:
     return True
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir)
-    (workdir / "c1").mkdir()
+@pytest.fixture(scope="module")
+def shared(
+    parent: str, module_corral: CorralFactory, module_database_url: str, module_workdir: Path
+) -> Iterator[Cluster]:
+    """One cluster and one exec client, c1, for every test here (the cgroup parent comes first so
+    that it is cleaned up last, once the client is gone)."""
+    running = Cluster(module_corral, module_database_url, module_workdir)
+    (module_workdir / "c1").mkdir()
     config = {"server": running.base, "cgroup_parent": parent}
-    (workdir / "c1" / "client.json").write_text(json.dumps(config))
+    (module_workdir / "c1" / "client.json").write_text(json.dumps(config))
     running.client("c1", "--config=client.json", "--driver", "exec", "--driver", "raw_exec")
     yield running
-    for job_id in running.http.get("/v1/jobs").json():
-        running.http.delete(f"/v1/job/{job_id['ID']}")
-    assert wait_for(lambda: not _cgroup_tasks(parent), 60)
     running.close()
+
+
+@pytest.fixture
+def cluster(shared: Cluster, parent: str) -> Iterator[Cluster]:
+    """The shared cluster, left as the test found it: every job stopped and no task left in the
+    cgroups (the cores test needs both cores free)."""
+    yield shared
+    for job_id in shared.http.get("/v1/jobs").json():
+        shared.http.delete(f"/v1/job/{job_id['ID']}")
+    assert wait_for(lambda: not _cgroup_tasks(parent), 60)
 
 
 def _cgroup_tasks(parent: str) -> list[str]:
@@ -123,7 +134,7 @@ echo shared > /alloc/data/written && echo alloc-ok
 
 
 def test_an_exec_task_runs_as_nobody_alone_in_its_pid_namespace_and_writes_only_its_directories(
-    cluster: Cluster, workdir: Path
+    cluster: Cluster,
 ) -> None:
     cluster.register(exec_job("iso", ISOLATION))
     assert wait_for(lambda: status_of(cluster, "iso") == ["complete"], 60), cluster.allocs("iso")
@@ -140,7 +151,7 @@ def test_an_exec_task_runs_as_nobody_alone_in_its_pid_namespace_and_writes_only_
         "local-ok",
         "alloc-ok",
     ]
-    alloc_dir = workdir / "c1" / ".corral-client" / "allocs" / alloc["ID"]
+    alloc_dir = cluster.workdir / "c1" / ".corral-client" / "allocs" / alloc["ID"]
     written = alloc_dir / "t" / "local" / "written"
     assert written.read_text() == "hello\n" and written.stat().st_uid == 65534
     assert (alloc_dir / "alloc" / "data" / "written").read_text() == "shared\n"

@@ -77,9 +77,12 @@ job "web" {
 """
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path) -> Iterator[Cluster]:
-    running = Cluster(corral, database_url, workdir)
+@pytest.fixture(scope="module")
+def cluster(module_corral: CorralFactory, module_database_url: str, module_workdir: Path) -> Iterator[Cluster]:
+    """One cluster and one client, c1, for both tests: each registers a job and a service of
+    its own name."""
+    running = Cluster(module_corral, module_database_url, module_workdir)
+    running.client("c1")
     yield running
     running.close()
 
@@ -117,17 +120,16 @@ def restarts(cluster: Cluster, alloc_id: str) -> int:
     return int(state.get("Restarts") or 0)
 
 
-def latest_deployment(cluster: Cluster) -> dict[str, Any]:
-    found = cluster.http.get("/v1/job/web/deployment").json()
+def latest_deployment(cluster: Cluster, job_id: str = "web") -> dict[str, Any]:
+    found = cluster.http.get(f"/v1/job/{job_id}/deployment").json()
     return found or {}
 
 
 def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     cluster: Cluster, corral: CorralFactory
 ) -> None:
-    client = cluster.client("c1")
     register(cluster, "/")
-    assert wait_for(lambda: len(running(cluster)) == 2 and len(instances(cluster)) == 2, 120), client.output
+    assert wait_for(lambda: len(running(cluster)) == 2 and len(instances(cluster)) == 2, 120), instances(cluster)
     allocs = running(cluster)
     by_alloc = {reg["AllocID"]: reg for reg in instances(cluster)}
     assert set(by_alloc) == {a["ID"] for a in allocs}
@@ -203,9 +205,11 @@ def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_
 ) -> None:
     """Nomad's rule with a progress deadline: an unhealthy allocation does not fail the rollout
     (it is replaced); the deployment fails when the deadline passes without progress."""
-    cluster.client("c1")
+    # A job and service of its own name: the other test's registrations are no concern of it.
     spec = (
-        WEB_JOB.replace('progress_deadline = "0s"', 'progress_deadline = "20s"')
+        WEB_JOB.replace('job "web"', 'job "deadline"')
+        .replace('name     = "web"', 'name     = "deadline"')
+        .replace('progress_deadline = "0s"', 'progress_deadline = "20s"')
         .replace('healthy_deadline  = "15s"', 'healthy_deadline  = "5s"')
         .replace("auto_revert       = true", "auto_revert       = false")
         .replace("CHECK_PATH", "/missing")
@@ -216,16 +220,20 @@ def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_
     began = time.monotonic()
 
     def judged_unhealthy() -> bool:
-        return any((a.get("DeploymentStatus") or {}).get("Healthy") is False for a in cluster.allocs("web"))
+        return any((a.get("DeploymentStatus") or {}).get("Healthy") is False for a in cluster.allocs("deadline"))
 
-    assert wait_for(judged_unhealthy, 120), [a.get("DeploymentStatus") for a in cluster.allocs("web")]
+    assert wait_for(judged_unhealthy, 120), [a.get("DeploymentStatus") for a in cluster.allocs("deadline")]
     seen_unhealthy = time.monotonic() - began
     if seen_unhealthy < 20:  # the deadline has not passed yet: an unhealthy allocation alone fails nothing
-        assert latest_deployment(cluster)["Status"] == "running", latest_deployment(cluster)
-    assert wait_for(lambda: latest_deployment(cluster).get("Status") == "failed", 180), latest_deployment(cluster)
+        assert latest_deployment(cluster, "deadline")["Status"] == "running", latest_deployment(cluster, "deadline")
+    assert wait_for(lambda: latest_deployment(cluster, "deadline").get("Status") == "failed", 180), latest_deployment(
+        cluster, "deadline"
+    )
     failed_after = time.monotonic() - began
-    deployment = latest_deployment(cluster)
+    deployment = latest_deployment(cluster, "deadline")
     assert deployment["StatusDescription"] == "Failed due to progress deadline", deployment
     assert failed_after >= 20, failed_after  # never before the deadline
     print(f"\nunhealthy after {seen_unhealthy:.1f} s; deployment failed after {failed_after:.1f} s (deadline 20 s)")
-    assert cluster.http.get("/v1/job/web").json()["Version"] == 0  # no auto_revert: nothing registered again
+    assert cluster.http.get("/v1/job/deadline").json()["Version"] == 0  # no auto_revert: nothing registered again
+    # Its allocations keep failing their check: stop them before the other test runs beside them.
+    assert cluster.http.delete("/v1/job/deadline", params={"purge": "true"}).status_code == 200

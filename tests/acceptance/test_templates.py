@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -63,11 +62,12 @@ job "web" {
 """
 
 
-@pytest.fixture
-def agent(corral: CorralFactory) -> Iterator[tuple[Corral, httpx.Client]]:
+@pytest.fixture(scope="module")
+def agent(module_corral: CorralFactory) -> Iterator[tuple[Corral, httpx.Client]]:
+    """One dev agent for both tests: each runs a job of its own name."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    process = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
+    process = module_corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
     http = httpx.Client(base_url=base, headers={"Host": "127.0.0.1"}, timeout=30)
     try:
         wait_healthy(base, process)
@@ -96,9 +96,7 @@ def stdout(http: httpx.Client, alloc_id: str, task: str) -> str:
     return answer.text if answer.status_code == 200 else ""
 
 
-def test_template_renders_before_the_task_starts_and_feeds_its_env(
-    agent: tuple[Corral, httpx.Client], workdir: Path
-) -> None:
+def test_template_renders_before_the_task_starts_and_feeds_its_env(agent: tuple[Corral, httpx.Client]) -> None:
     _, http = agent
     register(http, READER)
     assert wait_for(lambda: [a["ClientStatus"] for a in allocs(http, "reader")] == ["complete"], 120)

@@ -86,6 +86,51 @@ class Cluster:
         self.pg.close()
 
 
+class Site:
+    """One test's corner of the shared cluster: a datacenter named after the test, whose clients
+    (named after it too) are the only nodes its jobs may use, so what another test's nodes do
+    cannot reach it. Its jobs are purged and its clients killed when the test ends."""
+
+    def __init__(self, cluster: Cluster, dc: str) -> None:
+        self.cluster, self.dc = cluster, dc
+        self.http, self.pg, self.base = cluster.http, cluster.pg, cluster.base
+        self.jobs: list[str] = []
+        self.clients: list[Corral] = []
+
+    def name(self, node: str) -> str:
+        return f"{self.dc}-{node}"
+
+    def client(self, node: str, *args: str) -> Corral:
+        process = self.cluster.client(self.name(node), "-dc", self.dc, *args)
+        self.clients.append(process)
+        return process
+
+    def client_dir(self, node: str) -> Path:
+        return self.cluster.workdir / self.name(node)
+
+    def node_id(self, node: str) -> str:
+        return self.cluster.node_id(self.name(node))
+
+    def node_status(self, node: str) -> str | None:
+        return self.cluster.node_status(self.name(node))
+
+    def register(self, spec: dict[str, Any]) -> None:
+        self.cluster.register({**spec, "Datacenters": [self.dc]})
+        self.jobs.append(str(spec["ID"]))
+
+    def allocs(self, job_id: str) -> list[dict[str, Any]]:
+        return self.cluster.allocs(job_id)
+
+    def settle(self) -> None:
+        self.cluster.settle()
+
+    def close(self) -> None:
+        for job_id in self.jobs:
+            self.http.delete(f"/v1/job/{job_id}", params={"purge": "true"}).raise_for_status()
+        for process in self.clients:
+            process.kill_all()
+
+
 def mock_task(name: str = "t", **config: Any) -> dict[str, Any]:
     return {"Name": name, "Driver": "mock", "Config": config, "Resources": {"CPU": 10, "MemoryMB": 10}}
 
