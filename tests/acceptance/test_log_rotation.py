@@ -150,9 +150,9 @@ def test_a_node_without_the_volume_fails_the_allocation(tmp_path: Path) -> None:
 
 
 def test_a_launched_logmon_makes_its_fifos_first_and_a_writer_waits_for_it(tmp_path: Path) -> None:
-    """The docker driver may start its task while logmon comes up (drivers.follows_logs): the
-    FIFOs exist at once (no plain file is ever opened in their place), and a writer's open
-    waits until logmon holds them; what it writes reaches the rotated file."""
+    """A task may start while logmon comes up (drivers.open_log): the FIFOs exist at once (no
+    plain file is ever opened in their place), and a write-only open (docker's log pump) waits
+    until logmon holds them; what it writes reaches the rotated file."""
     launch = logmon_control.launch(tmp_path, "t", LogConfig())
     try:
         fifo = tmp_path / ".t.stdout.fifo"
