@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.wire.api.api_nodes import ClientAllocJson
 from client.agent import Client
 from client.config import ClientConfig, GcConfig
 from workers.loops import Backoff, guarded
@@ -209,7 +210,7 @@ def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_afte
     release = threading.Event()
     real = client.api.node_allocations
 
-    def wedged(index: int, wait_s: float = 30.0) -> tuple[list[dict[str, Any]], int]:
+    def wedged(index: int, wait_s: float = 30.0) -> tuple[list[ClientAllocJson], int]:
         release.wait(30)
         return real(index, wait_s)
 
