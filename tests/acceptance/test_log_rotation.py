@@ -117,6 +117,18 @@ def test_a_client_restart_keeps_logmon_and_the_log_flowing(tmp_path: Path) -> No
             task.stop()
 
 
+def test_a_task_that_writes_and_exits_before_logmon_is_up_keeps_its_output(tmp_path: Path) -> None:
+    """The task starts while logmon comes up (drivers.open_log) and may be gone before logmon
+    opens the FIFO: the client holds the FIFO meanwhile, so the pipe keeps what it wrote."""
+    runner = _runner(tmp_path, _alloc("a1b2c3d4-0000-0000-0000-0000000000b7", "echo quick; echo oops >&2", {}))
+    try:
+        assert wait_for(lambda: runner.terminal, 60) and runner.client_status == "complete", runner.update()
+        logs = runner.dir / "alloc" / "logs"
+        assert wait_for(lambda: _read(logs / "t.stdout.0") == b"quick\n" and _read(logs / "t.stderr.0") == b"oops\n")
+    finally:
+        runner.destroy()
+
+
 def test_raw_exec_sees_a_host_volume_at_its_destination(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
