@@ -85,9 +85,12 @@ def one_start(http: httpx.Client, index: int, driver: str, image: str) -> Start:
     job_id = f"start-{driver}-{index}"
     group = {"Name": "g", "Count": 1, "Tasks": [task_of(driver, image)], "EphemeralDisk": {"SizeMB": 10}}
     http.put("/v1/jobs", json={"Job": {"ID": job_id, "Datacenters": ["*"], "TaskGroups": [group]}}).raise_for_status()
-    deadline = time.monotonic() + 120
+    deadline, index = time.monotonic() + 120, 0
     while time.monotonic() < deadline:
-        allocs = http.get(f"/v1/job/{job_id}/allocations").json()
+        # A blocking query: one request per change. Polling every 10 ms loaded the API and the
+        # database while corral started the task (the peer's `docker run` ran unpolled).
+        reply = http.get(f"/v1/job/{job_id}/allocations", params={"index": index, "wait": "30s"})
+        allocs, index = reply.json(), int(reply.headers.get("X-Nomad-Index", "0"))
         if allocs and allocs[0]["ClientStatus"] == "running":
             alloc = http.get(f"/v1/allocation/{allocs[0]['ID']}").json()
             created = int(alloc["CreateTime"])
@@ -95,7 +98,6 @@ def one_start(http: httpx.Client, index: int, driver: str, image: str) -> Start:
             return Start((started - created) / NANOS, (int(alloc["ModifyTime"]) - created) / NANOS)
         if allocs and allocs[0]["ClientStatus"] in ("failed", "complete", "lost"):
             raise RuntimeError(f"{job_id}: {allocs[0]['ClientStatus']}: {alloc_events(http, allocs[0]['ID'])}")
-        time.sleep(0.01)
     raise RuntimeError(f"{job_id} never ran")
 
 
@@ -160,7 +162,7 @@ def main() -> None:
         agent, base = start_agent(home, daemon)
         peer_runs = Peer(daemon, daemon.image)
         try:
-            with httpx.Client(base_url=base, timeout=30) as http:
+            with httpx.Client(base_url=base, timeout=60) as http:
                 for i in range(args.n):
                     peer.append(peer_runs.run())
                     for driver in drivers:

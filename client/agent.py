@@ -18,6 +18,7 @@ import httpx
 import structlog
 
 from app.settings.client_tls import client_tls
+from app.wire.api.api_nodes import ClientAllocJson
 from client.allocs import disconnect
 from client.allocs.alloc_runner import TERMINAL, AllocRunner
 from client.allocs.gc import GarbageCollector, measure
@@ -546,7 +547,7 @@ class Client:
 
         guarded("client allocation watch", step, self.stop)
 
-    def _reconcile(self, allocs: list[dict[str, Any]]) -> None:
+    def _reconcile(self, allocs: list[ClientAllocJson]) -> None:
         """Act on every allocation listed; one that fails (the servers away while it is fetched,
         its directory collected under it) does not stop the others. The first failure is
         raised at the end so the caller asks again."""
@@ -566,23 +567,30 @@ class Client:
         if failure is not None:
             raise failure
 
-    def _reconcile_one(self, alloc_id: str, alloc: dict[str, Any]) -> None:
+    def _reconcile_one(self, alloc_id: str, alloc: ClientAllocJson) -> None:
         with self.lock:
             runner = self.runners.get(alloc_id)
         wanted = alloc["DesiredStatus"] == "run" and alloc["ClientStatus"] != "lost"
         if runner is None:
             if wanted and alloc["ClientStatus"] not in TERMINAL and alloc_id not in self.destroyed:
-                self._place(alloc_id)
+                self._place(alloc_id, self._whole(alloc_id, alloc))
         elif not wanted and not runner.terminal and not runner.stopping:
             log.info("stopping allocation", alloc_id=alloc_id, desired=alloc["DesiredStatus"])
-            runner.stop(no_shutdown_delay=bool((alloc.get("DesiredTransition") or {}).get("NoShutdownDelay")))
+            runner.stop(no_shutdown_delay=bool(alloc["DesiredTransition"].get("NoShutdownDelay")))
         elif wanted and _moved_deployment(runner, alloc):
-            full = self.api.allocation(alloc_id)
+            full = self._whole(alloc_id, alloc)
             if full is not None:
                 runner.join_deployment(full)
 
-    def _place(self, alloc_id: str) -> None:
-        full = self.api.allocation(alloc_id)
+    def _whole(self, alloc_id: str, alloc: ClientAllocJson) -> dict[str, object] | None:
+        """The whole allocation: from the watch's answer when the servers sent it (they do for
+        every one they changed since the previous answer), else fetched (None: it is gone)."""
+        whole = alloc["Allocation"]
+        if whole is not None:
+            return dict(whole)
+        return self.api.allocation(alloc_id)
+
+    def _place(self, alloc_id: str, full: dict[str, object] | None) -> None:
         if full is None or self.stop.is_set():
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
@@ -664,8 +672,8 @@ def health_of(drivers: dict[str, Any]) -> dict[str, tuple[bool, bool]]:
     return {name: (bool(info.get("Detected")), bool(info.get("Healthy"))) for name, info in drivers.items()}
 
 
-def _moved_deployment(runner: AllocRunner, stub: dict[str, Any]) -> bool:
-    wanted = stub.get("DeploymentID")
+def _moved_deployment(runner: AllocRunner, stub: ClientAllocJson) -> bool:
+    wanted = stub["DeploymentID"]
     held = runner.health.deployment_id if runner.health else None
     return bool(wanted) and wanted != held and not runner.terminal
 

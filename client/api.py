@@ -12,6 +12,7 @@ import httpx
 from app.acl.client_link import LINK_KEY_FIELD
 from app.settings.client_tls import client_tls
 from app.wire.api.api_host_volumes import NodeHostVolumeJson
+from app.wire.api.api_nodes import ClientAllocJson
 
 NANOS = 1_000_000_000
 # A client's watch on its allocations asks for no wait of its own, so it blocks for Nomad's
@@ -74,18 +75,21 @@ class ServerApi:
         self._take_link_key(body)
         return Heartbeat(body["HeartbeatTTL"] / NANOS, body["NodeStatus"], int(body.get("ForceGCIndex", 0)))
 
-    def node_allocations(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[dict[str, Any]], int]:
-        """Blocking query: returns once the node's allocations may have changed past `index`."""
+    def node_allocations(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[ClientAllocJson], int]:
+        """Blocking query: returns once the node's allocations may have changed past `index`;
+        those the servers changed past it come whole (client_since), so a placement needs no
+        second round trip."""
         reply = self._http.get(
             f"/v1/node/{self.node_id}/allocations",
-            params={"index": index, "wait": f"{int(wait_s)}s"},
+            params={"index": index, "wait": f"{int(wait_s)}s", "client_since": index},
             headers=self._auth(),
             timeout=wait_s + wait_s / 16 + 10,
         )
         if reply.status_code in (403, 404):
             raise NodeGone(reply.text)
         reply.raise_for_status()
-        return list(reply.json()), int(reply.headers.get("X-Nomad-Index", "0"))
+        listed: list[ClientAllocJson] = reply.json()
+        return listed, int(reply.headers.get("X-Nomad-Index", "0"))
 
     def host_volumes(self, index: int, wait_s: float = WATCH_WAIT_S) -> tuple[list[NodeHostVolumeJson], int]:
         """Blocking query on the node's dynamic host volumes (corral's client protocol)."""

@@ -21,9 +21,9 @@ from client.drivers.base import (
     StartError,
     TaskSpec,
     exit_detail,
-    follows_logs,
     log_paths,
     oom_killed,
+    open_log,
     signal_number,
 )
 from client.drivers.docker import Docker, DockerHandle
@@ -60,9 +60,9 @@ __all__ = [
     "available",
     "exit_detail",
     "fingerprint",
-    "follows_logs",
     "log_paths",
     "oom_killed",
+    "open_log",
     "signal_number",
 ]
 

@@ -4,11 +4,13 @@ what is still running."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from app.jobspec.durations import DurationError, duration_ns
 
@@ -108,6 +110,18 @@ def log_paths(task: TaskSpec, logs: Path) -> tuple[Path, Path]:
     return logs / f".{task.name}.stdout.fifo", logs / f".{task.name}.stderr.fifo"
 
 
+def open_log(path: Path) -> BinaryIO:
+    """One of log_paths, opened for the task's output. A log FIFO is opened read-write, which
+    on Linux never waits for a reader: the task starts while its logmon comes up (a Python
+    interpreter: 100-260 ms at load), and what it writes meanwhile waits in the pipe for
+    logmon. (Write-only, the open would block until logmon held the FIFO.) The task runner
+    waits for logmon once the task has started and kills the task if logmon never comes up."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(path.stat().st_mode):
+            return path.open("r+b", buffering=0)
+    return path.open("ab")
+
+
 def signal_number(name: str) -> signal.Signals:
     """`SIGTERM` or `TERM` -> the signal; StartError for a name this system does not know."""
     wanted = name.upper() if name.upper().startswith("SIG") else f"SIG{name.upper()}"
@@ -181,10 +195,3 @@ def seconds(value: Any, key: str) -> float:
         return duration_ns(value) / 1e9
     except DurationError as err:
         raise StartError(f"config.{key} {err}") from None
-
-
-def follows_logs(driver: Driver) -> bool:
-    """Whether the driver copies its task's output into the log FIFOs from a thread of its own
-    once the task has started (docker's daemon keeps what the container wrote meanwhile): its
-    logmon may then come up while the task starts, as a writer's open waits for it."""
-    return getattr(driver, "follows_logs", False) is True

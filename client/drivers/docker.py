@@ -135,7 +135,6 @@ def exit_of(inspected: dict[str, Any]) -> tuple[int, ExitDetail]:
 
 class Docker:
     name = "docker"
-    follows_logs = True  # LogPump opens the log FIFOs after the start (drivers.follows_logs)
 
     def __init__(self, docker_endpoint: str = "", volumes_enabled: bool = False) -> None:
         self.endpoint = endpoint(docker_endpoint)

@@ -30,6 +30,7 @@ from client.drivers.base import (
     StartError,
     TaskSpec,
     log_paths,
+    open_log,
     signal_number,
 )
 from client.drivers.users import Identity, UserPolicy, identity
@@ -268,7 +269,7 @@ def _launch(spec: dict[str, Any], task: TaskSpec, logs: Path) -> tuple[subproces
     status_read, status_write = os.pipe()
     stdout, stderr = log_paths(task, logs)
     try:
-        with stdout.open("ab") as out, stderr.open("ab") as err:
+        with open_log(stdout) as out, open_log(stderr) as err:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", launcher.__file__, str(status_write)],
                 cwd="/",

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from client.drivers.base import DEFAULT_KILL_SIGNAL, KILLED, Handle, StartError, TaskSpec, log_paths, seconds
+from client.drivers.base import DEFAULT_KILL_SIGNAL, KILLED, Handle, StartError, TaskSpec, log_paths, open_log, seconds
 
 
 class MockHandle:
@@ -75,8 +75,8 @@ class Mock:
         exit_code = config.get("exit_code", 0)
         if isinstance(exit_code, bool) or not isinstance(exit_code, int):
             raise StartError("config.exit_code must be an integer")
-        with log_paths(task, logs)[0].open("a") as out:
-            out.write(f"mock task {task.name} started\n")
+        with open_log(log_paths(task, logs)[0]) as out:
+            out.write(f"mock task {task.name} started\n".encode())
         return MockHandle(time.time(), run_for, exit_code, kill_after)
 
     def reattach(self, task: TaskSpec, task_dir: Path, saved: dict[str, Any]) -> Handle | None:

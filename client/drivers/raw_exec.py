@@ -23,6 +23,7 @@ from client.drivers.base import (
     StartError,
     TaskSpec,
     log_paths,
+    open_log,
     signal_number,
 )
 from client.drivers.users import Identity, UserPolicy, identity
@@ -168,7 +169,7 @@ class RawExec:
             # in turn, so the task keeps the pid; the user is dropped after the namespace is joined.
             argv = [*enter_netns(task.netns), *([] if who is None else as_user(who)), *argv]
         stdout, stderr = log_paths(task, logs)
-        with stdout.open("ab") as out, stderr.open("ab") as err:
+        with open_log(stdout) as out, open_log(stderr) as err:
             try:
                 process = subprocess.Popen(
                     argv,

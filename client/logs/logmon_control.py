@@ -40,6 +40,18 @@ class Launch:
 
     def __init__(self, logs: Path, task: str, process: subprocess.Popen[bytes] | None) -> None:
         self.logs, self.task, self.process = logs, task, process
+        # The client's own hold on each FIFO until logmon holds it: a task that writes and exits
+        # before logmon opens the FIFO (drivers.open_log) would otherwise leave it with no opener,
+        # and the kernel drops what is in a pipe nobody holds.
+        self._keepers = [] if process is None else [os.open(p, os.O_RDWR) for p in self._fifos()]
+
+    def _fifos(self) -> list[Path]:
+        return [logmon.fifo_path(self.logs, self.task, stream) for stream in logmon.STREAMS]
+
+    def _release_keepers(self) -> None:
+        for fd in self._keepers:
+            os.close(fd)
+        self._keepers = []
 
     def wait(self) -> None:
         """Return once logmon holds the FIFOs open; StartError (and logmon killed, any writer
@@ -52,6 +64,7 @@ class Launch:
                 self.abandon()
                 raise StartError(f"logmon for task {self.task!r} failed to start")
             time.sleep(0.005)
+        self._release_keepers()  # logmon holds the FIFOs now (its pid file is written last)
 
     def abandon(self) -> None:
         """Kill a logmon that is not wanted any more, and make sure no writer waits for it: one
@@ -59,6 +72,7 @@ class Launch:
         fail with EPIPE), and the FIFOs are removed so a later open does not block either."""
         if self.process is None:
             return
+        self._release_keepers()
         with contextlib.suppress(OSError):
             self.process.kill()
         self.process.wait()

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import subprocess
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,14 +196,19 @@ def _release(
 
 
 def sweep(config: BridgeConfig, allocs_dir: Path, live: set[str]) -> list[str]:
-    """Release the namespaces and host-local leases of this client (by their owner tag) that no
-    live allocation holds: what a client killed -9 (or whose allocation state was lost) left
+    """Release the namespaces and host-local leases of this client (by their owner tag, or by the
+    old bare allocation ID where this client's allocation directory recorded it) that no live
+    allocation holds: what a client killed -9 (or whose allocation state was lost) left
     behind. Returns the namespaces (or lease holders) swept."""
     prefix = owner_prefix(allocs_dir)
-    orphans = {name for name in _held_names(config) if name.startswith(prefix) and name[len(prefix) :] not in live}
+    held = _held_names(config)
+    orphans = {name: name[len(prefix) :] for name in held if name.startswith(prefix)}
+    orphans.update({name: name for name in held if _old_style_ours(allocs_dir, name)})
     swept = []
-    for name in sorted(orphans):
-        state = _recorded(allocs_dir / name[len(prefix) :])
+    for name, alloc_id in sorted(orphans.items()):
+        if alloc_id in live:
+            continue
+        state = _recorded(allocs_dir / alloc_id)
         runtime, result = state.get("runtime"), state.get("result")
         try:
             failures = _release(
@@ -232,7 +238,18 @@ def _held_names(config: BridgeConfig) -> set[str]:
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 names.add(lease.read_text().splitlines()[0].strip() if lease.stat().st_size else "")
     names.discard("")
-    return {name for name in names if name.startswith(NETNS_PREFIX)}
+    return names
+
+
+def _old_style_ours(allocs_dir: Path, name: str) -> bool:
+    """A namespace named by the bare allocation ID, as clients named them before the owner tag:
+    this client's only where its allocation directory of that ID recorded that very namespace
+    (a bare ID alone could be another client's, or a Nomad client's, which names them so)."""
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return _recorded(allocs_dir / name).get("netns") == str(NETNS_DIR / name)
 
 
 def _recorded(alloc_dir: Path) -> JsonObject:

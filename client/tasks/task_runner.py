@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, follows_logs, oom_killed
+from client.drivers import KILLED, Driver, Handle, StartError, TaskSpec, oom_killed
 from client.logs import logmon_control
 from client.tasks import task_state
 from client.tasks.artifacts import ArtifactError, TaskArtifacts
@@ -259,9 +259,7 @@ class TaskRunner:
             # Template variables override the task's env block, as in Nomad's env builder.
             self.spec = replace(self.spec, env={**self.base_env, **self.templates.env()})
         logmon = None if self.spec.logs is None else logmon_control.launch(self.logs, self.spec.name, self.spec.logs)
-        try:
-            if logmon is not None and not follows_logs(self.driver):
-                logmon.wait()  # the driver hands the task the FIFOs: logmon must hold them first
+        try:  # logmon comes up while the driver starts the task (drivers.open_log)
             handle = self.driver.start(self.spec, self.task_dir, self.logs)
         except StartError as err:
             if logmon is not None:
@@ -279,7 +277,7 @@ class TaskRunner:
         return handle
 
     def _logmon_up(self, logmon: logmon_control.Launch, handle: Handle) -> bool:
-        """Wait for a logmon that came up while the task started (drivers.follows_logs); if it
+        """Wait for a logmon that came up while the task started (drivers.open_log); if it
         never does, the task is killed and the start failed, as if logmon had come first."""
         try:
             logmon.wait()

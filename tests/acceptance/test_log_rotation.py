@@ -117,6 +117,18 @@ def test_a_client_restart_keeps_logmon_and_the_log_flowing(tmp_path: Path) -> No
             task.stop()
 
 
+def test_a_task_that_writes_and_exits_before_logmon_is_up_keeps_its_output(tmp_path: Path) -> None:
+    """The task starts while logmon comes up (drivers.open_log) and may be gone before logmon
+    opens the FIFO: the client holds the FIFO meanwhile, so the pipe keeps what it wrote."""
+    runner = _runner(tmp_path, _alloc("a1b2c3d4-0000-0000-0000-0000000000b7", "echo quick; echo oops >&2", {}))
+    try:
+        assert wait_for(lambda: runner.terminal, 60) and runner.client_status == "complete", runner.update()
+        logs = runner.dir / "alloc" / "logs"
+        assert wait_for(lambda: _read(logs / "t.stdout.0") == b"quick\n" and _read(logs / "t.stderr.0") == b"oops\n")
+    finally:
+        runner.destroy()
+
+
 def test_raw_exec_sees_a_host_volume_at_its_destination(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -150,9 +162,9 @@ def test_a_node_without_the_volume_fails_the_allocation(tmp_path: Path) -> None:
 
 
 def test_a_launched_logmon_makes_its_fifos_first_and_a_writer_waits_for_it(tmp_path: Path) -> None:
-    """The docker driver may start its task while logmon comes up (drivers.follows_logs): the
-    FIFOs exist at once (no plain file is ever opened in their place), and a writer's open
-    waits until logmon holds them; what it writes reaches the rotated file."""
+    """A task may start while logmon comes up (drivers.open_log): the FIFOs exist at once (no
+    plain file is ever opened in their place), and a write-only open (docker's log pump) waits
+    until logmon holds them; what it writes reaches the rotated file."""
     launch = logmon_control.launch(tmp_path, "t", LogConfig())
     try:
         fifo = tmp_path / ".t.stdout.fifo"

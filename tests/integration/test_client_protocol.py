@@ -325,3 +325,38 @@ def test_destroyed_allocations_are_recorded(client: FlaskClient, pg: Conn) -> No
     updates(client, node_id, secret, {"ID": alloc, "ClientStatus": "complete", "Destroyed": True})
     row = pg.execute("SELECT client_gc_time IS NOT NULL, modify_time < now() - interval '59 minutes' FROM allocations")
     assert row.fetchone() == (True, True), "recorded, and not made young for the server's GC"
+
+
+def watch(client: FlaskClient, node_id: str, secret: str, query: str) -> Any:
+    return client.get(f"/v1/node/{node_id}/allocations?{query}", headers={"X-Nomad-Token": secret})
+
+
+def test_the_clients_watch_sends_only_what_the_servers_changed_whole(client: FlaskClient, pg: Conn) -> None:
+    """corral's client (?client_since=N): every allocation's state, and whole only those whose
+    AllocModifyIndex passed N; the client's own reports do not make them whole again."""
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
+    a, b = insert_allocation(pg, node_id, eval_id), insert_allocation(pg, node_id, eval_id)
+    pg.execute("INSERT INTO state_index (name, value) VALUES ('allocations', state_index_own())")  # as the applier
+    first = watch(client, node_id, secret, "client_since=0")
+    assert first.status_code == 200 and [e["ID"] for e in first.json] == [a, b]
+    whole = first.json[0]["Allocation"]
+    assert whole["ID"] == a and whole["Job"]["ID"] == "web" and whole["TaskGroup"] == "g"
+    seen = int(first.headers["X-Nomad-Index"])
+
+    assert updates(client, node_id, secret, {"ID": a, "ClientStatus": "failed"}).status_code == 200
+    c = insert_allocation(pg, node_id, eval_id)
+    assert client.put(f"/v1/allocation/{b}/stop").status_code == 200
+    later = watch(client, node_id, secret, f"client_since={seen}")
+    entries = {e["ID"]: e for e in later.json}
+    assert entries[a]["Allocation"] is None and entries[a]["ClientStatus"] == "failed"
+    assert entries[b]["Allocation"]["ID"] == b and entries[b]["DesiredTransition"] == {"Migrate": True}
+    assert entries[c]["Allocation"]["ID"] == c and entries[c]["DesiredStatus"] == "run"
+    assert entries[c]["AllocModifyIndex"] > seen >= entries[a]["AllocModifyIndex"]
+
+    nomads = watch(client, node_id, secret, "")  # Nomad's clients keep Nomad's shape
+    assert {e["ID"] for e in nomads.json} == {a, b, c} and "Allocation" not in nomads.json[0]
+    for query, field in (("client_since=-1", "client_since"), ("client_since=0&filter=ID%20!=%20%22%22", "filter")):
+        refused = watch(client, node_id, secret, query)
+        assert refused.status_code == 400 and refused.json["errors"][0]["field"] == field

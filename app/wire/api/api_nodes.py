@@ -1,10 +1,12 @@
 """Bodies of the node writes as the CLI sends them, and a node as GET /v1/node/:id answers it
-(the node itself is in app/wire's node module)."""
+(the node itself is in app/wire's node module), and the node's allocations as corral's client
+watches them."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from app.wire.allocation import AllocationJson, DesiredTransitionJson
 from app.wire.node import NodeJson
 
 
@@ -27,3 +29,19 @@ class NodeReadJson(NodeJson, total=False):
 
     LastHeartbeat: int
     LinkAddr: str
+
+
+class ClientAllocJson(TypedDict):
+    """One allocation of the node in the answer corral's own client asks for
+    (GET /v1/node/:node_id/allocations?client_since=N): what the client acts on, and the whole
+    allocation (as GET /v1/allocation/:id answers it) when the servers changed it past index N
+    (AllocModifyIndex, which the client's own status reports do not move), else null. One round
+    trip per change, as Nomad's client gets with Node.GetClientAllocs and Alloc.GetAllocs in two."""
+
+    ID: str
+    AllocModifyIndex: int
+    DesiredStatus: str
+    ClientStatus: str
+    DeploymentID: str
+    DesiredTransition: DesiredTransitionJson
+    Allocation: AllocationJson | None

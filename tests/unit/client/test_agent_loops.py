@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.wire.api.api_nodes import ClientAllocJson
 from client.agent import Client
 from client.config import ClientConfig, GcConfig
 from workers.loops import Backoff, guarded
@@ -45,6 +46,8 @@ class FakeServers:
         self.allocs: dict[str, dict[str, Any]] = {}
         self.index = 1
         self.fail_fetches = 0
+        self.fetches = 0  # of one allocation (GET /v1/allocation/:id)
+        self.send_whole = True  # False: the watch sends no allocation whole, the client fetches them
         self.heartbeats = 0
         self.node_status = "ready"  # as the servers see the node; down/disconnected refuse reports
         self.reports: list[dict[str, Any]] = []  # every allocation update the client sent, in order
@@ -52,8 +55,15 @@ class FakeServers:
 
     def place(self, alloc_id: str, desired: str = "run") -> None:
         with self.lock:
-            self.allocs[alloc_id] = {**full_alloc(alloc_id), "DesiredStatus": desired}
             self.index += 1
+            self.allocs[alloc_id] = {**full_alloc(alloc_id), "DesiredStatus": desired, "AllocModifyIndex": self.index}
+
+    def entry(self, alloc: dict[str, Any], since: int) -> dict[str, Any]:
+        """The watch's entry (?client_since): whole if changed past `since` and whole ones are sent."""
+        whole = self.send_whole and alloc["AllocModifyIndex"] > since
+        fields = ("ID", "AllocModifyIndex", "DesiredStatus", "ClientStatus")
+        stub = {k: alloc[k] for k in fields}
+        return {**stub, "DeploymentID": "", "DesiredTransition": {}, "Allocation": alloc if whole else None}
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -78,11 +88,13 @@ class FakeServers:
                 return httpx.Response(409, json={"title": "Conflict"}) if refused else httpx.Response(200, json={})
             if int(request.url.params.get("index", "0")) >= self.index:
                 time.sleep(0.02)  # a short blocking query
+            since = int(request.url.params.get("client_since", "0"))
             with self.lock:
-                stubs = [{k: a[k] for k in ("ID", "DesiredStatus", "ClientStatus")} for a in self.allocs.values()]
-                return httpx.Response(200, json=stubs, headers={"X-Nomad-Index": str(self.index)})
+                entries = [self.entry(a, since) for a in self.allocs.values()]
+                return httpx.Response(200, json=entries, headers={"X-Nomad-Index": str(self.index)})
         if path.startswith("/v1/allocation/"):
             with self.lock:
+                self.fetches += 1
                 if self.fail_fetches > 0:
                     self.fail_fetches -= 1
                     return httpx.Response(500, json={"title": "Internal Server Error"})
@@ -131,7 +143,7 @@ def eventually(condition: Any, timeout: float = 30.0) -> bool:
 def test_the_watch_loop_survives_a_server_error_while_fetching_a_placed_allocation(
     client: Client, servers: FakeServers
 ) -> None:
-    servers.fail_fetches = 2
+    servers.fail_fetches, servers.send_whole = 2, False
     servers.place("a1")
     client.start_loops(ttl=0.05)
 
@@ -142,6 +154,14 @@ def test_the_watch_loop_survives_a_server_error_while_fetching_a_placed_allocati
     servers.place("a2")
     assert eventually(lambda: "a2" in client.runners)
     assert client.unhealthy() is None
+
+
+def test_a_placement_runs_from_the_watchs_answer_without_fetching_it(client: Client, servers: FakeServers) -> None:
+    """The servers send a new allocation whole in the watch's answer: no second round trip."""
+    servers.place("a1")
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: "a1" in client.runners)
+    assert client.runners["a1"].id == "a1" and servers.fetches == 0
 
 
 def test_the_watch_loop_survives_an_allocation_directory_collected_under_it(
@@ -190,7 +210,7 @@ def test_a_client_whose_watch_loop_is_wedged_stops_heartbeating_and_resumes_afte
     release = threading.Event()
     real = client.api.node_allocations
 
-    def wedged(index: int, wait_s: float = 30.0) -> tuple[list[dict[str, Any]], int]:
+    def wedged(index: int, wait_s: float = 30.0) -> tuple[list[ClientAllocJson], int]:
         release.wait(30)
         return real(index, wait_s)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,37 @@ def test_the_sweep_releases_only_this_clients_namespaces_and_leases_that_no_live
     # What setup recorded is used when the directory survived; otherwise portmap is given a mapping.
     assert released[netns_name(allocs / "gone")] == ({"portMappings": []}, {"ips": []})
     assert released[netns_name(allocs / "lease-only")] == (bridge.ORPHAN_RUNTIME, None)
+
+
+def test_the_sweep_releases_old_style_namespaces_only_where_this_client_recorded_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the owner tag a namespace was named by the bare allocation ID: such a one is this
+    client's (and swept) only where its allocation directory recorded that very namespace."""
+    allocs, netns_dir, leases = tmp_path / "allocs", tmp_path / "netns", tmp_path / "leases" / "nomad"
+    netns_dir.mkdir()
+    leases.mkdir(parents=True)
+    ours, live, foreign, lease_only = (str(uuid.uuid4()) for _ in range(4))
+    for name in (ours, live, foreign):
+        (netns_dir / name).touch()
+    (leases / "172.26.64.7").write_text(f"{lease_only}\r\neth0")
+    for alloc_id in (ours, live, lease_only):
+        (allocs / alloc_id).mkdir(parents=True)
+        recorded = {"netns": str(netns_dir / alloc_id), "runtime": {"portMappings": []}, "result": {"ips": []}}
+        (allocs / alloc_id / "network.json").write_text(json.dumps(recorded))
+    released: list[str] = []
+
+    def release(
+        config: BridgeConfig, netns: str, runtime: JsonObject, result: JsonObject | None, attached: bool = True
+    ) -> list[str]:
+        released.append(Path(netns).name)
+        return []
+
+    monkeypatch.setattr(bridge, "NETNS_DIR", netns_dir)
+    monkeypatch.setattr(bridge, "HOST_LOCAL_DIR", leases.parent)
+    monkeypatch.setattr(bridge, "_release", release)
+    assert sorted(bridge.sweep(BridgeConfig(), allocs, {live})) == sorted([ours, lease_only])
+    assert sorted(released) == sorted([ours, lease_only])  # never `foreign` (no record) nor the live one
 
 
 def test_exec_and_raw_exec_tasks_of_a_group_in_mode_none_join_its_own_namespace(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
 from client.allocs.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
 from client.config import ConfigError, build
-from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed
+from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed, open_log
 from client.drivers.exec import Exec, ExecHandle, ExecSettings, unusable_reason
 from client.drivers.mock import MockHandle
 from client.drivers.raw_exec import RawExec
@@ -284,3 +284,38 @@ def test_alloc_exec_enters_the_tasks_namespaces_chroot_and_user(tmp_path: Path) 
         for hierarchy in [*Path("/sys/fs/cgroup").iterdir()]:
             with contextlib.suppress(OSError):
                 (hierarchy / parent).rmdir()
+
+
+# -- log FIFOs ------------------------------------------------------------------------------
+
+
+def test_a_log_fifo_opens_without_its_reader_and_keeps_what_the_task_wrote_for_logmon(tmp_path: Path) -> None:
+    """drivers.open_log: the task may start before logmon holds the FIFO (a write-only open
+    would wait for it); what it writes meanwhile is there when logmon reads."""
+    fifo = tmp_path / ".t.stdout.fifo"
+    os.mkfifo(fifo, 0o600)
+    opened: list[BinaryIO] = []
+
+    def open_and_write() -> None:
+        out = open_log(fifo)
+        out.write(b"before logmon\n")
+        opened.append(out)  # the task holds it while it runs
+
+    writer = threading.Thread(target=open_and_write, daemon=True)
+    writer.start()
+    writer.join(30)
+    assert len(opened) == 1, "the open waited for a reader"
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert os.read(reader, 100) == b"before logmon\n"
+    finally:
+        os.close(reader)
+        opened[0].close()
+
+
+def test_a_plain_log_file_is_appended_to(tmp_path: Path) -> None:
+    path = tmp_path / "t.stdout.0"
+    path.write_bytes(b"old\n")
+    with open_log(path) as out:
+        out.write(b"new\n")
+    assert path.read_bytes() == b"old\nnew\n"

@@ -15,9 +15,10 @@ from app.api.access.callers import caller
 from app.api.encoders import encode
 from app.api.http.context import client_lane, client_write, read, respond, state, write
 from app.api.http.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
-from app.api.http.params import bool_arg, id_prefix_arg, json_body, uuid_value
+from app.api.http.params import bool_arg, id_prefix_arg, integer_arg, json_body, uuid_value
 from app.api.http.validation import validate
 from app.api.routes.allocs import listed
+from app.api.routes.nodes.client_allocs import CLIENT_SINCE, client_allocations
 from app.models import Node, NodeHeartbeat
 from app.store.node import nodes as store
 from app.store.node.drains import DrainSpec, set_drain
@@ -272,8 +273,15 @@ def eligibility(node_id: str) -> Response:
 @client_lane
 def node_allocations(node_id: str) -> Response:
     """?filter= applies (Nomad's route takes none: an extension). Woken only by this node's
-    changes: thousands of clients each hold one of these."""
+    changes: thousands of clients each hold one of these. ?client_since=N (corral's client)
+    answers in app.wire's ClientAllocJson shape instead (client_allocs.py)."""
     key, predicate = uuid_value(node_id, "NodeID"), predicate_arg()
+    since = integer_arg(CLIENT_SINCE)
+    if since is not None:
+        if predicate is not None:
+            raise InvalidInput.of("filter", f"does not apply with {CLIENT_SINCE}")
+        watched, at = read(["allocations", "nodes"], lambda s: client_allocations(s, key, since), node=key)
+        return respond(watched, at)
     body, index = read(
         ["allocations", "nodes"],
         lambda s: filtered(predicate, listed(s, store.node_allocations(s, key)), lambda a: a),

@@ -1,0 +1,66 @@
+"""A node's allocations as its own client watches them: a few columns of each (what the client
+acts on) and the whole rows of those the servers changed past the client's last answer.
+
+Listing every allocation whole, with its job's type, cost a query per job and grew with the
+allocations the node runs (130 ms for 24 of them at load 17): a client's wake-up after each
+placement paid it, and then fetched the new allocation in a second round trip."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Allocation, JobVersion
+from app.store.node.nodes import get_node
+from app.wire.allocation import DesiredTransitionJson
+
+
+@dataclass(frozen=True)
+class ClientAllocRow:
+    """What the client reconciles on: whether to run or stop it, and its deployment."""
+
+    id: uuid.UUID
+    alloc_modify_index: int
+    desired_status: str
+    client_status: str
+    deployment_id: uuid.UUID | None
+    desired_transition: DesiredTransitionJson
+
+
+@dataclass(frozen=True)
+class ClientAllocs:
+    rows: list[ClientAllocRow]
+    # The allocations changed on the servers' side past the client's index, whole, with the
+    # stored spec of the job version each runs (None when that version was pruned).
+    changed: list[tuple[Allocation, JobVersion | None]]
+
+
+def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) -> ClientAllocs:
+    """NotFound when the node is unknown (its client registers again)."""
+    get_node(session, node_id)
+    listed = session.execute(
+        select(
+            Allocation.id,
+            Allocation.alloc_modify_index,
+            Allocation.desired_status,
+            Allocation.client_status,
+            Allocation.deployment_id,
+            Allocation.desired_transition,
+        )
+        .where(Allocation.node_id == node_id)
+        .order_by(Allocation.create_index)
+    ).all()
+    rows = [ClientAllocRow(r[0], r[1], r[2], r[3], r[4], r[5] or {}) for r in listed]
+    wanted = [row.id for row in rows if row.alloc_modify_index > since]
+    return ClientAllocs(rows, _whole(session, wanted))
+
+
+def _whole(session: Session, ids: Sequence[uuid.UUID]) -> list[tuple[Allocation, JobVersion | None]]:
+    if not ids:
+        return []
+    allocs = session.scalars(select(Allocation).where(Allocation.id.in_(ids)).order_by(Allocation.create_index)).all()
+    return [(a, session.get(JobVersion, (a.namespace, a.job_id, a.job_version))) for a in allocs]
