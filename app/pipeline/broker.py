@@ -75,16 +75,24 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
     """Take the next evaluation: with `rescue`, a lapsed lease first, else the best ready one.
     Rescue is a separate statement, so busy workers ask for it about once a second, not per claim."""
     if rescue:
-        token = uuid.uuid4()
-        params = {"types": list(types), "owner": owner, "lease_s": lease_s, "delivery_limit": DELIVERY_LIMIT}
         try:
-            row = _claim_statement(engine, "claim_expired", {**params, "token": token})
+            rescued = claim_expired(engine, types, owner, lease_s)
         except (IntegrityError, psycopg.errors.UniqueViolation):
             return None  # another worker claimed an evaluation of the same job at the same moment
-        if row is not None:
-            return Claim(_eval_struct(row), token, int(row["delivery_count"]))
+        if rescued is not None:
+            return rescued
     ready = claim_batch(engine, types, owner, lease_s, 1)
     return ready[0] if ready else None
+
+
+def claim_expired(engine: Engine, types: Iterable[str], owner: str, lease_s: float) -> Claim | None:
+    """Take over one evaluation whose lease lapsed (under the delivery limit), with a new token
+    that fences its old worker out; None when there is none. Raises the unique violation of a
+    racing claim of the same job (claim() reads that as nothing to claim)."""
+    token = uuid.uuid4()
+    params = {"types": list(types), "owner": owner, "lease_s": lease_s, "delivery_limit": DELIVERY_LIMIT}
+    row = _claim_statement(engine, "claim_expired", {**params, "token": token})
+    return None if row is None else Claim(_eval_struct(row), token, int(row["delivery_count"]))
 
 
 def claim_batch(engine: Engine, types: Iterable[str], owner: str, lease_s: float, batch: int) -> list[Claim]:
