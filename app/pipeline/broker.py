@@ -162,44 +162,30 @@ def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
 
 
 def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
-    """complete() for the common case, a pass that placed everything: the index bump and the
-    completion go to the server as one pipelined batch (one network round trip). Autocommit
-    with no explicit BEGIN: the two statements before the pipeline's one Sync run as a single
-    implicit transaction, committed (or rolled back together) at that Sync, so no separate
-    COMMIT round trip is needed."""
+    """complete() for the common case, a pass that placed everything: the index's logging and
+    the completion in one autocommitted statement (one round trip, one implicit transaction,
+    prepared on the connection)."""
     if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
         raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
+    params = {
+        "description": outcome.description,
+        "snapshot_index": outcome.snapshot_index,
+        "queued": json.dumps(outcome.queued_allocations),
+        "eligibility": json.dumps(outcome.class_eligibility),
+        "escaped": outcome.escaped_computed_class,
+        "eval_id": ev.id,
+        "token": held.token,
+        "namespace": ev.namespace,
+        "job_id": ev.job_id,
+        "scheduled_at": outcome.scheduled_at,
+    }
     with autocommitted(engine) as pg:
-        guard, finished = _complete_pipelined(pg, held, outcome)
-    if guard is None or guard[1] != 1:
+        row = pg.execute(psycopg_query("complete_eval_success"), params, prepare=True).fetchone()
+    if row is None or row[1] != 1:
         raise RuntimeError("take_index refused: 'evaluations' is not a state index name")
-    if finished is None or not finished[0]:
+    if not row[0]:
         raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
-
-
-def _complete_pipelined(
-    pg: psycopg.Connection[Any], held: Claim, outcome: Outcome
-) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
-    ev = held.evaluation
-    with pg.pipeline():
-        taken = pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
-        done = pg.execute(
-            psycopg_query("complete_eval_success"),
-            {
-                "description": outcome.description,
-                "snapshot_index": outcome.snapshot_index,
-                "queued": json.dumps(outcome.queued_allocations),
-                "eligibility": json.dumps(outcome.class_eligibility),
-                "escaped": outcome.escaped_computed_class,
-                "eval_id": ev.id,
-                "token": held.token,
-                "namespace": ev.namespace,
-                "job_id": ev.job_id,
-                "scheduled_at": outcome.scheduled_at,
-            },
-        )
-    return taken.fetchone(), done.fetchone()
 
 
 def complete(session: Session, held: Claim, outcome: Outcome) -> None:
