@@ -70,7 +70,7 @@ def _serve(engine: Engine, lead: Leadership, wakeup: Wakeup, stop: threading.Eve
 def _serve_serially(lead: Leadership, wakeup: Wakeup, until: tuple[threading.Event, ...], batch: int) -> None:
     """Each batch read, checked and written in one transaction, one after the other."""
     while not any(event.is_set() for event in until):
-        if _apply_serially(lead, batch) is None:  # an empty queue is no apply
+        if _drained(_apply_serially(lead, batch), batch, wakeup):
             wakeup.wait()
 
 
@@ -98,9 +98,9 @@ def _serve_pipelined(
                         writing, committing = committing[1], None
                         writing.result()
                     applied = _apply_serially(lead, batch)
-                    if applied is None:
-                        wakeup.wait()
                     deep = applied is not None and _deep(applied)
+                    if not deep and _drained(applied, batch, wakeup):
+                        wakeup.wait()
                     continue
                 prepared = _prepare(reader, batch, [committing[0]] if committing else [])
                 if committing is not None:
@@ -114,6 +114,15 @@ def _serve_pipelined(
         finally:
             if committing is not None:  # let the batch being written finish before the role drops
                 _settle(committing[1])
+
+
+def _drained(applied: Prepared | None, batch: int, wakeup: Wakeup) -> bool:
+    """Whether the queue was empty as of the last batch's read, so the next plan's notification
+    is worth waiting for: nothing was pending, or fewer plans than a full batch while the
+    listener is up (a plan committed after that read notifies it; one committed before was in
+    the batch). Reading again at once found nothing about as often as not: an empty
+    transaction per batch. Without the listener, a partial batch is followed by another read."""
+    return applied is None or (len(applied.pending) < batch and wakeup.listening)
 
 
 # A batch this big (in plans, or in placements for one big plan's chunk) is worth pipelining.

@@ -166,9 +166,10 @@ def await_verdicts(
         wanted = {str(pid) for pid in waiting}
         payloads = worker.wakeup.wait(channel=VERDICTS_CHANNEL, wanted=functools.partial(concerns, plan_ids=wanted))
         told = plans.told_verdicts(payloads)
-        read_untold = not payloads or not all(payloads)
+        if not payloads or not all(payloads):  # some verdicts may have gone untold: one read for them
+            told |= plans.results(worker.engine, [pid for pid in waiting if pid not in told])
         for plan_id in list(waiting):
-            applied = told.get(plan_id) or (plans.result(worker.engine, plan_id) if read_untold else None)
+            applied = told.get(plan_id)
             if applied is not None:
                 eval_id = waiting.pop(plan_id)
                 fenced = LeaseLost(f"plan {plan_id} refused: evaluation {eval_id} is no longer ours")

@@ -169,13 +169,22 @@ class Wakeup:
             self._streak.succeeded()
         return told
 
+    @property
+    def listening(self) -> bool:
+        """Whether the LISTEN connection is up: a change committed from now on will wake wait()."""
+        return self._conn is not None and not self._conn.closed
+
     def _any(self, conn: psycopg.Connection[tuple[object, ...]], limit: float) -> None:
         woke = False
         for _ in conn.notifies(timeout=limit, stop_after=1):
             woke = True
-        if woke and self._debounce_s:
-            for _ in conn.notifies(timeout=self._debounce_s):
-                pass
+        if not woke:
+            return
+        # Without a debounce, the notifications already received are consumed too: each came
+        # from a commit before now, which the caller's next read sees, so none should wake it
+        # again for nothing (timeout 0 reads what is there and returns).
+        for _ in conn.notifies(timeout=self._debounce_s):
+            pass
 
     @staticmethod
     def _on(

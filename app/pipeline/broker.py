@@ -75,16 +75,24 @@ def claim(engine: Engine, types: Iterable[str], owner: str, lease_s: float, *, r
     """Take the next evaluation: with `rescue`, a lapsed lease first, else the best ready one.
     Rescue is a separate statement, so busy workers ask for it about once a second, not per claim."""
     if rescue:
-        token = uuid.uuid4()
-        params = {"types": list(types), "owner": owner, "lease_s": lease_s, "delivery_limit": DELIVERY_LIMIT}
         try:
-            row = _claim_statement(engine, "claim_expired", {**params, "token": token})
+            rescued = claim_expired(engine, types, owner, lease_s)
         except (IntegrityError, psycopg.errors.UniqueViolation):
             return None  # another worker claimed an evaluation of the same job at the same moment
-        if row is not None:
-            return Claim(_eval_struct(row), token, int(row["delivery_count"]))
+        if rescued is not None:
+            return rescued
     ready = claim_batch(engine, types, owner, lease_s, 1)
     return ready[0] if ready else None
+
+
+def claim_expired(engine: Engine, types: Iterable[str], owner: str, lease_s: float) -> Claim | None:
+    """Take over one evaluation whose lease lapsed (under the delivery limit), with a new token
+    that fences its old worker out; None when there is none. Raises the unique violation of a
+    racing claim of the same job (claim() reads that as nothing to claim)."""
+    token = uuid.uuid4()
+    params = {"types": list(types), "owner": owner, "lease_s": lease_s, "delivery_limit": DELIVERY_LIMIT}
+    row = _claim_statement(engine, "claim_expired", {**params, "token": token})
+    return None if row is None else Claim(_eval_struct(row), token, int(row["delivery_count"]))
 
 
 def claim_batch(engine: Engine, types: Iterable[str], owner: str, lease_s: float, batch: int) -> list[Claim]:
@@ -154,44 +162,30 @@ def renew(engine: Engine, held: Claim, lease_s: float) -> bool:
 
 
 def complete_success(engine: Engine, held: Claim, outcome: Outcome) -> None:
-    """complete() for the common case, a pass that placed everything: the index bump and the
-    completion go to the server as one pipelined batch (one network round trip). Autocommit
-    with no explicit BEGIN: the two statements before the pipeline's one Sync run as a single
-    implicit transaction, committed (or rolled back together) at that Sync, so no separate
-    COMMIT round trip is needed."""
+    """complete() for the common case, a pass that placed everything: the index's logging and
+    the completion in one autocommitted statement (one round trip, one implicit transaction,
+    prepared on the connection)."""
     if outcome.failed_tg_allocs or outcome.max_plan_attempts or outcome.status != "complete" or outcome.rolling_wait_s:
         raise ValueError("complete_success is only for passes without placement failures or follow-ups")
     ev = held.evaluation
+    params = {
+        "description": outcome.description,
+        "snapshot_index": outcome.snapshot_index,
+        "queued": json.dumps(outcome.queued_allocations),
+        "eligibility": json.dumps(outcome.class_eligibility),
+        "escaped": outcome.escaped_computed_class,
+        "eval_id": ev.id,
+        "token": held.token,
+        "namespace": ev.namespace,
+        "job_id": ev.job_id,
+        "scheduled_at": outcome.scheduled_at,
+    }
     with autocommitted(engine) as pg:
-        guard, finished = _complete_pipelined(pg, held, outcome)
-    if guard is None or guard[1] != 1:
+        row = pg.execute(psycopg_query("complete_eval_success"), params, prepare=True).fetchone()
+    if row is None or row[1] != 1:
         raise RuntimeError("take_index refused: 'evaluations' is not a state index name")
-    if finished is None or not finished[0]:
+    if not row[0]:
         raise LeaseLost(f"evaluation {ev.id}: lease lost before completion")
-
-
-def _complete_pipelined(
-    pg: psycopg.Connection[Any], held: Claim, outcome: Outcome
-) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
-    ev = held.evaluation
-    with pg.pipeline():
-        taken = pg.execute(psycopg_query("take_index"), {"tables": ["evaluations"], "notify": False})
-        done = pg.execute(
-            psycopg_query("complete_eval_success"),
-            {
-                "description": outcome.description,
-                "snapshot_index": outcome.snapshot_index,
-                "queued": json.dumps(outcome.queued_allocations),
-                "eligibility": json.dumps(outcome.class_eligibility),
-                "escaped": outcome.escaped_computed_class,
-                "eval_id": ev.id,
-                "token": held.token,
-                "namespace": ev.namespace,
-                "job_id": ev.job_id,
-                "scheduled_at": outcome.scheduled_at,
-            },
-        )
-    return taken.fetchone(), done.fetchone()
 
 
 def complete(session: Session, held: Claim, outcome: Outcome) -> None:

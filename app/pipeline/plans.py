@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg.types.json import Jsonb
 from sqlalchemy import Engine
@@ -136,8 +137,21 @@ def result(engine: Engine, plan_id: int) -> AppliedPlan | None:
     """The applier's verdict on the plan, or None while it waits: one statement."""
     with autocommitted(engine) as pg:
         row = pg.execute(psycopg_query("plan_verdict"), {"plan_id": plan_id}, prepare=True).fetchone()
-    if row is None:
-        return None
+    return None if row is None else _verdict_of(row)
+
+
+def results(engine: Engine, plan_ids: Collection[int]) -> dict[int, AppliedPlan]:
+    """The verdicts on those of the plans the applier has decided, by plan ID: one statement
+    for all of them (a batch's wait that ended without their notification reads them so)."""
+    if not plan_ids:
+        return {}
+    with autocommitted(engine) as pg:
+        rows = pg.execute(psycopg_query("plan_verdicts"), {"plan_ids": list(plan_ids)}, prepare=True).fetchall()
+    return {int(row[0]): _verdict_of(row[1:]) for row in rows}
+
+
+def _verdict_of(row: Sequence[Any]) -> AppliedPlan:
+    """plan_verdict's columns (status, placed, stopped, rejected nodes, refresh index, completed)."""
     status, placed, stopped, rejected, refresh_index, completed = row
     return verdict(
         placed=int(placed),

@@ -163,9 +163,17 @@ WITH finished AS (
 SELECT (SELECT count(*) FROM finished) AS finished, (SELECT count(*) FROM coalesced) AS coalesced;
 
 -- name: complete_eval_success
--- complete_eval for a pass that placed everything, pipelined right after take_index in the same
--- transaction: the index is this transaction's own, the one take_index logged.
-WITH taken AS (SELECT state_index_own() AS index), finished AS (
+-- complete_eval for a pass that placed everything, with take_index's logging of this
+-- transaction's own index against 'evaluations' in the same statement (one statement, no
+-- pipeline: the broker's hottest write). `known` is take_index's check that the name is a
+-- state index name (it always is: the initial migration logs it).
+WITH taken AS MATERIALIZED (SELECT state_index_own() AS index), known AS MATERIALIZED (
+    SELECT true AS known FROM state_index s WHERE s.name = 'evaluations' LIMIT 1
+), stamped AS (
+    INSERT INTO state_index (name, value) SELECT 'evaluations', t.index FROM taken t CROSS JOIN known
+    ON CONFLICT (name, value) DO NOTHING
+    RETURNING name
+), finished AS (
     UPDATE evaluations
     SET status = 'complete', status_description = :description, lease_token = NULL, lease_owner = NULL,
         lease_expires_at = NULL, snapshot_index = :snapshot_index, failed_tg_allocs = '{}',
@@ -189,4 +197,4 @@ WITH taken AS (SELECT state_index_own() AS index), finished AS (
     WHERE namespace = :namespace AND job_id = :job_id AND status = 'blocked' AND EXISTS (SELECT 1 FROM finished)
     RETURNING id
 )
-SELECT (SELECT count(*) FROM finished) AS finished;
+SELECT (SELECT count(*) FROM finished) AS finished, (SELECT count(*) FROM known) AS stamped;

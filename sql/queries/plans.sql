@@ -47,3 +47,16 @@ SELECT p.status,
        r.completed_eval
 FROM plan_results r JOIN plans p ON p.id = r.plan_id
 WHERE r.plan_id = :plan_id;
+
+-- name: plan_verdicts
+-- plan_verdict for several plans in one statement (a batch's waiter whose wait ended without
+-- their notification: the poll interval, a reconnect): a row per plan that has its verdict.
+SELECT r.plan_id,
+       p.status,
+       (SELECT count(*) FROM jsonb_each(r.node_allocation) n, jsonb_array_elements(n.value)) AS placed,
+       (SELECT count(*) FROM jsonb_each(r.node_update) n, jsonb_array_elements(n.value)) AS stopped,
+       cardinality(r.rejected_nodes) AS rejected_nodes,
+       r.refresh_index,
+       r.completed_eval
+FROM plan_results r JOIN plans p ON p.id = r.plan_id
+WHERE r.plan_id = ANY(CAST(:plan_ids AS bigint[]));

@@ -193,6 +193,28 @@ def test_the_verdict_counts_placements_stops_and_rejected_nodes(
     assert verdict.partial and verdict.progress and not verdict.fenced and not verdict.completed_eval
 
 
+def test_several_verdicts_are_read_in_one_statement_as_one_at_a_time(
+    engine: Engine, pg: Conn, term: tuple[Leadership, int]
+) -> None:
+    """plans.results (a batch's waiter whose wait ended untold) says for each decided plan what
+    plans.result says, and nothing for a plan still waiting."""
+    register(engine, "web")
+    held = claim(engine)
+    assert held is not None
+    roomy, full = insert_node(pg, cpu=2000, name="roomy"), insert_node(pg, cpu=600, name="full")
+    first = Plan(held.evaluation.id, 50, 0, node_allocation={uuid.UUID(roomy): (alloc(held, roomy, 0),)})
+    placed_id = submit(engine, held, first)
+    assert apply(*term) == placed_id
+    partial_id = submit(engine, held, replacing(held, first, roomy, full), attempt=2)
+    assert apply(*term) == partial_id
+    waiting_id = submit(engine, held, Plan(held.evaluation.id, 50, 0), attempt=3)
+    told = plans.results(engine, [placed_id, partial_id, waiting_id])
+    assert told == {placed_id: plans.result(engine, placed_id), partial_id: plans.result(engine, partial_id)}
+    assert (told[partial_id].placed, told[partial_id].stopped, told[partial_id].rejected_nodes) == (2, 1, 1)
+    assert told[placed_id].placed == 1 and not told[placed_id].partial
+    assert plans.results(engine, []) == {}
+
+
 def test_a_due_completion_that_did_not_happen_undoes_the_batch_and_its_notification(
     engine: Engine, pg: Conn, database_url: str, term: tuple[Leadership, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,7 +52,7 @@ def test_the_worker_loop_survives_an_exception_in_its_claim(database_url: str, m
     from workers import worker as worker_module
 
     calls: list[int] = []
-    monkeypatch.setattr(broker, "claim", flaky(broker.claim, 2, calls))
+    monkeypatch.setattr(broker, "claim_batch", flaky(broker.claim_batch, 2, calls))
     engine = make_engine(database_url, "test")
     try:
         eval_id = register(engine, "web")

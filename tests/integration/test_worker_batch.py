@@ -285,3 +285,23 @@ def test_a_batch_settles_its_scheduling_evaluations_before_its_garbage_collectio
         apply_until_done(thread, lead)
     assert seen_at_collection == [("complete",), ("complete",)]
     assert pg.execute("SELECT job_id FROM evaluations WHERE status = 'blocked'").fetchall() == [("huge",)]
+
+
+def test_a_rescue_takes_a_lapsed_lease_alone_and_else_a_whole_batch(
+    engine: Engine, pg: Conn, database_url: str
+) -> None:
+    """About once a second a loop looks for a lapsed lease first: it takes that one alone, and
+    when there is none it claims a batch of ready evaluations, as its other claims do (not one
+    evaluation alone, which would be scheduled, read and submitted on its own)."""
+    lapsed = register(engine, "lapsed")
+    assert [str(c.evaluation.id) for c in claim_batch(engine)] == [lapsed]
+    pg.execute("UPDATE evaluations SET lease_expires_at = now() - interval '1 second' WHERE id = %s", (lapsed,))
+    ready = [register(engine, f"job{i}") for i in range(3)]
+    worker = Worker(Settings(database_url=database_url, eval_batch=8), database_url, ALL_SCHEDULERS)
+    try:
+        rescued = worker._claim(rescue=True)
+        assert [(str(c.evaluation.id), c.delivery_count) for c in rescued] == [(lapsed, 2)]
+        assert sorted(str(c.evaluation.id) for c in worker._claim(rescue=True)) == sorted(ready)
+        assert worker._claim(rescue=True) == []
+    finally:
+        worker.close()

@@ -28,7 +28,7 @@ BUDGETS: dict[str, tuple[int, int]] = {
     "app/leader": (0, 1),
     "app/metrics": (0, 0),
     "app/models": (0, 0),
-    "app/pipeline": (6, 51),
+    "app/pipeline": (6, 50),
     "app/scheduler": (0, 4),
     "app/store": (0, 8),
     "app/stream": (0, 0),
