@@ -34,7 +34,14 @@ def all_loops_waiting(pg: Conn) -> bool:
 
 @pytest.fixture
 def env(database_url: str) -> dict[str, str]:
-    return {"CORRAL_DATABASE_URL": database_url, "CORRAL_EVAL_LEASE_S": "2", "CORRAL_POLL_INTERVAL_S": "0.2"}
+    # One evaluation per claim: the loops, not batches, are under test (a loop's first claim, the
+    # rescue, takes a whole batch when no lease has lapsed, which left the other loops nothing).
+    return {
+        "CORRAL_DATABASE_URL": database_url,
+        "CORRAL_EVAL_LEASE_S": "2",
+        "CORRAL_POLL_INTERVAL_S": "0.2",
+        "CORRAL_EVAL_BATCH": "1",
+    }
 
 
 def test_each_loop_holds_its_own_evaluation_and_all_complete(
