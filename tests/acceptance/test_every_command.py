@@ -51,7 +51,9 @@ job "web" {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        args    = ["-c", "echo started ${VERSION}; exec sleep 600"]
+        # Traps SIGHUP: step "alloc signal -s SIGHUP" must not kill it, or the
+        # service steps after it race the task's restart.
+        args    = ["-c", "trap 'echo got HUP' HUP; echo started ${VERSION}; while :; do sleep 1; done"]
       }
       env {
         VERSION = "v1"

@@ -248,7 +248,8 @@ def test_script_checks_of_an_exec_task_run_inside_it_as_its_user(cluster: Cluste
 
     assert wait_for(lambda: results().get("inside", {}).get("Status") == "success", 60), results()
     inside = results()["inside"]
-    # Run in the task's PID namespace as nobody: the task's shell or sleep, this shell, ls, grep.
+    # Run in the task's PID namespace as nobody: the task's sleep, this check's shell, ls and
+    # grep, and at times the other check's shell and test (the host has hundreds).
     user, procs = inside["Output"].split()
-    assert user == "user=nobody" and int(procs.removeprefix("procs=")) <= 5
+    assert user == "user=nobody" and int(procs.removeprefix("procs=")) <= 8
     assert wait_for(lambda: results().get("missing", {}).get("Status") == "failure", 30), results()
