@@ -47,7 +47,7 @@ def run_config_agent(paths: list[Path], acl_enabled: bool) -> int:
 
     found = load_agent_config(paths)
     os.environ.update(found.env)
-    os.environ["CORRAL_AGENT_CONFIG"] = json.dumps({**found.summary, "Files": [str(p) for p in paths]})
+    os.environ["CORRAL_AGENT_CONFIG"] = json.dumps({**found.summary, "Files": [str(p.resolve()) for p in paths]})
     if acl_enabled:
         os.environ["CORRAL_ACL_ENABLED"] = "true"
     settings = get_settings()
