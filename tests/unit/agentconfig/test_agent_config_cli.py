@@ -107,3 +107,41 @@ def test_a_config_plan_runs_the_roles_the_file_enables(tmp_path: Path) -> None:
     assert client_only.server_roles == () and client_only.client_token == "node-token"
     assert config_plan(True, None, client_file, {}, None).client is None
     assert [r.name for r in server_roles()] == [r.name for r in dev_roles({})]
+
+
+def test_a_client_only_agent_opens_no_database_and_hands_its_client_the_node_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server roles: no database is opened, no API awaited; the client gets the operator's
+    node token and the configuration's extra environment, and none of the database settings."""
+    import signal
+    import threading
+    from collections.abc import Mapping
+
+    import workers.agent as launcher
+    from app.settings.config import Settings
+
+    def no_database(_settings: Settings) -> None:
+        raise AssertionError("a client-only agent must not open a database")
+
+    spawned: list[tuple[str, dict[str, str]]] = []
+    real_spawn = launcher._spawn
+
+    def spawn(role: launcher.Role, env: Mapping[str, str], lock: threading.Lock) -> launcher.Child:
+        spawned.append((role.name, dict(env)))
+        return real_spawn(launcher.Role(role.name, ["version"]), env, lock)
+
+    monkeypatch.setattr(launcher, "open_database", no_database)
+    monkeypatch.setattr(launcher, "_spawn", spawn)
+    monkeypatch.setenv("CORRAL_DATABASE_URL", "postgresql://secret@db/corral")
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    plan = config_plan(False, {"server": "http://s:4646"}, tmp_path / "c.json", {"CORRAL_CACERT": "/ca"}, "tok")
+    try:
+        code = launcher.run_agent(Settings(data_dir=tmp_path, bind="127.0.0.1:1"), plan)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert code == 1  # `corral version` exits at once, and the agent stops with its role
+    [(name, env)] = spawned
+    assert name == "client" and env["CORRAL_TOKEN"] == "tok" and env["CORRAL_CACERT"] == "/ca"
+    assert not any("DATABASE" in key for key in env)
