@@ -10,6 +10,9 @@ from app.jobspec.durations import SECOND, format_duration
 from app.settings.config import Settings
 from app.wire.json import JsonObject
 
+# corral's log levels under Nomad's names.
+NOMAD_LOG_LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARN", "error": "ERR"}
+
 
 def _go(seconds: float) -> str:
     """A Go duration string, as Nomad's JSON writes its GC thresholds ("4h0m0s")."""
@@ -41,7 +44,7 @@ def agent_config(settings: Settings) -> JsonObject:
         "Datacenter": agent.get("Datacenter", "dc1"),
         "NodeName": agent.get("NodeName", ""),
         "DataDir": agent.get("DataDir", str(settings.data_dir)),
-        "LogLevel": settings.log_level.upper(),
+        "LogLevel": NOMAD_LOG_LEVELS.get(settings.log_level.lower(), settings.log_level.upper()),
         "LogJson": settings.log_format == "json",
         "Files": agent.get("Files", []),
         "Addresses": {"HTTP": host.strip("[]")},
