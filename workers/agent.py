@@ -1,7 +1,8 @@
-"""`corral agent -dev`: embedded Postgres, migrations, and every role as a child process,
-their logs merged into one stream with a role prefix. Ctrl-C stops all of it: the client
-first (it destroys its allocations, as Nomad's dev agent does), then the other roles, then
-the database."""
+"""`corral agent -dev` and `corral agent -config`: the database (embedded Postgres unless a URL
+is given), migrations, and every role as a child process, their logs merged into one stream
+with a role prefix. Ctrl-C stops all of it: the client first (in dev mode it destroys its
+allocations, as Nomad's dev agent does), then the other roles, then the database. Both modes
+share one launcher (run_agent); a Plan says which roles each runs."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import ctypes
 import errno
 import fcntl
 import gc
+import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -79,11 +82,12 @@ def host_port(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def api_url(bind: str) -> str:
+def api_url(bind: str, *, tls: bool = False) -> str:
     """Where the agent's client and health probe reach the API (a wildcard bind answers on loopback)."""
     host, port = host_port(bind)
     host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    scheme = "https" if tls else "http"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def check_port_free(bind: str) -> None:
@@ -135,16 +139,42 @@ def client_env(role_environment: Mapping[str, str], token: str | None) -> dict[s
     return kept
 
 
-def dev_roles(base: Mapping[str, str]) -> list[Role]:
+def server_roles(server_env: Mapping[str, str] | None = None) -> list[Role]:
     """The roles started with the database, before the API answers; the client comes after."""
-    server_env = {key: value for key, value in DEV_SERVER_ENV.items() if key not in base}
     return [
-        Role("server", ["server"], server_env),
+        Role("server", ["server"], server_env or {}),
         Role("worker1", ["worker"]),
         Role("worker2", ["worker"]),
         Role("applier", ["applier"]),
         Role("leader", ["leader"]),
     ]
+
+
+def dev_roles(base: Mapping[str, str]) -> list[Role]:
+    """The server roles with the dev server's settings, where the operator set none."""
+    return server_roles({key: value for key, value in DEV_SERVER_ENV.items() if key not in base})
+
+
+def config_plan(
+    server_enabled: bool,
+    client_values: Mapping[str, object] | None,
+    client_file: Path,
+    client_extra_env: Mapping[str, str],
+    client_token: str | None,
+) -> Plan:
+    """`corral agent -config`: the server roles when the server is enabled, and a client that
+    reads the client block's translation from `client_file` (written, 0600, only once the agent
+    holds its data directory)."""
+
+    def client() -> Role:
+        client_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(client_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(client_values, out, indent=2)
+        return Role("client", ["client", "-config", str(client_file)])
+
+    roles = tuple(server_roles()) if server_enabled else ()
+    return Plan(roles, client if client_values is not None else None, client_extra_env, client_token)
 
 
 def dev_client_role(settings: Settings, docker: bool = False) -> Role:
@@ -232,50 +262,96 @@ def lock_data_dir(data_dir: Path) -> int:
     return fd
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What an agent runs. `server_roles`: started on the database before the API answers (none:
+    no database, no API, as a client-only agent). `client`: the client's role, made once the API
+    answers (None: no client). `client_extra_env`: added to the client's environment;
+    `client_token`: its token when no ACL token is minted for it (a client-only agent passes the
+    operator's node token on)."""
+
+    server_roles: tuple[Role, ...]
+    client: Callable[[], Role] | None
+    client_extra_env: Mapping[str, str] = field(default_factory=dict)
+    client_token: str | None = None
+
+
+def dev_plan(settings: Settings) -> Plan:
+    def client() -> Role:
+        daemon = probe(docker_endpoint())
+        log.info(docker_line(daemon))
+        return dev_client_role(settings, daemon.healthy)
+
+    return Plan(tuple(dev_roles(os.environ)), client)
+
+
 def run_dev_agent(settings: Settings) -> int:
-    check_port_free(settings.bind)  # first: it touches nothing, not even the data directory
+    return run_agent(settings, dev_plan(settings))
+
+
+def run_agent(settings: Settings, plan: Plan) -> int:
+    if plan.server_roles:
+        check_port_free(settings.bind)  # first: it touches nothing, not even the data directory
     lock = lock_data_dir(Path(settings.data_dir))
     try:
-        return _run_locked(settings)
+        return _run_locked(settings, plan)
     finally:
         os.close(lock)
 
 
-def _run_locked(settings: Settings) -> int:
+def _run_locked(settings: Settings, plan: Plan) -> int:
     stop = _stop_on_signals()
-    database = open_database(settings)
+    database = open_database(settings) if plan.server_roles else None
     children: list[Child] = []
     try:
-        upgrade(database.url)
-        if stop.is_set():
-            return 0
-        gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
-        env = role_env(os.environ, database.url, settings.log_format, embedded=database.embedded is not None)
         lock = threading.Lock()
-        children = [_spawn(role, env, lock) for role in dev_roles(os.environ)]
-        url = api_url(settings.bind)
-        if not await_api(lambda: _healthy(url), lambda: _exited(children), stop):
-            return 0 if stop.is_set() else 1
-        log.info(f"API listening on {url}; web UI at {url}/ui/")
-        token = mint_client_token(database.url) if settings.acl_enabled else None
-        daemon = probe(docker_endpoint())
-        log.info(docker_line(daemon))
-        children.append(_spawn(dev_client_role(settings, daemon.healthy), client_env(env, token), lock))
+        token = plan.client_token
+        if database is None:
+            env = role_env(os.environ, "", settings.log_format, embedded=False)
+        else:
+            upgrade(database.url)
+            if stop.is_set():
+                return 0
+            gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
+            env = role_env(os.environ, database.url, settings.log_format, embedded=database.embedded is not None)
+            children = [_spawn(role, env, lock) for role in plan.server_roles]
+            url = api_url(settings.bind, tls=settings.tls_cert_file is not None)
+            if not await_api(lambda: _healthy(url, settings), lambda: _exited(children), stop):
+                return 0 if stop.is_set() else 1
+            log.info(f"API listening on {url}; web UI at {url}/ui/")
+            token = mint_client_token(database.url) if settings.acl_enabled else None
+        if plan.client is not None:
+            client = {**client_env(env, token), **plan.client_extra_env}
+            children.append(_spawn(plan.client(), client, lock))
         return _supervise(children, stop)
     finally:
         client_s, roles_s = _stop_children(children)
         began = time.monotonic()
-        database.close()
+        if database is not None:
+            database.close()
         if children:
             database_s = round(time.monotonic() - began, 2)
             log.info("stopped", client_s=client_s, roles_s=roles_s, database_s=database_s)
 
 
-def _healthy(url: str) -> bool:
+def _healthy(url: str, settings: Settings) -> bool:
+    verify = _probe_tls(settings) if url.startswith("https:") else True
     try:
-        return httpx.get(f"{url}/v1/agent/health", timeout=2).status_code == 200
+        return httpx.get(f"{url}/v1/agent/health", timeout=2, verify=verify).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _probe_tls(settings: Settings) -> ssl.SSLContext:
+    """The health probe reaches the agent's own API on loopback: over HTTPS it checks health,
+    not the certificate (which names the servers' public names), and presents the servers' own
+    certificate where the API requires one of its callers."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if settings.tls_verify_client and settings.tls_cert_file and settings.tls_key_file:
+        context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    return context
 
 
 def _exited(children: list[Child]) -> Child | None:

@@ -7,6 +7,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -37,22 +38,50 @@ def main() -> None:
 @main.command()
 @click.option("-dev", "--dev", "dev", is_flag=True, help="Development mode: embedded PostgreSQL, all roles.")
 @click.option(
+    "-config",
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Nomad's agent configuration: an HCL or JSON file, or a directory (every *.hcl and *.json in it, "
+    "in lexical order); repeatable, later files win per key. See docs/configuration.md.",
+)
+@click.option(
     "-acl-enabled",
     "--acl-enabled",
     "acl_enabled",
     is_flag=True,
     help="Enforce ACLs (as CORRAL_ACL_ENABLED=true); the agent's own client gets a node:write token it mints.",
 )
-def agent(dev: bool, acl_enabled: bool) -> None:
+def agent(dev: bool, configs: tuple[Path, ...], acl_enabled: bool) -> None:
     """Run corral. With -dev: start the embedded PostgreSQL (unless CORRAL_DATABASE_URL is
     set), migrate it, and run every role as a child process with one merged log. Ctrl-C
     stops everything, the embedded database included. The client gets no database URL and
     none of the operator's tokens; with ACLs on it registers with a short-lived token that
-    only allows node:write, minted by the agent."""
-    if not dev:
-        raise click.UsageError("only `corral agent -dev` exists; run roles separately in production")
+    only allows node:write, minted by the agent.
+
+    With -config: run what Nomad's agent configuration enables. `server { enabled = true }`
+    runs the API, two workers, the applier and the leader on the database of the `database`
+    block (else the embedded one in data_dir); `client { enabled = true }` runs the node agent
+    against client.servers (else the local API). Unknown keys are refused; Nomad keys with no
+    meaning here are named in a warning."""
+    from workers.agent import StartRefusedError
+
+    if dev == bool(configs):
+        raise click.UsageError("give -dev (development mode) or -config PATH (Nomad's agent configuration)")
+    try:
+        if configs:
+            from app.cli.local.agent_config import run_config_agent
+
+            sys.exit(run_config_agent(list(configs), acl_enabled))
+        sys.exit(_dev_agent(acl_enabled))
+    except StartRefusedError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _dev_agent(acl_enabled: bool) -> int:
     from app.settings.logging import configure, resolve_format
-    from workers.agent import StartRefusedError, run_dev_agent
+    from workers.agent import run_dev_agent
 
     if acl_enabled:
         os.environ["CORRAL_ACL_ENABLED"] = "true"  # the roles read their settings from the environment
@@ -60,11 +89,7 @@ def agent(dev: bool, acl_enabled: bool) -> None:
     # Decided once, on the agent's terminal: the roles write to a pipe and are told the result.
     settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})
     configure("agent", settings.log_level, settings.log_format)
-    try:
-        code = run_dev_agent(settings)
-    except StartRefusedError as err:
-        raise click.ClickException(str(err)) from err
-    sys.exit(code)
+    return run_dev_agent(settings)
 
 
 @main.group(invoke_without_command=True)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from prometheus_client.registry import Collector
 
     from app.settings.config import Settings
+    from app.wire.json import JsonObject
     from client.config import ClientConfig
 
 
@@ -63,10 +64,12 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     "-config",
     "--config",
     "config_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, path_type=Path),
     help=(
         "JSON file with any of the settings below (snake_case keys; GC settings by Nomad's names,"
-        ' gc_interval, gc_max_allocs, ..., at the top level or under "gc"). Flags win.'
+        ' gc_interval, gc_max_allocs, ..., at the top level or under "gc"), or Nomad\'s agent'
+        " configuration (an .hcl file or a directory: its client block and plugin blocks, as"
+        " `corral agent -config` reads them). Flags win."
     ),
 )
 @click.option(
@@ -196,11 +199,15 @@ def _metrics_server(settings: Settings) -> Callable[[Collector], None] | None:
 
 def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientConfig:
     """The flags given (None: not given) over the config file over Nomad's defaults."""
-    from client.config import ConfigError, build, load_file
+    from client.config import ConfigError, build
 
     gc = {key.removeprefix("gc_"): options.pop(key) for key in list(options) if key.startswith("gc_")}
+    try:
+        file_values = _file_values(config_file) if config_file else {}
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from err
     flags = {
-        "server": options["server"] or (None if config_file else default_address()),
+        "server": options["server"] or (None if "server" in file_values else default_address()),
         "data_dir": options["data_dir"],
         "name": options["name"],
         "datacenter": options["datacenter"],
@@ -220,10 +227,28 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
         "host_volumes": options["host_volumes"],
     }
     try:
-        config = build(load_file(config_file) if config_file else {}, flags, gc)
+        config = build(file_values, flags, gc)
     except ConfigError as err:
         raise click.UsageError(str(err)) from err
     return config
+
+
+def _file_values(path: Path) -> JsonObject:
+    """The config file's settings: the flat JSON file, or the client part of Nomad's agent
+    configuration (its warnings about keys that mean nothing here go to stderr)."""
+    from app.agentconfig.files import AgentConfigError
+    from app.agentconfig.load import is_agent_config, load
+    from client.config import ConfigError, load_file
+
+    if not is_agent_config(path):
+        return load_file(path)
+    try:
+        found = load([path], client_only=True)
+    except AgentConfigError as err:
+        raise ConfigError(str(err)) from None
+    for warning in found.warnings:
+        click.echo(f"==> WARNING: {warning}", err=True)
+    return dict(found.client)
 
 
 @click.command()

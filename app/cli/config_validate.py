@@ -1,6 +1,7 @@
 """`corral config validate`: check configuration before starting anything, as Nomad's does:
-the node agent's config files (JSON, as `corral client -config` reads them) and the CORRAL_*
-environment the server roles read."""
+Nomad's agent configuration (HCL or JSON, as `corral agent -config` reads it), the node agent's
+flat JSON config files (as `corral client -config` reads them) and the CORRAL_* environment the
+server roles read."""
 
 from __future__ import annotations
 
@@ -17,12 +18,21 @@ def config() -> None:
 @config.command()
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 def validate(paths: tuple[str, ...]) -> None:
-    """Validate the node agent config files at PATHs (a directory: every *.json in it) and the
-    CORRAL_* environment. Prints every problem, naming the file or setting, and exits 1; prints
-    "Configuration is valid!" and exits 0 when there is none."""
+    """Validate the configuration at PATHs and the CORRAL_* environment. An .hcl file, a Nomad
+    agent JSON file (with a client, server or plugin block) or a directory is Nomad's agent
+    configuration, checked as `corral agent -config` reads it (all of them together, merged);
+    another .json file is the node agent's flat config file. Prints every problem, naming the
+    file, block and key or setting, and exits 1; warnings name the Nomad keys that mean nothing
+    here; prints "Configuration is valid!" and exits 0 when there is no problem."""
+    from app.agentconfig.load import is_agent_config
+
     problems = _environment_problems()
+    agent_files = [Path(path) for path in paths if is_agent_config(Path(path))]
+    if agent_files:
+        problems += _agent_problems(agent_files)
     for path in paths:
-        problems += _file_problems(Path(path))
+        if Path(path) not in agent_files:
+            problems += _file_problems(Path(path))
     if problems:
         for problem in problems:
             click.echo(problem, err=True)
@@ -56,4 +66,22 @@ def _file_problems(path: Path) -> list[str]:
     except ConfigError as err:
         message = str(err)
         return [message if message.startswith("config file") else f"{path}: {message}"]
+    return []
+
+
+def _agent_problems(paths: list[Path]) -> list[str]:
+    from app.agentconfig.files import AgentConfigError
+    from app.agentconfig.load import load
+    from client.config import ConfigError, build
+
+    try:
+        found = load(paths)
+        if found.client_enabled:
+            build(found.client, {}, {})
+    except AgentConfigError as err:
+        return [str(err)]
+    except ConfigError as err:
+        return [f"{', '.join(map(str, paths))}: client: {err}"]
+    for warning in found.warnings:
+        click.echo(f"==> WARNING: {warning}", err=True)
     return []

@@ -32,6 +32,14 @@ class Settings(BaseSettings):
             "operator setting."
         ),
     )
+    agent_config: str | None = Field(
+        default=None,
+        description=(
+            "Set by `corral agent -config` for the roles it starts: JSON of the agent configuration's own "
+            "part (region, datacenter, name, data_dir, the client block, the files read), which "
+            "/v1/agent/self reports. Not an operator setting."
+        ),
+    )
     read_database_url: str | None = Field(
         default=None,
         description=(

@@ -70,6 +70,9 @@ LAYERS: list[tuple[str, ...]] = [
         # Variables' rules (paths, sizes, locks): values and pure functions.
         "app.keyring",
         "app.variables",
+        # Nomad's agent configuration files read, checked and translated into CORRAL_* settings
+        # and the client's config values (the agent, the client and `config validate` read them).
+        "app.agentconfig",
     ),
     # 1: a WebSocket over a socket (wsproto) and alloc exec's frames, shared by the API, the
     # client agent and the CLI. It imports no other room, but it opens sockets: above the pure

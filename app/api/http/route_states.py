@@ -281,7 +281,8 @@ PARTIAL: dict[str, str] = {
     "GET /v1/status/peers": "only the answering server: API servers keep no registry",
     "GET /v1/agent/members": "the answering server and the singleton roles' holders",
     "GET /v1/agent/health": "no `?type=client`",
-    "GET /v1/agent/self": "corral's config and stats, not a Nomad agent's",
+    "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
+    "ACL, TLS, ports); no raft or serf stats",
     "GET /v1/metrics": "no `Min`/`Max`/`Stddev`/`Rate` in the JSON summary",
     "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
     "GET /v1/client/stats": "`node_id` is required",

@@ -100,7 +100,8 @@ PARTIAL: dict[str, str] = {
     "operator client-state": "no `Networks`, `Volumes` or `NodeIdentity` (the client keeps no such records)",
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
-    "agent": "only `agent -dev`; production runs each role (`server`, `worker`, `applier`, `leader`, `client`)",
+    "agent": "`-dev` and `-config` (Nomad's agent HCL/JSON, docs/configuration.md); none of Nomad's flags that "
+    "override the file (`-bind`, `-data-dir`, `-server`, `-client`, `-servers`, ...): put them in a `-config` file",
     "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
     "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
     "plugin status": "corral runs no CSI plugins: always none",

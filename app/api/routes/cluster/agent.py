@@ -11,6 +11,7 @@ from flask import Blueprint, Response
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.http.context import client_lane, respond, state
+from app.api.routes.cluster.agent_config import agent_config
 from app.db.engines import autocommitted
 from app.db.schema import current_revision, head_revision
 from app.db.state_index import current_index
@@ -41,9 +42,8 @@ def self_() -> Response:
         index = current_index(session, ["_global"])
     body = {
         "config": {
+            **agent_config(current.settings),
             "Version": {"Version": VERSION, "Product": "corral"},
-            "Server": {"Enabled": True},
-            "Client": {"Enabled": False},
             "BindAddr": current.settings.bind,
             "Database": {
                 "Embedded": current.settings.database_url is None or current.settings.database_embedded,
