@@ -59,24 +59,40 @@ class FleetAllocs(FleetBase):
             self._report(alloc_id, final, description)
 
     async def _mock_config(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
-        """The first task's mock config: the full allocation (with its job), fetched as `corral
-        client` does for each placement (compact mode caches it per job version)."""
-        key = (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
-        job = self.jobs.get(key) if self.config.mode == "compact" else None
-        if job is None:
-            reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
-            if reply.status_code == 404:
+        """The first task's mock config. A node's own watch answers in the client's shape
+        (?client_since): the whole allocation comes with it when the servers changed it, else it
+        is fetched, as `corral client` does. The cluster-wide watch lists stubs: the full
+        allocation (with its job) is fetched, cached per job version."""
+        if "Allocation" in alloc:  # the client's shape
+            whole = alloc["Allocation"] or await self._fetch(alloc, node)
+            if whole is None:
                 return None
-            if reply.status_code in RETRYABLE_STATUSES:
-                raise Retryable("allocation", reply)
-            reply.raise_for_status()
-            job = reply.json().get("Job") or {}
-            if self.config.mode == "compact":
-                self.jobs[key] = job
+            alloc, job = whole, whole.get("Job") or {}
+        else:
+            key = (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
+            job = self.jobs.get(key) if self.config.mode == "compact" else None
+            if job is None:
+                fetched = await self._fetch(alloc, node)
+                if fetched is None:
+                    return None
+                job = fetched.get("Job") or {}
+                if self.config.mode == "compact":
+                    self.jobs[key] = job
         groups: list[dict[str, Any]] = job.get("TaskGroups") or []
         group = next((g for g in groups if g.get("Name") == alloc["TaskGroup"]), {})
         tasks = group.get("Tasks") or [{}]
         return dict(tasks[0].get("Config") or {})
+
+    async def _fetch(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
+        """GET /v1/allocation/:id as the node (None: it is gone)."""
+        reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
+        if reply.status_code == 404:
+            return None
+        if reply.status_code in RETRYABLE_STATUSES:
+            raise Retryable("allocation", reply)
+        reply.raise_for_status()
+        fetched: dict[str, Any] = reply.json()
+        return fetched
 
     def _report(self, alloc_id: str, status: str, description: str) -> None:
         node_id = self.known.get(alloc_id)
