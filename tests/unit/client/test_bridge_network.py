@@ -154,12 +154,12 @@ def _alloc(mode: str) -> dict[str, Any]:
     return {"ID": "a1", "TaskGroup": "g", "Job": {"ID": "j", "Type": "service", "TaskGroups": [group]}}
 
 
-def test_exec_and_raw_exec_tasks_of_a_bridge_group_join_its_namespace_and_docker_does_not(tmp_path: Path) -> None:
+def test_every_task_of_a_bridge_group_joins_its_namespace_docker_included(tmp_path: Path) -> None:
     plans, _ = task_plans(_alloc("bridge"), NodeInfo.of({}), tmp_path)
     assert {p.spec.name: p.spec.netns for p in plans} == {
         "exec": netns_path(tmp_path),
         "raw_exec": netns_path(tmp_path),
-        "docker": "",
+        "docker": netns_path(tmp_path),
     }
     plans, _ = task_plans(_alloc("host"), NodeInfo.of({}), tmp_path)
     assert all(p.spec.netns == "" for p in plans)
@@ -253,10 +253,10 @@ def test_the_sweep_releases_old_style_namespaces_only_where_this_client_recorded
     assert sorted(released) == sorted([ours, lease_only])  # never `foreign` (no record) nor the live one
 
 
-def test_exec_and_raw_exec_tasks_of_a_group_in_mode_none_join_its_own_namespace(tmp_path: Path) -> None:
+def test_every_task_of_a_group_in_mode_none_joins_its_own_namespace(tmp_path: Path) -> None:
     plans, _ = task_plans(_alloc("none"), NodeInfo.of({}), tmp_path)
     assert {p.spec.name: (p.spec.network_mode, p.spec.netns) for p in plans} == {
         "exec": ("none", netns_path(tmp_path)),
         "raw_exec": ("none", netns_path(tmp_path)),
-        "docker": ("none", ""),  # docker's own network_mode "none" (docker_container.py)
+        "docker": ("none", netns_path(tmp_path)),  # through the pause container (docker_pause.py)
     }

@@ -159,6 +159,15 @@ def test_bridge_mode_publishes_every_group_port_to_its_to() -> None:
         network(spec(network_mode="bridge"), parsed(network_mode="host"))
 
 
+def test_a_group_namespace_is_joined_through_the_allocations_pause_container() -> None:
+    joined = network(spec(network_mode="bridge", ports=(HTTP,), netns="/var/run/netns/x"), parsed())
+    assert joined == ("container:nomad_init_a1", {})  # CNI's portmap maps the ports, not docker
+    alone = network(spec(network_mode="none", netns="/var/run/netns/x"), parsed(network_mode="none"))
+    assert alone == ("container:nomad_init_a1", {})
+    with pytest.raises(StartError, match="conflicts with the group network mode"):
+        network(spec(network_mode="bridge", netns="/var/run/netns/x"), parsed(network_mode="host"))
+
+
 def test_host_mode_runs_on_dockers_bridge_publishing_the_listed_ports() -> None:
     assert network(spec(ports=(HTTP, ADMIN)), parsed(ports=["http"])) == ("bridge", published([HTTP]))
     assert network(spec(ports=(HTTP,)), parsed(network_mode="host", ports=["http"])) == ("host", {})

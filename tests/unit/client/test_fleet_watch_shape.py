@@ -43,7 +43,8 @@ def test_a_node_watches_with_client_since_and_fetches_only_what_came_without_its
         if request.url.path.endswith("/allocations"):
             watches.append(request.url.params)
             if len(watches) == 1:
-                return httpx.Response(200, json=[_entry(whole, True), _entry(bare, False)], headers={"X-Nomad-Index": "7"})
+                listed = [_entry(whole, True), _entry(bare, False)]
+                return httpx.Response(200, json=listed, headers={"X-Nomad-Index": "7"})
             done.set()
             await asyncio.sleep(3600)  # the second watch blocks, as a real one does
         fetched.append(request.url.path)
