@@ -91,7 +91,7 @@ def start_pause(client: docker.DockerClient, image: str, alloc_id: str, alloc_di
         client.api.remove_container(name, force=True)  # stopped: its namespace is gone with it
     created = client.api.create_container(
         image,
-        command=[*PAUSE_COMMAND],
+        command=[*PAUSE_COMMAND] if image == DEFAULT_INFRA_IMAGE else None,  # others: the image's own
         name=name,
         labels={LABEL_ALLOC_ID: alloc_id, LABEL_ALLOC_DIR: str(alloc_dir), LABEL_PAUSE: "true"},
         host_config=client.api.create_host_config(network_mode="none", init=False),
