@@ -10,7 +10,7 @@ and everyone else joins: the order Nomad uses too.
 
 No registry is reachable from many machines, so the default infra image is one the client
 builds itself when the daemon lacks it: the host's static busybox (`busybox-static`) as the
-image's only file, its command `busybox sleep`. Any other `infra_image` is pulled when absent
+image's only file, its command `busybox sleep`. Every other `infra_image` is pulled when absent
 (within `infra_image_pull_timeout`)."""
 
 from __future__ import annotations

@@ -63,36 +63,27 @@ class FleetAllocs(FleetBase):
         (?client_since): the whole allocation comes with it when the servers changed it, else it
         is fetched, as `corral client` does. The cluster-wide watch lists stubs: the full
         allocation (with its job) is fetched, cached per job version."""
-        if "Allocation" in alloc:  # the client's shape
-            whole = alloc["Allocation"] or await self._fetch(alloc, node)
-            if whole is None:
+        client_shape = "Allocation" in alloc
+        if client_shape and alloc["Allocation"] is not None:
+            alloc = alloc["Allocation"]
+        key = None if client_shape else (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
+        cached = key is not None and self.config.mode == "compact"
+        job = alloc.get("Job") if key is None else self.jobs.get(key) if cached else None
+        if job is None:
+            reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
+            if reply.status_code == 404:
                 return None
-            alloc, job = whole, whole.get("Job") or {}
-        else:
-            key = (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
-            job = self.jobs.get(key) if self.config.mode == "compact" else None
-            if job is None:
-                fetched = await self._fetch(alloc, node)
-                if fetched is None:
-                    return None
-                job = fetched.get("Job") or {}
-                if self.config.mode == "compact":
-                    self.jobs[key] = job
+            if reply.status_code in RETRYABLE_STATUSES:
+                raise Retryable("allocation", reply)
+            reply.raise_for_status()
+            alloc = reply.json()
+            job = alloc.get("Job") or {}
+            if self.config.mode == "compact" and key is not None:
+                self.jobs[key] = job
         groups: list[dict[str, Any]] = job.get("TaskGroups") or []
         group = next((g for g in groups if g.get("Name") == alloc["TaskGroup"]), {})
         tasks = group.get("Tasks") or [{}]
         return dict(tasks[0].get("Config") or {})
-
-    async def _fetch(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
-        """GET /v1/allocation/:id as the node (None: it is gone)."""
-        reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
-        if reply.status_code == 404:
-            return None
-        if reply.status_code in RETRYABLE_STATUSES:
-            raise Retryable("allocation", reply)
-        reply.raise_for_status()
-        fetched: dict[str, Any] = reply.json()
-        return fetched
 
     def _report(self, alloc_id: str, status: str, description: str) -> None:
         node_id = self.known.get(alloc_id)
