@@ -61,7 +61,12 @@ class Client:
         self.api = ServerApi(config.server)
         self.drivers = available(
             config.drivers,
-            DriverOptions(config.docker_endpoint, config.docker_volumes_enabled, exec_settings(config)),
+            DriverOptions(
+                config.docker_endpoint,
+                config.docker_volumes_enabled,
+                exec_settings(config),
+                docker_infra_image=config.docker_infra_image,
+            ),
         )
         self.driver_health: dict[str, Any] | None = None  # the drivers' last fingerprint
         self.runners: dict[str, AllocRunner] = {}

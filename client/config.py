@@ -79,6 +79,10 @@ class ClientConfig:
     # unix:///var/run/docker.sock) and whether tasks may bind host paths outside their allocation.
     docker_endpoint: str = ""
     docker_volumes_enabled: bool = False
+    # Nomad's docker `infra_image`: the pause container that owns a bridge group's network
+    # namespace when the group has docker tasks (empty: corral/pause:busybox, built from the
+    # host's busybox when the daemon lacks it).
+    docker_infra_image: str = ""
     # How often the drivers are fingerprinted again (a docker daemon going down or coming back).
     driver_fingerprint_interval_s: float = 15.0
     host_volumes: tuple[HostVolume, ...] = ()

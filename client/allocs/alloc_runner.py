@@ -17,7 +17,16 @@ from typing import Any
 
 import structlog
 
-from client.drivers import DEFAULT_KILL_SIGNAL, Driver, Limits, LogConfig, PortMapping, StartError, TaskSpec
+from client.drivers import (
+    DEFAULT_KILL_SIGNAL,
+    Driver,
+    Limits,
+    LogConfig,
+    NetworkManager,
+    PortMapping,
+    StartError,
+    TaskSpec,
+)
 from client.network.bridge import BridgeConfig, NetworkError, netns_path
 from client.network.bridge import isolate as isolate_network
 from client.network.bridge import setup as setup_network
@@ -76,11 +85,12 @@ BAD_TASK_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$")
 # /alloc, /local, /secrets (NOMAD_ALLOC_DIR and the others say so).
 CHROOTED_DRIVERS = frozenset({"exec", "docker"})
 IN_TASK_PATHS = TaskPaths(Path("/alloc"), Path("/"))
-# Drivers whose tasks join the allocation's network namespace in bridge mode (Nomad's exec and
-# raw_exec do; docker publishes its ports through Docker's own bridge).
-BRIDGE_DRIVERS = frozenset({"exec", "raw_exec"})
-# The group network modes whose exec and raw_exec tasks share a namespace of the allocation's:
-# bridge (attached by CNI) and none (loopback only, nothing attached).
+# Drivers whose tasks join the allocation's network namespace in bridge mode, as Nomad's do:
+# exec and raw_exec by its path, docker through the pause container that owns it (a group with
+# docker tasks has its namespace made by the docker driver: client/drivers/docker_pause.py).
+BRIDGE_DRIVERS = frozenset({"exec", "raw_exec", "docker"})
+# The group network modes whose tasks share a namespace of the allocation's: bridge (attached
+# by CNI) and none (loopback only, nothing attached).
 NETNS_MODES = frozenset({"bridge", "none"})
 # Drivers whose task sees its image's filesystem: no PATH/HOME/TMPDIR of the host's.
 IMAGE_DRIVERS = frozenset({"docker"})
@@ -240,6 +250,8 @@ class AllocRunner:
         self.id = str(alloc["ID"])
         self.bridge = bridge or BridgeConfig()
         self._network_lock = threading.Lock()
+        # The driver that owns the group's namespace (docker's pause container), if any.
+        self.network_manager: NetworkManager | None = None
         self.template_source = template_source
         self.artifact_roots = artifact_roots  # where file:// artifacts may come from
         self.alloc, self.dir, self.on_change = alloc, alloc_dir, on_change
@@ -327,6 +339,9 @@ class AllocRunner:
             control.runner = runner
             self.tasks[spec.name] = runner
         self.leaders = frozenset(plan.spec.name for plan in plans if plan.leader)
+        self.network_manager = next(
+            (m for p in plans if p.spec.netns and isinstance(m := drivers[p.spec.driver], NetworkManager)), None
+        )
 
     def _templates(self, plan: TaskPlan, task_dir: Path, control: RunnerControl) -> TemplateManager | None:
         if not plan.templates:
@@ -382,11 +397,16 @@ class AllocRunner:
             return True
         first = next(iter(self.tasks.values())).spec
         try:
+            # Nomad's order: a driver that makes namespaces (docker) makes it, the client
+            # attaches it; else the client makes it.
+            holder = self.network_manager.create_network(self.id, self.dir) if self.network_manager else 0
             if first.network_mode == "none":
-                isolate_network(self.dir)
+                isolate_network(self.dir, holder)
             else:
-                setup_network(self.bridge, first.ports, self.dir)
-        except NetworkError as err:
+                setup_network(self.bridge, first.ports, self.dir, holder)
+        except (NetworkError, StartError) as err:
+            if self.network_manager is not None:
+                self.network_manager.destroy_network(self.id)
             message = f'failed to setup alloc: pre-run hook "network" failed: {err}'
             self._terminal("failed", message)
             for task in self.tasks.values():
@@ -401,6 +421,8 @@ class AllocRunner:
         """CNI DEL and the namespace removed, once no task runs in it (idempotent)."""
         with self._network_lock:  # every task's last change may ask at once
             failures = teardown_network(self.bridge, self.dir)
+            if self.network_manager is not None:
+                self.network_manager.destroy_network(self.id)  # its pause container, after CNI DEL
         if failures:
             log.warning("network teardown incomplete", alloc_id=self.id, failures=failures)
 

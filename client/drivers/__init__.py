@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from client.drivers.base import (
@@ -50,6 +51,7 @@ __all__ = [
     "Mock",
     "MockHandle",
     "Mount",
+    "NetworkManager",
     "PortMapping",
     "RawExec",
     "RawExecHandle",
@@ -74,6 +76,7 @@ class DriverOptions:
     docker_endpoint: str = ""  # Nomad's docker `endpoint`; else DOCKER_HOST, else the default socket
     docker_volumes_enabled: bool = False  # Nomad's docker `volumes { enabled }`
     exec: ExecSettings = field(default_factory=ExecSettings)  # exec's chroot, cgroups; users for both exec drivers
+    docker_infra_image: str = ""  # Nomad's docker `infra_image` (empty: docker_pause's default)
 
 
 def available(names: tuple[str, ...], options: DriverOptions | None = None) -> dict[str, Driver]:
@@ -82,7 +85,7 @@ def available(names: tuple[str, ...], options: DriverOptions | None = None) -> d
         "raw_exec": lambda: RawExec(chosen.exec.users),
         "exec": lambda: Exec(chosen.exec),
         "mock": Mock,
-        "docker": lambda: Docker(chosen.docker_endpoint, chosen.docker_volumes_enabled),
+        "docker": lambda: Docker(chosen.docker_endpoint, chosen.docker_volumes_enabled, chosen.docker_infra_image),
     }
     return {name: known[name]() for name in names}
 
@@ -92,6 +95,17 @@ class Fingerprints(Protocol):
     """A driver that finds out whether it can run tasks here (docker: is the daemon up)."""
 
     def fingerprint(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class NetworkManager(Protocol):
+    """A driver that owns a bridge/none group's network namespace when the group has its tasks
+    (Nomad's DriverNetworkManager; docker: a pause container). create_network returns the PID
+    of a process in the namespace; the client attaches it by path for the other tasks."""
+
+    def create_network(self, alloc_id: str, alloc_dir: Path) -> int: ...
+
+    def destroy_network(self, alloc_id: str) -> None: ...
 
 
 ALWAYS_HEALTHY = {"Detected": True, "Healthy": True, "HealthDescription": "Healthy", "Attributes": {}}

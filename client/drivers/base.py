@@ -88,8 +88,9 @@ class TaskSpec:
     mounts: tuple[Mount, ...] = ()
     ports: tuple[PortMapping, ...] = ()
     network_mode: str = "host"  # the group network's mode: host, bridge, none
-    # The allocation's network namespace in bridge mode (client/network/bridge.py), which the
-    # exec and raw_exec tasks join; "" otherwise (docker publishes its ports itself).
+    # The allocation's network namespace in bridge or none mode (client/network/bridge.py),
+    # which exec and raw_exec tasks join by path and docker tasks through the allocation's
+    # pause container (docker_pause.py); "" otherwise.
     netns: str = ""
     alloc_id: str = ""
     alloc_dir: Path | None = None  # the allocation's directory (alloc/, and one per task)

@@ -32,6 +32,13 @@ from client.drivers.docker_config import DockerConfig, parse
 from client.drivers.docker_container import LABEL_ALLOC_DIR, LABEL_ALLOC_ID, create_kwargs
 from client.drivers.docker_daemon import DAEMON_ERRORS, Daemon, connect, endpoint, probe
 from client.drivers.docker_logs import LogPump, resume_since
+from client.drivers.docker_pause import (
+    DEFAULT_INFRA_IMAGE,
+    DEFAULT_PULL_TIMEOUT_S,
+    ensure_image,
+    remove_pause,
+    start_pause,
+)
 
 log = structlog.get_logger(__name__)
 OOM_EXIT_CODE = 137  # what Nomad reports for an OOM-killed container
@@ -136,9 +143,17 @@ def exit_of(inspected: dict[str, Any]) -> tuple[int, ExitDetail]:
 class Docker:
     name = "docker"
 
-    def __init__(self, docker_endpoint: str = "", volumes_enabled: bool = False) -> None:
+    def __init__(
+        self,
+        docker_endpoint: str = "",
+        volumes_enabled: bool = False,
+        infra_image: str = DEFAULT_INFRA_IMAGE,
+        infra_image_pull_timeout_s: float = DEFAULT_PULL_TIMEOUT_S,
+    ) -> None:
         self.endpoint = endpoint(docker_endpoint)
         self.volumes_enabled = volumes_enabled
+        self.infra_image = infra_image or DEFAULT_INFRA_IMAGE
+        self.infra_image_pull_timeout_s = infra_image_pull_timeout_s
         self._client: docker.DockerClient | None = None
         self._lock = threading.Lock()
 
@@ -229,6 +244,25 @@ class Docker:
         pump = LogPump(client, container_id, stdout, stderr, since=resume_since(stdout, stderr))
         pump.start()
         return DockerHandle(client, container_id, int(saved.get("pid") or 0), pump)
+
+    def create_network(self, alloc_id: str, alloc_dir: Path) -> int:
+        """The group's network namespace, owned by the allocation's pause container (Nomad's
+        CreateNetwork): its PID on the host, whose /proc/<pid>/ns/net the client attaches."""
+        client = self.client()
+        try:
+            ensure_image(client, self.infra_image, self.endpoint, self.infra_image_pull_timeout_s)
+            return start_pause(client, self.infra_image, alloc_id, alloc_dir)
+        except docker.errors.APIError as err:
+            raise StartError(f"failed to create the pause container: {err.explanation or err}") from None
+        except DAEMON_ERRORS as err:
+            self._forget(client)
+            raise StartError(f"docker daemon at {self.endpoint} is not reachable: {err}") from None
+
+    def destroy_network(self, alloc_id: str) -> None:
+        """Remove the allocation's pause container (Nomad's DestroyNetwork); the daemon being
+        away leaves it to destroy_alloc and the sweep."""
+        with contextlib.suppress(StartError, *DAEMON_ERRORS):
+            remove_pause(self.client(), alloc_id)
 
     def destroy_alloc(self, alloc_id: str) -> int:
         """Remove every container of the allocation (any left after its tasks were killed, or

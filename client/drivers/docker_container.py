@@ -12,6 +12,14 @@ from typing import Any
 from client.drivers.base import PortMapping, StartError, TaskSpec
 from client.drivers.docker_config import Bind, DockerConfig
 
+PAUSE_PREFIX = "nomad_init_"  # Nomad's name for an allocation's pause container
+
+
+def pause_network_mode(alloc_id: str) -> str:
+    """A docker task in its group's namespace: the pause container's (docker_pause.py)."""
+    return f"container:{PAUSE_PREFIX}{alloc_id}"
+
+
 LABEL_ALLOC_ID = "com.hashicorp.nomad.alloc_id"
 LABEL_TASK_NAME = "com.hashicorp.nomad.task_name"
 # Which client's allocation directory the container belongs to: a daemon may serve several
@@ -68,8 +76,10 @@ def memory(task: TaskSpec) -> dict[str, Any]:
 
 
 def network(task: TaskSpec, config: DockerConfig) -> tuple[str, dict[str, list[tuple[str, int]]]]:
-    """The container's network mode and published ports. A group network in bridge mode runs
-    the container on docker's bridge with every group port published (host_ip:value -> to);
+    """The container's network mode and published ports. A group network in bridge (or none)
+    mode whose namespace the client made (task.netns) runs the container in it, through the
+    allocation's pause container (docker_pause.py); without one (a TaskSpec built by hand),
+    bridge runs it on docker's bridge with every group port published (host_ip:value -> to);
     in host mode (the default) the container runs where config.network_mode says (docker's
     bridge unless set) with the ports config.ports lists published."""
     by_label = {p.label: p for p in task.ports}
@@ -82,13 +92,15 @@ def network(task: TaskSpec, config: DockerConfig) -> tuple[str, dict[str, list[t
             raise StartError(
                 f'config.network_mode {config.network_mode!r} conflicts with the group network mode "bridge"'
             )
+        if task.netns:  # the group's namespace (its pause container's): CNI's portmap maps the ports
+            return pause_network_mode(task.alloc_id), {}
         return "bridge", published(task.ports)
     if group == "none":
         if config.network_mode not in ("", "none"):
             raise StartError(
                 f'config.network_mode {config.network_mode!r} conflicts with the group network mode "none"'
             )
-        return "none", {}
+        return (pause_network_mode(task.alloc_id) if task.netns else "none"), {}
     if group != "host":
         raise StartError(f"group network mode {group!r} is not supported by the docker driver")
     mode = config.network_mode or "bridge"

@@ -59,10 +59,16 @@ class FleetAllocs(FleetBase):
             self._report(alloc_id, final, description)
 
     async def _mock_config(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
-        """The first task's mock config: the full allocation (with its job), fetched as `corral
-        client` does for each placement (compact mode caches it per job version)."""
-        key = (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
-        job = self.jobs.get(key) if self.config.mode == "compact" else None
+        """The first task's mock config. A node's own watch answers in the client's shape
+        (?client_since): the whole allocation comes with it when the servers changed it, else it
+        is fetched, as `corral client` does. The cluster-wide watch lists stubs: the full
+        allocation (with its job) is fetched, cached per job version."""
+        client_shape = "Allocation" in alloc
+        if client_shape and alloc["Allocation"] is not None:
+            alloc = alloc["Allocation"]
+        key = None if client_shape else (str(alloc["Namespace"]), str(alloc["JobID"]), int(alloc["JobVersion"]))
+        cached = key is not None and self.config.mode == "compact"
+        job = alloc.get("Job") if key is None else self.jobs.get(key) if cached else None
         if job is None:
             reply = await self._http(node).get(f"/v1/allocation/{alloc['ID']}")
             if reply.status_code == 404:
@@ -70,8 +76,9 @@ class FleetAllocs(FleetBase):
             if reply.status_code in RETRYABLE_STATUSES:
                 raise Retryable("allocation", reply)
             reply.raise_for_status()
-            job = reply.json().get("Job") or {}
-            if self.config.mode == "compact":
+            alloc = reply.json()
+            job = alloc.get("Job") or {}
+            if self.config.mode == "compact" and key is not None:
                 self.jobs[key] = job
         groups: list[dict[str, Any]] = job.get("TaskGroups") or []
         group = next((g for g in groups if g.get("Name") == alloc["TaskGroup"]), {})

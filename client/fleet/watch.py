@@ -1,7 +1,9 @@
 """How the simulated fleet learns what is placed on its nodes: a blocking query on the servers.
 
-- realistic: every node holds its own, on `GET /v1/node/<id>/allocations?index=…&wait=30s` (its
-  SecretID in X-Nomad-Token), as a `corral client` does; N nodes hold N long polls.
+- realistic: every node holds its own, on `GET /v1/node/<id>/allocations?index=…&wait=30s
+  &client_since=…` (its SecretID in X-Nomad-Token), as a `corral client` does (client/api.py):
+  the answer lists the node's allocations in the client's shape, each changed one whole, so a
+  placement costs no second request; N nodes hold N long polls.
 - compact: one cluster-wide query on `/v1/allocations` finds every node's allocations."""
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ class WatchQuery:
     params: dict[str, str] = field(default_factory=dict)  # beyond index and wait
     headers: dict[str, str] = field(default_factory=dict)
     node: SimNode | None = None  # the node whose own query this is (a 404 means it is gone)
+    # corral's client protocol: ?client_since=<index> (the previous answer's), as the real client
+    client_since: bool = False
 
 
 class FleetWatches(FleetAllocs):
     async def _watch_node(self, node: SimNode) -> None:
         """Realistic mode: this node's own blocking query."""
-        query = WatchQuery(f"/v1/node/{node.id}/allocations", headers={"X-Nomad-Token": node.secret}, node=node)
+        query = WatchQuery(
+            f"/v1/node/{node.id}/allocations", headers={"X-Nomad-Token": node.secret}, node=node, client_since=True
+        )
         await self._watch(self._http(node), query, lambda alloc: node, random.Random(node.id.int ^ 2))
 
     async def _watch_all(self) -> None:
@@ -54,9 +60,10 @@ class FleetWatches(FleetAllocs):
         index, attempt = 0, 0
         while True:
             try:
+                since = {"client_since": index} if query.client_since else {}
                 reply = await client.get(
                     query.path,
-                    params={"index": index, "wait": f"{int(wait_s)}s", **query.params},
+                    params={"index": index, "wait": f"{int(wait_s)}s", **since, **query.params},
                     headers=query.headers,
                     timeout=httpx.Timeout(wait_s + wait_s / 16 + 10, pool=60.0),
                 )

@@ -1,13 +1,16 @@
 """Nomad's `network { mode = "bridge" }` for the exec and raw_exec drivers: one network
 namespace per allocation (/var/run/netns/corral-<owner>-<alloc id>, made with `ip netns`; the
 owner tag names the client's allocations directory, so a client recognises its own and sweeps
-the ones no allocation of it holds any more: a client killed -9 leaves them), attached to the
+the ones no allocation of it holds any more: a client killed -9 leaves them; when the group has
+docker tasks the docker driver's pause container made the namespace and it is attached under
+that name by the pause process's PID, `ip netns attach`), attached to the
 client's bridge (`nomad`, subnet 172.26.64.0/20 unless configured) by the CNI plugins Nomad
 uses, in its configuration list's shape: loopback; bridge with host-local addresses, a
 gateway and masquerading; firewall with the NOMAD-ADMIN chain; portmap, which maps each
 allocated host port to the port the task listens on (`to`). Teardown is CNI DEL, then the
 namespace goes. What ADD returned is kept in the allocation's directory, so a restarted
-client tears down what an earlier run set up. (docker tasks use Docker's own publishing.)"""
+client tears down what an earlier run set up. The group's docker tasks join through the pause
+container (client/drivers/docker_pause.py), exec and raw_exec tasks by the path."""
 
 from __future__ import annotations
 
@@ -127,12 +130,18 @@ class BridgeConfig:
         return conflist(self.name, self.subnet, self.hairpin)
 
 
-def setup(config: BridgeConfig, ports: Sequence[PortMapping], alloc_dir: Path) -> str:
-    """Make the allocation's namespace and attach it; returns the namespace's path. On failure
-    whatever was made is removed again."""
+def _make(name: str, holder_pid: int) -> list[str]:
+    """`ip` making the named namespace: a new one, or the namespace of process holder_pid
+    (a pause container's) bind-mounted under the name."""
+    return ["ip", "netns", "attach", name, str(holder_pid)] if holder_pid > 0 else ["ip", "netns", "add", name]
+
+
+def setup(config: BridgeConfig, ports: Sequence[PortMapping], alloc_dir: Path, holder_pid: int = 0) -> str:
+    """Make the allocation's namespace (or name that of process holder_pid) and attach it to
+    the bridge; returns the namespace's path. On failure whatever was made is removed again."""
     name, netns = netns_name(alloc_dir), netns_path(alloc_dir)
     if not Path(netns).exists():
-        made = _run(["ip", "netns", "add", name])
+        made = _run(_make(name, holder_pid))
         if made.returncode != 0:
             raise NetworkError(f"creating network namespace {name}: {made.stderr.decode().strip()}")
     runtime: JsonObject = {"portMappings": port_mappings(ports)}
@@ -147,13 +156,14 @@ def setup(config: BridgeConfig, ports: Sequence[PortMapping], alloc_dir: Path) -
     return netns
 
 
-def isolate(alloc_dir: Path) -> str:
-    """Nomad's `mode = "none"`: the allocation's own namespace with only loopback (up), nothing
-    attached; recorded as setup records a bridge's (mode none: teardown asks no CNI plugin)."""
+def isolate(alloc_dir: Path, holder_pid: int = 0) -> str:
+    """Nomad's `mode = "none"`: the allocation's own namespace (or that of process holder_pid)
+    with only loopback (up), nothing attached; recorded as setup records a bridge's (mode none:
+    teardown asks no CNI plugin)."""
     name, netns = netns_name(alloc_dir), netns_path(alloc_dir)
     (alloc_dir / STATE).write_text(json.dumps({"netns": netns, "mode": "none", "runtime": {}, "result": None}))
-    for argv in (["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"]):
-        if argv[2] == "add" and Path(netns).exists():
+    for argv in (_make(name, holder_pid), ["ip", "-n", name, "link", "set", "lo", "up"]):
+        if argv[2] in ("add", "attach") and Path(netns).exists():
             continue
         done = _run(argv)
         if done.returncode != 0:

@@ -6,6 +6,7 @@ reports the driver unhealthy and gets no docker work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,11 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import httpx
 import pytest
 
 from client.drivers import Docker, TaskSpec
+from client.drivers.docker_pause import DEFAULT_INFRA_IMAGE
 from tests.support.cluster import Cluster
+from tests.support.cni_cleanup import network_traces
 from tests.support.dockerd import Dockerd, private_dockerd
 from tests.support.processes import CORRAL, Corral, CorralFactory, free_port, wait_for, wait_healthy
 
@@ -151,8 +155,24 @@ class Agent:
         return [a["ClientStatus"] for a in self.allocs(job_id)] == [status]
 
 
+@contextlib.contextmanager
+def dev_bridge_traces() -> Iterator[None]:
+    """The dev agent's bridge-mode groups attach to the default `nomad` bridge: removed after,
+    with the chains and namespaces made meanwhile, unless the host had that bridge before."""
+    if Path("/sys/class/net/nomad").exists():
+        yield
+        return
+    with network_traces("nomad"):
+        yield
+
+
 @pytest.fixture(scope="module")
 def agent(dockerd: Dockerd) -> Iterator[Agent]:
+    with dev_bridge_traces():
+        yield from _agent(dockerd)
+
+
+def _agent(dockerd: Dockerd) -> Iterator[Agent]:
     home = Path(tempfile.mkdtemp(prefix="corral-docker-agent-"))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -228,7 +248,9 @@ def test_a_bridge_service_answers_on_its_host_port_execs_and_its_stop_removes_th
     assert (env["NOMAD_ALLOC_DIR"], env["NOMAD_TASK_DIR"], env["NOMAD_SECRETS_DIR"]) == ("/alloc", "/local", "/secrets")
     assert env["NOMAD_ALLOC_ID"] == alloc["ID"]
 
-    (listed,) = containers_of(dockerd, alloc["ID"])
+    # The task's container and the pause container that owns the group's namespace.
+    listed, pause = sorted(containers_of(dockerd, alloc["ID"]), key=lambda c: c["Names"][0].startswith("/nomad_init_"))
+    assert pause["Names"] == [f"/nomad_init_{alloc['ID']}"]
     client = dockerd.client()
     container = client.containers.get(listed["Id"])
     client.close()
@@ -403,3 +425,31 @@ def test_a_new_driver_reattaches_by_container_id_and_cleanup_finds_containers_by
     assert first.destroy_alloc("a-kept") == 1 and containers_of(dockerd, "a-kept") == []
     assert other.kill(1.0, "SIGKILL") == 137
     assert wait_for(lambda: containers_of(dockerd, "a-other") == [], 30)
+
+
+def test_the_pause_container_is_built_from_busybox_found_again_and_swept_with_its_allocation(
+    dockerd: Dockerd, tmp_path: Path
+) -> None:
+    """The group namespace's owner (docker_pause.py): the default infra image is built from the
+    host's busybox when the daemon lacks it; a second create_network (a restarted client) finds
+    the running pause container; destroy_network and the sweep of lost allocations remove it."""
+    client = dockerd.client()
+    try:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(DEFAULT_INFRA_IMAGE, force=True)
+        allocs = tmp_path / "allocs"
+        driver = Docker(dockerd.endpoint)
+        pid = driver.create_network("a-pause", allocs / "a-pause")
+        assert client.images.get(DEFAULT_INFRA_IMAGE).attrs["Config"]["Cmd"] is None  # imported: no Cmd of its own
+        assert Path(f"/proc/{pid}/ns/net").exists()
+        assert driver.create_network("a-pause", allocs / "a-pause") == pid  # found, not made again
+        (pause,) = containers_of(dockerd, "a-pause")
+        assert pause["Names"] == ["/nomad_init_a-pause"] and pause["HostConfig"]["NetworkMode"] == "none"
+        driver.destroy_network("a-pause")
+        assert containers_of(dockerd, "a-pause") == []
+        driver.destroy_network("a-pause")  # gone already: fine
+
+        driver.create_network("a-lost", allocs / "a-lost")
+        assert driver.sweep(allocs, keep=set()) == 1 and containers_of(dockerd, "a-lost") == []
+    finally:
+        client.close()

@@ -28,6 +28,7 @@ from client.network.bridge import NETNS_DIR, NETNS_PREFIX
 from client.network.cni import DEFAULT_CNI_PATH
 from tests.support.cluster import Cluster
 from tests.support.cni_cleanup import HOST_LOCAL_DIR, network_traces
+from tests.support.dockerd import Dockerd, dockerd_binary
 from tests.support.processes import CorralFactory, wait_for
 
 
@@ -277,3 +278,110 @@ def test_an_exec_task_in_network_mode_none_has_only_its_own_loopback(cluster: Cl
     result = workdir / "c1" / ".corral-client" / "allocs" / stub["ID"] / "probe" / "local" / "result"
     assert result.read_text().strip() == "refused"
     assert not list(NETNS_DIR.glob(f"{NETNS_PREFIX}*-{stub['ID']}")), "the namespace outlived the allocation"
+
+
+@pytest.fixture
+def docker_cluster(
+    corral: CorralFactory, database_url: str, workdir: Path, parent: str, dockerd: Dockerd
+) -> Iterator[Cluster]:
+    """A client with the docker and raw_exec drivers on the session's private Docker daemon."""
+    with network_traces(BRIDGE):
+        running = Cluster(corral, database_url, workdir)
+        (workdir / "c1").mkdir()
+        config = {
+            "server": running.base,
+            "cgroup_parent": parent,
+            "bridge_network_name": BRIDGE,
+            "bridge_network_subnet": SUBNET,
+            "docker_endpoint": dockerd.endpoint,
+        }
+        (workdir / "c1" / "client.json").write_text(json.dumps(config))
+        running.client("c1", "--config=client.json", "--driver", "docker", "--driver", "raw_exec")
+        try:
+            yield running
+        finally:
+            for job in running.http.get("/v1/jobs").json():
+                running.http.delete(f"/v1/job/{job['ID']}")
+            wait_for(lambda: all(_done(running, job["ID"]) for job in running.http.get("/v1/jobs").json()), 60)
+            running.close()
+
+
+# The docker task serves on 8080 inside the group's namespace; the raw_exec task (on the host's
+# filesystem, in the same namespace) fetches it from 127.0.0.1:8080 with the host's busybox.
+DOCKER_WEB = "echo served-by-docker > /local/index.html; exec httpd -f -p 8080 -h /local"
+NEIGHBOUR = (
+    "until /bin/busybox wget -q -O $NOMAD_TASK_DIR/got http://127.0.0.1:8080/index.html; do sleep 0.2; done;"
+    " exec sleep 600"
+)
+
+
+def shared_group(image: str) -> dict[str, Any]:
+    return {
+        "Name": "g",
+        "Count": 1,
+        "Networks": [{"Mode": "bridge", "DynamicPorts": [{"Label": "http", "To": 8080}]}],
+        "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+        "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
+        "EphemeralDisk": {"SizeMB": 10},
+        "Tasks": [
+            {
+                "Name": "web",
+                "Driver": "docker",
+                "Config": {"image": image, "command": "sh", "args": ["-c", DOCKER_WEB]},
+                "Resources": {"CPU": 100, "MemoryMB": 64},
+            },
+            {
+                "Name": "neighbour",
+                "Driver": "raw_exec",
+                "Config": {"command": "/bin/sh", "args": ["-c", NEIGHBOUR]},
+                "Resources": {"CPU": 100, "MemoryMB": 64},
+            },
+        ],
+    }
+
+
+def _containers(dockerd: Dockerd, alloc_id: str) -> list[dict[str, Any]]:
+    client = dockerd.client()
+    try:
+        return list(client.api.containers(all=True, filters={"label": f"com.hashicorp.nomad.alloc_id={alloc_id}"}))
+    finally:
+        client.close()
+
+
+@pytest.mark.skipif(dockerd_binary() is None, reason="dockerd is not installed (apt-get install docker.io)")
+def test_docker_and_raw_exec_tasks_of_a_bridge_group_share_its_namespace_and_its_host_port(
+    docker_cluster: Cluster, workdir: Path, dockerd: Dockerd
+) -> None:
+    """Issue 38 item 4: the docker task runs in the group's namespace (its pause container's,
+    attached by CNI), so the raw_exec task reaches it on 127.0.0.1:8080 and the host port maps
+    to it; the job's stop leaves no container (pause included), namespace or port mapping."""
+    docker_cluster.register({"ID": "shared", "Type": "service", "TaskGroups": [shared_group(dockerd.image)]})
+    assert wait_for(lambda: [a["ClientStatus"] for a in docker_cluster.allocs("shared")] == ["running"], 120), (
+        docker_cluster.allocs("shared")
+    )
+    (stub,) = docker_cluster.allocs("shared")
+    alloc = docker_cluster.http.get(f"/v1/allocation/{stub['ID']}").json()
+    (port,) = alloc["AllocatedResources"]["Shared"]["Ports"]
+    netns = alloc_netns(alloc["ID"])
+    got = workdir / "c1" / ".corral-client" / "allocs" / alloc["ID"] / "neighbour" / "local" / "got"
+    assert wait_for(lambda: got.exists() and got.read_text().strip() == "served-by-docker", 60), "not reached"
+    assert wait_for(lambda: _get(f"http://127.0.0.1:{port['Value']}/index.html").strip() == "served-by-docker", 60)
+
+    containers = {c["Labels"].get("com.hashicorp.nomad.task_name", ""): c for c in _containers(dockerd, alloc["ID"])}
+    assert sorted(containers) == ["", "web"]  # the task's and the pause container
+    pause = containers[""]
+    assert pause["Names"] == [f"/nomad_init_{alloc['ID']}"]
+    client = dockerd.client()
+    try:
+        web = client.api.inspect_container(containers["web"]["Id"])
+        pause_pid = client.api.inspect_container(pause["Id"])["State"]["Pid"]
+    finally:
+        client.close()
+    assert web["HostConfig"]["NetworkMode"] == f"container:{pause['Id']}"  # the daemon resolves the name
+    assert os.stat(f"/proc/{pause_pid}/ns/net").st_ino == os.stat(netns).st_ino  # one namespace
+
+    assert docker_cluster.http.delete("/v1/job/shared").status_code == 200
+    assert wait_for(lambda: _done(docker_cluster, "shared"), 60), docker_cluster.allocs("shared")
+    assert wait_for(lambda: not _containers(dockerd, alloc["ID"]), 60), "a container outlived the allocation"
+    assert wait_for(lambda: not netns.exists(), 30), f"{netns} outlived the allocation"
+    assert alloc["ID"] not in _portmap_rules(), "the port mapping outlived the allocation"

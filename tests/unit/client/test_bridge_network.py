@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 from app.wire.json import JsonObject
-from client.allocs.alloc_runner import task_plans
+from client.allocs.alloc_runner import AllocRunner, task_plans
 from client.config import ConfigError, build
-from client.drivers import PortMapping
+from client.drivers import Mock, NetworkManager, PortMapping, StartError
 from client.drivers.raw_exec import as_user, enter_netns
 from client.drivers.users import Identity
 from client.network import bridge, cni
 from client.network.bridge import BridgeConfig, conflist, netns_name, netns_path, owner_tag, port_mappings
 from client.tasks.taskenv import NodeInfo
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -154,12 +155,12 @@ def _alloc(mode: str) -> dict[str, Any]:
     return {"ID": "a1", "TaskGroup": "g", "Job": {"ID": "j", "Type": "service", "TaskGroups": [group]}}
 
 
-def test_exec_and_raw_exec_tasks_of_a_bridge_group_join_its_namespace_and_docker_does_not(tmp_path: Path) -> None:
+def test_every_task_of_a_bridge_group_joins_its_namespace_docker_included(tmp_path: Path) -> None:
     plans, _ = task_plans(_alloc("bridge"), NodeInfo.of({}), tmp_path)
     assert {p.spec.name: p.spec.netns for p in plans} == {
         "exec": netns_path(tmp_path),
         "raw_exec": netns_path(tmp_path),
-        "docker": "",
+        "docker": netns_path(tmp_path),
     }
     plans, _ = task_plans(_alloc("host"), NodeInfo.of({}), tmp_path)
     assert all(p.spec.netns == "" for p in plans)
@@ -253,10 +254,48 @@ def test_the_sweep_releases_old_style_namespaces_only_where_this_client_recorded
     assert sorted(released) == sorted([ours, lease_only])  # never `foreign` (no record) nor the live one
 
 
-def test_exec_and_raw_exec_tasks_of_a_group_in_mode_none_join_its_own_namespace(tmp_path: Path) -> None:
+def test_every_task_of_a_group_in_mode_none_joins_its_own_namespace(tmp_path: Path) -> None:
     plans, _ = task_plans(_alloc("none"), NodeInfo.of({}), tmp_path)
     assert {p.spec.name: (p.spec.network_mode, p.spec.netns) for p in plans} == {
         "exec": ("none", netns_path(tmp_path)),
         "raw_exec": ("none", netns_path(tmp_path)),
-        "docker": ("none", ""),  # docker's own network_mode "none" (docker_container.py)
+        "docker": ("none", netns_path(tmp_path)),  # through the pause container (docker_pause.py)
     }
+
+
+class PauseRefused(Mock):
+    """A driver that owns its group's namespace (as docker does) but cannot make it."""
+
+    def __init__(self) -> None:
+        self.destroyed: list[str] = []
+
+    def create_network(self, alloc_id: str, alloc_dir: Path) -> int:
+        raise StartError("failed to create the pause container: no such image")
+
+    def destroy_network(self, alloc_id: str) -> None:
+        self.destroyed.append(alloc_id)
+
+
+def test_a_namespace_its_driver_cannot_make_fails_the_allocation_and_removes_what_was_made(tmp_path: Path) -> None:
+    body = _alloc("bridge")
+    body["Job"]["TaskGroups"][0]["Tasks"] = [{"Name": "web", "Driver": "docker", "Config": {}}]
+    driver = PauseRefused()
+    assert isinstance(driver, NetworkManager)
+    runner = AllocRunner(body, tmp_path / "a1", {"docker": driver}, lambda _: None, node={})
+    assert runner.network_manager is driver
+    runner.start()
+    assert wait_for(lambda: runner.terminal, 30)
+    assert runner.client_status == "failed"
+    assert runner.description == (
+        'failed to setup alloc: pre-run hook "network" failed: failed to create the pause container: no such image'
+    )
+    assert [e["Type"] for e in runner.tasks["web"].state["Events"]][-1] == "Setup Failure"
+    assert driver.destroyed and set(driver.destroyed) == {"a1"}
+    assert not Path(netns_path(tmp_path / "a1")).exists()
+
+
+def test_a_host_mode_group_has_no_network_manager(tmp_path: Path) -> None:
+    body = _alloc("host")
+    body["Job"]["TaskGroups"][0]["Tasks"] = [{"Name": "web", "Driver": "docker", "Config": {}}]
+    runner = AllocRunner(body, tmp_path / "a1", {"docker": PauseRefused()}, lambda _: None, node={})
+    assert runner.network_manager is None

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from client.allocs.alloc_runner import task_plans
-from client.drivers import ExitDetail, Limits, PortMapping, StartError, TaskSpec
+from client.config import build
+from client.drivers import Docker, DriverOptions, ExitDetail, Limits, PortMapping, StartError, TaskSpec, available
 from client.drivers.docker import exit_of
 from client.drivers.docker_config import DEFAULT_PULL_TIMEOUT_S, Bind, parse
 from client.drivers.docker_container import create_kwargs, network, published
+from client.drivers.docker_pause import DEFAULT_INFRA_IMAGE
 from client.tasks.taskenv import NodeInfo
 
 pytestmark = pytest.mark.unit
@@ -159,6 +161,15 @@ def test_bridge_mode_publishes_every_group_port_to_its_to() -> None:
         network(spec(network_mode="bridge"), parsed(network_mode="host"))
 
 
+def test_a_group_namespace_is_joined_through_the_allocations_pause_container() -> None:
+    joined = network(spec(network_mode="bridge", ports=(HTTP,), netns="/var/run/netns/x"), parsed())
+    assert joined == ("container:nomad_init_a1", {})  # CNI's portmap maps the ports, not docker
+    alone = network(spec(network_mode="none", netns="/var/run/netns/x"), parsed(network_mode="none"))
+    assert alone == ("container:nomad_init_a1", {})
+    with pytest.raises(StartError, match="conflicts with the group network mode"):
+        network(spec(network_mode="bridge", netns="/var/run/netns/x"), parsed(network_mode="host"))
+
+
 def test_host_mode_runs_on_dockers_bridge_publishing_the_listed_ports() -> None:
     assert network(spec(ports=(HTTP, ADMIN)), parsed(ports=["http"])) == ("bridge", published([HTTP]))
     assert network(spec(ports=(HTTP,)), parsed(network_mode="host", ports=["http"])) == ("host", {})
@@ -203,3 +214,13 @@ def test_a_docker_tasks_plan_has_container_paths_ports_and_the_network_mode(tmp_
     )
     assert raw_plan.spec.env["NOMAD_TASK_DIR"] == str(tmp_path / "web" / "local") and "PATH" in raw_plan.spec.env
     assert raw_plan.spec.network_mode == "bridge"  # what an exec driver needs to know too
+
+
+def test_infra_image_reaches_the_docker_driver_with_its_default() -> None:
+    assert build({"docker_infra_image": "registry.k8s.io/pause-amd64:3.3"}, {}, {}).docker_infra_image == (
+        "registry.k8s.io/pause-amd64:3.3"
+    )
+    chosen = available(("docker",), DriverOptions(docker_infra_image="registry.k8s.io/pause-amd64:3.3"))["docker"]
+    assert isinstance(chosen, Docker) and chosen.infra_image == "registry.k8s.io/pause-amd64:3.3"
+    default = available(("docker",), DriverOptions())["docker"]
+    assert isinstance(default, Docker) and default.infra_image == DEFAULT_INFRA_IMAGE == "corral/pause:busybox"
