@@ -188,6 +188,7 @@ EXEC_CONFIG = Block(
 DOCKER_CONFIG = Block(
     {
         "endpoint": Key(v.nonempty, client="docker_endpoint"),
+        "infra_image": Key(v.nonempty, client="docker_infra_image"),
         "volumes": Block(
             {"enabled": Key(v.boolean, client="docker_volumes_enabled")},
             _ignored("selinuxlabel"),
@@ -195,7 +196,7 @@ DOCKER_CONFIG = Block(
     },
     _ignored(
         "auth tls extra_labels logging gc allow_privileged allow_caps nvidia_runtime allow_runtimes "
-        "infra_image infra_image_pull_timeout image_pull_timeout container_exists_attempts oom_score_adj "
+        "infra_image_pull_timeout image_pull_timeout container_exists_attempts oom_score_adj "
         "pull_activity_timeout pids_limit disable_log_collection windows_allow_insecure_container_admin "
         "allowed_modes"
     ),

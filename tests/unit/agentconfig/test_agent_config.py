@@ -157,7 +157,8 @@ def test_the_client_block_and_plugins_become_the_clients_config(tmp_path: Path) 
         ' gc_interval = "30s"\n gc_max_allocs = 20\n cni_path = "/opt/cni/bin"\n'
         ' chroot_env = { "/bin" = "/bin" }\n}\n'
         'plugin "raw_exec" {\n config { enabled = true }\n}\n'
-        'plugin "docker" {\n config {\n  endpoint = "unix:///run/docker.sock"\n  volumes { enabled = true }\n }\n}\n'
+        'plugin "docker" {\n config {\n  endpoint = "unix:///run/docker.sock"\n  infra_image = "pause:1"\n'
+        "  volumes { enabled = true }\n }\n}\n"
     )
     found = load([write(tmp_path, "agent.hcl", text)])
     assert found.client_enabled
@@ -174,6 +175,7 @@ def test_the_client_block_and_plugins_become_the_clients_config(tmp_path: Path) 
     assert config.chroot_env == {"/bin": "/bin"} and config.cni_path == "/opt/cni/bin"
     assert [(v.name, v.path, v.read_only) for v in config.host_volumes] == [("data", volume.resolve(), True)]
     assert (config.docker_endpoint, config.docker_volumes_enabled) == ("unix:///run/docker.sock", True)
+    assert config.docker_infra_image == "pause:1"
     assert found.summary["Client"] == {
         "Enabled": True,
         "Servers": ["http://127.0.0.1:4747"],
