@@ -2,12 +2,14 @@
 spaces of indentation per open brace, bracket or parenthesis; one space around an attribute's
 `=`, the `=` of consecutive attributes at the same depth aligned; block headers with single
 spaces; no trailing blanks; one final newline. Strings, comments and heredocs are kept as
-written. Spacing inside expressions (around operators, after commas) is left as it is."""
+written. Inside expressions, the blanks between tokens follow hclwrite's rules (hcl_spacing)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from app.cli.local.hcl_spacing import space_line
 
 ASSIGN = re.compile(r"^([A-Za-z_][\w-]*)\s*=(?!=)\s*(.*)$")
 HEREDOC = re.compile(r"<<-?([A-Za-z_]\w*)\s*$")
@@ -46,6 +48,7 @@ def _lay_out(raw: list[str]) -> list[_Line]:
         leading = len(stripped) - len(stripped.lstrip(CLOSERS))
         indent = max(depth - leading, 0)
         key = None
+        stripped = space_line(stripped)
         match = ASSIGN.match(stripped)
         if match:
             key, stripped = match.group(1), f"{match.group(1)} = {match.group(2)}".rstrip()
@@ -112,6 +115,10 @@ def _align(lines: list[_Line]) -> None:
     """Pad the names of consecutive attributes at one depth so their `=` line up."""
     chain: list[_Line] = []
     for line in [*lines, _Line(-1, "")]:
+        if line.verbatim:
+            # A heredoc's body (or a /* comment's) belongs to the line that opened it, as in
+            # hclwrite: the attribute after a heredoc still aligns with the one before it.
+            continue
         if line.key is not None and not line.verbatim and (not chain or chain[0].indent == line.indent):
             chain.append(line)
             continue
