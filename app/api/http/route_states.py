@@ -284,7 +284,6 @@ PARTIAL: dict[str, str] = {
     "GET /v1/agent/self": "corral's config and stats, not a Nomad agent's",
     "GET /v1/metrics": "no `Min`/`Max`/`Stddev`/`Rate` in the JSON summary",
     "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
-    "GET /v1/client/stats": "`node_id` is required",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",
     "GET /v1/acl/token/:accessor": "`SecretID` is empty: only its hash is stored",
