@@ -117,7 +117,7 @@ job "web" {
       driver = "raw_exec"
       config {
         command="/bin/sh"
-        args=[ "-c" , "echo ${NOMAD_ALLOC_ID}&&sleep 1" ]
+        args=[ "-c" , "echo ${NOMAD_ALLOC_ID}&&sleep ${1+1}" ]
         doubled=[for x in var.list: x*2 if x!=2]
         offset = -1
         mode = var.list[0]==1?"a":"b"
@@ -144,7 +144,7 @@ job "web" {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        args    = ["-c", "echo ${NOMAD_ALLOC_ID}&&sleep 1"]
+        args    = ["-c", "echo ${NOMAD_ALLOC_ID}&&sleep ${1 + 1}"]
         doubled = [for x in var.list : x * 2 if x != 2]
         offset  = -1
         mode    = var.list[0] == 1 ? "a" : "b"
@@ -152,7 +152,7 @@ job "web" {
         ids     = var.list[*]
         none    = {}
       }
-      resources { cpu = 100 }   # kept   as written
+      resources { cpu = 100 } # kept   as written
     }
   }
 }
@@ -162,7 +162,8 @@ JOBSPECS = Path(__file__).resolve().parents[1] / "jobspecs"
 
 def test_spacing_inside_expressions_is_hclwrites() -> None:
     """Operators, commas, brackets, braces, calls, indexes, negation and for expressions spaced
-    as `nomad fmt` spaces them; strings and a trailing comment kept as written."""
+    as `nomad fmt` spaces them, inside a string's `${...}` too; a string's text and a comment's
+    kept as written."""
     assert format_hcl(SPACED) == SPACED_TIDY
     assert format_hcl(SPACED_TIDY) == SPACED_TIDY
     assert hcl2.load(io.StringIO(SPACED)) == hcl2.load(io.StringIO(SPACED_TIDY))
@@ -180,3 +181,15 @@ def test_an_unreadable_line_is_left_as_it_is() -> None:
     assert space_line('a = "open') == 'a = "open'
     assert space_line("a=1 # x=1") == "a = 1 # x=1"
     assert space_line("x = a-1") == "x = a-1"  # one identifier: HCL names may hold dashes
+
+
+def test_trailing_comments_of_consecutive_lines_are_aligned() -> None:
+    source = 'job "x" {\n  a=1 # one\n  bbbb = "${b}"   # two\n  # alone\n  c = 3  # three\n}\n'
+    assert format_hcl(source) == (
+        'job "x" {\n  a    = 1      # one\n  bbbb = "${b}" # two\n  # alone\n  c = 3 # three\n}\n'
+    )
+
+
+def test_a_strings_text_is_kept_and_its_interpolations_spaced() -> None:
+    assert space_line('a="$${x+1} \\"q\\" ${ x+1 } ${f( 1,2 )}"') == 'a = "$${x+1} \\"q\\" ${x + 1} ${f(1, 2)}"'
+    assert space_line('a = "${~ x ~}"') == 'a = "${~ x ~}"'  # a strip marker: left as written

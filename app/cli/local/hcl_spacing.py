@@ -4,9 +4,11 @@ one space around operators and `=`, after a comma and none before it, none insid
 and brackets, one inside a one-line object's braces (`{ a = 1 }`, but `{}`), none around `.`,
 before a call's `(` or an index's `[`, nor after a negation (`-1`, `!x`).
 
-Quoted strings are kept whole as written (their `${...}` included), and so is a trailing comment
-with the blanks before it. A line the tokenizer cannot read (an unterminated string, a character
-HCL has no token for) is returned unchanged: formatting never changes what a file means."""
+A quoted string keeps its text as written, but the expression inside each of its `${...}` is
+spaced by the same rules (`"${a+1}"` -> `"${a + 1}"`); `%{...}` directives are kept. A trailing
+comment is split off for the layout to align (split_comment). A line the tokenizer cannot read
+(an unterminated string, a character HCL has no token for) is returned unchanged: formatting
+never changes what a file means."""
 
 from __future__ import annotations
 
@@ -40,23 +42,71 @@ class Token:
 START = Token("", "")
 
 
+def split_comment(line: str) -> tuple[str, str]:
+    """(code, trailing comment) of a line that has code before a comment; (line, "") otherwise."""
+    tokens = _tokens(line)
+    if not tokens or tokens[-1].kind != "comment" or len(tokens) == 1:
+        return line, ""
+    start = line.rfind(tokens[-1].text)
+    return line[:start].rstrip(), tokens[-1].text
+
+
 def space_line(line: str) -> str:
     """LINE (without its indentation) with hclwrite's blanks between its tokens."""
     tokens = _tokens(line)
     if tokens is None:
         return line
-    comment = ""
-    if tokens and tokens[-1].kind == "comment" and (start := line.rfind(tokens[-1].text)) > 0:
-        code = line[:start]
-        comment = line[len(code.rstrip()) :]  # a trailing comment keeps the blanks before it
-        tokens = tokens[:-1]
     out: list[str] = []
     for i, token in enumerate(tokens):
         before = tokens[i - 1] if i else START
-        out.append(token.text)
+        out.append(_string(token.text) if token.kind == "string" else token.text)
         if i + 1 < len(tokens) and _space_after(token, before, tokens[i + 1]):
             out.append(" ")
-    return "".join(out) + comment
+    return "".join(out)
+
+
+def _string(text: str) -> str:
+    """A quoted string with each `${...}` expression spaced (`$${` is a literal `${`)."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" or text.startswith("$${", i):
+            step = 2 if text[i] == "\\" else 3  # an escape, or an escaped interpolation
+            out.append(text[i : i + step])
+            i += step
+            continue
+        if text.startswith("${", i):
+            end = _interpolation_end(text, i + 2)
+            if end < 0:
+                return text
+            inner = text[i + 2 : end]
+            readable = _tokens(inner) is not None
+            out.append("${" + (space_line(inner.strip()) if readable else inner) + "}")
+            i = end + 1
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def _interpolation_end(text: str, start: int) -> int:
+    """Where the `}` that closes the interpolation whose expression starts at START is."""
+    i, depth = start, 0
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            inner = _string_end(text, i)
+            if inner < 0:
+                return -1
+            i = inner
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return -1
 
 
 def _tokens(line: str) -> list[Token] | None:
