@@ -282,7 +282,8 @@ PARTIAL: dict[str, str] = {
     "GET /v1/agent/members": "the answering server and the singleton roles' holders",
     "GET /v1/agent/health": "no `?type=client`",
     "GET /v1/agent/self": "corral's config and stats, not a Nomad agent's",
-    "GET /v1/metrics": "no `Min`/`Max`/`Stddev`/`Rate` in the JSON summary",
+    "GET /v1/metrics": "the JSON summary's Samples and Counters cover each process's life, where go-metrics "
+    "reports its last 10 s interval",
     "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",
