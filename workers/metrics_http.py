@@ -10,10 +10,12 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import psutil
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from app.metrics import runtime
+from app.metrics.aggregates import AGGREGATES, Extra, LabelKey
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import NOMAD_NAMES
 
@@ -24,6 +26,15 @@ class MetricsBindError(Exception):
     """CORRAL_METRICS_BIND is malformed or its port is taken."""
 
 
+STARTED = psutil.Process().create_time()
+
+
+def own_extras(now: float) -> dict[tuple[str, LabelKey], Extra]:
+    """This process's aggregates, and each sum per second since the process started."""
+    alive = max(now - STARTED, 1.0)
+    return {key: Extra(kept, kept.total / alive) for key, kept in AGGREGATES.snapshot().items()}
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlsplit(self.path)
@@ -31,7 +42,8 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/metrics" or (url.path == "/v1/metrics" and wanted == "prometheus"):
             self._send(200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
         elif url.path == "/v1/metrics" and wanted == "json":
-            body = to_nomad_json(REGISTRY.collect(), NOMAD_NAMES, datetime.now(UTC))
+            now = datetime.now(UTC)
+            body = to_nomad_json(REGISTRY.collect(), NOMAD_NAMES, now, own_extras(now.timestamp()))
             self._send(200, "application/json", json.dumps(body).encode())
         elif url.path == "/v1/metrics":
             self._send(400, "text/plain", f"format: must be json or prometheus, got {wanted!r}\n".encode())

@@ -20,7 +20,7 @@ from app.db.leadership import holder_name
 from app.gc.core_evals import run_core_eval
 from app.gc.pacer import Pacer
 from app.gc.thresholds import Thresholds
-from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, timed
+from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, observe, timed
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
 from app.pipeline.snapshot import SnapshotLoader
@@ -115,7 +115,7 @@ class Worker:
                 self.wakeup.wait()
                 next_rescue = 0.0  # idle: look for lapsed leases on the next round
                 return None
-            DEQUEUE_EVAL.observe((time.perf_counter() - began) * 1000)
+            observe(DEQUEUE_EVAL, (time.perf_counter() - began) * 1000)
             self.workload_status = "Scheduling"
             if len(claims) == 1:
                 self.handle(claims[0], stop)

@@ -4,7 +4,9 @@ tasks matched by name. Unchanged fields are left out, but for the contextual dif
 and version history always ask for: an edited nested block (Resources, Config, a service...) then
 lists its unchanged fields too, with Type "None", so a reader sees each change in its block. The
 job's, groups' and tasks' own fields stay changes only, as in Nomad (its Job/TaskGroup/Task Diff
-pass contextual only to the objects inside)."""
+pass contextual only to the objects inside). As in Nomad, every task group and task is listed,
+an unchanged one with Type "None", and string maps (Meta, a task's Env) are flattened into
+fields named `Meta[key]` (Nomad's flatmap), not nested objects."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ IGNORED = frozenset(
 )
 Spec = Mapping[str, object]  # a job, group, task or block: compared as plain JSON
 Diff = TypeVar("Diff", TaskGroupDiffJson, TaskDiffJson)
+# Nomad's map[string]string fields: flatmap makes each key a field of its own.
+FLAT_MAPS = frozenset({"Meta", "Env"})
 
 
 def job_diff(old: Spec | None, new: Spec | None, *, contextual: bool = False) -> JobDiffJson:
@@ -28,7 +32,7 @@ def job_diff(old: Spec | None, new: Spec | None, *, contextual: bool = False) ->
     fields, objects = _block(old or {}, new or {}, IGNORED | {"TaskGroups"}, contextual)
     groups = _named(_groups(old), _groups(new), contextual, _group_diff)
     return {
-        "Type": _kind(old, new, bool(fields or objects or groups)),
+        "Type": _kind(old, new, bool(fields or objects or any(g["Type"] != NONE for g in groups))),
         "ID": str((new or old or {}).get("ID", "")),
         "Fields": fields or None,
         "Objects": objects or None,
@@ -48,12 +52,11 @@ def _groups(spec: Spec | None) -> dict[str, Spec]:
     return _by_name((spec or {}).get("TaskGroups"))
 
 
-def _group_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskGroupDiffJson | None:
+def _group_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskGroupDiffJson:
     fields, objects = _block(old or {}, new or {}, frozenset({"Tasks", "Name"}), contextual)
     tasks = _named(_tasks(old), _tasks(new), contextual, _task_diff)
-    kind = _kind(old, new, bool(fields or objects or tasks))
-    if kind == NONE:
-        return None
+    changed = bool(fields or objects or any(t["Type"] != NONE for t in tasks))
+    kind = _kind(old, new, changed)
     return {"Type": kind, "Name": name, "Fields": fields or None, "Objects": objects or None, "Tasks": tasks or None}
 
 
@@ -68,17 +71,15 @@ def _by_name(items: object) -> dict[str, Spec]:
     return {str(item["Name"]): item for item in items if isinstance(item, Mapping)}
 
 
-def _task_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskDiffJson | None:
+def _task_diff(name: str, old: Spec | None, new: Spec | None, contextual: bool) -> TaskDiffJson:
     fields, objects = _block(old or {}, new or {}, frozenset({"Name"}), contextual)
     kind = _kind(old, new, bool(fields or objects))
-    if kind == NONE:
-        return None
     return {
         "Type": kind,
         "Name": name,
         "Fields": fields or None,
         "Objects": objects or None,
-        "Annotations": [_task_annotation(kind, fields, objects)],
+        "Annotations": None if kind == NONE else [_task_annotation(kind, fields, objects)],
     }
 
 
@@ -98,10 +99,10 @@ def _named(
     old: Mapping[str, Spec],
     new: Mapping[str, Spec],
     contextual: bool,
-    diff: Callable[[str, Spec | None, Spec | None, bool], Diff | None],
+    diff: Callable[[str, Spec | None, Spec | None, bool], Diff],
 ) -> list[Diff]:
-    out = [diff(name, old.get(name), new.get(name), contextual) for name in sorted({*old, *new})]
-    return [d for d in out if d is not None]
+    """Every name on either side, unchanged ones too (Type None), as Nomad lists them."""
+    return [diff(name, old.get(name), new.get(name), contextual) for name in sorted({*old, *new})]
 
 
 def _block(
@@ -118,7 +119,9 @@ def _block(
             if keep_unchanged:
                 fields.extend(_unchanged(key, a))
             continue
-        if isinstance(a, Mapping) or isinstance(b, Mapping):
+        if key in FLAT_MAPS and _is_string_map(a) and _is_string_map(b):
+            fields.extend(_flat_map(key, _mapping(a) or {}, _mapping(b) or {}, keep_unchanged))
+        elif isinstance(a, Mapping) or isinstance(b, Mapping):
             objects.append(
                 _object(key, a if isinstance(a, Mapping) else None, b if isinstance(b, Mapping) else None, contextual)
             )
@@ -128,12 +131,32 @@ def _block(
             fields.extend(_scalar_list(key, _list(a), _list(b), contextual))
         else:
             fields.append(_field(key, a, b))
+    fields.sort(key=lambda f: f["Name"])  # Nomad sorts a block's fields by name (Meta[k] among them)
     return fields, objects
+
+
+def _is_string_map(value: object) -> bool:
+    """A map of scalars (or nothing): what Nomad's map[string]string fields hold."""
+    if value is None:
+        return True
+    return isinstance(value, Mapping) and not any(isinstance(v, (Mapping, list)) for v in value.values())
+
+
+def _flat_map(name: str, old: Spec, new: Spec, keep_unchanged: bool) -> Iterable[FieldDiffJson]:
+    """Each key of a string map as the field `name[key]`; equal ones only with keep_unchanged."""
+    for key in sorted({*old, *new}):
+        a, b = old.get(key), new.get(key)
+        if a != b:
+            yield _field(f"{name}[{key}]", a, b)
+        elif keep_unchanged:
+            yield _same(f"{name}[{key}]", _text(a))
 
 
 def _unchanged(name: str, value: object) -> list[FieldDiffJson]:
     """An equal scalar (or each element of an equal scalar list) as Type None fields; an
     unchanged nested object is left out, as Nomad leaves out an object with no change."""
+    if name in FLAT_MAPS and isinstance(value, Mapping) and _is_string_map(value):
+        return list(_flat_map(name, value, value, True))
     if isinstance(value, Mapping) or _is_object_list(value):
         return []
     values = value if isinstance(value, list) else [value]

@@ -13,12 +13,15 @@ from contextlib import contextmanager
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
+from app.metrics.aggregates import AGGREGATES
+
 # Milliseconds, from a fast plan apply to a slow scheduling pass.
 MS_BUCKETS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 
 
 # Prometheus name -> Nomad's dotted name, for the JSON view of /v1/metrics.
 NOMAD_NAMES: dict[str, str] = {}
+_NAMES: dict[int, str] = {}  # id of a timer or counter -> its Prometheus name (for AGGREGATES)
 # Prometheus name -> help text of the timers and counters below (app/store/published_timings.py
 # rebuilds their families from the figures the roles publish).
 HELP: dict[str, str] = {}
@@ -35,7 +38,9 @@ def _timer(
     nomad_name: str, help_text: str, labels: tuple[str, ...] = (), registry: CollectorRegistry = REGISTRY
 ) -> Histogram:
     HELP[prometheus_name(nomad_name)] = help_text
-    return Histogram(prometheus_name(nomad_name), help_text, labels, buckets=MS_BUCKETS, registry=registry)
+    timer = Histogram(prometheus_name(nomad_name), help_text, labels, buckets=MS_BUCKETS, registry=registry)
+    _NAMES[id(timer)] = prometheus_name(nomad_name)
+    return timer
 
 
 # Worker (nomad.nomad.worker.*)
@@ -50,6 +55,7 @@ PLAN_APPLY = _timer("nomad.nomad.plan.apply", "Time to check and commit one plan
 _REJECTED = prometheus_name("nomad.nomad.plan.node_rejected")
 HELP[_REJECTED] = "Plan nodes the applier refused because they no longer fit."
 PLAN_NODE_REJECTED = Counter(_REJECTED, HELP[_REJECTED])
+_NAMES[id(PLAN_NODE_REJECTED)] = _REJECTED
 # The families every role publishes for the API servers' /v1/metrics.
 PUBLISHED = tuple(HELP)
 
@@ -61,5 +67,16 @@ def timed(timer: Histogram, **labels: str) -> Iterator[None]:
     try:
         yield
     finally:
-        elapsed_ms = (time.perf_counter() - began) * 1000
-        (timer.labels(**labels) if labels else timer).observe(elapsed_ms)
+        observe(timer, (time.perf_counter() - began) * 1000, **labels)
+
+
+def observe(timer: Histogram, value_ms: float, **labels: str) -> None:
+    """One observation, in the Prometheus histogram and in the process's aggregates."""
+    (timer.labels(**labels) if labels else timer).observe(value_ms)
+    AGGREGATES.observe(_NAMES[id(timer)], labels, value_ms)
+
+
+def count(counter: Counter, amount: int) -> None:
+    """A counter moved by AMOUNT: as many increments of one (Nomad's IncrCounter(key, 1))."""
+    counter.inc(amount)
+    AGGREGATES.observe(_NAMES[id(counter)], {}, 1.0, amount)

@@ -29,6 +29,15 @@ class PublishedTiming(Base):
         ARRAY(Double), comment="Cumulative counts per bucket bound of app.metrics.timings.MS_BUCKETS, then +Inf."
     )
     updated_at: Mapped[datetime] = mapped_column(comment="When the process last published the row.")
+    sum_squares: Mapped[float | None] = mapped_column(
+        Double, comment="Sum of the squared observations (a counter: of its increments); empty from older roles."
+    )
+    minimum: Mapped[float | None] = mapped_column(
+        Double, comment="Smallest observation (a counter: increment) of the process; empty from older roles."
+    )
+    maximum: Mapped[float | None] = mapped_column(
+        Double, comment="Largest observation (a counter: increment) of the process; empty from older roles."
+    )
 
 
 class SchedulerWorker(Base):

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from app.metrics.aggregates import AGGREGATES, Aggregate, Extra, LabelKey
 from app.metrics.timings import HELP, MS_BUCKETS, prometheus_name
 from app.models import PublishedTiming
 
@@ -39,10 +40,19 @@ class Figure:
     count: float
     total: float
     buckets: tuple[float, ...]  # cumulative, per MS_BUCKETS bound then +Inf; () for a counter
+    aggregate: Aggregate | None = None  # min, max and sum of squares, when the process kept them
 
 
-def snapshot(registry: CollectorRegistry, names: Iterable[str]) -> list[Figure]:
-    """The figures of the families `names` (Prometheus names) in `registry`."""
+def snapshot(
+    registry: CollectorRegistry, names: Iterable[str], aggregates: dict[tuple[str, LabelKey], Aggregate] | None = None
+) -> list[Figure]:
+    """The figures of the families `names` (Prometheus names) in `registry`, each with the
+    process's aggregate of it (`aggregates`, by default app.metrics.aggregates.AGGREGATES)."""
+    kept = AGGREGATES.snapshot() if aggregates is None else aggregates
+    return [replace(f, aggregate=kept.get((f.name, f.labels))) for f in _figures(registry, names)]
+
+
+def _figures(registry: CollectorRegistry, names: Iterable[str]) -> list[Figure]:
     wanted = set(names)
     figures: list[Figure] = []
     for family in registry.collect():
@@ -83,7 +93,9 @@ def _histogram_figures(family: Metric) -> Iterator[Figure]:
 
 def publish(session: Session, process: str, figures: Iterable[Figure], now: datetime) -> None:
     """Write this process's figures (cumulative: each write replaces the last) and forget the
-    rows of processes silent for FORGET_AFTER."""
+    rows of processes silent for FORGET_AFTER. The aggregates go only where the schema has their
+    columns (a role of this release may run on the schema before 0037)."""
+    with_aggregates = has_aggregate_columns(session)
     rows = [
         {
             "process": process,
@@ -94,18 +106,83 @@ def publish(session: Session, process: str, figures: Iterable[Figure], now: date
             "total": f.total,
             "buckets": list(f.buckets),
             "updated_at": now,
+            **(_aggregate_columns(f.aggregate) if with_aggregates else {}),
         }
         for f in figures
     ]
     if rows:
         statement = pg_insert(PublishedTiming).values(rows)
+        columns = ["kind", "count", "total", "buckets", "updated_at", *(AGGREGATE_COLUMNS if with_aggregates else ())]
         session.execute(
             statement.on_conflict_do_update(
-                index_elements=["process", "name", "labels"],
-                set_={c: statement.excluded[c] for c in ("kind", "count", "total", "buckets", "updated_at")},
+                index_elements=["process", "name", "labels"], set_={c: statement.excluded[c] for c in columns}
             )
         )
     session.execute(delete(PublishedTiming).where(PublishedTiming.updated_at < now - FORGET_AFTER))
+
+
+AGGREGATE_COLUMNS = ("sum_squares", "minimum", "maximum")
+
+
+def has_aggregate_columns(session: Session) -> bool:
+    found = session.execute(
+        text(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'published_timings' AND column_name = ANY(:names)"
+        ),
+        {"names": list(AGGREGATE_COLUMNS)},
+    ).scalar_one()
+    return bool(found == len(AGGREGATE_COLUMNS))
+
+
+def _aggregate_columns(aggregate: Aggregate | None) -> dict[str, float | None]:
+    if aggregate is None:
+        return dict.fromkeys(AGGREGATE_COLUMNS)
+    return {"sum_squares": aggregate.sum_squares, "minimum": aggregate.minimum, "maximum": aggregate.maximum}
+
+
+def merged_extras(session: Session, now: datetime) -> dict[tuple[str, LabelKey], Extra]:
+    """Per name and label set (as merged() names them): the processes' aggregates combined (None
+    once one row has none: a role of an older release, or a schema before 0037) and their rates
+    (Sum per second since each process started, from its key's start time) added up."""
+    combined: dict[tuple[str, LabelKey], Extra] = {}
+    for process, name, labels, aggregate, updated_at in _extra_rows(session, now - PUBLISHED_TTL):
+        key = _nomad_form(name, tuple(labels))
+        total = aggregate.total if isinstance(aggregate, Aggregate) else aggregate
+        mine = Extra(aggregate if isinstance(aggregate, Aggregate) else None, _rate(process, total, updated_at))
+        found = combined.get(key)
+        combined[key] = mine if found is None else _add(found, mine)
+    return combined
+
+
+def _extra_rows(session: Session, since: datetime) -> list[tuple[str, str, list[str], Aggregate | float, datetime]]:
+    """(process, name, labels, its aggregate or, without one, its total, updated_at)."""
+    t = PublishedTiming
+    if not has_aggregate_columns(session):
+        plain = select(t.process, t.name, t.labels, t.total, t.updated_at).where(t.updated_at >= since)
+        return [(p, n, list(labels), total, at) for p, n, labels, total, at in session.execute(plain)]
+    full = select(
+        t.process, t.name, t.labels, t.count, t.total, t.sum_squares, t.minimum, t.maximum, t.updated_at
+    ).where(t.updated_at >= since)
+    out: list[tuple[str, str, list[str], Aggregate | float, datetime]] = []
+    for p, n, labels, count, total, squares, low, high, at in session.execute(full):
+        kept = None if squares is None or low is None or high is None else Aggregate(count, total, squares, low, high)
+        out.append((p, n, list(labels), kept if kept is not None else total, at))
+    return out
+
+
+def _rate(process: str, total: float, updated_at: datetime) -> float | None:
+    """The process's Sum per second since it started (its key ends with its start, in seconds)."""
+    started = process.rpartition(":")[2]
+    if not started.isdigit():
+        return None
+    return total / max(updated_at.timestamp() - int(started), 1.0)
+
+
+def _add(a: Extra, b: Extra) -> Extra:
+    aggregate = a.aggregate.combined(b.aggregate) if a.aggregate and b.aggregate else None
+    rate = a.rate + b.rate if a.rate is not None and b.rate is not None else None
+    return Extra(aggregate, rate)
 
 
 def merged(session: Session, now: datetime) -> list[Metric]:

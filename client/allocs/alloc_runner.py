@@ -588,14 +588,17 @@ class AllocRunner:
             return body
 
     def restart(self, task: str, all_tasks: bool) -> None:
-        """Nomad's alloc restart: the named task, or every running one (AllTasks too: dead
-        tasks are not run again here). Raises KeyError for an unknown task, NotRunning when
-        the allocation or the named task does not run."""
-        if self.terminal or self.stopping:
+        """Nomad's alloc restart: the named task, or every running one; with all_tasks the dead
+        ones too (prestart/poststart tasks that completed), in lifecycle order as Nomad's
+        RestartAll does. Raises KeyError for an unknown task, NotRunning when the allocation
+        or the named task does not run."""
+        if self.terminal or self.stopping or self._killing or self.phase == "poststop":
             raise NotRunning(f"allocation {self.id} is not running")
         if task:
             self.tasks[task].restart("User requested task to restart")
             return
+        if all_tasks:
+            self._rerun_dead()
         reason = "User requested all tasks to restart" if all_tasks else "User requested running tasks to restart"
         restarted = 0
         for runner in self.tasks.values():
@@ -604,8 +607,24 @@ class AllocRunner:
                 restarted += 1
             except NotRunning:
                 continue  # as Nomad's: a task that is not running is not restarted
-        if not restarted:
+        if not restarted and not all_tasks:
             raise NotRunning(f"allocation {self.id} has no running task")
+
+    def _rerun_dead(self) -> None:
+        """The dead tasks (poststop ones aside: they have not run yet) back to pending, and the
+        coordinator back to the prestart phase (Nomad's taskCoordinator.Restart): the main
+        tasks, restarted next, wait for the prestart tasks again. Their threads start once
+        the gates are set, so none slips through a gate about to close."""
+        reason = "User requested all tasks to restart"
+        with self._lock:
+            dead = [r for name, r in self.tasks.items() if self.stages[name] != POSTSTOP and r.dead]
+            for runner in dead:
+                runner.rerun(reason)
+            self.phase = "prestart"
+            self._coordinate()
+            for runner in dead:
+                runner.start()
+        self._changed()
 
     def signal(self, task: str, name: str, signum: int) -> None:
         """Nomad's alloc signal: the named task, or every running one."""

@@ -116,6 +116,22 @@ class TaskRunner:
             self._restart.set()
         self.on_change()
 
+    def rerun(self, reason: str) -> None:
+        """Make a dead task ready to run again (Nomad's ForceRestart of a task whose run has
+        ended, for `alloc restart -all-tasks`): the same events and Restarts count as a restart
+        in place, pending again; `start()` then runs it once its lifecycle gate opens. The
+        caller reports the change. Raises NotRunning when it is not dead or is being stopped."""
+        with self._lock:
+            if not self.dead or self._stop.is_set() or self.thread.is_alive():
+                raise NotRunning(f"task {self.spec.name!r} is not dead")
+            self._event("Restart Signaled", reason, RestartReason=reason)
+            self._event("Restarting", "Task restarting in 0s", RestartReason=reason)
+            restarts = self.state["Restarts"] + 1
+            self.state = {**self.state, "State": "pending", "Failed": False, "Restarts": restarts}
+            self.state["LastRestart"] = task_state.now()
+            self._fail_message = None
+            self.thread = threading.Thread(target=self._run, name=f"task-{self.spec.name}", daemon=True)
+
     def signal(self, name: str, signum: int, message: str = "") -> None:
         """Deliver a signal to the running task (Nomad's alloc signal: a 'Signaling' event)."""
         with self._lock:
@@ -192,7 +208,9 @@ class TaskRunner:
                 self._restart.clear()
                 reason = self._restart_reason or "User requested restart"
                 self._event("Restarting", "Task restarting in 0s", RestartReason=reason)
-                self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now())
+                # Pending while it waits for its lifecycle gate (`-all-tasks` reruns prestart first).
+                waits = {} if self.gate.is_set() else {"State": "pending"}
+                self._set(Restarts=self.state["Restarts"] + 1, LastRestart=task_state.now(), **waits)
                 continue
             decision = self.tracker.after_exit(time.time(), code, start_failed)
             if decision.action == "complete":

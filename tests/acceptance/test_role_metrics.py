@@ -53,6 +53,7 @@ def test_worker_and_applier_report_their_timings(corral: CorralFactory, database
     as_json = httpx.get(f"{worker_url}/v1/metrics", timeout=10).json()
     invoked = [s for s in as_json["Samples"] if s["Name"] == "nomad.nomad.worker.invoke_scheduler"]
     assert invoked and invoked[0]["Labels"] == {"type": "service"} and invoked[0]["Count"] >= 1
+    assert 0 < invoked[0]["Min"] <= invoked[0]["Mean"] <= invoked[0]["Max"] and invoked[0]["Rate"] > 0
 
     applier = samples(f"http://127.0.0.1:{applier_port}/v1/metrics?format=prometheus")
     assert applier[("nomad_nomad_plan_apply_count", ())] >= 1

@@ -66,6 +66,10 @@ def test_plan_of_the_registered_job_changes_nothing(client: FlaskClient, pg: Con
     body = resp.json
     assert body is not None
     assert body["Diff"]["Type"] == "None"
+    # Nomad lists the unchanged group and task, and annotates the group with its counts.
+    [group] = body["Diff"]["TaskGroups"]
+    assert (group["Type"], group["Name"], group["Updates"]) == ("None", "g", {"create": 1})  # nothing runs yet
+    assert [(t["Type"], t["Annotations"]) for t in group["Tasks"]] == [("None", None)]
     assert body["JobModifyIndex"] == json_body(registered)["JobModifyIndex"]
     edited = client.post("/v1/job/web/plan", json={"Job": job("web", 60, 100), "Diff": True}).json
     assert edited is not None and edited["Diff"]["Type"] == "Edited"

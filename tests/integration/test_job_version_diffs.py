@@ -49,15 +49,9 @@ def test_each_diff_is_from_the_previous_version(client: FlaskClient) -> None:
     assert [v["Version"] for v in body["Versions"]] == [2, 1, 0]
     first, second = body["Diffs"]  # the oldest version has nothing to compare with
     assert first["Type"] == "Edited" and first["ID"] == "web"
-    assert first["Objects"][0]["Name"] == "Meta"
-    assert first["Objects"][0]["Fields"][0] | {"Annotations": None} == {
-        "Type": "Added",
-        "Name": "owner",
-        "Old": "",
-        "New": "ops",
-        "Annotations": None,
-    }
-    assert group_fields(first) == []
+    assert first["Objects"] is None  # Meta is flattened into fields, as Nomad's flatmap does
+    assert first["Fields"] == [{"Type": "Added", "Name": "Meta[owner]", "Old": "", "New": "ops", "Annotations": None}]
+    assert group_fields(first) == [] and [g["Type"] for g in first["TaskGroups"]] == ["None"]
     assert group_fields(second) == [("Edited", "Count", "2", "3")]
 
 
@@ -66,8 +60,8 @@ def test_diff_version_compares_every_version_with_that_one(client: FlaskClient) 
     body = versions(client, "?diffs=true&diff_version=0")
     assert len(body["Diffs"]) == 3
     newest, middle, oldest = body["Diffs"]
-    assert group_fields(newest) == [("Edited", "Count", "2", "3")] and newest["Objects"]
-    assert group_fields(middle) == [("Edited", "Count", "2", "3")] and not middle["Objects"]
+    assert group_fields(newest) == [("Edited", "Count", "2", "3")] and newest["Fields"][0]["Name"] == "Meta[owner]"
+    assert group_fields(middle) == [("Edited", "Count", "2", "3")] and not middle["Fields"]
     assert oldest["Type"] == "None"
 
 
@@ -80,7 +74,7 @@ def test_diff_tag_compares_with_the_tagged_version(client: FlaskClient, pg: Conn
     pg.commit()
     body = versions(client, "?diffs=true&diff_tag=golden")
     newest, tagged, oldest = body["Diffs"]
-    assert newest["Objects"][0]["Name"] == "Meta" and group_fields(newest) == []
+    assert newest["Fields"][0]["Name"] == "Meta[owner]" and group_fields(newest) == []
     assert tagged["Type"] == "None"
     assert group_fields(oldest) == [("Edited", "Count", "3", "2")]
 
@@ -113,15 +107,16 @@ def test_history_p_prints_each_versions_diff_as_nomad(client: FlaskClient) -> No
     assert blocks[0].splitlines()[3:] == [
         "Diff        = ",
         '+/- Job: "web"',
-        "+ Meta {",
-        '  + owner: "ops"',
-        "  }",
+        '+ Meta[owner]: "ops"',
+        '  Task Group: "g"',  # unchanged: no marker, aligned as Nomad's are
+        '    Task: "t"',
     ]
     assert blocks[1].splitlines()[3:] == [
         "Diff        = ",
         '+/- Job: "web"',
         '+/- Task Group: "g"',
         '  +/- Count: "2" => "3"',
+        '      Task: "t"',
     ]
     assert "Diff" not in blocks[2]  # the oldest version has nothing to compare with
 
@@ -131,7 +126,7 @@ def test_history_flags_as_nomad(client: FlaskClient) -> None:
     three_versions(client)
     against = history("-p", "-diff-version", "2", "-version", "0", "web")
     assert against.exit_code == 0, against.output
-    assert "-   Meta {" in against.output and '+/- Count: "3" => "2"' in against.output
+    assert '-   Meta[owner]: "ops"' in against.output and '+/- Count: "3" => "2"' in against.output
     plain = history("web")
     assert plain.exit_code == 0 and "Diff" not in plain.output and plain.output.count("Version ") == 3
     as_json = history("-json", "-version", "1", "web")

@@ -16,6 +16,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.db.engines import libpq_url, make_engine, make_sessionmaker, transaction
+from app.metrics.aggregates import Aggregate
 from app.metrics.timings import PUBLISHED
 from app.settings.config import Settings
 from app.store import published_timings as published
@@ -71,7 +72,8 @@ def test_scheduler_timers_move_after_scheduling_work(client: FlaskClient, databa
     from workers.applier import run_applier
     from workers.worker import Worker
 
-    publish_now(database_url, "test-process")  # what this process measured before (other tests)
+    process = f"test:host:1:{int(datetime.now(UTC).timestamp()) - 60}"  # as a role's key: ends with its start
+    publish_now(database_url, process)  # what this process measured before (other tests)
     before = scrape(client)
     assert ("nomad_nomad_worker_invoke_scheduler_count", (("type", "service"),)) not in before  # Nomad's names
     settings = Settings(database_url=database_url, poll_interval_s=0.1)
@@ -87,7 +89,7 @@ def test_scheduler_timers_move_after_scheduling_work(client: FlaskClient, databa
             assert wait_for(lambda: pipeline_quiet(pg), 60)
             placed = pg.execute("SELECT count(*) FROM allocations WHERE job_id = 'web'").fetchone()
             assert placed == (2,)
-    publish_now(database_url, "test-process")
+    publish_now(database_url, process)
     after = scrape(client)
     for name in TIMERS:
         assert after[(name, ())] > before.get((name, ()), 0.0), name
@@ -96,7 +98,9 @@ def test_scheduler_timers_move_after_scheduling_work(client: FlaskClient, databa
     assert body is not None
     samples = {s["Name"]: s for s in body["Samples"]}
     assert samples["nomad.nomad.worker.invoke_scheduler.service"]["Count"] >= 1
-    assert samples["nomad.nomad.plan.evaluate"]["Mean"] > 0
+    evaluate = samples["nomad.nomad.plan.evaluate"]
+    assert 0 < evaluate["Min"] <= evaluate["Mean"] <= evaluate["Max"] and evaluate["Stddev"] >= 0
+    assert evaluate["Rate"] > 0  # ms of plan checking per second
 
 
 def test_published_figures_of_processes_sum_and_silent_ones_drop_out(client: FlaskClient, database_url: str) -> None:
@@ -147,3 +151,62 @@ def test_runtime_gauges_under_nomads_names(client: FlaskClient) -> None:
     assert (
         gauges["nomad.runtime.heap_objects"]["Value"] > 0 and "host" in gauges["nomad.runtime.heap_objects"]["Labels"]
     )
+
+
+def timing(count: int, total: float, aggregate: Aggregate | None) -> published.Figure:
+    buckets = (0.0,) * 6 + (float(count),) * 10
+    return published.Figure("nomad_nomad_plan_apply", (), "histogram", count, total, buckets, aggregate)
+
+
+def publish_rows(database_url: str, rows: list[tuple[str, published.Figure]], now: datetime) -> None:
+    engine = make_engine(database_url, "test", pool_size=1)
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            for process, figure in rows:
+                published.publish(session, process, [figure], now)
+    finally:
+        engine.dispose()
+
+
+def plan_apply(client: FlaskClient) -> dict[str, object]:
+    body = client.get("/v1/metrics").json
+    assert body is not None
+    [sample] = [s for s in body["Samples"] if s["Name"] == "nomad.nomad.plan.apply"]
+    return dict(sample)
+
+
+def test_samples_carry_go_metrics_min_max_stddev_and_rate(client: FlaskClient, database_url: str) -> None:
+    """Two appliers observed 10, 20 (started 100 s ago) and 30 ms (started 10 s ago): the JSON
+    summary reports go-metrics' figures of the three observations."""
+    now = datetime.now(UTC)
+    start = int(now.timestamp())
+    first = Aggregate(2, 30.0, 500.0, 10.0, 20.0)
+    second = Aggregate(1, 30.0, 900.0, 30.0, 30.0)
+    publish_rows(
+        database_url,
+        [
+            (f"applier:a:1:{start - 100}", timing(2, 30.0, first)),
+            (f"applier:b:2:{start - 10}", timing(1, 30.0, second)),
+        ],
+        now,
+    )
+    sample = plan_apply(client)
+    assert (sample["Count"], sample["Sum"], sample["Mean"]) == (3, 60, 20)
+    assert (sample["Min"], sample["Max"]) == (10, 30) and sample["Stddev"] == pytest.approx(10.0)
+    assert sample["Rate"] == pytest.approx(30 / 100 + 30 / 10, rel=0.05)
+    publish_rows(database_url, [(f"applier:old:3:{start}", timing(1, 5.0, None))], now)  # an older role
+    older = plan_apply(client)
+    assert older["Count"] == 4 and not {"Min", "Max", "Stddev"} & set(older)
+
+
+def test_roles_publish_on_the_schema_before_the_aggregates(client: FlaskClient, database_url: str) -> None:
+    """A role of this release on the schema before 0037 publishes its figures without the
+    aggregates, and the summary leaves those keys out."""
+    with psycopg.connect(libpq_url(database_url), autocommit=True) as pg:
+        for column in published.AGGREGATE_COLUMNS:
+            pg.execute(f"ALTER TABLE published_timings DROP COLUMN {column}")
+    now = datetime.now(UTC)
+    publish_rows(database_url, [(f"applier:a:1:{int(now.timestamp()) - 50}", timing(2, 30.0, None))], now)
+    publish_rows(database_url, [("applier:b", timing(1, 10.0, Aggregate(1, 10.0, 100.0, 10.0, 10.0)))], now)
+    sample = plan_apply(client)
+    assert sample["Count"] == 3 and not {"Min", "Max", "Stddev", "Rate"} & set(sample)

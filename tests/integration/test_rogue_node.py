@@ -314,3 +314,26 @@ def test_a_file_bigger_than_the_cap_comes_whole_in_pieces(strict: FlaskClient, p
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_client_stats_without_node_id_asks_the_one_client_on_this_host(
+    client: FlaskClient, pg: Conn, rogue: tuple[Rogue, str]
+) -> None:
+    """Nomad's agent answers with its own client's stats: here, the one ready client that
+    advertises an address of this server's host. None, or more than one, is a 400 naming
+    node_id with Nomad's message."""
+    state, address = rogue
+    nobody = client.get("/v1/client/stats")
+    assert nobody.status_code == 400 and "No local Node and node_id not provided" in nobody.get_data(as_text=True)
+    node_id, _ = rogue_node(client, pg, state, address)
+    elsewhere = node_body(str(uuid.uuid4()), HTTPAddr="192.0.2.7:4646")  # TEST-NET: no address of this host
+    assert client.put("/v1/node/register", json={"Node": elsewhere}).status_code == 200
+    local = client.get("/v1/client/stats")
+    assert local.status_code == 200, local.get_data(as_text=True)
+    assert state.requests[-1][0] == "/v1/client/stats"
+    assert client.get("/v1/client/stats", query_string={"node_id": node_id}).status_code == 200
+    second = node_body(str(uuid.uuid4()), HTTPAddr=address.replace("127.0.0.1", "[::1]"))
+    assert client.put("/v1/node/register", json={"Node": second}).status_code == 200
+    several = client.get("/v1/client/stats")
+    assert several.status_code == 400 and "2 ready clients" in several.get_data(as_text=True)
+    assert "node_id" in several.get_data(as_text=True)

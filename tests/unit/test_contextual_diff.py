@@ -83,7 +83,64 @@ def test_a_string_list_in_an_edited_block_lists_the_values_kept() -> None:
 
 def test_a_job_without_change_is_none_either_way() -> None:
     assert job_diff(spec(), spec(), contextual=True)["Type"] == "None"
-    assert job_diff(spec(), spec(), contextual=True)["TaskGroups"] is None
+    [group] = job_diff(spec(), spec(), contextual=True)["TaskGroups"] or []
+    assert (group["Type"], group["Fields"], group["Objects"]) == ("None", None, None)
+    assert only_task(job_diff(spec(), spec()))["Type"] == "None"
+
+
+def two_groups(meta: dict[str, str], env: dict[str, str], cpu: int = 100) -> dict[str, object]:
+    job = spec(cpu=cpu)
+    web = {"Name": "web", "Meta": meta, "Tasks": [{"Name": "w", "Driver": "mock", "Env": env}]}
+    groups = job["TaskGroups"]
+    assert isinstance(groups, list)
+    return {**job, "Meta": meta, "TaskGroups": [*groups, web]}
+
+
+def test_unchanged_groups_and_tasks_are_listed_as_none() -> None:
+    """Nomad's taskGroupDiffs and taskDiffs list every group and task, the unchanged ones
+    with Type None (no fields, no annotations), so a reader sees what stays."""
+    diff = job_diff(two_groups({}, {}), two_groups({}, {}, cpu=200), contextual=True)
+    assert diff["Type"] == "Edited"
+    groups = {g["Name"]: g for g in diff["TaskGroups"] or []}
+    assert (groups["g"]["Type"], groups["web"]["Type"]) == ("Edited", "None")
+    [unchanged] = groups["web"]["Tasks"] or []
+    assert (unchanged["Type"], unchanged["Name"], unchanged["Annotations"]) == ("None", "w", None)
+    assert unchanged["Fields"] is None and unchanged["Objects"] is None
+
+
+def test_meta_and_env_are_flattened_into_fields() -> None:
+    """Nomad's flatmap: a map[string]string field is one field per key, `Meta[key]`."""
+    before = two_groups({"owner": "a", "tier": "1"}, {"PORT": "80"})
+    after = two_groups({"owner": "b", "team": "x", "tier": "1"}, {"PORT": "80", "MODE": "prod"})
+    diff = job_diff(before, after, contextual=True)
+    expected = [("Edited", "Meta[owner]", "a", "b"), ("Added", "Meta[team]", "", "x")]
+    assert rows(diff["Fields"]) == expected and diff["Objects"] is None
+    web = next(g for g in diff["TaskGroups"] or [] if g["Name"] == "web")
+    assert rows(web["Fields"]) == expected and web["Objects"] is None
+    [task] = web["Tasks"] or []
+    assert rows(task["Fields"]) == [("Added", "Env[MODE]", "", "prod")]
+    removed = job_diff(before, two_groups({}, {"PORT": "80"}))
+    assert rows(removed["Fields"]) == [("Deleted", "Meta[owner]", "a", ""), ("Deleted", "Meta[tier]", "1", "")]
+
+
+def test_an_edited_block_lists_its_unchanged_meta_keys() -> None:
+    def with_service(port: str) -> dict[str, object]:
+        job = spec()
+        service = {"Name": "api", "PortLabel": port, "Meta": {"zone": "a"}}
+        group = {"Name": "g", "Tasks": [], "Services": [service]}
+        return {**job, "TaskGroups": [group]}
+
+    [group] = job_diff(with_service("http"), with_service("grpc"), contextual=True)["TaskGroups"] or []
+    service = by_name(group["Objects"], "Services")
+    assert ("None", "Meta[zone]", "a", "a") in rows(service["Fields"])
+
+
+def test_the_cli_prints_unchanged_groups_and_tasks_without_a_marker() -> None:
+    diff = job_diff(two_groups({}, {}), two_groups({"owner": "a"}, {}), contextual=True)
+    text = format_job_diff(cast(wire_diff.JobDiffJson, diff))
+    assert text.startswith('+/- Job: "web"\n+   Meta[owner]: "a"\n')
+    assert '    Task Group: "g"\n      Task: "t"\n' in text  # unchanged: no marker, aligned
+    assert '+/- Task Group: "web"\n  + Meta[owner]: "a"\n    Task: "w"\n' in text
 
 
 def test_the_cli_prints_unchanged_fields_without_a_marker() -> None:

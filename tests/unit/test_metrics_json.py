@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app.metrics.aggregates import Aggregate, Aggregates, Extra
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import MS_BUCKETS, prometheus_name
 
@@ -81,3 +83,31 @@ def test_the_grafana_dashboard_only_queries_metrics_corral_exports() -> None:
     suffixes = ("_bucket", "_count", "_sum", "_total")
     unknown = {n for n in used if n not in exported and not any(n.removesuffix(s) in exported for s in suffixes)}
     assert exprs and unknown == set()
+
+
+def test_go_metrics_aggregates_and_rate_join_the_summary() -> None:
+    """Min, Max, Stddev (go-metrics' sample deviation) and Rate from the roles' aggregates;
+    a counter's increments of one give Min = Max = 1 and Stddev 0."""
+    registry = CollectorRegistry()
+    timer = Histogram(prometheus_name("nomad.test.apply"), "a", buckets=MS_BUCKETS, registry=registry)
+    counter = Counter(prometheus_name("nomad.test.rejected"), "r", registry=registry)
+    aggregates = Aggregates()
+    for value in (2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0):
+        timer.observe(value)
+        aggregates.observe("nomad_test_apply", {}, value)
+    counter.inc(3)
+    aggregates.observe("nomad_test_rejected", {}, 1.0, 3)
+    kept = aggregates.snapshot()
+    extras = {key: Extra(aggregate, 4.0) for key, aggregate in kept.items()}
+    body = to_nomad_json(registry.collect(), {}, NOW, extras)
+    [sample] = body["Samples"]
+    assert (sample["Count"], sample["Sum"], sample["Mean"], sample["Min"], sample["Max"]) == (8, 40, 5, 2, 9)
+    assert sample["Stddev"] == pytest.approx(math.sqrt(32 / 7)) and sample["Rate"] == 4.0
+    [rejected] = body["Counters"]
+    assert (rejected["Count"], rejected["Min"], rejected["Max"], rejected["Stddev"]) == (3, 1, 1, 0)
+    assert not {"Min", "Max", "Stddev", "Rate"} & set(to_nomad_json(registry.collect(), {}, NOW)["Samples"][0])
+
+
+def test_one_observation_has_no_deviation() -> None:
+    assert Aggregate.of(7.0).stddev() == 0.0
+    assert Aggregate.of(2.0).combined(Aggregate.of(4.0)) == Aggregate(2, 6.0, 20.0, 2.0, 4.0)

@@ -58,3 +58,19 @@ def test_failed_placements_are_explained() -> None:
     text = render({**response(2, 0, None), "FailedTGAllocs": failed}, "web", "web.hcl")
     assert 'Task Group "g" (failed to place 2 allocations):' in text
     assert 'Dimension "cpu" exhausted on 2 nodes' in text
+
+
+def test_an_unchanged_job_lists_its_groups_and_tasks_without_markers() -> None:
+    """Nomad's plan of a job run again as it is: no markers, the group's counts on its line."""
+    unchanged = {**response(0, 2, None), "Diff": job_diff(spec(), spec(), contextual=True)}
+    text = render(unchanged, "web", "web.hcl")
+    assert text.startswith('Job: "web"\nTask Group: "g" (2 ignore)\n  Task: "t"\n\nScheduler dry-run:')
+    assert not has_changes(unchanged)
+
+
+def test_group_counts_follow_nomads_update_type_order() -> None:
+    counts = {"g": {"Place": 1, "Stop": 2, "Ignore": 3, "DestructiveUpdate": 1}}
+    edited = {**response(0, 0, None), "Diff": job_diff(spec(), spec(cpu=200), contextual=True)}
+    edited["Annotations"] = {"DesiredTGUpdates": counts, "PreemptedAllocs": None}
+    text = render(edited, "web", "web.hcl")
+    assert '+/- Task Group: "g" (1 create, 1 create/destroy update, 2 destroy, 3 ignore)' in text

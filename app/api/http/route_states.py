@@ -283,10 +283,9 @@ PARTIAL: dict[str, str] = {
     "GET /v1/agent/health": "no `?type=client`",
     "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
     "ACL, TLS, ports); no raft or serf stats",
-    "GET /v1/metrics": "no `Min`/`Max`/`Stddev`/`Rate` in the JSON summary",
+    "GET /v1/metrics": "the JSON summary's Samples and Counters cover each process's life, where go-metrics "
+    "reports its last 10 s interval",
     "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
-    "GET /v1/client/stats": "`node_id` is required",
-    "PUT,POST /v1/client/allocation/:alloc_id/restart": "in place, outside the restart policy",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",
     "GET /v1/acl/token/:accessor": "`SecretID` is empty: only its hash is stored",

@@ -4,10 +4,12 @@ scheduler dry-run verdict, the preemptions table, and the check-index hint."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-MARKERS = {"Added": "+", "Deleted": "-", "Edited": "+/-", "None": ""}
-# Nomad's order and wording of DesiredTGUpdates in the task group line.
+from app.cli.jobs.diff_output import format_job_diff
+from app.wire.job_diff import JobDiffJson
+
+# Nomad's wording of DesiredTGUpdates in the task group line (printed in alphabetical order).
 UPDATE_WORDS = (
     ("Place", "create"),
     ("Stop", "destroy"),
@@ -45,54 +47,23 @@ def render(response: Mapping[str, Any], job_id: str, file: str, diff: bool = Tru
     return "\n".join(lines)
 
 
-def _mark(kind: str) -> str:
-    marker = MARKERS.get(kind, "")
-    return f"{marker} " if marker else "  "
-
-
 def _diff(response: Mapping[str, Any], job_id: str) -> Iterator[str]:
-    diff = response.get("Diff") or {"Type": "None", "ID": job_id}
-    yield f'{_mark(diff["Type"])}Job: "{diff.get("ID") or job_id}"'
-    if diff["Type"] == "Edited":
-        yield from _fields(diff.get("Fields"), "  ")
-        yield from _objects(diff.get("Objects"), "  ")
+    """Nomad's formatJobDiff of the plan's diff; each group's line carries its update counts
+    (the diff's Updates, or DesiredTGUpdates from a server that annotates no group)."""
+    diff: Mapping[str, Any] = response.get("Diff") or {"Type": "None", "ID": job_id}
     updates = (response.get("Annotations") or {}).get("DesiredTGUpdates") or {}
-    groups = {g["Name"]: g for g in diff.get("TaskGroups") or ()}
-    for name in sorted({*groups, *updates}):
-        group = groups.get(name, {"Type": "None"})
-        counts = _counts(updates.get(name) or {})
-        yield f'{_mark(group["Type"])}Task Group: "{name}"' + (f" ({counts})" if counts else "")
-        if group["Type"] == "Edited":
-            yield from _fields(group.get("Fields"), "  ")
-            yield from _objects(group.get("Objects"), "  ")
-        for task in group.get("Tasks") or ():
-            note = ", ".join(task.get("Annotations") or ())
-            yield f'  {_mark(task["Type"])}Task: "{task["Name"]}"' + (f" ({note})" if note else "")
-            if task["Type"] == "Edited":
-                yield from _fields(task.get("Fields"), "    ")
-                yield from _objects(task.get("Objects"), "    ")
+    groups = {g["Name"]: dict(g) for g in diff.get("TaskGroups") or ()}
+    for name in sorted(set(updates) - set(groups)):
+        groups[name] = {"Type": "None", "Name": name, "Fields": None, "Objects": None, "Tasks": None}
+    for name, group in groups.items():
+        if group.get("Updates") is None:
+            group["Updates"] = _words(updates.get(name) or {})
+    whole = {**diff, "ID": diff.get("ID") or job_id, "TaskGroups": [groups[name] for name in sorted(groups)]}
+    yield from format_job_diff(cast(JobDiffJson, whole)).rstrip("\n").split("\n")
 
 
-def _counts(update: Mapping[str, int]) -> str:
-    return ", ".join(f"{update[key]} {word}" for key, word in UPDATE_WORDS if update.get(key))
-
-
-def _fields(fields: Any, indent: str) -> Iterator[str]:
-    for f in fields or ():
-        if f["Type"] == "Edited":
-            yield f'{indent}+/- {f["Name"]}: "{f["Old"]}" => "{f["New"]}"'
-        elif f["Type"] == "Added":
-            yield f'{indent}+ {f["Name"]}: "{f["New"]}"'
-        elif f["Type"] == "Deleted":
-            yield f'{indent}- {f["Name"]}: "{f["Old"]}"'
-
-
-def _objects(objects: Any, indent: str) -> Iterator[str]:
-    for o in objects or ():
-        yield f"{indent}{_mark(o['Type'])}{o['Name']} {{"
-        yield from _fields(o.get("Fields"), indent + "  ")
-        yield from _objects(o.get("Objects"), indent + "  ")
-        yield f"{indent}  }}"
+def _words(update: Mapping[str, int]) -> dict[str, int]:
+    return {word: update[key] for key, word in UPDATE_WORDS if update.get(key)}
 
 
 def _dry_run(response: Mapping[str, Any]) -> Iterator[str]:

@@ -2,12 +2,15 @@
 spaces of indentation per open brace, bracket or parenthesis; one space around an attribute's
 `=`, the `=` of consecutive attributes at the same depth aligned; block headers with single
 spaces; no trailing blanks; one final newline. Strings, comments and heredocs are kept as
-written. Spacing inside expressions (around operators, after commas) is left as it is."""
+written. Inside expressions, the blanks between tokens follow hclwrite's rules (hcl_spacing);
+the trailing comments of consecutive lines are aligned."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from app.cli.local.hcl_spacing import space_line, split_comment
 
 ASSIGN = re.compile(r"^([A-Za-z_][\w-]*)\s*=(?!=)\s*(.*)$")
 HEREDOC = re.compile(r"<<-?([A-Za-z_]\w*)\s*$")
@@ -20,11 +23,13 @@ class _Line:
     text: str
     key: str | None = None  # an attribute's name: the line takes part in `=` alignment
     verbatim: bool = False  # inside a heredoc, printed as written
+    comment: str = ""  # a trailing comment after code, aligned with its neighbours'
 
 
 def format_hcl(source: str) -> str:
     lines = _lay_out(source.replace("\r\n", "\n").split("\n"))
     _align(lines)
+    _align_comments(lines)
     out = [line.text if line.verbatim else ("  " * line.indent + line.text if line.text else "") for line in lines]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -46,13 +51,15 @@ def _lay_out(raw: list[str]) -> list[_Line]:
         leading = len(stripped) - len(stripped.lstrip(CLOSERS))
         indent = max(depth - leading, 0)
         key = None
+        code, comment = split_comment(stripped)
+        stripped = space_line(code)
         match = ASSIGN.match(stripped)
         if match:
             key, stripped = match.group(1), f"{match.group(1)} = {match.group(2)}".rstrip()
         elif stripped.endswith("{") and not stripped.startswith(("#", "//")):
             stripped = _block_header(stripped)
-        lines.append(_Line(indent, stripped, key))
-        change, opens_comment = _depth_change(stripped)
+        lines.append(_Line(indent, stripped, key, comment=comment))
+        change, opens_comment = _depth_change(f"{stripped} {comment}")
         depth = max(depth + change, 0)
         in_comment = opens_comment
         found = HEREDOC.search(stripped)
@@ -112,6 +119,10 @@ def _align(lines: list[_Line]) -> None:
     """Pad the names of consecutive attributes at one depth so their `=` line up."""
     chain: list[_Line] = []
     for line in [*lines, _Line(-1, "")]:
+        if line.verbatim:
+            # A heredoc's body (or a /* comment's) belongs to the line that opened it, as in
+            # hclwrite: the attribute after a heredoc still aligns with the one before it.
+            continue
         if line.key is not None and not line.verbatim and (not chain or chain[0].indent == line.indent):
             chain.append(line)
             continue
@@ -120,3 +131,19 @@ def _align(lines: list[_Line]) -> None:
             name = member.key or ""
             member.text = name.ljust(width) + member.text[len(name) :]
         chain = [line] if line.key is not None and not line.verbatim else []
+
+
+def _align_comments(lines: list[_Line]) -> None:
+    """hclwrite's trailing comments: those of consecutive lines start in one column, one blank
+    after the longest line's code (a line without one ends the run)."""
+    run: list[_Line] = []
+    for line in [*lines, _Line(-1, "")]:
+        if line.verbatim:
+            continue
+        if line.comment:
+            run.append(line)
+            continue
+        width = max((2 * r.indent + len(r.text) for r in run), default=0)
+        for member in run:
+            member.text += " " * (width - 2 * member.indent - len(member.text) + 1) + member.comment
+        run = []

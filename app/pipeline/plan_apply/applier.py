@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
-from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, timed
+from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, count, timed
 from app.pipeline.codecs.plan_codec import decode_plan
 from app.pipeline.plan_apply import plan_deployments
 from app.pipeline.plan_apply.plan_check import Verdict, check
@@ -204,7 +204,7 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     decided = _completed(decided, {row[0] for row in completing.fetchall()} if completing is not None else set())
     _confirm_completed(decided)
     _copy_results(pg, decided, index, term, {p.id: c for p, c in order})
-    PLAN_NODE_REJECTED.inc(sum(len(d.verdict.rejected) for d in decided))
+    count(PLAN_NODE_REJECTED, sum(len(d.verdict.rejected) for d in decided))
     return [d.pending.id for d in decided]
 
 

@@ -275,6 +275,16 @@ def list_nodes(session: Session, prefix: str | None) -> Sequence[Node]:
     return session.scalars(stmt).all()
 
 
+def ready_nodes_at(session: Session, hosts: Sequence[str]) -> Sequence[Node]:
+    """The ready nodes whose client advertises its HTTP API on one of these hosts (IPv6 ones
+    bracketed, as an address with a port spells them)."""
+    if not hosts:
+        return []
+    prefixes = [f"[{host}]:" if ":" in host else f"{host}:" for host in hosts]
+    where = or_(*(Node.http_addr.startswith(prefix, autoescape=True) for prefix in prefixes))
+    return session.scalars(select(Node).where(Node.status == "ready", where).order_by(Node.name, Node.id)).all()
+
+
 def node_allocations(session: Session, node_id: uuid.UUID) -> Sequence[Allocation]:
     get_node(session, node_id)
     return session.scalars(

@@ -13,6 +13,7 @@ import pytest
 
 from client.allocs.alloc_runner import AllocRunner
 from client.drivers import available
+from client.tasks.task_runner import NotRunning
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.unit
@@ -124,3 +125,49 @@ def test_a_task_outlives_its_allocation_directory_being_removed(tmp_path: Path) 
     assert runner.client_status == "complete"
     assert not runner.dir.exists()
     assert not runner.tasks["main"].thread.is_alive()
+
+
+def _last_start(runner: AllocRunner, task: str) -> int:
+    """When the task last started (its events are capped: count restarts, not events)."""
+    return max(int(e["Time"]) for e in runner.tasks[task].state["Events"] if e["Type"] == "Started")
+
+
+def _restarted(runner: AllocRunner, task: str, times: int) -> bool:
+    state = runner.tasks[task].state
+    return bool(state["Restarts"] == times and state["Events"][-1]["Type"] in ("Started", "Finished"))
+
+
+def test_restart_all_tasks_reruns_the_dead_hooks_in_lifecycle_order(tmp_path: Path) -> None:
+    """Nomad's RestartAll: the completed prestart and poststart tasks run again, prestart before
+    the main task starts again and poststart after it; the poststop task, not yet run, waits."""
+    tasks = [
+        mock("setup", "prestart", run_for="200ms"),
+        mock("main"),
+        mock("announce", "poststart", run_for="10ms"),
+        mock("cleanup", "poststop", run_for="10ms"),
+    ]
+    body = alloc(tasks)
+    body["Job"]["Type"] = "service"
+    runner = AllocRunner(body, tmp_path / body["ID"], available(("mock",)), lambda _: None, node={"Name": "n1"})
+    runner.start()
+    try:
+        assert wait_for(lambda: runner.tasks["announce"].dead and runner.tasks["setup"].dead, 30), runner.update()
+        runner.restart("", all_tasks=False)  # the running tasks only: the hooks stay dead
+        assert wait_for(lambda: _restarted(runner, "main", 1), 30), runner.update()
+        assert runner.tasks["setup"].dead and runner.tasks["setup"].state["Restarts"] == 0
+        runner.restart("", all_tasks=True)
+        assert wait_for(lambda: all(_restarted(runner, name, 1) for name in ("setup", "announce")), 30)
+        assert wait_for(lambda: _restarted(runner, "main", 2) and runner.tasks["announce"].dead, 30)
+        setup = runner.tasks["setup"].state
+        assert _last_start(runner, "setup") < _last_start(runner, "main") <= _last_start(runner, "announce")
+        finished = max(int(e["Time"]) for e in setup["Events"] if e["Type"] == "Terminated")
+        assert finished <= _last_start(runner, "main")
+        assert "Restart Signaled" in events(runner, "setup") and not setup["Failed"]
+        assert runner.client_status == "running" and "Started" not in events(runner, "cleanup")
+        runner.stop(no_shutdown_delay=True)
+        assert wait_for(lambda: runner.terminal, 30), runner.update()
+        assert "Started" in events(runner, "cleanup")
+    finally:
+        runner.destroy()
+    with pytest.raises(NotRunning):
+        runner.restart("", all_tasks=True)

@@ -1,7 +1,7 @@
 """Nomad's client allocation routes, proxied to the client that runs the allocation
 (app/api/http/client_proxy.py): resource usage (/stats), service check results (/checks, also
 under /v1/allocation/:id/checks), GC of one terminal allocation (/gc), restart of tasks in place
-and signals to them; and the client host's own usage (/v1/client/stats?node_id=)."""
+and signals to them; and a client host's own usage (/v1/client/stats)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from app.api.http.client_proxy import (
 from app.api.http.context import respond
 from app.api.http.params import arg, optional_json_body, uuid_value
 from app.api.http.validation import validate
+from app.api.routes.client.local_client import local_node_id
 from app.values.errors import InvalidInput
 
 bp = Blueprint("client_allocs", __name__)
@@ -66,11 +67,11 @@ def alloc_gc(alloc_id: str) -> Response:
 
 @bp.get("/client/stats")
 def host_stats() -> Response:
-    """Nomad's HostStats of the client on node `node_id` (required: no server is a client here)."""
+    """Nomad's HostStats of the client on node `node_id`; without it, of the local client, as
+    Nomad's agent serves its own (local_client.py says which client is local to a server)."""
     raw = arg("node_id")
-    if not raw:
-        raise InvalidInput.of("node_id", "is required: the node whose client to ask")
-    target = target_of_node(uuid_value(raw, "node_id"))
+    node_id = uuid_value(raw, "node_id") if raw else local_node_id()
+    target = target_of_node(node_id)
     return relay_json(forward(target, "GET", "/v1/client/stats", {}), target)
 
 

@@ -42,6 +42,7 @@ def metrics() -> Response:
     with state().reads() as session, session.begin():
         figures = read_cluster_figures(session)
         timers = published.merged(session, now)
+        extras = published.merged_extras(session, now)
     # The roles' timers as they published them; this process's own copies (it schedules
     # nothing) are left out, so each name appears once.
     own = [f for f in REGISTRY.collect() if f.name not in PUBLISHED]
@@ -50,7 +51,7 @@ def metrics() -> Response:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Fixed(families))
         return Response(generate_latest(registry), mimetype=None, content_type=PROMETHEUS_CONTENT_TYPE)
-    return respond(to_nomad_json(families, NOMAD_NAMES, now), 0)
+    return respond(to_nomad_json(families, NOMAD_NAMES, now, extras), 0)
 
 
 class _Fixed(Collector):

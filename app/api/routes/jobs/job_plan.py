@@ -25,6 +25,17 @@ from app.wire.job import JobDiffJson, JobSpec
 
 bp = Blueprint("job_plan", __name__)
 
+# Nomad's update types (scheduler/annotate.go), as a group diff's Updates names its counts.
+UPDATE_TYPES = (
+    ("ignore", "ignore"),
+    ("place", "create"),
+    ("stop", "destroy"),
+    ("migrate", "migrate"),
+    ("canary", "canary"),
+    ("in_place_update", "in-place update"),
+    ("destructive_update", "create/destroy update"),
+)
+
 
 class DesiredUpdatesJson(TypedDict):
     Ignore: int
@@ -105,11 +116,22 @@ def plan_response(dry: DryRun, spec: JobSpec, *, diff: bool) -> JobPlanResponseJ
         "FailedTGAllocs": {group: metrics_to_json(m) for group, m in failed.items()} or None,
         "JobModifyIndex": dry.job_modify_index,
         "CreatedEvals": None,
-        "Diff": _diff(dry.current_spec, spec) if diff else None,
+        "Diff": _annotated(_diff(dry.current_spec, spec), dry.updates) if diff else None,
         "NextPeriodicLaunch": None,
         "Warnings": format_warnings(job_warnings(spec)),
         "Index": dry.snapshot.index,
     }
+
+
+def _annotated(diff: JobDiffJson, updates: Mapping[str, DesiredUpdates]) -> JobDiffJson:
+    """Nomad's plan annotation: each group diff's Updates, the non-zero counts of the group's
+    DesiredTGUpdates under their update type (the CLI prints them on the group's line)."""
+    for group in diff["TaskGroups"] or []:
+        found = updates.get(group["Name"])
+        if found is not None:
+            counts = ((word, int(getattr(found, attr))) for attr, word in UPDATE_TYPES)
+            group["Updates"] = {word: count for word, count in counts if count}
+    return diff
 
 
 def _updates(u: DesiredUpdates) -> DesiredUpdatesJson:
