@@ -188,6 +188,25 @@ def test_agent_health_and_self(client: FlaskClient) -> None:
     assert database["Embedded"] is False  # an external database_url, and not the agent's
 
 
+def test_agent_health_of_the_client_on_this_host(client: FlaskClient) -> None:
+    """`?type=client` answers for the ready client advertising an address of this host (Nomad's
+    agent answers for its own client); without one, Nomad's "client not enabled" and a 500."""
+    none = client.get("/v1/agent/health?type=client")
+    assert none.status_code == 500 and none.json is not None
+    assert none.json["client"]["ok"] is False and none.json["client"]["message"].startswith("client not enabled")
+    assert "server" not in none.json
+    elsewhere = node_body(str(uuid.uuid4()), HTTPAddr="192.0.2.7:4646", Status="ready")  # TEST-NET
+    assert client.put("/v1/node/register", json={"Node": elsewhere}).status_code == 200
+    assert client.get("/v1/agent/health?type=client").status_code == 500
+    local = node_body(str(uuid.uuid4()), HTTPAddr="127.0.0.1:4647", Status="ready")
+    assert client.put("/v1/node/register", json={"Node": local}).status_code == 200
+    both = client.get("/v1/agent/health?type=client&type=server")
+    assert both.status_code == 200
+    assert both.json == {"client": {"ok": True, "message": "ok"}, "server": {"ok": True, "message": "ok"}}
+    bogus = client.get("/v1/agent/health?type=raft")
+    assert bogus.status_code == 400 and json_body(bogus)["errors"][0]["field"] == "type"
+
+
 def test_agent_self_reports_the_agents_embedded_database(database_url: str) -> None:
     app = create_app(Settings(database_url=database_url, database_embedded=True), database_url)
     try:

@@ -280,7 +280,8 @@ PARTIAL: dict[str, str] = {
     "GET /v1/operator/raft/configuration": "the database's primary and standbys stand for the Raft peers",
     "GET /v1/status/peers": "only the answering server: API servers keep no registry",
     "GET /v1/agent/members": "the answering server and the singleton roles' holders",
-    "GET /v1/agent/health": "no `?type=client`",
+    "GET /v1/agent/health": "`?type=client` answers for the ready client on this server's host; without `type`, "
+    "only the server part (it is polled hard and costs no transaction)",
     "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
     "ACL, TLS, ports); no raft or serf stats",
     "GET /v1/metrics": "the JSON summary's Samples and Counters cover each process's life, where go-metrics "

@@ -7,15 +7,18 @@ import platform
 import sys
 
 import psycopg
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.http.context import client_lane, respond, state
+from app.api.routes.client.local_client import host_addresses
 from app.api.routes.cluster.agent_config import agent_config
 from app.db.engines import autocommitted
 from app.db.schema import current_revision, head_revision
 from app.db.state_index import current_index
+from app.store.node import nodes as node_store
 from app.store.sql import psycopg_query
+from app.values.errors import InvalidInput
 
 bp = Blueprint("agent", __name__)
 VERSION = "0.1.0"
@@ -24,15 +27,45 @@ VERSION = "0.1.0"
 @bp.get("/agent/health")
 @client_lane
 def health() -> Response:
+    """Nomad's agent health: `?type=server` (the default, and the only part without `type`: probes,
+    load balancers and fleets poll it, so it costs no transaction) and `?type=client`, answered for
+    the client that runs on this server's host (an API server is never a client itself)."""
+    kinds = request.args.getlist("type") or ["server"]
+    unknown = sorted(set(kinds) - {"server", "client"})
+    if unknown:
+        raise InvalidInput.of("type", f"unknown health check type {unknown[0]!r}: use server or client")
+    body: dict[str, dict[str, object]] = {}
+    index = 0
+    if "server" in kinds:
+        body["server"], index = _server_health()
+    if "client" in kinds:
+        body["client"] = _client_health()
+    healthy = all(part["ok"] for part in body.values())
+    return respond(body, index, 200 if healthy else 500)
+
+
+def _server_health() -> tuple[dict[str, object], int]:
     """Whether this server reaches its database, in two round trips on the client pool (the
-    checkout's ping and one autocommitted statement): probes, load balancers and fleets poll it,
-    so it costs no transaction."""
+    checkout's ping and one autocommitted statement)."""
     try:
         with autocommitted(state().client_engine) as pg:
             row = pg.execute(psycopg_query("read_latest"), prepare=True).fetchone()
     except (SQLAlchemyError, psycopg.Error) as err:
-        return respond({"server": {"ok": False, "message": f"database unreachable: {err.__class__.__name__}"}}, 0, 500)
-    return respond({"server": {"ok": True, "message": "ok"}}, int(str(row[0])) if row else 0)
+        return {"ok": False, "message": f"database unreachable: {err.__class__.__name__}"}, 0
+    return {"ok": True, "message": "ok"}, int(str(row[0])) if row else 0
+
+
+def _client_health() -> dict[str, object]:
+    """Nomad's answer for an agent whose client is up ("ok") or absent ("client not enabled"):
+    here, whether a ready client advertises an address of this host (see local_client)."""
+    try:
+        with state().reads() as session, session.begin():
+            found = node_store.ready_nodes_at(session, host_addresses())
+    except SQLAlchemyError as err:
+        return {"ok": False, "message": f"database unreachable: {err.__class__.__name__}"}
+    if not found:
+        return {"ok": False, "message": "client not enabled: no ready client runs on this server's host"}
+    return {"ok": True, "message": "ok"}
 
 
 @bp.get("/agent/self")
