@@ -7,15 +7,17 @@ from pathlib import Path
 
 from app.agentconfig.check import check_file
 from app.agentconfig.files import config_files, merge, parse_file
+from app.agentconfig.flags import FLAGS_ORIGIN, AgentFlags, flag_document
 from app.agentconfig.translate import AgentConfig, translate
 from app.wire.json import JsonObject
 
 AGENT_BLOCKS = ("client", "server", "plugin")
 
 
-def load(paths: list[Path], *, client_only: bool = False) -> AgentConfig:
+def load(paths: list[Path], *, client_only: bool = False, flags: AgentFlags | None = None) -> AgentConfig:
     """Raises AgentConfigError naming the file, block and key of the first problem. `client_only`:
-    as `corral client -config` reads the files (see translate)."""
+    as `corral client -config` reads the files (see translate). `flags`: the agent's command-line
+    flags, merged after every file."""
     files = config_files(paths)
     merged: JsonObject = {}
     warnings: list[str] = []
@@ -23,7 +25,13 @@ def load(paths: list[Path], *, client_only: bool = False) -> AgentConfig:
         document = parse_file(path)
         warnings += check_file(path, document)
         merged = merge(merged, document)
-    origin = ", ".join(str(path) for path in files)
+    origins = [str(path) for path in files]
+    if flags is not None and flags.given():
+        overrides = flag_document(flags)
+        warnings += check_file(Path(FLAGS_ORIGIN), overrides)
+        merged = merge(merged, overrides)
+        origins.append(FLAGS_ORIGIN)
+    origin = ", ".join(origins)
     found = translate(merged, origin, client_only=client_only)
     found.warnings[:0] = warnings
     return found

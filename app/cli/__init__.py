@@ -15,6 +15,7 @@ import click
 from app.cli.support.settings import get_settings, serve_metrics
 
 if TYPE_CHECKING:
+    from app.agentconfig.flags import AgentFlags
     from app.settings.config import Settings
 
 # Start-up time matters (every `corral job status` pays it): this module and the command
@@ -53,38 +54,97 @@ def main() -> None:
     is_flag=True,
     help="Enforce ACLs (as CORRAL_ACL_ENABLED=true); the agent's own client gets a node:write token it mints.",
 )
-def agent(dev: bool, configs: tuple[Path, ...], acl_enabled: bool) -> None:
+@click.option("-bind", "bind", default="", help="The API's address (bind_addr); the port stays ports.http.")
+@click.option("-data-dir", "data_dir", default="", help="The agent's data directory (data_dir).")
+@click.option("-log-level", "log_level", default="", help="DEBUG, INFO, WARN or ERROR (log_level).")
+@click.option("-log-json", "log_json", is_flag=True, help="Log as JSON (log_json).")
+@click.option("-dc", "dc", default="", help="The client's datacenter (datacenter). Not with -dev.")
+@click.option("-region", "region", default="", help='The region (region; corral has one, "global"). Not with -dev.')
+@click.option("-node", "node", default="", help="The client's node name (name). Not with -dev.")
+@click.option("-server", "server", is_flag=True, help="Run the server roles (server.enabled). Not with -dev.")
+@click.option("-client", "client", is_flag=True, help="Run the client (client.enabled). Not with -dev.")
+@click.option("-servers", "servers", default="", help="Comma-separated API addresses (client.servers). Not with -dev.")
+@click.option(
+    "-node-class", "node_class", default="", help="The client's node class (client.node_class). Not with -dev."
+)
+@click.option("-node-pool", "node_pool", default="", help="The client's node pool (client.node_pool). Not with -dev.")
+@click.option("-meta", "meta", multiple=True, help="key=value, repeatable (client.meta). Not with -dev.")
+@click.option(
+    "-state-dir", "state_dir", default="", help="The client's state directory (client.state_dir). Not with -dev."
+)
+def agent(  # one parameter per Nomad flag
+    dev: bool,
+    configs: tuple[Path, ...],
+    acl_enabled: bool,
+    bind: str,
+    data_dir: str,
+    log_level: str,
+    log_json: bool,
+    dc: str,
+    region: str,
+    node: str,
+    server: bool,
+    client: bool,
+    servers: str,
+    node_class: str,
+    node_pool: str,
+    meta: tuple[str, ...],
+    state_dir: str,
+) -> None:
     """Run corral. With -dev: start the embedded PostgreSQL (unless CORRAL_DATABASE_URL is
     set), migrate it, and run every role as a child process with one merged log. Ctrl-C
     stops everything, the embedded database included. The client gets no database URL and
     none of the operator's tokens; with ACLs on it registers with a short-lived token that
     only allows node:write, minted by the agent.
 
-    With -config: run what Nomad's agent configuration enables. `server { enabled = true }`
-    runs the API, two workers, the applier and the leader on the database of the `database`
-    block (else the embedded one in data_dir); `client { enabled = true }` runs the node agent
-    against client.servers (else the local API). Unknown keys are refused; Nomad keys with no
-    meaning here are named in a warning."""
+    With -config (or Nomad's flags alone, e.g. -server -client -data-dir=DIR): run what Nomad's
+    agent configuration enables; the flags win over the files. `server { enabled = true }` runs
+    the API, two workers, the applier and the leader on the database of the `database` block
+    (else the embedded one in data_dir); `client { enabled = true }` runs the node agent against
+    client.servers (else the local API). Unknown keys are refused; Nomad keys with no meaning
+    here are named in a warning."""
+    from app.agentconfig.flags import AgentFlags
     from workers.agent import StartRefusedError
 
-    if dev == bool(configs):
+    flags = AgentFlags(
+        bind,
+        data_dir,
+        dc,
+        region,
+        node,
+        log_level,
+        log_json,
+        server,
+        client,
+        servers,
+        node_class,
+        node_pool,
+        meta,
+        state_dir,
+    )
+    if dev and configs:
+        raise click.UsageError("give -dev (development mode) or -config PATH (Nomad's agent configuration), not both")
+    if not dev and not configs and not flags.given():
         raise click.UsageError("give -dev (development mode) or -config PATH (Nomad's agent configuration)")
     try:
-        if configs:
+        if not dev:
             from app.cli.local.agent_config import run_config_agent
 
-            sys.exit(run_config_agent(list(configs), acl_enabled))
-        sys.exit(_dev_agent(acl_enabled))
+            sys.exit(run_config_agent(list(configs), acl_enabled, flags))
+        sys.exit(_dev_agent(acl_enabled, flags))
     except StartRefusedError as err:
         raise click.ClickException(str(err)) from err
 
 
-def _dev_agent(acl_enabled: bool) -> int:
+def _dev_agent(acl_enabled: bool, flags: AgentFlags) -> int:
     from app.settings.logging import configure, resolve_format
     from workers.agent import run_dev_agent
 
     if acl_enabled:
         os.environ["CORRAL_ACL_ENABLED"] = "true"  # the roles read their settings from the environment
+    from app.cli.local.agent_config import dev_flag_env
+
+    os.environ.update(dev_flag_env(flags, get_settings().bind))
     settings = get_settings()
     # Decided once, on the agent's terminal: the roles write to a pipe and are told the result.
     settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})

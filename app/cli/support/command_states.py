@@ -100,8 +100,9 @@ PARTIAL: dict[str, str] = {
     "operator client-state": "no `Networks`, `Volumes` or `NodeIdentity` (the client keeps no such records)",
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
-    "agent": "`-dev` and `-config` (Nomad's agent HCL/JSON, docs/configuration.md); none of Nomad's flags that "
-    "override the file (`-bind`, `-data-dir`, `-server`, `-client`, `-servers`, ...): put them in a `-config` file",
+    "agent": "`-dev`, `-config` (Nomad's agent HCL/JSON, docs/configuration.md) and the flags that override it "
+    "(`-bind`, `-data-dir`, `-server`, `-client`, `-servers`, `-meta`, ...); not `-network-interface`, `-alloc-dir`, "
+    "`-plugin-dir`, nor the gossip, Raft, Consul and Vault flags",
     "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
     "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
     "plugin status": "corral runs no CSI plugins: always none",
