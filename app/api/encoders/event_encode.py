@@ -3,6 +3,7 @@ their object under the Payload key Nomad uses per topic (JobEvent, AllocationEve
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import groupby
 from typing import cast
@@ -10,6 +11,7 @@ from typing import cast
 from sqlalchemy.orm import Session
 
 from app.api.encoders import deployment_encode, encode, variable_encode
+from app.store import allocs as alloc_store
 from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
@@ -26,10 +28,12 @@ def payloads(session: Session, events: list[StoredEvent]) -> list[JsonObject]:
     allocations as they are (they are never stored with the deployment)."""
     deployment_ids = [e.row.id for e in events if e.topic == "Deployment" and e.row is not None]
     counts = deployment_store.group_counts(session, deployment_ids)
-    return [_payload(e, counts) for e in events]
+    alloc_ids = {e.row.id for e in events if e.topic == "Allocation" and e.row is not None}
+    metrics = alloc_store.placement_metrics_texts(session, alloc_ids)
+    return [_payload(e, counts, metrics) for e in events]
 
 
-def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject:
+def _payload(event: StoredEvent, counts: deployment_encode.Counts, metrics: Mapping[uuid.UUID, str]) -> JsonObject:
     row = event.row
     if row is None:  # a snapshot that no longer matches its table; the event still says what changed
         return {}
@@ -41,7 +45,8 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Evaluation":
         return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
-        return {"Allocation": _json(encode.allocation(row))}  # without its Job, as Nomad sends it
+        # Without its Job, as Nomad sends it; with its placement metrics (a column the row does not map).
+        return {"Allocation": _json(encode.allocation(row, placement_metrics=metrics.get(row.id)))}
     if event.topic == "Deployment":
         return {"Deployment": _json(deployment_encode.deployment(row, counts))}
     if event.topic == "Service":
