@@ -49,6 +49,10 @@ def encode_plan(plan: Plan, namespace: str, job_id: str, *, text_metrics: bool =
     """The plan's row. `text_metrics`: the placements' metrics go beside the JSON
     (placement_metrics, revision 0037); without, inside each placement's JSON, as on the schema
     before it (app.pipeline.metrics_columns)."""
+    if text_metrics:
+        node_allocation, lines = _allocs_and_metrics(plan)
+    else:
+        node_allocation = {str(n): [alloc_to_json(a) for a in allocs] for n, allocs in plan.node_allocation.items()}
     row: PlanRowJson = {
         "eval_id": plan.eval_id,
         "priority": plan.priority,
@@ -57,35 +61,36 @@ def encode_plan(plan: Plan, namespace: str, job_id: str, *, text_metrics: bool =
         "namespace": namespace,
         "job_id": job_id,
         "node_update": _stops_by_node(plan.node_update),
-        "node_allocation": {
-            str(n): [alloc_to_json(a, with_metrics=not text_metrics) for a in allocs]
-            for n, allocs in plan.node_allocation.items()
-        },
+        "node_allocation": node_allocation,
         "node_preemptions": _stops_by_node(plan.node_preemptions),
         "deployment": deployment_to_json(plan.deployment) if plan.deployment else None,
         "deployment_updates": [status_update_to_json(u) for u in plan.deployment_updates],
     }
     if text_metrics:
-        row["placement_metrics"] = metrics_lines(plan)
+        row["placement_metrics"] = lines
     return row
 
 
-def metrics_lines(plan: Plan) -> str | None:
-    """The placements' metrics beside the plan's JSON, not inside it (the `placement_metrics`
-    column): a line per placement, its allocation ID, a space and placed_text. Inside the JSON
-    they were a string each, escaped on the way in and parsed by Postgres as jsonb; here they
-    are text end to end, into allocations.placement_metrics as they came. None: no metrics."""
-    lines = [
-        f"{a.id} {placed_text(a.metrics)}\n"
-        for allocs in plan.node_allocation.values()
-        for a in allocs
-        if a.metrics is not None
-    ]
-    return "".join(lines) if lines else None
+def _allocs_and_metrics(plan: Plan) -> tuple[dict[str, list[AllocJson]], str | None]:
+    """The placements' JSON without their metrics, and the metrics beside it (the
+    `placement_metrics` column): a line per placement, its allocation ID (as its JSON spelled
+    it, in the same walk), a space and placed_text. Inside the JSON they were a string each,
+    escaped on the way in and parsed by Postgres as jsonb; here they are text end to end, into
+    allocations.placement_metrics as they came. None: no metrics."""
+    by_node: dict[str, list[AllocJson]] = {}
+    lines: list[str] = []
+    for n, allocs in plan.node_allocation.items():
+        encoded = by_node[str(n)] = []
+        for a in allocs:
+            placed = alloc_to_json(a, with_metrics=False)
+            encoded.append(placed)
+            if a.metrics is not None:
+                lines.append(f"{placed['ID']} {placed_text(a.metrics)}\n")
+    return by_node, ("".join(lines) if lines else None)
 
 
 def metrics_by_alloc(lines: str | None) -> dict[str, EncodedMetrics]:
-    """metrics_lines read back, by the allocation ID as its JSON spells it."""
+    """The placement_metrics lines read back, by the allocation ID as its JSON spells it."""
     if not lines:
         return {}
     out: dict[str, EncodedMetrics] = {}
