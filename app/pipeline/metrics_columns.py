@@ -13,7 +13,6 @@ path is only slower)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import psycopg
 
@@ -29,11 +28,11 @@ _present: set[Database] = set()
 _absent_at: dict[Database, float] = {}  # monotonic time of the probe that found them missing
 
 
-def _database(pg: psycopg.Connection[Any]) -> Database:
+def _database(pg: psycopg.Connection[tuple[object, ...]]) -> Database:
     return (pg.info.host, pg.info.port, pg.info.dbname)
 
 
-def text_columns(pg: psycopg.Connection[Any], recheck_s: float = 0.0) -> bool:
+def text_columns(pg: psycopg.Connection[tuple[object, ...]], recheck_s: float = 0.0) -> bool:
     """Whether the placement metrics go to the text columns on `pg`'s database. At most one
     catalog query, and none once they were found."""
     database = _database(pg)

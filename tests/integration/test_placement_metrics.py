@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import alembic_config, previous_revision, upgrade
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
+from tests.support.events import events, has, read_frames
 from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_node
 
@@ -96,6 +97,16 @@ def test_metrics_are_stored_as_text_and_rows_from_before_still_serve_theirs(
     assert client.get(f"/v1/allocation/{first}").get_json()["Metrics"] == served
     plan_lines = pg.execute("SELECT placement_metrics FROM plans").fetchall()
     assert any(isinstance(line, str) and first in line and second in line for (line,) in plan_lines)
+    assert_events_carry_them(client, [first, second])
+
+
+def assert_events_carry_them(client: FlaskClient, alloc_ids: list[str]) -> None:
+    """The event stream's PlanResult events carry each allocation's metrics, as its GET does."""
+    frames = read_frames(client, "topic=Allocation", until=has("Allocation", "PlanResult", alloc_ids[-1]))
+    placed = {e["Key"]: e["Payload"]["Allocation"] for e in events(frames) if e["Type"] == "PlanResult"}
+    for alloc_id in alloc_ids:
+        metrics = placed[alloc_id]["Metrics"]
+        assert metrics is not None and metrics == client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]
 
 
 def _columns(pg: Conn) -> set[str]:
@@ -126,6 +137,7 @@ def test_on_the_schema_before_0037_they_ride_inline_and_after_the_upgrade_they_m
         assert stored is not None and int(str(stored[0])) >= 2
         served = client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]
         assert set(served) == NOMAD_KEYS and served["NodesInPool"] == 3
+    assert_events_carry_them(client, before)
 
     engine.dispose()
     upgrade(database_url)

@@ -3,7 +3,6 @@ their object under the Payload key Nomad uses per topic (JobEvent, AllocationEve
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import groupby
 from typing import cast
@@ -11,11 +10,10 @@ from typing import cast
 from sqlalchemy.orm import Session
 
 from app.api.encoders import deployment_encode, encode, variable_encode
-from app.store import allocs as alloc_store
 from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
-from app.store.events import StoredEvent
+from app.store.events import PLACEMENT_METRICS, StoredEvent
 from app.wire.api.api_events import HeartbeatJson
 from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
@@ -28,12 +26,10 @@ def payloads(session: Session, events: list[StoredEvent]) -> list[JsonObject]:
     allocations as they are (they are never stored with the deployment)."""
     deployment_ids = [e.row.id for e in events if e.topic == "Deployment" and e.row is not None]
     counts = deployment_store.group_counts(session, deployment_ids)
-    alloc_ids = {e.row.id for e in events if e.topic == "Allocation" and e.row is not None}
-    metrics = alloc_store.placement_metrics_texts(session, alloc_ids)
-    return [_payload(e, counts, metrics) for e in events]
+    return [_payload(e, counts) for e in events]
 
 
-def _payload(event: StoredEvent, counts: deployment_encode.Counts, metrics: Mapping[uuid.UUID, str]) -> JsonObject:
+def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject:
     row = event.row
     if row is None:  # a snapshot that no longer matches its table; the event still says what changed
         return {}
@@ -46,7 +42,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts, metrics: Mapp
         return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
         # Without its Job, as Nomad sends it; with its placement metrics (a column the row does not map).
-        return {"Allocation": _json(encode.allocation(row, placement_metrics=metrics.get(row.id)))}
+        return {"Allocation": _json(encode.allocation(row, placement_metrics=event.extra.get(PLACEMENT_METRICS)))}
     if event.topic == "Deployment":
         return {"Deployment": _json(deployment_encode.deployment(row, counts))}
     if event.topic == "Service":
