@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, ForeignKeyConstraint, Index, Integer, text
+from sqlalchemy import CheckConstraint, Column, ForeignKey, ForeignKeyConstraint, Index, Integer, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -25,7 +25,19 @@ LIVE_ALLOC = "desired_status = 'run' AND client_status IN ('pending', 'running',
 
 class Allocation(Base):
     __tablename__ = "allocations"
+    # In the table, not in the mapper: the roles of a release run on the schema one revision
+    # before its head (rolling upgrades), where a mapped new column would break every ORM read of
+    # allocations. The applier writes it by COPY and GET /v1/allocation/:id reads it by hand
+    # (app.store.allocs.placement_metrics_text), each tolerating its absence.
+    __mapper_args__ = {"exclude_properties": ["placement_metrics"]}
     __table_args__ = (
+        Column(
+            "placement_metrics",
+            Text,
+            nullable=True,
+            comment="Placement metrics (AllocMetric) as compact JSON text (app.wire.plan.PlacedMetricsJson). "
+            "NULL: written before 0037 or by an older applier; see metrics.",
+        ),
         ForeignKeyConstraint(["namespace", "job_id"], ["jobs.namespace", "jobs.id"], ondelete="CASCADE"),
         # No cascade: a job version stays while an allocation still runs it.
         ForeignKeyConstraint(
@@ -134,7 +146,7 @@ class Allocation(Base):
     metrics: Mapped[JsonObject] = mapped_column(
         JSONB,
         server_default=text("'{}'::jsonb"),
-        comment="Placement metrics (AllocMetric): nodes evaluated, filtered, scores.",
+        comment="Placement metrics as jsonb, as written before 0037 (readers take placement_metrics first).",
     )
     cpu: Mapped[int] = mapped_column(Integer, comment="CPU MHz reserved on the node (sum over tasks).")
     memory_mb: Mapped[int] = mapped_column(Integer, comment="Memory MB reserved (sum over tasks).")

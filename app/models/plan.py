@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Identity, Index, Integer, text
+from sqlalchemy import BigInteger, CheckConstraint, Column, ForeignKey, Identity, Index, Integer, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -17,7 +17,17 @@ from app.wire.plan import AllocJson, CompletionJson, PlanDeploymentJson, StatusU
 
 class Plan(Base):
     __tablename__ = "plans"
+    # In the table, not in the mapper (as allocations.placement_metrics): only the worker's
+    # submit_plan and the applier's next_plans touch it, by hand-written SQL, after a probe.
+    __mapper_args__ = {"exclude_properties": ["placement_metrics"]}
     __table_args__ = (
+        Column(
+            "placement_metrics",
+            Text,
+            nullable=True,
+            comment="The placements' metrics, one line per placement: the allocation ID, a space, the compact "
+            "JSON of app.wire.plan.PlacedMetricsJson. NULL: none, or carried in node_allocation (older workers).",
+        ),
         CheckConstraint(f"status IN {sql_in(PLAN_STATUSES)}", name="status"),
         CheckConstraint("attempt >= 1", name="attempt"),
         # A retried submit after an ambiguous commit must not create a second plan.

@@ -12,9 +12,14 @@ from sqlalchemy import Engine
 from app.db.engines import autocommitted
 from app.pipeline.broker import Claim, LeaseLost
 from app.pipeline.codecs.plan_codec import encode_plan
+from app.pipeline.metrics_columns import text_columns
 from app.store.sql import psycopg_query
 from app.structs import Plan
 from app.wire.plan import CompletionJson
+
+# How long a worker that found the schema without revision 0037's columns keeps writing the
+# metrics inline before it asks again (any applier reads both forms).
+RECHECK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,9 @@ def submit(
     evaluation). No index: no blocking query watches plans."""
     key = {"eval_id": held.evaluation.id, "token": held.token, "attempt": attempt}
     with autocommitted(engine) as pg:
+        text = text_columns(pg, RECHECK_S)
         row = pg.execute(
-            psycopg_query("submit_plan"), key | _plan_params(plan, namespace, job_id, completion), prepare=True
+            _submit_query(text), key | _plan_params(plan, namespace, job_id, completion, text), prepare=True
         ).fetchone()
         assert row is not None  # the statement always returns one row
         owned, plan_id = bool(row[0]), row[1]
@@ -100,13 +106,14 @@ def submit_batch(engine: Engine, submissions: Sequence[Submission]) -> list[int 
     written because its evaluation is no longer ours (or, after an ambiguous earlier try, one
     whose ID needs reading again: submit() of the same attempt sorts that out)."""
     with autocommitted(engine) as pg:
+        text = text_columns(pg, RECHECK_S)
         with pg.pipeline():
             pg.execute("BEGIN")
             sent = [
                 pg.execute(
-                    psycopg_query("submit_plan"),
+                    _submit_query(text),
                     {"eval_id": s.held.evaluation.id, "token": s.held.token, "attempt": 1}
-                    | _plan_params(s.plan, s.held.evaluation.namespace, s.held.evaluation.job_id, s.completion),
+                    | _plan_params(s.plan, s.held.evaluation.namespace, s.held.evaluation.job_id, s.completion, text),
                     prepare=True,
                 )
                 for s in submissions
@@ -116,9 +123,15 @@ def submit_batch(engine: Engine, submissions: Sequence[Submission]) -> list[int 
     return [int(row[1]) if row is not None and row[0] and row[1] is not None else None for row in rows]
 
 
-def _plan_params(plan: Plan, namespace: str, job_id: str, completion: CompletionJson | None) -> dict[str, object]:
-    row = encode_plan(plan, namespace, job_id)
-    return {
+def _submit_query(text_metrics: bool) -> str:
+    return psycopg_query("submit_plan" if text_metrics else "submit_plan_before_0037")
+
+
+def _plan_params(
+    plan: Plan, namespace: str, job_id: str, completion: CompletionJson | None, text_metrics: bool
+) -> dict[str, object]:
+    row = encode_plan(plan, namespace, job_id, text_metrics=text_metrics)
+    params: dict[str, object] = {
         "namespace": row["namespace"],
         "job_id": row["job_id"],
         "priority": row["priority"],
@@ -131,6 +144,9 @@ def _plan_params(plan: Plan, namespace: str, job_id: str, completion: Completion
         "deployment_updates": Jsonb(row["deployment_updates"]),
         "completion": Jsonb(completion) if completion is not None else None,
     }
+    if text_metrics:
+        params["placement_metrics"] = row.get("placement_metrics")
+    return params
 
 
 def result(engine: Engine, plan_id: int) -> AppliedPlan | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.db.state_index import next_index
 from app.models import Allocation, Job
 from app.store.evaluation.evals import EvalRequest, insert_eval
+from app.store.sql import query
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import InvalidInput, NotFound
 from app.wire.allocation import DesiredTransitionJson
@@ -30,6 +31,16 @@ def get_allocation(session: Session, alloc_id: uuid.UUID) -> Allocation:
     if alloc is None:
         raise NotFound.of("AllocID", f"allocation {alloc_id} not found")
     return alloc
+
+
+def placement_metrics_texts(session: Session, alloc_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The allocations' placement metrics in revision 0037's text column (compact JSON,
+    app.wire.plan.PlacedMetricsJson), by ID; an allocation without is left out (its metrics, if
+    any, are in the jsonb Allocation.metrics). One statement, on either schema."""
+    if not alloc_ids:
+        return {}
+    rows = session.execute(query("placement_metrics_texts"), {"ids": list(alloc_ids)})
+    return {row.id: row.placement_metrics for row in rows if row.placement_metrics}
 
 
 def stop_allocation(session: Session, alloc_id: uuid.UUID, no_shutdown_delay: bool = False) -> tuple[uuid.UUID, int]:

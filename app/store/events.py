@@ -79,6 +79,9 @@ def page_after(session: Session, after: int, safe: int, size: int) -> Page:
     return Page(events, upto)
 
 
+PLACEMENT_METRICS = "placement_metrics"
+
+
 def load_rows(session: Session, events: Sequence[StoredEvent]) -> None:
     """Set each event's row: its snapshot as a row of its table again (jsonb_populate_record does
     the typing), read only for the events a subscriber receives; jobs also get the status
@@ -87,10 +90,13 @@ def load_rows(session: Session, events: Sequence[StoredEvent]) -> None:
         wanted = {e.id: e for e in events if e.topic == topic}
         if not wanted:
             continue
-        columns = {c.key for c in model.__table__.columns}
+        # The mapped columns: a table may hold one its model leaves unmapped (rolling upgrades).
+        columns = set(model.__mapper__.columns.keys())
         for r in session.execute(query(f"event_rows_{topic}"), {"ids": list(wanted)}).mappings():
             event = wanted[int(r["_event_id"])]
             event.row = model(**{k: v for k, v in r.items() if k in columns})
+            if r.get(PLACEMENT_METRICS):  # allocations' (revision 0037), absent on the schema before
+                event.extra[PLACEMENT_METRICS] = str(r[PLACEMENT_METRICS])
             if "_status" in r:
                 event.extra["status"] = str(r["_status"])
             if "_deleted" in r:

@@ -149,6 +149,9 @@ class PlanRowJson(TypedDict):
     node_preemptions: dict[str, list[StopJson]]
     deployment: PlanDeploymentJson | None
     deployment_updates: list[StatusUpdateJson]
+    # The placements' metrics as lines of text (plan_codec.encode_plan); absent or None: none,
+    # or in each AllocJson's Metrics (a plan of an older worker).
+    placement_metrics: NotRequired[str | None]
 
 
 class PlanResultJson(TypedDict):

@@ -4,6 +4,16 @@
 -- :exclude holds the plans of the batch still committing (the pipeline), pending until it has.
 -- completes: the plan carries its evaluation's completion (complete_evals reads it in place).
 SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
+       node_allocation, node_preemptions, deployment, deployment_updates, completion IS NOT NULL AS completes,
+       placement_metrics
+FROM plans WHERE status = 'pending' AND id <> ALL(CAST(:exclude AS bigint[]))
+ORDER BY priority DESC, id
+LIMIT :limit;
+
+-- name: next_plans_before_0037
+-- next_plans on the schema before revision 0037 (a rolling upgrade): no placement_metrics
+-- column; a plan's metrics, if any, ride inside node_allocation.
+SELECT id, eval_id, eval_token, namespace, job_id, priority, snapshot_index, all_at_once, node_update,
        node_allocation, node_preemptions, deployment, deployment_updates, completion IS NOT NULL AS completes
 FROM plans WHERE status = 'pending' AND id <> ALL(CAST(:exclude AS bigint[]))
 ORDER BY priority DESC, id

@@ -13,6 +13,33 @@ WITH owned AS MATERIALIZED (
     WHERE id = :eval_id AND lease_token = :token AND status = 'pending'
 ), inserted AS (
     INSERT INTO plans (eval_id, eval_token, attempt, namespace, job_id, priority, all_at_once, snapshot_index,
+                       node_update, node_allocation, node_preemptions, deployment, deployment_updates, completion,
+                       placement_metrics)
+    SELECT id, :token, :attempt, :namespace, :job_id, :priority, :all_at_once, :snapshot_index,
+           CAST(:node_update AS jsonb), CAST(:node_allocation AS jsonb), CAST(:node_preemptions AS jsonb),
+           CAST(:deployment AS jsonb), CAST(:deployment_updates AS jsonb), CAST(:completion AS jsonb),
+           CAST(:placement_metrics AS text)
+    FROM owned
+    ON CONFLICT (eval_id, eval_token, attempt) DO NOTHING
+    RETURNING id
+), earlier AS (
+    SELECT p.id FROM plans p
+    WHERE p.eval_id = :eval_id AND p.eval_token = :token AND p.attempt = :attempt
+), woken AS (
+    SELECT pg_notify('corral_plans', '') FROM inserted
+)
+SELECT EXISTS (SELECT 1 FROM owned) AS owned,
+       COALESCE((SELECT id FROM inserted), (SELECT id FROM earlier)) AS plan_id,
+       (SELECT count(*) FROM woken) AS woken;
+
+-- name: submit_plan_before_0037
+-- submit_plan on the schema before revision 0037 (a rolling upgrade: the roles start on it and
+-- it is migrated under them): the placements' metrics ride inside node_allocation.
+WITH owned AS MATERIALIZED (
+    SELECT id FROM evaluations
+    WHERE id = :eval_id AND lease_token = :token AND status = 'pending'
+), inserted AS (
+    INSERT INTO plans (eval_id, eval_token, attempt, namespace, job_id, priority, all_at_once, snapshot_index,
                        node_update, node_allocation, node_preemptions, deployment, deployment_updates, completion)
     SELECT id, :token, :attempt, :namespace, :job_id, :priority, :all_at_once, :snapshot_index,
            CAST(:node_update AS jsonb), CAST(:node_allocation AS jsonb), CAST(:node_preemptions AS jsonb),

@@ -200,7 +200,7 @@ def test_samples_carry_go_metrics_min_max_stddev_and_rate(client: FlaskClient, d
 
 
 def test_roles_publish_on_the_schema_before_the_aggregates(client: FlaskClient, database_url: str) -> None:
-    """A role of this release on the schema before 0037 publishes its figures without the
+    """A role of this release on the schema before 0038 publishes its figures without the
     aggregates, and the summary leaves those keys out."""
     with psycopg.connect(libpq_url(database_url), autocommit=True) as pg:
         for column in published.AGGREGATE_COLUMNS:

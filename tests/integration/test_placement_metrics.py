@@ -7,12 +7,15 @@ import time
 
 import psycopg
 import pytest
+from alembic import command
 from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from app.db.schema import alembic_config, previous_revision, upgrade
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
+from tests.support.events import events, has, read_frames
 from tests.support.pipeline import claim, handling, register_mock_job
 from tests.support.rows import insert_node
 
@@ -25,13 +28,14 @@ NOMAD_KEYS = {
 }
 
 
-def schedule(engine: Engine, pg: Conn, database_url: str, settings: Settings) -> list[str]:
-    """Three nodes, one full; a count-2 service job scheduled by a real worker and applied here.
-    The placed allocations' IDs."""
-    for i, cpu in enumerate((2000, 2000, 50)):
-        insert_node(pg, name=f"n{i}", cpu=cpu)
-    pg.execute("""UPDATE nodes SET drivers = '{"mock": {"Detected": true, "Healthy": true}}'""")
-    eval_id = register_mock_job(engine, "web", count=2, cpu=100)
+def schedule(engine: Engine, pg: Conn, database_url: str, settings: Settings, job_id: str = "web") -> list[str]:
+    """Three nodes, one full (added by the first call); a count-2 service job scheduled by a real
+    worker and applied here. The placed allocations' IDs."""
+    if pg.execute("SELECT count(*) FROM nodes").fetchone() == (0,):
+        for i, cpu in enumerate((2000, 2000, 50)):
+            insert_node(pg, name=f"n{i}", cpu=cpu)
+        pg.execute("""UPDATE nodes SET drivers = '{"mock": {"Detected": true, "Healthy": true}}'""")
+    eval_id = register_mock_job(engine, job_id, count=2, cpu=100)
     held = claim(engine)
     assert held is not None
     deadline = time.monotonic() + 30  # a hang, not a speed
@@ -73,3 +77,78 @@ def test_with_placement_metrics_off_an_allocation_has_none(
 ) -> None:
     for alloc_id in schedule(engine, pg, database_url, Settings(database_url=database_url, placement_metrics=False)):
         assert client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"] is None
+
+
+def test_metrics_are_stored_as_text_and_rows_from_before_still_serve_theirs(
+    engine: Engine, pg: Conn, database_url: str, client: FlaskClient
+) -> None:
+    """Revision 0037: the text column holds them; a row written before (or by an older applier)
+    has them in the jsonb column only, and is served the same."""
+    first, second = schedule(engine, pg, database_url, Settings(database_url=database_url))
+    stored = pg.execute("SELECT placement_metrics, metrics FROM allocations WHERE id = %s", (first,)).fetchone()
+    assert stored is not None
+    text, jsonb = stored
+    assert isinstance(text, str) and text.startswith('{"Evaluated":') and jsonb == {}
+    served = client.get(f"/v1/allocation/{first}").get_json()["Metrics"]
+    pg.execute(
+        "UPDATE allocations SET metrics = CAST(placement_metrics AS jsonb), placement_metrics = NULL WHERE id = %s",
+        (first,),
+    )
+    assert client.get(f"/v1/allocation/{first}").get_json()["Metrics"] == served
+    plan_lines = pg.execute("SELECT placement_metrics FROM plans").fetchall()
+    assert any(isinstance(line, str) and first in line and second in line for (line,) in plan_lines)
+    assert_events_carry_them(client, [first, second])
+
+
+def assert_events_carry_them(client: FlaskClient, alloc_ids: list[str]) -> None:
+    """The event stream's PlanResult events carry each allocation's metrics, as its GET does."""
+    frames = read_frames(client, "topic=Allocation", until=has("Allocation", "PlanResult", alloc_ids[-1]))
+    placed = {e["Key"]: e["Payload"]["Allocation"] for e in events(frames) if e["Type"] == "PlanResult"}
+    for alloc_id in alloc_ids:
+        metrics = placed[alloc_id]["Metrics"]
+        assert metrics is not None and metrics == client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]
+
+
+def _columns(pg: Conn) -> set[str]:
+    rows = pg.execute(
+        "SELECT table_name FROM information_schema.columns WHERE column_name = 'placement_metrics'"
+    ).fetchall()
+    return {str(table) for (table,) in rows}
+
+
+def test_on_the_schema_before_0037_they_ride_inline_and_after_the_upgrade_they_move_to_text(
+    engine: Engine, pg: Conn, database_url: str, client: FlaskClient
+) -> None:
+    """A rolling upgrade: the roles run on the schema one revision before head (no text columns:
+    the plan carries the metrics inside its JSON and the applier writes them to the jsonb
+    column), then the schema is upgraded under them and the next placements go to the text
+    column, whatever the worker still believes about the schema (the applier reads both forms)."""
+    previous = previous_revision()
+    assert previous is not None
+    engine.dispose()
+    command.downgrade(alembic_config(database_url), previous)
+    assert _columns(pg) == set()
+    settings = Settings(database_url=database_url)
+    before = schedule(engine, pg, database_url, settings, "before")
+    inline = pg.execute("SELECT count(*) FROM plans WHERE node_allocation::text LIKE '%\"Metrics\"%'").fetchone()
+    assert inline is not None and inline != (0,)
+    for alloc_id in before:
+        stored = pg.execute("SELECT metrics ->> 'Evaluated' FROM allocations WHERE id = %s", (alloc_id,)).fetchone()
+        assert stored is not None and int(str(stored[0])) >= 2
+        served = client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]
+        assert set(served) == NOMAD_KEYS and served["NodesInPool"] == 3
+    assert_events_carry_them(client, before)
+
+    engine.dispose()
+    upgrade(database_url)
+    assert _columns(pg) == {"plans", "allocations"}
+    after = schedule(engine, pg, database_url, settings, "after")
+    for alloc_id in after:
+        stored = pg.execute("SELECT placement_metrics, metrics FROM allocations WHERE id = %s", (alloc_id,)).fetchone()
+        assert stored is not None
+        text, jsonb = stored
+        assert isinstance(text, str) and text.startswith('{"Evaluated":') and jsonb == {}
+        served = client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]
+        assert set(served) == NOMAD_KEYS and served["NodesInPool"] == 3
+    for alloc_id in before:  # rows from before the upgrade keep serving theirs
+        assert client.get(f"/v1/allocation/{alloc_id}").get_json()["Metrics"]["NodesInPool"] == 3

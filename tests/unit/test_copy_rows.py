@@ -12,7 +12,13 @@ import pytest
 
 from app.pipeline.codecs.metrics_codec import placed_to_json
 from app.pipeline.plan_apply.plan_check import Verdict, placement
-from app.pipeline.plan_apply.plan_writes import COPY_COLUMNS, RESULT_COLUMNS, copy_row, result_columns
+from app.pipeline.plan_apply.plan_writes import (
+    COPY_COLUMNS,
+    COPY_COLUMNS_BEFORE_0037,
+    RESULT_COLUMNS,
+    copy_row,
+    result_columns,
+)
 from app.structs import Allocation, AllocationStop, NodeScore, PlacementMetrics, Port, Resources
 from tests.support.scheduler_harness import pending_alloc
 
@@ -109,7 +115,18 @@ def test_the_metrics_column_is_the_compact_json_written_by_hand_or_by_json_dumps
         allocation_time_ns=99,
     )
     values = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation(metrics=metrics)))), strict=False))
-    text = re.sub(r"\\(.)", lambda m: _COPY_ESCAPES[m.group(1)], values["metrics"])  # COPY's escapes undone
+    text = re.sub(r"\\(.)", lambda m: _COPY_ESCAPES[m.group(1)], values["placement_metrics"])  # COPY's escapes undone
     assert json.loads(text) == json.loads(json.dumps(placed_to_json(metrics)))
     unrecorded = dict(zip(COPY_COLUMNS, fields(copy_row(placement(allocation()))), strict=False))
-    assert unrecorded["metrics"] == "{}"
+    assert unrecorded["placement_metrics"] == "\\N"  # NULL: the jsonb column of older rows keeps its default
+
+
+def test_on_the_schema_before_0037_the_metrics_go_to_the_jsonb_column() -> None:
+    """The same text in the column the schema has; an allocation without metrics gets the jsonb
+    column's '{}' (NOT NULL there), not NULL."""
+    metrics = PlacementMetrics(nodes_evaluated=2, nodes_in_pool=2, nodes_available={"dc1": 2})
+    placed = placement(allocation(metrics=metrics))
+    assert copy_row(placed, text_metrics=False) == copy_row(placed)
+    unrecorded = fields(copy_row(placement(allocation()), text_metrics=False))
+    assert dict(zip(COPY_COLUMNS, unrecorded, strict=False))["placement_metrics"] == "{}"
+    assert "metrics" in COPY_COLUMNS_BEFORE_0037 and "placement_metrics" not in COPY_COLUMNS_BEFORE_0037

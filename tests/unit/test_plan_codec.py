@@ -37,6 +37,7 @@ from app.structs import (
     Resources,
 )
 from app.wire.plan import AllocJson, PlanResultJson, PlanRowJson
+from tests.support.scheduler_harness import pending_alloc
 
 pytestmark = pytest.mark.unit
 
@@ -187,6 +188,48 @@ def as_the_applier_reads(plan: Plan) -> Plan:
 
     allocations = {node: tuple(carried(a) for a in allocs) for node, allocs in plan.node_allocation.items()}
     return dataclasses.replace(plan, node_allocation=allocations)
+
+
+def _placed_with_metrics() -> tuple[Plan, Allocation]:
+    metrics = PlacementMetrics(nodes_evaluated=2, nodes_in_pool=2, nodes_available={"dc1": 2})
+    alloc = pending_alloc(uuid.uuid4(), 100, metrics=metrics)
+    return Plan(uuid.uuid4(), 50, 3, node_allocation={alloc.node_id: (alloc,)}), alloc
+
+
+def test_placement_metrics_travel_beside_the_plans_json_not_inside_it() -> None:
+    plan, alloc = _placed_with_metrics()
+    row = encode_plan(plan, "default", "web")
+    (placed,) = row["node_allocation"][str(alloc.node_id)]
+    assert "Metrics" not in placed  # Postgres parses node_allocation as jsonb; the metrics skip that
+    assert alloc.metrics is not None
+    assert row.get("placement_metrics") == f"{alloc.id} {placed_text(alloc.metrics)}\n"
+    (decoded,) = decode_plan(stored(row)).node_allocation[alloc.node_id]
+    assert decoded.metrics == EncodedMetrics(placed_text(alloc.metrics))
+    assert encode_plan(dataclasses.replace(plan, node_allocation={}), "default", "web").get("placement_metrics") is None
+
+
+def test_a_plan_of_an_older_worker_still_carries_its_metrics_inline() -> None:
+    """During a rolling upgrade the applier may read a plan whose placements hold their metrics."""
+    plan, alloc = _placed_with_metrics()
+    row = encode_plan(plan, "default", "web")
+    older = cast(PlanRowJson, {k: v for k, v in row.items() if k != "placement_metrics"})
+    older["node_allocation"] = {str(alloc.node_id): [alloc_to_json(alloc)]}
+    (decoded,) = decode_plan(stored(older)).node_allocation[alloc.node_id]
+    assert alloc.metrics is not None
+    assert decoded.metrics == EncodedMetrics(placed_text(alloc.metrics))
+
+
+def test_on_the_schema_before_0037_the_metrics_ride_inside_the_plans_json() -> None:
+    """A worker that found no placement_metrics column (app.pipeline.metrics_columns) writes the
+    plan as the release before did; the applier reads it back alike."""
+    plan, alloc = _placed_with_metrics()
+    row = encode_plan(plan, "default", "web", text_metrics=False)
+    assert "placement_metrics" not in row
+    assert alloc.metrics is not None
+    (placed,) = row["node_allocation"][str(alloc.node_id)]
+    assert placed.get("Metrics") == placed_text(alloc.metrics)
+    (decoded,) = decode_plan(stored(row)).node_allocation[alloc.node_id]
+    assert decoded.metrics == EncodedMetrics(placed_text(alloc.metrics))
 
 
 def test_the_applier_writes_a_placements_metrics_text_as_it_came() -> None:

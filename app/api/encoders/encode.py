@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Protocol, cast
@@ -11,7 +12,7 @@ from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerC
 from app.pipeline.codecs.metrics_codec import placed_to_nomad
 from app.values.constants import job_status
 from app.values.rfc3339 import of_datetime
-from app.wire.allocation import AllocationJson, AllocClientStatus, AllocDesiredStatus
+from app.wire.allocation import AllocationJson, AllocationMetricJson, AllocClientStatus, AllocDesiredStatus
 from app.wire.api.api_allocs import AllocationListedJson
 from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.api.api_operator import SchedulerConfigJson
@@ -238,9 +239,12 @@ def evaluation_stub(row: Evaluation) -> EvaluationStubJson:
     )
 
 
-def allocation(row: Allocation, job_spec: JobSpec | None = None) -> AllocationJson:
+def allocation(
+    row: Allocation, job_spec: JobSpec | None = None, placement_metrics: str | None = None
+) -> AllocationJson:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
-    version (None when it was pruned, or in lists, which leave the job out)."""
+    version (None when it was pruned, or in lists, which leave the job out). `placement_metrics`:
+    the text column's value (app.store.allocs.placement_metrics_texts), which the row does not map."""
     return {
         "ID": str(row.id),
         "Namespace": row.namespace,
@@ -258,7 +262,7 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> AllocationJs
         "SharedResources": None,
         "TaskResources": None,
         "AllocatedResources": row.allocated_resources or None,
-        "Metrics": placed_to_nomad(cast(PlacedMetricsJson, row.metrics)) if row.metrics else None,  # stored compact
+        "Metrics": _placement_metrics(row, placement_metrics),
         # The columns' CHECK constraints hold the statuses to these values.
         "DesiredStatus": cast(AllocDesiredStatus, row.desired_status),
         "DesiredDescription": row.desired_description,
@@ -291,6 +295,14 @@ def allocation(row: Allocation, job_spec: JobSpec | None = None) -> AllocationJs
 def _versioned(spec: JobSpec, version: int) -> JobSpec:
     # The canonical form of a JobSpec is one, every key filled in.
     return cast(JobSpec, {**canonical_job(spec), "Version": version})
+
+
+def _placement_metrics(row: Allocation, text: str | None) -> AllocationMetricJson | None:
+    """Nomad's AllocMetric from the compact form stored: the text column, or the jsonb one of rows
+    written before revision 0037 (or by an older applier)."""
+    if text:
+        return placed_to_nomad(cast(PlacedMetricsJson, json.loads(text)))
+    return placed_to_nomad(cast(PlacedMetricsJson, row.metrics)) if row.metrics else None
 
 
 def allocation_listed(row: Allocation, job_type: str) -> AllocationListedJson:

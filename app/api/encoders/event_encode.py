@@ -13,7 +13,7 @@ from app.api.encoders import deployment_encode, encode, variable_encode
 from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
-from app.store.events import StoredEvent
+from app.store.events import PLACEMENT_METRICS, StoredEvent
 from app.wire.api.api_events import HeartbeatJson
 from app.wire.events import EventJson, EventsJson
 from app.wire.json import JsonObject
@@ -41,7 +41,8 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if event.topic == "Evaluation":
         return {"Evaluation": _json(encode.evaluation(row))}
     if event.topic == "Allocation":
-        return {"Allocation": _json(encode.allocation(row))}  # without its Job, as Nomad sends it
+        # Without its Job, as Nomad sends it; with its placement metrics (a column the row does not map).
+        return {"Allocation": _json(encode.allocation(row, placement_metrics=event.extra.get(PLACEMENT_METRICS)))}
     if event.topic == "Deployment":
         return {"Deployment": _json(deployment_encode.deployment(row, counts))}
     if event.topic == "Service":

@@ -59,7 +59,8 @@ def get_allocation(alloc_id: str) -> Response:
     def fetch(session: Session) -> AllocationJson:
         alloc = store.get_allocation(session, key)
         version = session.get(JobVersion, (alloc.namespace, alloc.job_id, alloc.job_version))
-        return encode.allocation(alloc, job_spec=None if version is None else encode.version_spec(version))
+        spec = None if version is None else encode.version_spec(version)
+        return encode.allocation(alloc, spec, store.placement_metrics_texts(session, [key]).get(key))
 
     body, index = read(["allocations"], fetch)
     return respond(body, index)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from app.structs import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics
+from app.structs import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics, ScoreParts
 from app.wire.allocation import AllocationMetricJson, NodeScoreMetaJson
 from app.wire.plan import PlacedMetricsJson, TopScoreJson
 
@@ -129,12 +129,17 @@ def placed_text(m: AnyMetrics) -> str:
 _COMPACT = (",", ":")
 
 
-# The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike, so a
-# big plan repeats each of its best nodes' entries a few times: each is printed once.
-@lru_cache(maxsize=16384)
 def _top_text(s: NodeScore) -> str:
-    scores = ",".join(["null" if p is None else repr(p) for p in (s.norm_score, *s.parts)])
-    return f'["{s.node_id}",{scores}]'
+    return f'["{node_text(s.node_id)}",{_scores_text(s.norm_score, s.parts)}]'
+
+
+# The scores are rounded (scheduler.metrics.DIGITS) and nodes of one fill level score alike: a
+# big batch pass has a few hundred distinct (score, parts), but tens of thousands of (node,
+# score, parts), so the scores' text is kept by the scores alone and the node's text by the node
+# (a cache keyed by the whole entry missed on most placements, and printed 7 floats each time).
+@lru_cache(maxsize=4096)
+def _scores_text(norm_score: float, parts: ScoreParts) -> str:
+    return ",".join(["null" if p is None else repr(p) for p in (norm_score, *parts)])
 
 
 @lru_cache(maxsize=256)

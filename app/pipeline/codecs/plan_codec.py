@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 
 from app.pipeline.codecs.metrics_codec import placed_text
 from app.store.deployment.deployment_codec import deployment_from_json, deployment_to_json
@@ -44,8 +45,15 @@ from app.wire.plan import (
 # --- the plan ------------------------------------------------------------------------------
 
 
-def encode_plan(plan: Plan, namespace: str, job_id: str) -> PlanRowJson:
-    return {
+def encode_plan(plan: Plan, namespace: str, job_id: str, *, text_metrics: bool = True) -> PlanRowJson:
+    """The plan's row. `text_metrics`: the placements' metrics go beside the JSON
+    (placement_metrics, revision 0037); without, inside each placement's JSON, as on the schema
+    before it (app.pipeline.metrics_columns)."""
+    if text_metrics:
+        node_allocation, lines = _allocs_and_metrics(plan)
+    else:
+        node_allocation = {str(n): [alloc_to_json(a) for a in allocs] for n, allocs in plan.node_allocation.items()}
+    row: PlanRowJson = {
         "eval_id": plan.eval_id,
         "priority": plan.priority,
         "snapshot_index": plan.snapshot_index,
@@ -53,11 +61,43 @@ def encode_plan(plan: Plan, namespace: str, job_id: str) -> PlanRowJson:
         "namespace": namespace,
         "job_id": job_id,
         "node_update": _stops_by_node(plan.node_update),
-        "node_allocation": {str(n): [alloc_to_json(a) for a in allocs] for n, allocs in plan.node_allocation.items()},
+        "node_allocation": node_allocation,
         "node_preemptions": _stops_by_node(plan.node_preemptions),
         "deployment": deployment_to_json(plan.deployment) if plan.deployment else None,
         "deployment_updates": [status_update_to_json(u) for u in plan.deployment_updates],
     }
+    if text_metrics:
+        row["placement_metrics"] = lines
+    return row
+
+
+def _allocs_and_metrics(plan: Plan) -> tuple[dict[str, list[AllocJson]], str | None]:
+    """The placements' JSON without their metrics, and the metrics beside it (the
+    `placement_metrics` column): a line per placement, its allocation ID (as its JSON spelled
+    it, in the same walk), a space and placed_text. Inside the JSON they were a string each,
+    escaped on the way in and parsed by Postgres as jsonb; here they are text end to end, into
+    allocations.placement_metrics as they came. None: no metrics."""
+    by_node: dict[str, list[AllocJson]] = {}
+    lines: list[str] = []
+    for n, allocs in plan.node_allocation.items():
+        encoded = by_node[str(n)] = []
+        for a in allocs:
+            placed = alloc_to_json(a, with_metrics=False)
+            encoded.append(placed)
+            if a.metrics is not None:
+                lines.append(f"{placed['ID']} {placed_text(a.metrics)}\n")
+    return by_node, ("".join(lines) if lines else None)
+
+
+def metrics_by_alloc(lines: str | None) -> dict[str, EncodedMetrics]:
+    """The placement_metrics lines read back, by the allocation ID as its JSON spells it."""
+    if not lines:
+        return {}
+    out: dict[str, EncodedMetrics] = {}
+    for line in lines.splitlines():
+        alloc_id, _, text = line.partition(" ")
+        out[alloc_id] = EncodedMetrics(text)
+    return out
 
 
 def decode_plan(row: PlanRowJson) -> Plan:
@@ -68,7 +108,9 @@ def decode_plan(row: PlanRowJson) -> Plan:
         snapshot_index=row["snapshot_index"],
         all_at_once=row["all_at_once"],
         node_update=_stops_from_nodes(row["node_update"]),
-        node_allocation=_allocs_from_nodes(row["node_allocation"], namespace, job_id),
+        node_allocation=_allocs_from_nodes(
+            row["node_allocation"], namespace, job_id, metrics_by_alloc(row.get("placement_metrics"))
+        ),
         node_preemptions=_stops_from_nodes(row["node_preemptions"]),
         deployment=deployment_from_json(row["deployment"]) if row["deployment"] else None,
         deployment_updates=tuple(status_update_from_json(u) for u in row["deployment_updates"] or ()),
@@ -76,13 +118,13 @@ def decode_plan(row: PlanRowJson) -> Plan:
 
 
 def _allocs_from_nodes(
-    items: Mapping[str, list[AllocJson]], namespace: str, job_id: str
+    items: Mapping[str, list[AllocJson]], namespace: str, job_id: str, metrics: Mapping[str, EncodedMetrics]
 ) -> dict[uuid.UUID, tuple[Allocation, ...]]:
     """Each node's ID parsed once, not once per allocation on it (and its allocations share that one UUID)."""
     out: dict[uuid.UUID, tuple[Allocation, ...]] = {}
     for n, allocs in items.items():
         node_id = uuid.UUID(n)
-        out[node_id] = tuple(alloc_from_json(a, node_id, namespace, job_id) for a in allocs)
+        out[node_id] = tuple(alloc_from_json(a, node_id, namespace, job_id, metrics) for a in allocs)
     return out
 
 
@@ -124,7 +166,7 @@ def ports_from_json(raw: list[PortJson]) -> tuple[Port, ...]:
     return tuple(Port(p["Label"], p["Value"], p["To"], p["HostNetwork"]) for p in raw)
 
 
-def alloc_to_json(a: Allocation) -> AllocJson:
+def alloc_to_json(a: Allocation, *, with_metrics: bool = True) -> AllocJson:
     out: AllocJson = {
         "ID": str(a.id),
         "Name": a.name,
@@ -154,7 +196,7 @@ def alloc_to_json(a: Allocation) -> AllocJson:
         out["ModifyIndex"] = a.modify_index
     if a.healthy is not None:
         out["Healthy"] = a.healthy
-    if a.metrics is not None:
+    if with_metrics and a.metrics is not None:
         out["Metrics"] = placed_text(a.metrics)
     if a.task_cores:
         out["Tasks"] = task_cores_to_json(a.task_cores)
@@ -181,7 +223,15 @@ def task_cores_from_json(raw: object) -> tuple[TaskCores, ...]:
     return tuple(found)
 
 
-def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: str) -> Allocation:
+def alloc_from_json(
+    raw: AllocJson,
+    node_id: uuid.UUID,
+    namespace: str,
+    job_id: str,
+    metrics: Mapping[str, EncodedMetrics] = MappingProxyType({}),
+) -> Allocation:
+    """`metrics`: the plan's placement_metrics by allocation ID; a plan of an older worker carries
+    them in the allocation's own `Metrics` instead."""
     followup = raw.get("FollowupEvalID")
     return Allocation(
         id=uuid.UUID(raw["ID"]),
@@ -209,12 +259,16 @@ def alloc_from_json(raw: AllocJson, node_id: uuid.UUID, namespace: str, job_id: 
         else (),
         healthy=raw.get("Healthy"),
         canary=raw.get("Canary", False),
-        metrics=EncodedMetrics(metrics) if (metrics := raw.get("Metrics")) else None,  # written as it came
+        metrics=metrics.get(raw["ID"]) or _inline_metrics(raw),  # written as it came
         task_cores=task_cores_from_json(raw["Tasks"]) if "Tasks" in raw else (),
         claims=tuple(ClaimedVolume(uuid.UUID(c["VolumeID"]), c["VolumeName"]) for c in raw["VolumeClaims"])
         if "VolumeClaims" in raw
         else (),
     )
+
+
+def _inline_metrics(raw: AllocJson) -> EncodedMetrics | None:
+    return EncodedMetrics(text) if (text := raw.get("Metrics")) else None
 
 
 def stop_to_json(s: AllocationStop) -> StopJson:

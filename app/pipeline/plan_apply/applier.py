@@ -6,6 +6,7 @@ and let the caller commit once. Runs only on the lock holder's connection, fence
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.metrics.timings import PLAN_EVALUATE, PLAN_NODE_REJECTED, count, timed
 from app.pipeline.codecs.plan_codec import decode_plan
+from app.pipeline.metrics_columns import text_columns
 from app.pipeline.plan_apply import plan_deployments
 from app.pipeline.plan_apply.plan_check import Verdict, check
 from app.pipeline.plan_apply.plan_overlay import Effects, effects, overlay
@@ -125,8 +127,11 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
     The pipeline calls it in a REPEATABLE READ transaction, so every read shares one snapshot
     and the visibility test holds for all of them."""
     exclude = [i for batch in in_flight for i in batch.plan_ids]
+    text = text_columns(pg)  # asked at every batch until found: a plan may carry its metrics beside
     rows = pg.cursor(row_factory=dict_row).execute(
-        psycopg_query("next_plans"), {"limit": limit, "exclude": exclude}, prepare=True
+        psycopg_query("next_plans" if text else "next_plans_before_0037"),
+        {"limit": limit, "exclude": exclude},
+        prepare=True,
     )
     pending = [_pending(r) for r in cast(list[PendingRow], rows.fetchall())]  # next_plans' columns
     if not pending:
@@ -149,6 +154,7 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
             in_db=set(state.touched),
             classes={n: node.computed_class for n, node in state.nodes.items()},
             deployments={},
+            text_metrics=text,
         )
         visible = {row[0] for row in decided.fetchall()} if decided is not None else set()
         for batch in in_flight:
@@ -156,7 +162,7 @@ def prepare(pg: psycopg.Connection[Any], limit: int, in_flight: Sequence[InFligh
             if visible.isdisjoint(batch.plan_ids):
                 overlay(state, batch.effects)
         checked = [Checked(p.plan, check(p.plan, state)) for p in live]
-    checked = [encoded(c, known.in_db) for c in checked]  # the writer only appends the index
+    checked = [encoded(c, known) for c in checked]  # the writer only appends the index
     return Prepared(pending, live, checked, known, effects(state, (c.verdict for c in checked)))
 
 
@@ -188,10 +194,8 @@ def commit_batch(session: Session, term: int, prepared: Prepared) -> list[int]:
     owned: dict[uuid.UUID, uuid.UUID] = dict(leases.fetchall())
     order, refused = _still_owned(prepared, owned)
     kept = [(p, c) for p, c in order if p.id not in refused]
-    known = Known(
-        prepared.known.in_db,
-        prepared.known.classes,
-        plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ()),
+    known = dataclasses.replace(
+        prepared.known, deployments=plan_deployments.stored_from_rows(deployed.fetchall() if deployed else ())
     )
     verdicts = _write(session, [c for _, c in kept], index, known, marked)
     by_plan = {p.id: v for (p, _), v in zip(kept, verdicts, strict=True)} | refused
@@ -287,7 +291,7 @@ def _write(session: Session, checked: list[Checked], index: int, known: Known, m
             with _savepoint(session, [item]):
                 outcome = write_batch(session, [item], index, known)
             # The plans after it build on the deployments it created or advanced.
-            known = Known(known.in_db, known.classes, plan_deployments.settled(outcome))
+            known = dataclasses.replace(known, deployments=plan_deployments.settled(outcome))
             verdicts.append(item.verdict)
         except REFUSED:
             log.error("database refused plan writes; rejecting the plan", eval_id=str(item.plan.eval_id), exc_info=True)

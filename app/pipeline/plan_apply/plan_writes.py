@@ -45,11 +45,15 @@ def frees(verdict: Verdict, in_db: Collection[uuid.UUID]) -> bool:
     return any(p.alloc_id in in_db for placed in verdict.accepted.values() for p in placed)
 
 
-def encoded(item: Checked, in_db: Collection[uuid.UUID]) -> Checked:
+def encoded(item: Checked, known: Known) -> Checked:
     """`item` with the COPY rows of every accepted placement that is not an in-place update, and
     its verdict's result columns."""
+    in_db, text = known.in_db, known.text_metrics
     rows = {
-        p.alloc_id: copy_row(p) for placed in item.verdict.accepted.values() for p in placed if p.alloc_id not in in_db
+        p.alloc_id: copy_row(p, text)
+        for placed in item.verdict.accepted.values()
+        for p in placed
+        if p.alloc_id not in in_db
     }
     return Checked(item.plan, item.verdict, rows, result_columns(item.verdict))
 
@@ -70,6 +74,9 @@ class Known:
     in_db: set[uuid.UUID]
     classes: dict[uuid.UUID, str]
     deployments: dict[uuid.UUID, plan_deployments.Stored]
+    # The placements' metrics go to allocations.placement_metrics (revision 0037), else to the
+    # jsonb allocations.metrics (the schema before it: app.pipeline.metrics_columns).
+    text_metrics: bool = True
 
 
 def write_batch(session: Session, batch: Sequence[Checked], index: int, known: Known) -> plan_deployments.Outcome:
@@ -88,7 +95,8 @@ def write_batch(session: Session, batch: Sequence[Checked], index: int, known: K
         pg.cursor().executemany(psycopg_query("plan_update_in_place"), [_in_place_row(p, index) for p in in_place])
     fresh = [p for p in accepted if p.alloc_id not in in_db]
     rows = {alloc_id: row for item in batch for alloc_id, row in item.rows.items()}
-    copy_allocations(pg, [rows.get(p.alloc_id) or copy_row(p) for p in fresh], index, now)
+    text = known.text_metrics
+    copy_allocations(pg, [rows.get(p.alloc_id) or copy_row(p, text) for p in fresh], index, now, text)
     _claim_volumes(session, [p.alloc for p in fresh if p.alloc.claims], index)
     links = [p for p in fresh if p.alloc.previous_allocation]
     if links:
@@ -186,6 +194,7 @@ def _record_preemptions(session: Session, evictions: list[AllocationStop], index
         )
 
 
+# The metrics' column is placement_metrics (revision 0037), or metrics on the schema before it.
 COPY_COLUMNS = (
     "id",
     "namespace",
@@ -210,7 +219,7 @@ COPY_COLUMNS = (
     "reschedule_tracker",
     "deployment_id",
     "deployment_status",
-    "metrics",
+    "placement_metrics",
     "create_index",
     "modify_index",
     "alloc_modify_index",
@@ -218,6 +227,7 @@ COPY_COLUMNS = (
     "modify_time",
 )
 
+COPY_COLUMNS_BEFORE_0037 = tuple("metrics" if c == "placement_metrics" else c for c in COPY_COLUMNS)
 
 # COPY's text format: a backslash, a tab (the delimiter), a newline or a carriage return inside a
 # value is written as a backslash escape; NULL is \N.
@@ -240,7 +250,9 @@ def _array(values: Iterable[object]) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
 
 
-def copy_allocations(pg: psycopg.Connection[Any], rows: list[str], index: int, now: datetime) -> None:
+def copy_allocations(
+    pg: psycopg.Connection[Any], rows: list[str], index: int, now: datetime, text_metrics: bool = True
+) -> None:
     """COPY, not INSERT: a batch (or one big plan) can place tens of thousands of allocations in
     one commit. The statement trigger on allocations still checks the whole batch against node
     capacity. Each row comes encoded (copy_row) but for its last columns, the same for the whole
@@ -249,7 +261,8 @@ def copy_allocations(pg: psycopg.Connection[Any], rows: list[str], index: int, n
         return
     stamp = now.isoformat()
     tail = f"\t{index}\t{index}\t{index}\t{stamp}\t{stamp}\n"
-    with pg.cursor().copy(f"COPY allocations ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
+    columns = COPY_COLUMNS if text_metrics else COPY_COLUMNS_BEFORE_0037
+    with pg.cursor().copy(f"COPY allocations ({', '.join(columns)}) FROM STDIN") as copy:
         copy.write(tail.join(rows) + tail)
 
 
@@ -302,7 +315,7 @@ def _shared_resources(disk_mb: int, ports: tuple[Port, ...], task_cores: tuple[T
     return _text(json.dumps(allocated))
 
 
-def copy_row(placed: Placement) -> str:
+def copy_row(placed: Placement, text_metrics: bool = True) -> str:
     """A new allocation's COPY row in text format, up to (not including) its index and time
     columns. Written by hand rather than by psycopg's row writer: the pipelined applier encodes a
     batch's rows while the previous batch commits, outside any COPY, and a str.join of
@@ -334,11 +347,15 @@ def copy_row(placed: Placement) -> str:
             _text(json.dumps(dict(a.reschedule_tracker))) if a.reschedule_tracker else _NULL,
             _uuid(a.deployment_id),
             '{"Canary": true}' if a.canary else _NULL,
-            _metrics(a.metrics),
+            _metrics(a.metrics, text_metrics),
         )
     )
 
 
-def _metrics(m: AnyMetrics | None) -> str:
-    """The metrics column: the plan's compact text (metrics_codec.placed_text); '{}': not recorded."""
-    return "{}" if m is None else _text(placed_text(m))
+def _metrics(m: AnyMetrics | None, text_metrics: bool) -> str:
+    """The placement_metrics column: the plan's compact text (metrics_codec.placed_text); NULL: not
+    recorded (the jsonb `metrics` keeps its default). On the schema before revision 0037, the
+    same text into the jsonb `metrics`, '{}' when not recorded."""
+    if m is None:
+        return _NULL if text_metrics else "{}"
+    return _text(placed_text(m))

@@ -5,8 +5,8 @@ Prometheus histograms keep only the count, sum and buckets, so each role now als
 Nullable: the rows of roles of the previous release leave them empty, and the summary then omits
 those keys.
 
-Revision ID: 0037_timing_aggregates
-Revises: 0036_acl_oidc_requests
+Revision ID: 0038_timing_aggregates
+Revises: 0037_placement_metrics_text
 Create Date: 2026-11-29 17:10:00
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0037_timing_aggregates"
-down_revision: str | None = "0036_acl_oidc_requests"
+revision: str = "0038_timing_aggregates"
+down_revision: str | None = "0037_placement_metrics_text"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
