@@ -52,13 +52,18 @@ def test_a_heartbeat_is_one_statement_that_commits_without_the_wal_flush(
     beat = heartbeat(sessionmaker(bind=engine), node_id, secret, HeartbeatPolicy(), "ready")
     assert beat.status == "ready" and beat.ttl.total_seconds() >= 10
     assert len(statements) == 1, statements
-    with Session(engine) as session, session.begin():
-        assert grant(session, node_id, secret, HeartbeatPolicy(), async_commit=True) is not None
-        assert synchronous_commit(session) == "off"
-    with Session(engine) as session, session.begin():  # transaction-local: the next one waits again
-        assert synchronous_commit(session) == "on"
-        assert grant(session, node_id, secret, HeartbeatPolicy()) is not None  # as a registration grants
-        assert synchronous_commit(session) == "on"
+    with engine.connect() as conn:
+        conn.execute(text("SET synchronous_commit = on"))  # the tests' throwaway server runs with it off
+        conn.commit()
+        session = Session(bind=conn)
+        with session.begin():
+            assert grant(session, node_id, secret, HeartbeatPolicy(), async_commit=True) is not None
+            assert synchronous_commit(session) == "off"
+        with session.begin():  # transaction-local: the connection's next transaction waits again
+            assert synchronous_commit(session) == "on"
+            assert grant(session, node_id, secret, HeartbeatPolicy()) is not None  # as a registration grants
+            assert synchronous_commit(session) == "on"
+        session.close()
 
 
 def test_a_node_watch_reads_both_indexes_in_one_statement(
@@ -80,3 +85,17 @@ def test_a_node_watch_reads_both_indexes_in_one_statement(
         assert tables_index == current_index(session, tables) == one_index == index
         assert node_watch_indexes(session, tables, other) == (index, before_other[1])  # not woken
         assert node_watch_indexes(session, tables, uuid.uuid4()) == (index, 0)
+
+
+@pytest.mark.parametrize("query", ["", "?client_since=0", "?index=1&wait=1s"])
+def test_an_unknown_nodes_allocations_are_not_found_and_a_known_nodes_are_listed(
+    client: FlaskClient, query: str
+) -> None:
+    """The watch probes the node by its key (its row is not loaded): an unknown node still gets
+    the 404 its client re-registers on."""
+    missing = client.get(f"/v1/node/{uuid.uuid4()}/allocations{query}")
+    assert missing.status_code == 404 and missing.json is not None
+    assert "NodeID" in str(missing.json["errors"])
+    node_id, _ = register(client)
+    found = client.get(f"/v1/node/{node_id}/allocations{query}")
+    assert found.status_code == 200 and found.json == []
