@@ -100,12 +100,12 @@ def sql_rate(url: str, seconds: float, concurrency: int) -> tuple[float, float]:
             "min_ttl_s": 0.05,
             "per_second": 50.0,
             "grace_s": 10.0,
+            "async_commit": True,  # as the endpoint: synchronous_commit off within the statement
         }
         with psycopg.connect(libpq_url(url)) as conn:
             while time.monotonic() < stop_at:
                 began = time.monotonic()
                 with conn.transaction():
-                    conn.execute("SET LOCAL synchronous_commit = off")
                     conn.execute(statement, params).fetchone()
                 latencies[i].append(time.monotonic() - began)
                 counts[i] += 1

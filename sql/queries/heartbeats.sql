@@ -16,7 +16,12 @@ WITH node AS (
         SET last_seen_at = EXCLUDED.last_seen_at, ttl_ms = EXCLUDED.ttl_ms, expires_at = EXCLUDED.expires_at
     RETURNING ttl_ms
 )
-SELECT node.status, node.modify_index, node.gc_force_index, (SELECT ttl_ms FROM upsert) AS ttl_ms FROM node;
+SELECT node.status, node.modify_index, node.gc_force_index, (SELECT ttl_ms FROM upsert) AS ttl_ms,
+       -- :async_commit (a heartbeat alone, not a registration): losing it on a crash costs nothing
+       -- (the leader grants the failover TTL), so its commit need not wait for the WAL flush. Set
+       -- here rather than by a SET LOCAL of its own: one statement and round trip less per beat.
+       CASE WHEN CAST(:async_commit AS boolean) THEN set_config('synchronous_commit', 'off', true) END AS async_commit
+FROM node;
 
 -- name: expired_heartbeats
 -- Live nodes whose heartbeat deadline has passed, oldest first. Not locked here: a row lock

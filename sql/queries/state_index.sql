@@ -76,14 +76,21 @@ WHERE s.value <= state_index_safe()
       WHERE newer.name = s.name AND newer.value > s.value AND newer.value <= state_index_safe()
   );
 
--- name: node_index
--- The highest index of a change to one node or to any of its allocations that the current
--- snapshot is complete up to: a node's blocking query on its allocations answers once this
--- passes. A row changed above the safe index waits until the index catches up with it.
-SELECT COALESCE(greatest(
-    (SELECT modify_index FROM nodes WHERE id = :node_id AND modify_index <= state_index_safe()),
-    (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id AND modify_index <= state_index_safe())
-), 0);
+-- name: node_watch_indexes
+-- read_tables, and the highest index of a change to one node or to any of its allocations that
+-- the current snapshot is complete up to (a node's blocking query on its allocations answers
+-- once this passes; a row changed above the safe index waits until the index catches up with
+-- it). One statement: the watch asks both on every wake, each statement a round trip and CPU.
+SELECT
+    (SELECT COALESCE(max(m.value), 0)
+     FROM unnest(CAST(:tables AS text[])) AS t (name)
+     CROSS JOIN LATERAL (
+         SELECT max(s.value) AS value FROM state_index s WHERE s.name = t.name AND s.value <= state_index_safe()
+     ) m) AS tables_index,
+    COALESCE(greatest(
+        (SELECT modify_index FROM nodes WHERE id = :node_id AND modify_index <= state_index_safe()),
+        (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id AND modify_index <= state_index_safe())
+    ), 0) AS node_index;
 
 -- name: node_changes_since
 -- The nodes that changed, or whose allocations changed, in (since, until]: the API's index

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.api.http.hangups import NO_CALLER, Caller
 from app.api.http.params import BlockingParams
 from app.db.engines import connect_args, libpq_url
-from app.db.state_index import GLOBAL, current_index, node_index
+from app.db.state_index import GLOBAL, current_index, node_watch_indexes
 from app.store.sql import psycopg_query
 
 T = TypeVar("T")
@@ -310,9 +310,13 @@ def blocking_read(
     deadline = time.monotonic() + wait
     while True:
         with factory() as session, session.begin():
-            index = current_index(session, tables)
             seen = params.index
-            moved = seen is None or (node_index(session, node) if node is not None else index) > seen
+            if node is None:
+                index = current_index(session, tables)
+                moved = seen is None or index > seen
+            else:
+                index, node_at = node_watch_indexes(session, tables, node)
+                moved = seen is None or node_at > seen
             if moved or watcher.released or time.monotonic() >= deadline or gone():
                 return read(session), index
         assert seen is not None

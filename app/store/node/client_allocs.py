@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Allocation, JobVersion
-from app.store.node.nodes import get_node
+from app.store.node.nodes import require_node
 from app.wire.allocation import DesiredTransitionJson
 
 
@@ -41,7 +41,7 @@ class ClientAllocs:
 
 def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) -> ClientAllocs:
     """NotFound when the node is unknown (its client registers again)."""
-    get_node(session, node_id)
+    require_node(session, node_id)
     listed = session.execute(
         select(
             Allocation.id,

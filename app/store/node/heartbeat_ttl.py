@@ -34,9 +34,14 @@ class Beat:
     force_gc_index: int = 0
 
 
-def grant(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat | None:
-    """Authenticate and record a heartbeat in one statement; None for an unknown node or a wrong secret."""
+def grant(
+    session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy, *, async_commit: bool = False
+) -> Beat | None:
+    """Authenticate and record a heartbeat in one statement; None for an unknown node or a wrong
+    secret. `async_commit`: the same statement turns synchronous_commit off for the transaction
+    (only for a transaction that writes nothing else)."""
     params: dict[str, object] = {
+        "async_commit": async_commit,
         "node_id": node_id,
         "secret_hash": secret_hash(secret),
         "min_ttl_s": policy.min_ttl_s,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.store.node.heartbeat_ttl import Beat, HeartbeatPolicy, grant
@@ -17,9 +16,9 @@ from app.values.errors import Forbidden
 
 def record(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat:
     """Record a heartbeat in one statement. Losing one on a crash costs nothing (the leader
-    grants the failover TTL), so it does not wait for the WAL flush."""
-    session.execute(text("SET LOCAL synchronous_commit = off"))
-    beat = grant(session, node_id, secret, policy)
+    grants the failover TTL), so it does not wait for the WAL flush: the statement turns
+    synchronous_commit off for its transaction (sql/queries/heartbeats.sql)."""
+    beat = grant(session, node_id, secret, policy, async_commit=True)
     if beat is None:
         get_node(session, node_id)  # 404 for an unknown node, else the secret was wrong
         raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")

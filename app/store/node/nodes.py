@@ -268,6 +268,14 @@ def get_node(session: Session, node_id: uuid.UUID, *, for_update: bool = False) 
     return node
 
 
+def require_node(session: Session, node_id: uuid.UUID) -> None:
+    """NotFound unless the node exists. A primary-key probe: every node's allocation watch asks
+    on each wake, and loading the whole row (attributes, resources, drivers) costs the API far
+    more CPU than the answer it guards."""
+    if session.scalar(select(Node.id).where(Node.id == node_id)) is None:
+        raise NotFound.of("NodeID", f"node {node_id} not found")
+
+
 def list_nodes(session: Session, prefix: str | None) -> Sequence[Node]:
     stmt = select(Node).order_by(Node.name, Node.id)
     if prefix:
@@ -286,7 +294,7 @@ def ready_nodes_at(session: Session, hosts: Sequence[str]) -> Sequence[Node]:
 
 
 def node_allocations(session: Session, node_id: uuid.UUID) -> Sequence[Allocation]:
-    get_node(session, node_id)
+    require_node(session, node_id)
     return session.scalars(
         select(Allocation).where(Allocation.node_id == node_id).order_by(Allocation.create_index)
     ).all()

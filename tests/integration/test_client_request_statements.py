@@ -1,0 +1,101 @@
+"""What the two requests a fleet sends most cost in statements: a heartbeat is one statement
+that also turns off the wait for the WAL flush (for itself only, never for a registration), and
+a node's allocation watch asks for the tables' index and the node's own in one statement."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import Engine, event, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.state_index import current_index, next_index, node_watch_indexes
+from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
+from app.store.node.heartbeats import heartbeat
+from tests.support.api import node_body
+
+pytestmark = pytest.mark.integration
+
+
+def register(client: FlaskClient) -> tuple[uuid.UUID, str]:
+    node_id = uuid.uuid4()
+    reply = client.put("/v1/node/register", json={"Node": node_body(str(node_id))})
+    assert reply.status_code == 200 and reply.json is not None
+    return node_id, str(reply.json["SecretID"])
+
+
+@pytest.fixture
+def statements(engine: Engine) -> Iterator[list[str]]:
+    """The SQL statements sent on `engine` while the test runs (BEGIN and COMMIT are not)."""
+    sent: list[str] = []
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    yield sent
+    event.remove(engine, "before_cursor_execute", record)
+
+
+def synchronous_commit(session: Session) -> str:
+    return str(session.execute(text("SHOW synchronous_commit")).scalar_one())
+
+
+def test_a_heartbeat_is_one_statement_that_commits_without_the_wal_flush(
+    client: FlaskClient, engine: Engine, statements: list[str]
+) -> None:
+    node_id, secret = register(client)
+    statements.clear()
+    beat = heartbeat(sessionmaker(bind=engine), node_id, secret, HeartbeatPolicy(), "ready")
+    assert beat.status == "ready" and beat.ttl.total_seconds() >= 10
+    assert len(statements) == 1, statements
+    with engine.connect() as conn:
+        conn.execute(text("SET synchronous_commit = on"))  # the tests' throwaway server runs with it off
+        conn.commit()
+        session = Session(bind=conn)
+        with session.begin():
+            assert grant(session, node_id, secret, HeartbeatPolicy(), async_commit=True) is not None
+            assert synchronous_commit(session) == "off"
+        with session.begin():  # transaction-local: the connection's next transaction waits again
+            assert synchronous_commit(session) == "on"
+            assert grant(session, node_id, secret, HeartbeatPolicy()) is not None  # as a registration grants
+            assert synchronous_commit(session) == "on"
+        session.close()
+
+
+def test_a_node_watch_reads_both_indexes_in_one_statement(
+    client: FlaskClient, engine: Engine, statements: list[str]
+) -> None:
+    (one, _), (other, _) = register(client), register(client)
+    tables = ["allocations", "nodes"]
+    with Session(engine) as session, session.begin():
+        before_one = node_watch_indexes(session, tables, one)
+        before_other = node_watch_indexes(session, tables, other)
+    assert before_one[1] > 0 and before_other[1] > before_one[1]  # each node's registration
+    with Session(engine) as session, session.begin():
+        index = next_index(session, ["nodes"])
+        session.execute(text("UPDATE nodes SET modify_index = :i WHERE id = :id"), {"i": index, "id": one})
+    statements.clear()
+    with Session(engine) as session, session.begin():
+        tables_index, one_index = node_watch_indexes(session, tables, one)
+        assert len(statements) == 1
+        assert tables_index == current_index(session, tables) == one_index == index
+        assert node_watch_indexes(session, tables, other) == (index, before_other[1])  # not woken
+        assert node_watch_indexes(session, tables, uuid.uuid4()) == (index, 0)
+
+
+@pytest.mark.parametrize("query", ["", "?client_since=0", "?index=1&wait=1s"])
+def test_an_unknown_nodes_allocations_are_not_found_and_a_known_nodes_are_listed(
+    client: FlaskClient, query: str
+) -> None:
+    """The watch probes the node by its key (its row is not loaded): an unknown node still gets
+    the 404 its client re-registers on."""
+    missing = client.get(f"/v1/node/{uuid.uuid4()}/allocations{query}")
+    assert missing.status_code == 404 and missing.json is not None
+    assert "NodeID" in str(missing.json["errors"])
+    node_id, _ = register(client)
+    found = client.get(f"/v1/node/{node_id}/allocations{query}")
+    assert found.status_code == 200 and found.json == []
