@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.db.schema import alembic_config, previous_revision, upgrade
+from app.db.schema import alembic_config, upgrade
 from app.pipeline.plan_apply.applier import apply_next
 from app.settings.config import Settings
 from tests.support.events import events, has, read_frames
@@ -21,6 +21,8 @@ from tests.support.rows import insert_node
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.Connection[tuple[object, ...]]
+# The revision before the text columns (0037): the schema a role of the previous release ran on.
+BEFORE_TEXT_COLUMNS = "0036_acl_oidc_requests"
 NOMAD_KEYS = {
     *("NodesEvaluated", "NodesFiltered", "NodesInPool", "NodesAvailable", "ClassFiltered", "ConstraintFiltered"),
     *("NodesExhausted", "ClassExhausted", "DimensionExhausted", "QuotaExhausted", "ResourcesExhausted"),
@@ -119,14 +121,12 @@ def _columns(pg: Conn) -> set[str]:
 def test_on_the_schema_before_0037_they_ride_inline_and_after_the_upgrade_they_move_to_text(
     engine: Engine, pg: Conn, database_url: str, client: FlaskClient
 ) -> None:
-    """A rolling upgrade: the roles run on the schema one revision before head (no text columns:
+    """A rolling upgrade: the roles run on the schema before revision 0037 (no text columns:
     the plan carries the metrics inside its JSON and the applier writes them to the jsonb
     column), then the schema is upgraded under them and the next placements go to the text
     column, whatever the worker still believes about the schema (the applier reads both forms)."""
-    previous = previous_revision()
-    assert previous is not None
     engine.dispose()
-    command.downgrade(alembic_config(database_url), previous)
+    command.downgrade(alembic_config(database_url), BEFORE_TEXT_COLUMNS)
     assert _columns(pg) == set()
     settings = Settings(database_url=database_url)
     before = schedule(engine, pg, database_url, settings, "before")
