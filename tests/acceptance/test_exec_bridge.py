@@ -28,7 +28,7 @@ from client.network.bridge import NETNS_DIR, NETNS_PREFIX
 from client.network.cni import DEFAULT_CNI_PATH
 from tests.support.cluster import Cluster
 from tests.support.cni_cleanup import HOST_LOCAL_DIR, network_traces
-from tests.support.dockerd import Dockerd, dockerd_binary
+from tests.support.dockerd import Dockerd, dockerd_binary, private_dockerd
 from tests.support.processes import CorralFactory, wait_for
 
 
@@ -280,11 +280,22 @@ def test_an_exec_task_in_network_mode_none_has_only_its_own_loopback(cluster: Cl
     assert not list(NETNS_DIR.glob(f"{NETNS_PREFIX}*-{stub['ID']}")), "the namespace outlived the allocation"
 
 
+@pytest.fixture(scope="module")
+def dockerd() -> Iterator[Dockerd]:
+    """This module's own daemon, without docker's bridge or iptables (CNI maps the ports here):
+    it takes no machine-wide lock, so it never waits out another test file's bridge-owning
+    daemon, which under xdist holds that lock for the whole of its worker's session."""
+    if dockerd_binary() is None:
+        pytest.skip("dockerd is not installed (apt-get install docker.io)")
+    with private_dockerd(bridge=False) as daemon:
+        yield daemon
+
+
 @pytest.fixture
 def docker_cluster(
     corral: CorralFactory, database_url: str, workdir: Path, parent: str, dockerd: Dockerd
 ) -> Iterator[Cluster]:
-    """A client with the docker and raw_exec drivers on the session's private Docker daemon."""
+    """A client with the docker and raw_exec drivers on the module's private Docker daemon."""
     with network_traces(BRIDGE):
         running = Cluster(corral, database_url, workdir)
         (workdir / "c1").mkdir()

@@ -176,8 +176,9 @@ def plan_apply(client: FlaskClient) -> dict[str, object]:
 
 
 def test_samples_carry_go_metrics_min_max_stddev_and_rate(client: FlaskClient, database_url: str) -> None:
-    """Two appliers observed 10, 20 (started 100 s ago) and 30 ms (started 10 s ago): the JSON
-    summary reports go-metrics' figures of the three observations."""
+    """Two appliers observed 10, 20 (started 10,000 s ago) and 30 ms (started 1,000 s ago): the
+    JSON summary reports go-metrics' figures of the three observations. (Processes this old make
+    the Rate insensitive to the seconds a loaded machine takes between publishing and reading.)"""
     now = datetime.now(UTC)
     start = int(now.timestamp())
     first = Aggregate(2, 30.0, 500.0, 10.0, 20.0)
@@ -185,15 +186,15 @@ def test_samples_carry_go_metrics_min_max_stddev_and_rate(client: FlaskClient, d
     publish_rows(
         database_url,
         [
-            (f"applier:a:1:{start - 100}", timing(2, 30.0, first)),
-            (f"applier:b:2:{start - 10}", timing(1, 30.0, second)),
+            (f"applier:a:1:{start - 10_000}", timing(2, 30.0, first)),
+            (f"applier:b:2:{start - 1_000}", timing(1, 30.0, second)),
         ],
         now,
     )
     sample = plan_apply(client)
     assert (sample["Count"], sample["Sum"], sample["Mean"]) == (3, 60, 20)
     assert (sample["Min"], sample["Max"]) == (10, 30) and sample["Stddev"] == pytest.approx(10.0)
-    assert sample["Rate"] == pytest.approx(30 / 100 + 30 / 10, rel=0.05)
+    assert sample["Rate"] == pytest.approx(30 / 10_000 + 30 / 1_000, rel=0.05)
     publish_rows(database_url, [(f"applier:old:3:{start}", timing(1, 5.0, None))], now)  # an older role
     older = plan_apply(client)
     assert older["Count"] == 4 and not {"Min", "Max", "Stddev"} & set(older)
