@@ -5,6 +5,7 @@ verify it), and the secrets a read redacts and an update sent back keeps."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -254,7 +255,7 @@ def test_reads_redact_the_secrets_and_an_update_sent_back_keeps_them(key: rsa.RS
     assert assertion is not None and assertion["ClientSecret"] == "redacted"
     assert assertion["PrivateKey"] is not None and assertion["PrivateKey"]["PemKey"] == "redacted"
     assert pem not in str(served) and LONG_SECRET not in str(served)
-    read_back: JsonObject = {"Name": "sso", "Config": {**served}}  # as `acl auth-method update` sends it
+    read_back: JsonObject = json.loads(json.dumps({"Name": "sso", "Config": served}))  # as `update` sends it
     restored = with_stored_secrets(read_back, made.config)
     config = restored["Config"]
     assert isinstance(config, dict) and config["OIDCClientSecret"] == LONG_SECRET
