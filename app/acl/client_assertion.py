@@ -44,7 +44,6 @@ REDACTED = "redacted"  # what Nomad's ACLAuthMethod.Sanitize serves for a secret
 FIELD = "Config.OIDCClientAssertion"
 _KEY_FIELDS = ("PemKey", "PemKeyFile", "KeyIDHeader", "KeyID", "PemCert", "PemCertFile")
 _ARMOURED = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
-_ASSERTION_FIELDS = ("KeySource", "Audience", "KeyAlgorithm", "PrivateKey", "ExtraHeaders", "ClientSecret")
 
 
 class AssertionProblem(ValueError):
@@ -85,11 +84,9 @@ def checked(raw: JsonValue, config: JsonObject, problems: list[FieldProblem]) ->
 
 
 def _shaped(raw: JsonObject, problems: list[FieldProblem]) -> JsonObject:
-    """The fields with their JSON types checked (ClientSecret, which the server fills from
-    OIDCClientSecret, is ignored as Nomad's canonicalize overwrites it)."""
-    for name in raw:
-        if name not in _ASSERTION_FIELDS:
-            problems.append(FieldProblem(f"{FIELD}.{name}", "is not a field of OIDCClientAssertion"))
+    """The fields with their JSON types checked. Others are ignored, as Go's decoder ignores
+    them: ClientSecret, which Nomad's canonicalize overwrites with OIDCClientSecret, and any a
+    newer client knows of."""
     stored: JsonObject = {}
     for name in ("KeySource", "KeyAlgorithm"):
         value = raw.get(name) or ""
@@ -115,9 +112,6 @@ def _shaped(raw: JsonObject, problems: list[FieldProblem]) -> JsonObject:
 
 def _shaped_key(raw: JsonObject, problems: list[FieldProblem]) -> JsonObject:
     key: JsonObject = {}
-    for name in raw:
-        if name not in _KEY_FIELDS:
-            problems.append(FieldProblem(f"{FIELD}.PrivateKey.{name}", "is not a field of OIDCClientAssertionKey"))
     for name in _KEY_FIELDS:
         value = raw.get(name) or ""
         if not isinstance(value, str):
