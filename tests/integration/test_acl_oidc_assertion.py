@@ -143,7 +143,7 @@ def test_a_private_key_assertion_from_a_file_names_its_certificate(
     refused(login(api, "assertion-nonce-2"), 401, "invalid_client")
 
 
-def test_a_key_file_gone_at_login_is_a_400_and_leaves_the_login_to_retry(
+def test_a_key_file_gone_is_a_400_at_auth_url_and_complete_auth_which_leaves_the_login(
     api: FlaskClient, root: dict[str, str], idp: Provider, client_key: rsa.RSAPrivateKey, tmp_path: Path
 ) -> None:
     key_file = tmp_path / "client-key.pem"
@@ -158,6 +158,8 @@ def test_a_key_file_gone_at_login_is_a_400_and_leaves_the_login_to_retry(
     body = {"AuthMethodName": "sso", "ClientNonce": NONCE, "State": state, "Code": code, "RedirectURI": CALLBACK}
     key_file.unlink()
     refused(api.put("/v1/acl/oidc/complete-auth", json=body), 400, "PrivateKey.PemKeyFile", "error reading")
+    again = {**start, "ClientNonce": "assertion-nonce-2"}
+    refused(api.put("/v1/acl/oidc/auth-url", json=again), 400, "PrivateKey.PemKeyFile")  # before the browser
     key_file.write_text(private_pem(client_key))
     logged_in(api.put("/v1/acl/oidc/complete-auth", json=body))
 

@@ -58,6 +58,7 @@ def auth_url() -> Response:
     args = _fields(json_body(), ("AuthMethodName", "RedirectURI", "ClientNonce"), "auth-url")
     method = _oidc_method(args["AuthMethodName"])
     oidc.check_redirect(method.config, args["RedirectURI"])
+    _client_assertion(method.config)  # as Nomad's request does: a key that cannot sign fails now, not after the browser
     provider = oidc.discover(method.config)
     wanted = auth_store.OidcRequest(
         client_nonce=args["ClientNonce"],
