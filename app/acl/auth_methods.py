@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
+from app.acl import client_assertion
 from app.bexpr import FilterError, compile_filter
 from app.jobspec.durations import DurationError, duration_ns
 from app.values.errors import FieldProblem, InvalidInput
@@ -135,8 +136,25 @@ def _config(raw: JsonValue, kind: JsonValue, problems: list[FieldProblem]) -> Js
             problems.append(FieldProblem(f"Config.{key}", "must be a map of claim names to strings"))
             mapping = {}
         config[key] = mapping
+    config["OIDCClientAssertion"] = client_assertion.checked(raw.get("OIDCClientAssertion"), config, problems)
     _check_sources(config, kind, problems)
     return config
+
+
+def with_stored_secrets(body: JsonObject, stored: JsonObject) -> JsonObject:
+    """An update's body with the secrets a read served as "redacted" (OIDCClientSecret, the
+    assertion's PemKey) given their stored values again: `acl auth-method update` sends back
+    what it read, and that must not replace a secret with the word. (Nomad's own update does.)"""
+    raw = body.get("Config")
+    if not isinstance(raw, dict):
+        return body
+    config = dict(raw)
+    if config.get("OIDCClientSecret") == client_assertion.REDACTED and stored.get("OIDCClientSecret"):
+        config["OIDCClientSecret"] = stored["OIDCClientSecret"]
+    config["OIDCClientAssertion"] = client_assertion.restore_redacted(
+        config.get("OIDCClientAssertion"), stored.get("OIDCClientAssertion")
+    )
+    return {**body, "Config": config}
 
 
 def _check_sources(config: JsonObject, kind: JsonValue, problems: list[FieldProblem]) -> None:
@@ -170,7 +188,8 @@ def _pems(config: JsonObject) -> list[str]:
 
 
 def config_json(config: JsonObject) -> ACLAuthMethodConfig:
-    """The stored config as Nomad serves it (durations as Go duration strings)."""
+    """The stored config as Nomad serves it (durations as Go duration strings, secrets redacted as
+    Nomad's ACLAuthMethod.Sanitize redacts them)."""
 
     def text(key: str) -> str:
         value = config.get(key)
@@ -197,7 +216,8 @@ def config_json(config: JsonObject) -> ACLAuthMethodConfig:
         "JWKSCACert": text("JWKSCACert"),
         "OIDCDiscoveryURL": text("OIDCDiscoveryURL"),
         "OIDCClientID": text("OIDCClientID"),
-        "OIDCClientSecret": text("OIDCClientSecret"),
+        "OIDCClientSecret": client_assertion.REDACTED if text("OIDCClientSecret") else "",
+        "OIDCClientAssertion": client_assertion.served(config.get("OIDCClientAssertion"), text("OIDCClientSecret")),
         "OIDCEnablePKCE": flag("OIDCEnablePKCE"),
         "OIDCDisableUserInfo": flag("OIDCDisableUserInfo"),
         "OIDCScopes": texts("OIDCScopes"),

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import httpx
 import jwt
 
+from app.acl.client_assertion import ASSERTION_TYPE
 from app.acl.login import DEFAULT_ALGS, DEFAULT_LEEWAY_S, LoginRefused
 from app.values.errors import CorralError, InvalidInput
 from app.wire.json import JsonObject, JsonValue
@@ -166,15 +167,26 @@ def auth_url(
     return provider.authorization_endpoint + joiner + urlencode(params)
 
 
-def exchange(provider: Provider, config: JsonObject, code: str, redirect_uri: str, verifier: str | None) -> Tokens:
-    """The tokens the token endpoint gives for `code`, authenticated with the client secret
-    (HTTP Basic unless the provider only takes it in the form, RFC 6749 2.3.1)."""
+def exchange(
+    provider: Provider,
+    config: JsonObject,
+    code: str,
+    redirect_uri: str,
+    verifier: str | None,
+    assertion: str | None = None,
+) -> Tokens:
+    """The tokens the token endpoint gives for `code`, the client authenticated by ASSERTION when
+    the method has an OIDCClientAssertion (RFC 7523: a signed JWT in the form, the secret never
+    sent, as Nomad clears it then), else by the client secret (HTTP Basic unless the provider
+    only takes it in the form, RFC 6749 2.3.1)."""
     client_id, secret = _text(config, "OIDCClientID"), _text(config, "OIDCClientSecret")
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
     if verifier is not None:
         form["code_verifier"] = verifier
     auth: tuple[str, str] | None = None
-    if secret and (not provider.token_auth_methods or "client_secret_basic" in provider.token_auth_methods):
+    if assertion is not None:
+        form |= {"client_id": client_id, "client_assertion_type": ASSERTION_TYPE, "client_assertion": assertion}
+    elif secret and (not provider.token_auth_methods or "client_secret_basic" in provider.token_auth_methods):
         auth = (client_id, secret)
     else:
         form["client_id"] = client_id

@@ -57,8 +57,33 @@ class ACLToken(TypedDict):
     ModifyIndex: int
 
 
+class OIDCClientAssertionKey(TypedDict):
+    """Nomad's OIDCClientAssertionKey: the key that signs a private_key assertion (PemKey is
+    served as "redacted") and what names it to the provider (a kid, or a certificate's x5t)."""
+
+    PemKey: str
+    PemKeyFile: str
+    KeyIDHeader: str
+    KeyID: str
+    PemCert: str
+    PemCertFile: str
+
+
+class OIDCClientAssertion(TypedDict):
+    """Nomad's OIDCClientAssertion (private_key_jwt). ClientSecret is the server struct's copy of
+    OIDCClientSecret, served as Nomad's JSON carries it: "redacted" (or empty)."""
+
+    KeySource: str
+    Audience: list[str]
+    PrivateKey: OIDCClientAssertionKey | None
+    ExtraHeaders: dict[str, str]
+    KeyAlgorithm: str
+    ClientSecret: str
+
+
 class ACLAuthMethodConfig(TypedDict):
-    """Nomad's ACLAuthMethodConfig as served: durations as Go duration strings, maps as given."""
+    """Nomad's ACLAuthMethodConfig as served: durations as Go duration strings, maps as given,
+    secrets (OIDCClientSecret, the assertion's PemKey) as "redacted", as Nomad's Sanitize."""
 
     JWTValidationPubKeys: list[str]
     JWKSURL: str
@@ -66,6 +91,7 @@ class ACLAuthMethodConfig(TypedDict):
     OIDCDiscoveryURL: str
     OIDCClientID: str
     OIDCClientSecret: str
+    OIDCClientAssertion: OIDCClientAssertion | None
     OIDCEnablePKCE: bool
     OIDCDisableUserInfo: bool
     OIDCScopes: list[str]

@@ -1,8 +1,11 @@
 """A small OIDC provider for login tests, served over real HTTP on loopback from a thread:
 discovery, JWKS, an authorize endpoint that redirects straight back to the client's
-redirect_uri with a code (no user to ask), a token endpoint that checks the client secret,
-redirect URI and PKCE verifier and answers an RS256 ID token, and userinfo. A test shapes the
-next login through `claims`, `userinfo` and `id_token_overrides` (to make bad ID tokens)."""
+redirect_uri with a code (no user to ask), a token endpoint that checks the client secret (or,
+when `assertion_key` is set, the client assertion JWT of RFC 7523 instead: its signature, `typ`,
+iss = sub = the client ID, aud, exp, nbf, iat, a jti never seen before, and the headers in
+`assertion_headers`), the redirect URI and PKCE verifier and answers an RS256 ID token, and
+userinfo. A test shapes the next login through `claims`, `userinfo` and `id_token_overrides` (to
+make bad ID tokens)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.wire.json import JsonObject
 from tests.support.jwt_issuer import Issuer
@@ -48,6 +52,16 @@ class Provider:
     grants: dict[str, Grant] = field(default_factory=dict)
     access_tokens: dict[str, str] = field(default_factory=dict)  # access token -> sub
     token_requests: list[dict[str, str]] = field(default_factory=list)
+    # The client assertion the token endpoint demands instead of the secret: the key that
+    # verifies it (an RSA public key, an HMAC secret, or a JWKS document picked from by `kid`),
+    # the algorithms it may use, the audience it must name (the issuer when empty) and header
+    # values it must carry (a `kid`, an `x5t#S256`, extra headers).
+    assertion_key: rsa.RSAPublicKey | bytes | JsonObject | None = None
+    assertion_algorithms: list[str] = field(default_factory=lambda: ["RS256"])
+    assertion_audience: str = ""
+    assertion_headers: dict[str, str] = field(default_factory=dict)
+    assertion_ids: set[str] = field(default_factory=set)
+    basic_auth: list[tuple[str, str]] = field(default_factory=list)  # the Basic credentials received
 
     def discovery(self) -> JsonObject:
         return {
@@ -75,9 +89,16 @@ class Provider:
 
     def token(self, form: dict[str, str], basic: tuple[str, str] | None) -> tuple[int, JsonObject]:
         self.token_requests.append(form)
-        client = basic or (form.get("client_id", ""), form.get("client_secret", ""))
-        if client != (CLIENT_ID, CLIENT_SECRET):
-            return 401, {"error": "invalid_client", "error_description": "bad client credentials"}
+        if basic is not None:
+            self.basic_auth.append(basic)
+        if self.assertion_key is not None:
+            refusal = self._check_assertion(form, basic)
+            if refusal:
+                return 401, {"error": "invalid_client", "error_description": refusal}
+        else:
+            client = basic or (form.get("client_id", ""), form.get("client_secret", ""))
+            if client != (CLIENT_ID, CLIENT_SECRET):
+                return 401, {"error": "invalid_client", "error_description": "bad client credentials"}
         grant = self.grants.pop(form.get("code", ""), None)
         if grant is None or form.get("grant_type") != "authorization_code":
             return 400, {"error": "invalid_grant", "error_description": "unknown or used code"}
@@ -94,6 +115,46 @@ class Provider:
         body.update(self.id_token_overrides)
         id_token = jwt.encode(body, self.keys.key, algorithm="RS256", headers={"kid": self.keys.kid})
         return 200, {"access_token": access, "token_type": "Bearer", "expires_in": 300, "id_token": id_token}
+
+    def _check_assertion(self, form: dict[str, str], basic: tuple[str, str] | None) -> str:
+        """Why the request's client assertion does not authenticate the client ("" if it does)."""
+        if basic is not None or "client_secret" in form:
+            return "a client secret was sent with the assertion"
+        if form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            return f"client_assertion_type is {form.get('client_assertion_type')!r}"
+        token = form.get("client_assertion", "")
+        try:
+            header = jwt.get_unverified_header(token)
+            key = self._assertion_verifier(header)
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=self.assertion_algorithms,
+                audience=self.assertion_audience or self.issuer,
+                issuer=CLIENT_ID,
+                options={"require": ["exp", "iat", "nbf", "jti", "sub", "aud", "iss"]},
+            )
+        except (jwt.PyJWTError, KeyError) as err:
+            return f"client assertion refused: {err}"
+        if claims["sub"] != CLIENT_ID or form.get("client_id", CLIENT_ID) != CLIENT_ID:
+            return "the assertion's subject is not the client"
+        if claims["exp"] - claims["iat"] > 600 or claims["jti"] in self.assertion_ids:
+            return "the assertion lives too long or was used before"
+        wanted = {"typ": "JWT", **self.assertion_headers}
+        if any(header.get(name) != value for name, value in wanted.items()):
+            return f"the assertion's header {header} lacks {wanted}"
+        self.assertion_ids.add(claims["jti"])
+        return ""
+
+    def _assertion_verifier(self, header: dict[str, str]) -> rsa.RSAPublicKey | bytes | jwt.PyJWK:
+        key = self.assertion_key
+        if isinstance(key, dict):
+            found = [k for k in jwt.PyJWKSet.from_dict(key).keys if k.key_id == header.get("kid")]
+            if not found:
+                raise KeyError(f"no key {header.get('kid')!r} in the client's JWKS")
+            return found[0]
+        assert key is not None
+        return key
 
     def user(self, authorization: str) -> tuple[int, JsonObject]:
         sub = self.access_tokens.get(authorization.removeprefix("Bearer "))

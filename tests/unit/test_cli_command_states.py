@@ -24,7 +24,7 @@ def test_the_docs_table_is_the_click_trees() -> None:
 
 def test_states_follow_the_tree() -> None:
     rows = {name: state for name, state, _ in states(main)}
-    assert rows["fmt"] == "partial" and rows["operator api"] == "present"
+    assert rows["plugin status"] == "partial" and rows["fmt"] == "present" and rows["operator api"] == "present"
     assert rows["operator raft list-peers"] == "not applicable"
     bare = click.Group("corral")
     assert {state for _, state, _ in states(bare)} <= {"missing", "not applicable"}

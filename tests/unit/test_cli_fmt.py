@@ -192,4 +192,98 @@ def test_trailing_comments_of_consecutive_lines_are_aligned() -> None:
 
 def test_a_strings_text_is_kept_and_its_interpolations_spaced() -> None:
     assert space_line('a="$${x+1} \\"q\\" ${ x+1 } ${f( 1,2 )}"') == 'a = "$${x+1} \\"q\\" ${x + 1} ${f(1, 2)}"'
-    assert space_line('a = "${~ x ~}"') == 'a = "${~ x ~}"'  # a strip marker: left as written
+
+
+# Template sequences as hclwrite's format spaces them (hclwrite/format.go, spaceAfterToken): the
+# outputs were checked against hclwrite's own (its format_test.go cases and `terraform fmt`, which
+# formats through hclwrite), each case naming the rule that decides it.
+TEMPLATE_CASES = [
+    # `${` / `%{` count as open brackets and `}` as a close one: no blank inside them.
+    ('a="hello ${ name }"', 'a = "hello ${name}"'),
+    ('a="${b}${c}${ d } ${e}"', 'a = "${b}${c}${d} ${e}"'),
+    # The `~` strip markers belong to the opener (`${~`, `%{~`) and closer (`~}`) tokens.
+    ('a="hello ${~ name ~}"', 'a = "hello ${~name~}"'),
+    ('g = "a ${~ b ~} c %{~ if d ~}e%{~ else ~}f%{~ endif ~}"', 'g = "a ${~b~} c %{~if d~}e%{~else~}f%{~endif~}"'),
+    # A directive's words are ordinary tokens: one blank between them, the comma rule inside.
+    ('"%{if true}${var.foo}%{endif}"', '"%{if true}${var.foo}%{endif}"'),
+    ('f = "%{ for k,v in m ~}${ k }=${ v }%{ endfor ~}"', 'f = "%{for k, v in m~}${k}=${v}%{endfor~}"'),
+    # An object right inside a sequence: a blank between the opener and `{`, and `}` and the closer.
+    ('c="x${{a=1}}"', 'c = "x${ { a = 1 } }"'),
+    ('j = "${ {a=1}.a }"', 'j = "${ { a = 1 }.a}"'),
+    # A minus right after the opener is not after anything hclwrite takes for a negation's left:
+    # it is spaced as a subtraction (hclwrite's heuristic), while `!` never is.
+    ('e = "x${ -1 } ${ !x } ${ a - -1 }"', 'e = "x${- 1} ${!x} ${a - -1}"'),
+    # The expression inside follows the usual rules: calls, indexes, splats, brackets, strings.
+    ('e = "${ ( 1 ) } ${ [1,2] } ${ f( 1 ) } ${ a[0] }${ d[*].e }"', 'e = "${(1)} ${[1, 2]} ${f(1)} ${a[0]}${d[*].e}"'),
+    ('h = "${ join(",",[ "a","b" ]) } \\"${ x }\\""', 'h = "${join(",", ["a", "b"])} \\"${x}\\""'),
+    ('i = "x${ a ? "y${ b }" : "c" }"', 'i = "x${a ? "y${b}" : "c"}"'),
+    # `$${` and `%%{` are literal text, not sequences: kept as written.
+    ('d = "$${ x } %%{ y }"', 'd = "$${ x } %%{ y }"'),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), TEMPLATE_CASES)
+def test_a_quoted_templates_sequences_are_spaced_as_hclwrite_spaces_them(source: str, expected: str) -> None:
+    assert space_line(source) == expected
+    assert space_line(expected) == expected
+
+
+HEREDOCS = """task "t" {
+template {
+data = <<EOT
+${ a }
+  %{ for x in xs ~}
+    ${ x }-${ upper( x ) }
+  %{ endfor }
+  $${ kept } %%{ kept }
+  "${ q }" \\${ y }
+EOT
+destination="x"
+}
+template {
+data = <<-EOH
+  {{ range service "db" }}${ a+b }{{ end }}
+  ${~ trimspace( x ) ~}
+  ${{ blahblahblah = x }}
+  EOH
+}
+}
+"""
+
+HEREDOCS_TIDY = """task "t" {
+  template {
+    data        = <<EOT
+${a}
+  %{for x in xs~}
+    ${x}-${upper(x)}
+  %{endfor}
+  $${ kept } %%{ kept }
+  "${q}" \\${y}
+EOT
+    destination = "x"
+  }
+  template {
+    data = <<-EOH
+  {{ range service "db" }}${a + b}{{ end }}
+  ${~trimspace(x)~}
+  ${ { blahblahblah = x } }
+  EOH
+  }
+}
+"""
+
+
+def test_a_heredocs_sequences_are_spaced_and_its_text_kept() -> None:
+    """hclwrite spaces a heredoc's template tokens as a quoted string's; its literal text (the
+    lines' indentation, Go-template `{{ }}`, quotes, a backslash: no escapes in a heredoc) and
+    its end marker are kept, and the lines are not indented."""
+    assert format_hcl(HEREDOCS) == HEREDOCS_TIDY
+    assert format_hcl(HEREDOCS_TIDY) == HEREDOCS_TIDY
+    hcl2.load(io.StringIO(HEREDOCS_TIDY))  # still HCL (python-hcl2 keeps a heredoc's raw text)
+
+
+def test_a_sequence_running_past_its_heredoc_line_is_kept_as_written() -> None:
+    """hclwrite re-indents the lines of a `${` that spans lines; corral keeps such a sequence
+    (and the heredoc's lines after it) as written rather than guess."""
+    source = "a = <<EOT\n${ x }${ f(\n  1 ) } ${ y }\n${ z }\nEOT\nb=1\n"
+    assert format_hcl(source) == "a = <<EOT\n${x}${ f(\n  1 ) } ${ y }\n${ z }\nEOT\nb = 1\n"

@@ -294,8 +294,6 @@ PARTIAL: dict[str, str] = {
     "PUT,POST /v1/node/:node_id/purge": "a node that ran allocations stays, down, until GC takes them",
     "DELETE /v1/evaluations": "an evaluation that placed allocations is kept (they name it)",
     "GET /v1/scaling/policies": "policy IDs are derived, not stored",
-    "PUT,POST /v1/acl/oidc/complete-auth": "the client authenticates with its secret: no `OIDCClientAssertion` "
-    "(private_key_jwt)",
     "GET /v1/agent/schedulers": "the cluster's scheduling loops (every `corral worker` process), as last published",
     "GET /v1/agent/schedulers/config": "the cluster's live loops counted and their types joined; an API server "
     "runs none",

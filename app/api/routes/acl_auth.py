@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, Response
 
-from app.acl.auth_methods import config_json, method_spec, rule_spec
+from app.acl.auth_methods import config_json, method_spec, rule_spec, with_stored_secrets
 from app.api.http.context import read, respond, state, write
 from app.api.http.params import json_body, prefix_arg
 from app.api.routes.acl import enabled
@@ -140,6 +140,11 @@ def update_method(name: str) -> Response:
 
 def _upsert_method(body: JsonObject) -> Response:
     settings = state().settings
+    name = body.get("Name")
+    if isinstance(name, str) and name:
+        stored, _ = read(["acl_auth_methods"], lambda s: s.get(AclAuthMethod, name))
+        if stored is not None:
+            body = with_stored_secrets(body, stored.config)
     spec = method_spec(body, settings.acl_token_min_expiration_ttl_s, settings.acl_token_max_expiration_ttl_s)
     method = write(lambda s: store.upsert_method(s, spec, datetime.now(UTC)))
     return respond(method_json(method), method.modify_index)

@@ -8,17 +8,19 @@ does. Provider traffic happens outside any transaction."""
 from __future__ import annotations
 
 import hmac
+import time
 from datetime import UTC, datetime
 
 from flask import Blueprint, Response, jsonify
 
-from app.acl import login, oidc
-from app.api.http.context import read, respond, write
+from app.acl import client_assertion, login, oidc
+from app.api.http.context import read, respond, state, write
 from app.api.http.params import json_body
 from app.api.routes.acl import enabled
 from app.api.routes.acl_login import mint
 from app.models import AclAuthMethod
 from app.store import acl_auth as auth_store
+from app.store import keyring
 from app.values.errors import FieldProblem, InvalidInput
 from app.wire.acl import ACLOIDCAuthURLResponse
 from app.wire.json import JsonObject
@@ -56,6 +58,7 @@ def auth_url() -> Response:
     args = _fields(json_body(), ("AuthMethodName", "RedirectURI", "ClientNonce"), "auth-url")
     method = _oidc_method(args["AuthMethodName"])
     oidc.check_redirect(method.config, args["RedirectURI"])
+    _client_assertion(method.config)  # as Nomad's request does: a key that cannot sign fails now, not after the browser
     provider = oidc.discover(method.config)
     wanted = auth_store.OidcRequest(
         client_nonce=args["ClientNonce"],
@@ -80,12 +83,13 @@ def complete_auth() -> Response:
     args = _fields(body, names, "complete-auth")
     iss = body.get("Iss")
     method = _oidc_method(args["AuthMethodName"])
+    config = method.config
+    assertion = _client_assertion(config)
     started = write(lambda s: auth_store.take_oidc_request(s, args["ClientNonce"], datetime.now(UTC)))
     _check_started(started, args)
-    config = method.config
     provider = oidc.discover(config)
     oidc.check_callback_issuer(provider, config, iss if isinstance(iss, str) else "")
-    tokens = oidc.exchange(provider, config, args["Code"], started.redirect_uri, started.code_verifier)
+    tokens = oidc.exchange(provider, config, args["Code"], started.redirect_uri, started.code_verifier, assertion)
     id_claims = oidc.verify_id_token(provider, config, tokens.id_token, started.client_nonce)
     user_claims: JsonObject = {}
     if config.get("OIDCDisableUserInfo") is not True:
@@ -97,6 +101,24 @@ def complete_auth() -> Response:
     name = login.token_name(method.token_name_format, method.type, method.name, claims)
     token = write(lambda s: mint(s, method, claims, name, field="AuthMethodName"))
     return respond(token, token["ModifyIndex"])
+
+
+def _client_assertion(config: JsonObject) -> str | None:
+    """The signed client assertion of a method with an OIDCClientAssertion (built before the
+    login is used up, so a key that fails to load leaves the login to retry); None without one.
+    KeySource "nomad" signs with the keyring's active key, as workload identities are."""
+    stored = config.get("OIDCClientAssertion")
+    if not isinstance(stored, dict):
+        return None
+    nomad_key = None
+    if stored.get("KeySource") == "nomad":
+        root = state().root_key
+        active = write(lambda s: keyring.active_key(s, root))
+        nomad_key = client_assertion.NomadKey(active.key_id, active.signing)
+    try:
+        return client_assertion.build(config, nomad_key, int(time.time()))
+    except client_assertion.AssertionProblem as err:
+        raise InvalidInput.of(err.field, f"invalid OIDCClientAssertion: {err}") from None
 
 
 def _check_started(started: auth_store.OidcRequest, args: dict[str, str]) -> None:

@@ -57,6 +57,7 @@ def _config_lines(config: JsonObject) -> list[str]:
             ("OIDC Discovery URL", config.get("OIDCDiscoveryURL") or ""),
             ("OIDC Client ID", config.get("OIDCClientID") or ""),
             ("OIDC Client Secret", config.get("OIDCClientSecret") or ""),
+            *_assertion_lines(config.get("OIDCClientAssertion")),
             ("OIDC Enable PKCE", str(config.get("OIDCEnablePKCE") is True).lower()),
             ("OIDC Disable UserInfo", str(config.get("OIDCDisableUserInfo") is True).lower()),
             ("OIDC Scopes", _joined(config.get("OIDCScopes"))),
@@ -73,6 +74,21 @@ def _config_lines(config: JsonObject) -> list[str]:
             ("List claim mappings", _mappings(config.get("ListClaimMappings"))),
         ]
     )
+
+
+def _assertion_lines(assertion: JsonValue) -> list[tuple[str, JsonValue]]:
+    """Nomad's formatClientAssertion: the key source, algorithm, audience (and extra headers)."""
+    if not isinstance(assertion, dict):
+        return []
+    prefix = "OIDC Client Assertion"
+    lines: list[tuple[str, JsonValue]] = [
+        (f"{prefix} KeySource", assertion.get("KeySource") or ""),
+        (f"{prefix} Algorithm", assertion.get("KeyAlgorithm") or ""),
+        (f"{prefix} Audience", _joined(assertion.get("Audience"))),
+    ]
+    if assertion.get("ExtraHeaders"):
+        lines.append((f"{prefix} Headers", _mappings(assertion.get("ExtraHeaders"))))
+    return lines
 
 
 def render_methods(methods: list[JsonObject]) -> str:

@@ -1,16 +1,17 @@
 """The layout part of HCL's canonical format (what `nomad fmt` applies through hclwrite): two
 spaces of indentation per open brace, bracket or parenthesis; one space around an attribute's
 `=`, the `=` of consecutive attributes at the same depth aligned; block headers with single
-spaces; no trailing blanks; one final newline. Strings, comments and heredocs are kept as
-written. Inside expressions, the blanks between tokens follow hclwrite's rules (hcl_spacing);
-the trailing comments of consecutive lines are aligned."""
+spaces; no trailing blanks; one final newline. Comments and the text of strings and heredocs
+are kept as written (a heredoc's lines are neither indented nor trimmed); inside expressions,
+and inside the `${...}` and `%{...}` sequences of strings and heredocs, the blanks between tokens
+follow hclwrite's rules (hcl_spacing); the trailing comments of consecutive lines are aligned."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from app.cli.local.hcl_spacing import space_line, split_comment
+from app.cli.local.hcl_spacing import space_line, split_comment, template_line
 
 ASSIGN = re.compile(r"^([A-Za-z_][\w-]*)\s*=(?!=)\s*(.*)$")
 HEREDOC = re.compile(r"<<-?([A-Za-z_]\w*)\s*$")
@@ -37,11 +38,14 @@ def format_hcl(source: str) -> str:
 def _lay_out(raw: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     depth, heredoc, in_comment = 0, "", False
+    sequence_open = False  # a heredoc's `${` or `%{` runs past its line: the rest is kept as written
     for text in raw:
         if heredoc:
-            lines.append(_Line(depth, text, verbatim=True))
             if text.strip() == heredoc:
                 heredoc = ""
+            elif not sequence_open:
+                text, sequence_open = template_line(text)
+            lines.append(_Line(depth, text, verbatim=True))
             continue
         stripped = text.strip()
         if in_comment:
@@ -64,7 +68,7 @@ def _lay_out(raw: list[str]) -> list[_Line]:
         in_comment = opens_comment
         found = HEREDOC.search(stripped)
         if found and not _in_string(stripped, found.start()):
-            heredoc = found.group(1)
+            heredoc, sequence_open = found.group(1), False
     return lines
 
 

@@ -4,11 +4,14 @@ one space around operators and `=`, after a comma and none before it, none insid
 and brackets, one inside a one-line object's braces (`{ a = 1 }`, but `{}`), none around `.`,
 before a call's `(` or an index's `[`, nor after a negation (`-1`, `!x`).
 
-A quoted string keeps its text as written, but the expression inside each of its `${...}` is
-spaced by the same rules (`"${a+1}"` -> `"${a + 1}"`); `%{...}` directives are kept. A trailing
-comment is split off for the layout to align (split_comment). A line the tokenizer cannot read
-(an unterminated string, a character HCL has no token for) is returned unchanged: formatting
-never changes what a file means."""
+A template (a quoted string, or a heredoc's line: template_line) keeps its text as written, but
+the inside of each `${...}` interpolation and `%{...}` directive is spaced by the same rules, as
+hclwrite spaces a template's tokens: `${ a+1 }` -> `${a + 1}`, `%{ if x }` -> `%{if x}`, a `~`
+strip marker kept against its brace (`${~ a ~}` -> `${~a~}`), a sequence holding only an object
+spaced from its braces (`${{a=1}}` -> `${ { a = 1 } }`). A trailing comment is split off for the
+layout to align (split_comment). A line the tokenizer cannot read (an unterminated string, a
+character HCL has no token for) is returned unchanged: formatting never changes what a file
+means."""
 
 from __future__ import annotations
 
@@ -54,11 +57,15 @@ def split_comment(line: str) -> tuple[str, str]:
 def space_line(line: str) -> str:
     """LINE (without its indentation) with hclwrite's blanks between its tokens."""
     tokens = _tokens(line)
-    if tokens is None:
-        return line
+    return line if tokens is None else _joined(tokens, START)
+
+
+def _joined(tokens: list[Token], first_before: Token) -> str:
+    """TOKENS with hclwrite's blanks between them; FIRST_BEFORE is what precedes the first (a
+    template sequence's opener inside a template, START at a line's start)."""
     out: list[str] = []
     for i, token in enumerate(tokens):
-        before = tokens[i - 1] if i else START
+        before = tokens[i - 1] if i else first_before
         out.append(_string(token.text) if token.kind == "string" else token.text)
         if i + 1 < len(tokens) and _space_after(token, before, tokens[i + 1]):
             out.append(" ")
@@ -66,26 +73,61 @@ def space_line(line: str) -> str:
 
 
 def _string(text: str) -> str:
-    """A quoted string with each `${...}` expression spaced (`$${` is a literal `${`)."""
+    """A quoted string with each `${...}` and `%{...}` spaced (`\\x` is an escape, `$${` and
+    `%%{` a literal `${` and `%{`)."""
+    spaced, _ = _template(text, escapes=True)
+    return spaced
+
+
+def template_line(text: str) -> tuple[str, bool]:
+    """One line of a heredoc's body with each `${...}` and `%{...}` spaced (a heredoc has no
+    backslash escapes), and whether a sequence stays open past the line's end (the rest of the
+    line, from that sequence on, is then kept as written)."""
+    return _template(text, escapes=False)
+
+
+def _template(text: str, *, escapes: bool) -> tuple[str, bool]:
     out, i = [], 0
     while i < len(text):
-        if text[i] == "\\" or text.startswith("$${", i):
-            step = 2 if text[i] == "\\" else 3  # an escape, or an escaped interpolation
+        if (escapes and text[i] == "\\") or text.startswith(("$${", "%%{"), i):
+            step = 2 if text[i] == "\\" else 3
             out.append(text[i : i + step])
             i += step
             continue
-        if text.startswith("${", i):
-            end = _interpolation_end(text, i + 2)
-            if end < 0:
-                return text
-            inner = text[i + 2 : end]
-            readable = _tokens(inner) is not None
-            out.append("${" + (space_line(inner.strip()) if readable else inner) + "}")
-            i = end + 1
+        if text.startswith(("${", "%{"), i):
+            found = _sequence(text, i)
+            if found is None:
+                out.append(text[i:])
+                return "".join(out), True
+            out.append(found[0])
+            i = found[1]
             continue
         out.append(text[i])
         i += 1
-    return "".join(out)
+    return "".join(out), False
+
+
+def _sequence(text: str, start: int) -> tuple[str, int] | None:
+    """The template sequence (`${...}` or `%{...}`) opening at START, spaced as hclwrite spaces
+    its tokens, and where it ends; None if it does not close in TEXT. hclwrite counts the opener
+    (`${`, `${~`, `%{`, `%{~`) as an open bracket and the closer (`}`, `~}`) as a close one: no
+    blank inside them, but one between them and an object's braces; a minus right after the
+    opener is taken for a subtraction (`${- 1}`), as hclwrite's heuristics take it."""
+    end = _interpolation_end(text, start + 2)
+    if end < 0:
+        return None
+    opener, inner, closer = text[start : start + 2], text[start + 2 : end], "}"
+    if inner.startswith("~"):
+        opener, inner = opener + "~", inner[1:]
+    if inner.endswith("~"):
+        inner, closer = inner[:-1], "~}"
+    tokens = _tokens(inner)
+    if not tokens or any(t.kind in ("comment", "heredoc") for t in tokens):
+        return text[start : end + 1], end + 1  # nothing hclwrite would respace, or not readable
+    lead = " " if tokens[0].text == "{" and tokens[0].kind == "op" else ""
+    trail = " " if tokens[-1].text == "}" and tokens[-1].kind == "op" else ""
+    body = _joined(tokens, Token("sequence", opener))
+    return opener + lead + body + trail + closer, end + 1
 
 
 def _interpolation_end(text: str, start: int) -> int:
@@ -141,6 +183,9 @@ def _string_end(line: str, start: int) -> int:
             continue
         if depth == 0 and char == '"':
             return i + 1
+        if depth == 0 and line.startswith(("$${", "%%{"), i):
+            i += 3  # a literal `${` or `%{`, which opens nothing
+            continue
         if char in "$%" and line.startswith("{", i + 1):
             depth, i = depth + 1, i + 2
             continue

@@ -106,8 +106,6 @@ PARTIAL: dict[str, str] = {
     "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
     "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
     "plugin status": "corral runs no CSI plugins: always none",
-    "fmt": "hclwrite's layout and spacing, but a heredoc's `${...}` expressions, `%{...}` directives and "
-    "interpolations with `~` strip markers are kept as written (hclwrite spaces those too)",
 }
 
 # Nomad's command spelled otherwise in corral's tree.
