@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from app.cli import main
 from app.cli.operator import ALLOCS_DIR, RECORD
 from client.agent import Client
-from client.config import ClientConfig
 from client.allocs.alloc_runner import RECORD as CLIENT_RECORD
 from client.allocs.alloc_runner import AllocRunner
+from client.config import ClientConfig
 from client.tasks.task_runner import TaskRunner
 
 pytestmark = pytest.mark.unit

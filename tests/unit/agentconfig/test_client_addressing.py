@@ -49,7 +49,7 @@ def test_the_file_keys_are_read_and_checked(tmp_path: Path) -> None:
     found = load([path])
     assert (found.client["alloc_dir"], found.client["network_interface"]) == ("/srv/a", LOOPBACK)
     assert f"{path}: plugin_dir has no meaning in corral; ignored" in found.warnings
-    with pytest.raises(AgentConfigError, match="command-line flags: client.alloc_dir: must be an absolute path"):
+    with pytest.raises(AgentConfigError, match=r"command-line flags: client\.alloc_dir: must be an absolute path"):
         load([path], flags=AgentFlags(alloc_dir="relative/allocs"))
 
 
