@@ -83,8 +83,8 @@ class Client:
         self.node_meta = NodeMeta(config.data_dir, config.meta)
         self.volumes = HostVolumeManager(config.volumes_root())
         self.allocs_dir = config.allocs_root()
-        if not self.allocs_dir.exists():  # an alloc_dir the operator made keeps the mode they chose
-            self.allocs_dir.mkdir(mode=0o700, parents=True)
+        # Made for the client's user only; an alloc_dir the operator made keeps the mode they chose.
+        self.allocs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
         self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(self.allocs_dir))

@@ -75,7 +75,8 @@ def test_the_cli_refuses_an_unknown_interface_before_starting(tmp_path: Path) ->
         main,
         ["agent", "-client", "-servers", "127.0.0.1:1", "-data-dir", str(tmp_path), "-network-interface", "nosuch9"],
     )
-    assert result.exit_code == 1 and "network_interface: no interface 'nosuch9'" in result.output
+    assert result.exit_code == 1
+    assert "command-line flags: client: network_interface: no interface 'nosuch9'" in result.output
 
 
 def test_the_node_advertises_the_interfaces_address(tmp_path: Path) -> None:

@@ -52,10 +52,11 @@ def metrics() -> Response:
     now = clock()
     with state().reads() as session, session.begin():
         figures = read_cluster_figures(session)
-        timers = published.merged(session, now)
         interval = (
             None if wanted == "prometheus" else published.merged_interval(session, reported_start(now.timestamp()))
         )
+        # The cumulative timers: Prometheus's, and the JSON's on a schema without intervals.
+        timers = published.merged(session, now) if interval is None else []
         extras = published.merged_extras(session, now) if interval is None and wanted == "json" else None
     # The roles' timers as they published them; this process's own copies (it schedules
     # nothing) are left out, so each name appears once.
