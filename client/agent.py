@@ -28,7 +28,7 @@ from client.drivers import Docker, DriverOptions, ExecSettings, UserPolicy, avai
 from client.drivers import attributes as driver_attributes
 from client.drivers import fingerprint as driver_fingerprint
 from client.endpoint.logs_http import serve
-from client.fingerprint import fingerprint
+from client.fingerprint import fingerprint, host_network
 from client.host_volumes import HostVolumeManager
 from client.isolation.chroot import DEFAULT_CHROOT_ENV
 from client.metrics import AllocFacts, ClientCollector, NodeFacts
@@ -82,10 +82,12 @@ class Client:
         self.force_gc_index = 0
         self.node_meta = NodeMeta(config.data_dir, config.meta)
         self.volumes = HostVolumeManager(config.volumes_root())
-        self.allocs_dir = config.data_dir / "allocs"
-        self.allocs_dir.mkdir(parents=True, exist_ok=True)
+        self.allocs_dir = config.allocs_root()
+        # Made for the client's user only; an alloc_dir the operator made keeps the mode they chose.
+        self.allocs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config.data_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
-        self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(config.data_dir))
+        self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(self.allocs_dir))
         self.http_addr = ""
         self.threads: dict[str, threading.Thread] = {}
         self.watch_progress = time.monotonic()
@@ -185,6 +187,7 @@ class Client:
                 },
                 "Memory": {"MemoryMB": found.memory_mb},
                 "Disk": {"DiskMB": found.disk_mb},
+                "Networks": [host_network(found)],
             },
             "ReservedResources": {
                 "Cpu": {"CpuShares": config.reserved_cpu},

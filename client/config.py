@@ -12,6 +12,7 @@ from typing import Any
 from app.jobspec.durations import SECOND, DurationError, duration_ns
 from client.drivers.users import DEFAULT_CHECKED_DRIVERS, DEFAULT_DENYLIST, parse_list
 from client.network.bridge import BridgeConfig
+from client.network.interfaces import InterfaceError, interface_address
 
 DRIVERS = ("raw_exec", "exec", "mock", "docker")
 # raw_exec runs commands as the client's user with no isolation: off unless the config or a flag
@@ -98,6 +99,14 @@ class ClientConfig:
     bridge_network_subnet: str = "172.26.64.0/20"
     bridge_network_hairpin_mode: bool = False
     cni_path: str = "/opt/cni/bin:/usr/lib/cni"
+    # Nomad's alloc_dir: where allocation directories are made (empty: <data_dir>/allocs).
+    alloc_dir: str = ""
+    # Nomad's network_interface: the interface whose address the node advertises and host ports
+    # bind to (empty: the address of the default route).
+    network_interface: str = ""
+
+    def allocs_root(self) -> Path:
+        return Path(self.alloc_dir).resolve() if self.alloc_dir else self.data_dir / "allocs"
 
     def volumes_root(self) -> Path:
         return Path(self.host_volumes_dir).resolve() if self.host_volumes_dir else self.data_dir / "host_volumes"
@@ -269,6 +278,21 @@ def _check_bridge(values: Mapping[str, object]) -> None:
         raise ConfigError("cni_path: must be a colon-separated list of directories")
 
 
+def _check_addressing(values: Mapping[str, object]) -> None:
+    """alloc_dir: an absolute path; network_interface: an interface of this host with an address."""
+    alloc_dir = values.get("alloc_dir", "")
+    if not isinstance(alloc_dir, str) or (alloc_dir and not alloc_dir.startswith("/")):
+        raise ConfigError(f"alloc_dir: must be an absolute path, got {alloc_dir!r}")
+    interface = values.get("network_interface", "")
+    if not isinstance(interface, str):
+        raise ConfigError(f"network_interface: must be an interface name, got {interface!r}")
+    if interface:
+        try:
+            interface_address(interface)
+        except InterfaceError as err:
+            raise ConfigError(f"network_interface: {err}") from None
+
+
 def volume_flag(value: str) -> tuple[HostVolume, ...]:
     """`--host-volume name=/path` or `name=/path:ro`."""
     name, sep, path = value.partition("=")
@@ -298,6 +322,7 @@ def build(file_values: dict[str, Any], flags: dict[str, Any], gc_flags: dict[str
     if "cgroup_parent" in values:
         values["cgroup_parent"] = _cgroup_parent(values["cgroup_parent"])
     _check_bridge(values)
+    _check_addressing(values)
     if flag_volumes:  # flags add to (and replace by name) the file's volumes
         named = {v.name: v for v in (*values.get("host_volumes", ()), *flag_volumes)}
         values["host_volumes"] = tuple(named[n] for n in sorted(named))

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 
 from client.config import ClientConfig
+from client.network.interfaces import device_of, interface_address
 
 DEFAULT_MHZ = 1000.0
 
@@ -23,6 +24,7 @@ class Fingerprint:
     memory_mb: int
     disk_mb: int
     cores: tuple[int, ...] = ()  # the core IDs tasks may reserve whole (NodeResources.Cpu.ReservableCpuCores)
+    device: str = ""  # the interface the node's address is on (NodeResources.Networks[0].Device)
 
 
 def cpu_mhz_per_core() -> float:
@@ -46,6 +48,23 @@ def local_ip() -> str:
         return "127.0.0.1"
 
 
+def advertised(config: ClientConfig) -> tuple[str, str]:
+    """(device, address) the node advertises: network_interface's (checked when the config was
+    built: an interface gone since raises InterfaceError), else the default route's."""
+    if config.network_interface:
+        return config.network_interface, interface_address(config.network_interface)
+    address = local_ip()
+    return device_of(address), address
+
+
+def host_network(found: Fingerprint) -> dict[str, str]:
+    """NodeResources.Networks' entry for the advertised address, as Nomad's network fingerprint
+    makes it (host mode, the device, the address as a host-sized CIDR)."""
+    address = found.attributes["unique.network.ip-address"]
+    bits = 128 if ":" in address else 32
+    return {"Mode": "host", "Device": found.device, "IP": address, "CIDR": f"{address}/{bits}"}
+
+
 def reservable_cores() -> tuple[int, ...]:
     """The cores this client may hand out whole: those it may run on itself."""
     try:
@@ -59,8 +78,10 @@ def fingerprint(config: ClientConfig) -> Fingerprint:
     reservable = reservable_cores()
     mhz = cpu_mhz_per_core()
     memory_mb = psutil.virtual_memory().total // (1024 * 1024)
-    config.data_dir.mkdir(parents=True, exist_ok=True)
-    disk_mb = shutil.disk_usage(config.data_dir).free // (1024 * 1024)
+    allocs = config.allocs_root()
+    allocs.mkdir(parents=True, exist_ok=True)
+    disk_mb = shutil.disk_usage(allocs).free // (1024 * 1024)  # allocations' disk: the alloc dir's
+    device, address = advertised(config)
     total_mhz = config.cpu_total_mhz or int(mhz * cores)
     attributes = {
         "kernel.name": platform.system().lower(),
@@ -74,12 +95,12 @@ def fingerprint(config: ClientConfig) -> Fingerprint:
         "memory.totalbytes": str((config.memory_total_mb or memory_mb) * 1024 * 1024),
         "os.name": _os_name(),
         "unique.hostname": socket.gethostname(),
-        "unique.network.ip-address": local_ip(),
-        "unique.storage.volume": str(config.data_dir.resolve()),
+        "unique.network.ip-address": address,
+        "unique.storage.volume": str(allocs.resolve()),
         "nomad.version": "corral",
     }
     memory = config.memory_total_mb or memory_mb
-    return Fingerprint(attributes, total_mhz, memory, config.disk_total_mb or disk_mb, reservable)
+    return Fingerprint(attributes, total_mhz, memory, config.disk_total_mb or disk_mb, reservable, device)
 
 
 def _os_name() -> str:

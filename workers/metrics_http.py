@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-import psutil
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from app.metrics import runtime
-from app.metrics.aggregates import AGGREGATES, Extra, LabelKey
-from app.metrics.nomad_json import to_nomad_json
-from app.metrics.timings import NOMAD_NAMES
+from app.metrics.aggregates import AGGREGATES, Aggregates
+from app.metrics.intervals import reported_start
+from app.metrics.nomad_json import IntervalView, to_nomad_json
+from app.metrics.timings import COUNTERS, NOMAD_NAMES
 
 log = structlog.get_logger(__name__)
 
@@ -26,13 +26,12 @@ class MetricsBindError(Exception):
     """CORRAL_METRICS_BIND is malformed or its port is taken."""
 
 
-STARTED = psutil.Process().create_time()
-
-
-def own_extras(now: float) -> dict[tuple[str, LabelKey], Extra]:
-    """This process's aggregates, and each sum per second since the process started."""
-    alive = max(now - STARTED, 1.0)
-    return {key: Extra(kept, kept.total / alive) for key, kept in AGGREGATES.snapshot().items()}
+def own_interval(now: float, aggregates: Aggregates = AGGREGATES) -> IntervalView:
+    """This process's last completed interval, as go-metrics' DisplayMetrics reports it (empty
+    if nothing was observed in it)."""
+    start = reported_start(now, settle_s=0.0)
+    found = next((i.figures for i in aggregates.completed() if i.start == start), {})
+    return IntervalView(start, found, COUNTERS)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -43,7 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
         elif url.path == "/v1/metrics" and wanted == "json":
             now = datetime.now(UTC)
-            body = to_nomad_json(REGISTRY.collect(), NOMAD_NAMES, now, own_extras(now.timestamp()))
+            body = to_nomad_json(REGISTRY.collect(), NOMAD_NAMES, now, interval=own_interval(now.timestamp()))
             self._send(200, "application/json", json.dumps(body).encode())
         elif url.path == "/v1/metrics":
             self._send(400, "text/plain", f"format: must be json or prometheus, got {wanted!r}\n".encode())

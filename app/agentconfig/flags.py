@@ -32,6 +32,9 @@ class AgentFlags:
     node_pool: str = ""
     meta: tuple[str, ...] = ()
     state_dir: str = ""
+    alloc_dir: str = ""
+    network_interface: str = ""
+    plugin_dir: str = ""
 
     def given(self) -> bool:
         return self != AgentFlags()
@@ -47,6 +50,7 @@ def flag_document(flags: AgentFlags) -> JsonObject:
         "region": flags.region,
         "name": flags.node,
         "log_level": flags.log_level,
+        "plugin_dir": flags.plugin_dir,  # no meaning here: the files' check warns about it, naming it
     }
     top.update({key: value for key, value in plain.items() if value})
     if flags.log_json:
@@ -65,7 +69,13 @@ def _client(flags: AgentFlags) -> JsonObject:
         client["enabled"] = True
     if flags.servers:
         client["servers"] = [s.strip() for s in flags.servers.split(",") if s.strip()]
-    plain = {"node_class": flags.node_class, "node_pool": flags.node_pool, "state_dir": flags.state_dir}
+    plain = {
+        "node_class": flags.node_class,
+        "node_pool": flags.node_pool,
+        "state_dir": flags.state_dir,
+        "alloc_dir": flags.alloc_dir,
+        "network_interface": flags.network_interface,
+    }
     client.update({key: value for key, value in plain.items() if value})
     if flags.meta:
         client["meta"] = meta_pairs(flags.meta)

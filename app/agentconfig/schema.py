@@ -113,6 +113,8 @@ CLIENT = Block(
         "host_volume": HOST_VOLUME,
         "host_volumes_dir": Key(v.nonempty, client="host_volumes_dir"),
         "cni_path": Key(v.nonempty, client="cni_path"),
+        "alloc_dir": Key(v.absolute_path, client="alloc_dir"),
+        "network_interface": Key(v.nonempty, client="network_interface", doc="its address is the node's"),
         "bridge_network_name": Key(v.nonempty, client="bridge_network_name"),
         "bridge_network_subnet": Key(v.nonempty, client="bridge_network_subnet"),
         "bridge_network_hairpin_mode": Key(v.boolean, client="bridge_network_hairpin_mode"),
@@ -122,7 +124,7 @@ CLIENT = Block(
         "artifact_file_roots": Key(v.string_list, client="artifact_file_roots", doc="corral: file:// artifact roots"),
     },
     _ignored(
-        "alloc_dir alloc_mounts_dir host_volume_plugin_dir common_plugin_dir network_interface "
+        "alloc_mounts_dir host_volume_plugin_dir common_plugin_dir "
         "preferred_address_family network_speed cpu_disable_dmidecode disk_free_mb reservable_cores "
         "max_kill_timeout client_max_port client_min_port max_dynamic_port min_dynamic_port "
         "gc_volumes_on_node_gc no_host_uuid disable_remote_exec template server_join cni_config_dir "

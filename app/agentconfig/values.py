@@ -30,6 +30,12 @@ def nonempty(value: JsonValue) -> JsonValue:
     return value
 
 
+def absolute_path(value: JsonValue) -> JsonValue:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ValueError(f"must be an absolute path, got {value!r}")
+    return value
+
+
 def boolean(value: JsonValue) -> JsonValue:
     # HCL files write true/false; JSON files of Nomad's sometimes quote them.
     if isinstance(value, str) and value.lower() in ("true", "false"):

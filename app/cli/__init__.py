@@ -72,6 +72,26 @@ def main() -> None:
 @click.option(
     "-state-dir", "state_dir", default="", help="The client's state directory (client.state_dir). Not with -dev."
 )
+@click.option(
+    "-alloc-dir",
+    "alloc_dir",
+    default="",
+    help="Where the client makes allocation directories, an absolute path (client.alloc_dir; default: "
+    "the state directory's allocs/). Not with -dev.",
+)
+@click.option(
+    "-network-interface",
+    "network_interface",
+    default="",
+    help="The interface whose address the node advertises and host ports bind to (client.network_interface; "
+    "default: the default route's). Not with -dev.",
+)
+@click.option(
+    "-plugin-dir",
+    "plugin_dir",
+    default="",
+    help="Accepted for Nomad's scripts and ignored with a warning: corral's task drivers are built in (plugin_dir).",
+)
 def agent(  # one parameter per Nomad flag
     dev: bool,
     configs: tuple[Path, ...],
@@ -90,6 +110,9 @@ def agent(  # one parameter per Nomad flag
     node_pool: str,
     meta: tuple[str, ...],
     state_dir: str,
+    alloc_dir: str,
+    network_interface: str,
+    plugin_dir: str,
 ) -> None:
     """Run corral. With -dev: start the embedded PostgreSQL (unless CORRAL_DATABASE_URL is
     set), migrate it, and run every role as a child process with one merged log. Ctrl-C
@@ -107,20 +130,23 @@ def agent(  # one parameter per Nomad flag
     from workers.agent import StartRefusedError
 
     flags = AgentFlags(
-        bind,
-        data_dir,
-        dc,
-        region,
-        node,
-        log_level,
-        log_json,
-        server,
-        client,
-        servers,
-        node_class,
-        node_pool,
-        meta,
-        state_dir,
+        bind=bind,
+        data_dir=data_dir,
+        dc=dc,
+        region=region,
+        node=node,
+        log_level=log_level,
+        log_json=log_json,
+        server=server,
+        client=client,
+        servers=servers,
+        node_class=node_class,
+        node_pool=node_pool,
+        meta=meta,
+        state_dir=state_dir,
+        alloc_dir=alloc_dir,
+        network_interface=network_interface,
+        plugin_dir=plugin_dir,
     )
     if dev and configs:
         raise click.UsageError("give -dev (development mode) or -config PATH (Nomad's agent configuration), not both")

@@ -84,6 +84,19 @@ def _meta(values: tuple[str, ...]) -> dict[str, str]:
     default=None,
     help="Where the client keeps its identity and allocation directories [default: .corral-client].",
 )
+@click.option(
+    "-alloc-dir",
+    "--alloc-dir",
+    default=None,
+    help="Where allocation directories are made, an absolute path (Nomad's alloc_dir) [default: <data-dir>/allocs].",
+)
+@click.option(
+    "-network-interface",
+    "--network-interface",
+    default=None,
+    help="The interface whose address the node advertises and host ports bind to (Nomad's network_interface) "
+    "[default: the default route's].",
+)
 @click.option("--name", default=None, help="Node name [default: the hostname].")
 @click.option("-dc", "--datacenter", default=None, help="Datacenter [default: dc1].")
 @click.option("--node-class", default=None, help="Node class.")
@@ -222,6 +235,8 @@ def client_config(config_file: Path | None, options: dict[str, Any]) -> ClientCo
         "cpu_total_mhz": options["cpu_total_compute"],
         "memory_total_mb": options["memory_total_mb"],
         "http_bind": options["http_bind"],
+        "alloc_dir": options["alloc_dir"],
+        "network_interface": options["network_interface"],
         "docker_endpoint": options["docker_endpoint"],
         "dev_mode": True if options["dev"] else None,
         "host_volumes": options["host_volumes"],

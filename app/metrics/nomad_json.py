@@ -4,18 +4,24 @@ Gauges keep their value. A counter becomes a Counters entry whose Count and Sum 
 a histogram becomes a Samples entry with Count, Sum and Mean. Prometheus keeps no minimum,
 maximum or deviation: those come from the aggregates the roles keep beside it (`extras`,
 app.metrics.aggregates), with Rate; a sample without one (a process of an older release, the
-API's own families) leaves those keys out rather than filling them with made-up figures. The
-figures are cumulative since each process started, where go-metrics reports its last 10 s."""
+API's own families) leaves those keys out rather than filling them with made-up figures. Those
+figures are cumulative since each process started.
+
+Given an `interval` (app.metrics.intervals), Counters and Samples are instead go-metrics' figures
+of that one completed interval, as Nomad reports them, and the Timestamp is its start; the
+cumulative counter and histogram families then stay Prometheus-only."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import NotRequired, TypedDict
 
 from prometheus_client.metrics_core import Metric
 
-from app.metrics.aggregates import Extra, LabelKey, label_key
+from app.metrics.aggregates import Aggregate, Extra, LabelKey, label_key
+from app.metrics.intervals import INTERVAL_S, rate
 
 
 class GaugeJson(TypedDict):
@@ -49,19 +55,40 @@ class MetricsJson(TypedDict):
 Extras = Mapping[tuple[str, LabelKey], Extra]
 
 
+@dataclass(frozen=True)
+class IntervalView:
+    """The figures of one completed interval (of one process, or merged across processes), per
+    Prometheus name and label key; `counters` names the keys that are counters, not timers."""
+
+    start: float
+    figures: Mapping[tuple[str, LabelKey], Aggregate]
+    counters: frozenset[str]
+    interval_s: float = INTERVAL_S
+
+
 def to_nomad_json(
-    families: Iterable[Metric], names: Mapping[str, str], now: datetime, extras: Extras | None = None
+    families: Iterable[Metric],
+    names: Mapping[str, str],
+    now: datetime,
+    extras: Extras | None = None,
+    interval: IntervalView | None = None,
 ) -> MetricsJson:
     """`names` maps a Prometheus family name to Nomad's dotted one; others keep their own name.
-    `extras` holds, per Prometheus family name and label key, what a sample adds to Count and Sum."""
+    `extras` holds, per Prometheus family name and label key, what a sample adds to Count and Sum.
+    With `interval`, Counters and Samples are that interval's (and `extras` is not used)."""
     extra = extras or {}
+    stamp = now if interval is None else datetime.fromtimestamp(interval.start, UTC)
     out = MetricsJson(
-        Timestamp=now.strftime("%Y-%m-%d %H:%M:%S +0000 UTC"), Gauges=[], Counters=[], Samples=[], Points=[]
+        Timestamp=stamp.strftime("%Y-%m-%d %H:%M:%S +0000 UTC"), Gauges=[], Counters=[], Samples=[], Points=[]
     )
+    if interval is not None:
+        _interval_samples(out, interval, names)
     for family in families:
         name = names.get(family.name, family.name)
         if family.type == "gauge":
             out["Gauges"].extend(GaugeJson(Name=name, Value=s.value, Labels=dict(s.labels)) for s in family.samples)
+        elif interval is not None:
+            continue
         elif family.type == "counter":
             totals = [s for s in family.samples if s.name.endswith("_total")]
             out["Counters"].extend(
@@ -99,3 +126,20 @@ def _histograms(name: str, family: Metric, extra: Extras) -> list[SampledJson]:
         _sampled(name, dict(key), count, sums.get(key, 0.0), extra.get((family.name, label_key(dict(key)))))
         for key, count in counts.items()
     ]
+
+
+def _interval_samples(out: MetricsJson, interval: IntervalView, names: Mapping[str, str]) -> None:
+    """go-metrics' SampledValue of each key observed in the interval; Count is an integer there."""
+    for (name, labels), kept in interval.figures.items():
+        sample = SampledJson(
+            Name=names.get(name, name),
+            Count=int(kept.count),
+            Rate=rate(kept.total, interval.interval_s),
+            Sum=kept.total,
+            Min=kept.minimum,
+            Max=kept.maximum,
+            Mean=kept.total / kept.count if kept.count else 0.0,
+            Stddev=kept.stddev(),
+            Labels=dict(label.partition("=")[::2] for label in labels),
+        )
+        out["Counters" if name in interval.counters else "Samples"].append(sample)

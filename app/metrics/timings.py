@@ -56,6 +56,8 @@ _REJECTED = prometheus_name("nomad.nomad.plan.node_rejected")
 HELP[_REJECTED] = "Plan nodes the applier refused because they no longer fit."
 PLAN_NODE_REJECTED = Counter(_REJECTED, HELP[_REJECTED])
 _NAMES[id(PLAN_NODE_REJECTED)] = _REJECTED
+# The counters among them (the others are timers), for the intervals the roles publish.
+COUNTERS = frozenset({_REJECTED})
 # The families every role publishes for the API servers' /v1/metrics.
 PUBLISHED = tuple(HELP)
 

@@ -12,7 +12,7 @@ from app.models.gc import GcRun
 from app.models.host_volume import HostVolume
 from app.models.host_volume_claim import HostVolumeClaim
 from app.models.job import Job, JobSubmission, JobVersion, PeriodicLaunch
-from app.models.metrics import PublishedTiming, SchedulerWorker
+from app.models.metrics import PublishedTiming, SchedulerWorker, TimingInterval
 from app.models.namespace import Namespace, NodePool
 from app.models.node import Node, NodeHeartbeat
 from app.models.plan import Plan, PlanResult
@@ -59,5 +59,6 @@ __all__ = [
     "SchedulerWorker",
     "ServiceRegistration",
     "StateIndex",
+    "TimingInterval",
     "Variable",
 ]

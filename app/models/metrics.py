@@ -40,6 +40,28 @@ class PublishedTiming(Base):
     )
 
 
+class TimingInterval(Base):
+    __tablename__ = "timing_intervals"
+    __table_args__ = {
+        "comment": "Each worker/applier/leader process's timers and counters per completed 10 s go-metrics "
+        "interval (kept a few minutes); /v1/metrics's JSON merges the processes' last completed interval."
+    }
+
+    process: Mapped[str] = mapped_column(primary_key=True, comment="role:hostname:pid:start of the publishing process.")
+    name: Mapped[str] = mapped_column(primary_key=True, comment="Prometheus name of the timer or counter.")
+    labels: Mapped[list[str]] = mapped_column(primary_key=True, comment="Its labels as sorted key=value strings.")
+    interval_start: Mapped[datetime] = mapped_column(
+        primary_key=True, comment="Start of the 10 s interval, aligned to the wall clock (go-metrics' Interval)."
+    )
+    kind: Mapped[str] = mapped_column(comment="histogram (a timer) or counter.")
+    count: Mapped[float] = mapped_column(Double, comment="Observations in the interval (a counter: increments).")
+    total: Mapped[float] = mapped_column(Double, comment="Sum of the interval's observations (ms for a timer).")
+    sum_squares: Mapped[float] = mapped_column(Double, comment="Sum of the squared observations of the interval.")
+    minimum: Mapped[float] = mapped_column(Double, comment="Smallest observation of the interval.")
+    maximum: Mapped[float] = mapped_column(Double, comment="Largest observation of the interval.")
+    updated_at: Mapped[datetime] = mapped_column(comment="When the process published the row.")
+
+
 class SchedulerWorker(Base):
     __tablename__ = "scheduler_workers"
     __table_args__ = (

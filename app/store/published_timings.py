@@ -4,6 +4,11 @@ them under the process's key, and any API server's /v1/metrics `merged` sums the
 process heard from within PUBLISHED_TTL. So the API reports the cluster's scheduling timers, as
 Nomad's leader does, rather than its own (it schedules nothing: they would stay at zero).
 
+Each process also publishes its completed go-metrics intervals (`publish_intervals`, table
+timing_intervals from revision 0039), and the JSON summary reports the merged figures of one
+interval (`merged_interval`); where the table does not exist yet, both do nothing and the summary
+stays cumulative.
+
 The invoke_scheduler timer is reported under Nomad's own names, one per scheduler type
 (`nomad.nomad.worker.invoke_scheduler.service`), where a role's own endpoint labels it `type`."""
 
@@ -12,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
@@ -21,9 +26,11 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.metrics.aggregates import AGGREGATES, Aggregate, Extra, LabelKey
-from app.metrics.timings import HELP, MS_BUCKETS, prometheus_name
-from app.models import PublishedTiming
+from app.metrics.aggregates import AGGREGATES, Aggregate, Extra, Interval, LabelKey
+from app.metrics.intervals import INTERVAL_S, RETAINED
+from app.metrics.nomad_json import IntervalView
+from app.metrics.timings import COUNTERS, HELP, MS_BUCKETS, prometheus_name
+from app.models import PublishedTiming, TimingInterval
 
 PUBLISHED_TTL = timedelta(minutes=10)  # a process silent this long has stopped: its figures leave the sum
 FORGET_AFTER = timedelta(hours=1)
@@ -227,3 +234,70 @@ def _families(sums: dict[tuple[str, tuple[str, ...], str], list[float]]) -> list
             family = histograms.setdefault(name, HistogramMetricFamily(name, help_text, labels=keys))
             family.add_metric(values, list(zip(bounds, figures[2:], strict=True)), figures[1])
     return [*counters.values(), *histograms.values()]
+
+
+INTERVALS_KEPT = timedelta(seconds=2 * RETAINED * INTERVAL_S)  # older interval rows are deleted
+
+
+def has_interval_table(session: Session) -> bool:
+    """Whether the schema has timing_intervals (revision 0039): this release runs on the one before."""
+    return session.execute(text("SELECT to_regclass('timing_intervals') IS NOT NULL")).scalar_one() is True
+
+
+def publish_intervals(session: Session, process: str, intervals: Iterable[Interval], now: datetime) -> bool:
+    """Write this process's completed intervals (idempotent: a row per key and interval) and
+    delete every process's rows older than INTERVALS_KEPT. False, writing nothing, where the
+    schema has no timing_intervals yet."""
+    if not has_interval_table(session):
+        return False
+    rows = [
+        {
+            "process": process,
+            "name": name,
+            "labels": list(labels),
+            "interval_start": datetime.fromtimestamp(interval.start, UTC),
+            "kind": "counter" if name in COUNTERS else "histogram",
+            "count": kept.count,
+            "total": kept.total,
+            "sum_squares": kept.sum_squares,
+            "minimum": kept.minimum,
+            "maximum": kept.maximum,
+            "updated_at": now,
+        }
+        for interval in intervals
+        for (name, labels), kept in interval.figures.items()
+    ]
+    if rows:
+        statement = pg_insert(TimingInterval).values(rows)
+        columns = ("kind", "count", "total", "sum_squares", "minimum", "maximum", "updated_at")
+        session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["process", "name", "labels", "interval_start"],
+                set_={c: statement.excluded[c] for c in columns},
+            )
+        )
+    session.execute(delete(TimingInterval).where(TimingInterval.interval_start < now - INTERVALS_KEPT))
+    return True
+
+
+def merged_interval(session: Session, start: float) -> IntervalView | None:
+    """The interval starting at `start` (epoch seconds), every process's figures combined per
+    name and label set (under Nomad's names, as merged() gives them); None without the table."""
+    if not has_interval_table(session):
+        return None
+    t = TimingInterval
+    rows = session.execute(
+        select(t.name, t.labels, t.kind, t.count, t.total, t.sum_squares, t.minimum, t.maximum).where(
+            t.interval_start == datetime.fromtimestamp(start, UTC)
+        )
+    )
+    figures: dict[tuple[str, LabelKey], Aggregate] = {}
+    counters: set[str] = set()
+    for name, labels, kind, count, total, squares, low, high in rows:
+        key = _nomad_form(name, tuple(labels))
+        kept = Aggregate(count, total, squares, low, high)
+        found = figures.get(key)
+        figures[key] = kept if found is None else found.combined(kept)
+        if kind == "counter":
+            counters.add(key[0])
+    return IntervalView(start, figures, frozenset(counters))

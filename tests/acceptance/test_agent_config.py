@@ -1,6 +1,8 @@
 """`corral agent -config nomad.d/` as a Nomad operator runs it: server and client enabled in two
 HCL files, the embedded database in the file's data_dir, a raw_exec job to running, the node
-carrying the file's class and meta, and Ctrl-C stopping every role and the database."""
+carrying the file's class and meta, and Ctrl-C stopping every role and the database. Nomad's
+-alloc-dir, -network-interface and -plugin-dir flags join the files: the allocation's directory
+is under -alloc-dir, the node advertises the interface's address, -plugin-dir is warned about."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import httpx
 import psutil
 import pytest
 
+from client.network.interfaces import interface_address
 from tests.support.processes import CorralFactory, free_port, postgres_running_in, wait_for, wait_healthy
 
 pytestmark = pytest.mark.acceptance
@@ -47,10 +50,14 @@ def test_agent_config_runs_server_and_client_from_hcl_and_ctrl_c_stops_every_chi
     base = f"http://127.0.0.1:{port}"
     data_dir = workdir / "data"
     write_config(workdir / "nomad.d", data_dir, port)
-    agent = corral(["agent", "-config", "nomad.d"])  # relative to the work directory, as typed
+    allocs = workdir / "allocs"
+    loopback = next(n for n, found in psutil.net_if_addrs().items() if any(a.address == "127.0.0.1" for a in found))
+    flags = ["-alloc-dir", str(allocs), "-network-interface", loopback, "-plugin-dir", "/opt/nomad/plugins"]
+    agent = corral(["agent", "-config", "nomad.d", *flags])  # relative to the work directory, as typed
     wait_healthy(base, agent)
     assert (data_dir / "postgres" / "PG_VERSION").exists()  # the embedded database in data_dir
     assert "server.bootstrap_expect has no meaning in corral; ignored" in agent.output
+    assert "==> WARNING: command-line flags: plugin_dir has no meaning in corral; ignored" in agent.output
 
     def ready_node() -> str | None:
         nodes = httpx.get(f"{base}/v1/nodes").json()
@@ -61,6 +68,8 @@ def test_agent_config_runs_server_and_client_from_hcl_and_ctrl_c_stops_every_chi
     assert registered["NodeClass"] == "edge"
     assert registered["Meta"]["rack"] == "r1"
     assert registered["Drivers"]["raw_exec"]["Detected"] is True
+    assert registered["Attributes"]["unique.network.ip-address"] == interface_address(loopback) == "127.0.0.1"
+    assert registered["NodeResources"]["Networks"][0]["Device"] == loopback
 
     httpx.put(f"{base}/v1/jobs", json=SLEEPER).raise_for_status()
 
@@ -68,6 +77,8 @@ def test_agent_config_runs_server_and_client_from_hcl_and_ctrl_c_stops_every_chi
         return [a["ClientStatus"] for a in httpx.get(f"{base}/v1/job/sleeper/allocations").json()]
 
     assert wait_for(lambda: statuses() == ["running"], 120), (statuses(), agent.output)
+    [alloc_id] = [a["ID"] for a in httpx.get(f"{base}/v1/job/sleeper/allocations").json()]
+    assert (allocs / alloc_id / "t").is_dir() and not (data_dir / "client" / "allocs" / alloc_id).exists()
     config = httpx.get(f"{base}/v1/agent/self").json()["config"]
     assert config["Client"]["Enabled"] is True and config["Client"]["NodeClass"] == "edge"
     assert config["Files"] == [str((workdir / "nomad.d").resolve())] and config["DataDir"] == str(data_dir)

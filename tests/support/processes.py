@@ -30,7 +30,9 @@ class Corral:
     """One `corral ...` process with its output captured to a file."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str], executable: str = CORRAL) -> None:
-        self.log_path = cwd / f"corral-{'-'.join(args)}-{time.monotonic_ns()}.log"
+        # The arguments name the log; a path among them (a flag's value) must not make it a path.
+        named = "-".join(args).replace("/", "_")[:120]
+        self.log_path = cwd / f"corral-{named}-{time.monotonic_ns()}.log"
         self._log: IO[bytes] = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [executable, *args], cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT

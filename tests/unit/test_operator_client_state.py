@@ -15,6 +15,7 @@ from app.cli.operator import ALLOCS_DIR, RECORD
 from client.agent import Client
 from client.allocs.alloc_runner import RECORD as CLIENT_RECORD
 from client.allocs.alloc_runner import AllocRunner
+from client.config import ClientConfig
 from client.tasks.task_runner import TaskRunner
 
 pytestmark = pytest.mark.unit
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.unit
 
 def test_the_command_reads_where_and_what_the_client_writes() -> None:
     assert RECORD == CLIENT_RECORD
-    assert f'config.data_dir / "{ALLOCS_DIR}"' in inspect.getsource(Client.__init__)
+    assert "config.allocs_root()" in inspect.getsource(Client.__init__)
+    assert f'self.data_dir / "{ALLOCS_DIR}"' in inspect.getsource(ClientConfig.allocs_root)
     persisted = inspect.getsource(AllocRunner.persist)
     for key in ("alloc", "client_status", "health", "identities", "tasks"):
         assert f'"{key}":' in persisted

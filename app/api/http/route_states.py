@@ -284,8 +284,6 @@ PARTIAL: dict[str, str] = {
     "only the server part (it is polled hard and costs no transaction)",
     "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
     "ACL, TLS, ports); no raft or serf stats",
-    "GET /v1/metrics": "the JSON summary's Samples and Counters cover each process's life, where go-metrics "
-    "reports its last 10 s interval",
     "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",

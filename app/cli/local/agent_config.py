@@ -26,6 +26,7 @@ def load_agent_config(paths: list[Path], flags: AgentFlags | None = None) -> Age
     """The files' configuration, or a CLI error naming the file, block and key. Warnings about
     Nomad keys that mean nothing here go to stderr."""
     from app.agentconfig.files import AgentConfigError
+    from app.agentconfig.flags import FLAGS_ORIGIN
     from app.agentconfig.load import load
     from client.config import ConfigError, build
 
@@ -36,7 +37,8 @@ def load_agent_config(paths: list[Path], flags: AgentFlags | None = None) -> Age
     except AgentConfigError as err:
         raise click.ClickException(str(err)) from None
     except ConfigError as err:
-        raise click.ClickException(f"{', '.join(map(str, paths))}: client: {err}") from None
+        given = [FLAGS_ORIGIN] if flags is not None and flags.given() else []
+        raise click.ClickException(f"{', '.join([*map(str, paths), *given])}: client: {err}") from None
     for warning in found.warnings:
         click.echo(f"==> WARNING: {warning}", err=True)
     return found

@@ -101,8 +101,8 @@ PARTIAL: dict[str, str] = {
     "operator root keyring remove": "`-force` does not remove a key variables are sealed with: `rotate -full` "
     "re-seals them first",
     "agent": "`-dev`, `-config` (Nomad's agent HCL/JSON, docs/configuration.md) and the flags that override it "
-    "(`-bind`, `-data-dir`, `-server`, `-client`, `-servers`, `-meta`, ...); not `-network-interface`, `-alloc-dir`, "
-    "`-plugin-dir`, nor the gossip, Raft, Consul and Vault flags",
+    "(`-bind`, `-data-dir`, `-server`, `-client`, `-servers`, `-meta`, `-alloc-dir`, `-network-interface`, ...; "
+    "`-plugin-dir` is warned about: the drivers are built in); not the gossip, Raft, Consul and Vault flags",
     "volume status": "dynamic host volumes; corral runs no CSI plugins, so the CSI part is always empty",
     "volume delete": "`-type` defaults to host (Nomad's: csi); `-force` and `-secret` are accepted and unused",
     "plugin status": "corral runs no CSI plugins: always none",

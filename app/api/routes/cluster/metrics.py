@@ -3,12 +3,15 @@
 The cluster's gauges (broker, blocked evaluations, plan queue, heartbeats, job summaries, node
 allocation) are computed from the database at each scrape, the scheduler timers are those the
 worker and applier processes published there (app/store/published_timings.py), and this process's
-runtime gauges follow. Worker, applier and leader processes also serve their own timings on
-CORRAL_METRICS_BIND."""
+runtime gauges follow. The JSON summary's Counters and Samples are go-metrics' figures of the last
+completed 10 s interval across the processes that publish intervals (app/metrics/intervals.py);
+the Prometheus text stays cumulative. On a schema without timing_intervals (the revision before
+it), the JSON falls back to the cumulative figures. Worker, applier and leader processes also
+serve their own timings on CORRAL_METRICS_BIND."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from flask import Blueprint, Response
@@ -20,6 +23,7 @@ from prometheus_client.registry import Collector
 from app.api.http.context import respond, state
 from app.api.http.params import arg
 from app.metrics import runtime
+from app.metrics.intervals import reported_start
 from app.metrics.nomad_json import to_nomad_json
 from app.metrics.timings import NOMAD_NAMES, PUBLISHED, prometheus_name
 from app.store import published_timings as published
@@ -33,16 +37,27 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 NODE_LABELS = ("node_id", "host", "datacenter", "node_class", "node_pool")
 
 
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+clock: Callable[[], datetime] = _wall_clock  # tests set the time the intervals are read at
+
+
 @bp.get("/metrics")
 def metrics() -> Response:
     wanted = arg("format") or "json"
     if wanted not in FORMATS:
         raise InvalidInput.of("format", f"must be one of {', '.join(FORMATS)}, got {wanted!r}")
-    now = datetime.now(UTC)
+    now = clock()
     with state().reads() as session, session.begin():
         figures = read_cluster_figures(session)
-        timers = published.merged(session, now)
-        extras = published.merged_extras(session, now)
+        interval = (
+            None if wanted == "prometheus" else published.merged_interval(session, reported_start(now.timestamp()))
+        )
+        # The cumulative timers: Prometheus's, and the JSON's on a schema without intervals.
+        timers = published.merged(session, now) if interval is None else []
+        extras = published.merged_extras(session, now) if interval is None and wanted == "json" else None
     # The roles' timers as they published them; this process's own copies (it schedules
     # nothing) are left out, so each name appears once.
     own = [f for f in REGISTRY.collect() if f.name not in PUBLISHED]
@@ -51,7 +66,7 @@ def metrics() -> Response:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Fixed(families))
         return Response(generate_latest(registry), mimetype=None, content_type=PROMETHEUS_CONTENT_TYPE)
-    return respond(to_nomad_json(families, NOMAD_NAMES, now, extras), 0)
+    return respond(to_nomad_json(families, NOMAD_NAMES, now, extras, interval), 0)
 
 
 class _Fixed(Collector):
