@@ -21,7 +21,7 @@ T = TypeVar("T")
 # the green run of 2561ef8 (`--durations=30`), rounded. A file missing here falls back to its
 # tier; refresh from a run with `--durations=0` when the slowest files change.
 KNOWN_SECONDS: dict[str, float] = {
-    "tests/acceptance/test_dev_agent.py": 95,
+    "tests/acceptance/test_dev_agent.py": 100,  # with the data-directory lock check (was its own file, 26 s)
     "tests/concurrency/test_pipeline_processes.py": 83,
     "tests/acceptance/test_chaos.py": 79,
     "tests/acceptance/test_services.py": 52,
@@ -34,7 +34,6 @@ KNOWN_SECONDS: dict[str, float] = {
     "tests/ui/test_ui_actions.py": 29,
     "tests/acceptance/test_wheel.py": 28,
     "tests/acceptance/test_agent_config.py": 28,
-    "tests/acceptance/test_dev_agent_lock.py": 26,
     "tests/acceptance/test_failover.py": 22,
     "tests/integration/test_fuzz_routes.py": 22,
     "tests/acceptance/test_alloc_stop.py": 20,

@@ -17,7 +17,7 @@ def test_known_slow_files_come_first_longest_first_then_the_tiers_with_each_file
     nodeids = [
         "tests/unit/test_cron.py::test_a",
         "tests/integration/test_gc.py::test_a",
-        "tests/acceptance/test_dev_agent_lock.py::test_a",
+        "tests/acceptance/test_wheel.py::test_a",
         "tests/unit/test_cron.py::test_b",
         "tests/concurrency/test_claims.py::test_a",
         "tests/acceptance/test_acl.py::test_a",
@@ -27,7 +27,7 @@ def test_known_slow_files_come_first_longest_first_then_the_tiers_with_each_file
     ]
     assert sorted_by_file(nodeids, lambda nodeid: nodeid) == [
         "tests/acceptance/test_chaos.py::test_a",  # 79 s on CI
-        "tests/acceptance/test_dev_agent_lock.py::test_a",  # 26 s on CI
+        "tests/acceptance/test_wheel.py::test_a",  # 28 s on CI
         "tests/acceptance/test_acl.py::test_a",
         "tests/ui/test_ui_pages.py::test_a",
         "tests/concurrency/test_claims.py::test_a",
