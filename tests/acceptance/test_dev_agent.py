@@ -39,6 +39,9 @@ def socket_url(data_dir: Path) -> str:
     return f"postgresql://postgres@/corral?host={data_dir / 'postgres'}"
 
 
+# Three agents one after another, and a fourth refused: on a loaded 2-core machine that can
+# outlast the suite's 300 s default.
+@pytest.mark.timeout(600)
 def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused_even_after_a_kill(
     corral: CorralFactory, workdir: Path
 ) -> None:
