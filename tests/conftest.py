@@ -20,7 +20,7 @@ from app.db.schema import upgrade
 from bench.replication import shared_tmp_dir
 from tests.support.processes import CORRAL, Corral, CorralFactory
 
-pytest_plugins = ["tests.support.tiers"]
+pytest_plugins = ["tests.support.tiers", "tests.support.file_order", "tests.support.fast_app"]
 
 
 # The session's server holds nothing that must survive a crash of the machine (its data directory

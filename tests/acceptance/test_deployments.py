@@ -180,6 +180,17 @@ def test_progress_deadline_fails_the_deployment_and_reverts_to_the_stable_versio
         ProgressDeadline=4 * SECOND,
     )
     broken["TaskGroups"][0]["Tasks"] = [mock_task(tag="v1", run_for="200ms", exit_code=1)]
+    # Its failed allocation is replaced 5 s after it failed, not after a service's default 30 s:
+    # still past the progress deadline (no replacement runs during the rollout), but the revert's
+    # deployment does not wait half a minute to place its replacement.
+    broken["TaskGroups"][0]["ReschedulePolicy"] = {
+        "Attempts": 0,
+        "Interval": 0,
+        "Delay": 5 * SECOND,
+        "DelayFunction": "constant",
+        "MaxDelay": 0,
+        "Unlimited": True,
+    }
     cluster.register(broken)
 
     def reverted() -> bool:

@@ -1,4 +1,5 @@
-"""`corral agent -dev` as a user runs it: embedded Postgres, migrations, the API; Ctrl-C stops it all."""
+"""`corral agent -dev` as a user runs it: embedded Postgres, migrations, the API; Ctrl-C stops it all;
+a second agent on its data directory is refused."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from tests.support.processes import (
     CORRAL,
+    Corral,
     CorralFactory,
     free_port,
     postgres_running_in,
@@ -37,12 +39,16 @@ def socket_url(data_dir: Path) -> str:
     return f"postgresql://postgres@/corral?host={data_dir / 'postgres'}"
 
 
+# Three agents one after another, and a fourth refused: on a loaded 2-core machine that can
+# outlast the suite's 300 s default.
+@pytest.mark.timeout(600)
 def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused_even_after_a_kill(
     corral: CorralFactory, workdir: Path
 ) -> None:
     """One data directory through three agents (a fresh one costs initdb and every migration,
-    so one test walks it): the first runs work and stops on Ctrl-C; the second finds that work
-    and is killed; the third still finds it, with no role of the killed agent left behind."""
+    so one test walks it): the first runs work, refuses a second agent on its data directory
+    and stops on Ctrl-C; the second finds that work and is killed; the third still finds it,
+    with no role of the killed agent left behind."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     agent = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
@@ -67,6 +73,7 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
         return [a["ClientStatus"] for a in allocs] == ["running"]
 
     assert wait_for(running)
+    second_agent_is_refused(corral, agent, data_dir, base)
     with psycopg.connect(socket_url(data_dir)) as conn:
         assert conn.execute("SELECT job_id, task_group, desired, queued FROM v_job_summary").fetchall() == [
             ("web", "g", 1, 0)
@@ -124,6 +131,31 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
     after_kill.process.send_signal(signal.SIGINT)
     assert after_kill.wait(60) == 0
     assert postgres_running_in(workdir / ".corral") == []
+
+
+def second_agent_is_refused(corral: CorralFactory, first: Corral, data_dir: Path, base: str) -> None:
+    """A second `corral agent -dev` on the data directory FIRST holds (its client registered, so
+    every file it makes exists) is refused with exit 1 and a clear message before it touches
+    anything: the lock still names the first agent, no new file, the same postmaster, nothing
+    listening on the second port, and the first agent still answers."""
+    lock = data_dir / "agent.lock"
+    assert lock.read_text().strip() == str(first.process.pid)
+    postmaster = (data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0]
+    assert [p.pid for p in postgres_running_in(data_dir) if str(p.pid) == postmaster]
+    files_before = sorted(p.name for p in data_dir.iterdir())
+
+    other_port = free_port()
+    second = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{other_port}"})
+    assert second.wait(60) == 1, second.output
+    assert f"another corral agent (pid {first.process.pid}) is using the data directory {data_dir}" in second.output
+    assert "Traceback" not in second.output
+    assert lock.read_text().strip() == str(first.process.pid)
+    assert sorted(p.name for p in data_dir.iterdir()) == files_before
+    assert (data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0] == postmaster
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{other_port}/v1/agent/health", timeout=2)
+    assert httpx.get(f"{base}/v1/agent/health", timeout=5).status_code == 200
+    assert len(httpx.get(f"{base}/v1/nodes").json()) == 1
 
 
 class TerminalAgent:

@@ -71,19 +71,32 @@ def _removed(group: Path) -> bool:
     return True
 
 
-@pytest.fixture
-def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+def client_args(*drivers: str) -> tuple[str, ...]:
+    """`corral client` arguments for c1 with DRIVERS, configured by the client.json `bridge_cluster` writes."""
+    return ("c1", "--config=client.json", *(arg for driver in drivers for arg in ("--driver", driver)))
+
+
+CLIENT_ARGS = client_args("exec", "raw_exec")
+
+
+@contextlib.contextmanager
+def bridge_cluster(
+    corral: CorralFactory, database_url: str, workdir: Path, parent: str, args: tuple[str, ...], **config: str
+) -> Iterator[Cluster]:
+    """A cluster whose client c1 (started with ARGS) uses this module's bridge and cgroup parent,
+    CONFIG adding client.json keys; every job is stopped and its allocations ended after."""
     with network_traces(BRIDGE):
         running = Cluster(corral, database_url, workdir)
         (workdir / "c1").mkdir()
-        config = {
+        client_json = {
             "server": running.base,
             "cgroup_parent": parent,
             "bridge_network_name": BRIDGE,
             "bridge_network_subnet": SUBNET,
+            **config,
         }
-        (workdir / "c1" / "client.json").write_text(json.dumps(config))
-        running.client(*CLIENT_ARGS)
+        (workdir / "c1" / "client.json").write_text(json.dumps(client_json))
+        running.client(*args)
         try:
             yield running
         finally:
@@ -93,7 +106,10 @@ def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str
             running.close()
 
 
-CLIENT_ARGS = ("c1", "--config=client.json", "--driver", "exec", "--driver", "raw_exec")
+@pytest.fixture
+def cluster(corral: CorralFactory, database_url: str, workdir: Path, parent: str) -> Iterator[Cluster]:
+    with bridge_cluster(corral, database_url, workdir, parent, CLIENT_ARGS) as running:
+        yield running
 
 
 def _done(cluster: Cluster, job_id: str) -> bool:
@@ -296,25 +312,9 @@ def docker_cluster(
     corral: CorralFactory, database_url: str, workdir: Path, parent: str, dockerd: Dockerd
 ) -> Iterator[Cluster]:
     """A client with the docker and raw_exec drivers on the module's private Docker daemon."""
-    with network_traces(BRIDGE):
-        running = Cluster(corral, database_url, workdir)
-        (workdir / "c1").mkdir()
-        config = {
-            "server": running.base,
-            "cgroup_parent": parent,
-            "bridge_network_name": BRIDGE,
-            "bridge_network_subnet": SUBNET,
-            "docker_endpoint": dockerd.endpoint,
-        }
-        (workdir / "c1" / "client.json").write_text(json.dumps(config))
-        running.client("c1", "--config=client.json", "--driver", "docker", "--driver", "raw_exec")
-        try:
-            yield running
-        finally:
-            for job in running.http.get("/v1/jobs").json():
-                running.http.delete(f"/v1/job/{job['ID']}")
-            wait_for(lambda: all(_done(running, job["ID"]) for job in running.http.get("/v1/jobs").json()), 60)
-            running.close()
+    args = client_args("docker", "raw_exec")
+    with bridge_cluster(corral, database_url, workdir, parent, args, docker_endpoint=dockerd.endpoint) as running:
+        yield running
 
 
 # The docker task serves on 8080 inside the group's namespace; the raw_exec task (on the host's

@@ -87,8 +87,11 @@ def cluster(module_corral: CorralFactory, module_database_url: str, module_workd
     running.close()
 
 
-def register(cluster: Cluster, path: str) -> dict[str, Any]:
-    parsed = cluster.http.put("/v1/jobs/parse", json={"JobHCL": WEB_JOB.replace("CHECK_PATH", path)})
+def register(cluster: Cluster, path: str, healthy_deadline: str = "15s") -> dict[str, Any]:
+    hcl = WEB_JOB.replace("CHECK_PATH", path).replace(
+        'healthy_deadline  = "15s"', f'healthy_deadline  = "{healthy_deadline}"'
+    )
+    parsed = cluster.http.put("/v1/jobs/parse", json={"JobHCL": hcl})
     assert parsed.status_code == 200, parsed.text
     job: dict[str, Any] = parsed.json()
     answer = cluster.http.put("/v1/jobs", json={"Job": job})
@@ -168,8 +171,9 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     assert wait_for(lambda: passing(cluster, victim), 60)
 
     # A version whose check can never pass (its env changes too: new allocations replace the old):
-    # its client judges each of its allocations unhealthy at the healthy deadline.
-    register(cluster, "/missing")
+    # its client judges each of its allocations unhealthy at the healthy deadline (a short one:
+    # nothing of this version can turn healthy, so a longer one would only be waited out).
+    register(cluster, "/missing", healthy_deadline="4s")
 
     def judged_unhealthy() -> bool:
         fresh = [a for a in cluster.allocs("web") if a["JobVersion"] == 1]
@@ -200,17 +204,22 @@ def test_services_register_checks_pass_fail_restart_and_gate_deployments(
     assert wait_for(lambda: instances(cluster) == [], 60), instances(cluster)
 
 
+PROGRESS_DEADLINE_S = 10
+
+
 def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_at_the_deadline(
     cluster: Cluster,
 ) -> None:
     """Nomad's rule with a progress deadline: an unhealthy allocation does not fail the rollout
     (it is replaced); the deployment fails when the deadline passes without progress."""
     # A job and service of its own name: the other test's registrations are no concern of it.
+    # Deadlines short but apart: the allocations turn unhealthy at 3 s, well before the rollout's
+    # 10 s deadline, so the test sees an unhealthy allocation fail nothing before it.
     spec = (
         WEB_JOB.replace('job "web"', 'job "deadline"')
         .replace('name     = "web"', 'name     = "deadline"')
-        .replace('progress_deadline = "0s"', 'progress_deadline = "20s"')
-        .replace('healthy_deadline  = "15s"', 'healthy_deadline  = "5s"')
+        .replace('progress_deadline = "0s"', f'progress_deadline = "{PROGRESS_DEADLINE_S}s"')
+        .replace('healthy_deadline  = "15s"', 'healthy_deadline  = "3s"')
         .replace("auto_revert       = true", "auto_revert       = false")
         .replace("CHECK_PATH", "/missing")
     )
@@ -224,7 +233,8 @@ def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_
 
     assert wait_for(judged_unhealthy, 120), [a.get("DeploymentStatus") for a in cluster.allocs("deadline")]
     seen_unhealthy = time.monotonic() - began
-    if seen_unhealthy < 20:  # the deadline has not passed yet: an unhealthy allocation alone fails nothing
+    # Before the deadline has passed, an unhealthy allocation alone fails nothing.
+    if seen_unhealthy < PROGRESS_DEADLINE_S:
         assert latest_deployment(cluster, "deadline")["Status"] == "running", latest_deployment(cluster, "deadline")
     assert wait_for(lambda: latest_deployment(cluster, "deadline").get("Status") == "failed", 180), latest_deployment(
         cluster, "deadline"
@@ -232,8 +242,11 @@ def test_with_a_progress_deadline_a_check_that_cannot_pass_fails_the_deployment_
     failed_after = time.monotonic() - began
     deployment = latest_deployment(cluster, "deadline")
     assert deployment["StatusDescription"] == "Failed due to progress deadline", deployment
-    assert failed_after >= 20, failed_after  # never before the deadline
-    print(f"\nunhealthy after {seen_unhealthy:.1f} s; deployment failed after {failed_after:.1f} s (deadline 20 s)")
+    assert failed_after >= PROGRESS_DEADLINE_S, failed_after  # never before the deadline
+    print(
+        f"\nunhealthy after {seen_unhealthy:.1f} s; deployment failed after {failed_after:.1f} s"
+        f" (deadline {PROGRESS_DEADLINE_S} s)"
+    )
     assert cluster.http.get("/v1/job/deadline").json()["Version"] == 0  # no auto_revert: nothing registered again
     # Its allocations keep failing their check: stop them before the other test runs beside them.
     assert cluster.http.delete("/v1/job/deadline", params={"purge": "true"}).status_code == 200
