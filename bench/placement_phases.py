@@ -5,6 +5,11 @@ stored JSON (the codec, then json.dumps as psycopg's Jsonb does), reading it bac
 psycopg does, then the codec), and the applier's check of the decoded plan. The database's own
 work (the submit's INSERT, the COPY and its triggers) is not here: bench.placement has it.
 
+Each round runs once with placement metrics on (as a worker records them:
+workers.worker.placement_metrics_options) and once with them off, alternating, and the phases
+are printed side by side with the ratio of their sums (issue 40: metrics at 95 % or more of the
+rate without them). BENCH_PLACEMENT_METRICS="on" or "off" runs one setting alone.
+
 Usage: uv run python -m bench.placement_phases [count] [nodes] [rounds]
 """
 
@@ -24,6 +29,7 @@ from app.scheduler import process
 from app.structs import Job, Node, NodeSet, Plan, Resources, Snapshot, Task, TaskGroup
 from app.wire.plan import PlanRowJson
 from bench.scheduler_pass import evaluation, nodes
+from workers.worker import placement_metrics_options
 
 T = TypeVar("T")
 
@@ -55,10 +61,11 @@ def timed(label: str, timings: dict[str, list[float]], work: Callable[[], T]) ->
     return out
 
 
-def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]]) -> None:
+def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]], metrics: bool = True) -> None:
     job = batch_job(count)
     snapshot = Snapshot(index=10, job=job, nodes=nodes, allocations=())
-    result = timed("scheduling pass", timings, lambda: process(evaluation(job), snapshot, now_ns=1))
+    options = placement_metrics_options(metrics)
+    result = timed("scheduling pass", timings, lambda: process(evaluation(job), snapshot, now_ns=1, metrics=options))
     plan = result.plan
     placed = sum(len(a) for a in plan.node_allocation.values())
     assert placed == count, f"placed {placed} of {count}"
@@ -72,23 +79,45 @@ def one_round(count: int, nodes: NodeSet, timings: dict[str, list[float]]) -> No
     assert not verdict.rejected
 
 
-def main(count: int, node_count: int, rounds: int) -> None:
+def main(count: int, node_count: int, rounds: int, settings: tuple[bool, ...] = (True, False)) -> None:
     nodes = NodeSet(cluster(node_count))
-    timings: dict[str, list[float]] = {}
+    timings: dict[bool, dict[str, list[float]]] = {on: {} for on in settings}
+    for on in settings:  # a small round first, not counted: the caches a worker keeps warm filled
+        one_round(min(count, 1000), nodes, {}, on)
     for _ in range(rounds):
-        one_round(count, nodes, timings)
+        for on in settings:
+            one_round(count, nodes, timings[on], on)
     print(
         f"one batch job of {count:,} on {node_count:,} nodes, median of {rounds} rounds, load average "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    total = 0.0
-    for label, values in timings.items():
-        median = statistics.median(values)
-        total += median
-        print(f"{label:<22} {median * 1000:>9.1f} ms  {median / count * 1e6:>6.1f} us/placement")
-    print(f"{'sum':<22} {total * 1000:>9.1f} ms  ({count / total:,.0f} placements/s for these phases alone)")
+    print(f"{'CPU per phase':<22} " + "  ".join(f"{'metrics ' + _word(on):>28}" for on in settings))
+    totals = dict.fromkeys(settings, 0.0)
+    for label in timings[settings[0]]:
+        cells = []
+        for on in settings:
+            median = statistics.median(timings[on][label])
+            totals[on] += median
+            cells.append(f"{median * 1000:>9.1f} ms {median / count * 1e6:>7.1f} us/pl")
+        print(f"{label:<22} " + "  ".join(cells))
+    print(
+        f"{'sum':<22} " + "  ".join(f"{totals[on] * 1000:>9.1f} ms {count / totals[on]:>8,.0f} pl/s" for on in settings)
+    )
+    if len(settings) == 2:
+        ratio = totals[False] / totals[True]
+        extra = (totals[True] - totals[False]) / count * 1e6
+        print(f"metrics on / off, placements per CPU second of these phases: {ratio:.3f} ({extra:+.1f} us a placement)")
+
+
+def _word(on: bool) -> str:
+    return "on" if on else "off"
+
+
+def metrics_settings(text: str) -> tuple[bool, ...]:
+    return tuple({"on": True, "off": False}[word.strip()] for word in text.split(","))
 
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:4]]
-    main(*(args + [50_000, 5_000, 3][len(args) :]))
+    count, node_count, rounds = args + [50_000, 5_000, 3][len(args) :]
+    main(count, node_count, rounds, metrics_settings(os.environ.get("BENCH_PLACEMENT_METRICS", "on,off")))

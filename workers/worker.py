@@ -23,6 +23,7 @@ from app.gc.thresholds import Thresholds
 from app.metrics.timings import DEQUEUE_EVAL, INVOKE_SCHEDULER, SUBMIT_PLAN, observe, timed
 from app.pipeline import broker, plans
 from app.pipeline.broker import Claim, LeaseLost, Outcome
+from app.pipeline.codecs.metrics_codec import placed_metrics_text
 from app.pipeline.snapshot import SnapshotLoader
 from app.scheduler import stream
 from app.scheduler.metrics import MetricsOptions
@@ -46,6 +47,14 @@ ATTEMPTS = {"service": 5, "system": 5, "sysbatch": 5, "batch": 2}  # Nomad's pla
 
 # New evaluations when idle (a state index moved); the verdicts on submitted plans.
 WORKER_CHANNELS = (INDEX_CHANNEL, VERDICTS_CHANNEL)
+
+
+def placement_metrics_options(placements: bool) -> MetricsOptions:
+    """How a worker's passes record placement metrics. The pure scheduler has no clock: each
+    placement's AllocationTime is measured with this one. Each placed allocation keeps its
+    metrics as the text its plan carries, made straight from the selection (no PlacementMetrics
+    built to be encoded and dropped again)."""
+    return MetricsOptions(placements, time.perf_counter_ns, placed_metrics_text)
 
 
 class Worker:
@@ -82,8 +91,7 @@ class Worker:
         self.started_at = datetime.now(UTC)
         self.status = "Starting"
         self.workload_status = "Starting"
-        # The pure scheduler has no clock: each placement's AllocationTime is measured with this one.
-        self.placement_metrics = MetricsOptions(settings.placement_metrics, time.perf_counter_ns)
+        self.placement_metrics = placement_metrics_options(settings.placement_metrics)
 
     def loop_state(self) -> scheduler_workers.LoopState:
         return scheduler_workers.LoopState(

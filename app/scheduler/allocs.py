@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from app.scheduler.cores import with_cores
-from app.structs import Allocation, ClaimedVolume, Job, Node, PlacementMetrics, Port, TaskCores, TaskGroup
+from app.structs import Allocation, AnyMetrics, ClaimedVolume, Job, Node, Port, TaskCores, TaskGroup
 from app.wire.allocation import RescheduleTrackerJson
 
 
@@ -44,7 +44,7 @@ def new_allocation(
     previous: Allocation | None = None,
     reschedule_tracker: RescheduleTrackerJson | None = None,
     preempted: tuple[uuid.UUID, ...] = (),
-    metrics: PlacementMetrics | None = None,
+    metrics: AnyMetrics | None = None,
     task_cores: tuple[TaskCores, ...] = (),
 ) -> Allocation:
     claims = sticky_claims(job, group, node)

@@ -20,10 +20,10 @@ from app.scheduler.reconcile import Stop, stop_all
 from app.scheduler.shuffle import NODE_ORDER, PORTS, IdSource, LazyShuffle, Rng, id_seed, seed_for
 from app.structs import (
     Allocation,
+    AnyMetrics,
     Evaluation,
     Job,
     Node,
-    PlacementMetrics,
     Plan,
     RunningAllocation,
     SchedulerResult,
@@ -132,7 +132,7 @@ class Pass:
         previous: Allocation | None = None,
         tracker: RescheduleTrackerJson | None = None,
         victims: tuple[RunningAllocation, ...] = (),
-        metrics: PlacementMetrics | None = None,
+        metrics: AnyMetrics | None = None,
     ) -> Allocation:
         """A new allocation on `node`; its victims are evicted first, so it may use their ports."""
         alloc_id = self.ids.next()

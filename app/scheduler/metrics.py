@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
-from app.structs import Node, NodeScore, PlacementMetrics, ScoreParts
+from app.structs import AnyMetrics, Node, NodeScore, PlacementMetrics, ScoreParts
 
 TOP_SCORES = 5  # Nomad's ScoreMetaData keeps the 5 best nodes of a selection
 # Scores are reported to 6 decimal places: `alloc status` shows 3 significant digits, and the full
@@ -30,10 +30,17 @@ class MetricsOptions:
     worker hands it a monotonic one in nanoseconds (time.perf_counter_ns) that times each
     selection, and tests keep `no_clock` (AllocationTime 0, plans deterministic).
     `placements=False` leaves successful placements without metrics, as before they had any
-    (failures keep theirs): the placement benchmark's baseline."""
+    (failures keep theirs): the placement benchmark's baseline.
+
+    `finish` makes a placed allocation's metrics of its selection's builder; None: freeze(), the
+    PlacementMetrics. The worker hands the codec's stored text instead (metrics_codec.
+    placed_metrics_text, as pure as freeze): a big pass then builds no PlacementMetrics and
+    NodeScore tuples per placement only to encode them and keep them alive (and traced by the
+    garbage collector) until its plan is sent. Failures always freeze."""
 
     placements: bool = True
     clock: Callable[[], int] = no_clock
+    finish: Callable[[MetricsBuilder], AnyMetrics] | None = None
 
 
 DEFAULT_METRICS = MetricsOptions()
@@ -119,7 +126,7 @@ class MetricsBuilder:
         if not top:
             return ()
         top.sort(reverse=True)  # by score, then walk order; the builder is dropped once frozen
-        return tuple([_new_score((node.id, *_rounded_scores(final, parts))) for final, _, node, parts in top])
+        return tuple([_new_score((node.id, *rounded_scores(final, parts))) for final, _, node, parts in top])
 
 
 def _new_metrics(fields: tuple[object, ...]) -> PlacementMetrics:
@@ -133,7 +140,7 @@ def _new_score(fields: tuple[object, ...]) -> NodeScore:
 # A pass scores nodes at a few hundred distinct fill levels, so the same (score, parts) recur
 # across its placements: each is rounded once. Pure (no state beyond the cache of a function).
 @lru_cache(maxsize=4096)
-def _rounded_scores(final: float, parts: ScoreParts) -> tuple[float, ScoreParts]:
+def rounded_scores(final: float, parts: ScoreParts) -> tuple[float, ScoreParts]:
     return round(final, DIGITS), _rounded(parts)
 
 
@@ -160,6 +167,8 @@ class NodePool:
         self.in_pool = in_pool
         # Read-only: one NodePool serves every pass on the same node set (Pass._pool).
         self.available: Mapping[str, int] = MappingProxyType(Counter(node.datacenter for node in candidates))
+        # The same counts as a hashable key: a codec keeps their text by it, not per placement.
+        self.available_items: tuple[tuple[str, int], ...] = tuple(self.available.items())
 
 
 class Failures:

@@ -25,7 +25,7 @@ from app.scheduler.rank import (
     spread_rules,
     spread_score,
 )
-from app.structs import Affinity, Job, Node, NodeUsage, PlacementMetrics, Resources, RunningAllocation, TaskGroup
+from app.structs import Affinity, AnyMetrics, Job, Node, NodeUsage, Resources, RunningAllocation, TaskGroup
 
 Victims = tuple[RunningAllocation, ...]
 # A scored option: the node's final score and the allocations its placement would evict.
@@ -104,9 +104,13 @@ class NodeRanker:
     def metrics(self) -> MetricsBuilder:
         return MetricsBuilder(self.pool, keep_scores=self.options.placements)
 
-    def placed_metrics(self, metrics: MetricsBuilder) -> PlacementMetrics | None:
-        """What a successful placement carries: its selection's metrics, unless they are off."""
-        return metrics.freeze() if self.options.placements else None
+    def placed_metrics(self, metrics: MetricsBuilder) -> AnyMetrics | None:
+        """What a successful placement carries: its selection's metrics (frozen, or as the
+        options' `finish` makes them), unless they are off."""
+        options = self.options
+        if not options.placements:
+            return None
+        return metrics.freeze() if options.finish is None else options.finish(metrics)
 
     def consider(
         self,

@@ -60,6 +60,12 @@ class Node:
         return self.capacity.cpu // cores if cores else 0
 
     @cached_property
+    def id_text(self) -> str:
+        """The ID as text, made once per node object: a big plan's placement metrics name each
+        of a few thousand nodes many times among their best scores."""
+        return str(self.id)
+
+    @cached_property
     def allocatable(self) -> Resources:
         """Capacity minus reserved; made once per node (a pass asks for every candidate it ranks,
         and a worker keeps the same Node objects until the nodes table changes)."""

