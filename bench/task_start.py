@@ -213,7 +213,7 @@ def p99(values: list[float]) -> float:
 
 
 def describe(name: str, values: list[float]) -> str:
-    return f"{name:<26} median {statistics.median(values) * 1000:7.1f} ms   p99 {p99(values) * 1000:7.1f} ms"
+    return f"{name:<40} median {statistics.median(values) * 1000:7.1f} ms   p99 {p99(values) * 1000:7.1f} ms"
 
 
 def main() -> None:
