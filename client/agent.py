@@ -47,6 +47,11 @@ IDENTITY = "client.json"
 WATCH_STALL_S = 180.0
 # How long GET /v1/client/allocation/:id/gc waits for the destroy: under the servers' 10 s read limit.
 COLLECT_WAIT_S = 5.0
+# How long a new allocation's first report waits while it is still pending (the servers hold
+# pending already): sent at once, it made the API write it and answer the client's own watch
+# again while the driver started the task on the same cores. A status change (running,
+# failed) is sent at once as ever, carrying the task states and events held meanwhile.
+FIRST_REPORT_HOLD_S = 1.0
 
 
 def exec_settings(config: ClientConfig) -> ExecSettings:
@@ -76,6 +81,8 @@ class Client:
         # Each allocation's ClientStatus as last queued: a change of it (pending -> running, a
         # terminal status) wakes the sync loop at once instead of waiting for its next tick.
         self.statuses: dict[str, str] = {}
+        # New allocations whose pending report waits (FIRST_REPORT_HOLD_S): id -> monotonic deadline.
+        self.held: dict[str, float] = {}
         self.sync_wake = threading.Event()
         self.synced = False
         self.last_contact: float | None = None  # monotonic time the servers last answered a heartbeat
@@ -359,7 +366,7 @@ class Client:
 
     def _flush(self) -> bool:
         with self.lock:
-            batch = dict(self.dirty)
+            batch = {alloc_id: body for alloc_id, body in self.dirty.items() if not self._holds(alloc_id, body)}
         if not batch:
             return True
         try:
@@ -372,6 +379,16 @@ class Client:
                 if self.dirty.get(alloc_id) is sent:
                     del self.dirty[alloc_id]
         return True
+
+    def _holds(self, alloc_id: str, body: Mapping[str, object]) -> bool:
+        """Whether a new allocation's report waits: still pending, within its hold (under self.lock)."""
+        deadline = self.held.get(alloc_id)
+        if deadline is None:
+            return False
+        if body.get("ClientStatus") == "pending" and time.monotonic() < deadline:
+            return True
+        del self.held[alloc_id]
+        return False
 
     def _sync_loop(self) -> None:
         """Send the queued allocation updates every sync_interval_s (Nomad's batching), and at
@@ -603,6 +620,9 @@ class Client:
             return  # stopping: a dev client's destroy pass may already be over
         if len(self.runners) + 1 > self.config.gc.max_allocs:
             self.gc.collect(incoming=1)  # Nomad's trigger: a placement would exceed gc_max_allocs
+        # Each step of a start at debug level, with the allocation: bench.task_start --phases
+        # times the steps from them (received, task starting, driver started, running).
+        log.debug("allocation received", alloc_id=alloc_id)
         tokens, refused = self._identities(full)
         runner = AllocRunner(
             full,
@@ -620,6 +640,10 @@ class Client:
         )
         with self.lock:
             self.runners[alloc_id] = runner
+            # The servers' status for it: the runner's first report (pending) is no change to
+            # wake the sync loop for, and it waits a little (FIRST_REPORT_HOLD_S).
+            self.statuses[alloc_id] = str(full.get("ClientStatus") or "")
+            self.held[alloc_id] = time.monotonic() + FIRST_REPORT_HOLD_S
         log.info("running allocation", alloc_id=alloc_id, name=full.get("Name"))
         runner.start()
 
@@ -644,6 +668,7 @@ class Client:
         with self.lock:
             self.runners.pop(runner.id, None)
             self.statuses.pop(runner.id, None)
+            self.held.pop(runner.id, None)
             self.destroyed.add(runner.id)
             self.dirty[runner.id] = {**runner.update(), "Destroyed": True}
 

@@ -15,7 +15,9 @@ from typing import Any
 import docker
 import docker.errors
 import structlog
-from docker.models.containers import Container
+from docker.models.containers import (  # type: ignore[attr-defined]  # the SDK's own, absent from types-docker
+    _create_container_args as engine_create_args,
+)
 from docker.utils import parse_repository_tag
 
 from client.drivers.base import (
@@ -180,7 +182,7 @@ class Docker:
         kwargs = create_kwargs(task, config)
         client = self.client()
         try:
-            container = self._create(client, config, kwargs)
+            container_id = self._create(client, config, kwargs)
         except docker.errors.APIError as err:
             raise StartError(f"Failed to create container: {err.explanation or err}") from None
         except DAEMON_ERRORS as err:
@@ -188,31 +190,35 @@ class Docker:
             raise StartError(f"docker daemon at {self.endpoint} is not reachable: {err}") from None
         stdout, stderr = log_paths(task, logs)
         try:
-            container.start()
+            client.api.start(container_id)
         except DAEMON_ERRORS as err:
             with contextlib.suppress(*DAEMON_ERRORS):
-                container.remove(force=True)
+                client.api.remove_container(container_id, force=True)
             explanation = err.explanation if isinstance(err, docker.errors.APIError) else str(err)
-            raise StartError(f"Failed to start container {container.short_id}: {explanation}") from None
-        pump = LogPump(client, str(container.id), stdout, stderr, since=0)
+            raise StartError(f"Failed to start container {container_id[:12]}: {explanation}") from None
+        pump = LogPump(client, container_id, stdout, stderr, since=0)
         pump.start()
-        return DockerHandle(client, str(container.id), 0, pump)
+        return DockerHandle(client, container_id, 0, pump)
 
-    def _create(self, client: docker.DockerClient, config: DockerConfig, kwargs: dict[str, Any]) -> Container:
-        """Create the container, pulling the image first when asked to (force_pull) or when the
-        daemon does not have it, and replacing a container of the same name that a client which
-        died between create and record left behind. The common case is one request."""
+    def _create(self, client: docker.DockerClient, config: DockerConfig, kwargs: dict[str, Any]) -> str:
+        """Create the container (its id), pulling the image first when asked to (force_pull) or
+        when the daemon does not have it, and replacing a container of the same name that a
+        client which died between create and record left behind. The common case is one request."""
+        # containers.create's arguments as the Engine API's create takes them (the SDK's own
+        # conversion, for the daemon's API version): one request, without the inspect the
+        # SDK's containers.create adds to build a model nothing here reads.
+        args = engine_create_args({**kwargs, "version": client.api.api_version})
         if config.force_pull:
             self._pull(config)
         try:
-            return client.containers.create(**kwargs)
+            return str(client.api.create_container(**args)["Id"])
         except docker.errors.ImageNotFound:
             self._pull(config)
         except docker.errors.APIError as err:
             if err.status_code != CONFLICT:
                 raise
-            client.api.remove_container(kwargs["name"], force=True)
-        return client.containers.create(**kwargs)
+            client.api.remove_container(args["name"], force=True)
+        return str(client.api.create_container(**args)["Id"])
 
     def _forget(self, client: docker.DockerClient) -> None:
         with self._lock:

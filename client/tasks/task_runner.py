@@ -271,6 +271,7 @@ class TaskRunner:
         return handle
 
     def _start(self) -> Handle | None:
+        log.debug("task starting", alloc_id=self.spec.alloc_id, task=self.spec.name)
         if not self._fetch_artifacts():
             return None
         if self.templates is not None:
@@ -285,12 +286,14 @@ class TaskRunner:
             self._event("Driver Failure", str(err))
             self.on_change()
             return None
+        log.debug("task driver started", alloc_id=self.spec.alloc_id, task=self.spec.name)
         if logmon is not None and not self._logmon_up(logmon, handle):
             return None
         with self._lock:
             self.handle = handle
         self._event("Started", "Task started by client")
         started = self.state["StartedAt"] if task_state.started(self.state) else task_state.now()
+        log.debug("task running", alloc_id=self.spec.alloc_id, task=self.spec.name)
         self._set(State="running", StartedAt=started)
         return handle
 

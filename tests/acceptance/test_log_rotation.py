@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -178,10 +177,15 @@ def test_a_launched_logmon_makes_its_fifos_first_and_a_writer_waits_for_it(tmp_p
         launch.abandon()
 
 
-def test_a_logmon_that_never_comes_up_fails_the_wait_and_releases_a_waiting_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["/bin/false", "/nonexistent/logmon"], ids=["exits", "never-spawns"])
+def test_a_logmon_that_never_comes_up_fails_the_wait_and_releases_a_waiting_writer(
+    tmp_path: Path, command: str
+) -> None:
+    """It exits at once, or its process cannot even be spawned (the spawn runs in a thread of
+    its own, beside the driver's start): the wait fails either way, and no writer stays blocked."""
     for stream in ("stdout", "stderr"):
         os.mkfifo(tmp_path / f".t.{stream}.fifo", 0o600)
-    launch = logmon_control.Launch(tmp_path, "t", subprocess.Popen(["/bin/false"]))
+    launch = logmon_control.Launch(tmp_path, "t", [command])
     opened = threading.Event()
 
     def writer() -> None:

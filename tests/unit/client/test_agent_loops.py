@@ -348,3 +348,32 @@ def test_a_task_turning_running_is_reported_without_waiting_for_the_batch_tick(
     assert eventually(lambda: reported("running")), "the running state waited for the batch tick"
     client.runners["a1"].stop(no_shutdown_delay=True)
     assert eventually(lambda: reported("complete")), "the terminal state waited for the batch tick"
+
+
+def test_a_new_allocations_pending_report_waits_for_its_first_change(
+    slow_syncing_client: Client, servers: FakeServers
+) -> None:
+    """The servers hold pending already: the runner's first report does not wake the sync loop
+    (an API write and the client's own watch answered again while the driver starts the task);
+    running goes out at once, with the task states held meanwhile."""
+    client = slow_syncing_client
+    client.start_loops(ttl=0.05)
+    assert eventually(lambda: client.synced), "the first heartbeat never re-sent the (empty) state"
+    servers.place("a1")
+
+    def sent() -> list[str]:
+        with servers.lock:
+            return [str(r["ClientStatus"]) for r in servers.reports if r["ID"] == "a1"]
+
+    assert eventually(lambda: "running" in sent()), "the running state waited for the batch tick"
+    assert sent()[0] == "running", f"a pending report went out first: {sent()}"
+    assert sent()[-1] == "running" and "a1" not in client.held  # a change ends the hold
+
+
+def test_a_held_pending_report_goes_out_once_its_hold_ends(client: Client, servers: FakeServers) -> None:
+    body = {"ID": "a1", "ClientStatus": "pending", "ClientDescription": "", "TaskStates": {}}
+    client.held["a1"] = time.monotonic() + 3600
+    client.dirty["a1"] = body
+    assert client._flush() and servers.reports == [] and client.dirty["a1"] is body
+    client.held["a1"] = time.monotonic() - 1  # its FIRST_REPORT_HOLD_S are over, still pending
+    assert client._flush() and servers.reports == [body] and "a1" not in client.held and not client.dirty
