@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 import psycopg
@@ -42,6 +43,7 @@ NODE_TABLES = ("allocations", "nodes")
 # replay costs few queries); if that takes longer than its replay_wait_s, it is lagging.
 REPLAY_STEP_S = 0.002
 REPLAY_STEP_MAX_S = 0.05
+NO_TURN = contextlib.nullcontext()  # a blocking read that waits for no share of its pool
 
 
 class IndexWatcher:
@@ -316,10 +318,12 @@ def blocking_read(
     read: Callable[[Session], T],
     gone: Caller = NO_CALLER,
     node: uuid.UUID | None = None,
+    turn: AbstractContextManager[object] = NO_TURN,
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index (or the
     wait ends, the server shuts down, or the caller hangs up). With `node`, only a change to
-    that node or its allocations counts (the tables must be NODE_TABLES)."""
+    that node or its allocations counts (the tables must be NODE_TABLES). Each look at the
+    database is taken inside `turn` (a semaphore sharing out the pool, or nothing)."""
     wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)
     deadline = time.monotonic() + wait
     seen = params.index
@@ -328,7 +332,7 @@ def blocking_read(
         # moves (half of what each wake of a fleet's watches cost was this re-asking's read).
         watcher.wait_for_node(node, seen, seen, deadline, gone)
     while True:
-        with factory() as session, session.begin():
+        with turn, factory() as session, session.begin():
             seen = params.index
             if node is None:
                 index = current_index(session, tables)
