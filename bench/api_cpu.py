@@ -2,7 +2,7 @@
 wake of a node's blocking allocation watch, read from the `corral server` processes' CPU time
 (master and gunicorn workers, /proc), so the figure holds on a loaded machine where wall time
 does not. Next to them, the same server's floor: an unknown path (404: the whole HTTP stack,
-routing, the error hooks and the one small read of X-Nomad-Index every 4xx answer carries).
+routing and the error hooks; no database read, as such an answer carries no X-Nomad-Index).
 
 - heartbeat: `PUT /v1/node/<id>/heartbeat` as `corral client` and the fleet send it (the node's
   SecretID in X-Nomad-Token), round-robin over the registered nodes;

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response
+from flask import Flask, Response, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.access import authz
@@ -120,9 +120,11 @@ def register(app: Flask) -> None:
 
 
 def _index_header(response: Response) -> Response:
-    """Nomad clients read X-Nomad-Index from every response; 4xx answers have not read any
-    state, so they report the current index. Best effort: never turn an answer into an error."""
-    if "X-Nomad-Index" in response.headers or response.status_code >= 500:
+    """Nomad clients read X-Nomad-Index from a route's answers; 4xx answers have not read any
+    state, so they report the current index. A path or method no route serves gets none, as in
+    Nomad (no handler sets it): that answer costs no database read. Best effort: never turn an
+    answer into an error."""
+    if "X-Nomad-Index" in response.headers or response.status_code >= 500 or request.url_rule is None:
         return response
     try:
         with state().reads() as session, session.begin():

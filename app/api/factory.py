@@ -9,6 +9,10 @@ from flask import Flask
 
 from app.settings.config import Settings
 
+# The API's pools ping a connection only when it sat idle this long (app.db.engines.ping_after_idle):
+# under load every checkout would otherwise cost a round trip.
+PING_AFTER_IDLE_S = 1.0
+
 if TYPE_CHECKING:
     from app.api.http.replicas import Standby
 
@@ -34,7 +38,14 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     # Requests queue for a pooled connection instead of opening more: thousands of greenlets
     # must not become thousands of backends. Client traffic has a pool of its own.
     timeout = settings.http_db_pool_timeout_s
-    engine = make_engine(url, "api", pool_size=settings.http_db_pool_size, max_overflow=0, pool_timeout_s=timeout)
+    engine = make_engine(
+        url,
+        "api",
+        pool_size=settings.http_db_pool_size,
+        max_overflow=0,
+        pool_timeout_s=timeout,
+        ping_after_idle_s=PING_AFTER_IDLE_S,
+    )
     try:
         ensure_current(engine)
     except (OperationalError, InterfaceError) as err:
@@ -45,7 +56,12 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             "database unavailable while the API starts; answering 503 until it returns", error=str(err.orig)
         )
     node_engine = make_engine(
-        url, "api", pool_size=settings.http_node_pool_size, max_overflow=0, pool_timeout_s=timeout
+        url,
+        "api",
+        pool_size=settings.http_node_pool_size,
+        max_overflow=0,
+        pool_timeout_s=timeout,
+        ping_after_idle_s=PING_AFTER_IDLE_S,
     )
     reads = make_sessionmaker(engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True))
     node_reads = make_sessionmaker(
@@ -84,7 +100,9 @@ def _standby(settings: Settings, primary_url: str) -> Standby:
     assert url is not None
     timeout = settings.http_db_pool_timeout_s
     engines = tuple(
-        make_engine(url, "api", pool_size=size, max_overflow=0, pool_timeout_s=timeout)
+        make_engine(
+            url, "api", pool_size=size, max_overflow=0, pool_timeout_s=timeout, ping_after_idle_s=PING_AFTER_IDLE_S
+        )
         for size in (settings.http_db_pool_size, settings.http_node_pool_size)
     )
     ordinary, client = (

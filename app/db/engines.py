@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -9,9 +10,12 @@ from typing import Any, TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 import psycopg
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 
 @dataclass(frozen=True)
@@ -135,19 +139,53 @@ def make_engine(
     pre_ping: bool = True,
     max_overflow: int | None = None,
     pool_timeout_s: float = 30.0,
+    ping_after_idle_s: float | None = None,
 ) -> Engine:
     """pre_ping costs a round trip per checkout; hot loops turn it off and survive a dead
     connection by retrying (SQLAlchemy discards connections that failed with a disconnect).
-    `max_overflow` defaults to the pool size; 0 makes callers queue for a pooled connection."""
-    return create_engine(
+    `ping_after_idle_s` replaces it with a ping of connections that sat in the pool at least
+    that long (see ping_after_idle). `max_overflow` defaults to the pool size; 0 makes callers
+    queue for a pooled connection."""
+    engine = create_engine(
         sqlalchemy_url(url),
         connect_args=connect_args(role),
         pool_size=pool_size,
         max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_timeout=pool_timeout_s,
-        pool_pre_ping=pre_ping,
+        pool_pre_ping=pre_ping and ping_after_idle_s is None,
         pool_recycle=1800,
     )
+    if ping_after_idle_s is not None:
+        ping_after_idle(engine, ping_after_idle_s)
+    return engine
+
+
+IDLE_SINCE = "corral_idle_since"  # in each pooled connection's info: when it went back to the pool
+
+
+def ping_after_idle(engine: Engine, idle_s: float) -> None:
+    """Ping a connection at checkout only when it sat in the pool for `idle_s` or more: a dead
+    one is replaced before use, as pre_ping does, and the pool's older connections with it.
+    A busy pool hands out connections used a moment ago, which pre_ping would ping every time
+    (a round trip and the API's CPU per request); one that died since is found by the request
+    using it, which answers 503 (app.api.http.errors), and the pool is then renewed, as a
+    psycopg pool that does not check on checkout would."""
+
+    @event.listens_for(engine.pool, "checkin")
+    def _checked_in(dbapi_connection: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
+        record.info[IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine.pool, "checkout")
+    def _checked_out(
+        dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, proxy: PoolProxiedConnection
+    ) -> None:
+        since = record.info.get(IDLE_SINCE)
+        if since is None or time.monotonic() - since < idle_s:
+            return  # fresh (just connected), or used a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as err:  # gone, not refused
+            raise InvalidatePoolError(str(err).strip()) from err  # reconnects, as pre_ping does
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

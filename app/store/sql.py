@@ -24,8 +24,11 @@ def _queries() -> dict[str, str]:
     return found
 
 
+@cache
 def query(name: str) -> TextClause:
-    """The named statement as a SQLAlchemy text clause."""
+    """The named statement as a SQLAlchemy text clause, made once: text() parses the statement
+    for its bind parameters each time, a cost every heartbeat paid (the clause is immutable:
+    bindparams() and columns() return new ones)."""
     try:
         return text(_queries()[name])
     except KeyError:

@@ -158,3 +158,13 @@ def test_a_nodes_query_wakes_for_a_change_made_while_the_watcher_was_disconnecte
         assert result["index"] >= changed_index
     finally:
         state.close()
+
+
+def test_a_path_no_route_serves_carries_no_index(client: FlaskClient) -> None:
+    """As in Nomad, whose fallthrough handler sets no index: the answer reads no state."""
+    for method in ("get", "put"):
+        resp = getattr(client, method)("/v1/no-such-route")
+        assert resp.status_code == 404
+        assert "X-Nomad-Index" not in resp.headers
+    wrong_method = client.delete("/v1/jobs")
+    assert wrong_method.status_code == 405 and "X-Nomad-Index" not in wrong_method.headers

@@ -4,6 +4,7 @@ a node's allocation watch asks for the tables' index and the node's own in one s
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -15,7 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.state_index import current_index, next_index, node_watch_indexes
 from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
 from app.store.node.heartbeats import heartbeat
-from tests.support.api import node_body
+from tests.support.api import json_body, node_body
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -99,3 +101,57 @@ def test_an_unknown_nodes_allocations_are_not_found_and_a_known_nodes_are_listed
     node_id, _ = register(client)
     found = client.get(f"/v1/node/{node_id}/allocations{query}")
     assert found.status_code == 200 and found.json == []
+
+
+def test_a_watch_asked_again_with_its_last_index_parks_without_a_statement(client: FlaskClient) -> None:
+    """The fleet's commonest request after a heartbeat: a client re-asking its watch with the
+    index of its last answer. Once the watcher tracks nodes from at or below that index and
+    saw no change to the node beyond it, the request parks without reading the database; the
+    node's next change wakes it, and that wake reads once."""
+    node_id, secret = register(client)
+    state = client.application.extensions["corral"]
+    watcher = state.watcher
+    url = f"/v1/node/{node_id}/allocations"
+    index = int(client.get(url).headers["X-Nomad-Index"])
+    # A first short wait turns the watcher's per-node tracking on.
+    assert client.get(f"{url}?index={index}&wait=1s").status_code == 200
+    assert wait_for(lambda: watcher._node_base is not None and watcher._node_base <= index, 30)
+    sent: list[str] = []
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        sent.append(statement)
+
+    event.listen(state.client_engine, "before_cursor_execute", record)
+    try:
+        answer: dict[str, int] = {}
+
+        def ask() -> None:
+            reply = client.get(f"{url}?index={index}&wait=290s", headers={"X-Nomad-Token": secret})
+            answer["status"], answer["index"] = reply.status_code, int(reply.headers["X-Nomad-Index"])
+
+        waiter = threading.Thread(target=ask, daemon=True)
+        waiter.start()
+        assert wait_for(lambda: node_id in watcher._node_waiters, 30)
+        assert sent == []  # parked on the watcher's word alone
+        changed = client.put(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"})
+        waiter.join(timeout=60)
+        assert not waiter.is_alive()
+        assert answer["status"] == 200 and answer["index"] >= int(json_body(changed)["Index"])
+        assert sum("node_index" in s for s in sent) == 1  # the wake's one look
+    finally:
+        event.remove(state.client_engine, "before_cursor_execute", record)
+
+
+def test_a_watch_asked_again_after_its_node_changed_answers_the_change(client: FlaskClient) -> None:
+    """The change landed between the answer and the re-ask: the re-ask answers it (the watcher's
+    word is only trusted up to what it has seen)."""
+    node_id, _ = register(client)
+    watcher = client.application.extensions["corral"].watcher
+    url = f"/v1/node/{node_id}/allocations"
+    index = int(client.get(url).headers["X-Nomad-Index"])
+    assert client.get(f"{url}?index={index}&wait=1s").status_code == 200
+    assert wait_for(lambda: watcher._node_base is not None, 30)
+    changed = client.put(f"/v1/node/{node_id}/eligibility", json={"Eligibility": "ineligible"})
+    reply = client.get(f"{url}?index={index}&wait=290s")
+    assert reply.status_code == 200
+    assert int(reply.headers["X-Nomad-Index"]) >= int(json_body(changed)["Index"])

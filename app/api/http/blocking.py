@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 import psycopg
@@ -42,6 +43,7 @@ NODE_TABLES = ("allocations", "nodes")
 # replay costs few queries); if that takes longer than its replay_wait_s, it is lagging.
 REPLAY_STEP_S = 0.002
 REPLAY_STEP_MAX_S = 0.05
+NO_TURN = contextlib.nullcontext()  # a blocking read that waits for no share of its pool
 
 
 class IndexWatcher:
@@ -159,6 +161,17 @@ class IndexWatcher:
                     if not waiting:
                         del self._node_waiters[node]
 
+    def node_unmoved(self, node: uuid.UUID, seen: int) -> bool:
+        """Whether the watcher alone can tell that `node` has not changed past `seen`: it has
+        tracked every change to nodes and allocations since an index at or below `seen`, and none
+        to this node went beyond it. A client's watch asked again with the index of its last
+        answer then parks without a database read (any later change wakes it as it would have)."""
+        if not self._tracking_nodes or self.released or not self._running():
+            return False
+        with self._lock:
+            base = self._node_base
+            return base is not None and base <= seen and self._node_marks.get(node, 0) <= seen
+
     def _sleep(self, event: threading.Event, done: Callable[[], bool], deadline: float, gone: Caller) -> None:
         """Sleep on `event` (set by the watcher, a release or the hang-up monitor) until `done()`
         (asked under the lock), the deadline, or the caller's hang-up."""
@@ -201,9 +214,12 @@ class IndexWatcher:
                     event.set()
             self._node_level = level
 
-    def _ensure_running(self) -> None:
+    def _running(self) -> bool:
         # gunicorn forks after import: a thread started in the parent does not exist here.
-        if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
+        return self._thread is not None and self._thread.is_alive() and self._pid == os.getpid()
+
+    def _ensure_running(self) -> None:
+        if self._running():
             return
         with self._lock:
             if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
@@ -302,14 +318,21 @@ def blocking_read(
     read: Callable[[Session], T],
     gone: Caller = NO_CALLER,
     node: uuid.UUID | None = None,
+    turn: AbstractContextManager[object] = NO_TURN,
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index (or the
     wait ends, the server shuts down, or the caller hangs up). With `node`, only a change to
-    that node or its allocations counts (the tables must be NODE_TABLES)."""
+    that node or its allocations counts (the tables must be NODE_TABLES). Each look at the
+    database is taken inside `turn` (a semaphore sharing out the pool, or nothing)."""
     wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)
     deadline = time.monotonic() + wait
+    seen = params.index
+    if node is not None and seen is not None and watcher.node_unmoved(node, seen) and not gone():
+        # A client asking again with its last answer's index: nothing to read until its node
+        # moves (half of what each wake of a fleet's watches cost was this re-asking's read).
+        watcher.wait_for_node(node, seen, seen, deadline, gone)
     while True:
-        with factory() as session, session.begin():
+        with turn, factory() as session, session.begin():
             seen = params.index
             if node is None:
                 index = current_index(session, tables)

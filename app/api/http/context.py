@@ -56,13 +56,16 @@ class ApiState:
     # The keyring's root key (app/keyring/root_key.py): it opens the data keys the database holds.
     root_key: bytes = b""
     # Client writes that take the state index (registrations, allocation updates) hold a
-    # pooled connection through row locks and a synchronous commit: at most half the client
-    # pool may do so at once, so a burst of them (a fleet registering) never leaves a
-    # heartbeat without a connection.
-    client_writes: threading.BoundedSemaphore = field(init=False)
+    # pooled connection through row locks and a synchronous commit, and the reads of the
+    # client lane's blocking queries (every node's allocation watch) come in bursts: hundreds
+    # woken by one change. Together they hold at most half the client pool at once, waiting
+    # their turn without a connection, so a burst of them (a fleet registering, a wake storm)
+    # never leaves a heartbeat or the health check without one, and a woken watch waits for
+    # its turn rather than answer 503 when the pool stays busy past http_db_pool_timeout_s.
+    client_share: threading.BoundedSemaphore = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client_writes = threading.BoundedSemaphore(max(1, self.settings.http_node_pool_size // 2))
+        self.client_share = threading.BoundedSemaphore(max(1, self.settings.http_node_pool_size // 2))
 
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
@@ -128,7 +131,8 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
             return result, index
         except StandbyUnusable:
             params = remaining(params, started)
-    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node)
+    turn = current.client_share if current.lane is current.client else contextlib.nullcontext()
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node, turn)
 
 
 def write(fn: Callable[[Session], T]) -> T:
@@ -180,5 +184,5 @@ def _commit(session: Session) -> None:
 def client_write(fn: Callable[[Session], T]) -> T:
     """A client lane write that takes the state index: waits its turn (without a connection)
     behind the other such writes, so heartbeats always find a pooled connection."""
-    with state().client_writes:
+    with state().client_share:
         return write(fn)

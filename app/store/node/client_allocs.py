@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Allocation, JobVersion
-from app.store.node.nodes import require_node
+from app.models import Allocation, JobVersion, Node
+from app.values.errors import NotFound
 from app.wire.allocation import DesiredTransitionJson
 
 
@@ -40,8 +40,9 @@ class ClientAllocs:
 
 
 def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) -> ClientAllocs:
-    """NotFound when the node is unknown (its client registers again)."""
-    require_node(session, node_id)
+    """NotFound when the node is unknown (its client registers again). The node's row is probed
+    in the same statement (an outer join: no row at all means no node), as every wake of every
+    node's watch asks this: one round trip less each."""
     listed = session.execute(
         select(
             Allocation.id,
@@ -51,10 +52,14 @@ def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) ->
             Allocation.deployment_id,
             Allocation.desired_transition,
         )
-        .where(Allocation.node_id == node_id)
+        .select_from(Node)
+        .outerjoin(Allocation, Allocation.node_id == Node.id)
+        .where(Node.id == node_id)
         .order_by(Allocation.create_index)
     ).all()
-    rows = [ClientAllocRow(r[0], r[1], r[2], r[3], r[4], r[5] or {}) for r in listed]
+    if not listed:
+        raise NotFound.of("NodeID", f"node {node_id} not found")
+    rows = [ClientAllocRow(r[0], r[1], r[2], r[3], r[4], r[5] or {}) for r in listed if r[0] is not None]
     wanted = [row.id for row in rows if row.alloc_modify_index > since]
     return ClientAllocs(rows, _whole(session, wanted))
 
