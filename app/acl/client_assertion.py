@@ -29,6 +29,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from app.acl.config_fields import str_field, str_list
 from app.values.errors import FieldProblem
 from app.wire.acl import OIDCClientAssertion, OIDCClientAssertionKey
 from app.wire.json import JsonObject, JsonValue
@@ -77,7 +78,7 @@ def checked(raw: JsonValue, config: JsonObject, problems: list[FieldProblem]) ->
         return None
     _canonicalize(stored, config)
     try:
-        _validate(stored, _text(config, "OIDCClientSecret"))
+        _validate(stored, str_field(config, "OIDCClientSecret"))
     except AssertionProblem as err:
         problems.append(FieldProblem(err.field, f"invalid client assertion config: {err}"))
     return stored
@@ -123,8 +124,8 @@ def _shaped_key(raw: JsonObject, problems: list[FieldProblem]) -> JsonObject:
 def _canonicalize(stored: JsonObject, config: JsonObject) -> None:
     """Nomad's defaults: the audience is the provider, the algorithm follows the key source, a
     KeyID goes in `kid` and a certificate's thumbprint in `x5t#S256`."""
-    if not _texts(stored, "Audience"):
-        stored["Audience"] = [_text(config, "OIDCDiscoveryURL")]
+    if not str_list(stored, "Audience"):
+        stored["Audience"] = [str_field(config, "OIDCDiscoveryURL")]
     if not stored["KeyAlgorithm"]:
         source = stored["KeySource"]
         stored["KeyAlgorithm"] = "HS256" if source == "client_secret" else "RS256" if source in KEY_SOURCES else ""
@@ -137,10 +138,10 @@ def _canonicalize(stored: JsonObject, config: JsonObject) -> None:
 
 
 def _validate(stored: JsonObject, secret: str) -> None:
-    audience = _texts(stored, "Audience")
+    audience = str_list(stored, "Audience")
     if not audience or not audience[0]:
         raise AssertionProblem(f"{FIELD}.Audience", "missing Audience")
-    source, algorithm = _text(stored, "KeySource"), _text(stored, "KeyAlgorithm")
+    source, algorithm = str_field(stored, "KeySource"), str_field(stored, "KeyAlgorithm")
     headers = stored["ExtraHeaders"]
     if isinstance(headers, dict) and "kid" in headers:
         raise AssertionProblem(f"{FIELD}.ExtraHeaders", 'the "kid" header may not be set here; use PrivateKey.KeyID')
@@ -188,22 +189,22 @@ def _check_hmac(algorithm: str, secret: str) -> None:
 def _validate_key(key: JsonObject) -> None:
     """Nomad's OIDCClientAssertionKey.Validate: one key, one way to name it, absolute paths."""
     where = f"{FIELD}.PrivateKey"
-    pem_key, key_file = _text(key, "PemKey"), _text(key, "PemKeyFile")
+    pem_key, key_file = str_field(key, "PemKey"), str_field(key, "PemKeyFile")
     if not pem_key and not key_file:
         raise AssertionProblem(where, "missing PemKey or PemKeyFile")
     if pem_key and key_file:
         raise AssertionProblem(where, "require only one of PemKey or PemKeyFile")
     if key_file and not os.path.isabs(key_file):
         raise AssertionProblem(f"{where}.PemKeyFile", f"invalid PemKeyFile: must be absolute; got: {key_file}")
-    namers = [n for n in ("PemCert", "PemCertFile", "KeyID") if _text(key, n)]
+    namers = [n for n in ("PemCert", "PemCertFile", "KeyID") if str_field(key, n)]
     if not namers:
         raise AssertionProblem(where, "missing PemCert, PemCertFile, or KeyID")
     if len(namers) > 1:
         raise AssertionProblem(where, "require only one of PemCert, PemCertFile, or KeyID")
-    cert_file = _text(key, "PemCertFile")
+    cert_file = str_field(key, "PemCertFile")
     if cert_file and not os.path.isabs(cert_file):
         raise AssertionProblem(f"{where}.PemCertFile", f"invalid PemCertFile: must be absolute; got: {cert_file}")
-    header = _text(key, "KeyIDHeader")
+    header = str_field(key, "KeyIDHeader")
     if namers == ["KeyID"] and header != "kid":
         raise AssertionProblem(f"{where}.KeyIDHeader", 'invalid KeyIDHeader; key header for key ID must be "kid"')
     if namers != ["KeyID"] and header not in ("x5t", "x5t#S256"):
@@ -217,12 +218,12 @@ def _pem(key: JsonObject, inline: str, path: str) -> tuple[bytes, str]:
     """The PEM text given inline or read from its file, its base64 re-wrapped so that a one-line
     paste still parses (Nomad's newlineHeaders puts back the newlines around the armour; Go's
     PEM decoder is laxer than OpenSSL's about the rest); and the field it came from."""
-    if _text(key, inline):
-        text, source = _text(key, inline), inline
+    if str_field(key, inline):
+        text, source = str_field(key, inline), inline
     else:
         source = path
         try:
-            with open(_text(key, path), encoding="utf-8") as handle:
+            with open(str_field(key, path), encoding="utf-8") as handle:
                 text = handle.read()
         except (OSError, UnicodeDecodeError) as err:
             raise AssertionProblem(f"{FIELD}.PrivateKey.{source}", f"error reading {source}: {err}") from None
@@ -243,9 +244,9 @@ def _key_material(key: JsonObject) -> tuple[rsa.RSAPrivateKey, dict[str, str]]:
         raise AssertionProblem(f"{FIELD}.PrivateKey.{source}", f"error parsing {source}: {err}") from None
     if not isinstance(private, rsa.RSAPrivateKey):
         raise AssertionProblem(f"{FIELD}.PrivateKey.{source}", f"error parsing {source}: not an RSA private key")
-    if _text(key, "KeyID"):
-        return private, {"kid": _text(key, "KeyID")}
-    header = _text(key, "KeyIDHeader")
+    if str_field(key, "KeyID"):
+        return private, {"kid": str_field(key, "KeyID")}
+    header = str_field(key, "KeyIDHeader")
     return private, {header: _thumbprint(key, header)}
 
 
@@ -272,7 +273,7 @@ def build(config: JsonObject, nomad_key: NomadKey | None, now_s: int) -> str:
     stored = config.get("OIDCClientAssertion")
     if not isinstance(stored, dict):
         raise AssertionProblem(FIELD, "the auth method has no client assertion")
-    client_id, audience = _text(config, "OIDCClientID"), _texts(stored, "Audience")
+    client_id, audience = str_field(config, "OIDCClientID"), str_list(stored, "Audience")
     claims: JsonObject = {
         "iss": client_id,
         "sub": client_id,
@@ -284,10 +285,10 @@ def build(config: JsonObject, nomad_key: NomadKey | None, now_s: int) -> str:
     }
     extra = stored.get("ExtraHeaders")
     headers: dict[str, str] = {k: v for k, v in extra.items() if isinstance(v, str)} if isinstance(extra, dict) else {}
-    source, algorithm = _text(stored, "KeySource"), _text(stored, "KeyAlgorithm")
+    source, algorithm = str_field(stored, "KeySource"), str_field(stored, "KeyAlgorithm")
     signing: rsa.RSAPrivateKey | bytes
     if source == "client_secret":
-        secret = _text(config, "OIDCClientSecret")
+        secret = str_field(config, "OIDCClientSecret")
         _check_hmac(algorithm, secret)
         signing = secret.encode()
     elif source == "nomad":
@@ -313,20 +314,20 @@ def served(stored: JsonValue, secret: str) -> OIDCClientAssertion | None:
     served_key: OIDCClientAssertionKey | None = None
     if isinstance(key, dict):
         served_key = {
-            "PemKey": REDACTED if _text(key, "PemKey") else "",
-            "PemKeyFile": _text(key, "PemKeyFile"),
-            "KeyIDHeader": _text(key, "KeyIDHeader"),
-            "KeyID": _text(key, "KeyID"),
-            "PemCert": _text(key, "PemCert"),
-            "PemCertFile": _text(key, "PemCertFile"),
+            "PemKey": REDACTED if str_field(key, "PemKey") else "",
+            "PemKeyFile": str_field(key, "PemKeyFile"),
+            "KeyIDHeader": str_field(key, "KeyIDHeader"),
+            "KeyID": str_field(key, "KeyID"),
+            "PemCert": str_field(key, "PemCert"),
+            "PemCertFile": str_field(key, "PemCertFile"),
         }
     headers = stored.get("ExtraHeaders")
     return {
-        "KeySource": _text(stored, "KeySource"),
-        "Audience": _texts(stored, "Audience"),
+        "KeySource": str_field(stored, "KeySource"),
+        "Audience": str_list(stored, "Audience"),
         "PrivateKey": served_key,
         "ExtraHeaders": {k: v for k, v in headers.items() if isinstance(v, str)} if isinstance(headers, dict) else {},
-        "KeyAlgorithm": _text(stored, "KeyAlgorithm"),
+        "KeyAlgorithm": str_field(stored, "KeyAlgorithm"),
         "ClientSecret": REDACTED if secret else "",
     }
 
@@ -340,13 +341,3 @@ def restore_redacted(raw: JsonValue, stored: JsonValue) -> JsonValue:
     if not isinstance(key, dict) or not isinstance(kept, dict) or key.get("PemKey") != REDACTED:
         return raw
     return {**raw, "PrivateKey": {**key, "PemKey": kept.get("PemKey")}}
-
-
-def _text(obj: JsonObject, key: str) -> str:
-    value = obj.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _texts(obj: JsonObject, key: str) -> list[str]:
-    value = obj.get(key)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import jwt
 
+from app.acl.config_fields import str_list
 from app.bexpr import FilterError, compile_filter
 from app.values.errors import CorralError, FieldProblem, InvalidInput
 from app.wire.json import JsonObject, JsonValue
@@ -50,8 +51,8 @@ class Claims:
 def verify(token: str, config: JsonObject) -> JsonObject:
     """The claims of `token` once its signature, expiry, audiences and issuer check out."""
     keys = _keys(config, token)
-    algorithms = _texts(config, "SigningAlgs") or list(DEFAULT_ALGS)
-    audiences = _texts(config, "BoundAudiences")
+    algorithms = str_list(config, "SigningAlgs") or list(DEFAULT_ALGS)
+    audiences = str_list(config, "BoundAudiences")
     leeway_s = _leeway_s(config)
     failure: Exception | None = None
     for key in keys:
@@ -69,7 +70,7 @@ def verify(token: str, config: JsonObject) -> JsonObject:
             continue
         except jwt.PyJWTError as err:
             raise LoginError(f"unable to verify signature of JWT token: {err}") from None
-        _check_issuer(claims, _texts(config, "BoundIssuer"))
+        _check_issuer(claims, str_list(config, "BoundIssuer"))
         return claims
     raise LoginError(f"unable to verify signature of JWT token: {failure or 'no key to verify it with'}")
 
@@ -97,14 +98,9 @@ def _check_issuer(claims: JsonObject, bound: list[str]) -> None:
         raise LoginError(f"invalid JWT issuer: {issuer}")
 
 
-def _texts(config: JsonObject, key: str) -> list[str]:
-    raw = config.get(key)
-    return [v for v in raw if isinstance(v, str)] if isinstance(raw, list) else []
-
-
 def _keys(config: JsonObject, token: str) -> list[jwt.PyJWK | str]:
     """The keys that may have signed `token`, from the method's one key source."""
-    pems = _texts(config, "JWTValidationPubKeys")
+    pems = str_list(config, "JWTValidationPubKeys")
     if pems:
         return list(pems)
     jwks_url, discovery = config.get("JWKSURL"), config.get("OIDCDiscoveryURL")
@@ -112,7 +108,7 @@ def _keys(config: JsonObject, token: str) -> list[jwt.PyJWK | str]:
     if isinstance(jwks_url, str) and jwks_url:
         return _from_jwks(_fetch(jwks_url, ca if isinstance(ca, str) else ""), token)
     if isinstance(discovery, str) and discovery:
-        pems_ca = _texts(config, "DiscoveryCaPem")
+        pems_ca = str_list(config, "DiscoveryCaPem")
         document = _fetch(discovery.rstrip("/") + "/.well-known/openid-configuration", pems_ca[0] if pems_ca else "")
         jwks_uri = document.get("jwks_uri")
         if not isinstance(jwks_uri, str):

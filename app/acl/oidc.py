@@ -19,6 +19,7 @@ import httpx
 import jwt
 
 from app.acl.client_assertion import ASSERTION_TYPE
+from app.acl.config_fields import str_field, str_list
 from app.acl.login import DEFAULT_ALGS, DEFAULT_LEEWAY_S, LoginRefused
 from app.values.errors import CorralError, InvalidInput
 from app.wire.json import JsonObject, JsonValue
@@ -49,16 +50,6 @@ class Tokens:
     access_token: str
 
 
-def _text(config: JsonObject, key: str) -> str:
-    value = config.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _texts(config: JsonObject, key: str) -> list[str]:
-    value = config.get(key)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 @functools.cache
 def _system_tls() -> ssl.SSLContext:
     """The system's CA bundle, loaded once (httpx would load it again for every request)."""
@@ -67,7 +58,7 @@ def _system_tls() -> ssl.SSLContext:
 
 def _tls(config: JsonObject) -> ssl.SSLContext:
     """The CA bundle of DiscoveryCaPem when the method gives one, else the system's."""
-    pems = _texts(config, "DiscoveryCaPem")
+    pems = str_list(config, "DiscoveryCaPem")
     if not pems:
         return _system_tls()
     try:
@@ -95,7 +86,7 @@ def _get_json(
 
 def discover(config: JsonObject) -> Provider:
     """The provider at OIDCDiscoveryURL; its issuer must be that URL (as go-oidc insists)."""
-    base = _text(config, "OIDCDiscoveryURL").rstrip("/")
+    base = str_field(config, "OIDCDiscoveryURL").rstrip("/")
     doc = _get_json(base + DISCOVERY_PATH, config, "the OIDC provider's configuration", field="Config.OIDCDiscoveryURL")
 
     def field(name: str, required: bool = True) -> str:
@@ -125,7 +116,7 @@ def discover(config: JsonObject) -> Provider:
 
 def check_callback_issuer(provider: Provider, config: JsonObject, iss: str) -> None:
     """A provider that sends `iss` to the callback must have sent its own (mix-up defence)."""
-    if provider.iss_parameter and (not iss or iss != _text(config, "OIDCDiscoveryURL")):
+    if provider.iss_parameter and (not iss or iss != str_field(config, "OIDCDiscoveryURL")):
         raise InvalidInput.of("Iss", "invalid or missing issuer parameter in callback")
 
 
@@ -144,7 +135,7 @@ def _challenge(verifier: str) -> str:
 
 
 def check_redirect(config: JsonObject, redirect_uri: str) -> None:
-    if redirect_uri not in _texts(config, "AllowedRedirectURIs"):
+    if redirect_uri not in str_list(config, "AllowedRedirectURIs"):
         raise InvalidInput.of("RedirectURI", f"{redirect_uri} is not in the auth method's AllowedRedirectURIs")
 
 
@@ -152,9 +143,9 @@ def auth_url(
     provider: Provider, config: JsonObject, redirect_uri: str, state: str, nonce: str, verifier: str | None
 ) -> str:
     """The authorization endpoint's URL for this login (scopes: openid and OIDCScopes)."""
-    scopes = ["openid", *[s for s in _texts(config, "OIDCScopes") if s != "openid"]]
+    scopes = ["openid", *[s for s in str_list(config, "OIDCScopes") if s != "openid"]]
     params = {
-        "client_id": _text(config, "OIDCClientID"),
+        "client_id": str_field(config, "OIDCClientID"),
         "nonce": nonce,
         "redirect_uri": redirect_uri,
         "response_type": "code",
@@ -179,7 +170,7 @@ def exchange(
     the method has an OIDCClientAssertion (RFC 7523: a signed JWT in the form, the secret never
     sent, as Nomad clears it then), else by the client secret (HTTP Basic unless the provider
     only takes it in the form, RFC 6749 2.3.1)."""
-    client_id, secret = _text(config, "OIDCClientID"), _text(config, "OIDCClientSecret")
+    client_id, secret = str_field(config, "OIDCClientID"), str_field(config, "OIDCClientSecret")
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
     if verifier is not None:
         form["code_verifier"] = verifier
@@ -213,9 +204,9 @@ def _oauth_error(answer: JsonObject) -> str:
 
 def verify_id_token(provider: Provider, config: JsonObject, id_token: str, nonce: str) -> JsonObject:
     """The ID token's claims once its signature, issuer, audience, expiry and nonce check out."""
-    client_id = _text(config, "OIDCClientID")
+    client_id = str_field(config, "OIDCClientID")
     keys = _signing_keys(provider, config, id_token)
-    algorithms = _texts(config, "SigningAlgs") or list(DEFAULT_ALGS)
+    algorithms = str_list(config, "SigningAlgs") or list(DEFAULT_ALGS)
     skew = config.get("ClockSkewLeeway")
     leeway_s = skew / 1e9 if isinstance(skew, int) and skew > 0 else DEFAULT_LEEWAY_S
     claims: JsonObject | None = None
@@ -246,7 +237,7 @@ def _check_claims(claims: JsonObject, config: JsonObject, client_id: str, nonce:
     if claims.get("nonce") != nonce:
         raise LoginRefused.of("ClientNonce", "the provider's ID token does not carry the login's nonce")
     audiences = _audiences(claims.get("aud"))
-    bound = _texts(config, "BoundAudiences")
+    bound = str_list(config, "BoundAudiences")
     if bound and not set(bound) & set(audiences):
         raise LoginRefused.of("Code", f"the ID token's audiences {audiences} include none of BoundAudiences {bound}")
     if len(audiences) > 1 and claims.get("azp", client_id) != client_id:
