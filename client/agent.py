@@ -255,6 +255,7 @@ class Client:
             self.node_meta,
             self.apply_meta,
             self.collect_alloc,
+            self.collect_all,
         )
         host, port = server.server_address[:2]
         self.http_addr = f"{host!s}:{port}"
@@ -691,6 +692,18 @@ class Client:
         if done is not None:
             done.wait(COLLECT_WAIT_S)
         return True
+
+    def collect_all(self) -> int:
+        """Destroy every terminal allocation now (PUT /v1/client/gc, forwarded by the servers),
+        waiting a little for them to be gone; how many there were."""
+        terminal = [r for r in self._runner_list() if r.terminal]
+        for runner in terminal:
+            self.gc.destroyer.submit(runner, "forced garbage collection")
+        deadline = time.monotonic() + COLLECT_WAIT_S
+        ids = {r.id for r in terminal}
+        while time.monotonic() < deadline and any(r.id in ids for r in self._runner_list()):
+            time.sleep(0.05)
+        return len(terminal)
 
     def _forced_gc(self) -> None:
         try:

@@ -37,6 +37,7 @@ class Local:
     node_meta: NodeMeta | None = None  # dynamic node metadata (None: not served)
     apply_meta: Callable[[Mapping[str, str | None]], None] | None = None  # saves, then registers again
     collect: Callable[[str], bool] | None = None  # destroys one terminal allocation (None: not served)
+    collect_all: Callable[[], int] | None = None  # destroys every terminal allocation (None: not served)
 
 
 def _json(body: Any) -> Answer:
@@ -100,6 +101,14 @@ def alloc_gc(local: Local, alloc_id: str, query: Query) -> Answer:
     if local.collect is None or not local.collect(alloc_id):
         raise FsError(404, "AllocID", f"Unknown allocation {alloc_id!r}: not a terminal allocation on this node")
     return _json({})
+
+
+def node_gc(local: Local, _: str, query: Query) -> Answer:
+    """Nomad's client GC of the whole node: every terminal allocation destroyed now; answers
+    how many were (those already on their way included) once they are gone or a wait is up."""
+    if local.collect_all is None:
+        raise FsError(404, "", "this client does not collect on request")
+    return _json({"Collected": local.collect_all()})
 
 
 def host_stats(local: Local, alloc_id: str, query: Query) -> Answer:
@@ -171,6 +180,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/checks$"), alloc_checks),
     ("GET", re.compile(rf"^/v1/client/allocation/{ALLOC}/gc$"), alloc_gc),
     ("GET", re.compile(r"^/v1/client/stats()$"), host_stats),
+    ("PUT", re.compile(r"^/v1/client/gc()$"), node_gc),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/restart$"), restart),
     ("PUT", re.compile(rf"^/v1/client/allocation/{ALLOC}/signal$"), signal),
     ("GET", re.compile(r"^/v1/client/metadata()$"), meta_read),

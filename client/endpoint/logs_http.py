@@ -51,12 +51,13 @@ def serve(
     node_meta: NodeMeta | None = None,
     apply_meta: Callable[[Mapping[str, str | None]], None] | None = None,
     collect: Callable[[str], bool] | None = None,
+    collect_all: Callable[[], int] | None = None,
 ) -> ThreadingHTTPServer:
     """Start the endpoint in a daemon thread; port 0 picks a free one (see server_address).
     Every request must carry the servers' proof (app/acl/client_link.py), keyed by this node's
     link key as the servers last handed it (`link_key_of`; empty: nothing is served); every
     answer carries this client's proof in return."""
-    local = Local(alloc_dir_of, runner_of, data_dir or Path("."), node_meta, apply_meta, collect)
+    local = Local(alloc_dir_of, runner_of, data_dir or Path("."), node_meta, apply_meta, collect, collect_all)
     seen = SeenProofs()
 
     def key() -> bytes:

@@ -284,7 +284,8 @@ PARTIAL: dict[str, str] = {
     "only the server part (it is polled hard and costs no transaction)",
     "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
     "ACL, TLS, ports); no raft or serf stats",
-    "GET,PUT,POST /v1/client/gc": "the clients collect at their next heartbeat",
+    "GET,PUT,POST /v1/client/gc": "without `node_id`, every node's client collects at its next heartbeat "
+    "(a named node collects at once)",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",
     "GET /v1/acl/token/:accessor": "`SecretID` is empty: only its hash is stored",

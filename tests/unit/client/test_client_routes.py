@@ -4,6 +4,7 @@ FileMode text, restart in place and signal of a mock task, and the endpoint's re
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,13 @@ def test_gc_of_one_allocation_asks_the_agent_and_refuses_what_it_cannot_collect(
         "AllocID",
     )
     assert http_api.route("GET", f"/v1/client/allocation/{ALLOC_ID}/gc") is not None
+
+
+def test_gc_of_the_node_asks_the_agent_and_says_how_many_it_collected(tmp_path: Path) -> None:
+    local = http_api.Local(lambda _: None, lambda _: None, tmp_path, collect_all=lambda: 3)
+    status, body, _ = http_api.node_gc(local, "", {})
+    assert status == 200 and json.loads(body) == {"Collected": 3}
+    assert refusal(lambda: http_api.node_gc(http_api.Local(lambda _: None, lambda _: None, tmp_path), "", {}))[0] == 404
+    found = http_api.route("PUT", "/v1/client/gc")
+    assert found is not None and found[0] is http_api.node_gc
+    assert http_api.route("GET", "/v1/client/gc") is None

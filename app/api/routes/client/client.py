@@ -4,6 +4,7 @@ proxy to a client agent are in client_fs.py and client_allocs.py."""
 
 from __future__ import annotations
 
+import json
 from typing import Literal, cast
 from uuid import UUID
 
@@ -11,6 +12,7 @@ from flask import Blueprint, Response, request
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.acl.client_link import LINK_KEY_FIELD, node_key
+from app.api.http.client_proxy import Unreachable, forward, target_of_node
 from app.api.http.context import client_lane, client_write, respond, state, write
 from app.api.http.params import arg, json_body, optional_json_body, uuid_value
 from app.api.http.validation import validate
@@ -123,9 +125,30 @@ def update_allocations(node_id: str) -> Response:
 
 @bp.route("/client/gc", methods=["GET", "PUT", "POST"])
 def client_gc() -> Response:
-    """Nomad's client GC endpoint: every terminal allocation on the node (or, without
-    ?node_id=, on every node) is destroyed by its client at its next heartbeat."""
+    """Nomad's client GC endpoint. With ?node_id=, the node's client destroys every terminal
+    allocation now (asked over the signed link; `Collected` says how many) and, should the link
+    fail, at its next heartbeat; without it, every node's client at its next heartbeat."""
     raw = arg("node_id")
     node_id = uuid_value(raw, "node_id") if raw else None
     result = write(lambda s: request_client_gc(s, node_id))
-    return respond({"Index": result.index, "Nodes": result.nodes}, result.index)
+    body: dict[str, int] = {"Index": result.index, "Nodes": result.nodes}
+    collected = _collect_now(node_id) if node_id is not None and result.nodes else None
+    if collected is not None:
+        body["Collected"] = collected
+    return respond(body, result.index)
+
+
+def _collect_now(node_id: UUID) -> int | None:
+    """The node's client collecting at once; None when it cannot be asked (down, no address,
+    no valid answer): the request recorded above reaches it with its next heartbeat instead."""
+    try:
+        answer = forward(target_of_node(node_id), "PUT", "/v1/client/gc", {})
+    except Unreachable:
+        return None
+    if answer.status != 200:
+        return None
+    try:
+        collected = json.loads(answer.body).get("Collected")
+    except (ValueError, AttributeError):
+        return None
+    return collected if isinstance(collected, int) else None
