@@ -20,7 +20,7 @@ from app.gc.client_gc import request_client_gc
 from app.store import client_allocs
 from app.store.node.heartbeat_ttl import HeartbeatPolicy
 from app.store.node.heartbeats import heartbeat as record_heartbeat
-from app.values.errors import Forbidden
+from app.values.errors import Forbidden, NotFound
 from app.wire.allocation import TaskStateJson
 
 bp = Blueprint("client", __name__)
@@ -143,7 +143,7 @@ def _collect_now(node_id: UUID) -> int | None:
     no valid answer): the request recorded above reaches it with its next heartbeat instead."""
     try:
         answer = forward(target_of_node(node_id), "PUT", "/v1/client/gc", {})
-    except Unreachable:
+    except (Unreachable, NotFound):  # not ready, or no usable address (a simulated node)
         return None
     if answer.status != 200:
         return None
