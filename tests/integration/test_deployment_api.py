@@ -204,7 +204,11 @@ def test_deployment_allocations_are_allocation_stubs(client: FlaskClient, pg: Co
     first = deployed_alloc(pg, node, reg["EvalID"], dep, healthy=True, canary=True)
     second = deployed_alloc(pg, node, reg["EvalID"], dep)
     insert_allocation(pg, node, reg["EvalID"])
-    pg.execute("UPDATE allocations SET create_index = 1001 WHERE id = %s", (second,))
+    # Indexes are transaction IDs, cluster-wide: "later" is relative to what this run has reached.
+    pg.execute(
+        "UPDATE allocations SET create_index = (SELECT max(create_index) + 1000 FROM allocations) WHERE id = %s",
+        (second,),
+    )
     allocs = body_of(client.get(f"/v1/deployment/allocations/{dep}"))
     assert [a["ID"] for a in allocs] == [first, second]
     assert allocs[0]["DeploymentID"] == dep
