@@ -28,11 +28,12 @@ from typing import IO
 import httpx
 import structlog
 
-from app.db.database import open_database
+from app.db.database import Database, open_database
 from app.db.schema import upgrade
 from app.settings.config import Settings
 from client.drivers.docker_daemon import Daemon, probe
 from client.drivers.docker_daemon import endpoint as docker_endpoint
+from workers.agent_signals import StopSignals
 from workers.dev_token import mint_client_token
 
 log = structlog.get_logger(__name__)
@@ -227,13 +228,6 @@ def _spawn(role: Role, env: Mapping[str, str], lock: threading.Lock) -> Child:
     return child
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    return stop
-
-
 LOCK_FILE = "agent.lock"
 
 
@@ -300,10 +294,15 @@ def run_agent(settings: Settings, plan: Plan) -> int:
 
 
 def _run_locked(settings: Settings, plan: Plan) -> int:
-    stop = _stop_on_signals()
-    database = open_database(settings) if plan.server_roles else None
     children: list[Child] = []
+    postmaster: list[int] = []
+    signals = StopSignals(lambda: _force_stop(children, postmaster))
+    stop = signals.stop
+    database: Database | None = None
     try:
+        database = open_database(settings) if plan.server_roles else None
+        if database is not None and database.embedded is not None and database.embedded.pid is not None:
+            postmaster.append(database.embedded.pid)
         lock = threading.Lock()
         token = plan.client_token
         if database is None:
@@ -314,7 +313,7 @@ def _run_locked(settings: Settings, plan: Plan) -> int:
                 return 0
             gc.freeze()  # as the roles do: the interpreter's last collection skips start-up's objects
             env = role_env(os.environ, database.url, settings.log_format, embedded=database.embedded is not None)
-            children = [_spawn(role, env, lock) for role in plan.server_roles]
+            children.extend(_spawn(role, env, lock) for role in plan.server_roles)
             url = api_url(settings.bind, tls=settings.tls_cert_file is not None)
             if not await_api(lambda: _healthy(url, settings), lambda: _exited(children), stop):
                 return 0 if stop.is_set() else 1
@@ -329,9 +328,26 @@ def _run_locked(settings: Settings, plan: Plan) -> int:
         began = time.monotonic()
         if database is not None:
             database.close()
+        signals.close()
         if children:
             database_s = round(time.monotonic() - began, 2)
             log.info("stopped", client_s=client_s, roles_s=roles_s, database_s=database_s)
+
+
+def _force_stop(children: list[Child], postmaster: list[int]) -> None:
+    """A second Ctrl-C or SIGTERM: every role's process group killed, the embedded database told
+    to stop immediately (SIGQUIT: it recovers from its log at the next start), the agent gone.
+    Runs on the signal watcher's thread, so it neither logs through the (possibly stuck) stderr
+    buffer nor waits for anything."""
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, signal.SIGKILL)
+    for pid in postmaster:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGQUIT)
+    with contextlib.suppress(OSError):
+        os.write(2, b"==> second interrupt: roles killed, the embedded database stopped immediately\n")
+    os._exit(1)
 
 
 def _healthy(url: str, settings: Settings) -> bool:

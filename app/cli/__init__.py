@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.cli.support.settings import get_settings, serve_metrics
+from app.cli.support.settings import get_settings, reload_settings, serve_metrics
 
 if TYPE_CHECKING:
     from app.agentconfig.flags import AgentFlags
@@ -171,7 +171,7 @@ def _dev_agent(acl_enabled: bool, flags: AgentFlags) -> int:
     from app.cli.local.agent_config import dev_flag_env
 
     os.environ.update(dev_flag_env(flags, get_settings().bind))
-    settings = get_settings()
+    settings = reload_settings()
     # Decided once, on the agent's terminal: the roles write to a pipe and are told the result.
     settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})
     configure("agent", settings.log_level, settings.log_format)

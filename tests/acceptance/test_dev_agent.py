@@ -48,12 +48,15 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
     """One data directory through three agents (a fresh one costs initdb and every migration,
     so one test walks it): the first runs work, refuses a second agent on its data directory
     and stops on Ctrl-C; the second finds that work and is killed; the third still finds it,
-    with no role of the killed agent left behind."""
+    with no role of the killed agent left behind. The directory is given as Nomad's -data-dir
+    (relative, as typed), and CORRAL_DATA_DIR names the same one: nothing lands beside it in
+    the working directory."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    agent = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{port}"})
+    in_state = ["agent", "-dev", "-data-dir", "state"]
+    agent = corral(in_state, env={"CORRAL_BIND": f"127.0.0.1:{port}"})
     wait_healthy(base, agent)
-    data_dir = workdir / ".corral"
+    data_dir = workdir / "state"
     assert (data_dir / "postgres" / "PG_VERSION").exists()
     children = agent.descendants()
     assert children, "the agent runs its roles as child processes"
@@ -74,6 +77,8 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
 
     assert wait_for(running)
     second_agent_is_refused(corral, agent, data_dir, base)
+    assert sorted(p.name for p in workdir.iterdir()) == ["state"], "the agent wrote outside its -data-dir"
+    assert (data_dir / "client").is_dir()
     with psycopg.connect(socket_url(data_dir)) as conn:
         assert conn.execute("SELECT job_id, task_group, desired, queued FROM v_job_summary").fetchall() == [
             ("web", "g", 1, 0)
@@ -104,12 +109,13 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
     for child in children:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert postgres_running_in(data_dir) == []
+    assert sorted(p.name for p in workdir.iterdir()) == ["state"], "the agent wrote outside its -data-dir"
     assert "server |" in agent.output, "role logs are merged with a role prefix"
     assert "Exception ignored" not in agent.output, agent.output
 
     # The same data directory again: what the again agent stored is there.
     env = {"CORRAL_BIND": f"127.0.0.1:{port}", "CORRAL_LOG_FORMAT": "auto"}
-    again = corral(["agent", "-dev"], env=env)
+    again = corral(["agent", "-dev"], env={**env, "CORRAL_DATA_DIR": "state"})
     wait_healthy(base, again)
     # Not a terminal: every role logs JSON, one object a line.
     assert wait_for(lambda: "worker1 | {" in again.output), again.output
@@ -125,12 +131,13 @@ def test_dev_agent_end_to_end_ctrl_c_stops_everything_and_its_data_dir_is_reused
         time.sleep(0.2)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in killed_roles)
 
-    after_kill = corral(["agent", "-dev"], env=env)
+    after_kill = corral(in_state, env=env)
     wait_healthy(base, after_kill)
     assert sorted(j["ID"] for j in httpx.get(f"{base}/v1/jobs").json()) == ["hello", "later", "web"]
     after_kill.process.send_signal(signal.SIGINT)
     assert after_kill.wait(60) == 0
-    assert postgres_running_in(workdir / ".corral") == []
+    assert postgres_running_in(data_dir) == []
+    assert sorted(p.name for p in workdir.iterdir()) == ["state"]
 
 
 def second_agent_is_refused(corral: CorralFactory, first: Corral, data_dir: Path, base: str) -> None:
@@ -145,7 +152,7 @@ def second_agent_is_refused(corral: CorralFactory, first: Corral, data_dir: Path
     files_before = sorted(p.name for p in data_dir.iterdir())
 
     other_port = free_port()
-    second = corral(["agent", "-dev"], env={"CORRAL_BIND": f"127.0.0.1:{other_port}"})
+    second = corral(["agent", "-dev", "-data-dir", str(data_dir)], env={"CORRAL_BIND": f"127.0.0.1:{other_port}"})
     assert second.wait(60) == 1, second.output
     assert f"another corral agent (pid {first.process.pid}) is using the data directory {data_dir}" in second.output
     assert "Traceback" not in second.output

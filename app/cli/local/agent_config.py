@@ -75,7 +75,7 @@ def dev_flag_env(flags: AgentFlags, bind: str) -> dict[str, str]:
 def run_config_agent(paths: list[Path], acl_enabled: bool, flags: AgentFlags | None = None) -> int:
     """Apply the files' CORRAL_* values over the environment (the file wins; what it does not
     name keeps its variable or default), then run the roles the files enable."""
-    from app.cli.support.settings import get_settings
+    from app.cli.support.settings import reload_settings
     from app.settings.logging import configure, resolve_format
     from workers.agent import config_plan, run_agent
 
@@ -84,7 +84,7 @@ def run_config_agent(paths: list[Path], acl_enabled: bool, flags: AgentFlags | N
     os.environ["CORRAL_AGENT_CONFIG"] = json.dumps({**found.summary, "Files": [str(p.resolve()) for p in paths]})
     if acl_enabled:
         os.environ["CORRAL_ACL_ENABLED"] = "true"
-    settings = get_settings()
+    settings = reload_settings()
     settings = settings.model_copy(update={"log_format": resolve_format(settings.log_format)})
     configure("agent", settings.log_level, settings.log_format)
     token = None if found.server_enabled else os.environ.get("CORRAL_TOKEN") or os.environ.get("NOMAD_TOKEN")

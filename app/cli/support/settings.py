@@ -25,6 +25,16 @@ def get_settings() -> Settings:
         raise click.ClickException(f"invalid configuration: {err}") from None
 
 
+def reload_settings() -> Settings:
+    """The configuration read again from the environment: for a command that has just set
+    CORRAL_* values from its own flags (the agent's -data-dir, -bind, -log-level), after an
+    earlier read cached the environment as it was."""
+    from app.settings.config import get_settings as load
+
+    load.cache_clear()
+    return get_settings()
+
+
 def serve_metrics(settings: Settings, role: str) -> None:
     """The role's own /v1/metrics on CORRAL_METRICS_BIND, if set; a bad address stops the role."""
     if not settings.metrics_bind:

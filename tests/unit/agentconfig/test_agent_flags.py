@@ -76,6 +76,38 @@ def test_dev_takes_bind_data_dir_and_logging_only() -> None:
     assert refused.exit_code == 2 and "-servers: not with -dev" in refused.output
 
 
+def test_the_dev_agent_itself_runs_with_its_flags_not_the_settings_read_before_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent reads its settings once to learn the default port, then applies -data-dir,
+    -bind and -log-level: the database, the lock, the client's directory and the health probe
+    must all follow the flags (they once stayed in ./.corral on the default address)."""
+    import workers.agent as launcher
+    from app.settings.config import Settings, get_settings
+
+    for name in ("CORRAL_DATA_DIR", "CORRAL_BIND", "CORRAL_LOG_LEVEL"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    ran: list[Settings] = []
+
+    def run_dev_agent(settings: Settings) -> int:
+        ran.append(settings)
+        return 0
+
+    monkeypatch.setattr(launcher, "run_dev_agent", run_dev_agent)
+    state = tmp_path / "state"
+    result = CliRunner().invoke(
+        main, ["agent", "-dev", "-data-dir", str(state), "-bind", "127.0.0.2", "-log-level", "warn"]
+    )
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    [settings] = ran
+    assert Path(settings.data_dir) == state
+    assert settings.bind == "127.0.0.2:4646"
+    assert settings.log_level == "warning"
+    assert launcher.dev_client_role(settings).args[4:6] == ["--data-dir", str(state / "client")]
+
+
 def test_flags_alone_start_a_configured_agent_that_names_what_is_missing(tmp_path: Path) -> None:
     missing = CliRunner().invoke(main, ["agent", "-client"])
     assert missing.exit_code == 1 and "data_dir" in missing.output
