@@ -94,6 +94,7 @@ class Client:
         self.allocs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.chmod(0o700)  # node secret, task logs and state: the client's user only
+        config.record_allocs_root()
         self.gc = GarbageCollector(config.gc, self._runner_list, self._destroy, lambda: measure(self.allocs_dir))
         self.http_addr = ""
         self.threads: dict[str, threading.Thread] = {}

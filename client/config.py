@@ -20,6 +20,8 @@ DRIVERS = ("raw_exec", "exec", "mock", "docker")
 # itself unhealthy, and takes no work, while no daemon answers).
 DEFAULT_DRIVERS = ("mock",)
 IFNAMSIZ = 15  # the longest Linux interface name
+# <data_dir>/alloc_dir: the path of a custom alloc_dir, for `corral operator client-state`.
+ALLOCS_POINTER = "alloc_dir"
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,16 @@ class ClientConfig:
 
     def allocs_root(self) -> Path:
         return Path(self.alloc_dir).resolve() if self.alloc_dir else self.data_dir / "allocs"
+
+    def record_allocs_root(self) -> None:
+        """Leave in the data directory where a custom alloc_dir put the allocations, so that
+        `corral operator client-state DATA_DIR` finds them from the data directory alone (as
+        Nomad's reads everything from its state database there)."""
+        pointer = self.data_dir / ALLOCS_POINTER
+        if self.alloc_dir:
+            pointer.write_text(f"{self.allocs_root()}\n")
+        else:
+            pointer.unlink(missing_ok=True)
 
     def volumes_root(self) -> Path:
         return Path(self.host_volumes_dir).resolve() if self.host_volumes_dir else self.data_dir / "host_volumes"

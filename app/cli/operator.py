@@ -20,6 +20,8 @@ CONFIG_PATH = "/v1/operator/scheduler/configuration"
 # Where a node agent keeps each allocation's record: <data_dir>/allocs/<alloc_id>/alloc.json
 # (client/agent.py's allocs_dir, client/allocs/alloc_runner.py's RECORD; a unit test holds them equal).
 ALLOCS_DIR, RECORD = "allocs", "alloc.json"
+# With a custom alloc_dir, <data_dir>/alloc_dir holds its path (client/config.py's ALLOCS_POINTER).
+ALLOCS_POINTER = "alloc_dir"
 F = TypeVar("F", bound=Callable[..., Any])
 # flag name -> (path into SchedulerConfig, help)
 BOOL_FLAGS = {
@@ -144,10 +146,12 @@ def client_state(data_dir: str | None) -> None:
     """Print the state a node agent keeps in its data directory (`corral client --data-dir`) as
     JSON, as Nomad's `operator client-state`: per allocation its `Alloc`, `DeployStatus` (the
     health watch), `Identities`, and per task `LocalState`, `RemoteState` (the task state) and
-    `DriverState` (the driver's handle)."""
+    `DriverState` (the driver's handle). A client with a custom alloc_dir leaves its path in the
+    data directory, and the allocations are read there."""
     if not data_dir:
         raise click.ClickException("This command takes one argument: <client-data-dir>")
-    allocs = Path(data_dir) / ALLOCS_DIR
+    pointer = Path(data_dir) / ALLOCS_POINTER
+    allocs = Path(pointer.read_text().strip()) if pointer.is_file() else Path(data_dir) / ALLOCS_DIR
     if not allocs.is_dir():
         raise click.ClickException(f"failed to open client state: {allocs} is not a directory")
     found: JsonObject = {}

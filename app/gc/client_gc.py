@@ -21,11 +21,10 @@ class ClientGcResult:
     nodes: int
 
 
-def request_client_gc(session: Session, node_id: uuid.UUID | None = None) -> ClientGcResult:
-    """Ask one node's client, or every node's, to run a forced GC. Takes its own index; a caller
-    that already took one (the lead's `PUT /v1/system/gc`) uses mark_client_gc instead."""
-    if node_id is not None:
-        get_node(session, node_id)  # 404 before any write
+def request_client_gc(session: Session, node_id: uuid.UUID) -> ClientGcResult:
+    """Ask one node's client to run a forced GC. Takes its own index; a caller that already
+    took one (the lead's `PUT /v1/system/gc`, for every node) uses mark_client_gc instead."""
+    get_node(session, node_id)  # 404 before any write
     index = next_index(session, ["nodes"])
     return ClientGcResult(index, mark_client_gc(session, index, node_id))
 

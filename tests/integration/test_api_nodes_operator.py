@@ -191,6 +191,7 @@ def test_agent_health_and_self(client: FlaskClient) -> None:
 def test_agent_health_of_the_client_on_this_host(client: FlaskClient) -> None:
     """`?type=client` answers for the ready client advertising an address of this host (Nomad's
     agent answers for its own client); without one, Nomad's "client not enabled" and a 500."""
+    assert client.get("/v1/agent/health").json == {"server": {"ok": True, "message": "ok"}}
     none = client.get("/v1/agent/health?type=client")
     assert none.status_code == 500 and none.json is not None
     assert none.json["client"]["ok"] is False and none.json["client"]["message"].startswith("client not enabled")
@@ -203,6 +204,10 @@ def test_agent_health_of_the_client_on_this_host(client: FlaskClient) -> None:
     both = client.get("/v1/agent/health?type=client&type=server")
     assert both.status_code == 200
     assert both.json == {"client": {"ok": True, "message": "ok"}, "server": {"ok": True, "message": "ok"}}
+    # Without type, every part the "agent" runs: the server, and now the client on its host
+    # (whose presence each process looks up at most every few seconds).
+    client.application.extensions.pop("corral.local_client_seen", None)
+    assert client.get("/v1/agent/health").json == both.json
     bogus = client.get("/v1/agent/health?type=raft")
     assert bogus.status_code == 400 and json_body(bogus)["errors"][0]["field"] == "type"
 

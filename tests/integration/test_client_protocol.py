@@ -307,11 +307,22 @@ def test_forced_client_gc_reaches_nodes_through_their_heartbeat(fast: FlaskClien
     assert one.status_code == 200 and json_body(one)["Nodes"] == 1
     assert json_body(beat(fast, node_id, secret))["ForceGCIndex"] == json_body(one)["Index"]
     assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
-    every = fast.put("/v1/client/gc")
-    assert (
-        json_body(every)["Nodes"] == 2
-        and json_body(beat(fast, other, other_secret))["ForceGCIndex"] == json_body(every)["Index"]
-    )
+    # Without node_id: the client local to the answering server, as Nomad's agent uses its own;
+    # these nodes advertise 10.0.0.1, so there is none, and nothing is stamped.
+    unnamed = fast.put("/v1/client/gc")
+    assert unnamed.status_code == 400
+    [error] = json_body(unnamed)["errors"]
+    assert error["field"] == "node_id" and "No local Node and node_id not provided" in error["message"]
+    assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
+    # A client on this host (its HTTP address on loopback; nothing listens there, so it is told
+    # at its next heartbeat rather than at once) is the one an unnamed request reaches.
+    local_id = str(uuid.uuid4())
+    answer = fast.put("/v1/node/register", json={"Node": node_body(local_id, HTTPAddr="127.0.0.1:9")}).json
+    assert answer is not None
+    local = fast.put("/v1/client/gc")
+    assert local.status_code == 200 and json_body(local)["Nodes"] == 1 and "Collected" not in json_body(local)
+    assert json_body(beat(fast, local_id, answer["SecretID"]))["ForceGCIndex"] == json_body(local)["Index"]
+    assert beat(fast, other, other_secret).json["ForceGCIndex"] == 0
     assert fast.put(f"/v1/client/gc?node_id={uuid.uuid4()}").status_code == 404
     assert json_body(fast.put("/v1/client/gc?node_id=nope"))["errors"][0]["field"] == "node_id"
 

@@ -280,12 +280,8 @@ PARTIAL: dict[str, str] = {
     "GET /v1/operator/raft/configuration": "the database's primary and standbys stand for the Raft peers",
     "GET /v1/status/peers": "only the answering server: API servers keep no registry",
     "GET /v1/agent/members": "the answering server and the singleton roles' holders",
-    "GET /v1/agent/health": "`?type=client` answers for the ready client on this server's host; without `type`, "
-    "only the server part (it is polled hard and costs no transaction)",
     "GET /v1/agent/self": "config under Nomad's names for what corral has (the loaded agent files, Server, Client, "
     "ACL, TLS, ports); no raft or serf stats",
-    "GET,PUT,POST /v1/client/gc": "without `node_id`, every node's client collects at its next heartbeat "
-    "(a named node collects at once)",
     "GET /v1/event/stream": "see the event stream section for the topics",
     "PUT,POST /v1/system/gc": "answers once the collection has run",
     "GET /v1/acl/token/:accessor": "`SecretID` is empty: only its hash is stored",

@@ -16,6 +16,7 @@ from app.api.http.client_proxy import Unreachable, forward, target_of_node
 from app.api.http.context import client_lane, client_write, respond, state, write
 from app.api.http.params import arg, json_body, optional_json_body, uuid_value
 from app.api.http.validation import validate
+from app.api.routes.client.local_client import local_node_id
 from app.gc.client_gc import request_client_gc
 from app.store import client_allocs
 from app.store.node.heartbeat_ttl import HeartbeatPolicy
@@ -125,14 +126,15 @@ def update_allocations(node_id: str) -> Response:
 
 @bp.route("/client/gc", methods=["GET", "PUT", "POST"])
 def client_gc() -> Response:
-    """Nomad's client GC endpoint. With ?node_id=, the node's client destroys every terminal
-    allocation now (asked over the signed link; `Collected` says how many) and, should the link
-    fail, at its next heartbeat; without it, every node's client at its next heartbeat."""
+    """Nomad's client GC endpoint: the node's client destroys every terminal allocation now
+    (asked over the signed link; `Collected` says how many) and, should the link fail, at its
+    next heartbeat. Without ?node_id=, the client local to this server, as Nomad's agent
+    collects with its own client (none or several: Nomad's 400 naming node_id)."""
     raw = arg("node_id")
-    node_id = uuid_value(raw, "node_id") if raw else None
+    node_id = uuid_value(raw, "node_id") if raw else local_node_id()
     result = write(lambda s: request_client_gc(s, node_id))
     body: dict[str, int] = {"Index": result.index, "Nodes": result.nodes}
-    collected = _collect_now(node_id) if node_id is not None and result.nodes else None
+    collected = _collect_now(node_id) if result.nodes else None
     if collected is not None:
         body["Collected"] = collected
     return respond(body, result.index)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import time
 
 import psycopg
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.http.context import client_lane, respond, state
@@ -27,10 +28,12 @@ VERSION = "0.1.0"
 @bp.get("/agent/health")
 @client_lane
 def health() -> Response:
-    """Nomad's agent health: `?type=server` (the default, and the only part without `type`: probes,
-    load balancers and fleets poll it, so it costs no transaction) and `?type=client`, answered for
-    the client that runs on this server's host (an API server is never a client itself)."""
-    kinds = request.args.getlist("type") or ["server"]
+    """Nomad's agent health: `?type=server` and `?type=client`, the latter answered for the client
+    that runs on this server's host (an API server is never a client itself). Without `type`,
+    as Nomad's agent answers for every part it runs: the server, and the client when one runs on
+    this host. Probes, load balancers and fleets poll it hard, so whether one runs is looked up
+    at most every LOCAL_CLIENT_RECHECK_S in each process and the server part costs no transaction."""
+    kinds = request.args.getlist("type") or (["server", "client"] if _local_client_runs() else ["server"])
     unknown = sorted(set(kinds) - {"server", "client"})
     if unknown:
         raise InvalidInput.of("type", f"unknown health check type {unknown[0]!r}: use server or client")
@@ -42,6 +45,24 @@ def health() -> Response:
         body["client"] = _client_health()
     healthy = all(part["ok"] for part in body.values())
     return respond(body, index, 200 if healthy else 500)
+
+
+LOCAL_CLIENT_RECHECK_S = 5.0
+_LOCAL_CLIENT_SEEN = "corral.local_client_seen"  # app extension: (monotonic time, whether one ran)
+
+
+def _local_client_runs() -> bool:
+    seen = current_app.extensions.get(_LOCAL_CLIENT_SEEN)
+    now = time.monotonic()
+    if isinstance(seen, tuple) and now - seen[0] < LOCAL_CLIENT_RECHECK_S:
+        return bool(seen[1])
+    try:
+        with state().reads() as session, session.begin():
+            runs = bool(node_store.ready_nodes_at(session, host_addresses()))
+    except SQLAlchemyError:
+        runs = False  # the server part reports the database; the client's is asked for by type
+    current_app.extensions[_LOCAL_CLIENT_SEEN] = (now, runs)
+    return runs
 
 
 def _server_health() -> tuple[dict[str, object], int]:
