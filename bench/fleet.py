@@ -17,6 +17,12 @@ job-register p99, read p99, server CPU (% of one core, master + API workers) and
 fleet's own CPU; then the largest N that held (no node marked down, health p99 < 100 ms, every
 heartbeat on time), against the target: 5,000 nodes (Nomad's C1M host count).
 
+After the window, with the fleet still under the same load, a job of count N (one mock task
+per allocation, running for an hour) is registered and timed until it is placed and until every
+allocation is reported running by the fleet's nodes through their own watches and updates
+(`--no-big-job` skips it). Issue 40's bar for 10,000 nodes is stricter than the C1M one above:
+0 nodes down, >= 99.5 % heartbeats on time, health p99 < 100 ms and the big job running.
+
 Heartbeat TTLs follow Nomad's rate-based formula (max_heartbeats_per_second 50): TTL ≈ N/50 s,
 so a fleet of any size sends about 50 heartbeats/s, and a window shorter than the TTL sees each
 node beat about once.
@@ -56,6 +62,9 @@ CORRAL = str(Path(sys.executable).parent / "corral")
 HOSTILE_ADDRESS = "127.0.0.254"
 TARGET_NODES = 5000
 HEALTH_P99_LIMIT_S = 0.100
+ON_TIME_PCT = 99.0  # the C1M bar
+ON_TIME_PCT_10K = 99.5  # issue 40's bar at 10,000 nodes
+BIG_JOB_LIMIT_S = 600.0
 
 
 def quantile(samples: list[float], q: int) -> float:
@@ -277,6 +286,41 @@ class Hostile:
                     sock.close()
 
 
+def big_job(count: int) -> dict[str, Any]:
+    task = {"Name": "t", "Driver": "mock", "Config": {"run_for": "1h"}, "Resources": {"CPU": 10, "MemoryMB": 10}}
+    group = {"Name": "g", "Count": count, "Tasks": [task], "EphemeralDisk": {"SizeMB": 10}}
+    return {"ID": "big", "Type": "service", "TaskGroups": [group]}
+
+
+@dataclass
+class BigJob:
+    count: int
+    placed_s: float | None  # registration to its evaluation complete
+    running_s: float | None  # registration to every allocation reported running
+    running: int  # how many were running when it ended (all, or at the limit)
+
+
+def run_big_job(base: str, count: int, limit_s: float) -> BigJob:
+    """Register a job of `count` allocations on the fleet and time it until it is placed and
+    until every allocation is reported running through the fleet's own updates."""
+    placed_s: float | None = None
+    running = 0
+    with httpx.Client(base_url=base, timeout=60) as http:
+        began = time.monotonic()
+        registered = http.put("/v1/jobs", json={"Job": big_job(count)})
+        registered.raise_for_status()
+        eval_id = registered.json()["EvalID"]
+        while time.monotonic() - began < limit_s:
+            if placed_s is None and http.get(f"/v1/evaluation/{eval_id}").json().get("Status") == "complete":
+                placed_s = time.monotonic() - began
+            summary = http.get("/v1/job/big/summary").json()
+            running = int(summary["Summary"]["g"]["Running"])
+            if running >= count:
+                return BigJob(count, placed_s, time.monotonic() - began, running)
+            time.sleep(1.0)
+    return BigJob(count, placed_s, None, running)
+
+
 def fleet_stats(path: Path) -> dict[str, Any]:
     try:
         found: dict[str, Any] = json.loads(path.read_text())
@@ -307,6 +351,8 @@ class StepResult:
     server_rss_mb: float
     fleet_cpu_pct: float
     hostile_reopened: int
+    heartbeat_latency: tuple[float | None, float | None] = (None, None)  # the fleet's p50/p99, last 5,000
+    big: BigJob | None = None
 
     @property
     def held(self) -> bool:
@@ -314,11 +360,17 @@ class StepResult:
             self.down == 0
             and self.health_failures == 0
             and self.health[1] < HEALTH_P99_LIMIT_S
-            and self.on_time_pct >= 99.0
+            and self.on_time_pct >= ON_TIME_PCT
         )
 
+    @property
+    def held_10k_bar(self) -> bool:
+        """Issue 40's bar: the C1M one with 99.5 % on time, and the big job all running."""
+        big_ran = self.big is not None and self.big.running_s is not None
+        return self.held and self.on_time_pct >= ON_TIME_PCT_10K and big_ran
 
-def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float) -> StepResult:
+
+def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float, with_big_job: bool) -> StepResult:
     with bench_database() as url, tempfile.TemporaryDirectory(prefix="corral-bench-fleet-") as tmp:
         work = Path(tmp)
         with cluster(url, work) as (base, server):
@@ -391,6 +443,7 @@ def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float) -> S
                 load_after = os.getloadavg()[0]
                 time.sleep(2.5)
                 after = fleet_stats(stats_path)
+                big = run_big_job(base, nodes, BIG_JOB_LIMIT_S) if with_big_job else None
             finally:
                 stop.set()
                 fleet.send_signal(signal.SIGTERM)
@@ -425,6 +478,8 @@ def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float) -> S
         server_rss_mb=rss,
         fleet_cpu_pct=100.0 * (fleet_after - fleet_before) / elapsed,
         hostile_reopened=hostile.reopened,
+        heartbeat_latency=(after.get("heartbeat_p50_s"), after.get("heartbeat_p99_s")),
+        big=big,
     )
 
 
@@ -443,6 +498,31 @@ def report(result: StepResult) -> None:
         f"load average {result.load[0]:.1f}-{result.load[1]:.1f}  {'HELD' if result.held else 'did not hold'}",
         flush=True,
     )
+    p50, p99 = result.heartbeat_latency
+    if p50 is not None and p99 is not None:
+        # Sent to answered, as the fleet saw it: a late beat with a short round trip was sent
+        # late (the fleet's own loop), one with a long round trip waited on the servers.
+        print(f"        heartbeat round trip p50/p99 {p50 * ms:.1f}/{p99 * ms:.1f} ms", flush=True)
+    per_thousand = result.nodes / 1000
+    print(
+        f"        per 1,000 nodes: server CPU {result.server_cpu_pct / per_thousand:.1f} % of a core, "
+        f"RSS {result.server_rss_mb / per_thousand:.0f} MB",
+        flush=True,
+    )
+    big = result.big
+    if big is not None:
+        placed = "not placed" if big.placed_s is None else f"placed in {big.placed_s:.1f} s"
+        ran = (
+            f"all running in {big.running_s:.1f} s"
+            if big.running_s is not None
+            else f"{big.running}/{big.count} running after {BIG_JOB_LIMIT_S:.0f} s"
+        )
+        print(f"        job of count {big.count}: {placed}, {ran}", flush=True)
+    print(
+        f"        issue 40's bar (0 down, >= {ON_TIME_PCT_10K} % on time, health p99 < "
+        f"{HEALTH_P99_LIMIT_S * 1000:.0f} ms, the big job running): {'MET' if result.held_10k_bar else 'not met'}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -451,12 +531,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="measured window per size")
     parser.add_argument("--read-rate", type=float, default=50.0, help="operator requests per second")
     parser.add_argument("--ramp-limit", type=float, default=900.0, help="seconds for every node to be ready")
+    parser.add_argument(
+        "--no-big-job", action="store_true", help="skip the job of count N run on the fleet after the window"
+    )
     args = parser.parse_args()
     ladder = [int(n) for n in args.ladder.split(",") if n.strip()]
     held = 0
     for nodes in ladder:
         try:
-            result = step(nodes, args.seconds, args.read_rate, args.ramp_limit)
+            result = step(nodes, args.seconds, args.read_rate, args.ramp_limit, not args.no_big_job)
         except RampTimeout as err:
             print(f"did not come up: {err}", flush=True)
             break
@@ -465,7 +548,8 @@ def main() -> None:
             held = max(held, nodes)
     print(
         f"largest fleet that held: {held} nodes; target {TARGET_NODES} (ratio {held / TARGET_NODES:.2f}), "
-        f"criteria: 0 nodes down, health p99 < {HEALTH_P99_LIMIT_S * 1000:.0f} ms, >= 99 % heartbeats on time"
+        f"criteria: 0 nodes down, health p99 < {HEALTH_P99_LIMIT_S * 1000:.0f} ms, "
+        f">= {ON_TIME_PCT:.0f} % heartbeats on time"
     )
 
 

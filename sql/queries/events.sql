@@ -42,7 +42,17 @@ FROM events e WHERE e.id = ANY(:ids);
 SELECT e.id AS _event_id, (jsonb_populate_record(NULL::evaluations, e.snapshot)).* FROM events e WHERE e.id = ANY(:ids);
 
 -- name: event_rows_Allocation
-SELECT e.id AS _event_id, (jsonb_populate_record(NULL::allocations, e.snapshot)).* FROM events e WHERE e.id = ANY(:ids);
+-- Snapshots written since revision 0040 leave placement_metrics out (sql/functions/events_v2.sql):
+-- they are read from the allocation, once placed never changed (NULL once GC removed it). An older
+-- snapshot's own copy wins. Through to_jsonb of the row, as placement_metrics_texts: the column
+-- may be absent (revision 0037 added it).
+SELECT e.id AS _event_id,
+       (jsonb_populate_record(NULL::allocations,
+            CASE WHEN e.snapshot ? 'placement_metrics' THEN e.snapshot
+                 ELSE e.snapshot || jsonb_build_object('placement_metrics', to_jsonb(a) -> 'placement_metrics')
+            END)).*
+FROM events e LEFT JOIN allocations a ON a.id = CAST(e.key AS uuid)
+WHERE e.id = ANY(:ids);
 
 -- name: event_rows_Deployment
 SELECT e.id AS _event_id, (jsonb_populate_record(NULL::deployments, e.snapshot)).* FROM events e WHERE e.id = ANY(:ids);

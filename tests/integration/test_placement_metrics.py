@@ -91,6 +91,14 @@ def test_metrics_are_stored_as_text_and_rows_from_before_still_serve_theirs(
     assert stored is not None
     text, jsonb = stored
     assert isinstance(text, str) and text.startswith('{"Evaluated":') and jsonb == {}
+    # Revision 0040: the events' snapshots do not copy them; the stream reads the allocation's.
+    copied = pg.execute(
+        "SELECT count(*) FILTER (WHERE snapshot ? 'placement_metrics'), count(*) FROM events "
+        "WHERE topic = 'Allocation' AND key = ANY(%s)",
+        ([first, second],),
+    ).fetchone()
+    assert copied is not None and copied[0] == 0 and copied[1] >= 2
+    assert_events_carry_them(client, [first, second])
     served = client.get(f"/v1/allocation/{first}").get_json()["Metrics"]
     pg.execute(
         "UPDATE allocations SET metrics = CAST(placement_metrics AS jsonb), placement_metrics = NULL WHERE id = %s",
@@ -99,7 +107,13 @@ def test_metrics_are_stored_as_text_and_rows_from_before_still_serve_theirs(
     assert client.get(f"/v1/allocation/{first}").get_json()["Metrics"] == served
     plan_lines = pg.execute("SELECT placement_metrics FROM plans").fetchall()
     assert any(isinstance(line, str) and first in line and second in line for (line,) in plan_lines)
-    assert_events_carry_them(client, [first, second])
+    # A snapshot written before 0040 carries its own copy, which the stream serves.
+    pg.execute(
+        "UPDATE events SET snapshot = snapshot || jsonb_build_object('placement_metrics', %s::text) "
+        "WHERE topic = 'Allocation' AND key = %s",
+        (text, first),
+    )
+    assert_events_carry_them(client, [first])
 
 
 def assert_events_carry_them(client: FlaskClient, alloc_ids: list[str]) -> None:
