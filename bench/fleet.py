@@ -38,6 +38,7 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -370,91 +371,106 @@ class StepResult:
         return self.held and self.on_time_pct >= ON_TIME_PCT_10K and big_ran
 
 
-def step(nodes: int, seconds: float, read_rate: float, ramp_limit_s: float, with_big_job: bool) -> StepResult:
+def step(
+    nodes: int, seconds: float, read_rate: float, ramp_limit_s: float, with_big_job: bool, keep_logs: Path | None
+) -> StepResult:
     with bench_database() as url, tempfile.TemporaryDirectory(prefix="corral-bench-fleet-") as tmp:
         work = Path(tmp)
-        with cluster(url, work) as (base, server):
-            port = int(base.rsplit(":", 1)[1])
-            samples = Samples()
-            stop_idle = threading.Event()
-            idle = threading.Thread(target=probe_health, args=(base, samples, "idle", stop_idle))
-            idle.start()
-            time.sleep(10)
-            stop_idle.set()
-            idle.join()
+        try:
+            return _step(url, work, nodes, seconds, read_rate, ramp_limit_s, with_big_job)
+        finally:
+            if keep_logs is not None:  # the roles' and the fleet's logs, for a run that went wrong
+                kept = keep_logs / f"n{nodes}"
+                kept.mkdir(parents=True, exist_ok=True)
+                for log in work.glob("*.log"):
+                    shutil.copy(log, kept / log.name)
 
-            stats_path = work / "fleet-stats.json"
-            env = {**os.environ, "CORRAL_ADDR": base, "CORRAL_LOG_LEVEL": "warning"}
-            fleet_log = (work / "fleet.log").open("wb")
-            fleet = subprocess.Popen(
-                [CORRAL, "fleet", "--nodes", str(nodes), "--name-prefix", "fleet", "--stats-file", str(stats_path)],
-                env=env,
-                stdout=fleet_log,
-                stderr=subprocess.STDOUT,
-            )
-            stop = threading.Event()
-            down: set[str] = set()
 
-            def watch_down() -> None:
-                with psycopg.connect(libpq_url(url), autocommit=True) as conn:
-                    while not stop.wait(1.0):
-                        rows = conn.execute("SELECT id FROM nodes WHERE status = 'down'").fetchall()
-                        down.update(str(row[0]) for row in rows)
+def _step(
+    url: str, work: Path, nodes: int, seconds: float, read_rate: float, ramp_limit_s: float, with_big_job: bool
+) -> StepResult:
+    with cluster(url, work) as (base, server):
+        port = int(base.rsplit(":", 1)[1])
+        samples = Samples()
+        stop_idle = threading.Event()
+        idle = threading.Thread(target=probe_health, args=(base, samples, "idle", stop_idle))
+        idle.start()
+        time.sleep(10)
+        stop_idle.set()
+        idle.join()
 
-            watcher = threading.Thread(target=watch_down)
-            watcher.start()
-            try:
-                began = time.monotonic()
-                with psycopg.connect(libpq_url(url), autocommit=True) as conn:
-                    ready = 0
-                    while time.monotonic() - began < ramp_limit_s:
-                        row = conn.execute("SELECT count(*) FROM nodes WHERE status = 'ready'").fetchone()
-                        ready = int(row[0]) if row is not None else 0
-                        if ready >= nodes:
-                            break
-                        if fleet.poll() is not None:
-                            raise RuntimeError(f"the fleet exited: {(work / 'fleet.log').read_text()[-2000:]}")
-                        time.sleep(0.5)
-                    else:
-                        stats = fleet_stats(stats_path)
-                        raise RampTimeout(
-                            f"N={nodes}: only {ready} nodes ready after {ramp_limit_s:.0f} s "
-                            f"(load average {os.getloadavg()[0]:.1f}); fleet: {json.dumps(stats)}"
-                        )
-                ramp = time.monotonic() - began
-                time.sleep(3)  # the stats file is rewritten every 2 s
+        stats_path = work / "fleet-stats.json"
+        env = {**os.environ, "CORRAL_ADDR": base, "CORRAL_LOG_LEVEL": "warning"}
+        fleet_log = (work / "fleet.log").open("wb")
+        fleet = subprocess.Popen(
+            [CORRAL, "fleet", "--nodes", str(nodes), "--name-prefix", "fleet", "--stats-file", str(stats_path)],
+            env=env,
+            stdout=fleet_log,
+            stderr=subprocess.STDOUT,
+        )
+        stop = threading.Event()
+        down: set[str] = set()
 
-                hostile = Hostile(port, 50, 50)
-                threads = [
-                    threading.Thread(target=probe_health, args=(base, samples, "health", stop)),
-                    threading.Thread(target=operator_load, args=(base, samples, stop, read_rate, f"op{nodes}")),
-                    threading.Thread(target=hostile.run, args=(stop,)),
-                ]
-                before = fleet_stats(stats_path)
-                load_before = os.getloadavg()[0]
-                cpu_before, fleet_before = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
-                window_began = time.monotonic()
-                for thread in threads:
-                    thread.start()
-                time.sleep(seconds)
-                elapsed = time.monotonic() - window_began
-                cpu_after, fleet_after = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
-                rss = rss_mb(server.pid)
-                load_after = os.getloadavg()[0]
-                time.sleep(2.5)
-                after = fleet_stats(stats_path)
-                big = run_big_job(base, nodes, BIG_JOB_LIMIT_S) if with_big_job else None
-            finally:
-                stop.set()
-                fleet.send_signal(signal.SIGTERM)
-                try:
-                    fleet.wait(60)
-                except subprocess.TimeoutExpired:
-                    fleet.kill()
-                    fleet.wait()
-                watcher.join()
+        def watch_down() -> None:
+            with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+                while not stop.wait(1.0):
+                    rows = conn.execute("SELECT id FROM nodes WHERE status = 'down'").fetchall()
+                    down.update(str(row[0]) for row in rows)
+
+        watcher = threading.Thread(target=watch_down)
+        watcher.start()
+        try:
+            began = time.monotonic()
+            with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+                ready = 0
+                while time.monotonic() - began < ramp_limit_s:
+                    row = conn.execute("SELECT count(*) FROM nodes WHERE status = 'ready'").fetchone()
+                    ready = int(row[0]) if row is not None else 0
+                    if ready >= nodes:
+                        break
+                    if fleet.poll() is not None:
+                        raise RuntimeError(f"the fleet exited: {(work / 'fleet.log').read_text()[-2000:]}")
+                    time.sleep(0.5)
+                else:
+                    stats = fleet_stats(stats_path)
+                    raise RampTimeout(
+                        f"N={nodes}: only {ready} nodes ready after {ramp_limit_s:.0f} s "
+                        f"(load average {os.getloadavg()[0]:.1f}); fleet: {json.dumps(stats)}"
+                    )
+            ramp = time.monotonic() - began
+            time.sleep(3)  # the stats file is rewritten every 2 s
+
+            hostile = Hostile(port, 50, 50)
+            threads = [
+                threading.Thread(target=probe_health, args=(base, samples, "health", stop)),
+                threading.Thread(target=operator_load, args=(base, samples, stop, read_rate, f"op{nodes}")),
+                threading.Thread(target=hostile.run, args=(stop,)),
+            ]
+            before = fleet_stats(stats_path)
+            load_before = os.getloadavg()[0]
+            cpu_before, fleet_before = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
+            window_began = time.monotonic()
             for thread in threads:
-                thread.join()
+                thread.start()
+            time.sleep(seconds)
+            elapsed = time.monotonic() - window_began
+            cpu_after, fleet_after = cpu_seconds(server.pid), cpu_seconds(fleet.pid)
+            rss = rss_mb(server.pid)
+            load_after = os.getloadavg()[0]
+            time.sleep(2.5)
+            after = fleet_stats(stats_path)
+            big = run_big_job(base, nodes, BIG_JOB_LIMIT_S) if with_big_job else None
+        finally:
+            stop.set()
+            fleet.send_signal(signal.SIGTERM)
+            try:
+                fleet.wait(60)
+            except subprocess.TimeoutExpired:
+                fleet.kill()
+                fleet.wait()
+            watcher.join()
+        for thread in threads:
+            thread.join()
 
     def delta(key: str) -> int:
         return int(after.get(key, 0)) - int(before.get(key, 0))
@@ -534,12 +550,13 @@ def main() -> None:
     parser.add_argument(
         "--no-big-job", action="store_true", help="skip the job of count N run on the fleet after the window"
     )
+    parser.add_argument("--keep-logs", type=Path, default=None, help="copy each size's role and fleet logs here")
     args = parser.parse_args()
     ladder = [int(n) for n in args.ladder.split(",") if n.strip()]
     held = 0
     for nodes in ladder:
         try:
-            result = step(nodes, args.seconds, args.read_rate, args.ramp_limit, not args.no_big_job)
+            result = step(nodes, args.seconds, args.read_rate, args.ramp_limit, not args.no_big_job, args.keep_logs)
         except RampTimeout as err:
             print(f"did not come up: {err}", flush=True)
             break
