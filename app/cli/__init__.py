@@ -115,8 +115,9 @@ def agent(  # one parameter per Nomad flag
     plugin_dir: str,
 ) -> None:
     """Run corral. With -dev: start the embedded PostgreSQL (unless CORRAL_DATABASE_URL is
-    set), migrate it, and run every role as a child process with one merged log. Ctrl-C
-    stops everything, the embedded database included. The client gets no database URL and
+    set), migrate it, and run every role as a child process with one merged log. Ctrl-C (or
+    SIGTERM) stops everything, the embedded database included; a second one during that stop
+    kills the roles at once. The client gets no database URL and
     none of the operator's tokens; with ACLs on it registers with a short-lived token that
     only allows node:write, minted by the agent.
 
