@@ -108,6 +108,8 @@ def cluster(url: str, workdir: Path) -> Iterator[tuple[str, subprocess.Popen[byt
         "CORRAL_BIND": f"127.0.0.1:{port}",
         "CORRAL_LOG_LEVEL": "warning",
         "CORRAL_HTTP_ACCESS_LOG": "false",
+        # The servers' link secret and keyring root key go to a data directory: this run's own.
+        "CORRAL_DATA_DIR": str(workdir / "data"),
     }
     procs = {}
     try:
