@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.models import Allocation, Node
 from app.store.evaluation.evals import insert_node_eval
 from app.store.node.node_status import apply_node_status
+from app.store.node.nodes import NODE_ROW_LOCK
 from app.store.sql import query
 
 EXPIRY_BATCH = 1000
@@ -46,7 +47,7 @@ def settle_disconnected(session: Session, take_index: Callable[[], int]) -> int:
         return 0
     index = take_index()
     for node_id in ids:
-        node = session.get(Node, node_id, with_for_update=True, populate_existing=True)
+        node = session.get(Node, node_id, with_for_update=NODE_ROW_LOCK, populate_existing=True)
         if node is not None and node.status == "disconnected":  # not reconnected meanwhile
             apply_node_status(session, node, "down", SETTLED_DESCRIPTION, index)
     return len(ids)

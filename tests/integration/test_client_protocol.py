@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app import create_app
+from app.db.engines import libpq_url
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
 from app.settings.config import Settings
@@ -371,3 +372,23 @@ def test_the_clients_watch_sends_only_what_the_servers_changed_whole(client: Fla
     for query, field in (("client_since=-1", "client_since"), ("client_since=0&filter=ID%20!=%20%22%22", "filter")):
         refused = watch(client, node_id, secret, query)
         assert refused.status_code == 400 and refused.json["errors"][0]["field"] == field
+
+
+def test_marking_a_node_down_never_blocks_placements_onto_it(
+    fast: FlaskClient, engine: Engine, pg: Conn, database_url: str
+) -> None:
+    """The leader's expiry locks the node FOR NO KEY UPDATE: an allocation inserted on that node
+    meanwhile (the applier's COPY takes FOR KEY SHARE on it, through the foreign key) goes
+    through at once. With FOR UPDATE the insert waited, and the applier's batch and the leader's
+    batch deadlocked under a fleet storm."""
+    node_id, _ = register(fast)
+    fast.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
+    pg.execute("UPDATE node_heartbeats SET expires_at = now() - interval '1 second'")
+    with Session(engine) as session, session.begin():
+        assert expire(session, 300) == 1  # the node's row is locked until this block commits
+        with psycopg.connect(libpq_url(database_url), autocommit=True) as other:
+            other.execute("SET lock_timeout = '2s'")
+            insert_allocation(other, node_id, eval_id)  # LockNotAvailable if it had to wait
+    assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
+    assert pg.execute("SELECT count(*) FROM allocations WHERE node_id = %s", (node_id,)).fetchone() == (1,)

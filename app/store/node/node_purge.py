@@ -32,7 +32,7 @@ class PurgeResult:
 
 def purge_node(session: Session, node_id: uuid.UUID) -> PurgeResult:
     index = next_index(session, ["nodes", "evaluations"])
-    node = get_node(session, node_id, for_update=True)
+    node = get_node(session, node_id, deleting=True)
     was_down = node.status == "down"
     node.scheduling_eligibility = "ineligible"
     evals = apply_node_status(session, node, "down", PURGED, index)

@@ -44,6 +44,12 @@ FINGERPRINT_FIELDS = (
 )
 
 
+# A node row's lock for a change that keeps its key: FOR NO KEY UPDATE, which does not conflict
+# with the FOR KEY SHARE lock every allocation insert takes on its node (the foreign key), so a
+# node marked down or drained never deadlocks with the applier's COPY of placements onto it.
+NODE_ROW_LOCK = {"key_share": True}
+
+
 def _no_resources() -> NodeResourcesJson:
     return {}
 
@@ -93,7 +99,7 @@ def register_node(
 ) -> NodeWriteResult:
     index = next_index(session, ["nodes", "node_pools", "evaluations"])
     lock_object(session, ObjectKind.NODE, str(reg.id))  # a first registration has no row to lock
-    existing = session.get(Node, reg.id, with_for_update=True)
+    existing = session.get(Node, reg.id, with_for_update=NODE_ROW_LOCK)
     if existing is not None and (reg.secret_id is None or not secret_matches(reg.secret_id, existing.secret_hash)):
         raise Forbidden.of("Node.SecretID", "does not match the secret of the registered node")
     secret = reg.secret_id or str(uuid.uuid4())
@@ -261,8 +267,10 @@ def set_eligibility(session: Session, node_id: uuid.UUID, eligibility: str) -> N
     return NodeWriteResult(node.id, None, None, eval_ids, index if eval_ids else 0, index, index)
 
 
-def get_node(session: Session, node_id: uuid.UUID, *, for_update: bool = False) -> Node:
-    node = session.get(Node, node_id, with_for_update=for_update or None)
+def get_node(session: Session, node_id: uuid.UUID, *, for_update: bool = False, deleting: bool = False) -> Node:
+    """`for_update` locks the row for a change that keeps its key; `deleting` for its deletion."""
+    lock = True if deleting else NODE_ROW_LOCK if for_update else None
+    node = session.get(Node, node_id, with_for_update=lock)
     if node is None:
         raise NotFound.of("NodeID", f"node {node_id} not found")
     return node
