@@ -4,7 +4,8 @@ plus the limits that keep one client from taking the API away from the others.
 - Connections per client address (Nomad's `http_max_conns_per_client`): over the limit a new
   connection gets a 429 with Retry-After and is closed before anything is read from it.
 - A deadline for a request's line and headers (and for an idle keep-alive connection): a client
-  that trickles header lines is cut off, however often it sends a byte.
+  that trickles header lines is cut off, however often it sends a byte; one whose bytes wait
+  unread because this worker is busy is not (workers.header_deadline).
 - A read timeout while a body is read, and a deadline for the whole body
   (workers.request_body): a stalled or trickled upload ends in 408, a malformed chunked body
   in 400.
@@ -27,6 +28,7 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from app.settings.config import Settings
 from workers.collector import collect_on_a_timer
+from workers.header_deadline import HeaderDeadline
 from workers.request_body import BodyLimits, timed_bodies
 
 TOO_MANY = (
@@ -89,6 +91,7 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
 
     def init_process(self) -> None:
         self.connections = ConnectionCounter(self.settings.http_max_conns_per_client)
+        self.reading: dict[object, socket.socket] = {}  # each connection's greenlet -> its socket
         super().init_process()
 
     def load_wsgi(self) -> None:
@@ -106,22 +109,25 @@ class CorralWorker(GeventWorker):  # type: ignore[misc]
         super().patch()
         cooperative_psycopg()
 
-    def timeout_ctx(self) -> gevent.Timeout:
+    def timeout_ctx(self) -> HeaderDeadline:
         # gunicorn reads each request's line and headers under this context (the first request
         # of a connection too, because keepalive is on), and silently closes the connection
-        # when it expires.
-        return gevent.Timeout(self.settings.http_header_timeout_s, False)
+        # when it expires (not while the client's bytes wait unread: workers.header_deadline).
+        return HeaderDeadline(self.reading.get(gevent.getcurrent()), self.settings.http_header_timeout_s)
 
     def handle(self, listener: socket.socket, client: socket.socket, addr: Any) -> None:
         address = client_address(addr)
         if not self.connections.admit(address):
             self._refuse(client)
             return
+        reader = gevent.getcurrent()
+        self.reading[reader] = client
         try:
             # A socket timeout bounds every read of the body (and every write of the answer).
             client.settimeout(self.settings.http_body_timeout_s)
             super(GeventWorker, self).handle(listener, client, addr)
         finally:
+            del self.reading[reader]
             self.connections.release(address)
 
     def _refuse(self, client: socket.socket) -> None:
