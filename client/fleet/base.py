@@ -8,7 +8,7 @@ import asyncio
 import random
 import threading
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +17,7 @@ import httpx
 import structlog
 
 from client.api import WATCH_WAIT_S
-from client.fleet.http import async_client, connections, loopback_url, source_addresses
+from client.fleet.http import NODE_CONNECTIONS, async_client, compact_connections, loopback_url, source_addresses
 from client.fleet.identity import identities, node_names
 from client.fleet.stats import FleetStats, expected_failure, failure_kind, write_stats_file
 
@@ -32,7 +32,8 @@ class SimNode:
     name: str
     secret: str
     ttl_s: float = 10.0
-    slot: int = 0  # which HTTP client (source address) it uses
+    slot: int = 0  # which source address it connects from
+    client: int = 0  # which of the fleet's HTTP clients it uses
     registered: bool = False
     sync_after: float = 0.0  # monotonic time before which a failed status batch is not resent
     sync_failures: int = 0
@@ -79,17 +80,23 @@ class FleetBase:
     # -- HTTP ----------------------------------------------------------------------------
 
     def _open_clients(self) -> None:
+        """Realistic: a client per node, from its source address; compact: one per address."""
         if self.clients:
             return  # a test may have put its own in
-        per_slot = Counter(node.slot for node in self.nodes.values())
-        realistic = self.config.mode == "realistic"
-        self.clients = [
-            async_client(self.base, address, connections(realistic, per_slot[slot], self.config.threads))
-            for slot, address in enumerate(self.addresses)
-        ]
+        tls = httpx.create_ssl_context()
+        if self.config.mode == "compact":
+            size = compact_connections(self.config.threads)
+            self.clients = [async_client(self.base, address, size, tls) for address in self.addresses]
+            for node in self.nodes.values():
+                node.client = node.slot
+            return
+        for i, node in enumerate(self.nodes.values()):
+            address = self.addresses[node.slot % len(self.addresses)]
+            self.clients.append(async_client(self.base, address, NODE_CONNECTIONS, tls))
+            node.client = i
 
     def _http(self, node: SimNode) -> httpx.AsyncClient:
-        return self.clients[node.slot % len(self.clients)]
+        return self.clients[node.client % len(self.clients)]
 
     def _gated(self) -> asyncio.Semaphore:
         if self._gate is None:

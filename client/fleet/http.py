@@ -3,19 +3,26 @@
 The servers limit open connections per client address (`http_max_conns_per_client`, 100), and
 a real fleet connects from as many addresses as it has nodes. When the server is on loopback
 (Linux routes all of 127.0.0.0/8 there) the fleet spreads its nodes over source addresses
-127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (30) nodes on each, each node with its
-poll and one connection for its short requests (at most 64 per address), so the default limit
-stays on in tests and benchmarks. Elsewhere every node connects from the machine's own address."""
+127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (30) nodes on each, each node with
+its own client of NODE_CONNECTIONS (at most 90 per address), so the default limit stays on in
+tests and benchmarks. Elsewhere every node connects from the machine's own address.
+
+Each realistic node has a client of its own, as a real one has: one shared by the nodes of an
+address scanned its whole pool of 60-odd connections on every request, and at 2,500 nodes that
+bookkeeping kept the simulator's one core busy, so its heartbeats went out late whenever a job
+reached the fleet (the servers were half idle)."""
 
 from __future__ import annotations
 
 import ipaddress
+import ssl
 import sys
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-SHORT_CONNECTIONS_PER_ADDRESS = 4  # beyond one per node, for heartbeats, updates and fetches
+# A realistic node's connections: its allocation watch, its heartbeats, its updates and fetches.
+NODE_CONNECTIONS = 3
 
 
 def source_addresses(server: str, nodes: int, per_address: int) -> list[str | None]:
@@ -49,17 +56,19 @@ def loopback_url(server: str) -> str:
     return server
 
 
-def connections(realistic: bool, nodes: int, threads: int) -> int:
-    """How many connections one client (one source address) may hold. Realistic: a poll per node
-    plus, as a real client has, one more for its heartbeats and updates, so a slow update never
-    holds up another node's heartbeat; compact: the concurrency the caller asked for."""
-    return 2 * nodes + SHORT_CONNECTIONS_PER_ADDRESS if realistic else threads * 2 + 2
+def compact_connections(threads: int) -> int:
+    """How many connections compact mode's client for one source address may hold: the
+    concurrency the caller asked for."""
+    return threads * 2 + 2
 
 
-def async_client(base: str, address: str | None, size: int) -> httpx.AsyncClient:
-    """A client to `base` from the source `address` (None: the system picks), `size` connections."""
+def async_client(base: str, address: str | None, size: int, tls: ssl.SSLContext | None = None) -> httpx.AsyncClient:
+    """A client to `base` from the source `address` (None: the system picks), `size`
+    connections; `tls`, shared by a fleet's many clients (each would otherwise build its own)."""
     transport = httpx.AsyncHTTPTransport(
-        local_address=address, limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        local_address=address,
+        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+        verify=tls if tls is not None else True,
     )
     timeout = httpx.Timeout(30.0, pool=60.0)
     return httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout)

@@ -16,8 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.state_index import current_index, next_index, node_watch_indexes
 from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
 from app.store.node.heartbeats import heartbeat
-from tests.support.api import json_body, node_body
+from tests.support.api import json_body, minimal_job, node_body
 from tests.support.processes import wait_for
+from tests.support.rows import Conn, insert_allocation, scalar
 
 pytestmark = pytest.mark.integration
 
@@ -155,3 +156,35 @@ def test_a_watch_asked_again_after_its_node_changed_answers_the_change(client: F
     reply = client.get(f"{url}?index={index}&wait=290s")
     assert reply.status_code == 200
     assert int(reply.headers["X-Nomad-Index"]) >= int(json_body(changed)["Index"])
+
+
+def _watched_job(client: FlaskClient, node_id: uuid.UUID, secret: str, alloc_id: str) -> dict[str, object]:
+    reply = client.get(f"/v1/node/{node_id}/allocations?client_since=0", headers={"X-Nomad-Token": secret})
+    assert reply.status_code == 200 and reply.json is not None
+    entry = next(e for e in reply.json if e["ID"] == alloc_id)
+    job: dict[str, object] = entry["Allocation"]["Job"]
+    return job
+
+
+def test_a_watch_answers_each_version_s_own_job_though_the_encoded_jobs_are_kept(client: FlaskClient, pg: Conn) -> None:
+    """The encoded Job is kept per API process by the version's stamp (app.api.routes.nodes.
+    client_allocs): a version marked stable, or a job's version written again (a purged job
+    registered anew), answers from the row, not the kept copy."""
+    node_id, secret = register(client)
+    alloc = _with_allocation(client, pg, node_id, {"Meta": {"build": "one"}})
+    job = _watched_job(client, node_id, secret, alloc)
+    assert job["Meta"] == {"build": "one"} and job["Stable"] is False
+    assert _watched_job(client, node_id, secret, alloc) == job  # from the kept copy
+    pg.execute("UPDATE job_versions SET stable = true")
+    assert _watched_job(client, node_id, secret, alloc)["Stable"] is True
+    pg.execute(
+        "UPDATE job_versions SET spec = jsonb_set(spec, '{Meta}', '{\"build\": \"two\"}'), "
+        "job_modify_index = job_modify_index + 1000"
+    )
+    assert _watched_job(client, node_id, secret, alloc)["Meta"] == {"build": "two"}
+
+
+def _with_allocation(client: FlaskClient, pg: Conn, node_id: uuid.UUID, fields: dict[str, object]) -> str:
+    assert client.put("/v1/jobs", json={"Job": minimal_job("web", **fields)}).status_code == 200
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations WHERE job_id = 'web' ORDER BY create_index DESC LIMIT 1"))
+    return insert_allocation(pg, str(node_id), eval_id)

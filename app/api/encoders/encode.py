@@ -240,11 +240,12 @@ def evaluation_stub(row: Evaluation) -> EvaluationStubJson:
 
 
 def allocation(
-    row: Allocation, job_spec: JobSpec | None = None, placement_metrics: str | None = None
+    row: Allocation, job_spec: JobSpec | None = None, placement_metrics: str | None = None, job: JobSpec | None = None
 ) -> AllocationJson:
     """Every key of Nomad's Allocation; `job_spec` is the stored spec of the allocation's job
-    version (None when it was pruned, or in lists, which leave the job out). `placement_metrics`:
-    the text column's value (app.store.allocs.placement_metrics_texts), which the row does not map."""
+    version (None when it was pruned, or in lists, which leave the job out), or `job` that spec
+    already encoded (allocation_job). `placement_metrics`: the text column's value
+    (app.store.allocs.placement_metrics_texts), which the row does not map."""
     return {
         "ID": str(row.id),
         "Namespace": row.namespace,
@@ -253,7 +254,7 @@ def allocation(
         "NodeID": str(row.node_id),
         "NodeName": row.node_name,
         "JobID": row.job_id,
-        "Job": None if job_spec is None else _versioned(job_spec, row.job_version),
+        "Job": job if job_spec is None else _versioned(job_spec, row.job_version),
         "TaskGroup": row.task_group,
         # Nomad's pre-0.9 forms, replaced by AllocatedResources: SharedResources and TaskResources
         # are nil for every allocation placed since. Resources is kept as the sum over the tasks
@@ -290,6 +291,11 @@ def allocation(
         "CreateTime": nanos(row.create_time),
         "ModifyTime": nanos(row.modify_time),
     }
+
+
+def allocation_job(row: JobVersion) -> JobSpec:
+    """An allocation's Job at this version, as allocation() encodes it."""
+    return _versioned(version_spec(row), row.version)
 
 
 def _versioned(spec: JobSpec, version: int) -> JobSpec:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import Allocation, JobVersion, Node
@@ -32,11 +32,29 @@ class ClientAllocRow:
 
 
 @dataclass(frozen=True)
+class VersionStamp:
+    """What identifies a job version's stored state without its spec: a fleet's watches ask for
+    the same version thousands of times, and its spec (the costly part) is fetched only when
+    this stamp is new to the asking process (app.api.routes.nodes.client_allocs)."""
+
+    namespace: str
+    job_id: str
+    version: int
+    job_modify_index: int  # a purged and registered again job reuses version numbers, not indexes
+    stable: bool
+    tag_modify: str  # the version tag as stored, in text (set and unset by `job tag`)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.namespace, self.job_id, self.version
+
+
+@dataclass(frozen=True)
 class ClientAllocs:
     rows: list[ClientAllocRow]
     # The allocations changed on the servers' side past the client's index, whole, with the
-    # stored spec of the job version each runs (None when that version was pruned).
-    changed: list[tuple[Allocation, JobVersion | None]]
+    # stamp of the job version each runs (None when that version was pruned).
+    changed: list[tuple[Allocation, VersionStamp | None]]
 
 
 def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) -> ClientAllocs:
@@ -64,8 +82,30 @@ def node_client_allocations(session: Session, node_id: uuid.UUID, since: int) ->
     return ClientAllocs(rows, _whole(session, wanted))
 
 
-def _whole(session: Session, ids: Sequence[uuid.UUID]) -> list[tuple[Allocation, JobVersion | None]]:
+def _whole(session: Session, ids: Sequence[uuid.UUID]) -> list[tuple[Allocation, VersionStamp | None]]:
     if not ids:
         return []
     allocs = session.scalars(select(Allocation).where(Allocation.id.in_(ids)).order_by(Allocation.create_index)).all()
-    return [(a, session.get(JobVersion, (a.namespace, a.job_id, a.job_version))) for a in allocs]
+    stamps = _stamps(session, {(a.namespace, a.job_id, a.job_version) for a in allocs})
+    return [(a, stamps.get((a.namespace, a.job_id, a.job_version))) for a in allocs]
+
+
+def _stamps(session: Session, keys: set[tuple[str, str, int]]) -> dict[tuple[str, str, int], VersionStamp]:
+    """The versions' stamps, in one statement (no spec read)."""
+    rows = session.execute(
+        select(
+            JobVersion.namespace,
+            JobVersion.job_id,
+            JobVersion.version,
+            JobVersion.job_modify_index,
+            JobVersion.stable,
+            cast(JobVersion.version_tag, Text),
+        ).where(tuple_(JobVersion.namespace, JobVersion.job_id, JobVersion.version).in_(sorted(keys)))
+    ).all()
+    found = (VersionStamp(r[0], r[1], r[2], r[3], r[4], r[5] or "") for r in rows)
+    return {stamp.key: stamp for stamp in found}
+
+
+def version_row(session: Session, stamp: VersionStamp) -> JobVersion | None:
+    """The whole version a stamp names (None when it was pruned since)."""
+    return session.get(JobVersion, stamp.key)

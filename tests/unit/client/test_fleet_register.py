@@ -12,7 +12,7 @@ import pytest
 
 from client.fleet.base import NANOS, FleetConfig
 from client.fleet.fleet import Fleet
-from client.fleet.http import source_addresses
+from client.fleet.http import NODE_CONNECTIONS, source_addresses
 from client.fleet.retry import Refused, backoff_delay
 
 pytestmark = pytest.mark.unit
@@ -72,7 +72,7 @@ def test_loopback_fleets_spread_over_source_addresses() -> None:
 
 def test_nodes_are_spread_evenly_at_most_per_address() -> None:
     fleet = Fleet(FleetConfig(server="http://127.0.0.1:4646", nodes=1000, nodes_per_address=40), threading.Event())
-    assert FleetConfig(server="x", nodes=1).nodes_per_address * 2 + 4 <= 100  # the servers' default limit
+    assert FleetConfig(server="x", nodes=1).nodes_per_address * NODE_CONNECTIONS <= 100  # the servers' default limit
     per_slot: dict[int, int] = {}
     for node in fleet.nodes.values():
         per_slot[node.slot] = per_slot.get(node.slot, 0) + 1
@@ -131,3 +131,25 @@ def test_a_nodes_watch_survives_a_failed_allocation_fetch_and_starts_it() -> Non
     assert polls[0].headers["X-Nomad-Token"] == node.secret
     assert polls[0].url.params["index"] == "0"
     assert fleet.stats.errors["watch:HTTP 500"] == 1 and fleet.stats.errors["watch:ReadError"] == 1
+
+
+def _pool_size(client: httpx.AsyncClient) -> int:
+    return int(client._transport._pool._max_connections)  # type: ignore[attr-defined]
+
+
+def test_a_realistic_node_has_a_client_of_its_own_and_compact_nodes_share_one_per_address() -> None:
+    """As a real client holds its own connections: a pool shared by an address's 30 nodes was
+    scanned whole on every request, which kept the simulator's core busy at 2,500 nodes."""
+    config = FleetConfig(server="http://127.0.0.1:4646", nodes=90, nodes_per_address=30)
+    fleet = Fleet(config, threading.Event())
+    fleet._open_clients()
+    assert len(fleet.clients) == 90 and len({node.client for node in fleet.nodes.values()}) == 90
+    assert {_pool_size(c) for c in fleet.clients} == {NODE_CONNECTIONS}
+    by_address: dict[int, set[int]] = {}
+    for node in fleet.nodes.values():
+        by_address.setdefault(node.slot, set()).add(node.client)
+    assert sorted(len(clients) for clients in by_address.values()) == [30, 30, 30]
+    compact = Fleet(FleetConfig(server="http://127.0.0.1:4646", nodes=90, mode="compact"), threading.Event())
+    compact._open_clients()
+    assert len(compact.clients) == 3
+    assert all(compact._http(node) is compact.clients[node.slot] for node in compact.nodes.values())
