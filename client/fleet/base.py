@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 import structlog
 
 from client.api import WATCH_WAIT_S
-from client.fleet.http import NODE_CONNECTIONS, async_client, compact_connections, loopback_url, source_addresses
+from client.fleet.beats import HeartbeatLane
+from client.fleet.http import (
+    BEAT_CONNECTIONS,
+    NODE_CONNECTIONS,
+    async_client,
+    compact_connections,
+    loopback_url,
+    source_addresses,
+)
 from client.fleet.identity import identities, node_names
 from client.fleet.stats import FleetStats, expected_failure, failure_kind, write_stats_file
 
 log = structlog.get_logger("client.fleet.fleet")
+T = TypeVar("T")
 NANOS = 1_000_000_000
 Mode = Literal["realistic", "compact"]
 
@@ -75,6 +86,10 @@ class FleetBase:
         self.rng = random.Random()
         self._gate: asyncio.Semaphore | None = None
         self._beat_gate: asyncio.Semaphore | None = None
+        # Realistic mode: the heartbeats' own thread and loop (client/fleet/beats.py), and the
+        # loop every other loop of the fleet runs in.
+        self.lane: HeartbeatLane | None = None
+        self.main_loop: asyncio.AbstractEventLoop | None = None
         self._logged: set[tuple[str, str]] = set()
 
     # -- HTTP ----------------------------------------------------------------------------
@@ -94,9 +109,29 @@ class FleetBase:
             address = self.addresses[node.slot % len(self.addresses)]
             self.clients.append(async_client(self.base, address, NODE_CONNECTIONS, tls))
             node.client = i
+        self.lane = HeartbeatLane(lambda node_id: self._beat_client(node_id, tls))
+
+    def _beat_client(self, node_id: uuid.UUID, tls: ssl.SSLContext) -> httpx.AsyncClient:
+        """A realistic node's heartbeat client, from the node's own source address."""
+        node = self.nodes[node_id]
+        return async_client(self.base, self.addresses[node.slot % len(self.addresses)], BEAT_CONNECTIONS, tls)
 
     def _http(self, node: SimNode) -> httpx.AsyncClient:
+        if self.lane is not None and self.lane.here():
+            return self.lane.client(node.id)
         return self.clients[node.client % len(self.clients)]
+
+    async def _on_main(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` in the fleet's main loop, from the heartbeat lane or from the main loop."""
+        if self.main_loop is None or self.lane is None or not self.lane.here():
+            return await work
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.main_loop))
+
+    def _call_on_main(self, fn: Callable[[SimNode], None], node: SimNode) -> None:
+        if self.main_loop is not None and self.lane is not None and self.lane.here():
+            self.main_loop.call_soon_threadsafe(fn, node)
+        else:
+            fn(node)
 
     def _gated(self) -> asyncio.Semaphore:
         if self._gate is None:

@@ -4,7 +4,7 @@ The servers limit open connections per client address (`http_max_conns_per_clien
 a real fleet connects from as many addresses as it has nodes. When the server is on loopback
 (Linux routes all of 127.0.0.0/8 there) the fleet spreads its nodes over source addresses
 127.0.0.2, 127.0.0.3, … with at most `nodes_per_address` (30) nodes on each, each node with
-its own client of NODE_CONNECTIONS (at most 90 per address), so the default limit stays on in
+its own clients (NODE_CONNECTIONS + BEAT_CONNECTIONS: at most 90 per address), so the default limit stays on in
 tests and benchmarks. Elsewhere every node connects from the machine's own address.
 
 Each realistic node has a client of its own, as a real one has: one shared by the nodes of an
@@ -21,8 +21,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-# A realistic node's connections: its allocation watch, its heartbeats, its updates and fetches.
-NODE_CONNECTIONS = 3
+# A realistic node's connections: its allocation watch and its updates and fetches; and its
+# heartbeats' own (client/fleet/beats.py).
+NODE_CONNECTIONS = 2
+BEAT_CONNECTIONS = 1
 
 
 def source_addresses(server: str, nodes: int, per_address: int) -> list[str | None]:

@@ -88,8 +88,8 @@ class FleetNodes(FleetAllocs):
                 due = time.monotonic() + wait
             except NodeGone as err:
                 self._failure("heartbeat", node, err)
-                await self.register(node)
-                self._resend(node)
+                await self._on_main(self.register(node))
+                self._call_on_main(self._resend, node)
                 wait = 0.0
             except Refused:
                 raise
@@ -121,7 +121,8 @@ class FleetNodes(FleetAllocs):
         body = reply.json()
         self._count_beat(began, due)
         if body.get("NodeStatus") == "initializing":
-            self._resend(node)  # marked down meanwhile: re-send our allocations' state, then beat again
+            # Marked down meanwhile: re-send our allocations' state, then beat again.
+            self._call_on_main(self._resend, node)
             return 1.0
         return float(body["HeartbeatTTL"]) / NANOS
 
