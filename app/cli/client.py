@@ -276,8 +276,10 @@ def _file_values(path: Path) -> JsonObject:
     type=click.Choice(["realistic", "compact"]),
     default="realistic",
     show_default=True,
-    help="realistic: every node holds its own blocking query on its allocations, as `corral client` "
-    "does; compact: one cluster-wide query for all nodes (cheaper, not what a real fleet costs).",
+    help="realistic: every node has its own connections and holds its own blocking query on its "
+    "allocations, as `corral client` does, and heartbeats from a thread of their own, so no node's beat "
+    "waits for other nodes' work; compact: one cluster-wide query for all nodes (cheaper, not what a "
+    "real fleet costs).",
 )
 @click.option("--name-prefix", default="sim", show_default=True, help="Node names are <prefix>-00000, ...")
 @click.option("-dc", "--datacenter", default="dc1", show_default=True, help="Datacenter of every node.")

@@ -22,10 +22,12 @@ from client.api import WATCH_WAIT_S
 from client.fleet.beats import HeartbeatLane
 from client.fleet.http import (
     BEAT_CONNECTIONS,
+    FILES_PER_NODE,
     NODE_CONNECTIONS,
     async_client,
     compact_connections,
     loopback_url,
+    raise_open_files,
     source_addresses,
 )
 from client.fleet.identity import identities, node_names
@@ -105,6 +107,9 @@ class FleetBase:
             for node in self.nodes.values():
                 node.client = node.slot
             return
+        limit = raise_open_files(len(self.nodes))
+        if limit < len(self.nodes) * FILES_PER_NODE:
+            log.warning("the open-file limit may be too low for this fleet", limit=limit, nodes=len(self.nodes))
         for i, node in enumerate(self.nodes.values()):
             address = self.addresses[node.slot % len(self.addresses)]
             self.clients.append(async_client(self.base, address, NODE_CONNECTIONS, tls))
@@ -114,7 +119,10 @@ class FleetBase:
     def _beat_client(self, node_id: uuid.UUID, tls: ssl.SSLContext) -> httpx.AsyncClient:
         """A realistic node's heartbeat client, from the node's own source address."""
         node = self.nodes[node_id]
-        return async_client(self.base, self.addresses[node.slot % len(self.addresses)], BEAT_CONNECTIONS, tls)
+        address = self.addresses[node.slot % len(self.addresses)]
+        # Not kept between beats: the next one is a TTL away (200 s at 10,000 nodes), and the
+        # servers close an idle connection long before, so a kept one only held a descriptor.
+        return async_client(self.base, address, BEAT_CONNECTIONS, tls, keep=0)
 
     def _http(self, node: SimNode) -> httpx.AsyncClient:
         if self.lane is not None and self.lane.here():

@@ -14,7 +14,9 @@ reached the fleet (the servers were half idle)."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import resource
 import ssl
 import sys
 from urllib.parse import urlsplit, urlunsplit
@@ -25,6 +27,27 @@ import httpx
 # heartbeats' own (client/fleet/beats.py).
 NODE_CONNECTIONS = 2
 BEAT_CONNECTIONS = 1
+# Descriptors per realistic node at most: its watch, its updates' connection, a heartbeat in
+# flight and one the server closed that the pool has not looked at yet.
+FILES_PER_NODE = 4
+FILES_BESIDES_NODES = 1024
+
+
+def raise_open_files(nodes: int) -> int:
+    """Raise this process's open-file limit to what `nodes` realistic nodes need (the hard limit
+    too, where the process may: a 10,000-node fleet holds more sockets than the usual 20,000),
+    and return the limit in force. Nothing is raised past what the system allows."""
+    wanted = nodes * FILES_PER_NODE + FILES_BESIDES_NODES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= wanted:
+        return soft
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        with contextlib.suppress(ValueError, OSError):  # raising the hard limit needs privilege
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
+            return wanted
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return target
 
 
 def source_addresses(server: str, nodes: int, per_address: int) -> list[str | None]:
@@ -64,12 +87,16 @@ def compact_connections(threads: int) -> int:
     return threads * 2 + 2
 
 
-def async_client(base: str, address: str | None, size: int, tls: ssl.SSLContext | None = None) -> httpx.AsyncClient:
+def async_client(
+    base: str, address: str | None, size: int, tls: ssl.SSLContext | None = None, keep: int | None = None
+) -> httpx.AsyncClient:
     """A client to `base` from the source `address` (None: the system picks), `size`
-    connections; `tls`, shared by a fleet's many clients (each would otherwise build its own)."""
+    connections of which `keep` (default: all) stay open between requests; `tls`, shared by a
+    fleet's many clients (each would otherwise build its own)."""
+    kept = size if keep is None else keep
     transport = httpx.AsyncHTTPTransport(
         local_address=address,
-        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+        limits=httpx.Limits(max_connections=size, max_keepalive_connections=kept),
         verify=tls if tls is not None else True,
     )
     timeout = httpx.Timeout(30.0, pool=60.0)

@@ -52,7 +52,7 @@ class FakeServers:
 def test_heartbeats_go_out_while_the_main_loop_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
     servers = FakeServers()
 
-    def mocked(url: str, address: str | None, size: int, tls: Any = None) -> httpx.AsyncClient:
+    def mocked(url: str, address: str | None, size: int, tls: Any = None, keep: Any = None) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=url, transport=httpx.MockTransport(servers.handle))
 
     monkeypatch.setattr(base, "async_client", mocked)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
 import threading
 
 import httpx
@@ -12,7 +14,7 @@ import pytest
 
 from client.fleet.base import NANOS, FleetConfig
 from client.fleet.fleet import Fleet
-from client.fleet.http import NODE_CONNECTIONS, source_addresses
+from client.fleet.http import BEAT_CONNECTIONS, NODE_CONNECTIONS, source_addresses
 from client.fleet.retry import Refused, backoff_delay
 
 pytestmark = pytest.mark.unit
@@ -143,6 +145,8 @@ def test_a_realistic_node_has_a_client_of_its_own_and_compact_nodes_share_one_pe
     config = FleetConfig(server="http://127.0.0.1:4646", nodes=90, nodes_per_address=30)
     fleet = Fleet(config, threading.Event())
     fleet._open_clients()
+    assert fleet.lane is not None
+    fleet.lane.stop()
     assert len(fleet.clients) == 90 and len({node.client for node in fleet.nodes.values()}) == 90
     assert {_pool_size(c) for c in fleet.clients} == {NODE_CONNECTIONS}
     by_address: dict[int, set[int]] = {}
@@ -153,3 +157,32 @@ def test_a_realistic_node_has_a_client_of_its_own_and_compact_nodes_share_one_pe
     compact._open_clients()
     assert len(compact.clients) == 3
     assert all(compact._http(node) is compact.clients[node.slot] for node in compact.nodes.values())
+
+
+def test_a_fleet_raises_its_open_file_limit_to_what_its_nodes_need() -> None:
+    """10,000 realistic nodes hold more sockets than the usual 20,000-descriptor limit; the
+    fleet raises its own limit (in a child process here, to leave the tests' alone)."""
+    script = (
+        "import resource\n"
+        "from client.fleet.http import raise_open_files, FILES_PER_NODE, FILES_BESIDES_NODES\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "got = raise_open_files(100)\n"
+        "assert got == 100 * FILES_PER_NODE + FILES_BESIDES_NODES, got\n"
+        "assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == got\n"
+        "assert raise_open_files(10) == got  # never lowered\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_node_s_heartbeat_client_keeps_no_connection_between_beats() -> None:
+    fleet = Fleet(FleetConfig(server="http://127.0.0.1:4646", nodes=2), threading.Event())
+    fleet._open_clients()
+    assert fleet.lane is not None
+    try:
+        beat = fleet._beat_client(next(iter(fleet.nodes)), httpx.create_ssl_context())
+        pool = beat._transport._pool  # type: ignore[attr-defined]
+        assert (pool._max_connections, pool._max_keepalive_connections) == (BEAT_CONNECTIONS, 0)
+    finally:
+        fleet.lane.stop()
