@@ -89,7 +89,8 @@ class Settings(BaseSettings):
         default=10.0,
         gt=0,
         description="Time a connection has to send a request's line and headers (and to stay idle between "
-        "keep-alive requests) before it is closed.",
+        "keep-alive requests) before it is closed; extended, to at most 4 times, while the client's bytes wait "
+        "unread for a busy worker.",
     )
     http_body_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest pause while a request body is read before the request gets 408."
