@@ -14,7 +14,7 @@ import pytest
 
 from client.fleet.base import NANOS, FleetConfig
 from client.fleet.fleet import Fleet
-from client.fleet.http import BEAT_CONNECTIONS, NODE_CONNECTIONS, source_addresses
+from client.fleet.http import BEAT_CONNECTIONS, NODE_CONNECTIONS, ResendOnClosedConnection, source_addresses
 from client.fleet.retry import Refused, backoff_delay
 
 pytestmark = pytest.mark.unit
@@ -136,7 +136,7 @@ def test_a_nodes_watch_survives_a_failed_allocation_fetch_and_starts_it() -> Non
 
 
 def _pool_size(client: httpx.AsyncClient) -> int:
-    return int(client._transport._pool._max_connections)  # type: ignore[attr-defined]
+    return int(client._transport._inner._pool._max_connections)  # type: ignore[attr-defined]
 
 
 def test_a_realistic_node_has_a_client_of_its_own_and_compact_nodes_share_one_per_address() -> None:
@@ -182,7 +182,39 @@ def test_a_node_s_heartbeat_client_keeps_no_connection_between_beats() -> None:
     assert fleet.lane is not None
     try:
         beat = fleet._beat_client(next(iter(fleet.nodes)), httpx.create_ssl_context())
-        pool = beat._transport._pool  # type: ignore[attr-defined]
+        pool = beat._transport._inner._pool  # type: ignore[attr-defined]
         assert (pool._max_connections, pool._max_keepalive_connections) == (BEAT_CONNECTIONS, 0)
     finally:
         fleet.lane.stop()
+
+
+class _ClosedOnce(httpx.AsyncBaseTransport):
+    """The first request finds its connection closed by the server; later ones are answered."""
+
+    def __init__(self, error: type[httpx.TransportError]) -> None:
+        self.error, self.sent = error, 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.sent == 1:
+            raise self.error("Server disconnected without sending a response.")
+        return httpx.Response(200, json={"body": (await request.aread()).decode()})
+
+
+@pytest.mark.parametrize("error", [httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError])
+def test_a_request_on_a_connection_the_server_closed_goes_out_once_more(error: type[httpx.TransportError]) -> None:
+    inner = _ClosedOnce(error)
+    client = httpx.AsyncClient(base_url="http://corral.test", transport=ResendOnClosedConnection(inner))
+    reply = asyncio.run(client.put("/v1/node/x/heartbeat", json={"Status": "ready"}))
+    assert reply.status_code == 200 and reply.json() == {"body": '{"Status":"ready"}'}
+    assert inner.sent == 2
+
+
+def test_a_second_closed_connection_is_the_caller_s_failure() -> None:
+    class AlwaysClosed(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            raise httpx.ReadError("connection reset")
+
+    client = httpx.AsyncClient(base_url="http://corral.test", transport=ResendOnClosedConnection(AlwaysClosed()))
+    with pytest.raises(httpx.ReadError):
+        asyncio.run(client.get("/v1/node/x/allocations"))
