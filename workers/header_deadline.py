@@ -13,8 +13,9 @@ import socket
 import struct
 import termios
 import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Protocol
 
 import gevent
 
@@ -22,6 +23,20 @@ EXTENSION_STEP_S = 1.0
 # How much longer than the deadline a connection whose bytes wait unread may be kept, in
 # multiples of the deadline: a busy worker gets that long to reach them.
 EXTENSION_CAP = 3.0
+
+
+class _Timer(Protocol):
+    """What this module uses of a gevent loop's timer watcher."""
+
+    def start(self, callback: Callable[[], None]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Reader(Protocol):
+    """The greenlet reading the request (what this module uses of it)."""
+
+    def throw(self, error: BaseException) -> object: ...
 
 
 class HeaderDeadlineExpired(BaseException):
@@ -47,8 +62,8 @@ class HeaderDeadline:
         self._sock = sock
         self._seconds = seconds
         self._cap_at = 0.0
-        self._timer: Any = None
-        self._greenlet: Any = None
+        self._timer: _Timer | None = None
+        self._greenlet: _Reader | None = None
         self.extended = 0  # how many steps the deadline was extended (tests, logs)
 
     def __enter__(self) -> HeaderDeadline:
@@ -64,8 +79,9 @@ class HeaderDeadline:
         return isinstance(error, HeaderDeadlineExpired) and error.args == (id(self),)
 
     def _arm(self, seconds: float) -> None:
-        self._timer = gevent.get_hub().loop.timer(seconds)
-        self._timer.start(self._expired)
+        timer: _Timer = gevent.get_hub().loop.timer(seconds)
+        timer.start(self._expired)
+        self._timer = timer
 
     def _disarm(self) -> None:
         if self._timer is not None:
@@ -80,4 +96,5 @@ class HeaderDeadline:
             self.extended += 1
             self._arm(EXTENSION_STEP_S)
             return
-        self._greenlet.throw(HeaderDeadlineExpired(id(self)))
+        if self._greenlet is not None:
+            self._greenlet.throw(HeaderDeadlineExpired(id(self)))

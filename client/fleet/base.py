@@ -129,7 +129,7 @@ class FleetBase:
             return self.lane.client(node.id)
         return self.clients[node.client % len(self.clients)]
 
-    async def _on_main(self, work: Coroutine[Any, Any, T]) -> T:
+    async def _on_main(self, work: Coroutine[object, None, T]) -> T:
         """Run `work` in the fleet's main loop, from the heartbeat lane or from the main loop."""
         if self.main_loop is None or self.lane is None or not self.lane.here():
             return await work

@@ -15,7 +15,7 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx
 
@@ -49,7 +49,7 @@ class HeartbeatLane:
             found = self._clients[node_id] = self._open_client(node_id)
         return found
 
-    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def submit(self, work: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
         """Run `work` in this lane; cancelling the future cancels it."""
         return asyncio.run_coroutine_threadsafe(work, self.loop)
 
