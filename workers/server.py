@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import ssl
+from pathlib import Path
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
@@ -23,6 +24,7 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         options: dict[str, object] = {
             "bind": self.settings.bind,
+            "backlog": listen_backlog(),
             "workers": self.settings.http_workers,
             # Evented: a blocking query parks a greenlet for up to 5 minutes, not a thread.
             "worker_class": CorralWorker,
@@ -55,6 +57,22 @@ class ApiServer(BaseApplication):  # type: ignore[misc]
         from app.api.factory import create_app
 
         return create_app(self.settings, self.database_url)
+
+
+# Linux caps a listen queue at net.core.somaxconn; gunicorn's own default (2,048) sits below it
+# on most hosts. Go's listeners, Nomad's among them, ask for the host's somaxconn.
+SOMAXCONN = Path("/proc/sys/net/core/somaxconn")
+DEFAULT_BACKLOG = 2048
+
+
+def listen_backlog(source: Path = SOMAXCONN) -> int:
+    """The longest listen queue the host allows: a fleet reconnecting at once after a restart or
+    a wake storm queues its SYNs there while the workers' loops are busy, instead of having
+    them dropped and retransmitted a second or more later."""
+    try:
+        return max(DEFAULT_BACKLOG, int(source.read_text().strip()))
+    except (OSError, ValueError):
+        return DEFAULT_BACKLOG
 
 
 def run_server(settings: Settings, database_url: str) -> None:

@@ -5,6 +5,7 @@ rather than a thread per task, and reports their status to the servers in per-no
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from typing import Any
@@ -116,15 +117,27 @@ class FleetAllocs(FleetBase):
     # -- status sync: per-node batches ---------------------------------------------------
 
     async def _sync(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.sync_interval_s)
-            now = time.monotonic()
-            batches = {}
-            for node_id in list(self.dirty):
-                if self.nodes[node_id].sync_after <= now:
-                    batches[node_id] = self.dirty.pop(node_id)
-            if batches:
-                await asyncio.gather(*(self._send(node_id, updates) for node_id, updates in batches.items()))
+        """Every sync interval, each node with changes sends them in one batch, unless its
+        previous batch is still in flight or backing off: nodes sync independently, as real
+        clients do, so one slow or failing batch never holds back another node's."""
+        in_flight: dict[uuid.UUID, asyncio.Future[None]] = {}
+        try:
+            while True:
+                await asyncio.sleep(self.config.sync_interval_s)
+                for node_id, updates in self._due_batches(set(in_flight), time.monotonic()).items():
+                    batch = asyncio.ensure_future(self._send(node_id, updates))
+                    in_flight[node_id] = batch
+                    batch.add_done_callback(functools.partial(_sent, in_flight, node_id))
+        finally:
+            pending = list(in_flight.values())
+            for unfinished in pending:
+                unfinished.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _due_batches(self, in_flight: set[uuid.UUID], now: float) -> dict[uuid.UUID, dict[str, dict[str, Any]]]:
+        """Take the pending updates of every node that may send now."""
+        due = [n for n in self.dirty if n not in in_flight and self.nodes[n].sync_after <= now]
+        return {node_id: self.dirty.pop(node_id) for node_id in due}
 
     async def _send(self, node_id: uuid.UUID, updates: dict[str, dict[str, Any]]) -> None:
         node = self.nodes[node_id]
@@ -145,6 +158,10 @@ class FleetAllocs(FleetBase):
             node.sync_failures += 1
             for alloc_id, update in updates.items():
                 self.dirty[node_id].setdefault(alloc_id, update)
+
+
+def _sent(in_flight: dict[uuid.UUID, asyncio.Future[None]], node_id: uuid.UUID, _: object) -> None:
+    in_flight.pop(node_id, None)
 
 
 class _nothing:

@@ -5,41 +5,18 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Protocol, cast
+from typing import cast
 
 from app.jobspec.canonical import canonical_job
-from app.models import Allocation, Evaluation, Job, JobVersion, Node, SchedulerConfig
+from app.models import Allocation, Evaluation, JobVersion, SchedulerConfig
 from app.pipeline.codecs.metrics_codec import placed_to_nomad
-from app.values.constants import job_status
 from app.values.rfc3339 import of_datetime
 from app.wire.allocation import AllocationJson, AllocationMetricJson, AllocClientStatus, AllocDesiredStatus
 from app.wire.api.api_allocs import AllocationListedJson
-from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.api.api_operator import SchedulerConfigJson
 from app.wire.evaluation import EvalStatus, EvaluationJson, EvaluationStubJson
 from app.wire.job import (
-    JobChildrenSummaryJson,
-    JobListStubJson,
     JobSpec,
-    JobSummaryJson,
-    JobVersionTagSpec,
-    TaskGroupSummaryJson,
-)
-from app.wire.json import JsonObject
-from app.wire.node import (
-    NodeCpuResourcesJson,
-    NodeDiskResourcesJson,
-    NodeEligibility,
-    NodeJson,
-    NodeListStubJson,
-    NodeMemoryResourcesJson,
-    NodeReservedCpuResourcesJson,
-    NodeReservedDiskResourcesJson,
-    NodeReservedMemoryResourcesJson,
-    NodeReservedNetworkResourcesJson,
-    NodeReservedResourcesJson,
-    NodeResourcesJson,
-    NodeStatus,
 )
 from app.wire.plan import PlacedMetricsJson
 
@@ -57,72 +34,6 @@ def ident(value: uuid.UUID | None) -> str:
     return "" if value is None else str(value)
 
 
-class JobEvalResult(Protocol):
-    """What a job write that creates an evaluation reports (register, scale, revert, evaluate)."""
-
-    @property
-    def eval_id(self) -> uuid.UUID | None: ...
-    @property
-    def eval_create_index(self) -> int: ...
-    @property
-    def job_modify_index(self) -> int: ...
-    @property
-    def index(self) -> int: ...
-
-
-def job_eval_answer(result: JobEvalResult, warnings: str = "") -> JobEvalAnswerJson:
-    """Nomad's JobRegisterResponse fields, shared by every job write that creates an evaluation."""
-    return {
-        "EvalID": ident(result.eval_id),
-        "EvalCreateIndex": result.eval_create_index,
-        "JobModifyIndex": result.job_modify_index,
-        "Warnings": warnings,
-        "Index": result.index,
-    }
-
-
-def job(row: Job, status: str) -> JsonObject:
-    """Every key of Nomad's Job (canonical.py); `status` is derived from the job's allocations
-    and evaluations (store.derived_status)."""
-    return {
-        **canonical_job(row.spec),
-        "Stop": row.stop,
-        "Status": status,
-        "StatusDescription": row.status_description,
-        "Stable": row.stable,
-        "Version": row.version,
-        "SubmitTime": nanos(row.submit_time),
-        "CreateIndex": row.create_index,
-        "ModifyIndex": row.modify_index,
-        "JobModifyIndex": row.job_modify_index,
-    }
-
-
-def job_version(row: JobVersion, current: Job, status: str) -> JsonObject:
-    return {
-        **canonical_job(row.spec),
-        "Status": status,
-        "Stable": row.stable,
-        "Version": row.version,
-        "VersionTag": version_tag(row.version_tag),
-        "SubmitTime": nanos(row.submit_time),
-        "CreateIndex": current.create_index,
-        "ModifyIndex": row.job_modify_index,
-        "JobModifyIndex": row.job_modify_index,
-    }
-
-
-def version_tag(tag: JobVersionTagSpec | None) -> JsonObject | None:
-    """A version's tag as JSON (Nomad's JobVersionTag; null on an untagged version)."""
-    if tag is None:
-        return None
-    return {
-        "Name": tag.get("Name", ""),
-        "Description": tag.get("Description", ""),
-        "TaggedTime": tag.get("TaggedTime", 0),
-    }
-
-
 def version_spec(row: JobVersion) -> JobSpec:
     """A version's stored spec with the server-set fields Nomad's job carries at that version
     (what an allocation's Job shows)."""
@@ -135,48 +46,6 @@ def version_spec(row: JobVersion) -> JobSpec:
         "ModifyIndex": row.job_modify_index,
         "JobModifyIndex": row.job_modify_index,
     }
-
-
-def job_summary(row: Job, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson) -> JobSummaryJson:
-    return {
-        "JobID": row.id,
-        "Namespace": row.namespace,
-        "Summary": groups,
-        "Children": children,
-        "CreateIndex": row.create_index,
-        "ModifyIndex": row.modify_index,
-    }
-
-
-def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
-    """Nomad's JobListStub (every key; the job's version is on the full job only)."""
-    spec = row.spec
-    stub: JobListStubJson = {
-        "ID": row.id,
-        "ParentID": row.parent_id or "",
-        "Name": row.name,
-        "Namespace": row.namespace,
-        "Datacenters": row.datacenters,
-        "NodePool": row.node_pool,
-        "Multiregion": spec.get("Multiregion"),
-        "Type": row.type,
-        "Priority": row.priority,
-        "Periodic": row.periodic,
-        "ParameterizedJob": row.parameterized,
-        "Stop": row.stop,
-        "Status": job_status(status),
-        "StatusDescription": row.status_description,
-        "JobSummary": summary,
-        "CreateIndex": row.create_index,
-        "ModifyIndex": row.modify_index,
-        "JobModifyIndex": row.job_modify_index,
-        "SubmitTime": nanos(row.submit_time),
-    }
-    # Nomad's JobListStub sends Meta only when the job has some (omitempty).
-    meta = spec.get("Meta")
-    if meta:
-        stub["Meta"] = meta
-    return stub
 
 
 def evaluation(row: Evaluation) -> EvaluationJson:
@@ -319,96 +188,6 @@ def allocation_listed(row: Allocation, job_type: str) -> AllocationListedJson:
     listed = allocation(row)
     del listed["Job"], listed["Metrics"]
     return {**listed, "JobType": job_type, "JobVersion": row.job_version}
-
-
-def node(row: Node) -> NodeJson:
-    return {
-        "ID": str(row.id),
-        "SecretID": "",  # never sent, as Nomad's Sanitize does for node reads
-        "Datacenter": row.datacenter,
-        "Name": row.name,
-        "CgroupParent": "",
-        # Advertised to no API client: the node's endpoint answers only the servers' signed
-        # requests, so Nomad's API clients, finding no address, ask the servers, which proxy
-        # (docs/security.md, "Nomad's API clients and the node's address").
-        "HTTPAddr": "",
-        "TLSEnabled": False,
-        "Attributes": row.attributes,
-        "NodeResources": _node_resources(row),
-        "ReservedResources": _reserved_resources(row),
-        "Links": None,
-        "Meta": row.meta,
-        "NodeClass": row.node_class,
-        "NodePool": row.node_pool,
-        "ComputedClass": row.computed_class,
-        "DrainStrategy": row.drain_strategy,
-        # The columns' CHECK constraints hold these to Nomad's values.
-        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
-        "Status": cast(NodeStatus, row.status),
-        "StatusDescription": row.status_description,
-        "IdentitySigningKeyID": "",
-        "StatusUpdatedAt": int(row.status_updated_at.timestamp()),
-        "Events": None,
-        "Drivers": row.drivers,
-        "CSIControllerPlugins": None,
-        "CSINodePlugins": None,
-        "HostVolumes": row.host_volumes or None,
-        "GCVolumesOnNodeGC": False,
-        "HostNetworks": None,
-        "LastDrain": row.last_drain,
-        "NodeMaxAllocs": 0,
-        "LastMissedHeartbeatIndex": 0,
-        "LastAllocUpdateIndex": 0,
-        "CreateIndex": row.create_index,
-        "ModifyIndex": row.modify_index,
-    }
-
-
-def _node_resources(row: Node) -> NodeResourcesJson:
-    """The object as the client sent it, with the amounts the columns hold merged in."""
-    resources = row.node_resources.copy()
-    cpu = resources.get("Cpu") or NodeCpuResourcesJson()
-    resources["Cpu"] = {**cpu, "CpuShares": row.cpu_shares}
-    memory = resources.get("Memory") or NodeMemoryResourcesJson()
-    resources["Memory"] = {**memory, "MemoryMB": row.memory_mb}
-    disk = resources.get("Disk") or NodeDiskResourcesJson()
-    resources["Disk"] = {**disk, "DiskMB": row.disk_mb}
-    return resources
-
-
-def _reserved_resources(row: Node) -> NodeReservedResourcesJson:
-    """The object as the client sent it, with the amounts the columns hold merged in."""
-    reserved = row.reserved_resources.copy()
-    cpu = reserved.get("Cpu") or NodeReservedCpuResourcesJson()
-    reserved["Cpu"] = {**cpu, "CpuShares": row.reserved_cpu}
-    memory = reserved.get("Memory") or NodeReservedMemoryResourcesJson()
-    reserved["Memory"] = {**memory, "MemoryMB": row.reserved_memory_mb}
-    disk = reserved.get("Disk") or NodeReservedDiskResourcesJson()
-    reserved["Disk"] = {**disk, "DiskMB": row.reserved_disk_mb}
-    networks = reserved.get("Networks") or NodeReservedNetworkResourcesJson()
-    reserved["Networks"] = {**networks, "ReservedHostPorts": row.reserved_ports}
-    return reserved
-
-
-def node_stub(row: Node) -> NodeListStubJson:
-    return {
-        "ID": str(row.id),
-        "Datacenter": row.datacenter,
-        "Name": row.name,
-        "NodeClass": row.node_class,
-        "NodePool": row.node_pool,
-        "Version": str(row.attributes.get("nomad.version", "")),
-        "Address": str(row.attributes.get("unique.network.ip-address", "")),
-        "Drain": row.drain,
-        "SchedulingEligibility": cast(NodeEligibility, row.scheduling_eligibility),
-        "Status": cast(NodeStatus, row.status),
-        "StatusDescription": row.status_description,
-        "Drivers": row.drivers,
-        "HostVolumes": row.host_volumes or None,
-        "LastDrain": row.last_drain,
-        "CreateIndex": row.create_index,
-        "ModifyIndex": row.modify_index,
-    }
 
 
 def scheduler_config(row: SchedulerConfig) -> SchedulerConfigJson:

@@ -9,7 +9,7 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
-from app.api.encoders import deployment_encode, encode, variable_encode
+from app.api.encoders import deployment_encode, encode, job_encode, node_encode, variable_encode
 from app.store import services
 from app.store import variables as variable_store
 from app.store.deployment import deployments as deployment_store
@@ -34,7 +34,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
     if row is None:  # a snapshot that no longer matches its table; the event still says what changed
         return {}
     if event.topic == "Job":
-        body: JsonObject = {"Job": encode.job(row, event.extra.get("status", row.status))}
+        body: JsonObject = {"Job": job_encode.job(row, event.extra.get("status", row.status))}
         if row.purged_at is not None:
             body["Deleted"] = True  # a purge is the job's deletion here (GC removes the row later)
         return body
@@ -53,7 +53,7 @@ def _payload(event: StoredEvent, counts: deployment_encode.Counts) -> JsonObject
         # the holder's secret (the variables routes show it to the holder and management only).
         meta = variable_encode.meta(variable_store.meta_of(row), show_lock=False)
         return {"Metadata": cast(JsonObject, meta), "Deleted": event.extra.get("deleted") == "true"}
-    return {"Node": _json(encode.node(row))}
+    return {"Node": _json(node_encode.node(row))}
 
 
 def _json(typed: Mapping[str, object]) -> JsonObject:

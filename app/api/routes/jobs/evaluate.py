@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from app.api.encoders import encode
+from app.api.encoders import job_encode
 from app.api.http.context import respond, state, write
 from app.api.http.params import json_body, namespace, peek_json_body, uuid_value
 from app.models import Job
@@ -36,7 +36,7 @@ def job_evaluate(job_id: str) -> Response:
             raise InvalidInput.of("EvalOptions.ForceReschedule", "must be a boolean")
         force = chosen
     result = write(lambda s: evaluate_job(s, ns, job_id, force_reschedule=force))
-    return respond(encode.job_eval_answer(result), result.index)
+    return respond(job_encode.job_eval_answer(result), result.index)
 
 
 @bp.route("/node/<node_id>/evaluate", methods=["PUT", "POST"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 from sqlalchemy.orm import Session
 
-from app.api.encoders import encode
+from app.api.encoders import encode, job_encode
 from app.api.http.context import read, respond, state, write
 from app.api.http.params import json_body, namespace
 from app.models import JobScalingEvent
@@ -66,7 +66,7 @@ def scale(job_id: str) -> Response:
     assert ns is not None
     request = _scale_request(json_body())
     result = write(lambda session: store.scale_job(session, ns, job_id, request))
-    return respond(encode.job_eval_answer(result), result.index)
+    return respond(job_encode.job_eval_answer(result), result.index)
 
 
 def _scale_request(body: JsonObject) -> store.ScaleRequest:

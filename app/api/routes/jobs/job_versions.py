@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from app.api.encoders import encode
+from app.api.encoders import job_encode
 from app.api.http.context import respond, state, write
 from app.api.http.params import json_body, namespace
 from app.store.job import job_versions as store
@@ -40,7 +40,7 @@ def revert(job_id: str) -> Response:
     assert version is not None
     options = RegisterOptions(max_versions=state().settings.job_max_versions)
     result = write(lambda s: store.revert_job(s, ns, job_id, version, prior, options))
-    return respond(encode.job_eval_answer(result), result.index)
+    return respond(job_encode.job_eval_answer(result), result.index)
 
 
 @bp.route("/job/<path:job_id>/stable", methods=["PUT", "POST"])

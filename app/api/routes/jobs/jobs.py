@@ -8,7 +8,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from sqlalchemy.orm import Session
 
-from app.api.encoders import encode
+from app.api.encoders import encode, job_encode
 from app.api.encoders.version_diffs import DiffRequest, version_diffs
 from app.api.http.context import read, respond, state, write
 from app.api.http.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
@@ -44,8 +44,8 @@ def list_jobs() -> Response:
         for job in reads.list_jobs(session, ns, prefix):
             key = (job.namespace, job.id)
             status = statuses.get(key, job.status)
-            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
-            stub = encode.job_stub(job, summary, status)
+            summary = job_encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
+            stub = job_encode.job_stub(job, summary, status)
             entries.append(Entry(job.namespace, job.id, job.create_index, _job_view(job, status, stub), stub))
         return page(entries, Order.NAMESPACE_ID, query)
 
@@ -55,7 +55,7 @@ def list_jobs() -> Response:
 
 def _job_view(job: Job, status: str, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
     """What a filter on /v1/jobs sees: the full job, as Nomad evaluates it, and the stub's keys."""
-    return lambda: merged(encode.job(job, status), stub)
+    return lambda: merged(job_encode.job(job, status), stub)
 
 
 @bp.route("/jobs", methods=["PUT", "POST"])
@@ -201,7 +201,7 @@ def get_job(job_id: str) -> Response:
 
     def fetch(session: Session) -> dict[str, Any]:
         job = reads.get_job(session, ns, job_id)
-        return encode.job(job, reads.derived_status(session, job))
+        return job_encode.job(job, reads.derived_status(session, job))
 
     # Allocations and evaluations too: the status is derived from them.
     body, index = read(JOB_TABLES, fetch)
@@ -253,7 +253,7 @@ def versions(job_id: str) -> Response:
         job = reads.get_job(session, ns, job_id)
         status = reads.derived_status(session, job)
         rows = reads.job_versions(session, job)
-        versions = [encode.job_version(v, job, status) for v in rows]
+        versions = [job_encode.job_version(v, job, status) for v in rows]
         return {"Versions": versions, "Diffs": version_diffs(rows, diffs)}
 
     body, index = read(JOB_TABLES, fetch)
@@ -302,7 +302,7 @@ def summary(job_id: str) -> Response:
         assert ns is not None
         job = reads.get_job(session, ns, job_id)
         groups = reads.task_group_summaries(session, ns, job_id).get((ns, job_id), {})
-        return encode.job_summary(job, groups, reads.children_summary(session, job))
+        return job_encode.job_summary(job, groups, reads.children_summary(session, job))
 
     body, index = read(JOB_TABLES, fetch)
     return respond(body, index)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
 from app.api.access.callers import caller
-from app.api.encoders import encode
+from app.api.encoders import job_encode, node_encode
 from app.api.http.context import read, respond, write
 from app.api.http.params import json_body, namespace, path_value, prefix_arg
 from app.api.http.validation import validate
@@ -110,7 +110,8 @@ def delete_pool(name: str) -> Response:
 def pool_nodes(name: str) -> Response:
     """The pool's nodes as Nomad's NodeListStubs ('all': every node)."""
     rows, index = read(
-        ["nodes", "node_pools"], lambda s: [encode.node_stub(n) for n in store.pool_nodes(s, path_value(name, "Name"))]
+        ["nodes", "node_pools"],
+        lambda s: [node_encode.node_stub(n) for n in store.pool_nodes(s, path_value(name, "Name"))],
     )
     return respond(rows, index)
 
@@ -134,8 +135,8 @@ def pool_jobs(name: str) -> Response:
         stubs = []
         for job in jobs:
             key = (job.namespace, job.id)
-            summary = encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
-            stubs.append(encode.job_stub(job, summary, statuses.get(key, job.status)))
+            summary = job_encode.job_summary(job, summaries.get(key, {}), children.get(key) or reads.no_children())
+            stubs.append(job_encode.job_stub(job, summary, statuses.get(key, job.status)))
         return stubs
 
     rows, index = read(["jobs", "node_pools"], fetch)

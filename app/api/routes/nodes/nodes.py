@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.acl.client_link import LINK_KEY_FIELD, http_addr_problem, node_key
 from app.api.access.callers import caller
-from app.api.encoders import encode
+from app.api.encoders import encode, node_encode
 from app.api.http.context import client_lane, client_write, read, respond, state, write
 from app.api.http.listing import Entry, Order, filtered, list_query, merged, page, predicate_arg, with_token
 from app.api.http.params import bool_arg, id_prefix_arg, integer_arg, json_body, uuid_value
@@ -207,9 +207,9 @@ def list_nodes() -> Response:
     def fetch(session: Session) -> tuple[list[NodeListStubJson], str | None]:
         entries = []
         for node in store.list_nodes(session, prefix):
-            stub = encode.node_stub(node)
+            stub = node_encode.node_stub(node)
             if with_resources:
-                full = encode.node(node)
+                full = node_encode.node(node)
                 stub["NodeResources"] = full["NodeResources"]
                 stub["ReservedResources"] = full["ReservedResources"]
             if with_os:
@@ -222,7 +222,7 @@ def list_nodes() -> Response:
 
 
 def _node_view(node: Node, stub: Mapping[str, object]) -> Callable[[], Mapping[str, object]]:
-    return lambda: merged(encode.node(node), stub)
+    return lambda: merged(node_encode.node(node), stub)
 
 
 @bp.get("/node/<node_id>")
@@ -231,11 +231,11 @@ def get_node(node_id: str) -> Response:
 
     def fetch(session: Session) -> NodeReadJson:
         store_node = store.get_node(session, key)
-        body = encode.node(store_node)
+        body = node_encode.node(store_node)
         # corral's extension: when the client last heartbeated (0 before its first one), for
         # the web UI's heartbeat age. Heartbeats take no index: the value is as of this read.
         beat = session.get(NodeHeartbeat, key)
-        # And where the servers reach its client (HTTPAddr is left empty: see encode.node).
+        # And where the servers reach its client (HTTPAddr is left empty: see node_encode.node).
         return {
             **body,
             "LastHeartbeat": encode.nanos(beat.last_seen_at if beat else None),
