@@ -316,12 +316,23 @@ def run_big_job(base: str, count: int, limit_s: float) -> BigJob:
         while time.monotonic() - began < limit_s:
             if placed_s is None and http.get(f"/v1/evaluation/{eval_id}").json().get("Status") == "complete":
                 placed_s = time.monotonic() - began
-            summary = http.get("/v1/job/big/summary").json()
-            running = int(summary["Summary"]["g"]["Running"])
+            running = _running(http, running)
             if running >= count:
                 return BigJob(count, placed_s, time.monotonic() - began, running)
             time.sleep(1.0)
     return BigJob(count, placed_s, None, running)
+
+
+def _running(http: httpx.Client, before: int) -> int:
+    """The big job's running count from its summary; a failed read (the servers answering 5xx
+    or 429 under load) keeps the last figure, so the bench waits on rather than stops."""
+    try:
+        reply = http.get("/v1/job/big/summary")
+    except httpx.TransportError:
+        return before
+    if reply.status_code != 200:
+        return before
+    return int(reply.json()["Summary"]["g"]["Running"])
 
 
 def fleet_stats(path: Path) -> dict[str, Any]:
