@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from client.fleet import base
+from client.fleet.allocs import InFlight
 from client.fleet.fleet import Fleet
 
 pytestmark = pytest.mark.unit
@@ -60,5 +61,26 @@ def test_a_hanging_batch_holds_back_no_other_node(monkeypatch: pytest.MonkeyPatc
         syncing.cancel()  # the fleet stops while the slow node's second batch still hangs
         await asyncio.gather(syncing, return_exceptions=True)
         assert hung[1].cancelled()
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_tasks_repr_stays_short_however_many_are_in_flight() -> None:
+    """asyncio and anyio format a task's repr when they cancel it; a callback that carried every
+    node's batch made each repr walk them all (the loop of a 5,000-node fleet stalled on it)."""
+    async def scenario() -> None:
+        in_flight = InFlight()
+        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def hang() -> None:
+            await never
+
+        for _ in range(2000):
+            in_flight.add(uuid.uuid4(), asyncio.ensure_future(hang()))
+        await asyncio.sleep(0)
+        one = next(iter(in_flight.batches.values()))
+        assert len(repr(one)) < 1000
+        await in_flight.cancel()
+        assert not in_flight.batches
 
     asyncio.run(scenario())
