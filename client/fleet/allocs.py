@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from app.jobspec.durations import DurationError, duration_ns
-from client.fleet.base import NANOS, FleetBase, SimNode
+from client.fleet.base import NANOS, FleetBase, SimNode, Updates
 from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
 from client.tasks import task_state
 
@@ -129,12 +129,12 @@ class FleetAllocs(FleetBase):
         finally:
             await in_flight.cancel()
 
-    def _due_batches(self, in_flight: set[uuid.UUID], now: float) -> dict[uuid.UUID, dict[str, dict[str, Any]]]:
+    def _due_batches(self, in_flight: set[uuid.UUID], now: float) -> dict[uuid.UUID, Updates]:
         """Take the pending updates of every node that may send now."""
         due = [n for n in self.dirty if n not in in_flight and self.nodes[n].sync_after <= now]
         return {node_id: self.dirty.pop(node_id) for node_id in due}
 
-    async def _send(self, node_id: uuid.UUID, updates: dict[str, dict[str, Any]]) -> None:
+    async def _send(self, node_id: uuid.UUID, updates: Updates) -> None:
         node = self.nodes[node_id]
         try:
             async with self._gated() if self.config.mode == "compact" else _nothing():

@@ -37,6 +37,8 @@ log = structlog.get_logger("client.fleet.fleet")
 T = TypeVar("T")
 NANOS = 1_000_000_000
 Mode = Literal["realistic", "compact"]
+# A node's pending allocation updates: allocation ID -> the update as the servers take it.
+Updates = dict[str, dict[str, Any]]
 
 
 @dataclass
@@ -82,7 +84,7 @@ class FleetBase:
         self.lock = threading.Lock()  # guards stats: benchmarks read them from another thread
         self.known: dict[str, uuid.UUID] = {}  # alloc id -> node id, for allocations this fleet runs
         self.last: dict[str, dict[str, Any]] = {}  # alloc id -> the last update reported
-        self.dirty: dict[uuid.UUID, dict[str, dict[str, Any]]] = defaultdict(dict)  # node -> alloc -> update
+        self.dirty: dict[uuid.UUID, Updates] = defaultdict(dict)  # node -> alloc -> update
         self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}  # compact mode's job cache
         self.clients: list[httpx.AsyncClient] = []
         self.rng = random.Random()

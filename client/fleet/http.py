@@ -21,7 +21,10 @@ import ssl
 import sys
 from urllib.parse import urlsplit, urlunsplit
 
+import httpcore
 import httpx
+
+from client.fleet.connect import NumericBackend
 
 # A realistic node's connections: its allocation watch and its updates and fetches; and its
 # heartbeats' own (client/fleet/beats.py).
@@ -94,11 +97,18 @@ def async_client(
     connections of which `keep` (default: all) stay open between requests; `tls`, shared by a
     fleet's many clients (each would otherwise build its own)."""
     kept = size if keep is None else keep
-    transport = httpx.AsyncHTTPTransport(
-        local_address=address,
-        limits=httpx.Limits(max_connections=size, max_keepalive_connections=kept),
-        verify=tls if tls is not None else True,
-    )
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=kept)
+    transport = httpx.AsyncHTTPTransport(local_address=address, limits=limits, verify=tls if tls is not None else True)
+    if urlsplit(base).scheme == "http":
+        # httpx's transport takes no network backend, so its pool is rebuilt with the same
+        # limits over ours (client/fleet/connect.py: no resolver thread per connection).
+        transport._pool = httpcore.AsyncConnectionPool(
+            max_connections=size,
+            max_keepalive_connections=kept,
+            keepalive_expiry=limits.keepalive_expiry,
+            local_address=address,
+            network_backend=NumericBackend(),
+        )
     timeout = httpx.Timeout(30.0, pool=60.0)
     return httpx.AsyncClient(base_url=base, transport=ResendOnClosedConnection(transport), timeout=timeout)
 
