@@ -76,6 +76,13 @@ class Settings(BaseSettings):
         description="Database connections per API worker reserved for client traffic (heartbeats, allocation "
         "updates, node registration), so a flood of reads never delays a heartbeat.",
     )
+    http_client_write_queue: int = Field(
+        default=256,
+        ge=1,
+        description="Client writes (allocation updates, registrations, service syncs) that may wait for a "
+        "database turn in one API worker; past it a client write is answered 503 with Retry-After at once "
+        "instead of waiting longer than its client would.",
+    )
     http_db_pool_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a request waits for a database connection before a 503."
     )

@@ -3,6 +3,7 @@ way back through initializing) and allocation status batches (capacity, alloc-fa
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -392,3 +393,50 @@ def test_marking_a_node_down_never_blocks_placements_onto_it(
             insert_allocation(other, node_id, eval_id)  # LockNotAvailable if it had to wait
     assert pg.execute("SELECT status FROM nodes").fetchone() == ("down",)
     assert pg.execute("SELECT count(*) FROM allocations WHERE node_id = %s", (node_id,)).fetchone() == (1,)
+
+
+def test_an_allocation_update_behind_a_full_line_is_answered_503_at_once(database_url: str) -> None:
+    """A client write that would wait behind http_client_write_queue others is refused with
+    Retry-After (the client resends it), rather than done after its client gave up."""
+    settings = Settings(database_url=database_url, http_node_pool_size=2, http_client_write_queue=1)
+    app = create_app(settings, database_url)
+    client = app.test_client()
+    turns = app.extensions["corral"].client_share
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with turns.write():
+            held.set()
+            release.wait(10)
+
+    def wait_in_line() -> None:
+        with turns.write():
+            pass
+
+    threads = [threading.Thread(target=hold), threading.Thread(target=wait_in_line)]
+    try:
+        node_id, secret = register(client)
+        threads[0].start()
+        assert held.wait(10)
+        threads[1].start()
+        deadline = time.monotonic() + 10
+        while turns.waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        update: dict[str, list[object]] = {"Allocs": []}
+        refused = client.put(f"/v1/node/{node_id}/allocations", json=update, headers={"X-Nomad-Token": secret})
+        assert refused.status_code == 503, refused.get_data(as_text=True)
+        assert refused.headers["Retry-After"] == "1"
+        assert "http_client_write_queue 1" in refused.get_data(as_text=True)
+        beat_answer = beat(client, node_id, secret)  # heartbeats never wait in this line
+        assert beat_answer.status_code == 200
+        release.set()
+        for thread in threads:
+            thread.join(10)
+        taken = client.put(f"/v1/node/{node_id}/allocations", json=update, headers={"X-Nomad-Token": secret})
+        assert taken.status_code == 200
+    finally:
+        release.set()
+        for thread in threads:
+            if thread.is_alive() or thread.ident is not None:
+                thread.join(10)
+        app.extensions["corral"].close()

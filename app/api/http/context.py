@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.api.http.blocking import IndexWatcher, blocking_read
+from app.api.http.client_turns import ClientTurns
 from app.api.http.errors import CommitOutcomeUnknown, ReplicationUnconfirmed, database_unavailable
 from app.api.http.hangups import HangupMonitor
 from app.api.http.params import blocking_params
@@ -59,13 +59,14 @@ class ApiState:
     # pooled connection through row locks and a synchronous commit, and the reads of the
     # client lane's blocking queries (every node's allocation watch) come in bursts: hundreds
     # woken by one change. Together they hold at most half the client pool at once, waiting
-    # their turn without a connection, so a burst of them (a fleet registering, a wake storm)
-    # never leaves a heartbeat or the health check without one, and a woken watch waits for
-    # its turn rather than answer 503 when the pool stays busy past http_db_pool_timeout_s.
-    client_share: threading.BoundedSemaphore = field(init=False)
+    # their turn without a connection (app/api/http/client_turns.py), so a burst of them never
+    # leaves a heartbeat or the health check without one; a write that finds too long a line
+    # is answered 503 at once.
+    client_share: ClientTurns = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client_share = threading.BoundedSemaphore(max(1, self.settings.http_node_pool_size // 2))
+        turns = self.settings.http_node_pool_size // 2
+        self.client_share = ClientTurns(turns, self.settings.http_client_write_queue)
 
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
@@ -184,5 +185,5 @@ def _commit(session: Session) -> None:
 def client_write(fn: Callable[[Session], T]) -> T:
     """A client lane write that takes the state index: waits its turn (without a connection)
     behind the other such writes, so heartbeats always find a pooled connection."""
-    with state().client_share:
+    with state().client_share.write():
         return write(fn)

@@ -11,6 +11,7 @@ from psycopg import errors as pg_errors
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
+from app.api.http.client_turns import ClientTurnsFull
 from app.values.errors import CorralError, FieldProblem
 
 log = structlog.get_logger(__name__)
@@ -126,6 +127,10 @@ def install(app: Flask) -> None:
     def _outcome_unknown(err: CommitOutcomeUnknown) -> Response:
         log.warning("commit outcome unknown", error=str(err.__cause__ or err))
         return busy(err.detail, title="Commit Outcome Unknown", retry_after_s=UNAVAILABLE_RETRY_AFTER_S)
+
+    @app.errorhandler(ClientTurnsFull)
+    def _client_turns_full(err: ClientTurnsFull) -> Response:
+        return busy(str(err))
 
     @app.errorhandler(sa_exc.DBAPIError)
     def _database(err: sa_exc.DBAPIError) -> Response:

@@ -68,6 +68,7 @@ def test_a_hanging_batch_holds_back_no_other_node(monkeypatch: pytest.MonkeyPatc
 def test_a_batch_tasks_repr_stays_short_however_many_are_in_flight() -> None:
     """asyncio and anyio format a task's repr when they cancel it; a callback that carried every
     node's batch made each repr walk them all (the loop of a 5,000-node fleet stalled on it)."""
+
     async def scenario() -> None:
         in_flight = InFlight()
         never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
