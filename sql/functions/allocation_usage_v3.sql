@@ -5,7 +5,10 @@
 -- statement that writes allocations: 0.3 ms a batch of the applier at 1,000 nodes, 1.5 ms at
 -- 5,000, for a batch that touches a few dozen of them. With the key the planner probes the
 -- nodes' primary key, however few the deltas; a plan touching thousands of nodes still checks
--- them with a hash join.
+-- them with a hash join. Revision 0041 sets enable_nestloop off on corral_add_usage_v3 (ALTER
+-- FUNCTION): its generic plan, which a session keeps after its first calls, took the unnest of
+-- each array for a handful of rows and joined the two CTEs with a nested loop, n x n for a big
+-- plan.
 
 CREATE OR REPLACE FUNCTION corral_add_usage_v3(
     node_ids uuid[], cpus bigint[], mems bigint[], disks bigint[], counts bigint[]
