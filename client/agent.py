@@ -18,6 +18,7 @@ import httpx
 import structlog
 
 from app.settings.client_tls import client_tls
+from app.wire.allocation import AllocUpdateJson
 from app.wire.api.api_nodes import ClientAllocJson
 from client.allocs import disconnect
 from client.allocs.alloc_runner import TERMINAL, AllocRunner
@@ -77,7 +78,7 @@ class Client:
         self.runners: dict[str, AllocRunner] = {}
         self.destroyed: set[str] = set()
         self.lock = threading.RLock()
-        self.dirty: dict[str, dict[str, Any]] = {}
+        self.dirty: dict[str, AllocUpdateJson] = {}
         # Each allocation's ClientStatus as last queued: a change of it (pending -> running, a
         # terminal status) wakes the sync loop at once instead of waiting for its next tick.
         self.statuses: dict[str, str] = {}
@@ -356,7 +357,7 @@ class Client:
         with self.lock:
             body = runner.update()
             self.dirty[runner.id] = body
-            status = str(body.get("ClientStatus", ""))
+            status = body["ClientStatus"]
             moved = self.statuses.get(runner.id) != status
             self.statuses[runner.id] = status
         if moved:
@@ -382,7 +383,7 @@ class Client:
                     del self.dirty[alloc_id]
         return True
 
-    def _holds(self, alloc_id: str, body: Mapping[str, object]) -> bool:
+    def _holds(self, alloc_id: str, body: AllocUpdateJson) -> bool:
         """Whether a new allocation's report waits: still pending, within its hold (under self.lock)."""
         deadline = self.held.get(alloc_id)
         if deadline is None:
@@ -672,7 +673,9 @@ class Client:
             self.statuses.pop(runner.id, None)
             self.held.pop(runner.id, None)
             self.destroyed.add(runner.id)
-            self.dirty[runner.id] = {**runner.update(), "Destroyed": True}
+            gone = runner.update()
+            gone["Destroyed"] = True
+            self.dirty[runner.id] = gone
 
     def _gc_loop(self) -> None:
         def step() -> None:

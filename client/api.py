@@ -11,6 +11,7 @@ import httpx
 
 from app.acl.client_link import LINK_KEY_FIELD
 from app.settings.client_tls import client_tls
+from app.wire.allocation import AllocUpdateJson
 from app.wire.api.api_host_volumes import NodeHostVolumeJson
 from app.wire.api.api_nodes import ClientAllocJson
 
@@ -113,7 +114,7 @@ class ServerApi:
         found: dict[str, Any] = reply.json()
         return found
 
-    def update_allocations(self, updates: list[dict[str, Any]]) -> None:
+    def update_allocations(self, updates: list[AllocUpdateJson]) -> None:
         reply = self._http.put(f"/v1/node/{self.node_id}/allocations", json={"Allocs": updates}, headers=self._auth())
         if reply.status_code == 404 or (reply.status_code == 403 and "X-Nomad-Token" in reply.text):
             raise NodeGone(reply.text)

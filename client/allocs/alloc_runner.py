@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
+from app.wire.allocation import AllocUpdateJson, TaskStateJson
 from client.drivers import (
     DEFAULT_KILL_SIGNAL,
     Driver,
@@ -573,14 +574,15 @@ class AllocRunner:
         self.client_status, self.description = status, description
         self.finished_at = time.time()
 
-    def update(self) -> dict[str, Any]:
-        """The allocation's status as the servers want it (Nomad's client alloc update)."""
+    def update(self) -> AllocUpdateJson:
+        """The allocation's status as the servers want it (Nomad's client alloc update). A task's
+        state is Nomad's TaskState, kept by its runner (task_state.new_state's keys)."""
         with self._lock:
-            body: dict[str, Any] = {
+            body: AllocUpdateJson = {
                 "ID": self.id,
                 "ClientStatus": self.client_status,
                 "ClientDescription": self.description,
-                "TaskStates": {name: t.state for name, t in self.tasks.items()},
+                "TaskStates": {name: cast(TaskStateJson, t.state) for name, t in self.tasks.items()},
             }
             health = self.health.report() if self.health else None
             if health is not None:

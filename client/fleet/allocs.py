@@ -8,9 +8,10 @@ import asyncio
 import functools
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from app.jobspec.durations import DurationError, duration_ns
+from app.wire.allocation import AllocUpdateJson, TaskStateJson
 from client.fleet.base import NANOS, FleetBase, SimNode, Updates
 from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
 from client.tasks import task_state
@@ -26,7 +27,7 @@ class FleetAllocs(FleetBase):
         if not wanted:
             # Ours, or started on this node by the fleet's previous run (kept identities): a
             # restarted client stops what it restored, too.
-            if live and self.last.get(alloc_id, {}).get("ClientStatus") not in ("complete", "failed"):
+            if live and self._last_status(alloc_id) not in ("complete", "failed"):
                 self.known.setdefault(alloc_id, node.id)
                 self._report(alloc_id, "complete", "stopped by the servers")
             return
@@ -56,7 +57,7 @@ class FleetAllocs(FleetBase):
         asyncio.get_running_loop().call_later(seconds, self._finish, alloc_id, final, description)
 
     def _finish(self, alloc_id: str, final: str, description: str) -> None:
-        if self.last.get(alloc_id, {}).get("ClientStatus") == "running":
+        if self._last_status(alloc_id) == "running":
             self._report(alloc_id, final, description)
 
     async def _mock_config(self, alloc: dict[str, Any], node: SimNode) -> dict[str, Any] | None:
@@ -90,7 +91,7 @@ class FleetAllocs(FleetBase):
         node_id = self.known.get(alloc_id)
         if node_id is None:
             return
-        update = {
+        update: AllocUpdateJson = {
             "ID": alloc_id,
             "ClientStatus": status,
             "ClientDescription": description,
@@ -99,15 +100,24 @@ class FleetAllocs(FleetBase):
         self.last[alloc_id] = update
         self.dirty[node_id][alloc_id] = update
 
-    def _task_state(self, alloc_id: str, status: str) -> dict[str, Any]:
+    def _last_status(self, alloc_id: str) -> str | None:
+        last = self.last.get(alloc_id)
+        return None if last is None else last["ClientStatus"]
+
+    def _task_state(self, alloc_id: str, status: str) -> TaskStateJson:
         """Nomad's TaskState of the simulated task: started when first running, finished when
         it ends (RFC 3339 times, as a real client reports them)."""
-        before = self.last.get(alloc_id, {}).get("TaskStates", {}).get("t") or task_state.new_state()
+        last = self.last.get(alloc_id)
+        before = last["TaskStates"].get("t") if last is not None else None
+        state = before.copy() if before is not None else cast(TaskStateJson, task_state.new_state())
         now = task_state.now()
         if status == "running":
-            started = before["StartedAt"] if before["StartedAt"] != task_state.ZERO_TIME else now
-            return {**before, "State": "running", "StartedAt": started}
-        return {**before, "State": "dead", "Failed": status == "failed", "FinishedAt": now}
+            state["State"] = "running"
+            if state["StartedAt"] == task_state.ZERO_TIME:
+                state["StartedAt"] = now
+            return state
+        state["State"], state["Failed"], state["FinishedAt"] = "dead", status == "failed", now
+        return state
 
     def _resend(self, node: SimNode) -> None:
         for alloc_id, node_id in self.known.items():

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 import structlog
 
+from app.wire.allocation import AllocUpdateJson
 from client.api import WATCH_WAIT_S
 from client.fleet.beats import HeartbeatLane
 from client.fleet.http import (
@@ -38,7 +39,7 @@ T = TypeVar("T")
 NANOS = 1_000_000_000
 Mode = Literal["realistic", "compact"]
 # A node's pending allocation updates: allocation ID -> the update as the servers take it.
-Updates = dict[str, dict[str, Any]]
+Updates = dict[str, AllocUpdateJson]
 
 
 @dataclass
@@ -83,7 +84,7 @@ class FleetBase:
         self.stats = FleetStats()
         self.lock = threading.Lock()  # guards stats: benchmarks read them from another thread
         self.known: dict[str, uuid.UUID] = {}  # alloc id -> node id, for allocations this fleet runs
-        self.last: dict[str, dict[str, Any]] = {}  # alloc id -> the last update reported
+        self.last: dict[str, AllocUpdateJson] = {}  # alloc id -> the last update reported
         self.dirty: dict[uuid.UUID, Updates] = defaultdict(dict)  # node -> alloc -> update
         self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}  # compact mode's job cache
         self.clients: list[httpx.AsyncClient] = []

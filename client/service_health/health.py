@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from app.wire.allocation import AllocHealthReportJson
 from client.tasks import task_state
 
 NANOS = 1_000_000_000
@@ -81,7 +82,7 @@ class HealthWatch:
         self.healthy, self.decided_at = verdict, now
         return True
 
-    def report(self) -> dict[str, Any] | None:
+    def report(self) -> AllocHealthReportJson | None:
         if self.healthy is None:
             return None
         return {

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.wire.allocation import AllocUpdateJson
 from app.wire.api.api_nodes import ClientAllocJson
 from client.agent import Client
 from client.config import ClientConfig, GcConfig
@@ -371,7 +372,7 @@ def test_a_new_allocations_pending_report_waits_for_its_first_change(
 
 
 def test_a_held_pending_report_goes_out_once_its_hold_ends(client: Client, servers: FakeServers) -> None:
-    body = {"ID": "a1", "ClientStatus": "pending", "ClientDescription": "", "TaskStates": {}}
+    body: AllocUpdateJson = {"ID": "a1", "ClientStatus": "pending", "ClientDescription": "", "TaskStates": {}}
     client.held["a1"] = time.monotonic() + 3600
     client.dirty["a1"] = body
     assert client._flush() and servers.reports == [] and client.dirty["a1"] is body

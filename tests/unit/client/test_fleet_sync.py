@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from typing import Any
 
 import pytest
 
+from app.wire.allocation import AllocUpdateJson
 from client.fleet import base
 from client.fleet.allocs import InFlight
 from client.fleet.fleet import Fleet
@@ -19,8 +19,8 @@ from client.fleet.fleet import Fleet
 pytestmark = pytest.mark.unit
 
 
-def update(alloc_id: str) -> dict[str, Any]:
-    return {"ID": alloc_id, "ClientStatus": "running"}
+def update(alloc_id: str) -> AllocUpdateJson:
+    return {"ID": alloc_id, "ClientStatus": "running", "ClientDescription": "", "TaskStates": {}}
 
 
 async def settle() -> None:
@@ -34,7 +34,7 @@ def test_a_hanging_batch_holds_back_no_other_node(monkeypatch: pytest.MonkeyPatc
     sent: list[tuple[uuid.UUID, list[str]]] = []
     hung: list[asyncio.Future[None]] = []
 
-    async def send(node_id: uuid.UUID, updates: dict[str, dict[str, Any]]) -> None:
+    async def send(node_id: uuid.UUID, updates: base.Updates) -> None:
         sent.append((node_id, sorted(updates)))
         if node_id == slow:
             hung.append(asyncio.get_running_loop().create_future())
