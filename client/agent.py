@@ -18,8 +18,7 @@ import httpx
 import structlog
 
 from app.settings.client_tls import client_tls
-from app.wire.allocation import AllocUpdateJson
-from app.wire.api.api_nodes import ClientAllocJson
+from app.wire.api.api_nodes import AllocUpdateJson, ClientAllocJson
 from client.allocs import disconnect
 from client.allocs.alloc_runner import TERMINAL, AllocRunner
 from client.allocs.gc import GarbageCollector, measure

@@ -11,9 +11,8 @@ import httpx
 
 from app.acl.client_link import LINK_KEY_FIELD
 from app.settings.client_tls import client_tls
-from app.wire.allocation import AllocUpdateJson
 from app.wire.api.api_host_volumes import NodeHostVolumeJson
-from app.wire.api.api_nodes import ClientAllocJson
+from app.wire.api.api_nodes import AllocUpdateJson, ClientAllocJson
 
 NANOS = 1_000_000_000
 # A client's watch on its allocations asks for no wait of its own, so it blocks for Nomad's

@@ -4,6 +4,7 @@ a template migrated once with `alembic upgrade head`, and a fresh clone per test
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,15 @@ pytest_plugins = ["tests.support.tiers", "tests.support.file_order", "tests.supp
 # is deleted at the end): no commit, CREATE DATABASE or checkpoint waits for the disk. Tests that
 # crash a server on purpose start one of their own with the product's settings.
 THROWAWAY_SERVER = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a shell without job control (`pytest &` in a
+    script) inherits SIGINT ignored, and so does every process it starts: `corral monitor` and
+    other commands the tests stop with Ctrl-C's signal would never stop. The default back here
+    (in the controller and in every xdist worker) is what the children inherit."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ its list stub, and the statuses an allocation may hold."""
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, TypedDict
 
 from app.wire.job import DNSConfigSpec, JobSpec, NetworkResourceSpec, ResourcesSpec
 from app.wire.json import JsonObject
@@ -199,31 +199,6 @@ class AllocDeploymentStatusJson(TypedDict, total=False):
     Timestamp: str
     Canary: bool
     ModifyIndex: int
-
-
-class AllocHealthReportJson(TypedDict):
-    """An allocation's deployment health as its client reports it (the DeploymentStatus of
-    Nomad's Node.UpdateAlloc): decided once, for the deployment it was placed in (None: none,
-    a migration's health)."""
-
-    DeploymentID: str | None
-    Healthy: bool
-    Timestamp: str
-
-
-class AllocUpdateJson(TypedDict):
-    """One allocation of a client's `PUT /v1/node/:id/allocations` (Nomad's Node.UpdateAlloc):
-    what `corral client` and `corral fleet` send and keep until the servers took it. The servers
-    take the client statuses pending, running, complete and failed (app.store.client_allocs.
-    CLIENT_REPORTABLE); `Destroyed`: the client removed the allocation's directory and driver
-    resources (client-side GC)."""
-
-    ID: str
-    ClientStatus: str
-    ClientDescription: str
-    TaskStates: dict[str, TaskStateJson]
-    Destroyed: NotRequired[bool]
-    DeploymentStatus: NotRequired[AllocHealthReportJson]
 
 
 class RescheduleTrackerJson(TypedDict, total=False):

@@ -17,7 +17,8 @@ from typing import Any, cast
 
 import structlog
 
-from app.wire.allocation import AllocUpdateJson, TaskStateJson
+from app.wire.allocation import TaskStateJson
+from app.wire.api.api_nodes import AllocUpdateJson
 from client.drivers import (
     DEFAULT_KILL_SIGNAL,
     Driver,

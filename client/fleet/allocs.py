@@ -11,7 +11,8 @@ import uuid
 from typing import Any, cast
 
 from app.jobspec.durations import DurationError, duration_ns
-from app.wire.allocation import AllocUpdateJson, TaskStateJson
+from app.wire.allocation import TaskStateJson
+from app.wire.api.api_nodes import AllocUpdateJson
 from client.fleet.base import NANOS, FleetBase, SimNode, Updates
 from client.fleet.retry import RETRYABLE_STATUSES, WATCH_BACKOFF_CAP_S, Retryable, backoff_delay
 from client.tasks import task_state

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 import structlog
 
-from app.wire.allocation import AllocUpdateJson
+from app.wire.api.api_nodes import AllocUpdateJson
 from client.api import WATCH_WAIT_S
 from client.fleet.beats import HeartbeatLane
 from client.fleet.http import (

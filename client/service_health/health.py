@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.wire.allocation import AllocHealthReportJson
+from app.wire.api.api_nodes import AllocHealthReportJson
 from client.tasks import task_state
 
 NANOS = 1_000_000_000

@@ -1,12 +1,12 @@
 """Bodies of the node writes as the CLI sends them, and a node as GET /v1/node/:id answers it
-(the node itself is in app/wire's node module), and the node's allocations as corral's client
-watches them."""
+(the node itself is in app/wire's node module), the node's allocations as corral's client
+watches them and the allocation updates it sends."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from app.wire.allocation import AllocationJson, DesiredTransitionJson
+from app.wire.allocation import AllocationJson, DesiredTransitionJson, TaskStateJson
 from app.wire.node import NodeJson
 
 
@@ -45,3 +45,29 @@ class ClientAllocJson(TypedDict):
     DeploymentID: str
     DesiredTransition: DesiredTransitionJson
     Allocation: AllocationJson | None
+
+
+class AllocHealthReportJson(TypedDict):
+    """An allocation's deployment health as its client reports it: Nomad's AllocDeploymentStatus
+    with the deployment it was judged for (None: none, a migration's health), which Nomad's
+    client takes from the allocation itself."""
+
+    DeploymentID: str | None
+    Healthy: bool
+    Timestamp: str
+
+
+class AllocUpdateJson(TypedDict):
+    """One allocation of a client's `PUT /v1/node/:id/allocations`: the keys of Nomad's
+    Allocation that its Node.UpdateAlloc carries, and `Destroyed`. What `corral client` and
+    `corral fleet` send and keep until the servers took it. The servers
+    take the client statuses pending, running, complete and failed (app.store.client_allocs.
+    CLIENT_REPORTABLE); `Destroyed`: the client removed the allocation's directory and driver
+    resources (client-side GC)."""
+
+    ID: str
+    ClientStatus: str
+    ClientDescription: str
+    TaskStates: dict[str, TaskStateJson]
+    Destroyed: NotRequired[bool]
+    DeploymentStatus: NotRequired[AllocHealthReportJson]

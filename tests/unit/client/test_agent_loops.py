@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.wire.allocation import AllocUpdateJson
-from app.wire.api.api_nodes import ClientAllocJson
+from app.wire.api.api_nodes import AllocUpdateJson, ClientAllocJson
 from client.agent import Client
 from client.config import ClientConfig, GcConfig
 from workers.loops import Backoff, guarded

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from app.wire.allocation import AllocUpdateJson
+from app.wire.api.api_nodes import AllocUpdateJson
 from client.fleet import base
 from client.fleet.allocs import InFlight
 from client.fleet.fleet import Fleet
