@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -181,10 +182,18 @@ class Step:
     after: Callable[[Walk], None] | None = None  # checks what the command did beyond its output
 
 
+def _settled(alloc: dict[str, Any], status: str) -> bool:
+    """The allocation has the status and, when running, so has every task (a restart in flight does not count)."""
+    if alloc["ClientStatus"] != status:
+        return False
+    tasks = (alloc.get("TaskStates") or {}).values()
+    return status != "running" or (bool(tasks) and all(t["State"] == "running" for t in tasks))
+
+
 def _alloc_of(job: str, status: str = "running") -> Callable[[Walk], None]:
     def wait(walk: Walk) -> None:
         def found() -> bool:
-            allocs = [a for a in walk.api(f"/v1/job/{job}/allocations").json() if a["ClientStatus"] == status]
+            allocs = [a for a in walk.api(f"/v1/job/{job}/allocations").json() if _settled(a, status)]
             if allocs:
                 walk.known[f"{job}_alloc"] = sorted(allocs, key=lambda a: -int(a["CreateIndex"]))[0]["ID"]
             return bool(allocs)
