@@ -13,3 +13,22 @@ SELECT corral_job_status_v1(j) FROM jobs j WHERE j.namespace = :namespace AND j.
 -- Every live job's derived status, in one namespace or (NULL) all.
 SELECT j.namespace, j.id, corral_job_status_v1(j) FROM jobs j
 WHERE j.purged_at IS NULL AND (CAST(:namespace AS text) IS NULL OR j.namespace = :namespace);
+
+-- name: job_types
+-- The type of each of a list's jobs at once (an allocation list's JobType), purged or not.
+SELECT j.namespace, j.id, j.type FROM jobs j
+JOIN unnest(CAST(:namespaces AS text[]), CAST(:ids AS text[])) AS k(namespace, id)
+  ON j.namespace = k.namespace AND j.id = k.id;
+
+-- name: job_stubs
+-- The live jobs of a namespace (NULL: all) with an ID prefix (NULL: any), as a job list shows
+-- them: the stub's columns (app.store.job.job_reads.JobListed, in its order) and the two keys
+-- of the specification it shows, not the whole specification.
+SELECT j.namespace, j.id, j.name, j.type, j.priority, j.status, j.status_description, j.stop,
+       j.job_modify_index, j.submit_time, j.datacenters, j.node_pool, j.parent_id, j.periodic,
+       j.parameterized, j.create_index, j.modify_index, j.spec -> 'Multiregion', j.spec -> 'Meta'
+FROM jobs j
+WHERE j.purged_at IS NULL
+  AND (CAST(:namespace AS text) IS NULL OR j.namespace = :namespace)
+  AND (CAST(:prefix AS text) IS NULL OR starts_with(j.id, :prefix))
+ORDER BY j.namespace, j.id;

@@ -9,6 +9,7 @@ from typing import Protocol
 from app.api.encoders.encode import ident, nanos
 from app.jobspec.canonical import canonical_job
 from app.models import Job, JobVersion
+from app.store.job.job_reads import JobListed
 from app.values.constants import job_status
 from app.wire.api.api_jobs import JobEvalAnswerJson
 from app.wire.job import (
@@ -87,7 +88,9 @@ def version_tag(tag: JobVersionTagSpec | None) -> JsonObject | None:
     }
 
 
-def job_summary(row: Job, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson) -> JobSummaryJson:
+def job_summary(
+    row: Job | JobListed, groups: dict[str, TaskGroupSummaryJson], children: JobChildrenSummaryJson
+) -> JobSummaryJson:
     return {
         "JobID": row.id,
         "Namespace": row.namespace,
@@ -98,9 +101,12 @@ def job_summary(row: Job, groups: dict[str, TaskGroupSummaryJson], children: Job
     }
 
 
-def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
+def job_stub(row: Job | JobListed, summary: JobSummaryJson, status: str) -> JobListStubJson:
     """Nomad's JobListStub (every key; the job's version is on the full job only)."""
-    spec = row.spec
+    if isinstance(row, JobListed):
+        multiregion, meta = row.multiregion, row.meta
+    else:
+        multiregion, meta = row.spec.get("Multiregion"), row.spec.get("Meta")
     stub: JobListStubJson = {
         "ID": row.id,
         "ParentID": row.parent_id or "",
@@ -108,7 +114,7 @@ def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
         "Namespace": row.namespace,
         "Datacenters": row.datacenters,
         "NodePool": row.node_pool,
-        "Multiregion": spec.get("Multiregion"),
+        "Multiregion": multiregion,
         "Type": row.type,
         "Priority": row.priority,
         "Periodic": row.periodic,
@@ -123,7 +129,6 @@ def job_stub(row: Job, summary: JobSummaryJson, status: str) -> JobListStubJson:
         "SubmitTime": nanos(row.submit_time),
     }
     # Nomad's JobListStub sends Meta only when the job has some (omitempty).
-    meta = spec.get("Meta")
     if meta:
         stub["Meta"] = meta
     return stub

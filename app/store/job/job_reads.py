@@ -3,7 +3,9 @@ derived from its allocations, evaluations and children."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import exists, func, literal_column, select
 from sqlalchemy.orm import Session
@@ -12,7 +14,33 @@ from app.models import Allocation, Job, JobVersion
 from app.store.sql import query
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
 from app.values.errors import NotFound
-from app.wire.job import JobChildrenSummaryJson, TaskGroupSummaryJson
+from app.wire.job import JobChildrenSummaryJson, JobType, MultiregionSpec, TaskGroupSummaryJson
+
+
+class JobListed(NamedTuple):
+    """A job as lists show it: its stub's columns and the two keys of its specification a
+    JobListStub shows, read without the rest (ORM rows carrying every job's whole specification,
+    read and decoded, were most of a big job list's time)."""
+
+    namespace: str
+    id: str
+    name: str
+    type: JobType
+    priority: int
+    status: str
+    status_description: str
+    stop: bool
+    job_modify_index: int
+    submit_time: datetime
+    datacenters: list[str]
+    node_pool: str
+    parent_id: str | None
+    periodic: bool
+    parameterized: bool
+    create_index: int
+    modify_index: int
+    multiregion: MultiregionSpec | None
+    meta: dict[str, str] | None
 
 
 def get_job(session: Session, namespace: str, job_id: str, *, for_update: bool = False) -> Job:
@@ -29,6 +57,22 @@ def list_jobs(session: Session, namespace: str | None, prefix: str | None) -> Se
     if prefix:
         stmt = stmt.where(Job.id.startswith(prefix, autoescape=True))
     return session.scalars(stmt.order_by(Job.namespace, Job.id)).all()
+
+
+def list_job_stubs(session: Session, namespace: str | None, prefix: str | None) -> list[JobListed]:
+    """list_jobs as a list shows them (JobListed), in the same order."""
+    rows = session.execute(query("job_stubs"), {"namespace": namespace, "prefix": prefix or None})
+    return [JobListed(*row) for row in rows]
+
+
+def job_types(session: Session, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The type of each (namespace, job ID) in one statement: a list names hundreds of jobs."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    namespaces, ids = zip(*wanted, strict=True)
+    rows = session.execute(query("job_types"), {"namespaces": list(namespaces), "ids": list(ids)})
+    return {(str(ns), str(job_id)): str(kind) for ns, job_id, kind in rows}
 
 
 def job_versions(session: Session, job: Job) -> Sequence[JobVersion]:
