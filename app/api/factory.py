@@ -26,6 +26,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     from app.api import register
     from app.api.http.blocking import IndexWatcher
     from app.api.http.context import ApiState, Lane
+    from app.api.http.json_answers import OrjsonProvider
     from app.db.engines import make_engine, make_sessionmaker
     from app.db.schema import ensure_current
     from app.keyring import root_key
@@ -68,7 +69,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         node_engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
     )
     app = Flask("corral")
-    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json = OrjsonProvider(app)  # answers written by orjson (json_answers.py)
     # An ID may hold slashes (a job named "/" is "/v1/job///evaluate" once decoded): Werkzeug's
     # default answers such paths with an HTML redirect to a merged path that names another object.
     app.url_map.merge_slashes = False
