@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import pytest
-from flask import Flask
+from flask import Flask, Response
 from flask.json.provider import DefaultJSONProvider
 
 from app.api.http.json_answers import OrjsonProvider
@@ -30,7 +30,9 @@ def apps(debug: bool = False) -> tuple[Flask, Flask]:
 
 def answered(app: Flask, body: Any) -> bytes:
     with app.app_context():
-        return app.json.response(body).get_data()
+        reply = app.json.response(body)
+    assert isinstance(reply, Response)
+    return reply.get_data()
 
 
 @dataclass
