@@ -5,6 +5,13 @@ FROM v_job_summary
 WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
   AND (CAST(:job_id AS text) IS NULL OR job_id = :job_id);
 
+-- name: job_task_group_summaries
+-- One job's summary per task group: equalities only (no "IS NULL OR"), so the planner carries
+-- the job's key into the view's grouped allocations and reads that job's alone by index.
+SELECT namespace, job_id, task_group, queued, complete, failed, running, starting, lost, unknown
+FROM v_job_summary
+WHERE namespace = :namespace AND job_id = :job_id;
+
 -- name: job_status
 -- One job's status as Nomad derives it (sql/functions/job_status_v1.sql).
 SELECT corral_job_status_v1(j) FROM jobs j WHERE j.namespace = :namespace AND j.id = :job_id;

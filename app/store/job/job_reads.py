@@ -150,9 +150,12 @@ def children_summary(session: Session, job: Job) -> JobChildrenSummaryJson:
 def task_group_summaries(
     session: Session, namespace: str | None, job_id: str | None = None
 ) -> dict[tuple[str, str], dict[str, TaskGroupSummaryJson]]:
-    """(namespace, job) -> task group -> Nomad summary counts."""
+    """(namespace, job) -> task group -> Nomad summary counts. One job's (both keys given) is read
+    by its key: the list's statement would count every job's allocations to keep its one."""
     result: dict[tuple[str, str], dict[str, TaskGroupSummaryJson]] = {}
-    rows = session.execute(query("task_group_summaries"), {"namespace": namespace, "job_id": job_id})
+    one = namespace is not None and job_id is not None
+    statement = query("job_task_group_summaries" if one else "task_group_summaries")
+    rows = session.execute(statement, {"namespace": namespace, "job_id": job_id})
     for ns, jid, group, queued, complete, failed, running, starting, lost, unknown in rows:
         result.setdefault((ns, jid), {})[group] = {
             "Queued": int(queued),
