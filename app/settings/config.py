@@ -80,8 +80,8 @@ class Settings(BaseSettings):
         default=256,
         ge=1,
         description="Client writes (allocation updates, registrations, service syncs) that may wait for a "
-        "database turn in one API worker; past it a client write is answered 503 with Retry-After at once "
-        "instead of waiting longer than its client would.",
+        "database turn in one API worker (they go before the reads of nodes' allocation watches); past it a "
+        "client write is answered 503 with Retry-After at once instead of waiting longer than its client would.",
     )
     http_db_pool_timeout_s: float = Field(
         default=10.0, gt=0, description="How long a request waits for a database connection before a 503."

@@ -1,6 +1,7 @@
 """The client lane's database turns in one API worker (app/api/http/client_turns.py): a write
-that finds too long a line is refused at once, a watch's read never is, and the line's count
-comes back to zero however its waiters leave."""
+that finds too long a line of writes is refused at once, a watch's read never is, a freed turn
+goes to a waiting write before any read, and the line's count comes back to zero however its
+waiters leave."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
     reader = threading.Thread(target=queued_read)
     reader.start()
     wait_until(lambda: turns.waiting == 2)  # the read joined the line past the limit
+    assert turns.writes_waiting == 1
 
     release.set()
     for thread in (holder, first, reader):
@@ -59,3 +61,118 @@ def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
     assert turns.waiting == 0
     with turns.write():  # the line is empty again: writes are taken
         pass
+
+
+def test_a_freed_turn_goes_to_a_waiting_write_before_reads_that_came_first() -> None:
+    turns = ClientTurns(turns=1, max_waiting=8)
+    held, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def hold() -> None:
+        with turns.write():
+            held.set()
+            release.wait(10)
+
+    def read(name: str) -> None:
+        with turns:
+            order.append(name)
+
+    def write() -> None:
+        with turns.write():
+            order.append("write")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    readers = [threading.Thread(target=read, args=(f"read{i}",)) for i in range(3)]
+    for i, reader in enumerate(readers):
+        reader.start()
+        wait_until(lambda i=i: turns.waiting == i + 1)  # type: ignore[misc]
+    writer = threading.Thread(target=write)
+    writer.start()
+    wait_until(lambda: turns.writes_waiting == 1)
+
+    release.set()
+    for thread in (holder, writer, *readers):
+        thread.join(10)
+    assert order == ["write", "read0", "read1", "read2"]  # reads keep their own order
+    assert turns.waiting == 0
+
+
+def test_reads_waiting_never_get_a_write_refused() -> None:
+    turns = ClientTurns(turns=1, max_waiting=1)
+    held, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def hold() -> None:
+        with turns:
+            held.set()
+            release.wait(10)
+
+    def read() -> None:
+        with turns:
+            done.append("read")
+
+    def write() -> None:
+        with turns.write():
+            done.append("write")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    readers = [threading.Thread(target=read) for _ in range(5)]
+    for reader in readers:
+        reader.start()
+    wait_until(lambda: turns.waiting == 5)
+    writer = threading.Thread(target=write)
+    writer.start()  # five reads wait, no write: it joins the line (ahead of them)
+    wait_until(lambda: turns.writes_waiting == 1)
+
+    release.set()
+    for thread in (holder, writer, *readers):
+        thread.join(10)
+    assert done[0] == "write" and done.count("read") == 5
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def test_a_waiter_killed_in_line_leaves_it_and_a_turn_handed_to_it_is_given_back() -> None:
+    turns = ClientTurns(turns=1, max_waiting=8)
+    with turns.write():
+        # Waiting in line when it is killed: it leaves the line.
+        killed = threading.Event()
+
+        def interrupted_wait(self: threading.Event, timeout: float | None = None) -> bool:
+            killed.set()
+            raise Interrupted()
+
+        original = threading.Event.wait
+        threading.Event.wait = interrupted_wait  # type: ignore[method-assign]
+        try:
+            with pytest.raises(Interrupted), turns:
+                pass
+        finally:
+            threading.Event.wait = original  # type: ignore[method-assign]
+        assert killed.is_set()
+        assert turns.waiting == 0
+
+    # Handed the turn just as it was killed: it gives the turn back.
+    turns2 = ClientTurns(turns=1, max_waiting=8)
+    turns2._acquire(turns2._writes)  # a holder, which leaves while the read waits
+
+    def handed_then_interrupted(self: threading.Event, timeout: float | None = None) -> bool:
+        turns2._release()  # the holder leaves and hands this waiter the turn
+        assert self.is_set()
+        raise Interrupted()
+
+    original = threading.Event.wait
+    threading.Event.wait = handed_then_interrupted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Interrupted), turns2:
+            pass
+    finally:
+        threading.Event.wait = original  # type: ignore[method-assign]
+    assert turns2.waiting == 0
+    assert turns2._free == 1  # back, once: neither lost nor doubled
