@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -59,12 +60,18 @@ def all_indexes(session: Session) -> dict[str, int]:
     return indexes | {GLOBAL: max(indexes.values(), default=0)}
 
 
-def node_watch_indexes(session: Session, tables: Iterable[str], node_id: uuid.UUID) -> tuple[int, int]:
+class NodeWatchIndexes(NamedTuple):
+    tables_index: int  # current_index(tables)
+    node_index: int  # the newest change to the node or to one of its allocations
+    node_server_index: int  # the same, leaving out what its client reported (alloc_modify_index)
+
+
+def node_watch_indexes(session: Session, tables: Iterable[str], node_id: uuid.UUID) -> NodeWatchIndexes:
     """current_index(tables), and the highest index of a change to the node or to one of its
-    allocations at or below the safe index: what a node's allocation watch asks on every wake,
-    in one statement."""
+    allocations at or below the safe index, with and without its client's own status reports:
+    what a node's allocation watch asks on every wake, in one statement."""
     row = session.execute(query("node_watch_indexes"), {"tables": list(tables), "node_id": node_id}).one()
-    return int(row.tables_index), int(row.node_index)
+    return NodeWatchIndexes(int(row.tables_index), int(row.node_index), int(row.node_server_index))
 
 
 def compact(session: Session) -> int:

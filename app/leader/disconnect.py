@@ -30,7 +30,7 @@ def expire_unknown(session: Session, take_index: Callable[[], int]) -> int:
     session.execute(
         update(Allocation)
         .where(Allocation.id.in_([r.id for r in rows]))
-        .values(client_status="lost", client_description=LOST_DESCRIPTION, modify_index=index)
+        .values(client_status="lost", client_description=LOST_DESCRIPTION, modify_index=index, alloc_modify_index=index)
     )
     for namespace, job_id, node_id in sorted({(r.namespace, r.job_id, r.node_id) for r in rows}):
         node = session.get(Node, node_id)

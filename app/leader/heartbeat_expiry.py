@@ -62,7 +62,9 @@ def _went_silent(session: Session, node: Node, index: int) -> None:
         session.execute(
             update(Allocation)
             .where(Allocation.id.in_(silence.unknown))
-            .values(client_status="unknown", modify_index=index, modify_time=now)
+            # The servers' verdict, not the client's report: alloc_modify_index moves with it, so
+            # the node's client watch (woken by the servers' changes only) hears of it.
+            .values(client_status="unknown", modify_index=index, alloc_modify_index=index, modify_time=now)
         )
     for timeout in silence.timeouts:
         evaluation = insert_node_eval(session, timeout.namespace, timeout.job_id, "max-disconnect-timeout", node, index)

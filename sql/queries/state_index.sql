@@ -81,6 +81,9 @@ WHERE s.value <= state_index_safe()
 -- the current snapshot is complete up to (a node's blocking query on its allocations answers
 -- once this passes; a row changed above the safe index waits until the index catches up with
 -- it). One statement: the watch asks both on every wake, each statement a round trip and CPU.
+-- node_server_index leaves out what the node's own client wrote (its allocations' status
+-- reports move modify_index, never alloc_modify_index): corral's client watch (?client_since)
+-- answers on the servers' changes only, as Nomad's client pulls by AllocModifyIndex.
 SELECT
     (SELECT COALESCE(max(m.value), 0)
      FROM unnest(CAST(:tables AS text[])) AS t (name)
@@ -90,17 +93,24 @@ SELECT
     COALESCE(greatest(
         (SELECT modify_index FROM nodes WHERE id = :node_id AND modify_index <= state_index_safe()),
         (SELECT max(modify_index) FROM allocations WHERE node_id = :node_id AND modify_index <= state_index_safe())
-    ), 0) AS node_index;
+    ), 0) AS node_index,
+    COALESCE(greatest(
+        (SELECT modify_index FROM nodes WHERE id = :node_id AND modify_index <= state_index_safe()),
+        (SELECT max(alloc_modify_index) FROM allocations
+         WHERE node_id = :node_id AND alloc_modify_index <= state_index_safe())
+    ), 0) AS node_server_index;
 
 -- name: node_changes_since
 -- The nodes that changed, or whose allocations changed, in (since, until]: the API's index
 -- watcher wakes only those nodes' blocking queries. `until` is a safe index, so every change
 -- in the range has committed; later ones come with the next range. ix_allocations_modify_index
--- keeps the cost proportional to the change, not to the table.
-SELECT node_id, max(modify_index) FROM allocations
+-- keeps the cost proportional to the change, not to the table. The third column is the
+-- highest server-side change among them (alloc_modify_index; a node's row is all the servers'):
+-- a client's own status reports do not wake its ?client_since watch.
+SELECT node_id, max(modify_index), max(alloc_modify_index) FROM allocations
 WHERE modify_index > :since AND modify_index <= :until GROUP BY node_id
 UNION ALL
-SELECT id, modify_index FROM nodes WHERE modify_index > :since AND modify_index <= :until;
+SELECT id, modify_index, modify_index FROM nodes WHERE modify_index > :since AND modify_index <= :until;
 
 -- name: wake_listeners
 -- NOTIFY without an index. The pipeline no longer sends it alone (a plan submit's NOTIFY is part

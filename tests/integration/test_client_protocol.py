@@ -226,6 +226,10 @@ def test_silent_node_with_a_disconnect_window_is_disconnected_and_can_reconnect(
         assert expire(session, 300) == 1
     assert pg.execute("SELECT status FROM nodes").fetchone() == ("disconnected",)
     assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("unknown",)
+    # The servers' verdict: it moves AllocModifyIndex, so the node's client watch hears of it.
+    indexes = pg.execute("SELECT alloc_modify_index, modify_index FROM allocations WHERE id = %s", (alloc,))
+    marked = indexes.fetchone()
+    assert marked is not None and marked[0] == marked[1]
     timeout = pg.execute(
         "SELECT round(extract(epoch FROM wait_until - now()) / 60) FROM evaluations "
         "WHERE triggered_by = 'max-disconnect-timeout'"
@@ -272,6 +276,11 @@ def test_unknown_allocations_are_lost_once_the_window_ends(fast: FlaskClient, en
     with Session(engine) as session, session.begin():
         assert node_lifecycle(session) == 2, "one allocation lost, then its node settled"
     assert pg.execute("SELECT client_status FROM allocations WHERE id = %s", (alloc,)).fetchone() == ("lost",)
+    first_timeout = "SELECT min(create_index) FROM evaluations WHERE triggered_by = 'max-disconnect-timeout'"
+    unknown_at = int(str(scalar(pg, first_timeout)))
+    lost_at = pg.execute("SELECT alloc_modify_index, modify_index FROM allocations WHERE id = %s", (alloc,)).fetchone()
+    assert lost_at is not None and lost_at[0] == lost_at[1]
+    assert int(str(lost_at[0])) > unknown_at  # the servers' change, after the one that made it unknown
     assert pg.execute("SELECT status, status_description FROM nodes").fetchone() == (
         "down",
         "node stayed disconnected past every allocation's disconnect window",

@@ -83,11 +83,11 @@ def test_a_node_watch_reads_both_indexes_in_one_statement(
         session.execute(text("UPDATE nodes SET modify_index = :i WHERE id = :id"), {"i": index, "id": one})
     statements.clear()
     with Session(engine) as session, session.begin():
-        tables_index, one_index = node_watch_indexes(session, tables, one)
+        tables_index, one_index, one_by_servers = node_watch_indexes(session, tables, one)
         assert len(statements) == 1
-        assert tables_index == current_index(session, tables) == one_index == index
-        assert node_watch_indexes(session, tables, other) == (index, before_other[1])  # not woken
-        assert node_watch_indexes(session, tables, uuid.uuid4()) == (index, 0)
+        assert tables_index == current_index(session, tables) == one_index == one_by_servers == index
+        assert node_watch_indexes(session, tables, other) == (index, before_other[1], before_other[1])  # not woken
+        assert node_watch_indexes(session, tables, uuid.uuid4()) == (index, 0, 0)
 
 
 @pytest.mark.parametrize("query", ["", "?client_since=0", "?index=1&wait=1s"])

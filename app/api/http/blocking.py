@@ -8,7 +8,11 @@ next call. Writers take no lock for their index and never wait for each other.
 A node's query on its own allocations (every client holds one) is woken only by a change to
 that node or its allocations, as Nomad's per-node watch is: the watcher asks once per change
 which nodes moved, instead of every one of thousands of waiting clients re-reading the
-database whenever any allocation anywhere changes."""
+database whenever any allocation anywhere changes. corral's client asks with ?client_since and
+is woken by the servers' changes only (`servers_only`): not by the status reports it sent
+itself, which move an allocation's modify_index but never its alloc_modify_index (Nomad's
+client pulls by AllocModifyIndex the same way). Each report would otherwise cost its node a
+wake-up, a read and an answer with nothing new in it: a third of a placement storm's work."""
 
 from __future__ import annotations
 
@@ -70,12 +74,13 @@ class IndexWatcher:
         self._listening = False
         self.released = False  # shutting down: waiters answer with what they have
         # Per-node wake-ups, once a node's query has asked for them: the highest index of a
-        # change to each node (or its allocations) seen since `_node_base`, and the events of
-        # the queries waiting on each node.
+        # change to each node (or its allocations) seen since `_node_base`, the same for the
+        # servers' changes only, and the events of the queries waiting on each node.
         self._tracking_nodes = False
         self._node_base: int | None = None
         self._node_level = 0
         self._node_marks: dict[uuid.UUID, int] = {}
+        self._node_server_marks: dict[uuid.UUID, int] = {}
         self._node_waiters: dict[uuid.UUID, set[threading.Event]] = {}
 
     def safe_index(self) -> int:
@@ -127,10 +132,17 @@ class IndexWatcher:
                 self._waiters.discard(event)
 
     def wait_for_node(
-        self, node: uuid.UUID, seen: int, snapshot_index: int, deadline: float, gone: Caller = NO_CALLER
+        self,
+        node: uuid.UUID,
+        seen: int,
+        snapshot_index: int,
+        deadline: float,
+        gone: Caller = NO_CALLER,
+        servers_only: bool = False,
     ) -> None:
-        """Return once `node` or one of its allocations changed past `seen`, at the deadline, once
-        the caller hung up, or when the caller must look again (its snapshot, taken at
+        """Return once `node` or one of its allocations changed past `seen` (`servers_only`: by a
+        change of the servers', not a status its client reported), at the deadline, once the
+        caller hung up, or when the caller must look again (its snapshot, taken at
         `snapshot_index`, predates what the watcher has tracked). Other nodes' changes never
         wake it."""
         self._ensure_running()
@@ -146,10 +158,12 @@ class IndexWatcher:
         with self._lock:
             self._node_waiters.setdefault(node, set()).add(event)
 
+        marks = self._node_server_marks if servers_only else self._node_marks
+
         def moved() -> bool:
             if self._node_base is None or self._node_base > snapshot_index:
                 return True  # the watcher reconnected and may have missed changes: look again
-            return self._node_marks.get(node, 0) > seen
+            return marks.get(node, 0) > seen
 
         try:
             self._sleep(event, moved, deadline, gone)
@@ -161,16 +175,17 @@ class IndexWatcher:
                     if not waiting:
                         del self._node_waiters[node]
 
-    def node_unmoved(self, node: uuid.UUID, seen: int) -> bool:
+    def node_unmoved(self, node: uuid.UUID, seen: int, servers_only: bool = False) -> bool:
         """Whether the watcher alone can tell that `node` has not changed past `seen`: it has
         tracked every change to nodes and allocations since an index at or below `seen`, and none
         to this node went beyond it. A client's watch asked again with the index of its last
         answer then parks without a database read (any later change wakes it as it would have)."""
         if not self._tracking_nodes or self.released or not self._running():
             return False
+        marks = self._node_server_marks if servers_only else self._node_marks
         with self._lock:
             base = self._node_base
-            return base is not None and base <= seen and self._node_marks.get(node, 0) <= seen
+            return base is not None and base <= seen and marks.get(node, 0) <= seen
 
     def _sleep(self, event: threading.Event, done: Callable[[], bool], deadline: float, gone: Caller) -> None:
         """Sleep on `event` (set by the watcher, a release or the hang-up monitor) until `done()`
@@ -203,15 +218,18 @@ class IndexWatcher:
         # sees all of (previous level, level]; later ones come with the next range.
         rows = conn.execute(psycopg_query("node_changes_since"), {"since": self._node_level, "until": level}).fetchall()
         with self._lock:
-            for node_id, index in rows:
+            for node_id, index, server_index in rows:
                 if node_id is None:
                     continue
                 key = node_id if isinstance(node_id, uuid.UUID) else uuid.UUID(str(node_id))
                 changed = int(str(index))
                 if changed > self._node_marks.get(key, 0):
                     self._node_marks[key] = changed
+                by_servers = int(str(server_index))
+                if by_servers > self._node_server_marks.get(key, 0):
+                    self._node_server_marks[key] = by_servers
                 for event in self._node_waiters.get(key, ()):
-                    event.set()
+                    event.set()  # each waiter asks whether the change is one it waits for
             self._node_level = level
 
     def _running(self) -> bool:
@@ -319,18 +337,20 @@ def blocking_read(
     gone: Caller = NO_CALLER,
     node: uuid.UUID | None = None,
     turn: AbstractContextManager[object] = NO_TURN,
+    servers_only: bool = False,
 ) -> tuple[T, int]:
     """Run `read` in a consistent snapshot once the tables' index passes params.index (or the
     wait ends, the server shuts down, or the caller hangs up). With `node`, only a change to
-    that node or its allocations counts (the tables must be NODE_TABLES). Each look at the
-    database is taken inside `turn` (a semaphore sharing out the pool, or nothing)."""
+    that node or its allocations counts (the tables must be NODE_TABLES), and with
+    `servers_only` only one the servers made (not a status the node's client reported). Each
+    look at the database is taken inside `turn` (a semaphore sharing out the pool, or nothing)."""
     wait = params.wait_s + random.Random().uniform(0, params.wait_s / JITTER_FRACTION)
     deadline = time.monotonic() + wait
     seen = params.index
-    if node is not None and seen is not None and watcher.node_unmoved(node, seen) and not gone():
+    if node is not None and seen is not None and watcher.node_unmoved(node, seen, servers_only) and not gone():
         # A client asking again with its last answer's index: nothing to read until its node
         # moves (half of what each wake of a fleet's watches cost was this re-asking's read).
-        watcher.wait_for_node(node, seen, seen, deadline, gone)
+        watcher.wait_for_node(node, seen, seen, deadline, gone, servers_only)
     while True:
         with turn, factory() as session, session.begin():
             seen = params.index
@@ -338,7 +358,9 @@ def blocking_read(
                 index = current_index(session, tables)
                 moved = seen is None or index > seen
             else:
-                index, node_at = node_watch_indexes(session, tables, node)
+                looked = node_watch_indexes(session, tables, node)
+                index = looked.tables_index
+                node_at = looked.node_server_index if servers_only else looked.node_index
                 moved = seen is None or node_at > seen
             if moved or watcher.released or time.monotonic() >= deadline or gone():
                 return read(session), index
@@ -346,4 +368,4 @@ def blocking_read(
         if node is None:
             watcher.wait_beyond(tables, seen, deadline, gone)
         else:
-            watcher.wait_for_node(node, seen, index, deadline, gone)
+            watcher.wait_for_node(node, seen, index, deadline, gone, servers_only)

@@ -117,9 +117,12 @@ def respond(body: Any, index: int, status: int = 200) -> Response:
     return response
 
 
-def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None = None) -> tuple[T, int]:
+def read(
+    tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None = None, servers_only: bool = False
+) -> tuple[T, int]:
     """A blocking-capable read: honours ?index= and ?wait= on every read endpoint. With `node`
-    (a node's own allocations), only that node's changes end the wait."""
+    (a node's own allocations), only that node's changes end the wait; with `servers_only`
+    too, only the servers' (not the statuses its client reported: app.api.http.blocking)."""
     current = state()
     params = blocking_params(current.settings.max_blocking_wait_s)
     caller = current.hangups.caller(request.environ.get("gunicorn.socket"))
@@ -128,12 +131,13 @@ def read(tables: list[str], fn: Callable[[Session], T], node: uuid.UUID | None =
         started = time.monotonic()
         reads = standby.client if current.lane is current.client else standby.ordinary
         try:
-            result, index, g.corral_read_source = standby_read(standby, reads, tables, params, fn, caller, node)
+            found = standby_read(standby, reads, tables, params, fn, caller, node, servers_only)
+            result, index, g.corral_read_source = found
             return result, index
         except StandbyUnusable:
             params = remaining(params, started)
     turn = current.client_share if current.lane is current.client else contextlib.nullcontext()
-    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node, turn)
+    return blocking_read(current.reads, current.watcher, tables, params, fn, caller, node, turn, servers_only)
 
 
 def write(fn: Callable[[Session], T]) -> T:

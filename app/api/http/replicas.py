@@ -99,6 +99,7 @@ def standby_read(
     fn: Callable[[Session], T],
     gone: Caller,
     node: uuid.UUID | None,
+    servers_only: bool = False,
 ) -> tuple[T, int, Source]:
     """blocking_read on the standby, from a snapshot at or past the client's index only.
     Raises StandbyUnusable (with nothing sent) when the primary must answer."""
@@ -118,7 +119,9 @@ def standby_read(
 
     try:
         _await_replay(standby, reads, minimum, gone)
-        (result, source), index = blocking_read(reads, standby.watcher, tables, params, checked, caller, node)
+        (result, source), index = blocking_read(
+            reads, standby.watcher, tables, params, checked, caller, node, servers_only=servers_only
+        )
     except DBAPIError as err:
         log.info("standby read failed; the primary answers", error=str(err.orig or err).strip().splitlines()[0])
         raise StandbyUnusable(str(err)) from err

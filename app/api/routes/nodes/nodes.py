@@ -280,7 +280,10 @@ def node_allocations(node_id: str) -> Response:
     if since is not None:
         if predicate is not None:
             raise InvalidInput.of("filter", f"does not apply with {CLIENT_SINCE}")
-        watched, at = read(["allocations", "nodes"], lambda s: client_allocations(s, key, since), node=key)
+        # Woken by the servers' changes only: the statuses this client reported it knows.
+        watched, at = read(
+            ["allocations", "nodes"], lambda s: client_allocations(s, key, since), node=key, servers_only=True
+        )
         return respond(watched, at)
     body, index = read(
         ["allocations", "nodes"],
