@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,7 +21,7 @@ from app.store.node.nodes import get_node
 from app.structs import Job as JobStruct
 from app.structs import ReschedulePolicy
 from app.values.constants import ALLOC_CLIENT_TERMINAL_STATUSES
-from app.values.errors import Conflict, Forbidden
+from app.values.errors import Conflict, Forbidden, NotFound
 from app.values.ids import secret_matches
 from app.wire.allocation import AllocDeploymentStatusJson, TaskStateJson
 
@@ -54,8 +55,25 @@ class UpdateResult:
     updated: int
 
 
-def authenticate(session: Session, node_id: uuid.UUID, secret: str) -> Node:
-    node = get_node(session, node_id)
+class NodeCredentials(NamedTuple):
+    """What a client request needs of its node: who it is, its secret and its standing."""
+
+    id: uuid.UUID
+    secret_hash: str
+    status: str
+    computed_class: str
+
+
+def authenticate(session: Session, node_id: uuid.UUID, secret: str) -> NodeCredentials:
+    """The node, checked against the request's secret. Four columns, not the ORM row: every
+    status batch of every node asks this, and loading the whole node (attributes, resources,
+    drivers as JSON) was a third of what a batch cost the API in a placement storm."""
+    row = session.execute(
+        select(Node.id, Node.secret_hash, Node.status, Node.computed_class).where(Node.id == node_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFound.of("NodeID", f"node {node_id} not found")
+    node = NodeCredentials(row[0], row[1], row[2], row[3])
     if not secret_matches(secret, node.secret_hash):
         raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")
     return node
@@ -98,8 +116,11 @@ def update_allocations(session: Session, node_id: uuid.UUID, secret: str, update
     session.flush()
     if freed:
         unblock_capacity(session, {node.id: node.computed_class}, index)
-    eval_ids = _reschedule_evals(session, failed, node, index, now)
-    eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", node, index)]
+    if not failed and not reconnected:
+        return UpdateResult(index, [], updated)
+    whole = get_node(session, node_id)  # the evaluations record the node's modify index
+    eval_ids = _reschedule_evals(session, failed, whole, index, now)
+    eval_ids += [e.id for e in _evals(session, reconnected, "reconnect", whole, index)]
     return UpdateResult(index, eval_ids, updated)
 
 

@@ -188,3 +188,33 @@ def _with_allocation(client: FlaskClient, pg: Conn, node_id: uuid.UUID, fields: 
     assert client.put("/v1/jobs", json={"Job": minimal_job("web", **fields)}).status_code == 200
     eval_id = str(scalar(pg, "SELECT id FROM evaluations WHERE job_id = 'web' ORDER BY create_index DESC LIMIT 1"))
     return insert_allocation(pg, str(node_id), eval_id)
+
+
+def test_a_status_batch_reads_four_columns_of_its_node_not_the_row(client: FlaskClient, pg: Conn) -> None:
+    """Every status batch of every node authenticates: the node's whole row (attributes,
+    resources, drivers) is read only when the batch creates evaluations, which record it."""
+    node_id, secret = register(client)
+    client.put("/v1/jobs", json={"Job": minimal_job("web")})
+    eval_id = str(scalar(pg, "SELECT id FROM evaluations"))
+    alloc_id = insert_allocation(pg, str(node_id), eval_id, client_status="pending")
+    headers = {"X-Nomad-Token": secret}
+    url = f"/v1/node/{node_id}/allocations"
+    statements: list[str] = []
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(client.application.extensions["corral"].client_engine, "before_cursor_execute", record)
+    running = client.put(url, json={"Allocs": [{"ID": alloc_id, "ClientStatus": "running"}]}, headers=headers)
+    assert running.status_code == 200 and json_body(running)["Updated"] == 1
+    node_reads = [s for s in statements if "FROM nodes" in s]
+    assert len(node_reads) == 1 and "nodes.attributes" not in node_reads[0], node_reads
+    statements.clear()
+    failed = client.put(url, json={"Allocs": [{"ID": alloc_id, "ClientStatus": "failed"}]}, headers=headers)
+    assert failed.status_code == 200 and len(json_body(failed)["EvalIDs"]) == 1  # the reschedule's
+    assert any("nodes.attributes" in s for s in statements)  # the evaluation records the node
+    unknown = client.put(f"/v1/node/{uuid.uuid4()}/allocations", json={"Allocs": []}, headers=headers)
+    assert unknown.status_code == 404 and "NodeID" in unknown.get_data(as_text=True)
+    wrong = client.put(url, json={"Allocs": []}, headers={"X-Nomad-Token": "not-it"})
+    assert wrong.status_code == 403 and "X-Nomad-Token" in wrong.get_data(as_text=True)
+    event.remove(client.application.extensions["corral"].client_engine, "before_cursor_execute", record)
