@@ -22,15 +22,24 @@ def wait_until(check: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
-    turns = ClientTurns(turns=1, max_waiting=1)
+def holding(turns: ClientTurns, write: bool = True) -> tuple[threading.Thread, threading.Event]:
+    """A thread that takes a turn (a write's, or a read's) and keeps it until the event is set."""
     held, release = threading.Event(), threading.Event()
-    done: list[str] = []
 
     def hold() -> None:
-        with turns.write():
+        with turns.write() if write else turns:
             held.set()
             release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    return holder, release
+
+
+def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
+    turns = ClientTurns(turns=1, max_waiting=1)
+    done: list[str] = []
 
     def queued_write() -> None:
         with turns.write():
@@ -40,9 +49,7 @@ def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
         with turns:
             done.append("read")
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(10)
+    holder, release = holding(turns)
     first = threading.Thread(target=queued_write)
     first.start()
     wait_until(lambda: turns.waiting == 1)
@@ -65,13 +72,7 @@ def test_a_write_behind_a_full_line_is_refused_and_a_read_still_waits() -> None:
 
 def test_a_freed_turn_goes_to_a_waiting_write_before_reads_that_came_first() -> None:
     turns = ClientTurns(turns=1, max_waiting=8)
-    held, release = threading.Event(), threading.Event()
     order: list[str] = []
-
-    def hold() -> None:
-        with turns.write():
-            held.set()
-            release.wait(10)
 
     def read(name: str) -> None:
         with turns:
@@ -81,9 +82,7 @@ def test_a_freed_turn_goes_to_a_waiting_write_before_reads_that_came_first() -> 
         with turns.write():
             order.append("write")
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(10)
+    holder, release = holding(turns)
     readers = [threading.Thread(target=read, args=(f"read{i}",)) for i in range(3)]
     for i, reader in enumerate(readers):
         reader.start()
@@ -101,13 +100,7 @@ def test_a_freed_turn_goes_to_a_waiting_write_before_reads_that_came_first() -> 
 
 def test_reads_waiting_never_get_a_write_refused() -> None:
     turns = ClientTurns(turns=1, max_waiting=1)
-    held, release = threading.Event(), threading.Event()
     done: list[str] = []
-
-    def hold() -> None:
-        with turns:
-            held.set()
-            release.wait(10)
 
     def read() -> None:
         with turns:
@@ -117,9 +110,7 @@ def test_reads_waiting_never_get_a_write_refused() -> None:
         with turns.write():
             done.append("write")
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(10)
+    holder, release = holding(turns, write=False)
     readers = [threading.Thread(target=read) for _ in range(5)]
     for reader in readers:
         reader.start()
