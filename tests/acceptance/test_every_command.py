@@ -182,18 +182,25 @@ class Step:
     after: Callable[[Walk], None] | None = None  # checks what the command did beyond its output
 
 
-def _settled(alloc: dict[str, Any], status: str) -> bool:
-    """The allocation has the status and, when running, so has every task (a restart in flight does not count)."""
+def _settled(alloc: dict[str, Any], status: str, restarted: bool = False) -> bool:
+    """The allocation has the status and, when running, so has every task (a restart in flight
+    does not count). `restarted`: every task has also reported a restart (Restarts >= 1). Right
+    after `job restart` the servers may still hold the states from before it, all running,
+    while the client is restarting the tasks (a CI flake: `alloc restart` then found its task
+    not running)."""
     if alloc["ClientStatus"] != status:
         return False
-    tasks = (alloc.get("TaskStates") or {}).values()
+    tasks = list((alloc.get("TaskStates") or {}).values())
+    if restarted and not (tasks and all(int(t.get("Restarts") or 0) >= 1 for t in tasks)):
+        return False
     return status != "running" or (bool(tasks) and all(t["State"] == "running" for t in tasks))
 
 
-def _alloc_of(job: str, status: str = "running") -> Callable[[Walk], None]:
+def _alloc_of(job: str, status: str = "running", restarted: bool = False) -> Callable[[Walk], None]:
     def wait(walk: Walk) -> None:
         def found() -> bool:
-            allocs = [a for a in walk.api(f"/v1/job/{job}/allocations").json() if _settled(a, status)]
+            listed = walk.api(f"/v1/job/{job}/allocations").json()
+            allocs = [a for a in listed if _settled(a, status, restarted)]
             if allocs:
                 walk.known[f"{job}_alloc"] = sorted(allocs, key=lambda a: -int(a["CreateIndex"]))[0]["ID"]
             return bool(allocs)
@@ -420,7 +427,7 @@ STEPS: list[Step] = [
     Step("job scaling-events web", ()),
     Step("job eval web", ("finished with status",)),
     Step("job restart -yes web", ("restart",)),
-    Step("alloc restart {web_alloc} web", (), before=_alloc_of("web")),
+    Step("alloc restart {web_alloc} web", (), before=_alloc_of("web", restarted=True)),
     Step("job periodic force nightly", ('Evaluation triggered by job "nightly/periodic-', 'with status "complete"')),
     Step("job dispatch work", ("Dispatched Job ID",)),
     Step("job run web.nomad.hcl", ("Deployment",), before=_web_v2),
