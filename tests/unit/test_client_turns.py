@@ -129,41 +129,39 @@ class Interrupted(BaseException):
     pass
 
 
-def test_a_waiter_killed_in_line_leaves_it_and_a_turn_handed_to_it_is_given_back() -> None:
-    turns = ClientTurns(turns=1, max_waiting=8)
-    with turns.write():
-        # Waiting in line when it is killed: it leaves the line.
-        killed = threading.Event()
+def _killed_while_waiting(
+    monkeypatch: pytest.MonkeyPatch, turns: ClientTurns, meanwhile: Callable[[threading.Event], None]
+) -> None:
+    """Wait for a read's turn, killed in the wait (a hang-up, a shutdown) once `meanwhile` ran."""
 
-        def interrupted_wait(self: threading.Event, timeout: float | None = None) -> bool:
-            killed.set()
-            raise Interrupted()
-
-        original = threading.Event.wait
-        threading.Event.wait = interrupted_wait  # type: ignore[method-assign]
-        try:
-            with pytest.raises(Interrupted), turns:
-                pass
-        finally:
-            threading.Event.wait = original  # type: ignore[method-assign]
-        assert killed.is_set()
-        assert turns.waiting == 0
-
-    # Handed the turn just as it was killed: it gives the turn back.
-    turns2 = ClientTurns(turns=1, max_waiting=8)
-    turns2._acquire(turns2._writes)  # a holder, which leaves while the read waits
-
-    def handed_then_interrupted(self: threading.Event, timeout: float | None = None) -> bool:
-        turns2._release()  # the holder leaves and hands this waiter the turn
-        assert self.is_set()
+    def interrupted_wait(self: threading.Event, timeout: float | None = None) -> bool:
+        meanwhile(self)
         raise Interrupted()
 
-    original = threading.Event.wait
-    threading.Event.wait = handed_then_interrupted  # type: ignore[method-assign]
-    try:
-        with pytest.raises(Interrupted), turns2:
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Event, "wait", interrupted_wait)
+        with pytest.raises(Interrupted), turns:
             pass
-    finally:
-        threading.Event.wait = original  # type: ignore[method-assign]
-    assert turns2.waiting == 0
-    assert turns2._free == 1  # back, once: neither lost nor doubled
+
+
+def test_a_waiter_killed_in_line_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    turns = ClientTurns(turns=1, max_waiting=8)
+    killed: list[threading.Event] = []
+    with turns.write():
+        _killed_while_waiting(monkeypatch, turns, killed.append)
+        assert len(killed) == 1
+        assert turns.waiting == 0
+    assert turns._free == 1
+
+
+def test_a_turn_handed_to_a_waiter_as_it_is_killed_is_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    turns = ClientTurns(turns=1, max_waiting=8)
+    turns._acquire(turns._writes)  # a holder, which leaves while the read waits
+
+    def handed(waiter: threading.Event) -> None:
+        turns._release()  # the holder leaves and hands this waiter the turn
+        assert waiter.is_set()
+
+    _killed_while_waiting(monkeypatch, turns, handed)
+    assert turns.waiting == 0
+    assert turns._free == 1  # back, once: neither lost nor doubled
