@@ -62,14 +62,15 @@ class PlacementMetrics(NamedTuple):
     allocation_time_ns: int = 0
 
 
-class EncodedMetrics(NamedTuple):
-    """A placed allocation's metrics as its plan carried them: the compact JSON text of
-    `allocations.metrics` (app.wire.plan.PlacedMetricsJson). The applier decodes a plan's
-    allocations into these and writes the text as it came: a big plan's metrics are neither
-    parsed nor encoded again on their way into the table."""
+# A placed allocation's metrics as its plan carries them: the compact JSON text of
+# `allocations.placement_metrics` (app.wire.plan.PlacedMetricsJson). The applier decodes a plan's
+# allocations with these and writes the text as it came: a big plan's metrics are neither parsed
+# nor encoded again on their way into the table. A plain str, not a wrapper: a str is not tracked
+# by the garbage collector, a NamedTuple holding one is, and a big pass or plan holds tens of
+# thousands (each one more object for every collection to walk, in the worker and the applier).
+EncodedMetrics = str
 
-    text: str
 
-
-# What an allocation may hold as its metrics: the scheduler's, or its plan's text in the applier.
+# What an allocation may hold as its metrics: the scheduler's, or its plan's text (in the worker
+# when it makes the text directly, and in the applier).
 AnyMetrics = PlacementMetrics | EncodedMetrics

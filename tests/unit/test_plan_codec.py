@@ -177,7 +177,7 @@ def test_a_plan_round_trips_through_its_row_exactly(case: tuple[Plan, str, str])
         for a in allocs:  # the text carried through expands to the scheduler's metrics exactly
             original = next(o for o in plan.node_allocation[a.node_id] if o.id == a.id)
             if isinstance(a.metrics, EncodedMetrics):
-                assert placed_from_json(json.loads(a.metrics.text)) == original.metrics
+                assert placed_from_json(json.loads(a.metrics)) == original.metrics
 
 
 def as_the_applier_reads(plan: Plan) -> Plan:

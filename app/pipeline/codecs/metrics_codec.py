@@ -111,12 +111,12 @@ def placed_to_json(m: PlacementMetrics) -> PlacedMetricsJson:
 
 def placed_text(m: AnyMetrics) -> str:
     """placed_to_json as JSON text without blanks (a big plan carries tens of thousands: the
-    bytes go through the plan's row, the COPY and jsonb); an EncodedMetrics' text as it came. A
+    bytes go through the plan's row, the COPY and jsonb); an EncodedMetrics as it came. A
     placement that filtered and exhausted nothing, most of a big plan's, is written directly:
     numbers as json.dumps writes them, node IDs (hex and dashes) as they are, the datacenters'
     map through json.dumps (a name may need quoting)."""
-    if isinstance(m, EncodedMetrics):
-        return m.text
+    if isinstance(m, str):  # EncodedMetrics: the text itself
+        return m
     if m.class_filtered or m.constraint_filtered or m.class_exhausted or m.dimension_exhausted:
         return json.dumps(placed_to_json(m), separators=_COMPACT)
     top = ",".join([_top_text(s) for s in m.score_meta])
@@ -140,14 +140,14 @@ def placed_metrics_text(b: MetricsBuilder) -> EncodedMetrics:
     string, which the garbage collector does not trace (the tuples of scores and node IDs it
     did, for every placement of the pass). The others go through freeze and placed_text."""
     if b.class_filtered or b.constraint_filtered or b.class_exhausted or b.dimension_exhausted:
-        return _encoded((placed_text(b.freeze()),))
-    best = ""
+        return placed_text(b.freeze())
     top = b.top
     if top:
         top.sort(reverse=True)  # as freeze: by score, then walk order (the builder is dropped after)
-        for final, _, node, parts in top:
-            best += f',["{node.id_text}",{_raw_scores_text(final, parts)}]'
-    return _encoded((f'{_head_text(b.evaluated, b.filtered, b.exhausted, b.pool)}{best[1:]}],"Time":{b.elapsed_ns}}}',))
+        best = ",".join(['["' + node.id_text + _raw_scores_text(final, parts) for final, _, node, parts in top])
+    else:
+        best = ""
+    return f'{_head_text(b.evaluated, b.filtered, b.exhausted, b.pool)}{best}],"Time":{b.elapsed_ns}}}'
 
 
 @lru_cache(maxsize=1024)
@@ -160,14 +160,11 @@ def _head_text(evaluated: int, filtered: int, exhausted: int, pool: NodePool) ->
     )
 
 
-def _encoded(fields: tuple[str]) -> EncodedMetrics:
-    return tuple.__new__(EncodedMetrics, fields)  # the C constructor: no Python frame
-
-
 @lru_cache(maxsize=4096)
 def _raw_scores_text(final: float, parts: ScoreParts) -> str:
-    """A scored node's figures as freeze rounds them and _top_text prints them."""
-    return _scores_text(*rounded_scores(final, parts))
+    """A scored node's entry after its ID (the closing quote, its figures as freeze rounds them
+    and _top_text prints them, the closing bracket)."""
+    return f'",{_scores_text(*rounded_scores(final, parts))}]'
 
 
 def _top_text(s: NodeScore) -> str:

@@ -96,7 +96,7 @@ def metrics_by_alloc(lines: str | None) -> dict[str, EncodedMetrics]:
     out: dict[str, EncodedMetrics] = {}
     for line in lines.splitlines():
         alloc_id, _, text = line.partition(" ")
-        out[alloc_id] = tuple.__new__(EncodedMetrics, (text,))  # the C constructor: no Python frame
+        out[alloc_id] = text
     return out
 
 
@@ -268,7 +268,7 @@ def alloc_from_json(
 
 
 def _inline_metrics(raw: AllocJson) -> EncodedMetrics | None:
-    return EncodedMetrics(text) if (text := raw.get("Metrics")) else None
+    return raw.get("Metrics") or None
 
 
 def stop_to_json(s: AllocationStop) -> StopJson:
