@@ -141,13 +141,19 @@ def placed_metrics_text(b: MetricsBuilder) -> EncodedMetrics:
     did, for every placement of the pass). The others go through freeze and placed_text."""
     if b.class_filtered or b.constraint_filtered or b.class_exhausted or b.dimension_exhausted:
         return placed_text(b.freeze())
+    head = _head_text(b.evaluated, b.filtered, b.exhausted, b.pool)
     top = b.top
-    if top:
-        top.sort(reverse=True)  # as freeze: by score, then walk order (the builder is dropped after)
-        best = ",".join(['["' + node.id_text + _raw_scores_text(final, parts) for final, _, node, parts in top])
-    else:
-        best = ""
-    return f'{_head_text(b.evaluated, b.filtered, b.exhausted, b.pool)}{best}],"Time":{b.elapsed_ns}}}'
+    if not top:
+        return f'{head}],"Time":{b.elapsed_ns}}}'
+    top.sort(reverse=True)  # as freeze: by score, then walk order (the builder is dropped after)
+    if len(top) == 2:  # a batch job's (it scores two nodes): one f-string, the text made in one piece
+        (score1, _, node1, parts1), (score2, _, node2, parts2) = top
+        return (
+            f'{head}["{node1.id_text}{_raw_scores_text(score1, parts1)},["{node2.id_text}'
+            f'{_raw_scores_text(score2, parts2)}],"Time":{b.elapsed_ns}}}'
+        )
+    best = ",".join(['["' + node.id_text + _raw_scores_text(final, parts) for final, _, node, parts in top])
+    return f'{head}{best}],"Time":{b.elapsed_ns}}}'
 
 
 @lru_cache(maxsize=1024)
