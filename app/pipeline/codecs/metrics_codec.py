@@ -146,12 +146,6 @@ def placed_metrics_text(b: MetricsBuilder) -> EncodedMetrics:
     if not top:
         return f'{head}],"Time":{b.elapsed_ns}}}'
     top.sort(reverse=True)  # as freeze: by score, then walk order (the builder is dropped after)
-    if len(top) == 2:  # a batch job's (it scores two nodes): one f-string, the text made in one piece
-        (score1, _, node1, parts1), (score2, _, node2, parts2) = top
-        return (
-            f'{head}["{node1.id_text}{_raw_scores_text(score1, parts1)},["{node2.id_text}'
-            f'{_raw_scores_text(score2, parts2)}],"Time":{b.elapsed_ns}}}'
-        )
     best = ",".join(['["' + node.id_text + _raw_scores_text(final, parts) for final, _, node, parts in top])
     return f'{head}{best}],"Time":{b.elapsed_ns}}}'
 
