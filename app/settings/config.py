@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # A comma-separated list in its CORRAL_* variable (not JSON, as pydantic-settings would read it).
@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         ge=1,
         description="Database connections per API worker reserved for client traffic (heartbeats, allocation "
         "updates, node registration), so a flood of reads never delays a heartbeat.",
+    )
+    http_client_turns: int = Field(
+        default=0,
+        ge=0,
+        description="Client writes (allocation updates, registrations, service syncs) and reads of nodes' "
+        "allocation watches that hold a client connection at once in one API worker; the rest of "
+        "http_node_pool_size serves heartbeats and health. 0: half of http_node_pool_size. Fewer keep a "
+        "placement storm's heartbeats on time on a saturated server, at the cost of the writes' rate.",
     )
     http_client_write_queue: int = Field(
         default=256,
@@ -309,6 +317,21 @@ class Settings(BaseSettings):
         "(Nomad's server oidc_issuer), so third parties can verify identities; unset: no `iss`, and that "
         "endpoint answers 404.",
     )
+
+    @field_validator("http_client_turns")
+    @classmethod
+    def _client_turns(cls, turns: int, info: ValidationInfo) -> int:
+        pool = info.data.get("http_node_pool_size")  # absent when it failed validation itself
+        if turns and pool is not None and turns >= pool:
+            raise ValueError(
+                f"must be below http_node_pool_size ({pool}): a heartbeat must always find a client connection"
+            )
+        return turns
+
+    @property
+    def client_turns(self) -> int:
+        """The client turns in effect: http_client_turns, or half the client pool (at least 1)."""
+        return self.http_client_turns or max(1, self.http_node_pool_size // 2)
 
     @field_validator("oidc_issuer")
     @classmethod

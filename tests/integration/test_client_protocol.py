@@ -449,3 +449,43 @@ def test_an_allocation_update_behind_a_full_line_is_answered_503_at_once(databas
             if thread.is_alive() or thread.ident is not None:
                 thread.join(10)
         app.extensions["corral"].close()
+
+
+def test_http_client_turns_sets_how_many_client_writes_hold_a_connection_at_once(database_url: str) -> None:
+    """With http_client_turns 1 of a client pool of 4, a second client write waits for the first
+    one's turn, and heartbeats are answered from the connections left meanwhile."""
+    settings = Settings(database_url=database_url, http_node_pool_size=4, http_client_turns=1)
+    app = create_app(settings, database_url)
+    client = app.test_client()
+    turns = app.extensions["corral"].client_share
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with turns.write():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    try:
+        node_id, secret = register(client)
+        holder.start()
+        assert held.wait(10)
+        update: dict[str, list[object]] = {"Allocs": []}
+        waiting = threading.Thread(
+            target=lambda: client.put(f"/v1/node/{node_id}/allocations", json=update, headers={"X-Nomad-Token": secret})
+        )
+        waiting.start()
+        deadline = time.monotonic() + 10
+        while turns.writes_waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert turns.writes_waiting == 1  # the one turn is held: the update waits for it
+        for _ in range(3):
+            assert beat(client, node_id, secret).status_code == 200
+        release.set()
+        waiting.join(10)
+        assert not waiting.is_alive() and turns.waiting == 0
+    finally:
+        release.set()
+        if holder.ident is not None:
+            holder.join(10)
+        app.extensions["corral"].close()

@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable
 
 import pytest
+from pydantic import ValidationError
 
 from app.api.http.client_turns import ClientTurns, ClientTurnsFull
+from app.settings.config import Settings, describe
 
 pytestmark = pytest.mark.unit
 
@@ -165,3 +167,20 @@ def test_a_turn_handed_to_a_waiter_as_it_is_killed_is_given_back(monkeypatch: py
     _killed_while_waiting(monkeypatch, turns, handed)
     assert turns.waiting == 0
     assert turns._free == 1  # back, once: neither lost nor doubled
+
+
+def test_the_turns_are_half_the_client_pool_unless_http_client_turns_says() -> None:
+    assert Settings(http_node_pool_size=4).client_turns == 2
+    assert Settings(http_node_pool_size=1).client_turns == 1  # one turn at least, as ever
+    assert Settings(http_node_pool_size=4, http_client_turns=1).client_turns == 1
+    assert Settings(http_node_pool_size=16, http_client_turns=3).client_turns == 3
+
+
+@pytest.mark.parametrize("turns", [4, 5])
+def test_turns_that_would_leave_heartbeats_no_connection_are_refused_naming_the_setting(turns: int) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings(http_node_pool_size=4, http_client_turns=turns)
+    (problem,) = raised.value.errors()
+    assert problem["loc"] == ("http_client_turns",)
+    assert "must be below http_node_pool_size (4)" in problem["msg"]
+    assert describe(raised.value).startswith("CORRAL_HTTP_CLIENT_TURNS: ")

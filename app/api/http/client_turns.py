@@ -1,7 +1,8 @@
 """Database turns for one API worker's client traffic: allocation updates, registrations,
 service syncs, and the reads of nodes' allocation watches.
 
-They hold at most half the client pool at once, so a heartbeat always finds a connection.
+They hold at most `http_client_turns` connections at once (half the client pool by default), so a
+heartbeat always finds a connection.
 
 - Writes go first: a freed turn goes to the longest-waiting write, and to a watch's read only
   when no write waits. A placement wakes every node's watch at once (10,000 reads queued in a

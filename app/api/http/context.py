@@ -58,15 +58,14 @@ class ApiState:
     # Client writes that take the state index (registrations, allocation updates) hold a
     # pooled connection through row locks and a synchronous commit, and the reads of the
     # client lane's blocking queries (every node's allocation watch) come in bursts: hundreds
-    # woken by one change. Together they hold at most half the client pool at once, waiting
-    # their turn without a connection (app/api/http/client_turns.py), so a burst of them never
-    # leaves a heartbeat or the health check without one; a write that finds too long a line
-    # is answered 503 at once.
+    # woken by one change. Together they hold at most `client_turns` connections at once (half
+    # the client pool unless http_client_turns says), waiting their turn without a connection
+    # (app/api/http/client_turns.py), so a burst of them never leaves a heartbeat or the health
+    # check without one; a write that finds too long a line is answered 503 at once.
     client_share: ClientTurns = field(init=False)
 
     def __post_init__(self) -> None:
-        turns = self.settings.http_node_pool_size // 2
-        self.client_share = ClientTurns(turns, self.settings.http_client_write_queue)
+        self.client_share = ClientTurns(self.settings.client_turns, self.settings.http_client_write_queue)
 
     def close(self) -> None:
         """Stop the index watcher and close every pooled connection (tests, app teardown)."""
