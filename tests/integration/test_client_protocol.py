@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app import create_app
+from app.api.http.client_turns import ClientTurns
 from app.db.engines import libpq_url
 from app.leader.heartbeat_expiry import expire
 from app.leader.node_lifecycle import node_lifecycle
@@ -404,6 +405,19 @@ def test_marking_a_node_down_never_blocks_placements_onto_it(
     assert pg.execute("SELECT count(*) FROM allocations WHERE node_id = %s", (node_id,)).fetchone() == (1,)
 
 
+def write_turn_holder(turns: ClientTurns) -> tuple[Callable[[], None], threading.Event, threading.Event]:
+    """A thread's target that takes a client write turn and keeps it until `release` is set;
+    `held` is set once it has the turn."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with turns.write():
+            held.set()
+            release.wait(10)
+
+    return hold, held, release
+
+
 def test_an_allocation_update_behind_a_full_line_is_answered_503_at_once(database_url: str) -> None:
     """A client write that would wait behind http_client_write_queue others is refused with
     Retry-After (the client resends it), rather than done after its client gave up."""
@@ -411,12 +425,7 @@ def test_an_allocation_update_behind_a_full_line_is_answered_503_at_once(databas
     app = create_app(settings, database_url)
     client = app.test_client()
     turns = app.extensions["corral"].client_share
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with turns.write():
-            held.set()
-            release.wait(10)
+    hold, held, release = write_turn_holder(turns)
 
     def wait_in_line() -> None:
         with turns.write():
@@ -458,13 +467,7 @@ def test_http_client_turns_sets_how_many_client_writes_hold_a_connection_at_once
     app = create_app(settings, database_url)
     client = app.test_client()
     turns = app.extensions["corral"].client_share
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with turns.write():
-            held.set()
-            release.wait(10)
-
+    hold, held, release = write_turn_holder(turns)
     holder = threading.Thread(target=hold)
     try:
         node_id, secret = register(client)
