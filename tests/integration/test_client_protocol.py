@@ -474,8 +474,10 @@ def test_http_client_turns_sets_how_many_client_writes_hold_a_connection_at_once
         holder.start()
         assert held.wait(10)
         update: dict[str, list[object]] = {"Allocs": []}
+        answers: list[int] = []
+        path, token = f"/v1/node/{node_id}/allocations", {"X-Nomad-Token": secret}
         waiting = threading.Thread(
-            target=lambda: client.put(f"/v1/node/{node_id}/allocations", json=update, headers={"X-Nomad-Token": secret})
+            target=lambda: answers.append(client.put(path, json=update, headers=token).status_code)
         )
         waiting.start()
         deadline = time.monotonic() + 10
@@ -487,6 +489,7 @@ def test_http_client_turns_sets_how_many_client_writes_hold_a_connection_at_once
         release.set()
         waiting.join(10)
         assert not waiting.is_alive() and turns.waiting == 0
+        assert answers == [200]  # done once the turn came free, not refused
     finally:
         release.set()
         if holder.ident is not None:
