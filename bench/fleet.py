@@ -366,6 +366,10 @@ class StepResult:
     fleet_cpu_pct: float
     hostile_reopened: int
     heartbeat_latency: tuple[float | None, float | None] = (None, None)  # the fleet's p50/p99, last 5,000
+    # The window's late beats, and how many of them the fleet itself sent late (their wait to be
+    # sent was longer than their round trip); the send delay's p99 over the last 5,000 beats.
+    late: tuple[int, int] = (0, 0)
+    send_delay_p99: float | None = None
     big: BigJob | None = None
 
     @property
@@ -508,6 +512,8 @@ def _step(
         fleet_cpu_pct=100.0 * (fleet_after - fleet_before) / elapsed,
         hostile_reopened=hostile.reopened,
         heartbeat_latency=(after.get("heartbeat_p50_s"), after.get("heartbeat_p99_s")),
+        late=(delta("late"), delta("late_sent")),
+        send_delay_p99=after.get("heartbeat_send_delay_p99_s"),
         big=big,
     )
 
@@ -532,6 +538,13 @@ def report(result: StepResult) -> None:
         # Sent to answered, as the fleet saw it: a late beat with a short round trip was sent
         # late (the fleet's own loop), one with a long round trip waited on the servers.
         print(f"        heartbeat round trip p50/p99 {p50 * ms:.1f}/{p99 * ms:.1f} ms", flush=True)
+    late, late_sent = result.late
+    if result.send_delay_p99 is not None:
+        print(
+            f"        late in the window: {late}, of which sent late by the fleet {late_sent} and answered late "
+            f"{late - late_sent}; send delay p99 {result.send_delay_p99 * ms:.1f} ms",
+            flush=True,
+        )
     per_thousand = result.nodes / 1000
     print(
         f"        per 1,000 nodes: server CPU {result.server_cpu_pct / per_thousand:.1f} % of a core, "

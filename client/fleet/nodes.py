@@ -127,15 +127,20 @@ class FleetNodes(FleetAllocs):
         return float(body["HeartbeatTTL"]) / NANOS
 
     def _count_beat(self, began: float, due: float) -> None:
-        """An accepted heartbeat: its latency, and whether it came in time."""
+        """An accepted heartbeat: its latency, and whether it came in time (and if not, whose
+        wait was longer: the fleet's before sending, or the round trip's)."""
         answered = time.monotonic()
+        round_trip, send_delay = answered - began, max(0.0, began - due)
         with self.lock:
             self.stats.heartbeats += 1
-            self.stats.latencies_s.append(answered - began)
+            self.stats.latencies_s.append(round_trip)
+            self.stats.send_delays_s.append(send_delay)
             if answered <= due + ON_TIME_S:
                 self.stats.on_time += 1
             else:
                 self.stats.late += 1
+                if send_delay > round_trip:
+                    self.stats.late_sent += 1
 
     async def _put_heartbeat(self, node: SimNode) -> httpx.Response:
         return await self._http(node).put(

@@ -26,26 +26,37 @@ class FleetStats:
     heartbeats: int = 0
     on_time: int = 0
     late: int = 0
+    # Late beats whose send waited longer than their round trip: the fleet's own lateness (its
+    # loop or this machine's CPU), not the servers'.
+    late_sent: int = 0
     failures: int = 0
-    latencies_s: list[float] = field(default_factory=list)
+    latencies_s: list[float] = field(default_factory=list)  # sent to answered
+    send_delays_s: list[float] = field(default_factory=list)  # fell due to sent
     watches: int = 0
     started: int = 0  # allocations this fleet reported running (or failed at start)
     errors: Counter[str] = field(default_factory=Counter)
 
     def snapshot(self) -> dict[str, Any]:
-        recent = sorted(self.latencies_s[-5000:])
         return {
-            "heartbeat_p50_s": round(recent[len(recent) // 2], 4) if recent else None,
-            "heartbeat_p99_s": round(recent[int(len(recent) * 0.99)], 4) if recent else None,
+            "heartbeat_p50_s": recent_quantile(self.latencies_s, 0.50),
+            "heartbeat_p99_s": recent_quantile(self.latencies_s, 0.99),
+            "heartbeat_send_delay_p99_s": recent_quantile(self.send_delays_s, 0.99),
             "registered": self.registered,
             "heartbeats": self.heartbeats,
             "on_time": self.on_time,
             "late": self.late,
+            "late_sent": self.late_sent,
             "failures": self.failures,
             "watches": self.watches,
             "started": self.started,
             "errors": dict(self.errors),
         }
+
+
+def recent_quantile(samples: list[float], q: float) -> float | None:
+    """The q-quantile of the last 5,000 samples, in seconds (None before the first)."""
+    recent = sorted(samples[-5000:])
+    return round(recent[min(len(recent) - 1, int(len(recent) * q))], 4) if recent else None
 
 
 def failure_kind(loop: str, err: BaseException) -> str:
