@@ -370,6 +370,8 @@ class StepResult:
     # sent was longer than their round trip); the send delay's p99 over the last 5,000 beats.
     late: tuple[int, int] = (0, 0)
     send_delay_p99: float | None = None
+    # The fleet process's garbage collector in the window: full collections, longest pause (s).
+    gc_pauses: tuple[int, float] = (0, 0.0)
     big: BigJob | None = None
 
     @property
@@ -514,6 +516,7 @@ def _step(
         heartbeat_latency=(after.get("heartbeat_p50_s"), after.get("heartbeat_p99_s")),
         late=(delta("late"), delta("late_sent")),
         send_delay_p99=after.get("heartbeat_send_delay_p99_s"),
+        gc_pauses=(delta("gc_full"), float(after.get("gc_pause_longest_s", 0.0))),
         big=big,
     )
 
@@ -542,7 +545,8 @@ def report(result: StepResult) -> None:
     if result.send_delay_p99 is not None:
         print(
             f"        late in the window: {late}, of which sent late by the fleet {late_sent} and answered late "
-            f"{late - late_sent}; send delay p99 {result.send_delay_p99 * ms:.1f} ms",
+            f"{late - late_sent}; send delay p99 {result.send_delay_p99 * ms:.1f} ms; the fleet's full "
+            f"collections {result.gc_pauses[0]}, longest pause since its start {result.gc_pauses[1] * ms:.0f} ms",
             flush=True,
         )
     per_thousand = result.nodes / 1000

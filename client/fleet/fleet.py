@@ -78,6 +78,7 @@ class Fleet(FleetNodes, FleetWatches):
 
     async def main(self) -> None:
         self.main_loop = asyncio.get_running_loop()
+        self.stats.gc.install()
         self._open_clients()
         background = [
             asyncio.ensure_future(_guard("sync", self._sync, self._failure)),
@@ -100,6 +101,7 @@ class Fleet(FleetNodes, FleetWatches):
                 await client.aclose()
             if self.lane is not None:
                 self.lane.stop()
+            self.stats.gc.remove()
 
     def run(self) -> None:
         asyncio.run(self.main())

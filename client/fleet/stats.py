@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from client.fleet.pauses import GcPauses
 from client.fleet.retry import NodeGone, Retryable
 
 ON_TIME_S = 1.0  # a heartbeat accepted within this long of falling due is on time
@@ -35,6 +36,7 @@ class FleetStats:
     watches: int = 0
     started: int = 0  # allocations this fleet reported running (or failed at start)
     errors: Counter[str] = field(default_factory=Counter)
+    gc: GcPauses = field(default_factory=GcPauses)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class FleetStats:
             "watches": self.watches,
             "started": self.started,
             "errors": dict(self.errors),
+            **self.gc.snapshot(),
         }
 
 

@@ -4,6 +4,7 @@ benchmark can say whether the simulator or the servers missed the beat."""
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from client.fleet import nodes
 from client.fleet.base import FleetConfig
 from client.fleet.fleet import Fleet
+from client.fleet.pauses import GcPauses
 
 pytestmark = pytest.mark.unit
 
@@ -58,3 +60,17 @@ def test_a_late_send_is_the_fleets_and_a_slow_answer_the_servers(monkeypatch: py
 def test_a_beat_sent_early_has_no_send_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = counted(monkeypatch, [(100.0, 99.0, 99.1)])
     assert fleet.stats.send_delays_s == [0.0]
+
+
+def test_the_fleet_counts_its_garbage_collectors_pauses() -> None:
+    pauses = GcPauses()
+    pauses.install()
+    try:
+        gc.collect(0)
+        gc.collect(2)
+    finally:
+        pauses.remove()
+    gc.collect(2)  # no longer counted
+    snapshot = pauses.snapshot()
+    assert (snapshot["gc_collections"], snapshot["gc_full"]) == (2, 1)
+    assert 0 < snapshot["gc_pause_longest_s"] <= snapshot["gc_pause_total_s"]

@@ -1,0 +1,51 @@
+"""The garbage collector's pauses in the fleet's process.
+
+A fleet of thousands of nodes is one Python heap of millions of objects. A full collection of it
+stops every thread (the heartbeat lane's too) at once, which no fleet of real hosts does: each
+has its own runtime. Counting the pauses lets a benchmark tell them from the servers' delays."""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+
+class GcPauses:
+    """Collections and their pauses, fed by `gc.callbacks` while installed."""
+
+    def __init__(self) -> None:
+        self.collections = 0
+        self.full = 0  # of the oldest generation
+        self.total_s = 0.0
+        self.longest_s = 0.0
+        self._began: float | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        if self._began is None:
+            return
+        pause, self._began = time.perf_counter() - self._began, None
+        self.collections += 1
+        if info.get("generation") == 2:
+            self.full += 1
+        self.total_s += pause
+        self.longest_s = max(self.longest_s, pause)
+
+    def install(self) -> None:
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def remove(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "gc_collections": self.collections,
+            "gc_full": self.full,
+            "gc_pause_total_s": round(self.total_s, 4),
+            "gc_pause_longest_s": round(self.longest_s, 4),
+        }
