@@ -63,6 +63,9 @@ class FleetNodes(FleetAllocs):
                     node.registered = True
                     with self.lock:
                         self.stats.registered += 1
+                        everyone = self.stats.registered == len(self.nodes)
+                    if everyone:
+                        self.stats.gc.settle()
                 return
             except Refused:
                 raise

@@ -2,7 +2,12 @@
 
 A fleet of thousands of nodes is one Python heap of millions of objects. A full collection of it
 stops every thread (the heartbeat lane's too) at once, which no fleet of real hosts does: each
-has its own runtime. Counting the pauses lets a benchmark tell them from the servers' delays."""
+has its own runtime. Counting the pauses lets a benchmark tell them from the servers' delays.
+
+Measured at 10,000 nodes (bench.fleet): 2 full collections in a 90 s window, the longest 3.6 s,
+which made about 4 % of the window's heartbeats late. So once every node has registered, the
+fleet freezes its heap (`settle`): what is alive then (the nodes, their clients and loops) moves
+to the collector's permanent generation, and later full collections walk only what came after."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ class GcPauses:
         self.full = 0  # of the oldest generation
         self.total_s = 0.0
         self.longest_s = 0.0
+        self.settled = False
         self._began: float | None = None
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -34,6 +40,12 @@ class GcPauses:
         self.total_s += pause
         self.longest_s = max(self.longest_s, pause)
 
+    def settle(self) -> None:
+        """Freeze the heap as it is now (once): its objects are never walked again."""
+        if not self.settled:
+            self.settled = True
+            gc.freeze()
+
     def install(self) -> None:
         if self not in gc.callbacks:
             gc.callbacks.append(self)
@@ -48,4 +60,5 @@ class GcPauses:
             "gc_full": self.full,
             "gc_pause_total_s": round(self.total_s, 4),
             "gc_pause_longest_s": round(self.longest_s, 4),
+            "gc_settled": self.settled,
         }

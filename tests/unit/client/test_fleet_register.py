@@ -4,6 +4,7 @@ its nodes over loopback source addresses."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import subprocess
 import sys
@@ -218,3 +219,22 @@ def test_a_second_closed_connection_is_the_caller_s_failure() -> None:
     client = httpx.AsyncClient(base_url="http://corral.test", transport=ResendOnClosedConnection(AlwaysClosed()))
     with pytest.raises(httpx.ReadError):
         asyncio.run(client.get("/v1/node/x/allocations"))
+
+
+def test_the_heap_is_frozen_once_every_node_has_registered() -> None:
+    registered: list[int] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        registered.append(len(registered))
+        return httpx.Response(200, json={"HeartbeatTTL": 7 * NANOS})
+
+    fleet = _fleet(httpx.MockTransport(answer))
+    node = next(iter(fleet.nodes.values()))
+    try:
+        asyncio.run(fleet.register(node))
+        assert not fleet.stats.gc.settled  # one of two nodes
+        asyncio.run(fleet.register_all())
+        assert fleet.stats.gc.settled and gc.get_freeze_count() > 0
+        assert fleet.stats.snapshot()["gc_settled"] is True
+    finally:
+        gc.unfreeze()
