@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any
 
 
 class GcPauses:
@@ -27,7 +26,7 @@ class GcPauses:
         self.settled = False
         self._began: float | None = None
 
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._began = time.perf_counter()
             return
@@ -54,7 +53,7 @@ class GcPauses:
         if self in gc.callbacks:
             gc.callbacks.remove(self)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, float | int | bool]:
         return {
             "gc_collections": self.collections,
             "gc_full": self.full,
