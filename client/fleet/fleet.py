@@ -59,6 +59,7 @@ class Fleet(FleetNodes, FleetWatches):
         while True:
             await asyncio.sleep(SUMMARY_EVERY_S if self.config.stats_file is None else STATS_FILE_EVERY_S)
             self._summary()
+            self.stats.gc.collect_when_due()
 
     async def _stopped(self) -> None:
         while not self.stop.is_set():

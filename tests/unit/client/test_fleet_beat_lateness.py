@@ -12,7 +12,7 @@ import pytest
 from client.fleet import nodes
 from client.fleet.base import FleetConfig
 from client.fleet.fleet import Fleet
-from client.fleet.pauses import GcPauses
+from client.fleet.pauses import NEVER, GcPauses
 
 pytestmark = pytest.mark.unit
 
@@ -74,3 +74,22 @@ def test_the_fleet_counts_its_garbage_collectors_pauses() -> None:
     snapshot = pauses.snapshot()
     assert (snapshot["gc_collections"], snapshot["gc_full"]) == (2, 1)
     assert 0 < snapshot["gc_pause_longest_s"] <= snapshot["gc_pause_total_s"]
+
+
+def test_settled_the_collector_runs_full_collections_only_when_due_and_is_put_back() -> None:
+    before = gc.get_threshold()
+    pauses = GcPauses()
+    pauses.install()
+    try:
+        assert not pauses.collect_when_due(every_s=0)  # not settled: the collector's own rules
+        pauses.settle()
+        assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] == NEVER
+        assert gc.get_freeze_count() > 0
+        assert not pauses.collect_when_due(every_s=3600)
+        full = pauses.full
+        assert pauses.collect_when_due(every_s=0)
+        assert pauses.full == full + 1
+    finally:
+        pauses.remove()
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

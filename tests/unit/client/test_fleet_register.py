@@ -237,4 +237,4 @@ def test_the_heap_is_frozen_once_every_node_has_registered() -> None:
         assert fleet.stats.gc.settled and gc.get_freeze_count() > 0
         assert fleet.stats.snapshot()["gc_settled"] is True
     finally:
-        gc.unfreeze()
+        fleet.stats.gc.remove()
