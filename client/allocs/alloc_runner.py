@@ -690,13 +690,13 @@ class AllocRunner:
             temporary = path.with_suffix(".tmp")
             try:
                 temporary.write_text(json.dumps(record))
+                temporary.replace(path)  # atomic: a crash leaves the old record or the new one
             except FileNotFoundError:
                 # The directory was removed under a running task (destroy() waits for the task
                 # threads first, so someone else did): nothing is left to restore from, and the
                 # task's thread must go on reporting rather than die here.
                 log.warning("allocation directory is gone; its state is not recorded", alloc_dir=str(self.dir))
                 return
-            temporary.replace(path)  # atomic: a crash leaves the old record or the new one
 
     def destroy(self) -> None:
         """Kill whatever still runs, wait for the task runners, remove the directory."""
