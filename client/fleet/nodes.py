@@ -63,9 +63,8 @@ class FleetNodes(FleetAllocs):
                     node.registered = True
                     with self.lock:
                         self.stats.registered += 1
-                        everyone = self.stats.registered == len(self.nodes)
-                    if everyone:
-                        self.stats.gc.settle()
+                        count = self.stats.registered
+                    self.stats.gc.registered(count, len(self.nodes))
                 return
             except Refused:
                 raise

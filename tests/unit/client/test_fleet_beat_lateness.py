@@ -12,7 +12,7 @@ import pytest
 from client.fleet import nodes
 from client.fleet.base import FleetConfig
 from client.fleet.fleet import Fleet
-from client.fleet.pauses import NEVER, GcPauses
+from client.fleet.pauses import FREEZE_EVERY, NEVER, GcPauses
 
 pytestmark = pytest.mark.unit
 
@@ -76,15 +76,12 @@ def test_the_fleet_counts_its_garbage_collectors_pauses() -> None:
     assert 0 < snapshot["gc_pause_longest_s"] <= snapshot["gc_pause_total_s"]
 
 
-def test_settled_the_collector_runs_full_collections_only_when_due_and_is_put_back() -> None:
+def test_installed_the_collector_runs_full_collections_only_when_due_and_is_put_back() -> None:
     before = gc.get_threshold()
     pauses = GcPauses()
     pauses.install()
     try:
-        assert not pauses.collect_when_due(every_s=0)  # not settled: the collector's own rules
-        pauses.settle()
         assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] == NEVER
-        assert gc.get_freeze_count() > 0
         assert not pauses.collect_when_due(every_s=3600)
         full = pauses.full
         assert pauses.collect_when_due(every_s=0)
@@ -92,4 +89,20 @@ def test_settled_the_collector_runs_full_collections_only_when_due_and_is_put_ba
     finally:
         pauses.remove()
     assert gc.get_threshold() == before
+    assert not pauses.collect_when_due(every_s=0)  # removed: the collector's own rules again
+
+
+def test_registrations_freeze_the_heap_in_steps_and_at_the_last() -> None:
+    pauses = GcPauses()
+    pauses.install()
+    try:
+        pauses.registered(FREEZE_EVERY - 1, 2 * FREEZE_EVERY + 5)
+        assert gc.get_freeze_count() == 0
+        pauses.registered(FREEZE_EVERY, 2 * FREEZE_EVERY + 5)
+        assert gc.get_freeze_count() > 0 and not pauses.settled
+        gc.unfreeze()
+        pauses.registered(2 * FREEZE_EVERY + 5, 2 * FREEZE_EVERY + 5)
+        assert gc.get_freeze_count() > 0 and pauses.settled
+    finally:
+        pauses.remove()
     assert gc.get_freeze_count() == 0
