@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.state_index import current_index, next_index, node_watch_indexes
-from app.store.node.heartbeat_ttl import HeartbeatPolicy, grant
+from app.store.node.heartbeat_ttl import FleetSize, HeartbeatPolicy, grant
 from app.store.node.heartbeats import heartbeat
 from tests.support.api import json_body, minimal_job, node_body
 from tests.support.processes import wait_for
@@ -67,6 +67,32 @@ def test_a_heartbeat_is_one_statement_that_commits_without_the_wal_flush(
             assert grant(session, node_id, secret, HeartbeatPolicy()) is not None  # as a registration grants
             assert synchronous_commit(session) == "on"
         session.close()
+
+
+def test_a_heartbeat_sizes_its_ttl_by_a_recent_count_of_the_fleet_counted_once_in_a_while(
+    client: FlaskClient, engine: Engine, statements: list[str]
+) -> None:
+    node_id, secret = register(client)
+    now = [100.0]
+    fleet = FleetSize(fresh_s=5.0, clock=lambda: now[0])
+    sessions = sessionmaker(bind=engine)
+    statements.clear()
+    heartbeat(sessions, node_id, secret, HeartbeatPolicy(), "ready", fleet)
+    assert len(statements) == 2, statements  # the count, then the beat
+    statements.clear()
+    now[0] += 4.9
+    heartbeat(sessions, node_id, secret, HeartbeatPolicy(), "ready", fleet)
+    assert len(statements) == 1, statements  # the count is fresh: the beat alone
+    statements.clear()
+    now[0] += 0.2
+    heartbeat(sessions, node_id, secret, HeartbeatPolicy(), "ready", fleet)
+    assert len(statements) == 2, statements  # counted again
+    # The count sizes the TTL as Nomad's formula does: nodes / per_second, then up to 2x.
+    with Session(engine) as session, session.begin():
+        large = grant(session, node_id, secret, HeartbeatPolicy(per_second=50.0), fleet_size=10_000)
+        counted = grant(session, node_id, secret, HeartbeatPolicy(per_second=50.0))
+    assert large is not None and 200 <= large.ttl.total_seconds() <= 400
+    assert counted is not None and 10 <= counted.ttl.total_seconds() <= 20  # one node: the 10 s floor
 
 
 def test_a_node_watch_reads_both_indexes_in_one_statement(

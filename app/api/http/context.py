@@ -23,6 +23,7 @@ from app.api.http.hangups import HangupMonitor
 from app.api.http.params import blocking_params
 from app.api.http.replicas import PRIMARY, Source, Standby, StandbyUnusable, may_use_standby, remaining, standby_read
 from app.settings.config import Settings
+from app.store.node.heartbeat_ttl import FleetSize
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -63,6 +64,8 @@ class ApiState:
     # (app/api/http/client_turns.py), so a burst of them never leaves a heartbeat or the health
     # check without one; a write that finds too long a line is answered 503 at once.
     client_share: ClientTurns = field(init=False)
+    # The fleet's size as this process last counted it, which sizes heartbeat TTLs.
+    fleet_size: FleetSize = field(default_factory=FleetSize)
 
     def __post_init__(self) -> None:
         self.client_share = ClientTurns(self.settings.client_turns, self.settings.http_client_write_queue)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -34,13 +36,45 @@ class Beat:
     force_gc_index: int = 0
 
 
+FLEET_SIZE_FRESH_S = 5.0
+
+
+class FleetSize:
+    """The number of nodes holding a heartbeat TTL, as one process last counted it: a heartbeat's
+    TTL is sized by it, and counting every node's row on every beat cost Postgres 0.8 ms a beat
+    at 10,000 nodes. A count at most FLEET_SIZE_FRESH_S old sizes the TTL as well (the TTL is
+    then stretched by a random factor up to 2 anyway), as Nomad's leader sizes it by its timers."""
+
+    def __init__(self, fresh_s: float = FLEET_SIZE_FRESH_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self._fresh_s = fresh_s
+        self._clock = clock
+        self._counted: tuple[float, int] | None = None  # (when, count)
+
+    def current(self, session: Session) -> int:
+        now = self._clock()
+        counted = self._counted
+        if counted is not None and now - counted[0] < self._fresh_s:
+            return counted[1]
+        count = int(session.execute(query("fleet_size")).scalar_one())
+        self._counted = (now, count)
+        return count
+
+
 def grant(
-    session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy, *, async_commit: bool = False
+    session: Session,
+    node_id: uuid.UUID,
+    secret: str,
+    policy: HeartbeatPolicy,
+    *,
+    async_commit: bool = False,
+    fleet_size: int | None = None,
 ) -> Beat | None:
     """Authenticate and record a heartbeat in one statement; None for an unknown node or a wrong
     secret. `async_commit`: the same statement turns synchronous_commit off for the transaction
-    (only for a transaction that writes nothing else)."""
+    (only for a transaction that writes nothing else). `fleet_size`: a recent count of the nodes
+    holding a TTL (FleetSize); None counts them in the statement."""
     params: dict[str, object] = {
+        "fleet_size": fleet_size,
         "async_commit": async_commit,
         "node_id": node_id,
         "secret_hash": secret_hash(secret),

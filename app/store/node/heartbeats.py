@@ -8,17 +8,21 @@ import uuid
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.store.node.heartbeat_ttl import Beat, HeartbeatPolicy, grant
+from app.store.node.heartbeat_ttl import Beat, FleetSize, HeartbeatPolicy, grant
 from app.store.node.node_status import set_node_status
 from app.store.node.nodes import get_node
 from app.values.errors import Forbidden
 
 
-def record(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy) -> Beat:
-    """Record a heartbeat in one statement. Losing one on a crash costs nothing (the leader
-    grants the failover TTL), so it does not wait for the WAL flush: the statement turns
-    synchronous_commit off for its transaction (sql/queries/heartbeats.sql)."""
-    beat = grant(session, node_id, secret, policy, async_commit=True)
+def record(
+    session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy, fleet: FleetSize | None = None
+) -> Beat:
+    """Record a heartbeat in one statement (and, every few seconds, one count of the fleet when
+    `fleet` is given). Losing one on a crash costs nothing (the leader grants the failover
+    TTL), so it does not wait for the WAL flush: the statement turns synchronous_commit off for
+    its transaction (sql/queries/heartbeats.sql)."""
+    size = None if fleet is None else fleet.current(session)
+    beat = grant(session, node_id, secret, policy, async_commit=True, fleet_size=size)
     if beat is None:
         get_node(session, node_id)  # 404 for an unknown node, else the secret was wrong
         raise Forbidden.of("X-Nomad-Token", "is not the secret of this node")
@@ -26,7 +30,12 @@ def record(session: Session, node_id: uuid.UUID, secret: str, policy: HeartbeatP
 
 
 def heartbeat(
-    sessions: sessionmaker[Session], node_id: uuid.UUID, secret: str, policy: HeartbeatPolicy, wanted: str | None
+    sessions: sessionmaker[Session],
+    node_id: uuid.UUID,
+    secret: str,
+    policy: HeartbeatPolicy,
+    wanted: str | None,
+    fleet: FleetSize | None = None,
 ) -> Beat:
     """A heartbeat and the status change it implies: a node that was down or disconnected
     comes back as initializing, and becomes ready once the client says it has re-sent its
@@ -35,7 +44,7 @@ def heartbeat(
         # Its one statement is its whole transaction: run autocommitted, it costs one round trip
         # where BEGIN and COMMIT would add two (and the API's CPU for each).
         session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        beat = record(session, node_id, secret, policy)
+        beat = record(session, node_id, secret, policy, fleet)
     target = _next_status(beat.status, wanted)
     if target is None:
         return beat

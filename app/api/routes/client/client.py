@@ -50,7 +50,8 @@ def heartbeat(node_id: str) -> Response:
     secret = node_secret()
     body = validate(_HeartbeatBody, optional_json_body(), "")
     current = state()
-    beat = record_heartbeat(current.writes, key, secret, HeartbeatPolicy.of(current.settings), body.Status)
+    policy = HeartbeatPolicy.of(current.settings)
+    beat = record_heartbeat(current.writes, key, secret, policy, body.Status, current.fleet_size)
     ttl_ns = int(beat.ttl.total_seconds() * NANOS)
     answer = {"HeartbeatTTL": ttl_ns, "NodeStatus": beat.status, "ForceGCIndex": beat.force_gc_index}
     answer[LINK_KEY_FIELD] = node_key(current.link_secret, key)  # a changed link secret reaches the client
