@@ -1,1 +1,1 @@
-"""One allocation on this node: its runner, disconnects, destroys, and client GC."""
+"""One allocation on this node: its tasks' plans, its runner, disconnects, destroys, and client GC."""

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from app.wire.json import JsonObject
-from client.allocs.alloc_runner import AllocRunner, task_plans
+from client.allocs.alloc_runner import AllocRunner
+from client.allocs.task_plans import task_plans
 from client.config import ConfigError, build
 from client.drivers import Mock, NetworkManager, PortMapping, StartError
 from client.drivers.raw_exec import as_user, enter_netns

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client.allocs.alloc_runner import task_plans
+from client.allocs.task_plans import task_plans
 from client.config import build
 from client.drivers import Docker, DriverOptions, ExitDetail, Limits, PortMapping, StartError, TaskSpec, available
 from client.drivers.docker import exit_of

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from client.allocs.alloc_runner import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
+from client.allocs.task_plans import CHROOTED_DRIVERS, group_network_mode, task_limits, task_plans
 from client.config import ConfigError, build
 from client.drivers import KILLED, Limits, StartError, TaskSpec, oom_killed, open_log
 from client.drivers.exec import Exec, ExecHandle, ExecSettings, unusable_reason

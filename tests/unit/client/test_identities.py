@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from client.allocs.alloc_runner import task_plans
+from client.allocs.task_plans import task_plans
 from client.tasks.identities import requests, task_env, task_files
 from client.tasks.taskenv import NodeInfo
 
