@@ -6,9 +6,10 @@ alloc_runner runs them)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from client.drivers import DEFAULT_KILL_SIGNAL, Limits, LogConfig, PortMapping, StartError, TaskSpec
 from client.network.bridge import netns_path
@@ -158,7 +159,10 @@ def group_shutdown_delay_s(alloc: dict[str, Any]) -> float:
     return float(group.get("ShutdownDelay") or 0) / NANOS
 
 
-def health_states(states: dict[str, dict[str, Any]], stages: dict[str, str]) -> list[dict[str, Any]]:
+State = TypeVar("State", bound=Mapping[str, object])
+
+
+def health_states(states: dict[str, State], stages: dict[str, str]) -> list[State]:
     """The task states deployment health is judged on: not the poststop tasks, nor the
     prestart/poststart tasks that have finished successfully (they were meant to)."""
     judged = []

@@ -37,7 +37,7 @@ BUDGETS: dict[str, tuple[int, int]] = {
     "app/values": (0, 5),
     "app/variables": (0, 0),
     "workers": (1, 16),
-    "client": (131, 317),
+    "client": (129, 316),
 }
 
 
